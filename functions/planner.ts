@@ -1,0 +1,23 @@
+/** Planner Lambda: EventBridge invokes it every minute with `{ partition, of }`. Wiring only. */
+import { loadJobs } from '../shared/config.js';
+import { partitionRefError, type PartitionRef } from '../shared/core/partition.js';
+import { runPlannerTick, type TickReport } from '../shared/planner.js';
+import { powertoolsLogger, PowertoolsMetricsSink } from '../shared/powertools.js';
+import { createAdapters, createClients, resourcesFromEnv } from '../shared/runtime.js';
+
+const jobs = loadJobs();
+const clients = createClients();
+const { ledger, queue } = createAdapters(clients, resourcesFromEnv());
+const logger = powertoolsLogger();
+const metrics = new PowertoolsMetricsSink();
+
+export async function handler(event: Partial<PartitionRef> | undefined): Promise<TickReport> {
+  const ref = { partition: event?.partition ?? 0, of: event?.of ?? 1 };
+  const problem = partitionRefError(ref);
+  if (problem) throw new Error(`invalid planner input: ${problem}`);
+  try {
+    return await runPlannerTick({ ledger, queue, jobs, clock: Date.now, logger, metrics }, ref);
+  } finally {
+    metrics.publish();
+  }
+}

@@ -1,0 +1,446 @@
+/**
+ * The ledger adapter: DynamoDB calls for watermarks and run items. It marshals, names each
+ * condition clause, and maps ConditionalCheckFailedException to domain results using the item
+ * DynamoDB returns with the failure (ReturnValuesOnConditionCheckFailure), never an extra read.
+ * The rules themselves (what a refusal means, token composition) live in shared/core.
+ */
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import {
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  UpdateCommand,
+  type DynamoDBDocumentClient,
+} from '@aws-sdk/lib-dynamodb';
+import { initialFence, MAX_CLAIMS_PER_SLOT } from '../core/fence.js';
+import { explainClaimRefusal, type ClaimResult } from '../core/lease.js';
+import { LedgerKeys, LEDGER_TABLE } from '../resources.js';
+import { RunStatus, runKeyOf, type Run, type RunId } from '../core/vocabulary.js';
+
+type Item = Record<string, unknown>;
+
+export interface NewRun {
+  readonly job: string;
+  readonly slot: number;
+  readonly shard: number;
+  readonly shards: number;
+  /** READY for runs to execute; SKIPPED for slots a policy decided not to run (visible to ops). */
+  readonly status: typeof RunStatus.READY | typeof RunStatus.SKIPPED;
+  readonly reason?: string;
+}
+
+export type CreateRunResult = { readonly created: true; readonly run: Run } | { readonly created: false; readonly existing: Run };
+
+export type Outcome =
+  | { readonly status: typeof RunStatus.SUCCEEDED; readonly evidence?: unknown }
+  | {
+      readonly status: typeof RunStatus.RETRY;
+      readonly nextAttemptAt: number;
+      readonly lastError: { code: string; message: string };
+      /** A yield (time ran low) gives the attempt back instead of spending it. */
+      readonly refundAttempt?: boolean;
+    }
+  | { readonly status: typeof RunStatus.UNKNOWN; readonly nextAttemptAt: number; readonly lastError: { code: string; message: string } }
+  | { readonly status: typeof RunStatus.DEAD; readonly lastError: { code: string; message: string } };
+
+/** A fenced write on a run was refused: the caller no longer holds the lease. */
+export type LeaseCheck = { readonly ok: true } | { readonly ok: false; readonly current: Run | undefined };
+
+export interface PartitionState {
+  /** Every job of the partition is planned up to this instant (UTC ms). */
+  readonly plannedUntil: number | undefined;
+  readonly paused: ReadonlySet<string>;
+  /** Jobs planned only up to an earlier slot (catch-up in progress, resumed after a pause). */
+  readonly behind: ReadonlyMap<string, number>;
+}
+
+export interface LedgerOptions {
+  readonly tableName: string;
+  /** Days terminal runs stay before TTL removes them. @default 30 */
+  readonly retentionDays?: number;
+}
+
+function isConditionalCheckFailure(error: unknown): error is ConditionalCheckFailedException {
+  return error instanceof ConditionalCheckFailedException || (error as { name?: string })?.name === 'ConditionalCheckFailedException';
+}
+
+function itemOf(error: ConditionalCheckFailedException): Item | undefined {
+  return error.Item ? unmarshallFailureItem(error.Item) : undefined;
+}
+
+/**
+ * ReturnValuesOnConditionCheckFailure hands back the item in the low-level attribute-value
+ * format even through the document client.
+ */
+function unmarshallFailureItem(item: Record<string, unknown>): Item {
+  const out: Item = {};
+  for (const [key, value] of Object.entries(item)) out[key] = fromAttributeValue(value);
+  return out;
+}
+
+function fromAttributeValue(value: unknown): unknown {
+  if (value === null || typeof value !== 'object') return value;
+  const av = value as Record<string, unknown>;
+  if ('S' in av) return av.S;
+  if ('N' in av) return Number(av.N);
+  if ('BOOL' in av) return av.BOOL;
+  if ('NULL' in av) return null;
+  if ('M' in av) return unmarshallFailureItem(av.M as Record<string, unknown>);
+  if ('L' in av) return (av.L as unknown[]).map(fromAttributeValue);
+  if ('SS' in av) return new Set(av.SS as string[]);
+  if ('NS' in av) return new Set((av.NS as string[]).map(Number));
+  return value;
+}
+
+export function runFromItem(item: Item): Run {
+  return {
+    job: item.job as string,
+    slot: item.slot as number,
+    shard: item.shard as number,
+    shards: item.shards as number,
+    runKey: item.runKey as string,
+    status: item.status as RunStatus,
+    owner: item.owner as string | undefined,
+    leaseUntil: item.leaseUntil as number | undefined,
+    fencingToken: item.fencingToken as number,
+    attempt: item.attempt as number,
+    nextAttemptAt: item.nextAttemptAt as number | undefined,
+    lastError: item.lastError as Run['lastError'],
+    createdAt: item.createdAt as number,
+    dispatchedAt: item.dispatchedAt as number | undefined,
+    startedAt: item.startedAt as number | undefined,
+    finishedAt: item.finishedAt as number | undefined,
+    checkpoint: item.checkpoint,
+    evidence: item.evidence,
+    expiresAt: item.expiresAt as number | undefined,
+  };
+}
+
+export class Ledger {
+  readonly tableName: string;
+  private readonly retentionSeconds: number;
+
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    options: LedgerOptions,
+  ) {
+    this.tableName = options.tableName;
+    this.retentionSeconds = (options.retentionDays ?? 30) * 86_400;
+  }
+
+  private runKey(id: RunId) {
+    return { pk: LedgerKeys.jobPk(id.job), sk: LedgerKeys.runSk(id.slot, id.shard) };
+  }
+
+  // ---------------------------------------------------------------- partition watermark
+
+  async readPartition(partition: number, of: number): Promise<PartitionState> {
+    const { Item } = await this.doc.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: { pk: LedgerKeys.partitionPk(partition, of), sk: LedgerKeys.watermarkSk },
+        ConsistentRead: true,
+      }),
+    );
+    const paused = (Item?.paused as Set<string> | undefined) ?? new Set<string>();
+    const behind = new Map(Object.entries((Item?.behind as Record<string, number> | undefined) ?? {}));
+    return { plannedUntil: Item?.plannedUntil as number | undefined, paused, behind };
+  }
+
+  /**
+   * Moves the partition watermark forward only, and records which jobs are still behind it.
+   * Returns false when a concurrent planner already moved it further (harmless: its work is a
+   * superset of ours, every run write being conditional).
+   */
+  async advancePartition(
+    partition: number,
+    of: number,
+    plannedUntil: number,
+    behind: { readonly set: ReadonlyMap<string, number>; readonly clear: readonly string[] },
+  ): Promise<boolean> {
+    const names: Record<string, string> = {};
+    const values: Record<string, unknown> = { ':until': plannedUntil };
+    const sets = ['plannedUntil = :until'];
+    const removes: string[] = [];
+    let i = 0;
+    for (const [job, slot] of behind.set) {
+      names[`#j${i}`] = job;
+      values[`:b${i}`] = slot;
+      sets.push(`behind.#j${i} = :b${i}`);
+      i++;
+    }
+    for (const job of behind.clear) {
+      if (behind.set.has(job)) continue;
+      names[`#j${i}`] = job;
+      removes.push(`behind.#j${i}`);
+      i++;
+    }
+    // `behind` must exist as a map before nested SETs; create it on the first advance.
+    const firstAdvance = 'attribute_not_exists(plannedUntil)';
+    const onlyForward = 'plannedUntil <= :until';
+    try {
+      if (behind.set.size > 0) {
+        await this.doc.send(
+          new UpdateCommand({
+            TableName: this.tableName,
+            Key: { pk: LedgerKeys.partitionPk(partition, of), sk: LedgerKeys.watermarkSk },
+            UpdateExpression: 'SET behind = if_not_exists(behind, :emptyMap)',
+            ExpressionAttributeValues: { ':emptyMap': {} },
+          }),
+        );
+      }
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: LedgerKeys.partitionPk(partition, of), sk: LedgerKeys.watermarkSk },
+          UpdateExpression: `SET ${sets.join(', ')}${removes.length ? ` REMOVE ${removes.join(', ')}` : ''}`,
+          ConditionExpression: `${firstAdvance} OR ${onlyForward}`,
+          ExpressionAttributeNames: Object.keys(names).length ? names : undefined,
+          ExpressionAttributeValues: values,
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionalCheckFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  // ---------------------------------------------------------------- runs
+
+  /** Conditional put: at most one run item per (job, slot, shard), whoever calls and however often. */
+  async createRun(run: NewRun, now: number): Promise<CreateRunResult> {
+    const open = run.status === RunStatus.READY;
+    const item: Item = {
+      ...this.runKey(run),
+      job: run.job,
+      slot: run.slot,
+      shard: run.shard,
+      shards: run.shards,
+      runKey: runKeyOf(run.job, run.slot, run.shard, run.shards),
+      status: run.status,
+      fencingToken: initialFence(run.slot),
+      attempt: 0,
+      createdAt: now,
+      ...(open
+        ? { openPk: LedgerKeys.openPk, openSk: LedgerKeys.openSk(run.slot, run.job, run.shard) }
+        : { finishedAt: now, expiresAt: Math.floor(now / 1000) + this.retentionSeconds }),
+      ...(run.reason ? { lastError: { code: run.status, message: run.reason } } : {}),
+    };
+    try {
+      await this.doc.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: item,
+          ConditionExpression: 'attribute_not_exists(pk)',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return { created: true, run: runFromItem(item) };
+    } catch (error) {
+      if (isConditionalCheckFailure(error)) {
+        const existing = itemOf(error);
+        if (existing) return { created: false, existing: runFromItem(existing) };
+      }
+      throw error;
+    }
+  }
+
+  async getRun(id: RunId, consistent = true): Promise<Run | undefined> {
+    const { Item } = await this.doc.send(
+      new GetCommand({ TableName: this.tableName, Key: this.runKey(id), ConsistentRead: consistent }),
+    );
+    return Item ? runFromItem(Item) : undefined;
+  }
+
+  /**
+   * Claims the run in ONE conditional UpdateItem: sets owner, leaseUntil, status RUNNING,
+   * attempt + 1 and fencingToken + 1, returning the new item. A RUNNING run whose lease expired
+   * (beyond the clock allowance) is claimable: that is a takeover.
+   */
+  async claim(id: RunId, owner: string, now: number, leaseMs: number, skewMs: number): Promise<ClaimResult> {
+    const claimableStatus = '#status IN (:ready, :retry, :unknown)';
+    const backoffElapsed = '(attribute_not_exists(nextAttemptAt) OR nextAttemptAt <= :now)';
+    const leaseExpired = '(#status = :running AND leaseUntil < :expiredBefore)';
+    const fenceRangeLeft = 'fencingToken < :maxToken';
+    try {
+      const { Attributes } = await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: this.runKey(id),
+          // Operands read the item as it was before this update, so claimedFrom records the
+          // status the claim started from (RUNNING means takeover, UNKNOWN means reconcile first).
+          UpdateExpression:
+            'SET claimedFrom = #status, #status = :running, #owner = :owner, leaseUntil = :leaseUntil, ' +
+            'startedAt = :now, fencingToken = fencingToken + :one, attempt = attempt + :one REMOVE nextAttemptAt',
+          ConditionExpression: `attribute_exists(pk) AND ((${claimableStatus} AND ${backoffElapsed}) OR ${leaseExpired}) AND ${fenceRangeLeft}`,
+          ExpressionAttributeNames: { '#status': 'status', '#owner': 'owner' },
+          ExpressionAttributeValues: {
+            ':ready': RunStatus.READY,
+            ':retry': RunStatus.RETRY,
+            ':unknown': RunStatus.UNKNOWN,
+            ':running': RunStatus.RUNNING,
+            ':owner': owner,
+            ':now': now,
+            ':leaseUntil': now + leaseMs,
+            ':expiredBefore': now - skewMs,
+            ':one': 1,
+            ':maxToken': initialFence(id.slot) + MAX_CLAIMS_PER_SLOT,
+          },
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      const item = Attributes ?? {};
+      return { kind: 'claimed', run: runFromItem(item), claimedFrom: item.claimedFrom as RunStatus };
+    } catch (error) {
+      if (isConditionalCheckFailure(error)) {
+        const current = itemOf(error);
+        return explainClaimRefusal(current ? runFromItem(current) : undefined, now, skewMs);
+      }
+      throw error;
+    }
+  }
+
+  /** Update guarded by the holder's lease: owner, token and status RUNNING must all still match. */
+  private async updateHeld(
+    run: Pick<Run, 'job' | 'slot' | 'shard' | 'fencingToken' | 'owner'>,
+    update: string,
+    names: Record<string, string>,
+    values: Record<string, unknown>,
+  ): Promise<LeaseCheck> {
+    const sameOwner = '#owner = :me';
+    const sameToken = 'fencingToken = :token';
+    const stillRunning = '#status = :running';
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: this.runKey(run),
+          UpdateExpression: update,
+          ConditionExpression: `${sameOwner} AND ${sameToken} AND ${stillRunning}`,
+          ExpressionAttributeNames: { '#owner': 'owner', '#status': 'status', ...names },
+          ExpressionAttributeValues: {
+            ':me': run.owner,
+            ':token': run.fencingToken,
+            ':running': RunStatus.RUNNING,
+            ...values,
+          },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return { ok: true };
+    } catch (error) {
+      if (isConditionalCheckFailure(error)) {
+        const current = itemOf(error);
+        return { ok: false, current: current ? runFromItem(current) : undefined };
+      }
+      throw error;
+    }
+  }
+
+  heartbeat(run: Run, leaseUntil: number): Promise<LeaseCheck> {
+    return this.updateHeld(run, 'SET leaseUntil = :leaseUntil', {}, { ':leaseUntil': leaseUntil });
+  }
+
+  checkpoint(run: Run, cursor: unknown): Promise<LeaseCheck> {
+    return this.updateHeld(run, 'SET #checkpoint = :checkpoint', { '#checkpoint': 'checkpoint' }, { ':checkpoint': cursor ?? null });
+  }
+
+  /** Records the attempt's outcome; every transition out of RUNNING is conditional on owner + token. */
+  complete(run: Run, outcome: Outcome, now: number): Promise<LeaseCheck> {
+    const names: Record<string, string> = {};
+    const values: Record<string, unknown> = { ':outcome': outcome.status, ':now': now };
+    const sets = ['#status = :outcome', 'finishedAt = :now'];
+    const removes = ['leaseUntil'];
+    switch (outcome.status) {
+      case RunStatus.SUCCEEDED:
+        sets.push('expiresAt = :expiresAt');
+        values[':expiresAt'] = Math.floor(now / 1000) + this.retentionSeconds;
+        if (outcome.evidence !== undefined) {
+          sets.push('evidence = :evidence');
+          values[':evidence'] = outcome.evidence;
+        }
+        removes.push('openPk');
+        break;
+      case RunStatus.DEAD:
+        sets.push('expiresAt = :expiresAt', 'lastError = :lastError');
+        values[':expiresAt'] = Math.floor(now / 1000) + this.retentionSeconds;
+        values[':lastError'] = outcome.lastError;
+        removes.push('openPk');
+        break;
+      case RunStatus.RETRY:
+      case RunStatus.UNKNOWN:
+        sets.push('nextAttemptAt = :next', 'lastError = :lastError');
+        values[':next'] = outcome.nextAttemptAt;
+        values[':lastError'] = outcome.lastError;
+        if (outcome.status === RunStatus.RETRY && outcome.refundAttempt) {
+          sets.push('attempt = attempt - :one');
+          values[':one'] = 1;
+        }
+        break;
+    }
+    return this.updateHeld(run, `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`, names, values);
+  }
+
+  /** Runs of one job, newest first unless `ascending`. */
+  async listRuns(job: string, options: { limit?: number; ascending?: boolean; sinceSlot?: number } = {}): Promise<Run[]> {
+    const sinceClause = options.sinceSlot !== undefined ? 'sk >= :since' : 'begins_with(sk, :prefix)';
+    const { Items = [] } = await this.doc.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        KeyConditionExpression: `pk = :pk AND ${sinceClause}`,
+        ExpressionAttributeValues: {
+          ':pk': LedgerKeys.jobPk(job),
+          ...(options.sinceSlot !== undefined
+            ? { ':since': LedgerKeys.runSk(options.sinceSlot, 0) }
+            : { ':prefix': LedgerKeys.runSkPrefix }),
+        },
+        ScanIndexForward: options.ascending ?? false,
+        Limit: options.limit,
+        ConsistentRead: true,
+      }),
+    );
+    return Items.filter((item) => typeof item.sk === 'string' && item.sk.startsWith(LedgerKeys.runSkPrefix)).map(runFromItem);
+  }
+
+  /** Open (non-terminal) runs whose slot is at or before `slotBefore`, oldest first, from the sparse index. */
+  async listOpenRuns(slotBefore: number, limit: number): Promise<Run[]> {
+    const { Items = [] } = await this.doc.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        IndexName: LEDGER_TABLE.openRunsIndex.name,
+        KeyConditionExpression: 'openPk = :open AND openSk <= :before',
+        ExpressionAttributeValues: { ':open': LedgerKeys.openPk, ':before': `${new Date(slotBefore).toISOString()}#\uffff` },
+        Limit: limit,
+      }),
+    );
+    return Items.map(runFromItem);
+  }
+
+  /**
+   * Marks a run as re-dispatched now, only if nobody else did within `graceMs`: concurrent
+   * sweepers then send at most one replacement message per grace period.
+   */
+  async markRedispatch(run: Run, now: number, graceMs: number): Promise<boolean> {
+    const sameStatus = '#status = :status';
+    const notRecentlyDispatched = '(attribute_not_exists(dispatchedAt) OR dispatchedAt < :recent)';
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: this.runKey(run),
+          UpdateExpression: 'SET dispatchedAt = :now',
+          ConditionExpression: `${sameStatus} AND ${notRecentlyDispatched}`,
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: { ':status': run.status, ':now': now, ':recent': now - graceMs },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionalCheckFailure(error)) return false;
+      throw error;
+    }
+  }
+}
+

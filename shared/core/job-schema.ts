@@ -1,0 +1,198 @@
+/**
+ * The job definition schema (DESIGN §4): what teams write in shared/jobs.ts, validated at synth
+ * time, at cold start and by the tests. zod/mini keeps the Lambda bundles small.
+ *
+ * Every error names the job and the field, so `cdk synth` fails with e.g.
+ *   job "payments-reconcile": field "schedule": expected 5 or 6 fields (value: "* *")
+ */
+import * as z from 'zod/mini';
+import { durationMs } from './duration.js';
+import { DEFAULT_DST, scheduleError, timezoneError } from './slots.js';
+
+const JOB_NAME = /^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$/;
+
+const duration = (field: string) =>
+  z.pipe(
+    z.union([z.number(), z.string()]),
+    z.transform((value, ctx) => {
+      const ms = durationMs(value);
+      if (ms === undefined) {
+        ctx.issues.push({
+          code: 'custom',
+          input: value,
+          message: `${field} must be milliseconds or a duration such as "30s", "5m", "1h"`,
+        });
+        return z.NEVER;
+      }
+      return ms;
+    }),
+  );
+
+export const OverlapPolicy = {
+  FORBID_SKIP: 'forbid-skip',
+  FORBID_QUEUE: 'forbid-queue',
+  COALESCE: 'coalesce',
+  PARALLEL: 'parallel',
+} as const;
+export type OverlapPolicy = (typeof OverlapPolicy)[keyof typeof OverlapPolicy];
+
+export const MisfirePolicy = { SKIP: 'skip', LATEST: 'latest', ALL: 'all' } as const;
+export type MisfirePolicy = (typeof MisfirePolicy)[keyof typeof MisfirePolicy];
+
+const jobShape = z.strictObject({
+  name: z.string().check(z.regex(JOB_NAME, 'name must match [a-z0-9-], 1-64 characters, no leading or trailing dash')),
+  schedule: z.string().check(
+    z.superRefine((value, ctx) => {
+      const problem = scheduleError(value);
+      if (problem) ctx.issues.push({ code: 'custom', input: value, message: problem });
+    }),
+  ),
+  timezone: z._default(
+    z.string().check(
+      z.superRefine((value, ctx) => {
+        const problem = timezoneError(value);
+        if (problem) ctx.issues.push({ code: 'custom', input: value, message: problem });
+      }),
+    ),
+    'UTC',
+  ),
+  handler: z.string().check(z.minLength(1, 'handler is required')),
+  enabled: z._default(z.boolean(), true),
+  /** @default { gap: 'shift', overlap: 'once' } */
+  dst: z._default(
+    z.strictObject({
+      gap: z._default(z.enum(['shift', 'skip']), DEFAULT_DST.gap),
+      overlap: z._default(z.enum(['once', 'twice']), DEFAULT_DST.overlap),
+    }),
+    { ...DEFAULT_DST },
+  ),
+  /** @default { after: '5m', policy: 'all', maxPerTick: 10 } */
+  misfire: z._default(
+    z.strictObject({
+      after: z._default(duration('misfire.after'), 300_000),
+      policy: z._default(z.enum(['skip', 'latest', 'all']), 'all'),
+      maxPerTick: z._default(z.int().check(z.gte(1), z.lte(1000)), 10),
+    }),
+    { after: 300_000, policy: 'all', maxPerTick: 10 },
+  ),
+  /** @default 'parallel' */
+  overlap: z._default(z.enum(['forbid-skip', 'forbid-queue', 'coalesce', 'parallel']), 'parallel'),
+  /** @default 1 */
+  shards: z._default(z.int().check(z.gte(1), z.lte(100)), 1),
+  /** Lease length. @default 30 s */
+  lease: z._default(duration('lease'), 30_000),
+  /** @default lease / 3 */
+  heartbeatEvery: z.optional(duration('heartbeatEvery')),
+  /** Per-attempt timeout. @default 5 min */
+  timeout: z._default(duration('timeout'), 300_000),
+  /** @default { maxAttempts: 3, backoff: { base: '1s', max: '5m', jitter: 'full' } } */
+  retry: z._default(
+    z.strictObject({
+      maxAttempts: z._default(z.int().check(z.gte(1), z.lte(100)), 3),
+      backoff: z._default(
+        z.strictObject({
+          base: z._default(duration('retry.backoff.base'), 1_000),
+          max: z._default(duration('retry.backoff.max'), 300_000),
+          jitter: z._default(z.enum(['full', 'none']), 'full'),
+        }),
+        { base: 1_000, max: 300_000, jitter: 'full' },
+      ),
+    }),
+    { maxAttempts: 3, backoff: { base: 1_000, max: 300_000, jitter: 'full' } },
+  ),
+  /** Time after the slot by which the slot must be done, else DEAD. @default none */
+  deadline: z.optional(duration('deadline')),
+  /**
+   * How early the planner enqueues a run before its slot; the worker waits out the rest so the
+   * handler starts on time despite SQS's whole-second delays. Costs up to this much Lambda time
+   * per run. 0 = start when SQS delivers (up to ~1 s late). @default '2s'
+   */
+  startLead: z._default(duration('startLead'), 2_000),
+});
+
+export type JobInput = z.input<typeof jobShape>;
+type ParsedJob = z.output<typeof jobShape>;
+export interface Job extends Omit<ParsedJob, 'heartbeatEvery'> {
+  readonly heartbeatEvery: number;
+}
+
+export interface JobConfigIssue {
+  readonly job: string;
+  readonly field: string;
+  readonly value: unknown;
+  readonly message: string;
+}
+
+/** A job definition is invalid; `issues` names each job and field at fault. */
+export class JobConfigError extends Error {
+  override readonly name = 'JobConfigError';
+  constructor(readonly issues: readonly JobConfigIssue[]) {
+    super(issues.map(formatIssue).join('\n'));
+  }
+}
+
+function formatIssue(issue: JobConfigIssue): string {
+  const value = issue.value === undefined ? '' : ` (value: ${JSON.stringify(issue.value)})`;
+  return `job "${issue.job}": field "${issue.field}": ${issue.message}${value}`;
+}
+
+function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let current: unknown = input;
+  for (const key of path) {
+    if (current === null || typeof current !== 'object') return undefined;
+    current = (current as Record<PropertyKey, unknown>)[key];
+  }
+  return current;
+}
+
+export interface ParseJobsOptions {
+  /** Names of the registered handlers; a job naming another one is rejected. */
+  readonly handlers: readonly string[];
+}
+
+/**
+ * Validates every job and returns them with defaults applied. Collects all problems before
+ * throwing so one synth shows every broken job at once.
+ */
+export function parseJobs(inputs: readonly unknown[], options: ParseJobsOptions): Job[] {
+  const issues: JobConfigIssue[] = [];
+  const jobs: Job[] = [];
+  const seen = new Set<string>();
+  inputs.forEach((input, index) => {
+    const rawName = valueAt(input, ['name']);
+    const label = typeof rawName === 'string' && rawName !== '' ? rawName : `#${index}`;
+    const result = jobShape.safeParse(input);
+    if (!result.success) {
+      for (const issue of result.error.issues) {
+        const field = issue.path.map(String).join('.') || '(job)';
+        issues.push({ job: label, field, value: valueAt(input, issue.path), message: issue.message });
+      }
+      return;
+    }
+    const job = result.data;
+    if (seen.has(job.name)) {
+      issues.push({ job: job.name, field: 'name', value: job.name, message: 'duplicate job name' });
+    }
+    seen.add(job.name);
+    if (!options.handlers.includes(job.handler)) {
+      issues.push({
+        job: job.name,
+        field: 'handler',
+        value: job.handler,
+        message: `unknown handler; registered: ${options.handlers.join(', ') || '(none)'}`,
+      });
+    }
+    const heartbeatEvery = job.heartbeatEvery ?? Math.floor(job.lease / 3);
+    if (heartbeatEvery >= job.lease) {
+      issues.push({
+        job: job.name,
+        field: 'heartbeatEvery',
+        value: heartbeatEvery,
+        message: `must be shorter than lease (${job.lease} ms)`,
+      });
+    }
+    jobs.push({ ...job, heartbeatEvery });
+  });
+  if (issues.length > 0) throw new JobConfigError(issues);
+  return jobs;
+}

@@ -1,0 +1,36 @@
+/**
+ * Validation of run messages read from the queue (DESIGN §8). A message that fails here is
+ * poison: logged with its id, counted, and left to reach the DLQ; it never crashes the batch.
+ */
+import type { Job } from './job-schema.js';
+import { RUN_MESSAGE_VERSION, runKeyOf, type RunMessage } from './vocabulary.js';
+
+export type ParsedRunMessage =
+  | { readonly ok: true; readonly message: RunMessage; readonly job: Job }
+  | { readonly ok: false; readonly code: 'MALFORMED' | 'UNSUPPORTED_VERSION' | 'UNKNOWN_JOB' | 'INCONSISTENT'; readonly reason: string };
+
+export function parseRunMessage(body: string, jobs: ReadonlyMap<string, Job>): ParsedRunMessage {
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return { ok: false, code: 'MALFORMED', reason: 'body is not JSON' };
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return { ok: false, code: 'MALFORMED', reason: 'body is not a JSON object' };
+  const { v, job, slot, shard, runKey } = value as Record<string, unknown>;
+  if (v !== RUN_MESSAGE_VERSION) {
+    return typeof v === 'number'
+      ? { ok: false, code: 'UNSUPPORTED_VERSION', reason: `message version ${v} is not supported (expected ${RUN_MESSAGE_VERSION})` }
+      : { ok: false, code: 'MALFORMED', reason: 'field "v" is missing or not a number' };
+  }
+  if (typeof job !== 'string' || job === '') return { ok: false, code: 'MALFORMED', reason: 'field "job" must be a non-empty string' };
+  if (typeof slot !== 'number' || !Number.isSafeInteger(slot) || slot < 0) return { ok: false, code: 'MALFORMED', reason: 'field "slot" must be epoch milliseconds' };
+  if (typeof shard !== 'number' || !Number.isInteger(shard) || shard < 0) return { ok: false, code: 'MALFORMED', reason: 'field "shard" must be a non-negative integer' };
+  if (typeof runKey !== 'string') return { ok: false, code: 'MALFORMED', reason: 'field "runKey" must be a string' };
+  const definition = jobs.get(job);
+  if (!definition) return { ok: false, code: 'UNKNOWN_JOB', reason: `job "${job}" is not configured` };
+  if (shard >= definition.shards) return { ok: false, code: 'INCONSISTENT', reason: `shard ${shard} out of range for ${definition.shards} shard(s)` };
+  const expected = runKeyOf(job, slot, shard, definition.shards);
+  if (runKey !== expected) return { ok: false, code: 'INCONSISTENT', reason: `runKey "${runKey}" does not match "${expected}"` };
+  return { ok: true, message: { v: RUN_MESSAGE_VERSION, job, slot, shard, runKey }, job: definition };
+}

@@ -1,0 +1,182 @@
+/**
+ * The API job authors write against, exported from one place: the context a handler receives,
+ * the handler shape, and the errors that tell the worker what happened.
+ *
+ * Error classification (DESIGN §8):
+ * - `RetryableError`: not executed or failed transiently; retried with backoff until the budget is spent.
+ * - `PermanentError`: definitely failed; the run goes DEAD at once.
+ * - `ResultUnknownError`: a foreign call may or may not have taken effect (e.g. a timeout);
+ *   the run goes UNKNOWN and the next attempt first calls `reconcile(ctx)` with the same runKey.
+ * - any other thrown error is treated as retryable.
+ * - `FencedOutError` / `LeaseLostError`: this worker is stale; it stops and records nothing.
+ */
+import type { Job } from './core/job-schema.js';
+
+export interface RunLogger {
+  debug(message: string, ...extra: Record<string, unknown>[]): void;
+  info(message: string, ...extra: Record<string, unknown>[]): void;
+  warn(message: string, ...extra: Record<string, unknown>[]): void;
+  error(message: string, ...extra: Record<string, unknown>[]): void;
+}
+
+/** A DynamoDB condition or update fragment with its placeholders. */
+export interface Expression {
+  readonly expression: string;
+  readonly names?: Readonly<Record<string, string>>;
+  readonly values?: Readonly<Record<string, unknown>>;
+}
+
+export interface FencedPut {
+  readonly kind: 'put';
+  readonly table: string;
+  readonly item: Readonly<Record<string, unknown>> & { readonly pk: string; readonly sk: string };
+  /** An extra business condition, joined with the fence condition by AND. */
+  readonly condition?: Expression;
+}
+export interface FencedUpdate {
+  readonly kind: 'update';
+  readonly table: string;
+  readonly key: { readonly pk: string; readonly sk: string };
+  /** SET clauses without the `SET` keyword, e.g. `#status = :settled`; the fence is added. */
+  readonly set: Expression;
+  readonly condition?: Expression;
+}
+export type FencedWrite = FencedPut | FencedUpdate;
+
+/**
+ * Writes on business items that carry the run's fencing token (DESIGN §6). Each write sets
+ * `lastFence = :fence` on the item under the condition `lastFence <= :fence` (the same holder may
+ * write an item repeatedly; a holder with a lower token never can). A rejected write throws
+ * `FencedOutError`; a failed business condition throws `ConditionFailedError`.
+ */
+export interface FencedStore {
+  put(write: Omit<FencedPut, 'kind'>): Promise<void>;
+  update(write: Omit<FencedUpdate, 'kind'>): Promise<void>;
+  /** All-or-nothing: e.g. a cursor and an outbox row in one TransactWriteItems. */
+  transact(writes: readonly FencedWrite[]): Promise<void>;
+}
+
+/** Consistent reads of business items (handlers never get a bare client). */
+export interface ItemReader {
+  get(table: string, key: { readonly pk: string; readonly sk: string }): Promise<Record<string, unknown> | undefined>;
+  /** Items of one partition in sort-key order, strictly after `after` when given. */
+  query(table: string, pk: string, options?: { readonly after?: string; readonly limit?: number }): Promise<Record<string, unknown>[]>;
+}
+
+export interface RunContext {
+  readonly job: Job;
+  /** Slot instant, UTC epoch ms. */
+  readonly slot: number;
+  readonly shard: number;
+  readonly shards: number;
+  /** `job@slotISO[#shard]`: pass it as the idempotency key of every foreign call. */
+  readonly runKey: string;
+  readonly fencingToken: number;
+  readonly attempt: number;
+  /** Fires when a heartbeat fails or the lease is about to run out: stop promptly. */
+  readonly signal: AbortSignal;
+  readonly logger: RunLogger;
+  readonly fenced: FencedStore;
+  readonly reader: ItemReader;
+  /** Names of the tables handlers may write, resolved from the environment. */
+  readonly tables: { readonly ledger: string; readonly payments: string };
+  /** The last checkpoint saved by any attempt of this run, or undefined. */
+  readonly resumeFrom: unknown;
+  /** Saves a resume point for this run, fenced by the run's lease. */
+  checkpoint(cursor: unknown): Promise<void>;
+  /** The worker's clock (injected, so tests control it). */
+  now(): number;
+}
+
+export interface RunResult {
+  /** Proof of what the run did (ids, counts); stored on the run item. */
+  readonly evidence?: unknown;
+}
+
+export const ReconcileOutcome = {
+  ALREADY_DONE: 'already-done',
+  NOT_DONE: 'not-done',
+  STILL_UNKNOWN: 'still-unknown',
+} as const;
+export type ReconcileResult =
+  | { readonly outcome: typeof ReconcileOutcome.ALREADY_DONE; readonly evidence?: unknown }
+  | { readonly outcome: typeof ReconcileOutcome.NOT_DONE }
+  | { readonly outcome: typeof ReconcileOutcome.STILL_UNKNOWN; readonly reason?: string };
+
+export interface JobHandler {
+  run(ctx: RunContext): Promise<RunResult | void>;
+  /** Called first when a run is claimed out of UNKNOWN, with the same runKey. */
+  reconcile?(ctx: RunContext): Promise<ReconcileResult>;
+}
+
+interface ErrorOptions {
+  readonly cause?: unknown;
+  /** A short machine-readable code recorded as `lastError.code`. */
+  readonly code?: string;
+}
+
+export class RetryableError extends Error {
+  override readonly name: string = 'RetryableError';
+  readonly code: string;
+  constructor(message: string, options: ErrorOptions = {}) {
+    super(message, { cause: options.cause });
+    this.code = options.code ?? 'RETRYABLE';
+  }
+}
+
+export class PermanentError extends Error {
+  override readonly name: string = 'PermanentError';
+  readonly code: string;
+  constructor(message: string, options: ErrorOptions = {}) {
+    super(message, { cause: options.cause });
+    this.code = options.code ?? 'PERMANENT';
+  }
+}
+
+export class ResultUnknownError extends Error {
+  override readonly name: string = 'ResultUnknownError';
+  readonly code: string;
+  constructor(message: string, options: ErrorOptions = {}) {
+    super(message, { cause: options.cause });
+    this.code = options.code ?? 'RESULT_UNKNOWN';
+  }
+}
+
+/** A fenced write was rejected: the item has seen a higher fencing token. */
+export class FencedOutError extends Error {
+  override readonly name = 'FencedOutError';
+  constructor(
+    readonly table: string,
+    readonly key: { readonly pk: string; readonly sk: string },
+    readonly fence: number,
+    readonly seenFence: number | undefined,
+    options: { cause?: unknown } = {},
+  ) {
+    super(`fenced out: ${table} ${key.pk}/${key.sk} has seen fence ${seenFence ?? '?'} > ${fence}`, options);
+  }
+}
+
+/** A fenced write's business condition failed (the fence itself was fine). */
+export class ConditionFailedError extends Error {
+  override readonly name = 'ConditionFailedError';
+  constructor(
+    readonly table: string,
+    readonly key: { readonly pk: string; readonly sk: string },
+    readonly current: Readonly<Record<string, unknown>> | undefined,
+    options: { cause?: unknown } = {},
+  ) {
+    super(`condition failed on ${table} ${key.pk}/${key.sk}`, options);
+  }
+}
+
+/** This worker no longer holds the run's lease (a heartbeat or completion was refused). */
+export class LeaseLostError extends Error {
+  override readonly name = 'LeaseLostError';
+  constructor(
+    readonly runKey: string,
+    readonly fencingToken: number,
+    options: { cause?: unknown } = {},
+  ) {
+    super(`lease lost on ${runKey} (token ${fencingToken})`, options);
+  }
+}

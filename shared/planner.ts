@@ -1,0 +1,167 @@
+/**
+ * The planner's I/O loop (DESIGN §7). Order per tick:
+ *   read the partition watermark (consistent) → plan (pure) → put runs (bounded parallelism) →
+ *   send one message per run this tick created (batches of 10, on-time first) → advance the
+ *   watermark (forward only) → sweep.
+ *
+ * No leader election: EventBridge may invoke twice, and a slow tick may overlap the next. Every
+ * write is conditional, so a concurrent planner only loses conditional checks, and only the
+ * planner whose put created a run sends its message. A crash between put and send leaves a
+ * READY run with no message; the sweeper re-dispatches it once its slot is `sweep.graceMs` old.
+ */
+import type { Ledger } from './adapters/ledger.js';
+import type { OutgoingRun, RunQueue } from './adapters/run-queue.js';
+import type { HistorySink } from './core/history.js';
+import { NO_HISTORY } from './core/history.js';
+import type { Job } from './core/job-schema.js';
+import { partitionOf, type PartitionRef } from './core/partition.js';
+import { planTick, type PlannedRun } from './core/plan.js';
+import { RunStatus, RUN_MESSAGE_VERSION, type Run } from './core/vocabulary.js';
+import type { MetricsSink, RunLogger } from './observability.js';
+import { mapBounded } from './core/concurrency.js';
+
+export interface PlannerOptions {
+  /** @default 60 s */
+  readonly lookaheadMs?: number;
+  /** Concurrent PutItem calls. @default 16 */
+  readonly putConcurrency?: number;
+  /** Sweeper: how late an open run must be before its message counts as lost. @default 120 s */
+  readonly sweepGraceMs?: number;
+  /** Sweeper: most runs examined per tick. @default 100 */
+  readonly sweepLimit?: number;
+}
+
+export interface PlannerDeps {
+  readonly ledger: Ledger;
+  readonly queue: RunQueue;
+  readonly jobs: readonly Job[];
+  readonly clock: () => number;
+  readonly logger: RunLogger;
+  readonly metrics: MetricsSink;
+  readonly history?: HistorySink;
+  readonly options?: PlannerOptions;
+}
+
+export interface TickReport {
+  readonly partition: number;
+  readonly of: number;
+  readonly created: number;
+  readonly existing: number;
+  readonly skipped: number;
+  readonly sent: number;
+  readonly swept: number;
+  readonly plannedUntil: number;
+  readonly watermarkAdvanced: boolean;
+}
+
+export function delaySecondsFor(job: Job, slot: number, now: number): number {
+  // Send `startLead` early: SQS delays are whole seconds, the worker waits out the remainder.
+  return Math.max(0, Math.floor((slot - job.startLead - now) / 1000));
+}
+
+export function messageFor(run: Pick<Run, 'job' | 'slot' | 'shard' | 'runKey'>): OutgoingRun['message'] {
+  return { v: RUN_MESSAGE_VERSION, job: run.job, slot: run.slot, shard: run.shard, runKey: run.runKey };
+}
+
+export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Promise<TickReport> {
+  const history = deps.history ?? NO_HISTORY;
+  const options = deps.options ?? {};
+  const now = deps.clock();
+  const jobs = deps.jobs.filter((job) => partitionOf(job.name, ref.of) === ref.partition);
+  const state = await deps.ledger.readPartition(ref.partition, ref.of);
+  const plan = planTick({
+    jobs,
+    plannedUntil: state.plannedUntil,
+    paused: state.paused,
+    behind: state.behind,
+    now,
+    lookaheadMs: options.lookaheadMs ?? 60_000,
+  });
+
+  const results = await mapBounded(plan.runs, options.putConcurrency ?? 16, async (planned: PlannedRun) => {
+    const result = await deps.ledger.createRun(
+      { job: planned.job.name, slot: planned.slot, shard: planned.shard, shards: planned.job.shards, status: planned.status, reason: planned.reason },
+      now,
+    );
+    if (result.created) {
+      history.record({ type: 'run-created', at: now, runKey: result.run.runKey, job: planned.job.name, slot: planned.slot, shard: planned.shard, status: planned.status });
+    }
+    return { planned, result };
+  });
+
+  // Only the planner whose put created the run sends: concurrent planners send nothing twice.
+  const toSend: OutgoingRun[] = [];
+  let created = 0;
+  let skipped = 0;
+  for (const { planned, result } of results) {
+    if (!result.created) continue;
+    created++;
+    if (planned.status === RunStatus.SKIPPED) {
+      skipped++;
+      continue;
+    }
+    toSend.push({ message: messageFor(result.run), delaySeconds: delaySecondsFor(planned.job, planned.slot, deps.clock()) });
+  }
+  await deps.queue.send(toSend);
+  for (const out of toSend) history.record({ type: 'message-sent', at: deps.clock(), runKey: out.message.runKey, reason: 'planned' });
+
+  const watermarkAdvanced = await deps.ledger.advancePartition(ref.partition, ref.of, plan.plannedUntil, {
+    set: plan.behindSet,
+    clear: plan.behindClear,
+  });
+
+  const swept = await sweep(deps, jobs);
+
+  deps.metrics.count('SlotsMaterialized', created - skipped);
+  deps.metrics.count('SlotsSkipped', skipped);
+  deps.metrics.count('SlotsMisfired', [...plan.misfired.values()].reduce((a, b) => a + b, 0));
+  deps.metrics.count('RunsSwept', swept);
+  deps.metrics.observe('PlannerLag', state.plannedUntil === undefined ? 0 : Math.max(0, now - state.plannedUntil), 'Milliseconds');
+  const report: TickReport = {
+    partition: ref.partition,
+    of: ref.of,
+    created,
+    existing: results.length - created,
+    skipped,
+    sent: toSend.length,
+    swept,
+    plannedUntil: plan.plannedUntil,
+    watermarkAdvanced,
+  };
+  deps.logger.info('planner tick', { ...report });
+  return report;
+}
+
+/**
+ * Re-dispatches open runs whose message was lost: READY/RETRY/UNKNOWN runs overdue by more than
+ * the grace period, and RUNNING runs whose lease expired that long ago (the worker died and its
+ * message is gone). Re-sending is safe because claims stay conditional; `markRedispatch` keeps
+ * concurrent sweepers from sending more than one replacement per grace period.
+ */
+async function sweep(deps: PlannerDeps, jobs: readonly Job[]): Promise<number> {
+  const options = deps.options ?? {};
+  const graceMs = options.sweepGraceMs ?? 120_000;
+  const now = deps.clock();
+  const ours = new Map(jobs.map((job) => [job.name, job]));
+  const open = await deps.ledger.listOpenRuns(now - graceMs, options.sweepLimit ?? 100);
+  const lost = open.filter((run) => {
+    if (!ours.has(run.job)) return false;
+    if (run.status === RunStatus.RUNNING) return (run.leaseUntil ?? 0) < now - graceMs;
+    const dueAt = run.nextAttemptAt ?? run.slot;
+    return dueAt < now - graceMs;
+  });
+  const toSend: OutgoingRun[] = [];
+  for (const run of lost) {
+    if (await deps.ledger.markRedispatch(run, now, graceMs)) toSend.push({ message: messageFor(run), delaySeconds: 0 });
+  }
+  await deps.queue.send(toSend);
+  for (const out of toSend) {
+    history(deps).record({ type: 'message-sent', at: deps.clock(), runKey: out.message.runKey, reason: 'swept' });
+    deps.logger.warn('re-dispatched a run whose message was lost', { runKey: out.message.runKey });
+  }
+  return toSend.length;
+}
+
+function history(deps: PlannerDeps): HistorySink {
+  return deps.history ?? NO_HISTORY;
+}

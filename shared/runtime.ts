@@ -1,0 +1,57 @@
+/**
+ * Wiring shared by the Lambda entry points and the local runtime: clients, adapters and the
+ * planner/worker dependencies built from the environment (names in shared/resources.ts).
+ */
+import { DynamoDBClient, type DynamoDBClientConfig } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { SQSClient, type SQSClientConfig } from '@aws-sdk/client-sqs';
+import { Ledger } from './adapters/ledger.js';
+import { RunQueue } from './adapters/run-queue.js';
+import { ENV } from './resources.js';
+
+export interface Clients {
+  readonly dynamo: DynamoDBClient;
+  readonly doc: DynamoDBDocumentClient;
+  readonly sqs: SQSClient;
+}
+
+export interface ClientOptions {
+  readonly dynamo?: DynamoDBClientConfig;
+  readonly sqs?: SQSClientConfig;
+}
+
+export function createClients(options: ClientOptions = {}): Clients {
+  const dynamo = new DynamoDBClient(options.dynamo ?? {});
+  const doc = DynamoDBDocumentClient.from(dynamo, { marshallOptions: { removeUndefinedValues: true } });
+  return { dynamo, doc, sqs: new SQSClient(options.sqs ?? {}) };
+}
+
+/** Reads a required environment variable, naming it when it is missing. */
+export function requireEnv(name: string, env: NodeJS.ProcessEnv = process.env): string {
+  const value = env[name];
+  if (!value) throw new Error(`environment variable ${name} is not set`);
+  return value;
+}
+
+export interface Resources {
+  readonly ledgerTable: string;
+  readonly paymentsTable: string;
+  readonly runQueueUrl: string;
+  readonly retentionDays: number;
+}
+
+export function resourcesFromEnv(env: NodeJS.ProcessEnv = process.env): Resources {
+  return {
+    ledgerTable: requireEnv(ENV.ledgerTable, env),
+    paymentsTable: env[ENV.paymentsTable] ?? '',
+    runQueueUrl: requireEnv(ENV.runQueueUrl, env),
+    retentionDays: Number(env[ENV.runRetentionDays] ?? '30'),
+  };
+}
+
+export function createAdapters(clients: Clients, resources: Resources): { ledger: Ledger; queue: RunQueue } {
+  return {
+    ledger: new Ledger(clients.doc, { tableName: resources.ledgerTable, retentionDays: resources.retentionDays }),
+    queue: new RunQueue(clients.sqs, resources.runQueueUrl),
+  };
+}

@@ -1,0 +1,365 @@
+/**
+ * The worker (DESIGN §8): for each SQS record, validate, claim the lease, heartbeat while the
+ * job's handler runs, then record the outcome under owner + token. Returns the records to retry
+ * in `batchItemFailures`, as the Lambda SQS event source expects with ReportBatchItemFailures.
+ */
+import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { Ledger } from './adapters/ledger.js';
+import type { RunQueue } from './adapters/run-queue.js';
+import { DynamoFencedStore } from './adapters/fenced-store.js';
+import { DynamoItemReader } from './adapters/item-reader.js';
+import { sleep } from './core/concurrency.js';
+import { NO_HISTORY, type HistorySink } from './core/history.js';
+import type { Job } from './core/job-schema.js';
+import { DEFAULT_CLOCK_SKEW_MS } from './core/lease.js';
+import { refuseToStart, transitionFor, type AttemptEnd, type Transition } from './core/outcome.js';
+import { parseRunMessage } from './core/run-message.js';
+import { RunStatus, type Run } from './core/vocabulary.js';
+import {
+  FencedOutError,
+  LeaseLostError,
+  PermanentError,
+  ReconcileOutcome,
+  ResultUnknownError,
+  type JobHandler,
+  type RunContext,
+  type RunLogger,
+} from './handler-api.js';
+import { MetricName, type MetricsSink } from './observability.js';
+
+export interface QueueRecord {
+  readonly messageId: string;
+  readonly receiptHandle: string;
+  readonly body: string;
+  readonly attributes?: { readonly ApproximateReceiveCount?: string };
+}
+
+export interface BatchResult {
+  readonly batchItemFailures: { readonly itemIdentifier: string }[];
+}
+
+export interface ChildLogger extends RunLogger {
+  child(keys: Record<string, unknown>): ChildLogger;
+}
+
+export interface WorkerOptions {
+  /** @default 2 s */
+  readonly clockSkewMs?: number;
+  /** Yield when the invocation has less than this left. @default 10 s */
+  readonly yieldMarginMs?: number;
+}
+
+export interface WorkerDeps {
+  readonly ledger: Ledger;
+  readonly queue: RunQueue;
+  readonly doc: DynamoDBDocumentClient;
+  readonly jobs: ReadonlyMap<string, Job>;
+  readonly handlers: Readonly<Record<string, JobHandler>>;
+  readonly tables: RunContext['tables'];
+  /** Identity written as the lease owner; unique per worker process/invocation. */
+  readonly owner: string;
+  readonly clock: () => number;
+  readonly random?: () => number;
+  readonly logger: ChildLogger;
+  readonly metrics: MetricsSink;
+  readonly history?: HistorySink;
+  /** Time left in this invocation (Lambda's getRemainingTimeInMillis); absent = unbounded. */
+  readonly remainingTimeMs?: () => number;
+  readonly options?: WorkerOptions;
+}
+
+type RecordOutcome = 'ack' | 'retry';
+
+export async function processBatch(deps: WorkerDeps, records: readonly QueueRecord[]): Promise<BatchResult> {
+  // The same message can arrive twice in one batch (legal SQS behaviour): process it once.
+  const byMessage = new Map<string, QueueRecord[]>();
+  for (const record of records) byMessage.set(record.messageId, [...(byMessage.get(record.messageId) ?? []), record]);
+  const outcomes = await Promise.all(
+    [...byMessage.values()].map(async (copies) => {
+      const record = copies[copies.length - 1]!;
+      if (copies.length > 1) deps.metrics.count(MetricName.DuplicateDeliveries, copies.length - 1);
+      return { record, outcome: await processRecord(deps, record) };
+    }),
+  );
+  return { batchItemFailures: outcomes.filter((o) => o.outcome === 'retry').map((o) => ({ itemIdentifier: o.record.messageId })) };
+}
+
+async function hide(deps: WorkerDeps, record: QueueRecord, logger: RunLogger, until: number): Promise<void> {
+  const seconds = (until - deps.clock()) / 1000;
+  try {
+    await deps.queue.changeVisibility(record.receiptHandle, Math.max(1, seconds));
+  } catch (error) {
+    // The message then simply comes back at the queue's visibility timeout: slower, not wrong.
+    logger.warn('could not hide message', { error: String(error) });
+  }
+}
+
+export async function processRecord(deps: WorkerDeps, record: QueueRecord): Promise<RecordOutcome> {
+  const history = deps.history ?? NO_HISTORY;
+  const parsed = parseRunMessage(record.body, deps.jobs);
+  const base = deps.logger.child({ messageId: record.messageId, owner: deps.owner });
+  if (!parsed.ok) {
+    deps.metrics.count(MetricName.PoisonMessages);
+    base.error('poison message: left for the dead-letter queue', { code: parsed.code, reason: parsed.reason, body: record.body.slice(0, 512) });
+    // Back off a little per receive so poison reaches the DLQ in minutes, not hours.
+    const receives = Number(record.attributes?.ApproximateReceiveCount ?? '1');
+    await hide(deps, record, base, deps.clock() + Math.min(60, 2 ** receives) * 1000);
+    return 'retry';
+  }
+  const { message, job } = parsed;
+  const logger = base.child({ job: job.name, slot: new Date(message.slot).toISOString(), shard: message.shard, runKey: message.runKey });
+  const skew = deps.options?.clockSkewMs ?? DEFAULT_CLOCK_SKEW_MS;
+  const claim = await deps.ledger.claim(message, deps.owner, deps.clock(), job.lease, skew);
+  switch (claim.kind) {
+    case 'claimed':
+      return execute(deps, record, job, claim.run, claim.claimedFrom, logger);
+    case 'terminal':
+      deps.metrics.count(MetricName.DuplicateDeliveries);
+      history.record({ type: 'duplicate', at: deps.clock(), runKey: message.runKey, messageId: record.messageId });
+      logger.info('duplicate delivery of a finished run acknowledged', { status: claim.run.status, fencingToken: claim.run.fencingToken });
+      return 'ack';
+    case 'leased':
+      deps.metrics.count(MetricName.ClaimConflicts);
+      logger.info('run leased by another owner; hiding message until the lease can expire', { leaseOwner: claim.run.owner, retryAt: claim.retryAt });
+      await hide(deps, record, logger, claim.retryAt);
+      return 'retry';
+    case 'not-due':
+      logger.info('run not due for retry yet; hiding message', { nextAttemptAt: claim.retryAt });
+      await hide(deps, record, logger, claim.retryAt);
+      return 'retry';
+    case 'exhausted':
+      logger.error('run has used every claim its fencing range allows', { fencingToken: claim.run.fencingToken });
+      return 'retry';
+    case 'missing':
+      deps.metrics.count(MetricName.PoisonMessages);
+      logger.error('message names a run that does not exist: left for the dead-letter queue');
+      return 'retry';
+  }
+}
+
+function classify(error: unknown): AttemptEnd {
+  const message = error instanceof Error ? error.message : String(error);
+  const code = (error as { code?: unknown })?.code;
+  if (error instanceof PermanentError) return { kind: 'permanent', code: error.code, message };
+  if (error instanceof ResultUnknownError) return { kind: 'unknown', code: error.code, message };
+  // Anything else, RetryableError included, is retryable: the safe default for unknown failures.
+  return { kind: 'retryable', code: typeof code === 'string' ? code : error instanceof Error ? error.name : 'ERROR', message };
+}
+
+async function execute(
+  deps: WorkerDeps,
+  record: QueueRecord,
+  job: Job,
+  claimed: Run,
+  claimedFrom: RunStatus,
+  baseLogger: ChildLogger,
+): Promise<RecordOutcome> {
+  const history = deps.history ?? NO_HISTORY;
+  let run = claimed;
+  const logger = baseLogger.child({ fencingToken: run.fencingToken, attempt: run.attempt });
+  const now = deps.clock();
+  history.record({ type: 'claimed', at: now, runKey: run.runKey, owner: deps.owner, token: run.fencingToken, attempt: run.attempt, from: claimedFrom, leaseUntil: run.leaseUntil ?? now });
+  if (claimedFrom === RunStatus.RUNNING) {
+    deps.metrics.count(MetricName.Takeovers);
+    logger.warn('took over a run whose lease expired');
+  }
+
+  const refusal = refuseToStart(job, run, now);
+  if (refusal) return recordOutcome(deps, record, job, run, { status: RunStatus.DEAD, lastError: refusal }, logger);
+
+  const controller = new AbortController();
+  const stopHeartbeat = startHeartbeat(deps, record, job, () => run, (next) => (run = next), controller, logger);
+  let end: AttemptEnd;
+  try {
+    // Runs are enqueued up to `startLead` early; wait out the remainder so the handler starts on its slot.
+    const early = run.slot - deps.clock();
+    if (early > 0) await sleep(Math.min(early, job.startLead + 1_000), controller.signal);
+    end = await attempt(deps, job, run, claimedFrom, controller, logger);
+  } catch (error) {
+    end = controller.signal.aborted && controller.signal.reason === YIELD ? { kind: 'yielded' } : classify(error);
+    if (error instanceof LeaseLostError || error instanceof FencedOutError || isLeaseAbort(controller)) {
+      stopHeartbeat();
+      deps.metrics.count(error instanceof FencedOutError ? MetricName.FencingRejections : MetricName.LeaseLost);
+      logger.warn('stopped: this worker no longer holds the run', { error: String(error) });
+      history.record({ type: 'outcome', at: deps.clock(), runKey: run.runKey, owner: deps.owner, token: run.fencingToken, status: RunStatus.RUNNING, accepted: false });
+      return 'retry';
+    }
+  } finally {
+    stopHeartbeat();
+  }
+  const transition = transitionFor(job, run, end, deps.clock(), deps.random ?? Math.random);
+  return recordOutcome(deps, record, job, run, transition, logger);
+}
+
+const YIELD = Symbol('yield');
+const LEASE_LOST = Symbol('lease-lost');
+
+function isLeaseAbort(controller: AbortController): boolean {
+  return controller.signal.aborted && controller.signal.reason === LEASE_LOST;
+}
+
+async function attempt(
+  deps: WorkerDeps,
+  job: Job,
+  run: Run,
+  claimedFrom: RunStatus,
+  controller: AbortController,
+  logger: ChildLogger,
+): Promise<AttemptEnd> {
+  const history = deps.history ?? NO_HISTORY;
+  const handler = deps.handlers[job.handler];
+  if (!handler) throw new PermanentError(`handler "${job.handler}" is not registered`, { code: 'UNKNOWN_HANDLER' });
+  const fenced = new DynamoFencedStore(deps.doc, run.fencingToken, {
+    onResult: (write, result) => {
+      if (result === 'fenced-out') deps.metrics.count(MetricName.FencingRejections);
+      const key = write.kind === 'put' ? write.item : write.key;
+      history.record({ type: 'effect', at: deps.clock(), runKey: run.runKey, token: run.fencingToken, resource: `${write.table}/${key.pk}/${key.sk}`, result });
+    },
+  });
+  const ctx: RunContext = {
+    job,
+    slot: run.slot,
+    shard: run.shard,
+    shards: run.shards,
+    runKey: run.runKey,
+    fencingToken: run.fencingToken,
+    attempt: run.attempt,
+    signal: controller.signal,
+    logger,
+    fenced,
+    reader: new DynamoItemReader(deps.doc),
+    tables: deps.tables,
+    resumeFrom: run.checkpoint,
+    checkpoint: async (cursor) => {
+      const check = await deps.ledger.checkpoint(run, cursor);
+      if (!check.ok) {
+        controller.abort(LEASE_LOST);
+        throw new LeaseLostError(run.runKey, run.fencingToken);
+      }
+    },
+    now: deps.clock,
+  };
+
+  if (claimedFrom === RunStatus.UNKNOWN && handler.reconcile) {
+    // The previous attempt may have landed its effect: ask before doing it again.
+    const reconciled = await handler.reconcile(ctx);
+    logger.info('reconciled a run whose result was unknown', { outcome: reconciled.outcome });
+    if (reconciled.outcome === ReconcileOutcome.ALREADY_DONE) return { kind: 'succeeded', evidence: reconciled.evidence };
+    if (reconciled.outcome === ReconcileOutcome.STILL_UNKNOWN) {
+      return { kind: 'unknown', code: 'STILL_UNKNOWN', message: reconciled.reason ?? 'reconcile could not tell whether the effect landed' };
+    }
+  }
+
+  const started = deps.clock();
+  deps.metrics.observe(MetricName.TriggerLag, started - run.slot, 'Milliseconds');
+  history.record({ type: 'handler-started', at: started, runKey: run.runKey, owner: deps.owner, token: run.fencingToken, slot: run.slot });
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new ResultUnknownError(`attempt exceeded timeout ${job.timeout} ms`, { code: 'TIMEOUT' })), job.timeout);
+  });
+  const aborted = new Promise<never>((_, reject) => {
+    const fail = () =>
+      reject(controller.signal.reason === YIELD ? new Error('yielded') : new LeaseLostError(run.runKey, run.fencingToken, { cause: controller.signal.reason }));
+    if (controller.signal.aborted) fail();
+    else controller.signal.addEventListener('abort', fail, { once: true });
+  });
+  try {
+    const result = await Promise.race([handler.run(ctx), timeout, aborted]);
+    deps.metrics.observe(MetricName.RunDuration, deps.clock() - started, 'Milliseconds');
+    return { kind: 'succeeded', evidence: result?.evidence };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Extends the lease and the message's visibility every `heartbeatEvery`, and aborts the handler
+ * (through ctx.signal) when a heartbeat is refused, when the ledger stays unreachable until the
+ * lease is about to run out, or when the invocation is about to time out (yield).
+ */
+function startHeartbeat(
+  deps: WorkerDeps,
+  record: QueueRecord,
+  job: Job,
+  current: () => Run,
+  update: (run: Run) => void,
+  controller: AbortController,
+  logger: RunLogger,
+): () => void {
+  const history = deps.history ?? NO_HISTORY;
+  const margin = deps.options?.yieldMarginMs ?? 10_000;
+  let inFlight = false;
+  const beat = async () => {
+    if (controller.signal.aborted || inFlight) return;
+    const run = current();
+    const now = deps.clock();
+    if (deps.remainingTimeMs && deps.remainingTimeMs() < margin) {
+      logger.info('yielding: the invocation is about to time out');
+      controller.abort(YIELD);
+      return;
+    }
+    inFlight = true;
+    try {
+      const leaseUntil = now + job.lease;
+      const check = await deps.ledger.heartbeat(run, leaseUntil);
+      deps.metrics.observe(MetricName.HeartbeatLatency, deps.clock() - now, 'Milliseconds');
+      history.record({ type: 'heartbeat', at: now, runKey: run.runKey, owner: deps.owner, token: run.fencingToken, ok: check.ok, leaseUntil });
+      if (!check.ok) {
+        logger.warn('heartbeat refused: lease lost', { currentOwner: check.current?.owner, currentToken: check.current?.fencingToken });
+        controller.abort(LEASE_LOST);
+        return;
+      }
+      update({ ...run, leaseUntil });
+      // Keep the message hidden as long as the lease is live, so it reappears soon after it lapses.
+      await deps.queue.changeVisibility(record.receiptHandle, job.lease / 1000 + job.heartbeatEvery / 1000);
+    } catch (error) {
+      // The ledger may be briefly unreachable; keep trying while the lease still holds.
+      logger.warn('heartbeat failed', { error: String(error) });
+      if ((current().leaseUntil ?? 0) - deps.clock() < job.heartbeatEvery) {
+        logger.error('lease about to run out without a heartbeat: stopping the handler');
+        controller.abort(LEASE_LOST);
+      }
+    } finally {
+      inFlight = false;
+    }
+  };
+  const interval = setInterval(() => void beat(), job.heartbeatEvery);
+  // The lease runs out even if heartbeats hang: stop before a successor can take over.
+  const watchdog = setInterval(() => {
+    if (!controller.signal.aborted && (current().leaseUntil ?? 0) - deps.clock() < Math.min(1_000, job.heartbeatEvery)) {
+      logger.error('lease about to run out: stopping the handler');
+      controller.abort(LEASE_LOST);
+    }
+  }, Math.max(50, Math.min(1_000, job.heartbeatEvery / 2)));
+  return () => {
+    clearInterval(interval);
+    clearInterval(watchdog);
+  };
+}
+
+async function recordOutcome(deps: WorkerDeps, record: QueueRecord, job: Job, run: Run, transition: Transition, logger: RunLogger): Promise<RecordOutcome> {
+  const history = deps.history ?? NO_HISTORY;
+  const now = deps.clock();
+  const check = await deps.ledger.complete(run, transition, now);
+  history.record({ type: 'outcome', at: now, runKey: run.runKey, owner: deps.owner, token: run.fencingToken, status: transition.status, accepted: check.ok });
+  if (!check.ok) {
+    deps.metrics.count(MetricName.LeaseLost);
+    logger.warn('outcome refused: lease lost before completion', { wanted: transition.status, currentOwner: check.current?.owner, currentToken: check.current?.fencingToken });
+    return 'retry';
+  }
+  const duration = now - (run.startedAt ?? now);
+  logger.info('run outcome', { outcome: transition.status, durationMs: duration, lastError: 'lastError' in transition ? transition.lastError : undefined });
+  switch (transition.status) {
+    case RunStatus.SUCCEEDED:
+      deps.metrics.count(MetricName.RunsSucceeded);
+      return 'ack';
+    case RunStatus.DEAD:
+      deps.metrics.count(MetricName.RunsDead);
+      return 'ack';
+    case RunStatus.RETRY:
+    case RunStatus.UNKNOWN:
+      deps.metrics.count(transition.status === RunStatus.UNKNOWN ? MetricName.RunsUnknown : transition.refundAttempt ? MetricName.RunsYielded : MetricName.RunsRetried);
+      await hide(deps, record, logger, transition.nextAttemptAt);
+      return 'retry';
+  }
+}

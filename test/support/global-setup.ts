@@ -1,0 +1,25 @@
+/**
+ * Starts one local stack (DynamoDB Local + local-aws-sqs on free ports) for the whole test run
+ * and hands its endpoints to the tests through `inject('localStack')`.
+ */
+import type { TestProject } from 'vitest/node';
+import { startLocalStack, type LocalEndpoints, type LocalStack } from '../../tools/local-stack.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    localStack: LocalEndpoints;
+  }
+}
+
+let stack: LocalStack | undefined;
+
+export async function setup(project: TestProject): Promise<void> {
+  // Short visibility so poison messages reach the DLQ within a test's time.
+  stack = await startLocalStack({ visibilityTimeoutSeconds: 30, maxReceiveCount: 3 });
+  const { stop: _stop, dynamoPid: _pid, ...endpoints } = stack;
+  project.provide('localStack', endpoints);
+}
+
+export async function teardown(): Promise<void> {
+  await stack?.stop();
+}

