@@ -195,11 +195,12 @@ export async function createTables(dynamo: DynamoDBClient): Promise<void> {
 /** Creates the run queue and its DLQ with the redrive policy (idempotent). */
 export async function createQueues(
   sqs: SQSClient,
-  options: Pick<LocalStackOptions, 'visibilityTimeoutSeconds' | 'maxReceiveCount'> = {},
+  options: Pick<LocalStackOptions, 'visibilityTimeoutSeconds' | 'maxReceiveCount'> & { readonly nameSuffix?: string } = {},
 ): Promise<{ runQueueUrl: string; deadLetterQueueUrl: string }> {
+  const suffix = options.nameSuffix ?? '';
   const dlq = await sqs.send(
     new CreateQueueCommand({
-      QueueName: RUN_QUEUES.deadLetterQueueName,
+      QueueName: RUN_QUEUES.deadLetterQueueName + suffix,
       Attributes: { MessageRetentionPeriod: String(RUN_QUEUES.dlqRetentionSeconds) },
     }),
   );
@@ -207,7 +208,7 @@ export async function createQueues(
   const { Attributes } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: deadLetterQueueUrl, AttributeNames: ['QueueArn'] }));
   const run = await sqs.send(
     new CreateQueueCommand({
-      QueueName: RUN_QUEUES.runQueueName,
+      QueueName: RUN_QUEUES.runQueueName + suffix,
       Attributes: {
         VisibilityTimeout: String(options.visibilityTimeoutSeconds ?? RUN_QUEUES.visibilityTimeoutSeconds),
         RedrivePolicy: JSON.stringify({

@@ -9,8 +9,6 @@ import { Ledger } from '../../shared/adapters/ledger.js';
 import { RunQueue } from '../../shared/adapters/run-queue.js';
 import { createClients, type Clients } from '../../shared/runtime.js';
 import { createQueues, localClientConfig, type LocalEndpoints } from '../../tools/local-stack.js';
-import { CreateQueueCommand, GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
-import { RUN_QUEUES } from '../../shared/resources.js';
 
 export function endpoints(): LocalEndpoints {
   return inject('localStack');
@@ -31,20 +29,8 @@ export interface TestQueues {
 }
 
 /** A fresh run queue + DLQ pair (redrive policy as deployed), isolated from other tests. */
-export async function freshQueues(clients: Clients, options: { visibilityTimeoutSeconds?: number; maxReceiveCount?: number } = {}): Promise<TestQueues> {
-  const suffix = randomUUID().slice(0, 8);
-  const dlq = await clients.sqs.send(new CreateQueueCommand({ QueueName: `dlq-${suffix}` }));
-  const { Attributes } = await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: dlq.QueueUrl, AttributeNames: ['QueueArn'] }));
-  const run = await clients.sqs.send(
-    new CreateQueueCommand({
-      QueueName: `runs-${suffix}`,
-      Attributes: {
-        VisibilityTimeout: String(options.visibilityTimeoutSeconds ?? 30),
-        RedrivePolicy: JSON.stringify({ deadLetterTargetArn: Attributes?.QueueArn, maxReceiveCount: options.maxReceiveCount ?? RUN_QUEUES.maxReceiveCount }),
-      },
-    }),
-  );
-  return { runQueueUrl: run.QueueUrl!, deadLetterQueueUrl: dlq.QueueUrl! };
+export function freshQueues(clients: Clients, options: { visibilityTimeoutSeconds?: number; maxReceiveCount?: number } = {}): Promise<TestQueues> {
+  return createQueues(clients.sqs, { visibilityTimeoutSeconds: 30, ...options, nameSuffix: `-${randomUUID().slice(0, 8)}` });
 }
 
 export function ledgerFor(clients: Clients): Ledger {
@@ -59,4 +45,3 @@ export async function purge(clients: Clients, url: string): Promise<void> {
   await clients.sqs.send(new PurgeQueueCommand({ QueueUrl: url }));
 }
 
-export { createQueues };
