@@ -11,7 +11,6 @@ import { mkdirSync, readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import {
   CreateTableCommand,
-  DescribeTableCommand,
   DynamoDBClient,
   ListTablesCommand,
   UpdateTimeToLiveCommand,
@@ -132,11 +131,14 @@ async function startDynamo(options: LocalStackOptions): Promise<{ child: ChildPr
 }
 
 /** Creates the ledger and payments tables as the CDK stack defines them (idempotent). */
-export async function createTables(dynamo: DynamoDBClient): Promise<void> {
+export async function createTables(
+  dynamo: DynamoDBClient,
+  names: { readonly ledgerTable: string; readonly paymentsTable: string } = { ledgerTable: LEDGER_TABLE.name, paymentsTable: PAYMENTS_TABLE.name },
+): Promise<void> {
   const index = LEDGER_TABLE.openRunsIndex;
   const definitions = [
     {
-      TableName: LEDGER_TABLE.name,
+      TableName: names.ledgerTable,
       BillingMode: 'PAY_PER_REQUEST' as const,
       AttributeDefinitions: [
         { AttributeName: LEDGER_TABLE.partitionKey, AttributeType: 'S' as const },
@@ -161,7 +163,7 @@ export async function createTables(dynamo: DynamoDBClient): Promise<void> {
       StreamSpecification: { StreamEnabled: true, StreamViewType: 'NEW_IMAGE' as const },
     },
     {
-      TableName: PAYMENTS_TABLE.name,
+      TableName: names.paymentsTable,
       BillingMode: 'PAY_PER_REQUEST' as const,
       AttributeDefinitions: [
         { AttributeName: PAYMENTS_TABLE.partitionKey, AttributeType: 'S' as const },
@@ -182,14 +184,13 @@ export async function createTables(dynamo: DynamoDBClient): Promise<void> {
   }
   await dynamo.send(
     new UpdateTimeToLiveCommand({
-      TableName: LEDGER_TABLE.name,
+      TableName: names.ledgerTable,
       TimeToLiveSpecification: { AttributeName: LEDGER_TABLE.ttlAttribute, Enabled: true },
     }),
   ).catch((error: unknown) => {
     // A data dir that already has TTL enabled answers with a ValidationException: that is the goal state.
     if ((error as { name?: string }).name !== 'ValidationException') throw error;
   });
-  await dynamo.send(new DescribeTableCommand({ TableName: LEDGER_TABLE.name }));
 }
 
 /** Creates the run queue and its DLQ with the redrive policy (idempotent). */

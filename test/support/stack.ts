@@ -1,47 +1,52 @@
 /**
- * Per-test access to the shared local stack: clients, adapters, and fresh queues/job names so
- * tests running side by side never see each other's runs or messages.
+ * Per-test access to the shared local stack (started once by global-setup.ts): clients, and a
+ * fresh table pair and queue pair per test file so files running side by side never share a
+ * watermark, a run or a message.
  */
 import { inject } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { PurgeQueueCommand } from '@aws-sdk/client-sqs';
 import { Ledger } from '../../shared/adapters/ledger.js';
 import { RunQueue } from '../../shared/adapters/run-queue.js';
 import { createClients, type Clients } from '../../shared/runtime.js';
-import { createQueues, localClientConfig, type LocalEndpoints } from '../../tools/local-stack.js';
+import { createQueues, createTables, localClientConfig, type LocalEndpoints } from '../../tools/local-stack.js';
 
-export function endpoints(): LocalEndpoints {
+export function sharedEndpoints(): LocalEndpoints {
   return inject('localStack');
 }
 
-export function localClients(): Clients {
-  const e = endpoints();
-  return createClients({ dynamo: localClientConfig(e.dynamoEndpoint), sqs: localClientConfig(e.sqsEndpoint) });
+export function localClients(endpoints: LocalEndpoints = sharedEndpoints()): Clients {
+  return createClients({ dynamo: localClientConfig(endpoints.dynamoEndpoint), sqs: localClientConfig(endpoints.sqsEndpoint) });
 }
 
 export function uniqueName(prefix: string): string {
   return `${prefix}-${randomUUID().slice(0, 8)}`;
 }
 
-export interface TestQueues {
-  readonly runQueueUrl: string;
-  readonly deadLetterQueueUrl: string;
+export interface Sandbox {
+  readonly endpoints: LocalEndpoints;
+  readonly clients: Clients;
+  readonly ledger: Ledger;
+  readonly queue: RunQueue;
+  destroy(): void;
 }
 
-/** A fresh run queue + DLQ pair (redrive policy as deployed), isolated from other tests. */
-export function freshQueues(clients: Clients, options: { visibilityTimeoutSeconds?: number; maxReceiveCount?: number } = {}): Promise<TestQueues> {
-  return createQueues(clients.sqs, { visibilityTimeoutSeconds: 30, ...options, nameSuffix: `-${randomUUID().slice(0, 8)}` });
+/** Fresh tables and queues (same definitions as deployed) on the shared local servers. */
+export async function sandbox(options: { visibilityTimeoutSeconds?: number; maxReceiveCount?: number } = {}): Promise<Sandbox> {
+  const shared = sharedEndpoints();
+  const clients = localClients(shared);
+  const suffix = randomUUID().slice(0, 8);
+  const tables = { ledgerTable: `ledger-${suffix}`, paymentsTable: `payments-${suffix}` };
+  await createTables(clients.dynamo, tables);
+  const queues = await createQueues(clients.sqs, { visibilityTimeoutSeconds: 30, ...options, nameSuffix: `-${suffix}` });
+  const endpoints: LocalEndpoints = { ...shared, ...tables, ...queues };
+  return {
+    endpoints,
+    clients,
+    ledger: new Ledger(clients.doc, { tableName: tables.ledgerTable }),
+    queue: new RunQueue(clients.sqs, queues.runQueueUrl),
+    destroy: () => {
+      clients.dynamo.destroy();
+      clients.sqs.destroy();
+    },
+  };
 }
-
-export function ledgerFor(clients: Clients): Ledger {
-  return new Ledger(clients.doc, { tableName: endpoints().ledgerTable });
-}
-
-export function queueFor(clients: Clients, url: string): RunQueue {
-  return new RunQueue(clients.sqs, url);
-}
-
-export async function purge(clients: Clients, url: string): Promise<void> {
-  await clients.sqs.send(new PurgeQueueCommand({ QueueUrl: url }));
-}
-

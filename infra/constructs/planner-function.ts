@@ -1,0 +1,116 @@
+/**
+ * The planner (DESIGN §7): one NodejsFunction from functions/planner.ts and one EventBridge rule
+ * per planner partition, each firing every minute with input `{ partition, of }`. Jobs hash into
+ * partitions (shared/core/partition.ts), so each tick reads and writes only its partition's jobs;
+ * concurrent or duplicate ticks are harmless because every planner write is conditional.
+ */
+import { Duration } from 'aws-cdk-lib';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
+import type * as iam from 'aws-cdk-lib/aws-iam';
+import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
+import type * as logs from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+import type { PartitionRef } from '../../shared/core/partition.js';
+import { ENV } from '../../shared/resources.js';
+import { createSchedulerFunction, type SchedulerFunctionOptions } from '../lambda-defaults.js';
+import { durationIn, integerIn, validateProps, type PropRule } from '../validation.js';
+import type { LedgerTable } from './ledger-table.js';
+import type { RunQueues } from './run-queues.js';
+
+/** Upper bound on partitions: one rule each, well under EventBridge's 300 rules per bus. */
+export const MAX_PLANNER_PARTITIONS = 64;
+
+export interface PlannerFunctionProps extends SchedulerFunctionOptions {
+  /** The ledger the planner materializes runs into. */
+  readonly ledger: LedgerTable;
+  /** The queues the planner dispatches runs to. */
+  readonly runQueues: RunQueues;
+  /**
+   * Number of planner partitions; each is its own scheduled invocation with `{ partition, of }`.
+   * @default 1
+   */
+  readonly plannerPartitions?: number;
+  /**
+   * Function timeout. A tick that runs long overlaps the next one harmlessly.
+   * @default Duration.seconds(60)
+   */
+  readonly timeout?: Duration;
+  /**
+   * Whether the schedule rules are enabled (false pauses all planning, e.g. during a migration).
+   * @default true
+   */
+  readonly enabled?: boolean;
+}
+
+interface Resolved extends SchedulerFunctionOptions {
+  readonly plannerPartitions: number;
+  readonly timeout: Duration;
+}
+
+const RULES: readonly PropRule<Resolved>[] = [
+  { prop: 'plannerPartitions', ...integerIn(1, MAX_PLANNER_PARTITIONS) },
+  { prop: 'timeout', ...durationIn(Duration.seconds(5), Duration.minutes(15)) },
+  { prop: 'memorySize', ...integerIn(128, 10240) },
+];
+
+/** The EventBridge inputs, one per partition: `{ partition: 0..of-1, of }`. */
+export function plannerInputs(partitions: number): PartitionRef[] {
+  return Array.from({ length: partitions }, (_, partition) => ({ partition, of: partitions }));
+}
+
+export class PlannerFunction extends Construct {
+  readonly function: NodejsFunction;
+  readonly role: iam.IRole;
+  readonly logGroup: logs.ILogGroup;
+  readonly rules: readonly events.Rule[];
+  readonly plannerPartitions: number;
+
+  constructor(scope: Construct, id: string, props: PlannerFunctionProps) {
+    super(scope, id);
+    const resolved: Resolved = {
+      ...props,
+      plannerPartitions: props.plannerPartitions ?? 1,
+      timeout: props.timeout ?? Duration.seconds(60),
+    };
+    validateProps(`PlannerFunction "${id}"`, resolved, RULES);
+    this.plannerPartitions = resolved.plannerPartitions;
+
+    const { fn, role, logGroup } = createSchedulerFunction(this, {
+      ...props,
+      entry: 'functions/planner.ts',
+      description: 'Scheduler planner: materializes due slots into the ledger and dispatches runs',
+      timeout: resolved.timeout,
+      environment: {
+        [ENV.ledgerTable]: props.ledger.table.tableName,
+        [ENV.runQueueUrl]: props.runQueues.runQueue.queueUrl,
+        [ENV.deadLetterQueueUrl]: props.runQueues.deadLetterQueue.queueUrl,
+        [ENV.runRetentionDays]: String(props.ledger.runRetentionDays),
+        ...props.environment,
+      },
+    });
+    this.function = fn;
+    this.role = role;
+    this.logGroup = logGroup;
+
+    props.ledger.grantPlannerAccess(fn);
+    props.runQueues.grantSendRuns(fn);
+
+    this.rules = plannerInputs(resolved.plannerPartitions).map(
+      (input) =>
+        new events.Rule(this, `Tick${input.partition}`, {
+          description: `Scheduler planner tick, partition ${input.partition} of ${input.of}`,
+          schedule: events.Schedule.rate(Duration.minutes(1)),
+          enabled: props.enabled ?? true,
+          targets: [
+            new targets.LambdaFunction(fn, {
+              event: events.RuleTargetInput.fromObject(input),
+              // A tick older than two minutes is superseded by the next one.
+              maxEventAge: Duration.minutes(2),
+              retryAttempts: 2,
+            }),
+          ],
+        }),
+    );
+  }
+}

@@ -1,0 +1,101 @@
+/**
+ * The planner against DynamoDB Local and local-aws-sqs: concurrent planners, crash safety, and
+ * cost that grows with due slots rather than with jobs.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CountingMiddleware } from '../support/counting.js';
+import { runPlannerTick } from '../../shared/planner.js';
+import { NO_HISTORY } from '../../shared/core/history.js';
+import { RunStatus } from '../../shared/core/vocabulary.js';
+import { drain, ManualClock, metrics, silentLogger, testJobs } from '../support/helpers.js';
+import { sandbox, type Sandbox } from '../support/stack.js';
+
+// startLead of a minute makes every message immediately visible whatever the manual clock says,
+// so the test can count them without waiting for SQS delays.
+const JOBS = testJobs([
+  { name: 'every-10s', schedule: '*/10 * * * * *', handler: 'noop', startLead: '60s' },
+  { name: 'every-minute', schedule: '* * * * *', handler: 'noop', startLead: '60s' },
+]);
+const T0 = Date.UTC(2026, 10, 29, 12, 0, 0);
+
+describe('planner', () => {
+  let box: Sandbox;
+  beforeAll(async () => {
+    box = await sandbox();
+  });
+  afterAll(() => box.destroy());
+
+  it('five concurrent planners over the same minutes create one run per slot and one message per run', async () => {
+    const clock = new ManualClock(T0);
+    const deps = { ledger: box.ledger, queue: box.queue, jobs: JOBS, clock: clock.read, logger: silentLogger(), metrics: metrics() };
+    for (let minute = 0; minute < 3; minute++) {
+      // Overlapping invocations, as EventBridge retries and slow ticks produce.
+      await Promise.all(Array.from({ length: 5 }, () => runPlannerTick(deps, { partition: 0, of: 1 })));
+      clock.advance(60_000);
+    }
+    // First tick starts at T0 (exclusive) and each plans 60 s ahead: (T0, T0 + 180 s].
+    const expectedTen = 18;
+    const expectedMinute = 3;
+    const tens = await box.ledger.listRuns('every-10s', { ascending: true });
+    const minutes = await box.ledger.listRuns('every-minute', { ascending: true });
+    expect(tens.map((r) => r.slot)).toEqual(Array.from({ length: expectedTen }, (_, i) => T0 + (i + 1) * 10_000));
+    expect(minutes.map((r) => r.slot)).toEqual(Array.from({ length: expectedMinute }, (_, i) => T0 + (i + 1) * 60_000));
+
+    const messages = await drain(box.clients.sqs, box.endpoints.runQueueUrl, { expected: expectedTen + expectedMinute + 1, idleMs: 2_000 });
+    const keys = messages.map((m) => JSON.parse(m.Body!).runKey as string);
+    expect(keys).toHaveLength(expectedTen + expectedMinute);
+    expect(new Set(keys).size).toBe(keys.length);
+    expect(new Set(keys)).toEqual(new Set([...tens, ...minutes].map((r) => r.runKey)));
+  });
+
+  it('a new job starts at its first slot after it appears, not at the epoch', async () => {
+    const own = await sandbox();
+    const clock = new ManualClock(T0 + 7_000);
+    await runPlannerTick({ ledger: own.ledger, queue: own.queue, jobs: JOBS, clock: clock.read, logger: silentLogger(), metrics: metrics() }, { partition: 0, of: 1 });
+    const runs = await own.ledger.listRuns('every-10s', { ascending: true });
+    expect(runs[0]!.slot).toBe(T0 + 10_000);
+    own.destroy();
+  });
+
+  it('a planner that dies after creating runs but before sending leaves work a later tick completes', async () => {
+    const own = await sandbox();
+    const clock = new ManualClock(T0);
+    const failingQueue = Object.assign(Object.create(Object.getPrototypeOf(own.queue)), own.queue, {
+      send: async () => {
+        throw new Error('crash between put and send');
+      },
+    });
+    const base = { ledger: own.ledger, jobs: JOBS, clock: clock.read, logger: silentLogger(), metrics: metrics(), history: NO_HISTORY };
+    await expect(runPlannerTick({ ...base, queue: failingQueue }, { partition: 0, of: 1 })).rejects.toThrow('crash between put and send');
+    const created = await own.ledger.listRuns('every-10s', { ascending: true });
+    expect(created.length).toBe(6);
+    expect(created.every((r) => r.status === RunStatus.READY)).toBe(true);
+    // The watermark did not move, so nothing was lost; the sweeper re-sends once the slots are overdue.
+    clock.advance(60_000 + 121_000);
+    const report = await runPlannerTick({ ...base, queue: own.queue, options: { sweepGraceMs: 120_000 } }, { partition: 0, of: 1 });
+    expect(report.swept).toBeGreaterThanOrEqual(6);
+    const messages = await drain(own.clients.sqs, own.endpoints.runQueueUrl, { idleMs: 2_000 });
+    const keys = new Set(messages.map((m) => JSON.parse(m.Body!).runKey as string));
+    for (const run of created) expect(keys.has(run.runKey)).toBe(true);
+    // A second sweep within the grace period sends nothing more.
+    const again = await runPlannerTick({ ...base, queue: own.queue, options: { sweepGraceMs: 120_000 } }, { partition: 0, of: 1 });
+    expect(again.swept).toBe(0);
+    own.destroy();
+  });
+
+  it('cost grows with due slots, not with jobs: 2,000 hourly jobs with none due cost one read and one write', async () => {
+    const own = await sandbox();
+    const hourly = testJobs(Array.from({ length: 2_000 }, (_, i) => ({ name: `hourly-${i}`, schedule: `${i % 60} 3 * * *`, handler: 'noop' })));
+    const counter = new CountingMiddleware();
+    counter.attach(own.clients.doc);
+    const clock = new ManualClock(Date.UTC(2026, 10, 29, 12, 0, 0));
+    const deps = { ledger: own.ledger, queue: own.queue, jobs: hourly, clock: clock.read, logger: silentLogger(), metrics: metrics() };
+    await runPlannerTick(deps, { partition: 0, of: 1 });
+    counter.reset();
+    clock.advance(60_000);
+    await runPlannerTick(deps, { partition: 0, of: 1 });
+    // Partition read, watermark advance, sweeper query: independent of the 2,000 jobs.
+    expect(counter.byCommand()).toEqual({ GetItemCommand: 1, UpdateItemCommand: 1, QueryCommand: 1 });
+    own.destroy();
+  });
+});
