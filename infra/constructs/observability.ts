@@ -1,0 +1,363 @@
+/**
+ * Dashboard and alarms (DESIGN §10). The metrics are the ones the functions publish with
+ * Powertools Metrics (EMF): namespace FencedScheduler, dimension service=scheduler, names from
+ * MetricName in shared/observability.ts. Alarms go to an SNS topic when one is given or an alarm
+ * e-mail is set; their meaning and the response to each are in the README ("Operating").
+ */
+import { Duration, Stack } from 'aws-cdk-lib';
+import * as cw from 'aws-cdk-lib/aws-cloudwatch';
+import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import { MetricName } from '../../shared/observability.js';
+import { METRICS_NAMESPACE, SERVICE_NAME } from '../../shared/powertools.js';
+import { durationIn, validateProps, type PropRule } from '../validation.js';
+
+/**
+ * Age in ms of the oldest open (non-terminal) run, published by the planner's sweep. Not (yet)
+ * in MetricName; the name is fixed here so the alarm and the publisher agree.
+ */
+export const OLDEST_OPEN_RUN_AGE = 'OldestOpenRunAge';
+
+/** Metrics observed in milliseconds (shown as percentiles); every other MetricName is a count. */
+const LATENCY_METRICS: ReadonlySet<string> = new Set([
+  MetricName.PlannerLag,
+  MetricName.TriggerLag,
+  MetricName.HeartbeatLatency,
+  MetricName.RunDuration,
+]);
+
+/** Dashboard rows of counters; a MetricName in no group lands in "Other scheduler metrics". */
+const COUNT_GROUPS: readonly { title: string; names: readonly string[] }[] = [
+  {
+    title: 'Planner: slots and sweeps',
+    names: [MetricName.SlotsMaterialized, MetricName.SlotsSkipped, MetricName.SlotsMisfired, MetricName.RunsSwept],
+  },
+  {
+    title: 'Runs by outcome',
+    names: [MetricName.RunsSucceeded, MetricName.RunsRetried, MetricName.RunsUnknown, MetricName.RunsDead, MetricName.RunsYielded],
+  },
+  {
+    title: 'Contention, duplicates and fencing',
+    names: [
+      MetricName.ClaimConflicts,
+      MetricName.DuplicateDeliveries,
+      MetricName.Takeovers,
+      MetricName.FencingRejections,
+      MetricName.LeaseLost,
+      MetricName.PoisonMessages,
+    ],
+  },
+];
+
+/** Alarm keys, also the suffix of each alarm's name (`<stack>-<key>`). */
+export const AlarmKey = {
+  DeadLetterQueueNotEmpty: 'dlq-not-empty',
+  RunsDead: 'runs-dead',
+  PlannerErrors: 'planner-errors',
+  PlannerSilent: 'planner-silent',
+  TriggerLagHigh: 'trigger-lag-p99',
+  OldestOpenRunAgeHigh: 'oldest-open-run-age',
+  WorkerThrottles: 'worker-throttles',
+} as const;
+export type AlarmKey = (typeof AlarmKey)[keyof typeof AlarmKey];
+
+export interface ObservabilityProps {
+  /** The planner function (errors and invocations). */
+  readonly plannerFunction: lambda.IFunction;
+  /** The worker function (errors, throttles). */
+  readonly workerFunction: lambda.IFunction;
+  /** The run queue (depth and age on the dashboard). */
+  readonly runQueue: sqs.IQueue;
+  /** The dead-letter queue (depth alarm). */
+  readonly deadLetterQueue: sqs.IQueue;
+  /**
+   * Topic that receives alarm and OK notifications.
+   * @default a KMS-encrypted topic is created when alarmEmail is set; otherwise no actions
+   */
+  readonly alarmTopic?: sns.ITopic;
+  /**
+   * E-mail address subscribed to the alarm topic.
+   * @default no subscription
+   */
+  readonly alarmEmail?: string;
+  /**
+   * Alarm when the p99 of TriggerLag (handler start − slot) over 5 minutes exceeds this.
+   * @default Duration.seconds(10)
+   */
+  readonly triggerLagThreshold?: Duration;
+  /**
+   * Alarm when the oldest open run is older than this.
+   * @default Duration.minutes(15)
+   */
+  readonly oldestOpenRunAgeThreshold?: Duration;
+  /**
+   * Alarm when the planner has not been invoked for this long (missing data is breaching).
+   * @default Duration.minutes(5)
+   */
+  readonly plannerSilencePeriod?: Duration;
+  /**
+   * Name of the CloudWatch dashboard.
+   * @default '<stack name>-scheduler'
+   */
+  readonly dashboardName?: string;
+}
+
+interface Resolved {
+  readonly triggerLagThreshold: Duration;
+  readonly oldestOpenRunAgeThreshold: Duration;
+  readonly plannerSilencePeriod: Duration;
+  readonly alarmEmail?: string;
+  readonly dashboardName: string;
+}
+
+const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
+
+const RULES: readonly PropRule<Resolved>[] = [
+  { prop: 'triggerLagThreshold', ...durationIn(Duration.millis(1), Duration.hours(1)) },
+  { prop: 'oldestOpenRunAgeThreshold', ...durationIn(Duration.minutes(1), Duration.days(14)) },
+  // CloudWatch periods of 1 minute or more are whole minutes; one day bounds the evaluation.
+  {
+    prop: 'plannerSilencePeriod',
+    must: 'a whole number of minutes in [2 minutes, 1 day]',
+    ok: (value: Duration) => value.toSeconds() % 60 === 0 && value.toMinutes() >= 2 && value.toMinutes() <= 1440,
+  },
+  { prop: 'alarmEmail', must: 'an e-mail address', ok: (value: string) => EMAIL.test(value) },
+  { prop: 'dashboardName', must: 'a name of 1-255 characters [A-Za-z0-9_-]', ok: (value: string) => /^[A-Za-z0-9_-]{1,255}$/.test(value) },
+];
+
+/** A scheduler metric (EMF) in the FencedScheduler namespace with dimension service=scheduler. */
+export function schedulerMetric(metricName: string, options: { statistic?: string; period?: Duration; label?: string } = {}): cw.Metric {
+  return new cw.Metric({
+    namespace: METRICS_NAMESPACE,
+    metricName,
+    dimensionsMap: { service: SERVICE_NAME },
+    statistic: options.statistic ?? (LATENCY_METRICS.has(metricName) ? 'p99' : 'Sum'),
+    period: options.period ?? Duration.minutes(1),
+    label: options.label,
+  });
+}
+
+export class Observability extends Construct {
+  readonly dashboard: cw.Dashboard;
+  readonly alarms: Readonly<Record<AlarmKey, cw.Alarm>>;
+  /** Where alarms notify, if anywhere. */
+  readonly alarmTopic?: sns.ITopic;
+
+  constructor(scope: Construct, id: string, props: ObservabilityProps) {
+    super(scope, id);
+    const stackName = Stack.of(this).stackName;
+    const resolved: Resolved = {
+      triggerLagThreshold: props.triggerLagThreshold ?? Duration.seconds(10),
+      oldestOpenRunAgeThreshold: props.oldestOpenRunAgeThreshold ?? Duration.minutes(15),
+      plannerSilencePeriod: props.plannerSilencePeriod ?? Duration.minutes(5),
+      alarmEmail: props.alarmEmail,
+      dashboardName: props.dashboardName ?? `${stackName}-scheduler`,
+    };
+    validateProps(`Observability "${id}"`, resolved, RULES);
+
+    this.alarmTopic = props.alarmTopic ?? (props.alarmEmail ? this.createAlarmTopic() : undefined);
+    if (props.alarmEmail && this.alarmTopic) this.alarmTopic.addSubscription(new subscriptions.EmailSubscription(props.alarmEmail));
+
+    const fiveMinutes = Duration.minutes(5);
+    const dlqDepth = props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
+      statistic: 'Maximum',
+      period: Duration.minutes(1),
+      label: 'DLQ visible messages',
+    });
+    const oldestOpenRunAge = schedulerMetric(OLDEST_OPEN_RUN_AGE, { statistic: 'Maximum', period: fiveMinutes, label: 'oldest open run age (ms)' });
+    const triggerLagP99 = schedulerMetric(MetricName.TriggerLag, { statistic: 'p99', period: fiveMinutes, label: 'TriggerLag p99' });
+
+    const alarm = (key: AlarmKey, description: string, options: Omit<cw.CreateAlarmOptions, 'alarmName' | 'alarmDescription'> & { metric: cw.IMetric }): cw.Alarm => {
+      const { metric, ...rest } = options;
+      const created = metric.createAlarm(this, `Alarm-${key}`, {
+        alarmName: `${stackName}-${key}`,
+        alarmDescription: `${description} Runbook: README "Operating", alarm ${key}.`,
+        ...rest,
+      });
+      if (this.alarmTopic) {
+        created.addAlarmAction(new cwActions.SnsAction(this.alarmTopic));
+        created.addOkAction(new cwActions.SnsAction(this.alarmTopic));
+      }
+      return created;
+    };
+
+    this.alarms = {
+      [AlarmKey.DeadLetterQueueNotEmpty]: alarm(AlarmKey.DeadLetterQueueNotEmpty, 'Messages are in the run DLQ: poison messages or crash-looping runs.', {
+        metric: dlqDepth,
+        threshold: 0,
+        comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+      }),
+      [AlarmKey.RunsDead]: alarm(AlarmKey.RunsDead, 'A run went DEAD (attempts or deadline exhausted, or a non-retryable error).', {
+        metric: schedulerMetric(MetricName.RunsDead, { statistic: 'Sum', period: Duration.minutes(1) }),
+        threshold: 0,
+        comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+      }),
+      [AlarmKey.PlannerErrors]: alarm(AlarmKey.PlannerErrors, 'The planner function failed.', {
+        metric: props.plannerFunction.metricErrors({ statistic: 'Sum', period: fiveMinutes }),
+        threshold: 0,
+        comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+      }),
+      [AlarmKey.PlannerSilent]: alarm(
+        AlarmKey.PlannerSilent,
+        `The planner was not invoked for ${resolved.plannerSilencePeriod.toHumanString()}: no slots are being planned.`,
+        {
+          metric: props.plannerFunction.metricInvocations({ statistic: 'Sum', period: resolved.plannerSilencePeriod }),
+          threshold: 1,
+          comparisonOperator: cw.ComparisonOperator.LESS_THAN_THRESHOLD,
+          evaluationPeriods: 1,
+          // No datapoint means no invocation: silence is exactly what this alarm is for.
+          treatMissingData: cw.TreatMissingData.BREACHING,
+        },
+      ),
+      [AlarmKey.TriggerLagHigh]: alarm(
+        AlarmKey.TriggerLagHigh,
+        `Runs start late: TriggerLag p99 over 5 minutes is above ${resolved.triggerLagThreshold.toHumanString()}.`,
+        {
+          metric: triggerLagP99,
+          threshold: resolved.triggerLagThreshold.toMilliseconds(),
+          comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+        },
+      ),
+      [AlarmKey.OldestOpenRunAgeHigh]: alarm(
+        AlarmKey.OldestOpenRunAgeHigh,
+        `A run has been open (not terminal) for more than ${resolved.oldestOpenRunAgeThreshold.toHumanString()}.`,
+        {
+          metric: oldestOpenRunAge,
+          threshold: resolved.oldestOpenRunAgeThreshold.toMilliseconds(),
+          comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+        },
+      ),
+      [AlarmKey.WorkerThrottles]: alarm(AlarmKey.WorkerThrottles, 'The worker function was throttled: runs wait for concurrency.', {
+        metric: props.workerFunction.metricThrottles({ statistic: 'Sum', period: fiveMinutes }),
+        threshold: 0,
+        comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+      }),
+    };
+
+    this.dashboard = new cw.Dashboard(this, 'Dashboard', {
+      dashboardName: resolved.dashboardName,
+      defaultInterval: Duration.hours(3),
+    });
+    this.dashboard.addWidgets(
+      new cw.AlarmStatusWidget({ title: 'Scheduler alarms', alarms: Object.values(this.alarms), width: 24, height: 3 }),
+    );
+    const grouped = new Set(COUNT_GROUPS.flatMap((group) => group.names));
+    const others = Object.values(MetricName).filter((name) => !grouped.has(name) && !LATENCY_METRICS.has(name));
+    const countGroups = others.length > 0 ? [...COUNT_GROUPS, { title: 'Other scheduler metrics', names: others }] : COUNT_GROUPS;
+    this.dashboard.addWidgets(
+      ...countGroups.map(
+        (group) =>
+          new cw.GraphWidget({
+            title: group.title,
+            left: group.names.map((name) => schedulerMetric(name, { statistic: 'Sum', label: name })),
+            width: 8,
+            height: 6,
+          }),
+      ),
+    );
+    this.dashboard.addWidgets(
+      new cw.GraphWidget({
+        title: 'Trigger lag and planner lag (ms)',
+        left: [
+          schedulerMetric(MetricName.TriggerLag, { statistic: 'p50', label: 'TriggerLag p50' }),
+          schedulerMetric(MetricName.TriggerLag, { statistic: 'p99', label: 'TriggerLag p99' }),
+          schedulerMetric(MetricName.PlannerLag, { statistic: 'p99', label: 'PlannerLag p99' }),
+        ],
+        leftAnnotations: [{ value: resolved.triggerLagThreshold.toMilliseconds(), label: 'trigger lag alarm' }],
+        width: 8,
+        height: 6,
+      }),
+      new cw.GraphWidget({
+        title: 'Run duration and heartbeat latency (ms)',
+        left: [
+          schedulerMetric(MetricName.RunDuration, { statistic: 'p50', label: 'RunDuration p50' }),
+          schedulerMetric(MetricName.RunDuration, { statistic: 'p99', label: 'RunDuration p99' }),
+        ],
+        right: [schedulerMetric(MetricName.HeartbeatLatency, { statistic: 'p99', label: 'HeartbeatLatency p99' })],
+        width: 8,
+        height: 6,
+      }),
+      new cw.GraphWidget({
+        title: 'Oldest open run age (ms)',
+        left: [oldestOpenRunAge],
+        leftAnnotations: [{ value: resolved.oldestOpenRunAgeThreshold.toMilliseconds(), label: 'alarm' }],
+        width: 8,
+        height: 6,
+      }),
+    );
+    this.dashboard.addWidgets(
+      new cw.GraphWidget({
+        title: 'Queues',
+        left: [
+          dlqDepth,
+          props.runQueue.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', label: 'run queue visible' }),
+          props.runQueue.metricApproximateNumberOfMessagesNotVisible({ statistic: 'Maximum', label: 'run queue in flight / delayed' }),
+        ],
+        right: [props.runQueue.metricApproximateAgeOfOldestMessage({ statistic: 'Maximum', label: 'oldest message age (s)' })],
+        width: 8,
+        height: 6,
+      }),
+      new cw.GraphWidget({
+        title: 'Planner function',
+        left: [
+          props.plannerFunction.metricInvocations({ statistic: 'Sum', label: 'invocations' }),
+          props.plannerFunction.metricErrors({ statistic: 'Sum', label: 'errors' }),
+        ],
+        right: [props.plannerFunction.metricDuration({ statistic: 'p99', label: 'duration p99' })],
+        width: 8,
+        height: 6,
+      }),
+      new cw.GraphWidget({
+        title: 'Worker function',
+        left: [
+          props.workerFunction.metricInvocations({ statistic: 'Sum', label: 'invocations' }),
+          props.workerFunction.metricErrors({ statistic: 'Sum', label: 'errors' }),
+          props.workerFunction.metricThrottles({ statistic: 'Sum', label: 'throttles' }),
+        ],
+        right: [props.workerFunction.metricDuration({ statistic: 'p99', label: 'duration p99' })],
+        width: 8,
+        height: 6,
+      }),
+    );
+  }
+
+  /** SNS requires a customer-managed key that CloudWatch may use to publish encrypted alarms. */
+  private createAlarmTopic(): sns.Topic {
+    const key = new kms.Key(this, 'AlarmTopicKey', {
+      description: 'Encrypts the scheduler alarm topic',
+      enableKeyRotation: true,
+    });
+    key.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'AllowCloudWatchAlarmsToPublish',
+        principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
+        actions: ['kms:Decrypt', 'kms:GenerateDataKey'],
+        resources: ['*'],
+        conditions: { StringEquals: { 'aws:SourceAccount': Stack.of(this).account } },
+      }),
+    );
+    return new sns.Topic(this, 'AlarmTopic', {
+      displayName: 'Scheduler alarms',
+      masterKey: key,
+      enforceSSL: true,
+    });
+  }
+}

@@ -1,0 +1,20 @@
+/**
+ * Names the deployed stack is known by. Plain constants (no aws-cdk-lib import) so the ops CLI can
+ * read the stack's outputs with the AWS SDK without loading the CDK.
+ */
+
+/** Default CloudFormation stack name (override with `-c stackName=...`). */
+export const DEFAULT_STACK_NAME = 'FencedScheduler';
+
+/** CloudFormation output keys of the scheduler stack. */
+export const StackOutput = {
+  LedgerTableName: 'LedgerTableName',
+  PaymentsTableName: 'PaymentsTableName',
+  RunQueueUrl: 'RunQueueUrl',
+  DeadLetterQueueUrl: 'DeadLetterQueueUrl',
+  DeadLetterQueueArn: 'DeadLetterQueueArn',
+  DashboardName: 'DashboardName',
+  PlannerFunctionName: 'PlannerFunctionName',
+  WorkerFunctionName: 'WorkerFunctionName',
+} as const;
+export type StackOutput = (typeof StackOutput)[keyof typeof StackOutput];

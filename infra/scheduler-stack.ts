@@ -1,0 +1,227 @@
+/**
+ * The scheduler stack: ledger table, run queues, planner, worker and observability, composed from
+ * the constructs in infra/constructs/. The job config (shared/jobs.ts) is validated here, at
+ * synth: an invalid job fails `cdk synth` with the job and the field named. The functions bundle
+ * the same config and validate it again at cold start.
+ */
+import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import type * as kms from 'aws-cdk-lib/aws-kms';
+import type * as logs from 'aws-cdk-lib/aws-logs';
+import type * as sns from 'aws-cdk-lib/aws-sns';
+import { NagSuppressions } from 'cdk-nag';
+import type { Construct } from 'constructs';
+import { loadJobs } from '../shared/config.js';
+import { JobConfigError, type Job } from '../shared/core/job-schema.js';
+import { partitionOf } from '../shared/core/partition.js';
+import { RUN_QUEUES } from '../shared/resources.js';
+import { BusinessTable } from './constructs/business-table.js';
+import { LedgerTable } from './constructs/ledger-table.js';
+import { Observability } from './constructs/observability.js';
+import { PlannerFunction } from './constructs/planner-function.js';
+import { RunQueues } from './constructs/run-queues.js';
+import { WorkerFunction } from './constructs/worker-function.js';
+import { LAMBDA_RUNTIME } from './lambda-defaults.js';
+import { StackOutput } from './outputs.js';
+
+export interface SchedulerStackProps extends StackProps {
+  /**
+   * Job definitions validated at synth. The functions always bundle shared/jobs.ts; pass this
+   * only to check other definitions (tests).
+   * @default jobDefinitions from shared/jobs.ts
+   */
+  readonly jobs?: readonly unknown[];
+  /**
+   * Planner partitions: one scheduled invocation `{ partition, of }` per partition per minute.
+   * @default 1
+   */
+  readonly plannerPartitions?: number;
+  /**
+   * Days terminal runs are kept before TTL deletes them.
+   * @default 30
+   */
+  readonly runRetentionDays?: number;
+  /**
+   * Removal policy of the tables (RETAIN also turns on deletion protection). Use DESTROY only for
+   * throwaway stacks.
+   * @default RemovalPolicy.RETAIN
+   */
+  readonly removalPolicy?: RemovalPolicy;
+  /**
+   * Customer-managed KMS key for both tables.
+   * @default AWS-managed encryption
+   */
+  readonly tableEncryptionKey?: kms.IKey;
+  /**
+   * Worker function timeout; the run queue's visibility timeout is 6 × this.
+   * @default Duration.seconds(RUN_QUEUES.workerTimeoutSeconds) (60 s)
+   */
+  readonly workerTimeout?: Duration;
+  /**
+   * Messages per worker invocation.
+   * @default 10
+   */
+  readonly workerBatchSize?: number;
+  /**
+   * Maximum concurrent worker invocations started by the event source.
+   * @default 20
+   */
+  readonly workerMaxConcurrency?: number;
+  /**
+   * Log retention of both functions.
+   * @default logs.RetentionDays.ONE_MONTH
+   */
+  readonly logRetention?: logs.RetentionDays;
+  /**
+   * Topic for alarm notifications.
+   * @default one is created when alarmEmail is set
+   */
+  readonly alarmTopic?: sns.ITopic;
+  /**
+   * E-mail address that receives alarm notifications.
+   * @default none
+   */
+  readonly alarmEmail?: string;
+  /**
+   * TriggerLag p99 alarm threshold.
+   * @default Duration.seconds(10)
+   */
+  readonly triggerLagThreshold?: Duration;
+  /**
+   * Oldest open run age alarm threshold.
+   * @default Duration.minutes(15)
+   */
+  readonly oldestOpenRunAgeThreshold?: Duration;
+}
+
+/** Thrown when the job config cannot be deployed; the message names the job and the field. */
+export class InvalidJobConfigError extends Error {
+  override readonly name = 'InvalidJobConfigError';
+}
+
+/**
+ * Validates the jobs for this deployment: the schema (via loadJobs) and the constraints that
+ * depend on infrastructure, e.g. the DLQ must only see messages the retry budget gave up on.
+ */
+export function validateJobsForDeployment(definitions: readonly unknown[] | undefined, maxReceiveCount: number): readonly Job[] {
+  let jobs: readonly Job[];
+  try {
+    jobs = loadJobs(definitions);
+  } catch (error) {
+    if (error instanceof JobConfigError) {
+      throw new InvalidJobConfigError(`invalid job configuration (shared/jobs.ts):\n${error.message}`, { cause: error });
+    }
+    throw error;
+  }
+  const problems = jobs
+    .filter((job) => job.retry.maxAttempts >= maxReceiveCount)
+    .map(
+      (job) =>
+        `job "${job.name}": field "retry.maxAttempts": must be below the run queue's maxReceiveCount (${maxReceiveCount}) so only poison messages reach the DLQ (value: ${job.retry.maxAttempts})`,
+    );
+  if (problems.length > 0) throw new InvalidJobConfigError(`invalid job configuration (shared/jobs.ts):\n${problems.join('\n')}`);
+  return jobs;
+}
+
+export class SchedulerStack extends Stack {
+  readonly jobs: readonly Job[];
+  readonly ledger: LedgerTable;
+  readonly payments: BusinessTable;
+  readonly runQueues: RunQueues;
+  readonly planner: PlannerFunction;
+  readonly worker: WorkerFunction;
+  readonly observability: Observability;
+
+  constructor(scope: Construct, id: string, props: SchedulerStackProps = {}) {
+    super(scope, id, props);
+    this.jobs = validateJobsForDeployment(props.jobs, RUN_QUEUES.maxReceiveCount);
+    const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
+    const workerTimeout = props.workerTimeout ?? Duration.seconds(RUN_QUEUES.workerTimeoutSeconds);
+
+    this.ledger = new LedgerTable(this, 'Ledger', {
+      runRetentionDays: props.runRetentionDays,
+      encryptionKey: props.tableEncryptionKey,
+      removalPolicy,
+    });
+    this.payments = new BusinessTable(this, 'Payments', { encryptionKey: props.tableEncryptionKey, removalPolicy });
+    this.runQueues = new RunQueues(this, 'Queues', {
+      workerTimeout,
+      visibilityTimeout: Duration.seconds(Math.max(RUN_QUEUES.visibilityTimeoutSeconds, 6 * workerTimeout.toSeconds())),
+      maxReceiveCount: RUN_QUEUES.maxReceiveCount,
+    });
+    this.planner = new PlannerFunction(this, 'Planner', {
+      ledger: this.ledger,
+      runQueues: this.runQueues,
+      plannerPartitions: props.plannerPartitions,
+      logRetention: props.logRetention,
+    });
+    this.worker = new WorkerFunction(this, 'Worker', {
+      ledger: this.ledger,
+      runQueues: this.runQueues,
+      paymentsTable: this.payments,
+      batchSize: props.workerBatchSize,
+      maxConcurrency: props.workerMaxConcurrency,
+      timeout: workerTimeout,
+      logRetention: props.logRetention,
+    });
+    this.observability = new Observability(this, 'Observability', {
+      plannerFunction: this.planner.function,
+      workerFunction: this.worker.function,
+      runQueue: this.runQueues.runQueue,
+      deadLetterQueue: this.runQueues.deadLetterQueue,
+      alarmTopic: props.alarmTopic,
+      alarmEmail: props.alarmEmail,
+      triggerLagThreshold: props.triggerLagThreshold,
+      oldestOpenRunAgeThreshold: props.oldestOpenRunAgeThreshold,
+    });
+
+    this.addOutputs();
+    this.addNagSuppressions(props);
+  }
+
+  /** Which planner partition each job belongs to (for humans reading the synth output). */
+  partitionOfJobs(): Record<string, number> {
+    return Object.fromEntries(this.jobs.map((job) => [job.name, partitionOf(job.name, this.planner.plannerPartitions)]));
+  }
+
+  private addOutputs(): void {
+    const output = (key: string, value: string, description: string) => new CfnOutput(this, key, { value, description });
+    output(StackOutput.LedgerTableName, this.ledger.table.tableName, 'Ledger table (runs, watermarks, fenced state)');
+    output(StackOutput.PaymentsTableName, this.payments.table.tableName, 'Sample business table of the payments job');
+    output(StackOutput.RunQueueUrl, this.runQueues.runQueue.queueUrl, 'Run queue URL');
+    output(StackOutput.DeadLetterQueueUrl, this.runQueues.deadLetterQueue.queueUrl, 'Run dead-letter queue URL');
+    output(StackOutput.DeadLetterQueueArn, this.runQueues.deadLetterQueue.queueArn, 'Run dead-letter queue ARN (StartMessageMoveTask source)');
+    output(StackOutput.DashboardName, this.observability.dashboard.dashboardName, 'CloudWatch dashboard');
+    output(StackOutput.PlannerFunctionName, this.planner.function.functionName, 'Planner function');
+    output(StackOutput.WorkerFunctionName, this.worker.function.functionName, 'Worker function');
+  }
+
+  /** Every cdk-nag finding that is accepted, each with its reason. */
+  private addNagSuppressions(props: SchedulerStackProps): void {
+    for (const fn of [this.planner.function, this.worker.function]) {
+      NagSuppressions.addResourceSuppressions(fn, [
+        {
+          id: 'AwsSolutions-L1',
+          reason: `Pinned to ${LAMBDA_RUNTIME.name}, the runtime the bundles target and the tests run on; moved deliberately, not by the CDK release.`,
+        },
+      ]);
+    }
+    NagSuppressions.addResourceSuppressions(this.runQueues.deadLetterQueue, [
+      { id: 'AwsSolutions-SQS3', reason: 'This queue is the run queue\'s dead-letter queue; ops redrive it back to the run queue.' },
+    ]);
+    if (props.tableEncryptionKey) {
+      for (const fn of [this.planner.function, this.worker.function]) {
+        NagSuppressions.addResourceSuppressions(
+          fn.role!,
+          [
+            {
+              id: 'AwsSolutions-IAM5',
+              reason: 'DynamoDB with a customer-managed key needs kms:GenerateDataKey* and kms:ReEncrypt* on that one key.',
+              appliesTo: ['Action::kms:GenerateDataKey*', 'Action::kms:ReEncrypt*'],
+            },
+          ],
+          true,
+        );
+      }
+    }
+  }
+}

@@ -1,0 +1,164 @@
+/**
+ * The worker against the real local stack: heartbeats extend both the lease and the message's
+ * visibility, duplicate deliveries of finished runs are acknowledged without a second execution,
+ * a live lease hides the message, and a refused heartbeat aborts the handler.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
+import { jobsByName } from '../../shared/config.js';
+import { RunStatus, runKeyOf } from '../../shared/core/vocabulary.js';
+import type { JobHandler } from '../../shared/handler-api.js';
+import { processBatch, type QueueRecord, type WorkerDeps } from '../../shared/worker.js';
+import { messageFor } from '../../shared/planner.js';
+import { InMemoryMetrics } from '../../shared/observability.js';
+import { drain, silentLogger, testJobs } from '../support/helpers.js';
+import { LocalPoller } from '../../tools/local-poller.js';
+import { sandbox, type Sandbox } from '../support/stack.js';
+
+function workerDeps(box: Sandbox, jobs: ReturnType<typeof testJobs>, handlers: Record<string, JobHandler>, owner: string, extra: Partial<WorkerDeps> = {}): WorkerDeps {
+  return {
+    ledger: box.ledger,
+    queue: box.queue,
+    doc: box.clients.doc,
+    jobs: jobsByName(jobs),
+    handlers,
+    tables: { ledger: box.endpoints.ledgerTable, payments: box.endpoints.paymentsTable },
+    owner,
+    clock: Date.now,
+    logger: silentLogger(),
+    metrics: new InMemoryMetrics(),
+    ...extra,
+  };
+}
+
+async function enqueue(box: Sandbox, job: string, slot: number): Promise<void> {
+  await box.clients.sqs.send(new SendMessageCommand({ QueueUrl: box.endpoints.runQueueUrl, MessageBody: JSON.stringify(messageFor({ job, slot, shard: 0, runKey: runKeyOf(job, slot, 0, 1) })) }));
+}
+
+async function receive(box: Sandbox, visibilityTimeoutSeconds?: number): Promise<QueueRecord[]> {
+  const { Messages = [] } = await box.clients.sqs.send(
+    new ReceiveMessageCommand({ QueueUrl: box.endpoints.runQueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: visibilityTimeoutSeconds }),
+  );
+  return Messages.map((m) => ({ messageId: m.MessageId!, receiptHandle: m.ReceiptHandle!, body: m.Body! }));
+}
+
+describe('worker', () => {
+  let box: Sandbox;
+  beforeAll(async () => {
+    box = await sandbox({ visibilityTimeoutSeconds: 2 });
+  });
+  afterAll(() => box.destroy());
+
+  it('a heartbeat extends both the lease and the message visibility while the handler runs', async () => {
+    const jobs = testJobs([{ name: 'slow', schedule: '* * * * *', handler: 'slow', lease: 1_500, heartbeatEvery: 400, startLead: 0 }], ['slow']);
+    const slot = Date.now() - 100;
+    await box.ledger.createRun({ job: 'slow', slot, shard: 0, shards: 1, status: RunStatus.READY }, Date.now());
+    await enqueue(box, 'slow', slot);
+    const leases: number[] = [];
+    let visibleDuringRun = 0;
+    const slow: JobHandler = {
+      async run() {
+        for (let i = 0; i < 6; i++) {
+          await new Promise((r) => setTimeout(r, 500));
+          leases.push((await box.ledger.getRun({ job: 'slow', slot, shard: 0 }))!.leaseUntil!);
+          // Queue visibility is 2 s: without heartbeats the message would be back by now.
+          const { Messages = [] } = await box.clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: box.endpoints.runQueueUrl, WaitTimeSeconds: 0, VisibilityTimeout: 1 }));
+          visibleDuringRun += Messages.length;
+        }
+      },
+    };
+    const results: string[][] = [];
+    // The poller deletes acknowledged messages, as the event source mapping does.
+    const poller = new LocalPoller(box.clients.sqs, async (records) => {
+      const result = await processBatch(workerDeps(box, jobs, { slow }, 'hb-worker'), records);
+      results.push(result.batchItemFailures.map((f) => f.itemIdentifier));
+      return result;
+    }, { queueUrl: box.endpoints.runQueueUrl });
+    expect(await poller.pollOnce()).toBe(1);
+    expect(results).toEqual([[]]);
+    expect(visibleDuringRun).toBe(0);
+    // The handler ran 3 s on a 1.5 s lease: the lease kept moving forward.
+    expect(leases[leases.length - 1]!).toBeGreaterThan(leases[0]! + 1_000);
+    expect((await box.ledger.getRun({ job: 'slow', slot, shard: 0 }))?.status).toBe(RunStatus.SUCCEEDED);
+  });
+
+  it('a duplicate delivery of a finished run is acknowledged without running the handler again', async () => {
+    const jobs = testJobs([{ name: 'dup', schedule: '* * * * *', handler: 'count', startLead: 0 }], ['count']);
+    const slot = Date.now() - 100;
+    await box.ledger.createRun({ job: 'dup', slot, shard: 0, shards: 1, status: RunStatus.READY }, Date.now());
+    await enqueue(box, 'dup', slot);
+    await enqueue(box, 'dup', slot);
+    let executions = 0;
+    const count: JobHandler = { run: async () => void executions++ };
+    const deps = workerDeps(box, jobs, { count }, 'dup-worker');
+    const messages = await drain(box.clients.sqs, box.endpoints.runQueueUrl, { expected: 2, visibilityTimeoutSeconds: 30 });
+    expect(messages).toHaveLength(2);
+    for (const m of messages) {
+      const result = await processBatch(deps, [{ messageId: m.MessageId!, receiptHandle: m.ReceiptHandle!, body: m.Body! }]);
+      expect(result.batchItemFailures).toEqual([]);
+    }
+    expect(executions).toBe(1);
+    expect((deps.metrics as InMemoryMetrics).get('DuplicateDeliveries')).toBe(1);
+  });
+
+  it('the same message twice in one batch runs once and is reported consistently', async () => {
+    const jobs = testJobs([{ name: 'twice', schedule: '* * * * *', handler: 'count', startLead: 0 }], ['count']);
+    const slot = Date.now() - 100;
+    await box.ledger.createRun({ job: 'twice', slot, shard: 0, shards: 1, status: RunStatus.READY }, Date.now());
+    let executions = 0;
+    const count: JobHandler = { run: async () => void executions++ };
+    const body = JSON.stringify(messageFor({ job: 'twice', slot, shard: 0, runKey: runKeyOf('twice', slot, 0, 1) }));
+    const result = await processBatch(workerDeps(box, jobs, { count }, 'w'), [
+      { messageId: 'm-1', receiptHandle: 'r-1', body },
+      { messageId: 'm-1', receiptHandle: 'r-2', body },
+    ]);
+    expect(result.batchItemFailures).toEqual([]);
+    expect(executions).toBe(1);
+  });
+
+  it('a run leased by a live owner is not executed and its message is hidden until the lease can expire', async () => {
+    const jobs = testJobs([{ name: 'held', schedule: '* * * * *', handler: 'count', lease: '20s', startLead: 0 }], ['count']);
+    const slot = Date.now() - 100;
+    await box.ledger.createRun({ job: 'held', slot, shard: 0, shards: 1, status: RunStatus.READY }, Date.now());
+    const claim = await box.ledger.claim({ job: 'held', slot, shard: 0 }, 'someone-else', Date.now(), 20_000, 2_000);
+    expect(claim.kind).toBe('claimed');
+    await enqueue(box, 'held', slot);
+    let executions = 0;
+    const count: JobHandler = { run: async () => void executions++ };
+    const records = await receive(box);
+    expect(records.map((r) => JSON.parse(r.body).job)).toEqual(['held']);
+    const result = await processBatch(workerDeps(box, jobs, { count }, 'second'), records);
+    expect(result.batchItemFailures).toEqual([{ itemIdentifier: records[0]!.messageId }]);
+    expect(executions).toBe(0);
+    // Queue visibility is 2 s; the worker hid it for ~22 s.
+    await new Promise((r) => setTimeout(r, 2_500));
+    expect(await receive(box, 1)).toHaveLength(0);
+  });
+
+  it('a refused heartbeat aborts the handler through ctx.signal and records nothing', async () => {
+    const jobs = testJobs([{ name: 'lost', schedule: '* * * * *', handler: 'wait', lease: 1_000, heartbeatEvery: 300, startLead: 0 }], ['wait']);
+    const slot = Date.now() - 100;
+    const id = { job: 'lost', slot, shard: 0 };
+    await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, Date.now());
+    let aborted = false;
+    const wait: JobHandler = {
+      async run(ctx) {
+        // Someone else takes the run over behind this worker's back (e.g. after a long GC pause).
+        const now = Date.now();
+        await box.ledger.claim(id, 'usurper', now + 10_000, 1_000, 0);
+        await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+        aborted = true;
+      },
+    };
+    const metricsSink = new InMemoryMetrics();
+    const result = await processBatch(workerDeps(box, jobs, { wait }, 'victim', { metrics: metricsSink }), [
+      { messageId: 'm-lost', receiptHandle: 'r-lost', body: JSON.stringify(messageFor({ ...id, runKey: runKeyOf('lost', slot, 0, 1) })) },
+    ]);
+    expect(aborted).toBe(true);
+    expect(result.batchItemFailures).toEqual([{ itemIdentifier: 'm-lost' }]);
+    expect(metricsSink.get('LeaseLost')).toBe(1);
+    const run = await box.ledger.getRun(id);
+    expect(run?.owner).toBe('usurper');
+    expect(run?.status).toBe(RunStatus.RUNNING);
+  });
+});
