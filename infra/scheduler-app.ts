@@ -3,7 +3,7 @@
  * cdk.json), and cdk-nag's AwsSolutions checks on every synth. infra/app.ts runs it; the tests
  * build the same app.
  */
-import { App, Aspects, Duration, RemovalPolicy, type AppProps } from 'aws-cdk-lib';
+import { App, Duration, RemovalPolicy, Validations, type AppProps } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { DEFAULT_STACK_NAME } from './outputs.js';
 import { SchedulerStack, type SchedulerStackProps } from './scheduler-stack.js';
@@ -70,6 +70,7 @@ export function createSchedulerApp(options: { appProps?: AppProps; overrides?: S
     ...stackPropsFromContext(app),
     ...options.overrides,
   });
-  Aspects.of(app).add(new AwsSolutionsChecks({ verbose: true }));
+  // Any unacknowledged finding (error or warning) fails synth.
+  Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));
   return { app, stack };
 }

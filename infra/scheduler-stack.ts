@@ -4,11 +4,10 @@
  * synth: an invalid job fails `cdk synth` with the job and the field named. The functions bundle
  * the same config and validate it again at cold start.
  */
-import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from 'aws-cdk-lib';
+import { CfnOutput, Duration, RemovalPolicy, Stack, Validations, type StackProps } from 'aws-cdk-lib';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sns from 'aws-cdk-lib/aws-sns';
-import { NagSuppressions } from 'cdk-nag';
 import type { Construct } from 'constructs';
 import { loadJobs } from '../shared/config.js';
 import { JobConfigError, type Job } from '../shared/core/job-schema.js';
@@ -195,33 +194,41 @@ export class SchedulerStack extends Stack {
     output(StackOutput.WorkerFunctionName, this.worker.function.functionName, 'Worker function');
   }
 
-  /** Every cdk-nag finding that is accepted, each with its reason. */
+  /**
+   * Every cdk-nag finding that is accepted, each acknowledged on the one resource it concerns with
+   * its reason (cdk-nag v3 reads CDK's Validations acknowledgments). NAG_ACKNOWLEDGMENTS lists them.
+   */
   private addNagSuppressions(props: SchedulerStackProps): void {
     for (const fn of [this.planner.function, this.worker.function]) {
-      NagSuppressions.addResourceSuppressions(fn, [
-        {
-          id: 'AwsSolutions-L1',
-          reason: `Pinned to ${LAMBDA_RUNTIME.name}, the runtime the bundles target and the tests run on; moved deliberately, not by the CDK release.`,
-        },
-      ]);
+      Validations.of(fn).acknowledge(NAG_ACKNOWLEDGMENTS.runtime);
     }
-    NagSuppressions.addResourceSuppressions(this.runQueues.deadLetterQueue, [
-      { id: 'AwsSolutions-SQS3', reason: 'This queue is the run queue\'s dead-letter queue; ops redrive it back to the run queue.' },
-    ]);
+    Validations.of(this.runQueues.deadLetterQueue).acknowledge(NAG_ACKNOWLEDGMENTS.deadLetterQueue);
     if (props.tableEncryptionKey) {
       for (const fn of [this.planner.function, this.worker.function]) {
-        NagSuppressions.addResourceSuppressions(
-          fn.role!,
-          [
-            {
-              id: 'AwsSolutions-IAM5',
-              reason: 'DynamoDB with a customer-managed key needs kms:GenerateDataKey* and kms:ReEncrypt* on that one key.',
-              appliesTo: ['Action::kms:GenerateDataKey*', 'Action::kms:ReEncrypt*'],
-            },
-          ],
-          true,
-        );
+        Validations.of(fn.role!).acknowledge(...NAG_ACKNOWLEDGMENTS.customerManagedTableKey);
       }
     }
   }
 }
+
+/** The accepted cdk-nag findings and why. */
+export const NAG_ACKNOWLEDGMENTS = {
+  runtime: {
+    id: 'AwsSolutions-L1',
+    reason: `Pinned to ${LAMBDA_RUNTIME.name}, the runtime the bundles target and the tests run on; upgraded deliberately, not by a CDK release.`,
+  },
+  deadLetterQueue: {
+    id: 'AwsSolutions-SQS3',
+    reason: "This queue is the run queue's dead-letter queue; ops redrive it back to the run queue.",
+  },
+  customerManagedTableKey: [
+    {
+      id: 'AwsSolutions-IAM5[Action::kms:GenerateDataKey*]',
+      reason: 'DynamoDB with a customer-managed key needs kms:GenerateDataKey* on that one key (resource is the key ARN).',
+    },
+    {
+      id: 'AwsSolutions-IAM5[Action::kms:ReEncrypt*]',
+      reason: 'DynamoDB with a customer-managed key needs kms:ReEncrypt* on that one key (resource is the key ARN).',
+    },
+  ],
+} as const;

@@ -173,7 +173,7 @@ export class Observability extends Construct {
     const oldestOpenRunAge = schedulerMetric(OLDEST_OPEN_RUN_AGE, { statistic: 'Maximum', period: fiveMinutes, label: 'oldest open run age (ms)' });
     const triggerLagP99 = schedulerMetric(MetricName.TriggerLag, { statistic: 'p99', period: fiveMinutes, label: 'TriggerLag p99' });
 
-    const alarm = (key: AlarmKey, description: string, options: Omit<cw.CreateAlarmOptions, 'alarmName' | 'alarmDescription'> & { metric: cw.IMetric }): cw.Alarm => {
+    const alarm = (key: AlarmKey, description: string, options: Omit<cw.CreateAlarmOptions, 'alarmName' | 'alarmDescription'> & { metric: cw.Metric }): cw.Alarm => {
       const { metric, ...rest } = options;
       const created = metric.createAlarm(this, `Alarm-${key}`, {
         alarmName: `${stackName}-${key}`,

@@ -206,6 +206,51 @@ export class Ledger {
     }
   }
 
+  /**
+   * Pauses a job: the planner skips it, and `behind` remembers where it stopped so that resuming
+   * plans the missed slots under the job's misfire policy instead of dropping them silently.
+   */
+  async pauseJob(partition: number, of: number, job: string, now: number): Promise<void> {
+    const key = { pk: LedgerKeys.partitionPk(partition, of), sk: LedgerKeys.watermarkSk };
+    await this.doc.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: key,
+        UpdateExpression: 'SET behind = if_not_exists(behind, :emptyMap), plannedUntil = if_not_exists(plannedUntil, :now)',
+        ExpressionAttributeValues: { ':emptyMap': {}, ':now': now },
+      }),
+    );
+    await this.doc.send(
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: key,
+        // The job's own place wins over the partition's: a job already catching up keeps its slot.
+        UpdateExpression: 'ADD paused :job SET behind.#job = if_not_exists(behind.#job, plannedUntil)',
+        ExpressionAttributeNames: { '#job': job },
+        ExpressionAttributeValues: { ':job': new Set([job]) },
+      }),
+    );
+  }
+
+  /** Resumes a paused job; returns false when it was not paused. */
+  async resumeJob(partition: number, of: number, job: string): Promise<boolean> {
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: LedgerKeys.partitionPk(partition, of), sk: LedgerKeys.watermarkSk },
+          UpdateExpression: 'DELETE paused :job',
+          ConditionExpression: 'contains(paused, :name)',
+          ExpressionAttributeValues: { ':job': new Set([job]), ':name': job },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionalCheckFailure(error)) return false;
+      throw error;
+    }
+  }
+
   // ---------------------------------------------------------------- runs
 
   /** Conditional put: at most one run item per (job, slot, shard), whoever calls and however often. */
