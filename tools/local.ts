@@ -61,7 +61,7 @@ async function main(): Promise<number> {
   }
   const { stop: _stop, dynamoPid: _pid, ...endpoints } = stack;
   mkdirSync('.local-data', { recursive: true });
-  writeFileSync(LOCAL_ENDPOINTS_FILE, JSON.stringify(endpoints, null, 2));
+  writeFileSync(LOCAL_ENDPOINTS_FILE, JSON.stringify({ ...endpoints, partitions }, null, 2));
   console.log(`local stack up: DynamoDB Local ${stack.dynamoEndpoint}, SQS ${stack.sqsEndpoint} (ops: npm run ops -- status --local)`);
   console.log(`jobs: ${jobs.map((j) => `${j.name} [${j.schedule}${j.timezone === 'UTC' ? '' : ` ${j.timezone}`}]`).join(', ')}`);
 
