@@ -202,7 +202,7 @@ export class SchedulerStack extends Stack {
     for (const fn of [this.planner.function, this.worker.function]) {
       Validations.of(fn).acknowledge(NAG_ACKNOWLEDGMENTS.runtime);
     }
-    Validations.of(this.runQueues.deadLetterQueue).acknowledge(NAG_ACKNOWLEDGMENTS.deadLetterQueue);
+    // removed
     if (props.tableEncryptionKey) {
       for (const fn of [this.planner.function, this.worker.function]) {
         Validations.of(fn.role!).acknowledge(...NAG_ACKNOWLEDGMENTS.customerManagedTableKey);
