@@ -30,6 +30,10 @@ export const MetricName = {
   RunsDead: 'RunsDead',
   RunsYielded: 'RunsYielded',
   PoisonMessages: 'PoisonMessages',
+  OverlapWaits: 'OverlapWaits',
+  RunsSuperseded: 'RunsSuperseded',
+  RunsSkippedByOverlap: 'RunsSkippedByOverlap',
+  OldestOpenRunAge: 'OldestOpenRunAge',
 } as const;
 
 export interface MetricsSink {

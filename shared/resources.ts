@@ -34,6 +34,8 @@ export const PAYMENTS_TABLE = {
 export const LedgerKeys = {
   jobPk: (job: string) => `JOB#${job}`,
   watermarkSk: '#WATERMARK',
+  /** The job's active-run marker (overlap policies other than parallel). */
+  activeSk: (shard: number) => `#ACTIVE#${String(shard).padStart(3, '0')}`,
   runSk: (slot: number, shard: number) => `RUN#${new Date(slot).toISOString()}#${String(shard).padStart(3, '0')}`,
   runSkPrefix: 'RUN#',
   partitionPk: (partition: number, of: number) => `PLANNER#${partition}/${of}`,

@@ -14,7 +14,9 @@ import type { Job } from './core/job-schema.js';
 import { DEFAULT_CLOCK_SKEW_MS } from './core/lease.js';
 import { refuseToStart, transitionFor, type AttemptEnd, type Transition } from './core/outcome.js';
 import { parseRunMessage } from './core/run-message.js';
-import { RunStatus, type Run } from './core/vocabulary.js';
+import { RunStatus, type Run, type RunId } from './core/vocabulary.js';
+import { OverlapPolicy } from './core/job-schema.js';
+import { messageFor } from './planner.js';
 import {
   FencedOutError,
   LeaseLostError,
@@ -109,10 +111,18 @@ export async function processRecord(deps: WorkerDeps, record: QueueRecord): Prom
   const { message, job } = parsed;
   const logger = base.child({ job: job.name, slot: new Date(message.slot).toISOString(), shard: message.shard, runKey: message.runKey });
   const skew = deps.options?.clockSkewMs ?? DEFAULT_CLOCK_SKEW_MS;
-  const claim = await deps.ledger.claim(message, deps.owner, deps.clock(), job.lease, skew);
+  const exclusive = job.overlap !== OverlapPolicy.PARALLEL;
+  if (exclusive) {
+    const waitOrSettle = await applyOverlapBeforeClaim(deps, job, message, logger);
+    if (waitOrSettle) return waitOrSettle;
+  }
+  const claim = await deps.ledger.claim(message, deps.owner, deps.clock(), job.lease, skew, exclusive);
   switch (claim.kind) {
     case 'claimed':
+      if (job.overlap === OverlapPolicy.COALESCE) await supersedeOlderWaiting(deps, job, claim.run, logger);
       return execute(deps, record, job, claim.run, claim.claimedFrom, logger);
+    case 'blocked':
+      return onBlocked(deps, job, message, claim.holderSlot, logger);
     case 'terminal':
       deps.metrics.count(MetricName.DuplicateDeliveries);
       history.record({ type: 'duplicate', at: deps.clock(), runKey: message.runKey, messageId: record.messageId });
@@ -135,6 +145,85 @@ export async function processRecord(deps: WorkerDeps, record: QueueRecord): Prom
       logger.error('message names a run that does not exist: left for the dead-letter queue');
       return 'retry';
   }
+}
+
+/**
+ * Overlap policies (DESIGN §4, §8), enforced at claim time. The per-(job, shard) active-run
+ * marker, taken in the same transaction as the claim, guarantees one run at a time; these checks
+ * decide what a run does when it cannot be the one:
+ * - forbid-skip: SKIPPED while an earlier run is open;
+ * - forbid-queue: waits, and runs in slot order: a run with an older open run acks its message
+ *   and is dispatched again by the holder when it finishes (no polling, no receive-count burn);
+ * - coalesce: only the newest waiting run executes; older waiting ones become SUPERSEDED.
+ */
+async function applyOverlapBeforeClaim(deps: WorkerDeps, job: Job, id: RunId, logger: RunLogger): Promise<RecordOutcome | undefined> {
+  if (job.overlap === OverlapPolicy.FORBID_QUEUE) {
+    const older = (await deps.ledger.openRunsBeside(job.name, id.slot, 'before')).filter((r) => r.shard === id.shard);
+    if (older.length > 0) {
+      deps.metrics.count(MetricName.OverlapWaits);
+      logger.info('waiting: an earlier run of the job is still open (forbid-queue)', { earlierSlot: new Date(older[0]!.slot).toISOString() });
+      return 'ack';
+    }
+  }
+  if (job.overlap === OverlapPolicy.COALESCE) {
+    const newer = (await deps.ledger.openRunsBeside(job.name, id.slot, 'after')).filter((r) => r.shard === id.shard && isWaiting(r));
+    if (newer.length > 0) {
+      const self = await deps.ledger.getRun(id);
+      if (self && isWaiting(self) && (await deps.ledger.settleWaiting(self, RunStatus.SUPERSEDED, `superseded by ${newer[newer.length - 1]!.runKey}`, deps.clock()))) {
+        deps.metrics.count(MetricName.RunsSuperseded);
+        logger.info('superseded by a newer waiting run (coalesce)');
+        return 'ack';
+      }
+    }
+  }
+  return undefined;
+}
+
+function isWaiting(run: Run): boolean {
+  return run.status === RunStatus.READY || run.status === RunStatus.RETRY;
+}
+
+async function onBlocked(deps: WorkerDeps, job: Job, id: RunId, holderSlot: number, logger: RunLogger): Promise<RecordOutcome> {
+  if (job.overlap === OverlapPolicy.FORBID_SKIP) {
+    const self = await deps.ledger.getRun(id);
+    if (self && isWaiting(self)) {
+      const settled = await deps.ledger.settleWaiting(self, RunStatus.SKIPPED, `skipped: run of ${new Date(holderSlot).toISOString()} still open (forbid-skip)`, deps.clock());
+      if (settled) {
+        deps.metrics.count(MetricName.RunsSkippedByOverlap);
+        logger.info('skipped: an earlier run of the job is still open (forbid-skip)', { holderSlot: new Date(holderSlot).toISOString() });
+      }
+    }
+    return 'ack';
+  }
+  // forbid-queue and coalesce: the holder dispatches the next waiting run when it finishes.
+  deps.metrics.count(MetricName.OverlapWaits);
+  logger.info('waiting: another run of the job holds the active marker', { holderSlot: new Date(holderSlot).toISOString() });
+  return 'ack';
+}
+
+async function supersedeOlderWaiting(deps: WorkerDeps, job: Job, run: Run, logger: RunLogger): Promise<void> {
+  const older = (await deps.ledger.openRunsBeside(job.name, run.slot, 'before')).filter((r) => r.shard === run.shard && isWaiting(r));
+  for (const stale of older) {
+    if (await deps.ledger.settleWaiting(stale, RunStatus.SUPERSEDED, `superseded by ${run.runKey}`, deps.clock())) {
+      deps.metrics.count(MetricName.RunsSuperseded);
+      logger.info('superseded an older waiting run (coalesce)', { superseded: stale.runKey });
+    }
+  }
+}
+
+/** After an exclusive run ends, dispatch the next waiting run of its lane, per policy. */
+async function dispatchNextWaiting(deps: WorkerDeps, job: Job, run: Run, logger: RunLogger): Promise<void> {
+  const side = job.overlap === OverlapPolicy.FORBID_QUEUE ? 'before' : 'after';
+  const candidates = [
+    ...(side === 'before' ? await deps.ledger.openRunsBeside(job.name, run.slot, 'before') : []),
+    ...(await deps.ledger.openRunsBeside(job.name, run.slot, 'after')),
+  ].filter((r) => r.shard === run.shard && isWaiting(r) && r.slot <= deps.clock() + job.startLead);
+  if (candidates.length === 0) return;
+  candidates.sort((a, b) => a.slot - b.slot);
+  const next = job.overlap === OverlapPolicy.COALESCE ? candidates[candidates.length - 1]! : candidates[0]!;
+  const delayMs = Math.max(next.slot, next.nextAttemptAt ?? 0) - job.startLead - deps.clock();
+  await deps.queue.send([{ message: messageFor(next), delaySeconds: Math.max(0, Math.floor(delayMs / 1000)) }]);
+  logger.info('dispatched the next waiting run', { next: next.runKey });
 }
 
 function classify(error: unknown): AttemptEnd {
@@ -340,7 +429,8 @@ function startHeartbeat(
 async function recordOutcome(deps: WorkerDeps, record: QueueRecord, job: Job, run: Run, transition: Transition, logger: RunLogger): Promise<RecordOutcome> {
   const history = deps.history ?? NO_HISTORY;
   const now = deps.clock();
-  const check = await deps.ledger.complete(run, transition, now);
+  const exclusive = job.overlap !== OverlapPolicy.PARALLEL;
+  const check = await deps.ledger.complete(run, transition, now, exclusive);
   history.record({ type: 'outcome', at: now, runKey: run.runKey, owner: deps.owner, token: run.fencingToken, status: transition.status, accepted: check.ok });
   if (!check.ok) {
     deps.metrics.count(MetricName.LeaseLost);
@@ -349,6 +439,9 @@ async function recordOutcome(deps: WorkerDeps, record: QueueRecord, job: Job, ru
   }
   const duration = now - (run.startedAt ?? now);
   logger.info('run outcome', { outcome: transition.status, durationMs: duration, lastError: 'lastError' in transition ? transition.lastError : undefined });
+  if (exclusive && (transition.status === RunStatus.SUCCEEDED || transition.status === RunStatus.DEAD)) {
+    await dispatchNextWaiting(deps, job, run, logger);
+  }
   switch (transition.status) {
     case RunStatus.SUCCEEDED:
       deps.metrics.count(MetricName.RunsSucceeded);

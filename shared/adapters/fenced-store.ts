@@ -15,6 +15,7 @@ import {
   type FencedUpdate,
   type FencedWrite,
 } from '../handler-api.js';
+import { unmarshallFailureItem } from './failure-item.js';
 
 export type FencedWriteResult = 'accepted' | 'fenced-out' | 'condition-failed';
 
@@ -74,7 +75,7 @@ export class DynamoFencedStore implements FencedStore {
       return new FencedOutError(write.table, keyOf(write), this.fence, seen, { cause });
     }
     this.hooks.onResult?.(write, 'condition-failed');
-    return new ConditionFailedError(write.table, keyOf(write), current, { cause });
+    return new ConditionFailedError(write.table, keyOf(write), current === undefined ? undefined : unmarshallFailureItem(current), { cause });
   }
 
   private async single(write: FencedWrite): Promise<void> {

@@ -4,17 +4,19 @@
  * DynamoDB returns with the failure (ReturnValuesOnConditionCheckFailure), never an extra read.
  * The rules themselves (what a refusal means, token composition) live in shared/core.
  */
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
   GetCommand,
   PutCommand,
   QueryCommand,
+  TransactWriteCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
 import { initialFence, MAX_CLAIMS_PER_SLOT } from '../core/fence.js';
 import { explainClaimRefusal, type ClaimResult } from '../core/lease.js';
 import { LedgerKeys, LEDGER_TABLE } from '../resources.js';
+import { unmarshallFailureItem } from './failure-item.js';
 import { RunStatus, runKeyOf, type Run, type RunId } from '../core/vocabulary.js';
 
 type Item = Record<string, unknown>;
@@ -64,32 +66,17 @@ function isConditionalCheckFailure(error: unknown): error is ConditionalCheckFai
   return error instanceof ConditionalCheckFailedException || (error as { name?: string })?.name === 'ConditionalCheckFailedException';
 }
 
+/** Per-item reasons of a cancelled transaction, with returned items unmarshalled; undefined for other errors. */
+function cancellationReasons(error: unknown): { Code?: string; Item?: Item }[] | undefined {
+  if (!(error instanceof TransactionCanceledException) && (error as { name?: string })?.name !== 'TransactionCanceledException') return undefined;
+  return ((error as TransactionCanceledException).CancellationReasons ?? []).map((reason) => ({
+    Code: reason.Code,
+    Item: reason.Item ? unmarshallFailureItem(reason.Item) : undefined,
+  }));
+}
+
 function itemOf(error: ConditionalCheckFailedException): Item | undefined {
   return error.Item ? unmarshallFailureItem(error.Item) : undefined;
-}
-
-/**
- * ReturnValuesOnConditionCheckFailure hands back the item in the low-level attribute-value
- * format even through the document client.
- */
-function unmarshallFailureItem(item: Record<string, unknown>): Item {
-  const out: Item = {};
-  for (const [key, value] of Object.entries(item)) out[key] = fromAttributeValue(value);
-  return out;
-}
-
-function fromAttributeValue(value: unknown): unknown {
-  if (value === null || typeof value !== 'object') return value;
-  const av = value as Record<string, unknown>;
-  if ('S' in av) return av.S;
-  if ('N' in av) return Number(av.N);
-  if ('BOOL' in av) return av.BOOL;
-  if ('NULL' in av) return null;
-  if ('M' in av) return unmarshallFailureItem(av.M as Record<string, unknown>);
-  if ('L' in av) return (av.L as unknown[]).map(fromAttributeValue);
-  if ('SS' in av) return new Set(av.SS as string[]);
-  if ('NS' in av) return new Set((av.NS as string[]).map(Number));
-  return value;
 }
 
 export function runFromItem(item: Item): Run {
@@ -298,53 +285,110 @@ export class Ledger {
     return Item ? runFromItem(Item) : undefined;
   }
 
+  /** One active-run marker per (job, shard): overlap policies apply to each shard's lane. */
+  private markerKey(job: string, shard: number) {
+    return { pk: LedgerKeys.jobPk(job), sk: LedgerKeys.activeSk(shard) };
+  }
+
   /**
    * Claims the run in ONE conditional UpdateItem: sets owner, leaseUntil, status RUNNING,
    * attempt + 1 and fencingToken + 1, returning the new item. A RUNNING run whose lease expired
    * (beyond the clock allowance) is claimable: that is a takeover.
+   *
+   * With `exclusive` (overlap policies other than parallel) the claim also takes the job's
+   * active-run marker in the same transaction, so two runs of the job can never both hold it.
+   * Transactions return no item, so the claimed run is then read back (one consistent read).
    */
-  async claim(id: RunId, owner: string, now: number, leaseMs: number, skewMs: number): Promise<ClaimResult> {
+  async claim(id: RunId, owner: string, now: number, leaseMs: number, skewMs: number, exclusive = false): Promise<ClaimResult> {
     const claimableStatus = '#status IN (:ready, :retry, :unknown)';
     const backoffElapsed = '(attribute_not_exists(nextAttemptAt) OR nextAttemptAt <= :now)';
     const leaseExpired = '(#status = :running AND leaseUntil < :expiredBefore)';
     const fenceRangeLeft = 'fencingToken < :maxToken';
+    const update = {
+      TableName: this.tableName,
+      Key: this.runKey(id),
+      // Operands read the item as it was before this update, so claimedFrom records the
+      // status the claim started from (RUNNING means takeover, UNKNOWN means reconcile first).
+      UpdateExpression:
+        'SET claimedFrom = #status, #status = :running, #owner = :owner, leaseUntil = :leaseUntil, ' +
+        'startedAt = :now, fencingToken = fencingToken + :one, attempt = attempt + :one REMOVE nextAttemptAt',
+      ConditionExpression: `attribute_exists(pk) AND ((${claimableStatus} AND ${backoffElapsed}) OR ${leaseExpired}) AND ${fenceRangeLeft}`,
+      ExpressionAttributeNames: { '#status': 'status', '#owner': 'owner' },
+      ExpressionAttributeValues: {
+        ':ready': RunStatus.READY,
+        ':retry': RunStatus.RETRY,
+        ':unknown': RunStatus.UNKNOWN,
+        ':running': RunStatus.RUNNING,
+        ':owner': owner,
+        ':now': now,
+        ':leaseUntil': now + leaseMs,
+        ':expiredBefore': now - skewMs,
+        ':one': 1,
+        ':maxToken': initialFence(id.slot) + MAX_CLAIMS_PER_SLOT,
+      },
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
+    };
+    const refusal = (item: Item | undefined) => explainClaimRefusal(item ? runFromItem(item) : undefined, now, skewMs);
+    if (!exclusive) {
+      try {
+        const { Attributes = {} } = await this.doc.send(new UpdateCommand({ ...update, ReturnValues: 'ALL_NEW' }));
+        return { kind: 'claimed', run: runFromItem(Attributes), claimedFrom: Attributes.claimedFrom as RunStatus };
+      } catch (error) {
+        if (isConditionalCheckFailure(error)) return refusal(itemOf(error));
+        throw error;
+      }
+    }
+    const markerFree = 'attribute_not_exists(pk)';
+    const markerOurs = 'holderSk = :holderSk';
     try {
-      const { Attributes } = await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: this.runKey(id),
-          // Operands read the item as it was before this update, so claimedFrom records the
-          // status the claim started from (RUNNING means takeover, UNKNOWN means reconcile first).
-          UpdateExpression:
-            'SET claimedFrom = #status, #status = :running, #owner = :owner, leaseUntil = :leaseUntil, ' +
-            'startedAt = :now, fencingToken = fencingToken + :one, attempt = attempt + :one REMOVE nextAttemptAt',
-          ConditionExpression: `attribute_exists(pk) AND ((${claimableStatus} AND ${backoffElapsed}) OR ${leaseExpired}) AND ${fenceRangeLeft}`,
-          ExpressionAttributeNames: { '#status': 'status', '#owner': 'owner' },
-          ExpressionAttributeValues: {
-            ':ready': RunStatus.READY,
-            ':retry': RunStatus.RETRY,
-            ':unknown': RunStatus.UNKNOWN,
-            ':running': RunStatus.RUNNING,
-            ':owner': owner,
-            ':now': now,
-            ':leaseUntil': now + leaseMs,
-            ':expiredBefore': now - skewMs,
-            ':one': 1,
-            ':maxToken': initialFence(id.slot) + MAX_CLAIMS_PER_SLOT,
-          },
-          ReturnValues: 'ALL_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      await this.doc.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            { Update: update },
+            {
+              Put: {
+                TableName: this.tableName,
+                Item: { ...this.markerKey(id.job, id.shard), holderSk: LedgerKeys.runSk(id.slot, id.shard), holderSlot: id.slot, since: now },
+                ConditionExpression: `${markerFree} OR ${markerOurs}`,
+                ExpressionAttributeValues: { ':holderSk': LedgerKeys.runSk(id.slot, id.shard) },
+                ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+              },
+            },
+          ],
         }),
       );
-      const item = Attributes ?? {};
-      return { kind: 'claimed', run: runFromItem(item), claimedFrom: item.claimedFrom as RunStatus };
     } catch (error) {
-      if (isConditionalCheckFailure(error)) {
-        const current = itemOf(error);
-        return explainClaimRefusal(current ? runFromItem(current) : undefined, now, skewMs);
+      const reasons = cancellationReasons(error);
+      if (!reasons) throw error;
+      if (reasons[0]?.Code === 'ConditionalCheckFailed') return refusal(reasons[0].Item);
+      if (reasons[1]?.Code === 'ConditionalCheckFailed' && reasons[1].Item) {
+        return { kind: 'blocked', holderSlot: reasons[1].Item.holderSlot as number };
       }
       throw error;
     }
+    const { Item } = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: this.runKey(id), ConsistentRead: true }));
+    if (!Item) throw new Error(`claimed run ${id.job}@${new Date(id.slot).toISOString()}#${id.shard} vanished`);
+    return { kind: 'claimed', run: runFromItem(Item), claimedFrom: Item.claimedFrom as RunStatus };
+  }
+
+  private heldUpdate(
+    run: Pick<Run, 'job' | 'slot' | 'shard' | 'fencingToken' | 'owner'>,
+    update: string,
+    names: Record<string, string>,
+    values: Record<string, unknown>,
+  ) {
+    const sameOwner = '#owner = :me';
+    const sameToken = 'fencingToken = :token';
+    const stillRunning = '#status = :running';
+    return {
+      TableName: this.tableName,
+      Key: this.runKey(run),
+      UpdateExpression: update,
+      ConditionExpression: `${sameOwner} AND ${sameToken} AND ${stillRunning}`,
+      ExpressionAttributeNames: { '#owner': 'owner', '#status': 'status', ...names },
+      ExpressionAttributeValues: { ':me': run.owner, ':token': run.fencingToken, ':running': RunStatus.RUNNING, ...values },
+      ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
+    };
   }
 
   /** Update guarded by the holder's lease: owner, token and status RUNNING must all still match. */
@@ -353,31 +397,41 @@ export class Ledger {
     update: string,
     names: Record<string, string>,
     values: Record<string, unknown>,
+    releaseMarker = false,
   ): Promise<LeaseCheck> {
-    const sameOwner = '#owner = :me';
-    const sameToken = 'fencingToken = :token';
-    const stillRunning = '#status = :running';
+    const held = this.heldUpdate(run, update, names, values);
     try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: this.runKey(run),
-          UpdateExpression: update,
-          ConditionExpression: `${sameOwner} AND ${sameToken} AND ${stillRunning}`,
-          ExpressionAttributeNames: { '#owner': 'owner', '#status': 'status', ...names },
-          ExpressionAttributeValues: {
-            ':me': run.owner,
-            ':token': run.fencingToken,
-            ':running': RunStatus.RUNNING,
-            ...values,
-          },
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
+      if (!releaseMarker) {
+        await this.doc.send(new UpdateCommand(held));
+      } else {
+        // Release the job's active-run marker with the terminal transition, atomically.
+        const markerAbsent = 'attribute_not_exists(pk)';
+        const markerOurs = 'holderSk = :holderSk';
+        await this.doc.send(
+          new TransactWriteCommand({
+            TransactItems: [
+              { Update: held },
+              {
+                Delete: {
+                  TableName: this.tableName,
+                  Key: this.markerKey(run.job, run.shard),
+                  ConditionExpression: `${markerAbsent} OR ${markerOurs}`,
+                  ExpressionAttributeValues: { ':holderSk': LedgerKeys.runSk(run.slot, run.shard) },
+                },
+              },
+            ],
+          }),
+        );
+      }
       return { ok: true };
     } catch (error) {
       if (isConditionalCheckFailure(error)) {
         const current = itemOf(error);
+        return { ok: false, current: current ? runFromItem(current) : undefined };
+      }
+      const reasons = cancellationReasons(error);
+      if (reasons?.[0]?.Code === 'ConditionalCheckFailed') {
+        const current = reasons[0].Item;
         return { ok: false, current: current ? runFromItem(current) : undefined };
       }
       throw error;
@@ -392,8 +446,11 @@ export class Ledger {
     return this.updateHeld(run, 'SET #checkpoint = :checkpoint', { '#checkpoint': 'checkpoint' }, { ':checkpoint': cursor ?? null });
   }
 
-  /** Records the attempt's outcome; every transition out of RUNNING is conditional on owner + token. */
-  complete(run: Run, outcome: Outcome, now: number): Promise<LeaseCheck> {
+  /**
+   * Records the attempt's outcome; every transition out of RUNNING is conditional on owner + token.
+   * `exclusive` runs release the job's active-run marker when they reach a terminal state.
+   */
+  complete(run: Run, outcome: Outcome, now: number, exclusive = false): Promise<LeaseCheck> {
     const names: Record<string, string> = {};
     const values: Record<string, unknown> = { ':outcome': outcome.status, ':now': now };
     const sets = ['#status = :outcome', 'finishedAt = :now'];
@@ -425,7 +482,70 @@ export class Ledger {
         }
         break;
     }
-    return this.updateHeld(run, `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`, names, values);
+    const terminal = outcome.status === RunStatus.SUCCEEDED || outcome.status === RunStatus.DEAD;
+    return this.updateHeld(run, `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`, names, values, exclusive && terminal);
+  }
+
+  /**
+   * Settles a run that is waiting (READY or RETRY, nobody holds it) without running it:
+   * SKIPPED by forbid-skip, SUPERSEDED by coalesce. Returns false if it moved meanwhile.
+   */
+  async settleWaiting(run: Run, status: typeof RunStatus.SKIPPED | typeof RunStatus.SUPERSEDED, reason: string, now: number): Promise<boolean> {
+    const waiting = '#status IN (:ready, :retry)';
+    const sameToken = 'fencingToken = :token';
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: this.runKey(run),
+          UpdateExpression: 'SET #status = :settled, finishedAt = :now, expiresAt = :expiresAt, lastError = :reason REMOVE openPk, nextAttemptAt',
+          ConditionExpression: `${waiting} AND ${sameToken}`,
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':ready': RunStatus.READY,
+            ':retry': RunStatus.RETRY,
+            ':token': run.fencingToken,
+            ':settled': status,
+            ':now': now,
+            ':expiresAt': Math.floor(now / 1000) + this.retentionSeconds,
+            ':reason': { code: status, message: reason },
+          },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionalCheckFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * Open runs of one job on one side of a slot, nearest first, examining at most `window` run
+   * items (bounded work: the overlap policies only ever need the nearest neighbours).
+   */
+  async openRunsBeside(job: string, slot: number, side: 'before' | 'after', window = 100): Promise<Run[]> {
+    const before = side === 'before';
+    const { Items = [] } = await this.doc.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        KeyConditionExpression: before ? 'pk = :pk AND sk BETWEEN :low AND :mine' : 'pk = :pk AND sk > :mine',
+        FilterExpression: '#status IN (:ready, :retry, :unknown, :running)',
+        ExpressionAttributeNames: { '#status': 'status' },
+        ExpressionAttributeValues: {
+          ':pk': LedgerKeys.jobPk(job),
+          ':mine': before ? LedgerKeys.runSk(slot, 0) : `${LedgerKeys.runSk(slot, 0).slice(0, -3)}\uffff`,
+          ...(before ? { ':low': LedgerKeys.runSkPrefix } : {}),
+          ':ready': RunStatus.READY,
+          ':retry': RunStatus.RETRY,
+          ':unknown': RunStatus.UNKNOWN,
+          ':running': RunStatus.RUNNING,
+        },
+        ScanIndexForward: !before,
+        Limit: window,
+        ConsistentRead: true,
+      }),
+    );
+    return Items.filter((item) => (item.sk as string).startsWith(LedgerKeys.runSkPrefix) && item.slot !== slot).map(runFromItem);
   }
 
   /** Runs of one job, newest first unless `ascending`. */

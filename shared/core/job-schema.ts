@@ -164,6 +164,14 @@ export function parseJobs(inputs: readonly unknown[], options: ParseJobsOptions)
     const result = jobShape.safeParse(input);
     if (!result.success) {
       for (const issue of result.error.issues) {
+        // zod reports an unknown key at its parent's path: name the key itself.
+        if (issue.code === 'unrecognized_keys') {
+          for (const key of issue.keys) {
+            const path = [...issue.path, key];
+            issues.push({ job: label, field: path.map(String).join('.'), value: valueAt(input, path), message: 'unknown field' });
+          }
+          continue;
+        }
         const field = issue.path.map(String).join('.') || '(job)';
         issues.push({ job: label, field, value: valueAt(input, issue.path), message: issue.message });
       }
@@ -190,6 +198,8 @@ export function parseJobs(inputs: readonly unknown[], options: ParseJobsOptions)
         value: heartbeatEvery,
         message: `must be shorter than lease (${job.lease} ms)`,
       });
+    } else if (heartbeatEvery < 1) {
+      issues.push({ job: job.name, field: 'heartbeatEvery', value: heartbeatEvery, message: 'must be at least 1 ms' });
     }
     jobs.push({ ...job, heartbeatEvery });
   });

@@ -19,6 +19,8 @@ export type ClaimRefusal =
   | { readonly kind: 'leased'; readonly run: Run; readonly retryAt: number }
   /** A RETRY whose backoff has not elapsed: hide the message until then. */
   | { readonly kind: 'not-due'; readonly run: Run; readonly retryAt: number }
+  /** Another run of the job holds its active-run marker (overlap policy). */
+  | { readonly kind: 'blocked'; readonly holderSlot: number }
   /** The run used up every claim its fencing range allows. */
   | { readonly kind: 'exhausted'; readonly run: Run };
 

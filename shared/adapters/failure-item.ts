@@ -1,0 +1,28 @@
+/** Items returned with failed conditions, as plain values. */
+
+type Item = Record<string, unknown>;
+
+/**
+ * ReturnValuesOnConditionCheckFailure hands back the item in the low-level attribute-value
+ * format even through the document client.
+ */
+export function unmarshallFailureItem(item: Record<string, unknown>): Item {
+  const out: Item = {};
+  for (const [key, value] of Object.entries(item)) out[key] = fromAttributeValue(value);
+  return out;
+}
+
+function fromAttributeValue(value: unknown): unknown {
+  if (value === null || typeof value !== 'object') return value;
+  const av = value as Record<string, unknown>;
+  if ('S' in av) return av.S;
+  if ('N' in av) return Number(av.N);
+  if ('BOOL' in av) return av.BOOL;
+  if ('NULL' in av) return null;
+  if ('M' in av) return unmarshallFailureItem(av.M as Record<string, unknown>);
+  if ('L' in av) return (av.L as unknown[]).map(fromAttributeValue);
+  if ('SS' in av) return new Set(av.SS as string[]);
+  if ('NS' in av) return new Set((av.NS as string[]).map(Number));
+  return value;
+}
+

@@ -1,0 +1,283 @@
+/**
+ * Ledger calls that only operators make (the ops CLI, DESIGN §2): paginated run queries for
+ * `status`/`runs`, the raw item for `show`, and the two conditional repairs, `reviveRun` (redrive)
+ * and `resolveRun` (resolve). Like the Ledger adapter, every write is one conditional UpdateItem
+ * and a refusal hands back the item DynamoDB returned with the failed check, never an extra read.
+ *
+ * Both repairs are conditional on the status AND the fencing token the operator saw: a worker that
+ * claimed the run in between (token + 1) always wins over the operator.
+ */
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import { GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DEFAULT_CLOCK_SKEW_MS } from '../core/lease.js';
+import { isTerminal, RunStatus, type Run, type RunId } from '../core/vocabulary.js';
+import { LedgerKeys } from '../resources.js';
+import { runFromItem } from './ledger.js';
+
+type Item = Record<string, unknown>;
+
+export interface LedgerOpsOptions {
+  readonly tableName: string;
+  /** Days resolved (terminal) runs stay before TTL removes them. @default 30 */
+  readonly retentionDays?: number;
+  /** A RUNNING run's lease counts as expired only this long after `leaseUntil`. @default 2 s */
+  readonly clockSkewMs?: number;
+}
+
+export interface RunQuery {
+  /** Only runs whose slot is at or after this instant (UTC ms). */
+  readonly sinceSlot?: number;
+  /** Only runs whose slot is before this instant (UTC ms). */
+  readonly untilSlot?: number;
+  /** Only runs in one of these statuses. */
+  readonly statuses?: readonly RunStatus[];
+  /** Most runs returned. @default unbounded (pages until done) */
+  readonly limit?: number;
+  /** @default false: newest first */
+  readonly ascending?: boolean;
+}
+
+/** The answer to a conditional repair: done, or refused with the item as it was at the check. */
+export type RepairResult = { readonly ok: true; readonly run: Run } | { readonly ok: false; readonly current: Run | undefined };
+
+export type ResolveAs = 'succeeded' | 'dead';
+
+export interface Resolution {
+  readonly as: ResolveAs;
+  readonly reason: string;
+  /** Who resolved it (an operator name). */
+  readonly by: string;
+  /** Epoch ms. */
+  readonly at: number;
+  /** The status the run was resolved from. */
+  readonly from: RunStatus;
+}
+
+/** Why a run cannot be resolved as it stands (undefined: it can). */
+export function resolveRefusal(run: Run, now: number, skewMs: number = DEFAULT_CLOCK_SKEW_MS): string | undefined {
+  if (run.status === RunStatus.RUNNING && !leaseExpired(run, now, skewMs)) {
+    return `${run.runKey} is RUNNING with a live lease (owner ${run.owner ?? '?'}, until ${iso(run.leaseUntil)}): wait for it to finish or expire`;
+  }
+  if (run.status !== RunStatus.DEAD && isTerminal(run.status)) {
+    return `${run.runKey} is already ${run.status}: only open runs and DEAD runs can be resolved`;
+  }
+  return undefined;
+}
+
+/** Whether redrive should give the run a fresh attempt budget. */
+export function needsRevival(run: Run, maxAttempts: number | undefined, now: number, skewMs: number = DEFAULT_CLOCK_SKEW_MS): boolean {
+  if (run.status === RunStatus.DEAD) return true;
+  // A worker crash-looped on its last attempt: the lease lapsed and no attempt is left.
+  return run.status === RunStatus.RUNNING && leaseExpired(run, now, skewMs) && maxAttempts !== undefined && run.attempt >= maxAttempts;
+}
+
+export function leaseExpired(run: Pick<Run, 'leaseUntil'>, now: number, skewMs: number): boolean {
+  return (run.leaseUntil ?? 0) < now - skewMs;
+}
+
+function iso(ms: number | undefined): string {
+  return ms === undefined ? '?' : new Date(ms).toISOString();
+}
+
+function isConditionalCheckFailure(error: unknown): error is ConditionalCheckFailedException {
+  return error instanceof ConditionalCheckFailedException || (error as { name?: string })?.name === 'ConditionalCheckFailedException';
+}
+
+/** ReturnValuesOnConditionCheckFailure returns the low-level attribute-value format. */
+function fromAttributeValue(value: unknown): unknown {
+  if (value === null || typeof value !== 'object') return value;
+  const av = value as Record<string, unknown>;
+  if ('S' in av) return av.S;
+  if ('N' in av) return Number(av.N);
+  if ('BOOL' in av) return av.BOOL;
+  if ('NULL' in av) return null;
+  if ('M' in av) return Object.fromEntries(Object.entries(av.M as Item).map(([k, v]) => [k, fromAttributeValue(v)]));
+  if ('L' in av) return (av.L as unknown[]).map(fromAttributeValue);
+  if ('SS' in av) return new Set(av.SS as string[]);
+  if ('NS' in av) return new Set((av.NS as string[]).map(Number));
+  return value;
+}
+
+function failureRun(error: ConditionalCheckFailedException): Run | undefined {
+  if (!error.Item) return undefined;
+  const item = Object.fromEntries(Object.entries(error.Item).map(([k, v]) => [k, fromAttributeValue(v)]));
+  return runFromItem(item);
+}
+
+export class LedgerOps {
+  readonly tableName: string;
+  private readonly retentionSeconds: number;
+  readonly clockSkewMs: number;
+
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    options: LedgerOpsOptions,
+  ) {
+    this.tableName = options.tableName;
+    this.retentionSeconds = (options.retentionDays ?? 30) * 86_400;
+    this.clockSkewMs = options.clockSkewMs ?? DEFAULT_CLOCK_SKEW_MS;
+  }
+
+  private key(id: RunId) {
+    return { pk: LedgerKeys.jobPk(id.job), sk: LedgerKeys.runSk(id.slot, id.shard) };
+  }
+
+  /** The run item exactly as stored (every attribute, including ones the Run type does not name). */
+  async getRunItem(id: RunId): Promise<Item | undefined> {
+    const { Item } = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: this.key(id), ConsistentRead: true }));
+    return Item;
+  }
+
+  /** Runs of one job in a slot range, paginating until `limit` or the end of the range. */
+  async queryRuns(job: string, query: RunQuery = {}): Promise<Run[]> {
+    const out: Run[] = [];
+    for await (const item of this.pages(job, query, undefined)) {
+      out.push(runFromItem(item));
+      if (query.limit !== undefined && out.length >= query.limit) break;
+    }
+    return out;
+  }
+
+  /** Counts of a job's runs by status in a slot range (projects only the status; pages to the end). */
+  async countRuns(job: string, query: Pick<RunQuery, 'sinceSlot' | 'untilSlot'> = {}): Promise<Partial<Record<RunStatus, number>>> {
+    const counts: Partial<Record<RunStatus, number>> = {};
+    for await (const item of this.pages(job, query, ['#status', 'sk'])) {
+      const status = item.status as RunStatus;
+      counts[status] = (counts[status] ?? 0) + 1;
+    }
+    return counts;
+  }
+
+  /** Run keys already in the ledger for a job in [sinceSlot, untilSlot). */
+  async existingRunKeys(job: string, sinceSlot: number, untilSlot: number): Promise<Set<string>> {
+    const keys = new Set<string>();
+    for await (const item of this.pages(job, { sinceSlot, untilSlot }, ['runKey', 'sk'])) keys.add(item.runKey as string);
+    return keys;
+  }
+
+  private async *pages(job: string, query: RunQuery, projection: readonly string[] | undefined): AsyncGenerator<Item> {
+    // Sort keys are RUN#<slotISO>#<shard>; ISO strings of the same length sort like instants.
+    const lower = query.sinceSlot !== undefined ? LedgerKeys.runSk(query.sinceSlot, 0) : LedgerKeys.runSkPrefix;
+    const upper = query.untilSlot !== undefined ? LedgerKeys.runSk(query.untilSlot, 0) : `${LedgerKeys.runSkPrefix}\uffff`;
+    if (lower >= upper) return;
+    const names: Record<string, string> = {};
+    const values: Record<string, unknown> = { ':pk': LedgerKeys.jobPk(job), ':lo': lower, ':hi': upper };
+    let filter: string | undefined;
+    if (query.statuses && query.statuses.length > 0) {
+      names['#status'] = 'status';
+      filter = `#status IN (${query.statuses.map((_, i) => `:s${i}`).join(', ')})`;
+      query.statuses.forEach((status, i) => (values[`:s${i}`] = status));
+    }
+    if (projection?.includes('#status')) names['#status'] = 'status';
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.doc.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          // BETWEEN is inclusive: `hi` is the first key of untilSlot (shard 000), excluded below.
+          KeyConditionExpression: 'pk = :pk AND sk BETWEEN :lo AND :hi',
+          FilterExpression: filter,
+          ProjectionExpression: projection?.join(', '),
+          ExpressionAttributeNames: Object.keys(names).length > 0 ? names : undefined,
+          ExpressionAttributeValues: values,
+          ScanIndexForward: query.ascending ?? false,
+          ConsistentRead: true,
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        if (typeof item.sk !== 'string' || !item.sk.startsWith(LedgerKeys.runSkPrefix)) continue;
+        if (query.untilSlot !== undefined && item.sk >= upper) continue;
+        yield item;
+      }
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+  }
+
+  /**
+   * Gives a DEAD run (or a RUNNING one whose lease lapsed with no attempt left) a fresh attempt
+   * budget, for redrive: READY, attempt 0, back in the open-runs index. The fencing token is kept,
+   * so the next claim's token is still larger than any the run has handed out. `dispatchedAt` is
+   * set to now so the sweeper leaves the run to the message being moved back for its grace period.
+   * Refused when the status or the token changed since `run` was read.
+   */
+  async reviveRun(run: Run, options: { now: number; by?: string }): Promise<RepairResult> {
+    const running = run.status === RunStatus.RUNNING;
+    const values: Record<string, unknown> = {
+      ':seen': run.status,
+      ':seenToken': run.fencingToken,
+      ':ready': RunStatus.READY,
+      ':zero': 0,
+      ':openPk': LedgerKeys.openPk,
+      ':openSk': LedgerKeys.openSk(run.slot, run.job, run.shard),
+      ':now': options.now,
+      ':one': 1,
+      ':revival': { at: options.now, by: options.by ?? 'ops', from: run.status, attempts: run.attempt },
+    };
+    if (running) values[':expiredBefore'] = options.now - this.clockSkewMs;
+    return this.repair(
+      run,
+      'SET #status = :ready, attempt = :zero, openPk = :openPk, openSk = :openSk, dispatchedAt = :now, ' +
+        'revivals = if_not_exists(revivals, :zero) + :one, lastRevival = :revival ' +
+        'REMOVE nextAttemptAt, expiresAt, finishedAt, leaseUntil, #owner',
+      `#status = :seen AND fencingToken = :seenToken${running ? ' AND leaseUntil < :expiredBefore' : ''}`,
+      values,
+    );
+  }
+
+  /**
+   * Closes a run by hand: `succeeded` → MANUAL with the resolution recorded; `dead` → DEAD with
+   * lastError RESOLVED. Either way it leaves the open-runs index and gets a TTL like any terminal
+   * run. Conditional on the status and token the operator saw (and, for RUNNING, on the lease
+   * still being expired), so a worker that claimed or heartbeated meanwhile wins.
+   */
+  async resolveRun(run: Run, resolution: Omit<Resolution, 'from'>): Promise<RepairResult> {
+    const running = run.status === RunStatus.RUNNING;
+    const record: Resolution = { ...resolution, from: run.status };
+    const values: Record<string, unknown> = {
+      ':seen': run.status,
+      ':seenToken': run.fencingToken,
+      ':resolution': record,
+      ':now': resolution.at,
+      ':expiresAt': Math.floor(resolution.at / 1000) + this.retentionSeconds,
+    };
+    const sets = ['#status = :to', 'resolution = :resolution', 'finishedAt = :now', 'expiresAt = :expiresAt'];
+    if (resolution.as === 'succeeded') {
+      values[':to'] = RunStatus.MANUAL;
+    } else {
+      values[':to'] = RunStatus.DEAD;
+      values[':lastError'] = { code: 'RESOLVED', message: resolution.reason };
+      sets.push('lastError = :lastError');
+    }
+    if (running) values[':expiredBefore'] = resolution.at - this.clockSkewMs;
+    return this.repair(
+      run,
+      `SET ${sets.join(', ')} REMOVE openPk, openSk, nextAttemptAt, leaseUntil`,
+      `#status = :seen AND fencingToken = :seenToken${running ? ' AND leaseUntil < :expiredBefore' : ''}`,
+      values,
+    );
+  }
+
+  private async repair(run: Run, update: string, condition: string, values: Record<string, unknown>): Promise<RepairResult> {
+    const names: Record<string, string> = { '#status': 'status' };
+    if (update.includes('#owner')) names['#owner'] = 'owner';
+    try {
+      const { Attributes } = await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: this.key(run),
+          UpdateExpression: update,
+          ConditionExpression: `attribute_exists(pk) AND ${condition}`,
+          ExpressionAttributeNames: names,
+          ExpressionAttributeValues: values,
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return { ok: true, run: runFromItem(Attributes ?? {}) };
+    } catch (error) {
+      if (isConditionalCheckFailure(error)) return { ok: false, current: failureRun(error) };
+      throw error;
+    }
+  }
+}

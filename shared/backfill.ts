@@ -1,0 +1,146 @@
+/**
+ * Backfill (issue 3, point 7): create the runs of a past range of a job's slots, idempotently and
+ * rate-limited, and dispatch them.
+ *
+ * - Slots come from exactly the planner's slot code (`slotsBetween` on the job's spec), so a
+ *   backfilled run is the same (job, slot, shard) the planner would have created.
+ * - Every run is a conditional `createRun`: a slot that already has a run (planned, or an earlier
+ *   backfill) is counted as existing and left alone; a second identical backfill creates nothing.
+ * - Only runs this call created get a message (delay 0), like the planner: existing runs already
+ *   had theirs, and the sweeper covers any that were lost.
+ * - At most `maxPerSecond` createRun calls per second (existing ones count too: each is a write),
+ *   with messages sent per one-second batch, so neither DynamoDB nor the workers see a burst.
+ */
+import type { Ledger } from './adapters/ledger.js';
+import type { OutgoingRun, RunQueue } from './adapters/run-queue.js';
+import type { Job } from './core/job-schema.js';
+import { slotSpecOf } from './core/plan.js';
+import { slotsBetween } from './core/slots.js';
+import { RunStatus } from './core/vocabulary.js';
+import { messageFor } from './planner.js';
+
+/** Above this many slots a backfill needs `force`. */
+export const BACKFILL_MAX_SLOTS = 10_000;
+/** @default createRun calls per second */
+export const BACKFILL_DEFAULT_RATE = 10;
+
+/** The request cannot be carried out as asked; `field` names the input at fault. */
+export class BackfillRequestError extends Error {
+  override readonly name = 'BackfillRequestError';
+  constructor(
+    readonly field: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export interface BackfillRequest {
+  readonly job: Job;
+  /** Inclusive, UTC ms. */
+  readonly from: number;
+  /** Exclusive, UTC ms; must not be after now. */
+  readonly to: number;
+  /** @default 10 */
+  readonly maxPerSecond?: number;
+  /** Enumerate only; write and send nothing. */
+  readonly dryRun?: boolean;
+  /** Allow more than BACKFILL_MAX_SLOTS slots. */
+  readonly force?: boolean;
+}
+
+export interface BackfillDeps {
+  readonly ledger: Ledger;
+  readonly queue: RunQueue;
+  readonly clock: () => number;
+  readonly sleep: (ms: number) => Promise<void>;
+  /** Called after each createRun (progress output, tests). */
+  readonly onCreate?: (event: { readonly runKey: string; readonly created: boolean; readonly at: number }) => void;
+}
+
+export interface BackfillReport {
+  readonly job: string;
+  readonly from: number;
+  readonly to: number;
+  readonly slots: number;
+  /** slots × shards */
+  readonly runs: number;
+  readonly created: number;
+  readonly existing: number;
+  readonly sent: number;
+  readonly dryRun: boolean;
+  readonly firstSlot?: number;
+  readonly lastSlot?: number;
+}
+
+/** The job's slots in [from, to). `slotsBetween` is (after, until], hence the 1 ms shifts. */
+export function slotsInRange(job: Job, from: number, to: number, limit?: number): number[] {
+  return slotsBetween(slotSpecOf(job), from - 1, to - 1, limit);
+}
+
+/** Checks the range and returns its slots; throws BackfillRequestError naming the field. */
+export function planBackfill(request: BackfillRequest, now: number): number[] {
+  const { from, to } = request;
+  if (!Number.isFinite(from)) throw new BackfillRequestError('from', 'must be an ISO-8601 instant');
+  if (!Number.isFinite(to)) throw new BackfillRequestError('to', 'must be an ISO-8601 instant');
+  if (to <= from) throw new BackfillRequestError('to', `must be after from (${new Date(from).toISOString()})`);
+  if (to > now) {
+    throw new BackfillRequestError(
+      'to',
+      `${new Date(to).toISOString()} is in the future (now ${new Date(now).toISOString()}): future slots are the planner's job`,
+    );
+  }
+  const rate = request.maxPerSecond ?? BACKFILL_DEFAULT_RATE;
+  if (!(Number.isFinite(rate) && rate > 0)) throw new BackfillRequestError('max-per-second', 'must be a positive number');
+  const slots = slotsInRange(request.job, from, to, request.force ? undefined : BACKFILL_MAX_SLOTS + 1);
+  if (!request.force && slots.length > BACKFILL_MAX_SLOTS) {
+    throw new BackfillRequestError('to', `the range holds more than ${BACKFILL_MAX_SLOTS} slots of "${request.job.name}": narrow it or pass --force`);
+  }
+  return slots;
+}
+
+export async function backfill(deps: BackfillDeps, request: BackfillRequest): Promise<BackfillReport> {
+  const { job } = request;
+  const slots = planBackfill(request, deps.clock());
+  const runs = slots.flatMap((slot) => Array.from({ length: job.shards }, (_, shard) => ({ slot, shard })));
+  const base = {
+    job: job.name,
+    from: request.from,
+    to: request.to,
+    slots: slots.length,
+    runs: runs.length,
+    dryRun: request.dryRun ?? false,
+    firstSlot: slots[0],
+    lastSlot: slots.at(-1),
+  };
+  if (request.dryRun) return { ...base, created: 0, existing: 0, sent: 0 };
+
+  const perSecond = request.maxPerSecond ?? BACKFILL_DEFAULT_RATE;
+  // Whole calls per window; a fractional rate (0.5/s) becomes one call per 1/rate seconds.
+  const batchSize = Math.max(1, Math.floor(perSecond));
+  const windowMs = (batchSize / perSecond) * 1000;
+  let created = 0;
+  let existing = 0;
+  let sent = 0;
+  const started = deps.clock();
+  for (let start = 0, window = 0; start < runs.length; start += batchSize, window++) {
+    const due = started + window * windowMs;
+    const wait = due - deps.clock();
+    if (wait > 0) await deps.sleep(wait);
+    const toSend: OutgoingRun[] = [];
+    for (const { slot, shard } of runs.slice(start, start + batchSize)) {
+      const result = await deps.ledger.createRun({ job: job.name, slot, shard, shards: job.shards, status: RunStatus.READY }, deps.clock());
+      const runKey = result.created ? result.run.runKey : result.existing.runKey;
+      deps.onCreate?.({ runKey, created: result.created, at: deps.clock() });
+      if (result.created) {
+        created++;
+        toSend.push({ message: messageFor(result.run), delaySeconds: 0 });
+      } else {
+        existing++;
+      }
+    }
+    await deps.queue.send(toSend);
+    sent += toSend.length;
+  }
+  return { ...base, created, existing, sent };
+}

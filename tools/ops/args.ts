@@ -1,0 +1,141 @@
+/**
+ * Argument parsing shared by the ops commands (node:util parseArgs, strict): the target options
+ * every command accepts, and parsers for instants, durations, numbers and run keys that throw a
+ * UsageError naming the field.
+ */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { loadJobs } from '../../shared/config.js';
+import { durationMs } from '../../shared/core/duration.js';
+import type { Job } from '../../shared/core/job-schema.js';
+import { RunStatus, type RunId } from '../../shared/core/vocabulary.js';
+import { UsageError, type OpsIo } from './io.js';
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+/** Output and target options every command accepts. */
+export const COMMON_OPTIONS = {
+  json: { type: 'boolean', default: false },
+  local: { type: 'boolean', default: false },
+  endpoints: { type: 'string' },
+  stack: { type: 'string' },
+  region: { type: 'string' },
+  partitions: { type: 'string' },
+  help: { type: 'boolean', short: 'h', default: false },
+} as const satisfies Options;
+
+export const COMMON_USAGE = '[--json] [--local | --endpoints FILE | --stack NAME [--region R]] [--partitions N]';
+
+export interface CommonValues {
+  readonly json: boolean;
+  readonly local: boolean;
+  readonly endpoints?: string;
+  readonly stack?: string;
+  readonly region?: string;
+  readonly partitions?: string;
+  readonly help: boolean;
+}
+
+/**
+ * Parses one command's arguments (strict: an unknown option is a usage error naming it). Returns
+ * string/boolean values as parseArgs does, plus the positionals.
+ */
+export function parseCommand<const T extends Options>(
+  args: readonly string[],
+  options: T,
+): { values: CommonValues & Record<string, string | boolean | undefined>; positionals: string[] } {
+  try {
+    const { values, positionals } = parseArgs({ args: [...args], options: { ...COMMON_OPTIONS, ...options }, allowPositionals: true, strict: true });
+    return { values: values as CommonValues & Record<string, string | boolean | undefined>, positionals };
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    const option = /'(-{1,2}[^' ,]+)/.exec(message)?.[1]?.replace(/^-+/, '');
+    throw new UsageError(option, message.split('\n')[0]!.replace(/\. To specify.*$/, ''));
+  }
+}
+
+export function stringOption(values: Record<string, unknown>, name: string): string | undefined {
+  const value = values[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+export function requireOption(values: Record<string, unknown>, name: string): string {
+  const value = stringOption(values, name);
+  if (value === undefined || value === '') throw new UsageError(name, `--${name} is required`);
+  return value;
+}
+
+const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)?(?:Z|[+-]\d{2}:?\d{2})?$/i;
+
+/**
+ * An ISO-8601 instant. A date-time without an offset is read as UTC (never as this machine's zone,
+ * so the same command gives the same answer everywhere); a bare date is its UTC midnight.
+ */
+export function parseInstant(raw: string, field: string): number {
+  const text = raw.trim();
+  if (!ISO_INSTANT.test(text)) throw new UsageError(field, `expected an ISO-8601 instant such as 2026-03-08T07:30:00Z, got "${raw}"`);
+  const hasOffset = /(?:Z|[+-]\d{2}:?\d{2})$/i.test(text) && text.length > 10;
+  const normalized = text.replace(' ', 'T');
+  const ms = Date.parse(hasOffset || text.length === 10 ? normalized : `${normalized}Z`);
+  if (!Number.isFinite(ms)) throw new UsageError(field, `not a valid instant: "${raw}"`);
+  return ms;
+}
+
+/** An instant, or a duration before now ("24h", "30m", "7d"). */
+export function parseSince(raw: string, now: number, field: string): number {
+  const duration = durationMs(raw.trim());
+  if (duration !== undefined) return now - duration;
+  try {
+    return parseInstant(raw, field);
+  } catch {
+    throw new UsageError(field, `expected an ISO-8601 instant or a duration such as 24h, 30m, 7d; got "${raw}"`);
+  }
+}
+
+export function parsePositive(raw: string | undefined, field: string, fallback: number, options: { integer?: boolean; max?: number } = {}): number {
+  if (raw === undefined) return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0 || (options.integer && !Number.isInteger(value))) {
+    throw new UsageError(field, `must be a positive ${options.integer ? 'integer' : 'number'}, got "${raw}"`);
+  }
+  if (options.max !== undefined && value > options.max) throw new UsageError(field, `must be at most ${options.max}, got "${raw}"`);
+  return value;
+}
+
+export function parseStatuses(raw: string | undefined): RunStatus[] | undefined {
+  if (raw === undefined) return undefined;
+  const known = Object.values(RunStatus) as string[];
+  return raw.split(',').map((part) => {
+    const status = part.trim().toUpperCase();
+    if (!known.includes(status)) throw new UsageError('state', `unknown state "${part}"; one of ${known.join(', ')}`);
+    return status as RunStatus;
+  });
+}
+
+const RUN_KEY = /^([a-z0-9](?:[a-z0-9-]*[a-z0-9])?)@([^#@\s]+)(?:#(\d+))?$/;
+
+/** `job@slotISO[#shard]` → the run's id (shard 0 when absent). */
+export function parseRunKey(raw: string | undefined): RunId {
+  if (raw === undefined || raw === '') throw new UsageError('runKey', 'a run key job@slotISO[#shard] is required');
+  const match = RUN_KEY.exec(raw.trim());
+  if (!match) throw new UsageError('runKey', `expected job@slotISO[#shard], e.g. payments-reconcile@2026-03-08T07:30:00.000Z, got "${raw}"`);
+  const slot = parseInstant(match[2]!, 'runKey');
+  return { job: match[1]!, slot, shard: match[3] === undefined ? 0 : Number(match[3]) };
+}
+
+export function jobsOf(io: OpsIo): readonly Job[] {
+  return io.jobs ?? loadJobs();
+}
+
+/** A configured job by name; an unknown name is a usage error listing the configured ones. */
+export function configuredJob(io: OpsIo, name: string | undefined, field = 'job'): Job {
+  if (name === undefined || name === '') throw new UsageError(field, 'a job name is required');
+  const jobs = jobsOf(io);
+  const job = jobs.find((j) => j.name === name);
+  if (!job) throw new UsageError(field, `no configured job "${name}"; configured: ${jobs.map((j) => j.name).join(', ') || '(none)'}`);
+  return job;
+}
+
+/** Rejects positionals a command does not take. */
+export function noExtraPositionals(positionals: readonly string[], expected: number): void {
+  if (positionals.length > expected) throw new UsageError(undefined, `unexpected argument "${positionals[expected]}"`);
+}

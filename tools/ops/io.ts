@@ -1,0 +1,89 @@
+/**
+ * What every ops command gets and gives: an `OpsIo` (output lines, and the seams tests inject:
+ * clock, sleep, jobs, environment), and the two kinds of failure the CLI maps to exit codes:
+ * `UsageError` (exit 2: bad arguments or input, one line naming the field) and `OpsFailure`
+ * (exit 1: the operation was refused or failed).
+ */
+import type { Job } from '../../shared/core/job-schema.js';
+
+export interface OpsIo {
+  stdout(line: string): void;
+  stderr(line: string): void;
+  /** @default Date.now */
+  readonly now?: () => number;
+  /** @default setTimeout */
+  readonly sleep?: (ms: number) => Promise<void>;
+  /** The configured jobs. @default loadJobs() from shared/config.ts */
+  readonly jobs?: readonly Job[];
+  /** @default process.env */
+  readonly env?: NodeJS.ProcessEnv;
+  /** Where `--local` looks for .local-data/endpoints.json. @default process.cwd() */
+  readonly cwd?: string;
+}
+
+/** Exit code 2: the command line or its input is wrong; `field` names what. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+  constructor(
+    readonly field: string | undefined,
+    message: string,
+  ) {
+    super(field === undefined ? message : `field "${field}": ${message}`);
+  }
+}
+
+/** Exit code 1: the operation was refused or failed; the message is the one line to print. */
+export class OpsFailure extends Error {
+  override readonly name = 'OpsFailure';
+}
+
+export const EXIT_OK = 0;
+export const EXIT_FAILURE = 1;
+export const EXIT_USAGE = 2;
+
+export function clockOf(io: OpsIo): () => number {
+  return io.now ?? Date.now;
+}
+
+export function sleepOf(io: OpsIo): (ms: number) => Promise<void> {
+  return io.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms))));
+}
+
+/** Exactly one JSON document on stdout (Sets become arrays, so ledger items print as they are). */
+export function printJson(io: OpsIo, value: unknown): void {
+  io.stdout(JSON.stringify(value, (_key, v: unknown) => (v instanceof Set ? [...v] : v), 2));
+}
+
+/** Left-aligned columns separated by two spaces; empty cells print as "-". */
+export function printTable(io: OpsIo, headers: readonly string[], rows: readonly (readonly (string | number | undefined)[])[]): void {
+  const cells = rows.map((row) => headers.map((_, i) => {
+    const value = row[i];
+    return value === undefined || value === '' ? '-' : String(value);
+  }));
+  const widths = headers.map((header, i) => Math.max(header.length, ...cells.map((row) => row[i]!.length)));
+  const line = (row: readonly string[]) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ').trimEnd();
+  io.stdout(line(headers));
+  for (const row of cells) io.stdout(line(row));
+}
+
+export function iso(ms: number | undefined): string | undefined {
+  return ms === undefined || !Number.isFinite(ms) ? undefined : new Date(ms).toISOString();
+}
+
+/** 0s, 42s, 3m05s, 2h03m, 4d02h. */
+export function formatAge(ms: number | undefined): string | undefined {
+  if (ms === undefined || !Number.isFinite(ms)) return undefined;
+  const sign = ms < 0 ? '-' : '';
+  let s = Math.floor(Math.abs(ms) / 1000);
+  const d = Math.floor(s / 86_400);
+  s -= d * 86_400;
+  const h = Math.floor(s / 3600);
+  s -= h * 3600;
+  const m = Math.floor(s / 60);
+  s -= m * 60;
+  const two = (n: number) => String(n).padStart(2, '0');
+  if (d > 0) return `${sign}${d}d${two(h)}h`;
+  if (h > 0) return `${sign}${h}h${two(m)}m`;
+  if (m > 0) return `${sign}${m}m${two(s)}s`;
+  return `${sign}${s}s`;
+}

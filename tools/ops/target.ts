@@ -1,0 +1,195 @@
+/**
+ * Where an ops command acts:
+ *
+ * - `--local`: the running local runtime, from `.local-data/endpoints.json` (written by `npm start`);
+ * - `--endpoints FILE`: the same JSON shape from any file (tests point at their sandbox);
+ * - otherwise AWS: default credential chain, region from the environment/config (or `--region`),
+ *   resources from the CloudFormation outputs of `--stack` (default FencedScheduler).
+ *
+ * `--partitions N` overrides the planner partition count the target reports (endpoints file
+ * `partitions`, stack output `PlannerPartitions`). It must match the deployed planner: pause and
+ * resume write to the job's partition item, which the planner reads.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
+import { Ledger } from '../../shared/adapters/ledger.js';
+import { LedgerOps } from '../../shared/adapters/ledger-ops.js';
+import { RunQueue } from '../../shared/adapters/run-queue.js';
+import { createClients, type Clients } from '../../shared/runtime.js';
+import { DEFAULT_STACK_NAME, StackOutput } from '../../infra/outputs.js';
+import { localClientConfig } from '../local-stack.js';
+import { LOCAL_ENDPOINTS_FILE } from './constants.js';
+import { parsePositive, type CommonValues } from './args.js';
+import { OpsFailure, UsageError, type OpsIo } from './io.js';
+
+/** Stack output with the planner partition count (not in StackOutput yet; see docs/operating.md). */
+export const PLANNER_PARTITIONS_OUTPUT = 'PlannerPartitions';
+
+/** The endpoints file: LocalEndpoints (tools/local-stack.ts) plus what `npm start` adds. */
+export interface EndpointsFile {
+  readonly dynamoEndpoint: string;
+  readonly sqsEndpoint: string;
+  readonly ledgerTable: string;
+  readonly runQueueUrl: string;
+  readonly deadLetterQueueUrl: string;
+  readonly paymentsTable?: string;
+  readonly partitions?: number;
+  readonly deadLetterQueueArn?: string;
+  readonly runQueueArn?: string;
+}
+
+export interface Target {
+  /** One line: what the command talks to. */
+  readonly description: string;
+  readonly clients: Clients;
+  readonly ledger: Ledger;
+  readonly ops: LedgerOps;
+  readonly queue: RunQueue;
+  readonly runQueueUrl: string;
+  readonly deadLetterQueueUrl: string;
+  /** Planner partition count (`of`); `partitionsKnown` is false when it is a guessed default. */
+  readonly partitions: number;
+  readonly partitionsKnown: boolean;
+  runQueueArn(): Promise<string>;
+  deadLetterQueueArn(): Promise<string>;
+  destroy(): void;
+}
+
+const REQUIRED_ENDPOINT_FIELDS = ['dynamoEndpoint', 'sqsEndpoint', 'ledgerTable', 'runQueueUrl', 'deadLetterQueueUrl'] as const;
+
+export function readEndpointsFile(path: string, field: string): EndpointsFile {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (error) {
+    throw new UsageError(field, `cannot read endpoints JSON ${path}: ${error instanceof Error ? error.message.split('\n')[0] : error}`);
+  }
+  if (parsed === null || typeof parsed !== 'object') throw new UsageError(field, `${path} must hold a JSON object`);
+  const record = parsed as Record<string, unknown>;
+  for (const key of REQUIRED_ENDPOINT_FIELDS) {
+    if (typeof record[key] !== 'string' || record[key] === '') throw new UsageError(field, `${path}: "${key}" is missing`);
+  }
+  if (record.partitions !== undefined && !(Number.isInteger(record.partitions) && (record.partitions as number) >= 1)) {
+    throw new UsageError(field, `${path}: "partitions" must be a positive integer`);
+  }
+  return record as unknown as EndpointsFile;
+}
+
+function explicitPartitions(values: CommonValues): number | undefined {
+  return values.partitions === undefined ? undefined : parsePositive(values.partitions, 'partitions', 1, { integer: true, max: 1000 });
+}
+
+export async function openTarget(values: CommonValues, io: OpsIo): Promise<Target> {
+  const chosen = [values.local, values.endpoints !== undefined, values.stack !== undefined].filter(Boolean).length;
+  if (chosen > 1) throw new UsageError('target', 'choose one of --local, --endpoints FILE, --stack NAME');
+  const partitions = explicitPartitions(values);
+  if (values.local || values.endpoints !== undefined) {
+    let path: string;
+    if (values.local) {
+      path = resolve(io.cwd ?? process.cwd(), LOCAL_ENDPOINTS_FILE);
+      if (!existsSync(path)) throw new OpsFailure(`no local runtime found (${LOCAL_ENDPOINTS_FILE} is missing): start it with \`npm start\` in another terminal`);
+    } else {
+      path = resolve(io.cwd ?? process.cwd(), values.endpoints!);
+    }
+    const file = readEndpointsFile(path, values.local ? 'local' : 'endpoints');
+    const clients = createClients({ dynamo: localClientConfig(file.dynamoEndpoint), sqs: localClientConfig(file.sqsEndpoint) });
+    return build(clients, {
+      description: `local stack (${path})`,
+      ledgerTable: file.ledgerTable,
+      runQueueUrl: file.runQueueUrl,
+      deadLetterQueueUrl: file.deadLetterQueueUrl,
+      deadLetterQueueArn: file.deadLetterQueueArn,
+      runQueueArn: file.runQueueArn,
+      partitions: partitions ?? file.partitions ?? 1,
+      partitionsKnown: partitions !== undefined || file.partitions !== undefined,
+    });
+  }
+  return openStack(values, io, partitions);
+}
+
+async function openStack(values: CommonValues, io: OpsIo, partitions: number | undefined): Promise<Target> {
+  const stackName = values.stack ?? DEFAULT_STACK_NAME;
+  const region = values.region;
+  const { CloudFormationClient, DescribeStacksCommand } = await import('@aws-sdk/client-cloudformation');
+  const cfn = new CloudFormationClient(region ? { region } : {});
+  let outputs: Map<string, string>;
+  let resolvedRegion: string;
+  try {
+    const { Stacks = [] } = await cfn.send(new DescribeStacksCommand({ StackName: stackName }));
+    outputs = new Map((Stacks[0]?.Outputs ?? []).map((o) => [o.OutputKey ?? '', o.OutputValue ?? '']));
+    resolvedRegion = await cfn.config.region();
+  } catch (error) {
+    const message = error instanceof Error ? error.message.split('\n')[0] : String(error);
+    if (/does not exist/i.test(message ?? '')) {
+      throw new OpsFailure(`stack "${stackName}" not found: deploy it (npx cdk deploy), pass --stack NAME or --region, or use --local`);
+    }
+    throw new OpsFailure(`cannot read stack "${stackName}" outputs: ${message} (use --local for the local runtime)`);
+  } finally {
+    cfn.destroy();
+  }
+  const need = (key: string) => {
+    const value = outputs.get(key);
+    if (!value) throw new OpsFailure(`stack "${stackName}" has no output ${key}: deploy the current infra/ or use --endpoints`);
+    return value;
+  };
+  const fromOutput = outputs.get(PLANNER_PARTITIONS_OUTPUT);
+  const outputPartitions = fromOutput !== undefined && /^\d+$/.test(fromOutput) && Number(fromOutput) >= 1 ? Number(fromOutput) : undefined;
+  const clients = createClients(region ? { dynamo: { region }, sqs: { region } } : {});
+  return build(clients, {
+    description: `stack ${stackName} (${resolvedRegion})`,
+    ledgerTable: need(StackOutput.LedgerTableName),
+    runQueueUrl: need(StackOutput.RunQueueUrl),
+    deadLetterQueueUrl: need(StackOutput.DeadLetterQueueUrl),
+    deadLetterQueueArn: outputs.get(StackOutput.DeadLetterQueueArn),
+    partitions: partitions ?? outputPartitions ?? 1,
+    partitionsKnown: partitions !== undefined || outputPartitions !== undefined,
+  });
+}
+
+interface TargetSpec {
+  readonly description: string;
+  readonly ledgerTable: string;
+  readonly runQueueUrl: string;
+  readonly deadLetterQueueUrl: string;
+  readonly deadLetterQueueArn?: string;
+  readonly runQueueArn?: string;
+  readonly partitions: number;
+  readonly partitionsKnown: boolean;
+}
+
+function build(clients: Clients, spec: TargetSpec): Target {
+  const arnOf = async (url: string): Promise<string> => {
+    const { Attributes } = await clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }));
+    const arn = Attributes?.QueueArn;
+    if (!arn) throw new OpsFailure(`cannot read the ARN of ${url}`);
+    return arn;
+  };
+  return {
+    description: spec.description,
+    clients,
+    ledger: new Ledger(clients.doc, { tableName: spec.ledgerTable }),
+    ops: new LedgerOps(clients.doc, { tableName: spec.ledgerTable }),
+    queue: new RunQueue(clients.sqs, spec.runQueueUrl),
+    runQueueUrl: spec.runQueueUrl,
+    deadLetterQueueUrl: spec.deadLetterQueueUrl,
+    partitions: spec.partitions,
+    partitionsKnown: spec.partitionsKnown,
+    runQueueArn: () => (spec.runQueueArn ? Promise.resolve(spec.runQueueArn) : arnOf(spec.runQueueUrl)),
+    deadLetterQueueArn: () => (spec.deadLetterQueueArn ? Promise.resolve(spec.deadLetterQueueArn) : arnOf(spec.deadLetterQueueUrl)),
+    destroy: () => {
+      clients.dynamo.destroy();
+      clients.sqs.destroy();
+    },
+  };
+}
+
+/** Opens the target, runs `fn`, and always releases the clients. */
+export async function withTarget<T>(values: CommonValues, io: OpsIo, fn: (target: Target) => Promise<T>): Promise<T> {
+  const target = await openTarget(values, io);
+  try {
+    return await fn(target);
+  } finally {
+    target.destroy();
+  }
+}
