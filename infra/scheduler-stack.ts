@@ -17,7 +17,7 @@ import { BusinessTable } from './constructs/business-table.js';
 import { LedgerTable } from './constructs/ledger-table.js';
 import { Observability } from './constructs/observability.js';
 import { PlannerFunction } from './constructs/planner-function.js';
-import { RunQueues } from './constructs/run-queues.js';
+import { RunQueues, VISIBILITY_TIMEOUT_FACTOR } from './constructs/run-queues.js';
 import { WorkerFunction } from './constructs/worker-function.js';
 import { LAMBDA_RUNTIME } from './lambda-defaults.js';
 import { StackOutput } from './outputs.js';
@@ -102,12 +102,13 @@ export class InvalidJobConfigError extends Error {
  * depend on infrastructure, e.g. the DLQ must only see messages the retry budget gave up on.
  */
 export function validateJobsForDeployment(definitions: readonly unknown[] | undefined, maxReceiveCount: number): readonly Job[] {
+  const source = definitions === undefined ? 'shared/jobs.ts' : 'jobs prop';
   let jobs: readonly Job[];
   try {
     jobs = loadJobs(definitions);
   } catch (error) {
     if (error instanceof JobConfigError) {
-      throw new InvalidJobConfigError(`invalid job configuration (shared/jobs.ts):\n${error.message}`, { cause: error });
+      throw new InvalidJobConfigError(`invalid job configuration (${source}):\n${error.message}`, { cause: error });
     }
     throw error;
   }
@@ -117,7 +118,7 @@ export function validateJobsForDeployment(definitions: readonly unknown[] | unde
       (job) =>
         `job "${job.name}": field "retry.maxAttempts": must be below the run queue's maxReceiveCount (${maxReceiveCount}) so only poison messages reach the DLQ (value: ${job.retry.maxAttempts})`,
     );
-  if (problems.length > 0) throw new InvalidJobConfigError(`invalid job configuration (shared/jobs.ts):\n${problems.join('\n')}`);
+  if (problems.length > 0) throw new InvalidJobConfigError(`invalid job configuration (${source}):\n${problems.join('\n')}`);
   return jobs;
 }
 
@@ -144,7 +145,7 @@ export class SchedulerStack extends Stack {
     this.payments = new BusinessTable(this, 'Payments', { encryptionKey: props.tableEncryptionKey, removalPolicy });
     this.runQueues = new RunQueues(this, 'Queues', {
       workerTimeout,
-      visibilityTimeout: Duration.seconds(Math.max(RUN_QUEUES.visibilityTimeoutSeconds, 6 * workerTimeout.toSeconds())),
+      visibilityTimeout: Duration.seconds(Math.max(RUN_QUEUES.visibilityTimeoutSeconds, VISIBILITY_TIMEOUT_FACTOR * workerTimeout.toSeconds())),
       maxReceiveCount: RUN_QUEUES.maxReceiveCount,
     });
     this.planner = new PlannerFunction(this, 'Planner', {
@@ -202,7 +203,6 @@ export class SchedulerStack extends Stack {
     for (const fn of [this.planner.function, this.worker.function]) {
       Validations.of(fn).acknowledge(NAG_ACKNOWLEDGMENTS.runtime);
     }
-    // removed
     if (props.tableEncryptionKey) {
       for (const fn of [this.planner.function, this.worker.function]) {
         Validations.of(fn.role!).acknowledge(...NAG_ACKNOWLEDGMENTS.customerManagedTableKey);
@@ -216,10 +216,6 @@ export const NAG_ACKNOWLEDGMENTS = {
   runtime: {
     id: 'AwsSolutions-L1',
     reason: `Pinned to ${LAMBDA_RUNTIME.name}, the runtime the bundles target and the tests run on; upgraded deliberately, not by a CDK release.`,
-  },
-  deadLetterQueue: {
-    id: 'AwsSolutions-SQS3',
-    reason: "This queue is the run queue's dead-letter queue; ops redrive it back to the run queue.",
   },
   customerManagedTableKey: [
     {

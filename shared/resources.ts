@@ -56,7 +56,7 @@ export const RUN_QUEUES = {
    * Larger than any job's retry budget, so only poison messages and crash-looping runs reach
    * the DLQ: runs that fail normally go RETRY/DEAD in the ledger and their message is deleted.
    */
-  maxReceiveCount: 10,
+  maxReceiveCount: 15,
   dlqRetentionSeconds: 14 * 24 * 3600,
   /** SQS caps DelaySeconds at 15 minutes. */
   maxDelaySeconds: 900,

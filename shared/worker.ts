@@ -400,7 +400,10 @@ function startHeartbeat(
       }
       update({ ...run, leaseUntil });
       // Keep the message hidden as long as the lease is live, so it reappears soon after it lapses.
-      await deps.queue.changeVisibility(record.receiptHandle, job.lease / 1000 + job.heartbeatEvery / 1000);
+      // A failure here is not a lost lease: at worst the message reappears and finds the run leased.
+      await deps.queue.changeVisibility(record.receiptHandle, job.lease / 1000 + job.heartbeatEvery / 1000).catch((error: unknown) => {
+        logger.warn('could not extend message visibility', { error: String(error) });
+      });
     } catch (error) {
       // The ledger may be briefly unreachable; keep trying while the lease still holds.
       logger.warn('heartbeat failed', { error: String(error) });
@@ -431,7 +434,16 @@ async function recordOutcome(deps: WorkerDeps, record: QueueRecord, job: Job, ru
   const now = deps.clock();
   const exclusive = job.overlap !== OverlapPolicy.PARALLEL;
   const check = await deps.ledger.complete(run, transition, now, exclusive);
-  history.record({ type: 'outcome', at: now, runKey: run.runKey, owner: deps.owner, token: run.fencingToken, status: transition.status, accepted: check.ok });
+  history.record({
+    type: 'outcome',
+    at: now,
+    runKey: run.runKey,
+    owner: deps.owner,
+    token: run.fencingToken,
+    status: transition.status,
+    accepted: check.ok,
+    nextAttemptAt: 'nextAttemptAt' in transition ? transition.nextAttemptAt : undefined,
+  });
   if (!check.ok) {
     deps.metrics.count(MetricName.LeaseLost);
     logger.warn('outcome refused: lease lost before completion', { wanted: transition.status, currentOwner: check.current?.owner, currentToken: check.current?.fencingToken });

@@ -6,6 +6,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
+import { createServer as createHttpServer, type Server } from 'node:http';
 import { createRequire } from 'node:module';
 import { mkdirSync, readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -222,17 +223,79 @@ export async function createQueues(
   return { runQueueUrl: run.QueueUrl!, deadLetterQueueUrl };
 }
 
+interface LocalSqsEntry {
+  readonly record: { readonly MessageId: string; readonly attributes: Record<string, string> };
+}
+interface LocalSqsQueue {
+  newRecord(msg: unknown, delay?: number): LocalSqsEntry;
+  receive(args: unknown): Promise<{ readonly MessageId: string; readonly ReceiptHandle: string }[]>;
+  changeVisibility(handle: string, timeout: string): boolean;
+}
+
+/**
+ * local-aws-sqs counts every ChangeMessageVisibility as a receive (real SQS does not), so a run
+ * that heartbeats a few times would reach the DLQ on its next delivery. Until that is fixed
+ * upstream, each queue remembers its message entries (newRecord returns them) and restores the
+ * receive count around a visibility change.
+ */
+function keepReceiveCountOnVisibilityChange(queue: LocalSqsQueue): void {
+  const entries = new Map<string, LocalSqsEntry>();
+  const handles = new Map<string, string>();
+  const newRecord = queue.newRecord.bind(queue);
+  queue.newRecord = (msg, delay) => {
+    const entry = newRecord(msg, delay);
+    entries.set(entry.record.MessageId, entry);
+    return entry;
+  };
+  const receive = queue.receive.bind(queue);
+  queue.receive = async (args) => {
+    const records = await receive(args);
+    for (const record of records) handles.set(record.ReceiptHandle, record.MessageId);
+    return records;
+  };
+  const change = queue.changeVisibility.bind(queue);
+  queue.changeVisibility = (handle, timeout) => {
+    const messageId = handles.get(handle);
+    const entry = messageId === undefined ? undefined : entries.get(messageId);
+    const before = entry?.record.attributes.ApproximateReceiveCount;
+    const changed = change(handle, timeout);
+    if (entry && before !== undefined) entry.record.attributes.ApproximateReceiveCount = before;
+    return changed;
+  };
+}
+
+/** Patches every queue the server creates, now and later (tests create queues per file). */
+function patchQueuesAsCreated(queues: LocalSqsQueue[]): void {
+  const push = queues.push.bind(queues);
+  queues.push = (...created: LocalSqsQueue[]) => {
+    created.forEach(keepReceiveCountOnVisibilityChange);
+    return push(...created);
+  };
+}
+
+async function startSqs(port: number): Promise<{ server: Server; service: { Queues: object[] } }> {
+  const { createRequestHandler } = await import('local-aws-sqs');
+  const { requestHandler, service } = createRequestHandler({ port, hostname: '127.0.0.1', emulateQueueCreationLifecycle: false });
+  patchQueuesAsCreated(service.Queues);
+  const server = createHttpServer(requestHandler);
+  await new Promise<void>((resolveListen, reject) => {
+    server.once('error', reject);
+    server.listen(port, '127.0.0.1', () => resolveListen());
+  });
+  service.PORT = port;
+  return { server, service };
+}
+
 /** Starts DynamoDB Local and local-aws-sqs on free ports and creates every resource. */
 export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
-  const { createSqsServer } = await import('local-aws-sqs');
   const dynamo = await startDynamo(options);
-  let sqsServer: Awaited<ReturnType<typeof createSqsServer>> | undefined;
+  let sqs: { server: Server; service: { Queues: object[] } } | undefined;
   let sqsPort = 0;
   try {
-    for (let tries = 0; !sqsServer; tries++) {
+    for (let tries = 0; !sqs; tries++) {
       sqsPort = await freePort();
       try {
-        sqsServer = await createSqsServer({ port: sqsPort, hostname: '127.0.0.1', emulateQueueCreationLifecycle: false });
+        sqs = await startSqs(sqsPort);
       } catch (error) {
         if (tries >= 2) throw error;
       }
@@ -241,6 +304,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
     dynamo.child.kill('SIGKILL');
     throw error;
   }
+  const sqsServer = sqs.server;
   const sqsEndpoint = `http://127.0.0.1:${sqsPort}`;
   const dynamoClient = new DynamoDBClient(localClientConfig(dynamo.endpoint));
   const sqsClient = new SQSClient(localClientConfig(sqsEndpoint));
@@ -266,7 +330,8 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
           dynamo.child.kill('SIGTERM');
           setTimeout(() => dynamo.child.kill('SIGKILL'), 3_000).unref();
         });
-        await new Promise<void>((resolveClose) => sqsServer!.close(() => resolveClose()));
+        sqsServer.closeAllConnections();
+        await new Promise<void>((resolveClose) => sqsServer.close(() => resolveClose()));
       },
     };
   } catch (error) {

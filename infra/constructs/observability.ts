@@ -165,13 +165,10 @@ export class Observability extends Construct {
     if (props.alarmEmail && this.alarmTopic) this.alarmTopic.addSubscription(new subscriptions.EmailSubscription(props.alarmEmail));
 
     const fiveMinutes = Duration.minutes(5);
-    const dlqDepth = props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({
-      statistic: 'Maximum',
-      period: Duration.minutes(1),
-      label: 'DLQ visible messages',
-    });
-    const oldestOpenRunAge = schedulerMetric(OLDEST_OPEN_RUN_AGE, { statistic: 'Maximum', period: fiveMinutes, label: 'oldest open run age (ms)' });
-    const triggerLagP99 = schedulerMetric(MetricName.TriggerLag, { statistic: 'p99', period: fiveMinutes, label: 'TriggerLag p99' });
+    // Alarms use unlabelled metrics (classic alarm form); the dashboard adds labels.
+    const dlqDepth = props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: Duration.minutes(1) });
+    const oldestOpenRunAge = schedulerMetric(OLDEST_OPEN_RUN_AGE, { statistic: 'Maximum', period: fiveMinutes });
+    const triggerLagP99 = schedulerMetric(MetricName.TriggerLag, { statistic: 'p99', period: fiveMinutes });
 
     const alarm = (key: AlarmKey, description: string, options: Omit<cw.CreateAlarmOptions, 'alarmName' | 'alarmDescription'> & { metric: cw.Metric }): cw.Alarm => {
       const { metric, ...rest } = options;
@@ -260,7 +257,10 @@ export class Observability extends Construct {
       new cw.AlarmStatusWidget({ title: 'Scheduler alarms', alarms: Object.values(this.alarms), width: 24, height: 3 }),
     );
     const grouped = new Set(COUNT_GROUPS.flatMap((group) => group.names));
-    const others = Object.values(MetricName).filter((name) => !grouped.has(name) && !LATENCY_METRICS.has(name));
+    // OldestOpenRunAge has its own widget, should it join MetricName.
+    const others = Object.values(MetricName as Record<string, string>).filter(
+      (name) => !grouped.has(name) && !LATENCY_METRICS.has(name) && name !== OLDEST_OPEN_RUN_AGE,
+    );
     const countGroups = others.length > 0 ? [...COUNT_GROUPS, { title: 'Other scheduler metrics', names: others }] : COUNT_GROUPS;
     this.dashboard.addWidgets(
       ...countGroups.map(
@@ -297,7 +297,7 @@ export class Observability extends Construct {
       }),
       new cw.GraphWidget({
         title: 'Oldest open run age (ms)',
-        left: [oldestOpenRunAge],
+        left: [oldestOpenRunAge.with({ label: 'oldest open run age (ms)' })],
         leftAnnotations: [{ value: resolved.oldestOpenRunAgeThreshold.toMilliseconds(), label: 'alarm' }],
         width: 8,
         height: 6,
@@ -307,7 +307,7 @@ export class Observability extends Construct {
       new cw.GraphWidget({
         title: 'Queues',
         left: [
-          dlqDepth,
+          dlqDepth.with({ label: 'DLQ visible messages' }),
           props.runQueue.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', label: 'run queue visible' }),
           props.runQueue.metricApproximateNumberOfMessagesNotVisible({ statistic: 'Maximum', label: 'run queue in flight / delayed' }),
         ],

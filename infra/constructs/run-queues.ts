@@ -28,7 +28,7 @@ export interface RunQueuesProps {
   readonly visibilityTimeout?: Duration;
   /**
    * Receives before a message moves to the DLQ; must exceed every job's retry.maxAttempts.
-   * @default RUN_QUEUES.maxReceiveCount (10)
+   * @default RUN_QUEUES.maxReceiveCount (shared/resources.ts)
    */
   readonly maxReceiveCount?: number;
   /**

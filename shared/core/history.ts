@@ -11,7 +11,7 @@ export type HistoryEvent =
   | { readonly type: 'heartbeat'; readonly at: number; readonly runKey: string; readonly owner: string; readonly token: number; readonly ok: boolean; readonly leaseUntil: number }
   | { readonly type: 'handler-started'; readonly at: number; readonly runKey: string; readonly owner: string; readonly token: number; readonly slot: number }
   | { readonly type: 'effect'; readonly at: number; readonly runKey: string; readonly token: number; readonly resource: string; readonly result: 'accepted' | 'fenced-out' | 'condition-failed'; readonly businessKey?: string }
-  | { readonly type: 'outcome'; readonly at: number; readonly runKey: string; readonly owner: string; readonly token: number; readonly status: RunStatus; readonly accepted: boolean }
+  | { readonly type: 'outcome'; readonly at: number; readonly runKey: string; readonly owner: string; readonly token: number; readonly status: RunStatus; readonly accepted: boolean; readonly nextAttemptAt?: number }
   | { readonly type: 'duplicate'; readonly at: number; readonly runKey: string; readonly messageId: string };
 
 export interface HistorySink {

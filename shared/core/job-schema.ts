@@ -88,7 +88,8 @@ const jobShape = z.strictObject({
   /** @default { maxAttempts: 3, backoff: { base: '1s', max: '5m', jitter: 'full' } } */
   retry: z._default(
     z.strictObject({
-      maxAttempts: z._default(z.int().check(z.gte(1), z.lte(100)), 3),
+      // Stays below the queue's maxReceiveCount (15) so only poison and crash loops reach the DLQ.
+      maxAttempts: z._default(z.int().check(z.gte(1), z.lte(10)), 3),
       backoff: z._default(
         z.strictObject({
           base: z._default(duration('retry.backoff.base'), 1_000),

@@ -331,7 +331,7 @@ const validJobArb = fc.record(
     timeout: durationArb(1_000, 900_000),
     retry: fc.record(
       {
-        maxAttempts: fc.integer({ min: 1, max: 100 }),
+        maxAttempts: fc.integer({ min: 1, max: 10 }),
         backoff: fc.record({ base: durationArb(0, 10_000), max: durationArb(0, 600_000), jitter: fc.constantFrom('full', 'none') }, { requiredKeys: [] }),
       },
       { requiredKeys: [] },

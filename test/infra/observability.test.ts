@@ -1,0 +1,179 @@
+import { Duration } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { describe, expect, it } from 'vitest';
+import { AlarmKey, OLDEST_OPEN_RUN_AGE, Observability, type ObservabilityProps } from '../../infra/constructs/observability.js';
+import { MetricName } from '../../shared/observability.js';
+import { METRICS_NAMESPACE, SERVICE_NAME } from '../../shared/powertools.js';
+import { constructStack } from './support.js';
+
+type Extra = Partial<Omit<ObservabilityProps, 'plannerFunction' | 'workerFunction' | 'runQueue' | 'deadLetterQueue'>>;
+
+function observability(props: Extra = {}, withTopic = false) {
+  const stack = constructStack();
+  const fn = (id: string) =>
+    new lambda.Function(stack, id, { runtime: lambda.Runtime.NODEJS_22_X, handler: 'index.handler', code: lambda.Code.fromInline('exports.handler=()=>{}') });
+  const deadLetterQueue = new sqs.Queue(stack, 'Dlq');
+  const runQueue = new sqs.Queue(stack, 'RunQueue', { deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: 10 } });
+  const construct = new Observability(stack, 'Observability', {
+    plannerFunction: fn('Planner'),
+    workerFunction: fn('Worker'),
+    runQueue,
+    deadLetterQueue,
+    alarmTopic: withTopic ? new sns.Topic(stack, 'ExistingTopic') : undefined,
+    ...props,
+  });
+  return { stack, construct, template: () => Template.fromStack(stack) };
+}
+
+const schedulerDimension = [{ Name: 'service', Value: SERVICE_NAME }];
+
+describe('Observability', () => {
+  const template = observability().template();
+
+  it('has one alarm per condition', () => {
+    template.resourceCountIs('AWS::CloudWatch::Alarm', Object.keys(AlarmKey).length);
+  });
+
+  it('alarms on DLQ visible messages > 0', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: Match.stringLikeRegexp(`-${AlarmKey.DeadLetterQueueNotEmpty}$`),
+      Namespace: 'AWS/SQS',
+      MetricName: 'ApproximateNumberOfMessagesVisible',
+      Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [Match.stringLikeRegexp('^Dlq'), 'QueueName'] } }],
+      ComparisonOperator: 'GreaterThanThreshold',
+      Threshold: 0,
+      TreatMissingData: 'notBreaching',
+    });
+  });
+
+  it('alarms on RunsDead > 0 in the scheduler namespace and dimension', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: Match.stringLikeRegexp(`-${AlarmKey.RunsDead}$`),
+      Namespace: METRICS_NAMESPACE,
+      MetricName: MetricName.RunsDead,
+      Dimensions: schedulerDimension,
+      Statistic: 'Sum',
+      ComparisonOperator: 'GreaterThanThreshold',
+      Threshold: 0,
+      TreatMissingData: 'notBreaching',
+    });
+  });
+
+  it('alarms on planner errors > 0 and on planner silence with missing data breaching', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: Match.stringLikeRegexp(`-${AlarmKey.PlannerErrors}$`),
+      Namespace: 'AWS/Lambda',
+      MetricName: 'Errors',
+      Dimensions: [{ Name: 'FunctionName', Value: { Ref: Match.stringLikeRegexp('^Planner') } }],
+      ComparisonOperator: 'GreaterThanThreshold',
+      Threshold: 0,
+    });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: Match.stringLikeRegexp(`-${AlarmKey.PlannerSilent}$`),
+      Namespace: 'AWS/Lambda',
+      MetricName: 'Invocations',
+      Dimensions: [{ Name: 'FunctionName', Value: { Ref: Match.stringLikeRegexp('^Planner') } }],
+      Statistic: 'Sum',
+      Period: 300,
+      ComparisonOperator: 'LessThanThreshold',
+      Threshold: 1,
+      TreatMissingData: 'breaching',
+    });
+  });
+
+  it('alarms on TriggerLag p99 and oldest open run age over their thresholds (ms)', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: Match.stringLikeRegexp(`-${AlarmKey.TriggerLagHigh}$`),
+      Namespace: METRICS_NAMESPACE,
+      MetricName: MetricName.TriggerLag,
+      Dimensions: schedulerDimension,
+      ExtendedStatistic: 'p99',
+      ComparisonOperator: 'GreaterThanThreshold',
+      Threshold: 10_000,
+    });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: Match.stringLikeRegexp(`-${AlarmKey.OldestOpenRunAgeHigh}$`),
+      Namespace: METRICS_NAMESPACE,
+      MetricName: OLDEST_OPEN_RUN_AGE,
+      Dimensions: schedulerDimension,
+      Statistic: 'Maximum',
+      ComparisonOperator: 'GreaterThanThreshold',
+      Threshold: 15 * 60_000,
+    });
+  });
+
+  it('alarms on worker throttles > 0', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: Match.stringLikeRegexp(`-${AlarmKey.WorkerThrottles}$`),
+      Namespace: 'AWS/Lambda',
+      MetricName: 'Throttles',
+      Dimensions: [{ Name: 'FunctionName', Value: { Ref: Match.stringLikeRegexp('^Worker') } }],
+      ComparisonOperator: 'GreaterThanThreshold',
+      Threshold: 0,
+    });
+  });
+
+  it('takes the thresholds from props', () => {
+    const custom = observability({
+      triggerLagThreshold: Duration.seconds(3),
+      oldestOpenRunAgeThreshold: Duration.hours(1),
+      plannerSilencePeriod: Duration.minutes(10),
+    }).template();
+    custom.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: MetricName.TriggerLag, Threshold: 3000 });
+    custom.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: OLDEST_OPEN_RUN_AGE, Threshold: 3_600_000 });
+    custom.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'Invocations', Period: 600 });
+  });
+
+  it('has no alarm actions unless a topic or e-mail is given', () => {
+    for (const alarm of Object.values(template.findResources('AWS::CloudWatch::Alarm'))) {
+      expect((alarm as { Properties: { AlarmActions?: unknown } }).Properties.AlarmActions).toBeUndefined();
+    }
+    template.resourceCountIs('AWS::SNS::Topic', 0);
+  });
+
+  it('creates a KMS-encrypted, TLS-only topic with the e-mail subscribed when alarmEmail is set', () => {
+    const withEmail = observability({ alarmEmail: 'ops@example.com' }).template();
+    withEmail.resourceCountIs('AWS::SNS::Topic', 1);
+    withEmail.hasResourceProperties('AWS::SNS::Topic', { KmsMasterKeyId: Match.anyValue() });
+    withEmail.hasResourceProperties('AWS::SNS::TopicPolicy', {
+      PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]) },
+    });
+    withEmail.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: 'ops@example.com' });
+    withEmail.hasResourceProperties('AWS::KMS::Key', {
+      EnableKeyRotation: true,
+      KeyPolicy: { Statement: Match.arrayWith([Match.objectLike({ Principal: { Service: 'cloudwatch.amazonaws.com' } })]) },
+    });
+    withEmail.allResourcesProperties('AWS::CloudWatch::Alarm', {
+      AlarmActions: [{ Ref: Match.stringLikeRegexp('AlarmTopic') }],
+      OKActions: [{ Ref: Match.stringLikeRegexp('AlarmTopic') }],
+    });
+  });
+
+  it('sends alarms to a given topic', () => {
+    const withTopic = observability({}, true).template();
+    withTopic.resourceCountIs('AWS::SNS::Topic', 1);
+    withTopic.allResourcesProperties('AWS::CloudWatch::Alarm', { AlarmActions: [{ Ref: Match.stringLikeRegexp('^ExistingTopic') }] });
+  });
+
+  it('shows every MetricName, the oldest open run age and the DLQ depth on the dashboard', () => {
+    template.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
+    const body = JSON.stringify(Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0]);
+    for (const name of [...Object.values(MetricName), OLDEST_OPEN_RUN_AGE]) {
+      expect(body, name).toContain(`\\"${METRICS_NAMESPACE}\\",\\"${name}\\",\\"service\\",\\"${SERVICE_NAME}\\"`);
+    }
+    expect(body).toContain('ApproximateNumberOfMessagesVisible');
+    expect(body).toMatch(/Dlq[0-9A-F]+/);
+  });
+
+  it.each([
+    [{ alarmEmail: 'not-an-email' }, /Observability "Observability": prop "alarmEmail" must be an e-mail address, got "not-an-email"/],
+    [{ plannerSilencePeriod: Duration.seconds(90) }, /prop "plannerSilencePeriod" must be a whole number of minutes in \[2 minutes, 1 day\], got 1 minute 30 seconds/],
+    [{ oldestOpenRunAgeThreshold: Duration.seconds(10) }, /prop "oldestOpenRunAgeThreshold".*got 10 seconds/],
+    [{ dashboardName: 'has spaces' }, /prop "dashboardName".*got "has spaces"/],
+  ])('rejects %o naming the prop and value', (props, message) => {
+    expect(() => observability(props)).toThrow(message);
+  });
+});

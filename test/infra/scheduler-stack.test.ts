@@ -1,0 +1,182 @@
+/**
+ * The whole stack as `cdk synth` builds it: one real synth with esbuild bundling and the cdk-nag
+ * plugin shared by the tests below, plus cheap unbundled stacks for the failure cases.
+ */
+import { App, Duration, Stack, Validations } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { CloudAssembly } from 'aws-cdk-lib/cx-api';
+import { StackOutput } from '../../infra/outputs.js';
+import { ContextKey, stackPropsFromContext } from '../../infra/scheduler-app.js';
+import { NAG_ACKNOWLEDGMENTS, SchedulerStack, validateJobsForDeployment } from '../../infra/scheduler-stack.js';
+import { jobDefinitions } from '../../shared/jobs.js';
+import { RUN_QUEUES } from '../../shared/resources.js';
+import { FAST_APP, iamStatements, isWildcardResource, schedulerApp, testContext } from './support.js';
+
+function nagViolations(scope: Parameters<AwsSolutionsChecks['validateScope']>[0]) {
+  return new AwsSolutionsChecks().validateScope(scope).violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath).join(', ')}`);
+}
+
+describe('SchedulerStack (bundled synth)', () => {
+  let stack: SchedulerStack;
+  let template: Template;
+  let assembly: CloudAssembly;
+
+  beforeAll(() => {
+    const built = schedulerApp({}, { bundle: true });
+    stack = built.stack;
+    // app.synth() runs the cdk-nag plugin: any unacknowledged finding throws here.
+    assembly = built.app.synth();
+    template = Template.fromJSON(assembly.getStackByName(stack.stackName).template);
+  });
+
+  it('synthesizes with zero unacknowledged cdk-nag findings', () => {
+    expect(nagViolations(stack)).toEqual([]);
+  });
+
+  it('acknowledges only the listed findings, each with a reason', () => {
+    const acknowledged = stack.node
+      .findAll()
+      .flatMap((c) => c.node.metadata.filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY))
+      .flatMap((m) => Object.entries(m.data as Record<string, string>));
+    expect(acknowledged.length).toBeGreaterThan(0);
+    for (const [id, reason] of acknowledged) {
+      expect(id.replace(/^annotation::/i, '')).toBe(NAG_ACKNOWLEDGMENTS.runtime.id);
+      expect(reason.length).toBeGreaterThan(20);
+    }
+  });
+
+  it('bundles each function into one minified ESM file with a source map', () => {
+    const assetDirs = Object.values(template.findResources('AWS::Lambda::Function')).map((fn) => {
+      const key = (fn as { Properties: { Code: { S3Key: string } } }).Properties.Code.S3Key;
+      return join(assembly.directory, `asset.${key.replace(/\.zip$/, '')}`);
+    });
+    expect(assetDirs).toHaveLength(2);
+    for (const dir of assetDirs) {
+      const bundle = join(dir, 'index.mjs');
+      expect(existsSync(bundle), bundle).toBe(true);
+      expect(existsSync(`${bundle}.map`)).toBe(true);
+      // The AWS SDK is inside (not external), and the whole bundle stays small.
+      expect(statSync(bundle).size).toBeGreaterThan(100_000);
+      expect(statSync(bundle).size).toBeLessThan(3_000_000);
+    }
+  });
+
+  it('exports the names the ops CLI needs', () => {
+    for (const key of Object.values(StackOutput)) template.hasOutput(key, { Value: Match.anyValue() });
+    template.hasOutput(StackOutput.DeadLetterQueueArn, { Value: { 'Fn::GetAtt': [Match.stringLikeRegexp('^QueuesDeadLetterQueue'), 'Arn'] } });
+  });
+
+  it('gives the run queue a visibility timeout ≥ 6 × the worker function timeout', () => {
+    const [queue] = Object.values(template.findResources('AWS::SQS::Queue', { Properties: { RedrivePolicy: Match.anyValue() } }));
+    const [worker] = Object.values(template.findResources('AWS::Lambda::Function', { Properties: { Description: Match.stringLikeRegexp('worker') } }));
+    const visibility = (queue as { Properties: { VisibilityTimeout: number } }).Properties.VisibilityTimeout;
+    const timeout = (worker as { Properties: { Timeout: number } }).Properties.Timeout;
+    expect(timeout).toBe(RUN_QUEUES.workerTimeoutSeconds);
+    expect(visibility).toBeGreaterThanOrEqual(6 * timeout);
+  });
+
+  it('redrives after maxReceiveCount, above every job retry budget', () => {
+    template.hasResourceProperties('AWS::SQS::Queue', { RedrivePolicy: Match.objectLike({ maxReceiveCount: RUN_QUEUES.maxReceiveCount }) });
+    for (const job of stack.jobs) expect(job.retry.maxAttempts).toBeLessThan(RUN_QUEUES.maxReceiveCount);
+  });
+
+  it('reports batch item failures from the worker event source', () => {
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { FunctionResponseTypes: ['ReportBatchItemFailures'] });
+  });
+
+  it('has no IAM statement with a wildcard resource on dynamodb:/sqs: actions and no dynamodb:Scan', () => {
+    const statements = iamStatements(template);
+    expect(statements.length).toBeGreaterThan(0);
+    for (const s of statements) {
+      const data = s.actions.filter((a) => a.startsWith('dynamodb:') || a.startsWith('sqs:'));
+      if (data.length > 0) expect(s.resources.filter(isWildcardResource), `${s.policy} ${data.join(',')}`).toEqual([]);
+      for (const action of s.actions) {
+        expect(action).not.toMatch(/^dynamodb:(Scan|\*)$/);
+        expect(action).not.toBe('*');
+        expect(action).not.toMatch(/^(dynamodb|sqs):.*\*/);
+      }
+    }
+    expect(JSON.stringify(template.toJSON())).not.toContain('dynamodb:Scan');
+  });
+
+  it('has the seven alarms and the dashboard', () => {
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 7);
+    template.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'Invocations', TreatMissingData: 'breaching' });
+  });
+
+  it('maps each configured job to exactly one scheduled planner partition', () => {
+    const inputs = Object.values(template.findResources('AWS::Events::Rule')).map(
+      (rule) => JSON.parse((rule as { Properties: { Targets: { Input: string }[] } }).Properties.Targets[0]!.Input) as { partition: number; of: number },
+    );
+    for (const [job, partition] of Object.entries(stack.partitionOfJobs())) {
+      expect(inputs.filter((i) => i.partition === partition), job).toHaveLength(1);
+    }
+  });
+});
+
+describe('SchedulerStack (configuration)', () => {
+  it('fails synth for an invalid job, naming the job and the field', () => {
+    const bad = [...jobDefinitions, { name: 'broken-job', schedule: '* *', handler: 'payments-reconcile' }];
+    expect(() => schedulerApp({ jobs: bad })).toThrow(/invalid job configuration[\s\S]*job "broken-job": field "schedule"/);
+  });
+
+  it('fails synth for a job naming an unknown handler', () => {
+    expect(() => schedulerApp({ jobs: [{ name: 'orphan', schedule: '* * * * *', handler: 'nope' }] })).toThrow(/job "orphan": field "handler"/);
+  });
+
+  it('rejects a job whose retry budget reaches the queue maxReceiveCount', () => {
+    const greedy = [{ name: 'greedy', schedule: '* * * * *', handler: 'cache-refresh', retry: { maxAttempts: 5 } }];
+    expect(() => validateJobsForDeployment(greedy, 5)).toThrow(
+      /job "greedy": field "retry\.maxAttempts": must be below the run queue's maxReceiveCount \(5\).*\(value: 5\)/,
+    );
+    expect(validateJobsForDeployment(greedy, 6).map((job) => job.name)).toEqual(['greedy']);
+  });
+
+  it('passes construct validation errors through, naming the prop', () => {
+    expect(() => schedulerApp({ plannerPartitions: 0 })).toThrow(/prop "plannerPartitions".*got 0/);
+    expect(() => schedulerApp({ workerBatchSize: 50 })).toThrow(/prop "batchSize".*got 50/);
+  });
+
+  it('derives the queue visibility from a longer worker timeout', () => {
+    const { stack } = schedulerApp({ workerTimeout: Duration.minutes(3) });
+    const template = Template.fromStack(stack);
+    template.hasResourceProperties('AWS::SQS::Queue', { RedrivePolicy: Match.anyValue(), VisibilityTimeout: 18 * 60 });
+    template.hasResourceProperties('AWS::Lambda::Function', { Description: Match.stringLikeRegexp('worker'), Timeout: 180 });
+  });
+
+  it('reads parameters from CDK context', () => {
+    const { stack } = schedulerApp(
+      {},
+      { context: { [ContextKey.plannerPartitions]: '3', [ContextKey.alarmEmail]: 'ops@example.com', [ContextKey.stackName]: 'Sched2', [ContextKey.removalPolicy]: 'destroy' } },
+    );
+    expect(stack.stackName).toBe('Sched2');
+    const template = Template.fromStack(stack);
+    template.resourceCountIs('AWS::Events::Rule', 3);
+    template.hasResourceProperties('AWS::SNS::Subscription', { Endpoint: 'ops@example.com' });
+    template.hasResource('AWS::DynamoDB::Table', { DeletionPolicy: 'Delete' });
+  });
+
+  it('rejects malformed context values', () => {
+    const app = new App({ context: { [ContextKey.plannerPartitions]: 'four' } });
+    expect(() => stackPropsFromContext(app)).toThrow(/context "plannerPartitions" must be a number, got "four"/);
+    const app2 = new App({ context: { [ContextKey.removalPolicy]: 'keep' } });
+    expect(() => stackPropsFromContext(app2)).toThrow(/context "removalPolicy" must be "retain" or "destroy", got "keep"/);
+  });
+
+  it('has zero unacknowledged cdk-nag findings with every option on (CMK tables, alarm e-mail, partitions)', () => {
+    const app = new App({ ...FAST_APP, context: testContext() });
+    const key = new kms.Key(new Stack(app, 'Keys'), 'TableKey', { enableKeyRotation: true });
+    const stack = new SchedulerStack(app, 'AllOptions', { tableEncryptionKey: key, alarmEmail: 'ops@example.com', plannerPartitions: 4 });
+    expect(nagViolations(app)).toEqual([]);
+    // The CMK grants are on the key only; the wildcard actions are the acknowledged kms ones.
+    const kmsStatements = iamStatements(Template.fromStack(stack)).filter((st) => st.actions.some((action) => action.startsWith('kms:')));
+    expect(kmsStatements.length).toBeGreaterThan(0);
+    for (const st of kmsStatements) expect(st.resources.filter(isWildcardResource)).toEqual([]);
+  });
+});

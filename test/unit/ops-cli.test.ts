@@ -1,0 +1,159 @@
+/**
+ * The ops CLI's pure parts: argument parsers, dispatch and exit codes, the repair rules
+ * (who may be revived or resolved) and backfill's range checks. No stack needed.
+ */
+import { describe, expect, it } from 'vitest';
+import { needsRevival, resolveRefusal } from '../../shared/adapters/ledger-ops.js';
+import { BACKFILL_MAX_SLOTS, BackfillRequestError, planBackfill, slotsInRange } from '../../shared/backfill.js';
+import { RunStatus, type Run } from '../../shared/core/vocabulary.js';
+import { parseInstant, parseRunKey, parseSince, parseStatuses } from '../../tools/ops/args.js';
+import { runOps } from '../../tools/ops/cli.js';
+import { formatAge, UsageError, type OpsIo } from '../../tools/ops/io.js';
+import { localTime } from '../../tools/ops/preview.js';
+import { testJobs } from '../support/helpers.js';
+
+function capture() {
+  const out: string[] = [];
+  const err: string[] = [];
+  const io: OpsIo = { stdout: (l) => out.push(l), stderr: (l) => err.push(l), jobs: [] };
+  return { io, out, err };
+}
+
+const run = (over: Partial<Run>): Run => ({
+  job: 'j',
+  slot: 0,
+  shard: 0,
+  shards: 1,
+  runKey: 'j@1970-01-01T00:00:00.000Z',
+  status: RunStatus.READY,
+  fencingToken: 0,
+  attempt: 0,
+  createdAt: 0,
+  ...over,
+});
+
+describe('argument parsers', () => {
+  it('instants: ISO with or without offset (UTC when absent), dates, and nothing else', () => {
+    expect(parseInstant('2026-03-08T07:30:00Z', 'from')).toBe(Date.UTC(2026, 2, 8, 7, 30));
+    expect(parseInstant('2026-03-08T07:30', 'from')).toBe(Date.UTC(2026, 2, 8, 7, 30));
+    expect(parseInstant('2026-03-08T02:30:00-05:00', 'from')).toBe(Date.UTC(2026, 2, 8, 7, 30));
+    expect(parseInstant('2026-03-08', 'from')).toBe(Date.UTC(2026, 2, 8));
+    for (const bad of ['yesterday', '03/08/2026', '2026-13-45T00:00:00Z', '']) {
+      expect(() => parseInstant(bad, 'from')).toThrow(UsageError);
+    }
+    expect(() => parseInstant('soon', 'to')).toThrow(/field "to"/);
+  });
+
+  it('since: a duration before now, or an instant', () => {
+    const now = Date.UTC(2026, 0, 2);
+    expect(parseSince('24h', now, 'since')).toBe(Date.UTC(2026, 0, 1));
+    expect(parseSince('90m', now, 'since')).toBe(now - 90 * 60_000);
+    expect(parseSince('2025-12-31T00:00:00Z', now, 'since')).toBe(Date.UTC(2025, 11, 31));
+    expect(() => parseSince('a while', now, 'since')).toThrow(/field "since"/);
+  });
+
+  it('run keys: job@slotISO[#shard]', () => {
+    expect(parseRunKey('payments-reconcile@2026-03-08T07:30:00.000Z')).toEqual({ job: 'payments-reconcile', slot: Date.UTC(2026, 2, 8, 7, 30), shard: 0 });
+    expect(parseRunKey('sharded@2026-03-08T07:30:00.000Z#3')).toEqual({ job: 'sharded', slot: Date.UTC(2026, 2, 8, 7, 30), shard: 3 });
+    for (const bad of ['nojob', '@2026-03-08T07:30:00Z', 'Job@2026-03-08T07:30:00Z', 'j@notatime', 'j@2026-03-08T07:30:00Z#x']) {
+      expect(() => parseRunKey(bad), bad).toThrow(/field "runKey"/);
+    }
+  });
+
+  it('states are case-insensitive and checked', () => {
+    expect(parseStatuses('dead,Running')).toEqual(['DEAD', 'RUNNING']);
+    expect(() => parseStatuses('done')).toThrow(/field "state"/);
+  });
+
+  it('ages and local times read naturally', () => {
+    expect(formatAge(42_000)).toBe('42s');
+    expect(formatAge(185_000)).toBe('3m05s');
+    expect(formatAge(2 * 3_600_000 + 3 * 60_000)).toBe('2h03m');
+    expect(localTime(Date.UTC(2026, 2, 8, 7, 30), 'America/New_York')).toBe('2026-03-08 03:30:00 -04:00');
+    expect(localTime(Date.UTC(2026, 0, 1), 'UTC')).toBe('2026-01-01 00:00:00 +00:00');
+    expect(localTime(Date.UTC(2026, 9, 4, 15, 45), 'Australia/Lord_Howe')).toBe('2026-10-05 02:45:00 +11:00');
+  });
+});
+
+describe('dispatch and exit codes', () => {
+  it('no command or an unknown one: exit 2 with one line; --help: usage on stdout, exit 0', async () => {
+    const none = capture();
+    expect(await runOps([], none.io)).toBe(2);
+    expect(none.err).toHaveLength(1);
+    const unknown = capture();
+    expect(await runOps(['explode'], unknown.io)).toBe(2);
+    expect(unknown.err[0]).toContain('"command"');
+    const help = capture();
+    expect(await runOps(['--help'], help.io)).toBe(0);
+    expect(help.out.join('\n')).toContain('redrive');
+    const commandHelp = capture();
+    expect(await runOps(['backfill', '--help'], commandHelp.io)).toBe(0);
+    expect(commandHelp.out[0]).toContain('--max-per-second');
+  });
+
+  it('an unknown option or two targets: exit 2 naming it', async () => {
+    const c = capture();
+    expect(await runOps(['status', '--colour'], c.io)).toBe(2);
+    expect(c.err[0]).toContain('"colour"');
+    const two = capture();
+    expect(await runOps(['status', '--local', '--stack', 'X'], two.io)).toBe(2);
+    expect(two.err[0]).toContain('"target"');
+  });
+
+  it('target options may come before the command', async () => {
+    const c = capture();
+    expect(await runOps(['--region', 'eu-west-1', 'preview', '--schedule', '0 0 * * *', '--from', '2026-01-01', '--to', '2026-01-03', '--json'], c.io)).toBe(0);
+    expect(JSON.parse(c.out.join(''))).toEqual(['2026-01-01T00:00:00.000Z', '2026-01-02T00:00:00.000Z']);
+  });
+});
+
+describe('repair rules', () => {
+  const now = 1_000_000;
+  it('resolve refuses a live lease and terminal runs other than DEAD', () => {
+    expect(resolveRefusal(run({ status: RunStatus.RUNNING, leaseUntil: now + 10_000 }), now)).toMatch(/live lease/);
+    // Within the clock allowance a lease still counts as live.
+    expect(resolveRefusal(run({ status: RunStatus.RUNNING, leaseUntil: now - 1_000 }), now, 2_000)).toMatch(/live lease/);
+    expect(resolveRefusal(run({ status: RunStatus.RUNNING, leaseUntil: now - 3_000 }), now, 2_000)).toBeUndefined();
+    for (const status of [RunStatus.SUCCEEDED, RunStatus.SKIPPED, RunStatus.SUPERSEDED, RunStatus.MANUAL]) {
+      expect(resolveRefusal(run({ status }), now)).toMatch(/already/);
+    }
+    for (const status of [RunStatus.DEAD, RunStatus.READY, RunStatus.RETRY, RunStatus.UNKNOWN]) expect(resolveRefusal(run({ status }), now)).toBeUndefined();
+  });
+
+  it('redrive revives DEAD runs and RUNNING ones with an expired lease and no attempt left, nothing else', () => {
+    expect(needsRevival(run({ status: RunStatus.DEAD }), 3, now)).toBe(true);
+    expect(needsRevival(run({ status: RunStatus.RUNNING, leaseUntil: now - 10_000, attempt: 3 }), 3, now)).toBe(true);
+    expect(needsRevival(run({ status: RunStatus.RUNNING, leaseUntil: now - 10_000, attempt: 2 }), 3, now)).toBe(false);
+    expect(needsRevival(run({ status: RunStatus.RUNNING, leaseUntil: now + 10_000, attempt: 3 }), 3, now)).toBe(false);
+    for (const status of [RunStatus.SUCCEEDED, RunStatus.READY, RunStatus.RETRY, RunStatus.MANUAL, RunStatus.SKIPPED]) {
+      expect(needsRevival(run({ status }), 3, now)).toBe(false);
+    }
+  });
+});
+
+describe('backfill range', () => {
+  const [job] = testJobs([{ name: 'm', schedule: '* * * * *', handler: 'noop' }]);
+  const T = Date.UTC(2026, 0, 1);
+  it('is [from, to): the slot at from is in, the slot at to is out', () => {
+    expect(slotsInRange(job!, T, T + 3 * 60_000)).toEqual([T, T + 60_000, T + 120_000]);
+    expect(slotsInRange(job!, T + 1, T + 60_001)).toEqual([T + 60_000]);
+  });
+
+  it('refuses the future, an empty or inverted range, and too many slots without force', () => {
+    const check = (from: number, to: number, now: number, force = false) => {
+      try {
+        planBackfill({ job: job!, from, to, force }, now);
+        return undefined;
+      } catch (error) {
+        expect(error).toBeInstanceOf(BackfillRequestError);
+        return (error as BackfillRequestError).field;
+      }
+    };
+    expect(check(T, T + 60_000, T + 30_000)).toBe('to');
+    expect(check(T, T, T + 60_000)).toBe('to');
+    const tooMany = (BACKFILL_MAX_SLOTS + 1) * 60_000;
+    expect(check(T, T + tooMany, T + tooMany)).toBe('to');
+    expect(check(T, T + tooMany, T + tooMany, true)).toBeUndefined();
+    expect(check(T, T + BACKFILL_MAX_SLOTS * 60_000, T + tooMany)).toBeUndefined();
+  });
+});

@@ -1,0 +1,40 @@
+/**
+ * `npm run bench` (issue 7): the scheduler's performance figures in one run on the embedded local
+ * stack. Prints a human table; with `--json` the last line is one JSON object with every figure.
+ *
+ *   npm run bench                 full mode (≥ 60 s trigger-lag phase, 10 kills; about 6 minutes)
+ *   npm run bench -- --smoke      tiny sizes (< 60 s); `npm test` runs it in-process
+ *   npm run bench -- --json       also print the figures as one JSON line (last line)
+ *   npm run bench -- --phases raw,end-to-end   only these phases (the others report n/a)
+ *
+ * Phases: bundle, raw, planner, planner-cost, end-to-end, overlap, trigger-lag, takeover.
+ * Code: tools/bench/ (run.ts orchestrates; one file per phase). Results: docs/performance.md.
+ */
+import { parseArgs } from 'node:util';
+import { ALL_PHASES, runBench, type Phase } from './bench/run.js';
+
+export { runBench } from './bench/run.js';
+
+const { values } = parseArgs({
+  options: {
+    smoke: { type: 'boolean', default: false },
+    json: { type: 'boolean', default: false },
+    phases: { type: 'string' },
+    quiet: { type: 'boolean', default: false },
+  },
+});
+
+const phases = values.phases?.split(',').map((p) => p.trim()) as Phase[] | undefined;
+const unknown = phases?.filter((p) => !ALL_PHASES.includes(p));
+if (unknown?.length) {
+  console.error(`unknown phase(s): ${unknown.join(', ')}; phases: ${ALL_PHASES.join(', ')}`);
+  process.exit(2);
+}
+
+const result = await runBench({
+  mode: values.smoke ? 'smoke' : 'full',
+  phases,
+  log: values.quiet ? undefined : (line) => process.stderr.write(`[bench] ${line}\n`),
+});
+console.log(result.table);
+if (values.json) console.log(JSON.stringify(result.figures));

@@ -1,0 +1,174 @@
+/**
+ * End to end: K jobs (every minute, no-op handler) whose slots all fall due together, through the
+ * real planner tick → DynamoDB Local → local SQS → LocalPollers → processBatch, exactly as the
+ * local runtime wires them, with SDK middleware counting every request.
+ *
+ * runs/s = K ÷ (planner tick start → last accepted SUCCEEDED outcome). The pollers are built here
+ * rather than through LocalRuntime.start so that each batch (one Lambda invocation) is timed:
+ * that measured duration is what the cost model bills.
+ */
+import { randomUUID } from 'node:crypto';
+import { jobsByName } from '../../shared/config.js';
+import type { HistoryEvent } from '../../shared/core/history.js';
+import { InvariantMonitor } from '../../shared/core/invariants.js';
+import { parseJobs, type OverlapPolicy } from '../../shared/core/job-schema.js';
+import type { JobHandler } from '../../shared/handler-api.js';
+import { InMemoryMetrics, JsonLineLogger } from '../../shared/observability.js';
+import { runPlannerTick } from '../../shared/planner.js';
+import { createAdapters } from '../../shared/runtime.js';
+import { processBatch } from '../../shared/worker.js';
+import type { LocalEndpoints } from '../local-stack.js';
+import { LocalPoller } from '../local-poller.js';
+import { benchClients, DynamoMeter, freshResources, round, sleepMs, SqsMeter, sum, until, type DynamoSnapshot } from './measure.js';
+
+const MINUTE = 60_000;
+
+export const noopHandlers: Readonly<Record<string, JobHandler>> = {
+  'bench-noop': { run: async () => undefined },
+};
+
+export interface EndToEndOptions {
+  readonly base: Pick<LocalEndpoints, 'dynamoEndpoint' | 'sqsEndpoint'>;
+  readonly runs: number;
+  /** Pollers (stand-ins for concurrent worker Lambda invocations), each with batches of 10. */
+  readonly workers: number;
+  readonly overlap: OverlapPolicy;
+  readonly putConcurrency: number;
+}
+
+export interface EndToEndResult {
+  readonly overlap: OverlapPolicy;
+  readonly runs: number;
+  readonly workers: number;
+  readonly succeeded: number;
+  readonly elapsedMs: number;
+  readonly plannerTickMs: number;
+  /** First claim → last outcome: the workers' part alone. */
+  readonly workerPhaseMs: number;
+  readonly runsPerSec: number;
+  readonly workerRunsPerSec: number;
+  readonly dynamo: DynamoSnapshot;
+  readonly sqsByCommand: Record<string, number>;
+  readonly writesPerRun: number;
+  readonly writeItemsPerRun: number;
+  readonly writeUnitsPerRun: number;
+  readonly readsPerRun: number;
+  readonly readUnitsPerRun: number;
+  readonly dynamoRequestsPerRun: number;
+  readonly sqsCallsPerRun: number;
+  readonly eventSourceSqsCallsPerRun: number;
+  readonly emptyReceives: number;
+  readonly invocations: number;
+  readonly invocationsPerRun: number;
+  readonly lambdaMsPerRun: number;
+  readonly meanBatchMs: number;
+  readonly violations: number;
+}
+
+export async function measureEndToEnd(options: EndToEndOptions): Promise<EndToEndResult> {
+  const endpoints = await freshResources(options.base, `e2e-${options.overlap}`);
+  const clients = benchClients(endpoints);
+  const dynamo = new DynamoMeter().attach(clients.doc);
+  const sqs = new SqsMeter().attach(clients.sqs);
+  const pollers: LocalPoller[] = [];
+  try {
+    const jobs = parseJobs(
+      Array.from({ length: options.runs }, (_, i) => ({ name: `bench-e2e-${i}`, schedule: '* * * * *', handler: 'bench-noop', overlap: options.overlap })),
+      { handlers: Object.keys(noopHandlers) },
+    );
+    const byName = jobsByName(jobs);
+    const { ledger, queue } = createAdapters(clients, { ledgerTable: endpoints.ledgerTable, paymentsTable: endpoints.paymentsTable, runQueueUrl: endpoints.runQueueUrl, retentionDays: 30 });
+    let offset = 0;
+    const clock = () => Date.now() + offset;
+    const logger = new JsonLineLogger(() => undefined);
+    const metrics = new InMemoryMetrics();
+    const monitor = new InvariantMonitor(0);
+    let succeeded = 0;
+    let firstClaimAt: number | undefined;
+    let lastOutcomeAt = 0;
+    const history = {
+      record(event: HistoryEvent) {
+        monitor.record(event);
+        if (event.type === 'claimed') firstClaimAt ??= performance.now();
+        if (event.type === 'outcome' && event.accepted && event.status === 'SUCCEEDED') {
+          succeeded++;
+          lastOutcomeAt = performance.now();
+        }
+      },
+    };
+    const batchMs: number[] = [];
+    for (let i = 0; i < options.workers; i++) {
+      const owner = `bench-worker-${i}-${randomUUID().slice(0, 6)}`;
+      const poller = new LocalPoller(
+        clients.sqs,
+        async (records) => {
+          const start = performance.now();
+          try {
+            return await processBatch(
+              { ledger, queue, doc: clients.doc, jobs: byName, handlers: noopHandlers, tables: { ledger: endpoints.ledgerTable, payments: endpoints.paymentsTable }, owner, clock, logger, metrics, history },
+              records,
+            );
+          } finally {
+            batchMs.push(performance.now() - start);
+          }
+        },
+        { queueUrl: endpoints.runQueueUrl, batchSize: 10, waitTimeSeconds: 1 },
+        () => undefined,
+      );
+      poller.start();
+      pollers.push(poller);
+    }
+    await sleepMs(200);
+    dynamo.reset();
+    sqs.reset();
+    // Shift the clock so the tick runs 20 ms before a minute boundary: every job's slot at that
+    // boundary is planned by this tick and due at once (no startLead wait in the measurement).
+    const boundary = Math.ceil(Date.now() / MINUTE) * MINUTE + MINUTE;
+    offset = boundary - 20 - Date.now();
+    const start = performance.now();
+    await runPlannerTick({ ledger, queue, jobs, clock, logger, metrics, history, options: { lookaheadMs: MINUTE, putConcurrency: options.putConcurrency } }, { partition: 0, of: 1 });
+    const tickEnd = performance.now();
+    await until(() => (succeeded >= options.runs ? true : undefined), 120_000 + options.runs * 50, `${options.runs} runs (${options.overlap}) to succeed`);
+    // Let the last batches' deletes go out before counting.
+    await sleepMs(300);
+    await Promise.all(pollers.map((p) => p.stop()));
+    pollers.length = 0;
+    const snapshot = dynamo.snapshot();
+    const sqsByCommand = sqs.byCommand();
+    const k = options.runs;
+    const elapsedMs = lastOutcomeAt - start;
+    const workerPhaseMs = lastOutcomeAt - (firstClaimAt ?? start);
+    const invocations = batchMs.length;
+    return {
+      overlap: options.overlap,
+      runs: k,
+      workers: options.workers,
+      succeeded,
+      elapsedMs: round(elapsedMs, 1),
+      plannerTickMs: round(tickEnd - start, 1),
+      workerPhaseMs: round(workerPhaseMs, 1),
+      runsPerSec: round(k / (elapsedMs / 1000), 1),
+      workerRunsPerSec: round(k / (workerPhaseMs / 1000), 1),
+      dynamo: snapshot,
+      sqsByCommand,
+      writesPerRun: round(snapshot.writes / k, 4),
+      writeItemsPerRun: round(snapshot.writeItems / k, 4),
+      writeUnitsPerRun: round(snapshot.writeUnits / k, 4),
+      readsPerRun: round(snapshot.reads / k, 4),
+      readUnitsPerRun: round(snapshot.readUnits / k, 4),
+      dynamoRequestsPerRun: round(snapshot.requests / k, 4),
+      sqsCallsPerRun: round(sqs.schedulerCalls / k, 4),
+      eventSourceSqsCallsPerRun: round(sqs.eventSourceCalls / k, 4),
+      emptyReceives: sqs.emptyReceives,
+      invocations,
+      invocationsPerRun: round(invocations / k, 4),
+      lambdaMsPerRun: round(sum(batchMs) / k, 3),
+      meanBatchMs: round(sum(batchMs) / Math.max(1, invocations), 2),
+      violations: monitor.violations.length,
+    };
+  } finally {
+    await Promise.all(pollers.map((p) => p.stop()));
+    clients.dynamo.destroy();
+    clients.sqs.destroy();
+  }
+}

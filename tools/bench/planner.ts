@@ -1,0 +1,158 @@
+/**
+ * Planner throughput and planner cost, through runPlannerTick with a manual clock.
+ *
+ * Throughput: N jobs every minute, lookahead 60 s, one tick that materializes one slot per job.
+ * The whole tick is timed, and so is its put phase alone (first createRun call to last answer),
+ * through a Ledger subclass; the send phase is timed through a RunQueue subclass.
+ *
+ * Cost: N jobs of which D are due in the measured tick (D every minute, the rest hourly at other
+ * minutes); the second tick of a partition is measured (the first only creates its watermark),
+ * counting every ledger request with CountingMiddleware on the DocumentClient.
+ */
+import { Ledger, type CreateRunResult, type NewRun } from '../../shared/adapters/ledger.js';
+import { RunQueue, type OutgoingRun } from '../../shared/adapters/run-queue.js';
+import { parseJobs, type Job, type JobInput } from '../../shared/core/job-schema.js';
+import { InMemoryMetrics, JsonLineLogger } from '../../shared/observability.js';
+import { runPlannerTick, type PlannerDeps } from '../../shared/planner.js';
+import { CountingMiddleware } from '../../test/support/counting.js';
+import type { LocalEndpoints } from '../local-stack.js';
+import { benchClients, freshResources, round, SqsMeter, sum } from './measure.js';
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+
+/** Records when the first put started and the last one answered. */
+class TimedLedger extends Ledger {
+  firstPutAt: number | undefined;
+  lastPutAt: number | undefined;
+  puts = 0;
+  override async createRun(run: NewRun, now: number): Promise<CreateRunResult> {
+    this.firstPutAt ??= performance.now();
+    try {
+      return await super.createRun(run, now);
+    } finally {
+      this.puts++;
+      this.lastPutAt = performance.now();
+    }
+  }
+}
+
+class TimedQueue extends RunQueue {
+  sendMs = 0;
+  override async send(runs: readonly OutgoingRun[]): Promise<void> {
+    const start = performance.now();
+    try {
+      return await super.send(runs);
+    } finally {
+      this.sendMs += performance.now() - start;
+    }
+  }
+}
+
+function benchJobs(inputs: JobInput[]): Job[] {
+  return parseJobs(inputs, { handlers: ['noop'] });
+}
+
+const silent = () => new JsonLineLogger(() => undefined);
+
+export interface PlannerThroughput {
+  readonly jobs: number;
+  readonly created: number;
+  readonly tickMs: number;
+  readonly putMs: number;
+  /** Partition read + pure slot planning, before the first put. */
+  readonly readAndPlanMs: number;
+  readonly sendMs: number;
+  /** Watermark advance + sweep, after the sends. */
+  readonly afterSendMs: number;
+  readonly slotsPerSec: number;
+  readonly putSlotsPerSec: number;
+}
+
+export async function plannerThroughput(base: Pick<LocalEndpoints, 'dynamoEndpoint' | 'sqsEndpoint'>, jobCount: number, putConcurrency: number): Promise<PlannerThroughput> {
+  const endpoints = await freshResources(base, `plan${jobCount}`);
+  const clients = benchClients(endpoints);
+  try {
+    const jobs = benchJobs(Array.from({ length: jobCount }, (_, i) => ({ name: `bench-plan-${i}`, schedule: '* * * * *', handler: 'noop' })));
+    const ledger = new TimedLedger(clients.doc, { tableName: endpoints.ledgerTable });
+    const queue = new TimedQueue(clients.sqs, endpoints.runQueueUrl);
+    // One second past a minute: the window (now, now + 60 s] holds exactly the next minute's slot.
+    const now = Math.floor(Date.now() / MINUTE) * MINUTE + 1_000;
+    const deps: PlannerDeps = { ledger, queue, jobs, clock: () => now, logger: silent(), metrics: new InMemoryMetrics(), options: { lookaheadMs: MINUTE, putConcurrency } };
+    const start = performance.now();
+    const report = await runPlannerTick(deps, { partition: 0, of: 1 });
+    const end = performance.now();
+    if (report.created !== jobCount) throw new Error(`bench: planner created ${report.created} runs for ${jobCount} jobs`);
+    const putMs = (ledger.lastPutAt ?? end) - (ledger.firstPutAt ?? start);
+    const tickMs = end - start;
+    const readAndPlanMs = (ledger.firstPutAt ?? start) - start;
+    return {
+      jobs: jobCount,
+      created: report.created,
+      tickMs: round(tickMs, 1),
+      putMs: round(putMs, 1),
+      readAndPlanMs: round(readAndPlanMs, 1),
+      sendMs: round(queue.sendMs, 1),
+      afterSendMs: round(tickMs - readAndPlanMs - putMs - queue.sendMs, 1),
+      slotsPerSec: round(report.created / (tickMs / 1000), 1),
+      putSlotsPerSec: round(report.created / (putMs / 1000), 1),
+    };
+  } finally {
+    clients.dynamo.destroy();
+    clients.sqs.destroy();
+  }
+}
+
+export interface PlannerCost {
+  readonly jobs: number;
+  readonly due: number;
+  readonly partitions: number;
+  readonly requests: number;
+  readonly byCommand: Record<string, number>;
+  readonly sqsCalls: number;
+  readonly tickMs: number;
+  readonly created: number;
+}
+
+export async function plannerCost(base: Pick<LocalEndpoints, 'dynamoEndpoint' | 'sqsEndpoint'>, jobCount: number, due: number): Promise<PlannerCost> {
+  const endpoints = await freshResources(base, `plancost${jobCount}`);
+  const clients = benchClients(endpoints);
+  const counting = new CountingMiddleware();
+  counting.attach(clients.doc);
+  const sqs = new SqsMeter().attach(clients.sqs);
+  try {
+    // Tick 1 at H:00:30 plans (H:00:30, H:01:30]; the measured tick 2 at H:01:30 plans (H:01:30, H:02:30].
+    // `due` jobs run every minute; the others are hourly at minutes 3..59, so none of them is due in tick 2.
+    const inputs: JobInput[] = Array.from({ length: jobCount }, (_, i) =>
+      i < due
+        ? { name: `bench-cost-minutely-${i}`, schedule: '* * * * *', handler: 'noop' }
+        : { name: `bench-cost-hourly-${i}`, schedule: `${3 + (i % 57)} * * * *`, handler: 'noop' },
+    );
+    const jobs = benchJobs(inputs);
+    const ledger = new Ledger(clients.doc, { tableName: endpoints.ledgerTable });
+    const queue = new RunQueue(clients.sqs, endpoints.runQueueUrl);
+    let now = Math.floor(Date.now() / HOUR) * HOUR + 30_000;
+    const deps: PlannerDeps = { ledger, queue, jobs, clock: () => now, logger: silent(), metrics: new InMemoryMetrics(), options: { lookaheadMs: MINUTE } };
+    await runPlannerTick(deps, { partition: 0, of: 1 });
+    now += MINUTE;
+    counting.reset();
+    sqs.reset();
+    const start = performance.now();
+    const report = await runPlannerTick(deps, { partition: 0, of: 1 });
+    const tickMs = performance.now() - start;
+    const byCommand = counting.byCommand();
+    return {
+      jobs: jobCount,
+      due,
+      partitions: 1,
+      requests: sum(Object.values(byCommand)),
+      byCommand,
+      sqsCalls: sqs.schedulerCalls,
+      tickMs: round(tickMs, 1),
+      created: report.created,
+    };
+  } finally {
+    clients.dynamo.destroy();
+    clients.sqs.destroy();
+  }
+}

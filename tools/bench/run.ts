@@ -1,0 +1,538 @@
+/**
+ * The benchmark (issue 7): every figure in one run, on one local stack (DynamoDB Local + local
+ * SQS), each phase on its own fresh tables and queues. `runBench` is the library entry point
+ * (the smoke test calls it in-process); tools/bench.ts is the CLI (`npm run bench`).
+ */
+import { readFileSync } from 'node:fs';
+import { cpus, loadavg } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { OverlapPolicy } from '../../shared/core/job-schema.js';
+import { startLocalStack, type LocalEndpoints, type LocalStack } from '../local-stack.js';
+import { bundleSize, type BundleResult } from './bundle.js';
+import { costPerMillionRuns, describePrices, PRICES, type CostBreakdown } from './cost.js';
+import { measureEndToEnd, type EndToEndResult } from './end-to-end.js';
+import { round } from './measure.js';
+import { plannerCost, plannerThroughput, type PlannerCost, type PlannerThroughput } from './planner.js';
+import { measureRaw, type RawResult } from './raw.js';
+import { measureTakeover, type TakeoverResult } from './takeover.js';
+import { measureTriggerLag, type TriggerLagResult } from './trigger-lag.js';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export type BenchMode = 'full' | 'smoke';
+export type Phase = 'bundle' | 'raw' | 'planner' | 'planner-cost' | 'end-to-end' | 'overlap' | 'trigger-lag' | 'takeover';
+export const ALL_PHASES: readonly Phase[] = ['bundle', 'raw', 'planner', 'planner-cost', 'end-to-end', 'overlap', 'trigger-lag', 'takeover'];
+
+export interface BenchOptions {
+  /** @default 'full' */
+  readonly mode?: BenchMode;
+  /** Use these running local servers (fresh tables and queues per phase) instead of starting a stack. */
+  readonly endpoints?: Pick<LocalEndpoints, 'dynamoEndpoint' | 'sqsEndpoint'>;
+  /** Progress lines (stderr in the CLI). */
+  readonly log?: (line: string) => void;
+  /** Run only these phases (the others report 'n/a'). @default every phase */
+  readonly phases?: readonly Phase[];
+}
+
+/** Sizes per mode. Smoke keeps every phase but makes it tiny (the "1k"/"10k" keys then hold smaller sizes). */
+export interface BenchSizes {
+  readonly rawItems: number;
+  readonly rawWarmupItems: number;
+  /** Items of the short raw re-measurements taken right before the planner and end-to-end phases. */
+  readonly pairedRawItems: number;
+  readonly concurrency: number;
+  readonly plannerSmallJobs: number;
+  readonly plannerLargeJobs: number;
+  readonly costJobs: number;
+  readonly costDue: number;
+  readonly e2eRuns: number;
+  readonly e2eWorkers: number;
+  readonly overlapRuns: number;
+  readonly lagDurationMs: number;
+  readonly lagJobs: number;
+  readonly lagTickSeconds: number;
+  readonly lagWorkers: number;
+  readonly lagWarmupMs: number;
+  readonly kills: number;
+  readonly leaseMs: number;
+  readonly heartbeatMs: number;
+  /** Extra kills with --clock-skew 0, to separate the skew allowance from SQS redelivery (0 = none). */
+  readonly killsSkew0: number;
+}
+
+export const SIZES: Readonly<Record<BenchMode, BenchSizes>> = {
+  full: {
+    rawItems: 5_000,
+    rawWarmupItems: 2_000,
+    pairedRawItems: 1_500,
+    concurrency: 16,
+    plannerSmallJobs: 1_000,
+    plannerLargeJobs: 10_000,
+    costJobs: 10_000,
+    costDue: 100,
+    e2eRuns: 2_000,
+    e2eWorkers: 4,
+    overlapRuns: 1_000,
+    lagDurationMs: 120_000,
+    lagJobs: 10,
+    lagTickSeconds: 60,
+    lagWorkers: 2,
+    lagWarmupMs: 5_000,
+    kills: 10,
+    leaseMs: 3_000,
+    heartbeatMs: 1_000,
+    killsSkew0: 5,
+  },
+  smoke: {
+    rawItems: 200,
+    rawWarmupItems: 100,
+    pairedRawItems: 100,
+    concurrency: 16,
+    plannerSmallJobs: 50,
+    plannerLargeJobs: 300,
+    costJobs: 500,
+    costDue: 10,
+    e2eRuns: 60,
+    e2eWorkers: 2,
+    overlapRuns: 20,
+    lagDurationMs: 11_000,
+    lagJobs: 3,
+    lagTickSeconds: 10,
+    lagWorkers: 2,
+    lagWarmupMs: 3_000,
+    kills: 1,
+    leaseMs: 3_000,
+    heartbeatMs: 1_000,
+    killsSkew0: 0,
+  },
+};
+
+/** The figures every bench run reports (issue 7 plus the brief); `runBench` fills each with a number. */
+export const REQUIRED_KEYS = [
+  'rawWritesPerSec',
+  'runsPerSec',
+  'efficiency',
+  'writesPerRun',
+  'sqsCallsPerRun',
+  'triggerLagP50Ms',
+  'triggerLagP99Ms',
+  'takeoverP50Ms',
+  'takeoverMaxMs',
+  'leaseMs',
+  'heartbeatMs',
+  'workerBundleBytes',
+  'plannerBundleBytes',
+  'plannerSlotsPerSec1k',
+  'plannerSlotsPerSec10k',
+  'plannerRequestsPerTick10kJobs100Due',
+  'costPerMillionRunsUsd',
+] as const;
+
+export type Figure = number | string;
+
+export interface TargetCheck {
+  readonly figure: string;
+  readonly value: Figure;
+  readonly target: string;
+  readonly met: boolean | 'n/a';
+}
+
+export interface BenchResult {
+  readonly mode: BenchMode;
+  readonly figures: Record<string, Figure>;
+  readonly targets: readonly TargetCheck[];
+  readonly table: string;
+  readonly details: {
+    raw?: RawResult;
+    /** Raw limit re-measured right before the 10k planner tick and right before the end-to-end burst. */
+    rawBeforePlanner?: RawResult;
+    rawBeforeEndToEnd?: RawResult;
+    /** 1-minute load average of the machine when each phase started (other work on the machine skews rates). */
+    load: Record<string, number>;
+    plannerSmall?: PlannerThroughput;
+    plannerLarge?: PlannerThroughput;
+    plannerCost?: PlannerCost;
+    endToEnd?: EndToEndResult;
+    overlap?: Partial<Record<OverlapPolicy, EndToEndResult | string>>;
+    triggerLag?: TriggerLagResult;
+    takeover?: TakeoverResult;
+    takeoverSkew0?: TakeoverResult;
+    workerBundle?: BundleResult;
+    plannerBundle?: BundleResult;
+    cost?: CostBreakdown;
+    sparseCost?: CostBreakdown;
+  };
+}
+
+/** True when the worker enforces the exclusive overlap policies (they landed in a separate issue). */
+export function overlapPoliciesImplemented(): boolean {
+  try {
+    const worker = readFileSync(join(ROOT, 'shared', 'worker.ts'), 'utf8');
+    return worker.includes('OverlapPolicy.FORBID_QUEUE') && worker.includes('OverlapPolicy.COALESCE');
+  } catch {
+    return false;
+  }
+}
+
+const NA = 'n/a';
+
+export async function runBench(options: BenchOptions = {}): Promise<BenchResult> {
+  const mode = options.mode ?? 'full';
+  const sizes = SIZES[mode];
+  const log = options.log ?? (() => undefined);
+  const phases = new Set(options.phases ?? ALL_PHASES);
+  const details: BenchResult['details'] = { load: {} };
+  const mark = (phase: string) => {
+    details.load[phase] = round(loadavg()[0] ?? 0, 2);
+  };
+  const started = Date.now();
+
+  if (phases.has('bundle')) {
+    mark('bundle');
+    log('bundling functions/worker.ts and functions/planner.ts (esbuild, minified, SDK bundled)');
+    details.workerBundle = await bundleSize('functions/worker.ts');
+    details.plannerBundle = await bundleSize('functions/planner.ts');
+  }
+
+  let stack: LocalStack | undefined;
+  let base = options.endpoints;
+  const needsStack = [...phases].some((p) => p !== 'bundle');
+  try {
+    if (needsStack && !base) {
+      log('starting the local stack (DynamoDB Local + local-aws-sqs)');
+      stack = await startLocalStack();
+      base = stack;
+    }
+    if (base && phases.has('raw')) {
+      mark('raw');
+      log(`raw limit: ${sizes.rawWarmupItems} warm-up, then ${sizes.rawItems} conditional puts + ${sizes.rawItems} conditional updates, ${sizes.concurrency} in flight`);
+      details.raw = await measureRaw({ base, items: sizes.rawItems, warmupItems: sizes.rawWarmupItems, concurrency: sizes.concurrency });
+      log(`  ${details.raw.rawPutsPerSec} puts/s, ${details.raw.rawUpdatesPerSec} updates/s`);
+    }
+    if (base && phases.has('planner')) {
+      mark('planner');
+      for (const [key, jobs] of [['plannerSmall', sizes.plannerSmallJobs], ['plannerLarge', sizes.plannerLargeJobs]] as const) {
+        if (key === 'plannerLarge') {
+          details.rawBeforePlanner = await measureRaw({ base, items: sizes.pairedRawItems, warmupItems: 0, concurrency: sizes.concurrency });
+          log(`  raw re-measured: ${details.rawBeforePlanner.rawPutsPerSec} puts/s`);
+        }
+        log(`planner throughput: ${jobs} jobs due in one tick`);
+        details[key] = await plannerThroughput(base, jobs, sizes.concurrency);
+        log(`  tick ${details[key]!.tickMs} ms (puts ${details[key]!.putMs} ms, sends ${details[key]!.sendMs} ms)`);
+      }
+    }
+    if (base && phases.has('planner-cost')) {
+      mark('planner-cost');
+      log(`planner cost: ${sizes.costJobs} jobs, ${sizes.costDue} due in the measured tick`);
+      details.plannerCost = await plannerCost(base, sizes.costJobs, sizes.costDue);
+      log(`  ${details.plannerCost.requests} ledger requests, ${details.plannerCost.tickMs} ms`);
+    }
+    if (base && phases.has('end-to-end')) {
+      mark('end-to-end');
+      details.rawBeforeEndToEnd = await measureRaw({ base, items: sizes.pairedRawItems, warmupItems: 0, concurrency: sizes.concurrency });
+      log(`  raw re-measured: ${details.rawBeforeEndToEnd.rawWritesPerSec} writes/s`);
+      log(`end to end: ${sizes.e2eRuns} no-op runs due at once, overlap parallel, ${sizes.e2eWorkers} pollers × batches of 10`);
+      details.endToEnd = await measureEndToEnd({ base, runs: sizes.e2eRuns, workers: sizes.e2eWorkers, overlap: OverlapPolicy.PARALLEL, putConcurrency: sizes.concurrency });
+      log(`  ${details.endToEnd.runsPerSec} runs/s, ${details.endToEnd.writesPerRun} writes/run`);
+    }
+    if (base && phases.has('overlap')) {
+      mark('overlap');
+      details.overlap = {};
+      if (!overlapPoliciesImplemented()) {
+        log('overlap policies forbid-queue/coalesce: not implemented in shared/worker.ts yet: n/a');
+      } else {
+        for (const overlap of [OverlapPolicy.FORBID_QUEUE, OverlapPolicy.COALESCE]) {
+          log(`end to end, overlap ${overlap}: ${sizes.overlapRuns} no-op runs`);
+          try {
+            details.overlap[overlap] = await measureEndToEnd({ base, runs: sizes.overlapRuns, workers: sizes.e2eWorkers, overlap, putConcurrency: sizes.concurrency });
+          } catch (error) {
+            details.overlap[overlap] = `failed: ${error instanceof Error ? error.message : String(error)}`;
+            log(`  ${details.overlap[overlap]}`);
+          }
+        }
+      }
+    }
+    if (base && phases.has('trigger-lag')) {
+      mark('trigger-lag');
+      log(`trigger lag: ${sizes.lagJobs} jobs every 10 s for ${sizes.lagDurationMs / 1000} s, planner every ${sizes.lagTickSeconds} s`);
+      details.triggerLag = await measureTriggerLag({ base, durationMs: sizes.lagDurationMs, jobs: sizes.lagJobs, tickSeconds: sizes.lagTickSeconds, workers: sizes.lagWorkers, warmupMs: sizes.lagWarmupMs });
+      log(`  p50 ${details.triggerLag.p50Ms} ms, p99 ${details.triggerLag.p99Ms} ms over ${details.triggerLag.samples} runs`);
+    }
+    if (base && phases.has('takeover')) {
+      mark('takeover');
+      log(`takeover: ${sizes.kills} SIGKILLs of worker processes, lease ${sizes.leaseMs} ms, heartbeat ${sizes.heartbeatMs} ms`);
+      details.takeover = await measureTakeover({ base, kills: sizes.kills, leaseMs: sizes.leaseMs, heartbeatMs: sizes.heartbeatMs, log: (l) => log(`  ${l}`) });
+      if (sizes.killsSkew0 > 0) {
+        log(`takeover with --clock-skew 0 (diagnostic): ${sizes.killsSkew0} kills`);
+        details.takeoverSkew0 = await measureTakeover({ base, kills: sizes.killsSkew0, leaseMs: sizes.leaseMs, heartbeatMs: sizes.heartbeatMs, clockSkewMs: 0, log: (l) => log(`  ${l}`) });
+      }
+    }
+  } finally {
+    await stack?.stop();
+  }
+
+  const figures = collectFigures(mode, sizes, details, (Date.now() - started) / 1000);
+  figures.loadAvg1mByPhase = JSON.stringify(details.load);
+  const targets = checkTargets(figures);
+  return { mode, figures, targets, table: renderTable(mode, sizes, figures, targets, details), details };
+}
+
+function num(value: number | undefined): Figure {
+  return value === undefined || Number.isNaN(value) ? NA : value;
+}
+
+function collectFigures(mode: BenchMode, sizes: BenchSizes, d: BenchResult['details'], elapsedSec: number): Record<string, Figure> {
+  const e2e = d.endToEnd;
+  const raw = d.raw;
+  const f: Record<string, Figure> = {};
+  // Required figures first (issue 7 and the brief).
+  f.rawWritesPerSec = num(raw?.rawWritesPerSec);
+  f.runsPerSec = num(e2e?.runsPerSec);
+  f.efficiency = e2e && raw ? round((e2e.runsPerSec * e2e.writesPerRun) / raw.rawWritesPerSec, 3) : NA;
+  f.writesPerRun = num(e2e?.writesPerRun);
+  f.sqsCallsPerRun = num(e2e?.sqsCallsPerRun);
+  f.triggerLagP50Ms = num(d.triggerLag?.p50Ms);
+  f.triggerLagP99Ms = num(d.triggerLag?.p99Ms);
+  f.takeoverP50Ms = num(d.takeover?.p50Ms);
+  f.takeoverMaxMs = num(d.takeover?.maxMs);
+  f.leaseMs = sizes.leaseMs;
+  f.heartbeatMs = sizes.heartbeatMs;
+  f.workerBundleBytes = num(d.workerBundle?.bytes);
+  f.plannerBundleBytes = num(d.plannerBundle?.bytes);
+  f.plannerSlotsPerSec1k = num(d.plannerSmall?.slotsPerSec);
+  f.plannerSlotsPerSec10k = num(d.plannerLarge?.slotsPerSec);
+  f.plannerRequestsPerTick10kJobs100Due = num(d.plannerCost?.requests);
+
+  let cost: CostBreakdown | undefined;
+  if (e2e) {
+    cost = costPerMillionRuns({
+      writeUnitsPerRun: e2e.writeUnitsPerRun,
+      readUnitsPerRun: e2e.readUnitsPerRun,
+      sqsRequestsPerRun: e2e.sqsCallsPerRun + e2e.eventSourceSqsCallsPerRun,
+      invocationsPerRun: e2e.invocationsPerRun,
+      lambdaMsPerRun: e2e.lambdaMsPerRun,
+    });
+    d.cost = cost;
+  }
+  f.costPerMillionRunsUsd = cost ? round(cost.total, 3) : NA;
+
+  // Extra figures.
+  f.writesPerRunForbidQueue = overlapFigure(d, OverlapPolicy.FORBID_QUEUE, (r) => r.writesPerRun);
+  f.writesPerRunCoalesce = overlapFigure(d, OverlapPolicy.COALESCE, (r) => r.writesPerRun);
+  f.writeUnitsPerRunForbidQueue = overlapFigure(d, OverlapPolicy.FORBID_QUEUE, (r) => r.writeUnitsPerRun);
+  f.writeUnitsPerRunCoalesce = overlapFigure(d, OverlapPolicy.COALESCE, (r) => r.writeUnitsPerRun);
+  f.readsPerRunForbidQueue = overlapFigure(d, OverlapPolicy.FORBID_QUEUE, (r) => r.readsPerRun);
+  f.readsPerRunCoalesce = overlapFigure(d, OverlapPolicy.COALESCE, (r) => r.readsPerRun);
+  f.sqsCallsPerRunForbidQueue = overlapFigure(d, OverlapPolicy.FORBID_QUEUE, (r) => r.sqsCallsPerRun);
+  f.sqsCallsPerRunCoalesce = overlapFigure(d, OverlapPolicy.COALESCE, (r) => r.sqsCallsPerRun);
+  f.runsPerSecForbidQueue = overlapFigure(d, OverlapPolicy.FORBID_QUEUE, (r) => r.runsPerSec);
+  f.runsPerSecCoalesce = overlapFigure(d, OverlapPolicy.COALESCE, (r) => r.runsPerSec);
+
+  // Paired ratios: the same quantities against a raw limit measured minutes, not seconds, apart is
+  // fragile on a shared machine, so each is also given against the raw rate measured just before.
+  const pairedE2e = d.rawBeforeEndToEnd;
+  f.rawWritesPerSecBeforeEndToEnd = num(pairedE2e?.rawWritesPerSec);
+  f.efficiencyPaired = e2e && pairedE2e ? round((e2e.runsPerSec * e2e.writesPerRun) / pairedE2e.rawWritesPerSec, 3) : NA;
+  f.rawPutsPerSecBeforePlanner = num(d.rawBeforePlanner?.rawPutsPerSec);
+  f.plannerTickVsRawPutPaired10k = d.plannerLarge && d.rawBeforePlanner ? round(d.plannerLarge.slotsPerSec / d.rawBeforePlanner.rawPutsPerSec, 3) : NA;
+  f.plannerPutVsRawPutPaired10k = d.plannerLarge && d.rawBeforePlanner ? round(d.plannerLarge.putSlotsPerSec / d.rawBeforePlanner.rawPutsPerSec, 3) : NA;
+  f.rawPutsPerSec = num(raw?.rawPutsPerSec);
+  f.rawUpdatesPerSec = num(raw?.rawUpdatesPerSec);
+  f.plannerPutSlotsPerSec1k = num(d.plannerSmall?.putSlotsPerSec);
+  f.plannerPutSlotsPerSec10k = num(d.plannerLarge?.putSlotsPerSec);
+  f.plannerTickVsRawPut10k = d.plannerLarge && raw ? round(d.plannerLarge.slotsPerSec / raw.rawPutsPerSec, 3) : NA;
+  f.plannerPutVsRawPut10k = d.plannerLarge && raw ? round(d.plannerLarge.putSlotsPerSec / raw.rawPutsPerSec, 3) : NA;
+  f.plannerTickMs10k = num(d.plannerLarge?.tickMs);
+  f.plannerReadAndPlanMs10k = num(d.plannerLarge?.readAndPlanMs);
+  f.plannerPutMs10k = num(d.plannerLarge?.putMs);
+  f.plannerSendMs10k = num(d.plannerLarge?.sendMs);
+  f.plannerAfterSendMs10k = num(d.plannerLarge?.afterSendMs);
+  f.plannerTickMs10kJobs100Due = num(d.plannerCost?.tickMs);
+  f.plannerSqsCallsPerTick10kJobs100Due = num(d.plannerCost?.sqsCalls);
+  f.plannerRequestsTarget10kJobs100Due = d.plannerCost ? 3 * d.plannerCost.due + d.plannerCost.partitions : NA;
+
+  f.workerRunsPerSec = num(e2e?.workerRunsPerSec);
+  f.e2eElapsedMs = num(e2e?.elapsedMs);
+  f.e2ePlannerTickMs = num(e2e?.plannerTickMs);
+  f.writeItemsPerRun = num(e2e?.writeItemsPerRun);
+  f.writeUnitsPerRun = num(e2e?.writeUnitsPerRun);
+  f.readsPerRun = num(e2e?.readsPerRun);
+  f.readUnitsPerRun = num(e2e?.readUnitsPerRun);
+  f.dynamoRequestsPerRun = num(e2e?.dynamoRequestsPerRun);
+  f.eventSourceSqsCallsPerRun = num(e2e?.eventSourceSqsCallsPerRun);
+  f.invocationsPerRun = num(e2e?.invocationsPerRun);
+  f.lambdaMsPerRun = num(e2e?.lambdaMsPerRun);
+  f.e2eViolations = num(e2e?.violations);
+
+  f.triggerLagMaxMs = num(d.triggerLag?.maxMs);
+  f.triggerLagSamples = num(d.triggerLag?.samples);
+  f.triggerLagExpectedSamples = num(d.triggerLag?.expectedSamples);
+  f.startLeadMs = num(d.triggerLag?.startLeadMs);
+  f.leadWaitMeanMs = num(d.triggerLag?.leadWaitMeanMs);
+
+  f.takeoverMinMs = num(d.takeover?.minMs);
+  f.takeoverKills = num(d.takeover?.kills);
+  f.clockSkewMs = num(d.takeover?.clockSkewMs);
+  f.takeoverLeaseRemainingMeanMs = num(d.takeover?.leaseRemainingMeanMs);
+  f.takeoverRedeliveryMeanMs = num(d.takeover?.redeliveryMeanMs);
+  f.takeoverRedeliveryMaxMs = num(d.takeover?.redeliveryMaxMs);
+  f.takeoverViolations = num(d.takeover?.violations);
+  f.takeoverP50MsSkew0 = num(d.takeoverSkew0?.p50Ms);
+  f.takeoverMaxMsSkew0 = num(d.takeoverSkew0?.maxMs);
+
+  f.costPerMillionRunsDynamoUsd = cost ? round(cost.dynamo, 3) : NA;
+  f.costPerMillionRunsSqsUsd = cost ? round(cost.sqs, 3) : NA;
+  f.costPerMillionRunsLambdaUsd = cost ? round(cost.lambdaRequests + cost.lambdaDuration, 3) : NA;
+  // A sparse job (one run per invocation) pays the claim → outcome time of the trigger-lag phase
+  // (startLead wait included), plus the burst's per-run worker time for the claim and completion.
+  if (e2e && d.triggerLag) {
+    const sparse = costPerMillionRuns({
+      writeUnitsPerRun: e2e.writeUnitsPerRun,
+      readUnitsPerRun: e2e.readUnitsPerRun,
+      sqsRequestsPerRun: e2e.sqsCallsPerRun + 2,
+      invocationsPerRun: 1,
+      lambdaMsPerRun: d.triggerLag.claimToOutcomeMeanMs + e2e.lambdaMsPerRun,
+    });
+    d.sparseCost = sparse;
+    f.costPerMillionSparseRunsUsd = round(sparse.total, 3);
+  } else {
+    f.costPerMillionSparseRunsUsd = NA;
+  }
+  f.cpus = cpus().length;
+  f.loadAvg1mMax = Math.max(0, ...Object.values(d.load));
+  f.region = PRICES.region;
+  f.mode = mode;
+  f.benchSeconds = round(elapsedSec, 1);
+  return f;
+}
+
+function overlapFigure(d: BenchResult['details'], policy: OverlapPolicy, pick: (r: EndToEndResult) => number): Figure {
+  const result = d.overlap?.[policy];
+  return result && typeof result !== 'string' ? pick(result) : NA;
+}
+
+const WORKER_BUNDLE_LIMIT = 400 * 1024;
+
+function check(figure: string, value: Figure, target: string, ok: (v: number) => boolean): TargetCheck {
+  return { figure, value, target, met: typeof value === 'number' ? ok(value) : NA };
+}
+
+export function checkTargets(f: Record<string, Figure>): TargetCheck[] {
+  const lease = typeof f.leaseMs === 'number' ? f.leaseMs : 0;
+  const beat = typeof f.heartbeatMs === 'number' ? f.heartbeatMs : 0;
+  const rawPut = typeof f.rawPutsPerSec === 'number' ? f.rawPutsPerSec : NaN;
+  const bound = typeof f.plannerRequestsTarget10kJobs100Due === 'number' ? f.plannerRequestsTarget10kJobs100Due : 301;
+  return [
+    check('writesPerRun', f.writesPerRun!, '≤ 3.0', (v) => v <= 3.0),
+    check('sqsCallsPerRun', f.sqsCallsPerRun!, '≤ 0.15', (v) => v <= 0.15),
+    check('efficiency', f.efficiency!, '≥ 0.8', (v) => v >= 0.8),
+    check('triggerLagP99Ms', f.triggerLagP99Ms!, '≤ 100', (v) => v <= 100),
+    check('takeoverP50Ms', f.takeoverP50Ms!, `≤ lease + heartbeat = ${lease + beat}`, (v) => v <= lease + beat),
+    check('takeoverMaxMs', f.takeoverMaxMs!, `≤ lease + heartbeat = ${lease + beat}`, (v) => v <= lease + beat),
+    check('workerBundleBytes', f.workerBundleBytes!, `≤ 400 KB (${WORKER_BUNDLE_LIMIT} B)`, (v) => v <= WORKER_BUNDLE_LIMIT),
+    check('plannerRequestsPerTick10kJobs100Due', f.plannerRequestsPerTick10kJobs100Due!, `≤ 3 × due + partitions = ${bound}`, (v) => v <= bound),
+    check('plannerSlotsPerSec10k', f.plannerSlotsPerSec10k!, `≥ 0.8 × raw put rate = ${Number.isNaN(rawPut) ? '?' : round(0.8 * rawPut, 1)}`, (v) => !Number.isNaN(rawPut) && v >= 0.8 * rawPut),
+  ];
+}
+
+function fmt(value: Figure | undefined): string {
+  if (value === undefined) return NA;
+  if (typeof value === 'string') return value;
+  return Number.isInteger(value) ? value.toLocaleString('en-US') : value.toLocaleString('en-US', { maximumFractionDigits: 4 });
+}
+
+function renderTable(mode: BenchMode, sizes: BenchSizes, f: Record<string, Figure>, targets: readonly TargetCheck[], d: BenchResult['details']): string {
+  const byFigure = new Map(targets.map((t) => [t.figure, t]));
+  const rows: [string, string, string, string][] = [];
+  const section = (title: string) => rows.push([`— ${title}`, '', '', '']);
+  const row = (label: string, key: string, note = '') => {
+    const t = byFigure.get(key);
+    const verdict = t ? (t.met === NA ? 'n/a' : t.met ? 'met' : 'MISSED') : '';
+    rows.push([label, fmt(f[key]), t ? `${t.target} ${verdict}` : '', note]);
+  };
+  section(`raw limit (DynamoDB Local, document client, ${sizes.concurrency} in flight, ${fmt(sizes.rawItems)} items)`);
+  row('raw conditional puts/s', 'rawPutsPerSec');
+  row('raw conditional updates/s', 'rawUpdatesPerSec');
+  row('raw writes/s (puts + updates)', 'rawWritesPerSec');
+  section(`planner throughput (jobs every minute, one slot each, lookahead 60 s)`);
+  row(`slots/s, ${fmt(sizes.plannerSmallJobs)} jobs, whole tick`, 'plannerSlotsPerSec1k');
+  row(`slots/s, ${fmt(sizes.plannerSmallJobs)} jobs, put phase`, 'plannerPutSlotsPerSec1k');
+  row(`slots/s, ${fmt(sizes.plannerLargeJobs)} jobs, whole tick`, 'plannerSlotsPerSec10k');
+  row(`slots/s, ${fmt(sizes.plannerLargeJobs)} jobs, put phase`, 'plannerPutSlotsPerSec10k');
+  row('  whole tick ÷ raw put rate', 'plannerTickVsRawPut10k');
+  row('  put phase ÷ raw put rate', 'plannerPutVsRawPut10k');
+  row('  raw puts/s re-measured just before', 'rawPutsPerSecBeforePlanner');
+  row('  whole tick ÷ that raw put rate', 'plannerTickVsRawPutPaired10k');
+  row('  put phase ÷ that raw put rate', 'plannerPutVsRawPutPaired10k');
+  row('  tick ms: read + plan', 'plannerReadAndPlanMs10k');
+  row('  tick ms: puts', 'plannerPutMs10k');
+  row('  tick ms: SQS sends', 'plannerSendMs10k');
+  row('  tick ms: watermark + sweep', 'plannerAfterSendMs10k');
+  section(`planner cost (${fmt(sizes.costJobs)} jobs, ${fmt(sizes.costDue)} due in the tick, 1 partition)`);
+  row('ledger requests per tick', 'plannerRequestsPerTick10kJobs100Due', d.plannerCost ? JSON.stringify(d.plannerCost.byCommand) : '');
+  row('SQS calls per tick', 'plannerSqsCallsPerTick10kJobs100Due');
+  row('tick ms', 'plannerTickMs10kJobs100Due');
+  section(`end to end (${fmt(sizes.e2eRuns)} no-op runs due at once, overlap parallel, ${sizes.e2eWorkers} pollers × batch 10)`);
+  row('runs/s (tick start → last outcome)', 'runsPerSec');
+  row('runs/s (first claim → last outcome)', 'workerRunsPerSec');
+  row('efficiency = runs/s × writes/run ÷ raw writes/s', 'efficiency');
+  row('  raw writes/s re-measured just before', 'rawWritesPerSecBeforeEndToEnd');
+  row('  efficiency against that raw rate', 'efficiencyPaired');
+  row('ledger write requests per run', 'writesPerRun', d.endToEnd ? JSON.stringify(d.endToEnd.dynamo.byCommand) : '');
+  row('consumed write units per run (table + index)', 'writeUnitsPerRun');
+  row('ledger read requests per run', 'readsPerRun');
+  row('consumed read units per run', 'readUnitsPerRun');
+  row("scheduler's own SQS calls per run", 'sqsCallsPerRun', d.endToEnd ? JSON.stringify(d.endToEnd.sqsByCommand) : '');
+  row('event source SQS calls per run (receive + delete)', 'eventSourceSqsCallsPerRun');
+  row('worker invocations (batches) per run', 'invocationsPerRun');
+  row('worker ms per run (batch time ÷ runs)', 'lambdaMsPerRun');
+  row('invariant violations', 'e2eViolations');
+  section('overlap policies (same burst, one slot per job)');
+  const overlapNote = (policy: OverlapPolicy) => {
+    const r = d.overlap?.[policy];
+    return r === undefined ? '' : typeof r === 'string' ? r : `${JSON.stringify(r.dynamo.byCommand)} over ${r.runs} runs; SQS ${JSON.stringify(r.sqsByCommand)}`;
+  };
+  row('write requests per run, forbid-queue', 'writesPerRunForbidQueue', overlapNote(OverlapPolicy.FORBID_QUEUE));
+  row('write units per run, forbid-queue', 'writeUnitsPerRunForbidQueue');
+  row('read requests per run, forbid-queue', 'readsPerRunForbidQueue');
+  row('write requests per run, coalesce', 'writesPerRunCoalesce', overlapNote(OverlapPolicy.COALESCE));
+  row('write units per run, coalesce', 'writeUnitsPerRunCoalesce');
+  row('read requests per run, coalesce', 'readsPerRunCoalesce');
+  row("scheduler's SQS calls per run, forbid-queue", 'sqsCallsPerRunForbidQueue');
+  row("scheduler's SQS calls per run, coalesce", 'sqsCallsPerRunCoalesce');
+  section(`trigger lag (${sizes.lagJobs} jobs every 10 s, ${sizes.lagDurationMs / 1000} s, planner every ${sizes.lagTickSeconds} s)`);
+  row('p50 ms', 'triggerLagP50Ms');
+  row('p99 ms', 'triggerLagP99Ms');
+  row('max ms', 'triggerLagMaxMs');
+  row('samples (expected)', 'triggerLagSamples', `expected ${fmt(f.triggerLagExpectedSamples)}`);
+  row('startLead wait per run (claim → handler start), ms', 'leadWaitMeanMs', `startLead ${fmt(f.startLeadMs)} ms`);
+  section(`takeover after SIGKILL (worker processes, ${sizes.kills} kills)`);
+  row('lease ms', 'leaseMs');
+  row('heartbeat ms', 'heartbeatMs');
+  row('clock-skew allowance ms', 'clockSkewMs');
+  row('takeover p50 ms', 'takeoverP50Ms');
+  row('takeover max ms', 'takeoverMaxMs');
+  row('  lease left at the kill, mean ms', 'takeoverLeaseRemainingMeanMs');
+  row('  redelivery after claimable, mean ms', 'takeoverRedeliveryMeanMs');
+  row('  redelivery after claimable, max ms', 'takeoverRedeliveryMaxMs');
+  row('takeover p50 ms with --clock-skew 0', 'takeoverP50MsSkew0');
+  row('takeover max ms with --clock-skew 0', 'takeoverMaxMsSkew0');
+  row('invariant violations', 'takeoverViolations');
+  section('bundles (esbuild, node22, esm, minified, AWS SDK bundled)');
+  row('worker bytes', 'workerBundleBytes', d.workerBundle ? d.workerBundle.top.map((t) => `${t.name} ${Math.round(t.bytes / 1024)}K`).join(', ') : '');
+  row('planner bytes', 'plannerBundleBytes', d.plannerBundle ? d.plannerBundle.top.map((t) => `${t.name} ${Math.round(t.bytes / 1024)}K`).join(', ') : '');
+  section('cost per million short runs (USD, marginal)');
+  row('total', 'costPerMillionRunsUsd');
+  row('  DynamoDB', 'costPerMillionRunsDynamoUsd');
+  row('  SQS (scheduler + event source)', 'costPerMillionRunsSqsUsd');
+  row('  Lambda (requests + duration)', 'costPerMillionRunsLambdaUsd');
+  row('sparse runs (1 per invocation, startLead wait billed)', 'costPerMillionSparseRunsUsd');
+
+  const body = rows.filter((r) => !r[0].startsWith('—'));
+  const widths = [0, 1, 2].map((i) => Math.max(...body.map((r) => (r[i] ?? '').length)));
+  const lines = rows.map((r) => (r[0].startsWith('—') ? r[0] : [r[0].padEnd(widths[0]!), r[1].padStart(widths[1]!), r[2].padEnd(widths[2]!), r[3]].join('  ').trimEnd()));
+  lines.unshift(`scheduler benchmark (${mode} mode, ${fmt(f.benchSeconds)} s, ${fmt(f.cpus)} CPUs, 1-min load average at phase starts ${JSON.stringify(d.load)})`);
+  lines.push('', describePrices(), 'fixed costs not in the per-run figure: one planner invocation per partition per minute; the event source mapping\'s empty polls.');
+  return lines.join('\n');
+}

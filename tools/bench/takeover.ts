@@ -1,0 +1,212 @@
+/**
+ * Takeover latency: real worker child processes (tools/worker-process.ts) run a job whose first
+ * attempt holds for minutes while heartbeating; the bench SIGKILLs the holder mid-run and
+ * measures kill → the successor's `claimed` event (from RUNNING). Two idle workers are kept alive
+ * (the killed one is replaced at once), so a successor is always polling.
+ *
+ * Each takeover is split into: the lease the dead worker still held at the kill (its last
+ * heartbeat's leaseUntil − kill), the clock-skew allowance a claimer waits beyond that, and the
+ * redelivery delay after the run became claimable (message visibility, refused early claim's
+ * re-hide rounding, long-poll latency).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import type { HistoryEvent } from '../../shared/core/history.js';
+import { InvariantMonitor } from '../../shared/core/invariants.js';
+import { parseJobs, type JobInput } from '../../shared/core/job-schema.js';
+import { DEFAULT_CLOCK_SKEW_MS } from '../../shared/core/lease.js';
+import { messageFor } from '../../shared/planner.js';
+import { createAdapters } from '../../shared/runtime.js';
+import { percentile } from '../local-runtime.js';
+import type { LocalEndpoints } from '../local-stack.js';
+import { handlers as holdHandlers } from './takeover-handlers.js';
+import { benchClients, freshResources, mean, round, sleepMs, until } from './measure.js';
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const WORKER_SCRIPT = join(ROOT, 'tools', 'worker-process.ts');
+const HANDLERS_MODULE = join(ROOT, 'tools', 'bench', 'takeover-handlers.ts');
+
+export interface TakeoverOptions {
+  readonly base: Pick<LocalEndpoints, 'dynamoEndpoint' | 'sqsEndpoint'>;
+  readonly kills: number;
+  readonly leaseMs: number;
+  readonly heartbeatMs: number;
+  /** Passed to the workers as --clock-skew; undefined = the default allowance. */
+  readonly clockSkewMs?: number;
+  readonly log?: (line: string) => void;
+}
+
+export interface TakeoverSample {
+  readonly takeoverMs: number;
+  readonly leaseRemainingMs: number;
+  readonly redeliveryMs: number;
+}
+
+export interface TakeoverResult {
+  readonly kills: number;
+  readonly p50Ms: number;
+  readonly maxMs: number;
+  readonly minMs: number;
+  readonly leaseMs: number;
+  readonly heartbeatMs: number;
+  readonly clockSkewMs: number;
+  readonly leaseRemainingMeanMs: number;
+  readonly redeliveryMeanMs: number;
+  readonly redeliveryMaxMs: number;
+  readonly samples: readonly TakeoverSample[];
+  readonly violations: number;
+}
+
+interface WorkerChild {
+  readonly name: string;
+  readonly proc: ChildProcess;
+  readonly ready: Promise<void>;
+  alive: boolean;
+  stderrTail: string[];
+}
+
+export async function measureTakeover(options: TakeoverOptions): Promise<TakeoverResult> {
+  const log = options.log ?? (() => undefined);
+  const skew = options.clockSkewMs ?? DEFAULT_CLOCK_SKEW_MS;
+  const endpoints = await freshResources(options.base, 'takeover', { visibilityTimeoutSeconds: 30, maxReceiveCount: 1000 });
+  const dir = mkdtempSync(join(tmpdir(), 'scheduler-bench-'));
+  const endpointsFile = join(dir, 'endpoints.json');
+  const jobsFile = join(dir, 'jobs.json');
+  const jobInput: JobInput = {
+    name: 'bench-takeover',
+    schedule: '* * * * * *',
+    handler: 'bench-hold',
+    overlap: 'parallel',
+    lease: options.leaseMs,
+    heartbeatEvery: options.heartbeatMs,
+    timeout: '30m',
+    startLead: 0,
+  };
+  writeFileSync(endpointsFile, JSON.stringify(endpoints));
+  writeFileSync(jobsFile, JSON.stringify([jobInput]));
+  const [job] = parseJobs([jobInput], { handlers: Object.keys(holdHandlers) });
+  const clients = benchClients(endpoints);
+  const { ledger, queue } = createAdapters(clients, { ledgerTable: endpoints.ledgerTable, paymentsTable: endpoints.paymentsTable, runQueueUrl: endpoints.runQueueUrl, retentionDays: 1 });
+  const monitor = new InvariantMonitor(skew);
+  const events: HistoryEvent[] = [];
+  const children = new Map<string, WorkerChild>();
+  let spawned = 0;
+
+  const spawnWorker = (): WorkerChild => {
+    const name = `bench-takeover-w${spawned++}`;
+    const args = ['--import', 'tsx', WORKER_SCRIPT, '--endpoints', endpointsFile, '--owner', name, '--handlers', HANDLERS_MODULE, '--jobs', jobsFile, '--batch-size', '1', '--poll-wait', '1'];
+    if (options.clockSkewMs !== undefined) args.push('--clock-skew', String(options.clockSkewMs));
+    const proc = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    let markReady: () => void = () => undefined;
+    let failReady: (error: Error) => void = () => undefined;
+    const ready = new Promise<void>((res, rej) => {
+      markReady = res;
+      failReady = rej;
+    });
+    const child: WorkerChild = { name, proc, ready, alive: true, stderrTail: [] };
+    createInterface({ input: proc.stdout! }).on('line', (line) => {
+      let parsed: { ready?: string; event?: HistoryEvent };
+      try {
+        parsed = JSON.parse(line) as typeof parsed;
+      } catch {
+        return;
+      }
+      if (parsed.ready) markReady();
+      if (parsed.event) {
+        events.push(parsed.event);
+        monitor.record(parsed.event);
+      }
+    });
+    createInterface({ input: proc.stderr! }).on('line', (line) => {
+      child.stderrTail.push(line);
+      if (child.stderrTail.length > 20) child.stderrTail.shift();
+    });
+    proc.once('exit', (code, signal) => {
+      child.alive = false;
+      failReady(new Error(`worker ${name} exited (${signal ?? code}) before it was ready: ${child.stderrTail.join('\n')}`));
+    });
+    children.set(name, child);
+    return child;
+  };
+
+  const idleWorkers = () => [...children.values()].filter((c) => c.alive);
+  const samples: TakeoverSample[] = [];
+  try {
+    spawnWorker();
+    spawnWorker();
+    await Promise.all(idleWorkers().map((c) => c.ready));
+    for (let i = 0; i < options.kills; i++) {
+      await Promise.all(idleWorkers().map((c) => c.ready));
+      const slot = Math.floor(Date.now() / 1000) * 1000;
+      const created = await ledger.createRun({ job: job!.name, slot, shard: 0, shards: 1, status: 'READY' }, Date.now());
+      if (!created.created) throw new Error(`bench: run for slot ${slot} already existed`);
+      const runKey = created.run.runKey;
+      await queue.send([{ message: messageFor(created.run), delaySeconds: 0 }]);
+      const first = await until(
+        () => events.find((e): e is Extract<HistoryEvent, { type: 'claimed' }> => e.type === 'claimed' && e.runKey === runKey),
+        20_000,
+        `the first claim of ${runKey}`,
+      );
+      const holder = children.get(first.owner);
+      if (!holder) throw new Error(`bench: ${runKey} claimed by unknown owner ${first.owner}`);
+      // Kill at spread-out phases of the heartbeat cycle, after at least one heartbeat.
+      await sleepMs(options.heartbeatMs + 200 + ((i * 379) % options.heartbeatMs));
+      const leases = events.filter(
+        (e) => (e.type === 'claimed' || (e.type === 'heartbeat' && e.ok)) && e.runKey === runKey && 'owner' in e && e.owner === holder.name,
+      );
+      const killAt = Date.now();
+      holder.proc.kill('SIGKILL');
+      holder.alive = false;
+      const lastLeaseUntil = Math.max(...leases.map((e) => ('leaseUntil' in e ? e.leaseUntil : 0)));
+      spawnWorker();
+      const successor = await until(
+        () =>
+          events.find(
+            (e): e is Extract<HistoryEvent, { type: 'claimed' }> => e.type === 'claimed' && e.runKey === runKey && e.from === 'RUNNING' && e.owner !== holder.name,
+          ),
+        60_000,
+        `a successor to take over ${runKey}`,
+      );
+      await until(() => events.find((e) => e.type === 'outcome' && e.runKey === runKey && e.accepted), 20_000, `the successor's outcome on ${runKey}`);
+      const sample = {
+        takeoverMs: successor.at - killAt,
+        leaseRemainingMs: lastLeaseUntil - killAt,
+        redeliveryMs: successor.at - (lastLeaseUntil + skew),
+      };
+      samples.push(sample);
+      log(`takeover ${i + 1}/${options.kills}: ${sample.takeoverMs} ms (lease left ${sample.leaseRemainingMs} ms, skew ${skew} ms, redelivery ${sample.redeliveryMs} ms)`);
+    }
+  } finally {
+    const exits = [...children.values()].filter((c) => c.proc.exitCode === null && c.proc.signalCode === null).map(
+      (c) =>
+        new Promise<void>((res) => {
+          c.proc.once('exit', () => res());
+          c.proc.kill('SIGTERM');
+          setTimeout(() => c.proc.kill('SIGKILL'), 5_000).unref();
+        }),
+    );
+    await Promise.all(exits);
+    clients.dynamo.destroy();
+    clients.sqs.destroy();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  const takeovers = samples.map((s) => s.takeoverMs);
+  return {
+    kills: samples.length,
+    p50Ms: percentile(takeovers, 50),
+    maxMs: Math.max(...takeovers),
+    minMs: Math.min(...takeovers),
+    leaseMs: options.leaseMs,
+    heartbeatMs: options.heartbeatMs,
+    clockSkewMs: skew,
+    leaseRemainingMeanMs: round(mean(samples.map((s) => s.leaseRemainingMs)), 1),
+    redeliveryMeanMs: round(mean(samples.map((s) => s.redeliveryMs)), 1),
+    redeliveryMaxMs: Math.max(...samples.map((s) => s.redeliveryMs)),
+    samples,
+    violations: monitor.violations.length,
+  };
+}

@@ -1,0 +1,96 @@
+/**
+ * The ops CLI's dispatcher, callable in-process: `runOps(argv, io)` returns the exit code.
+ * 0 ok · 1 the operation failed or was refused · 2 usage error or bad input (one line naming the field).
+ */
+import { parseArgs } from 'node:util';
+import { COMMON_OPTIONS, COMMON_USAGE } from './args.js';
+import { backfillCommand, backfillUsage } from './backfill.js';
+import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, OpsFailure, UsageError, type OpsIo } from './io.js';
+import { pauseCommand, pauseUsage, resumeCommand, resumeUsage } from './pause.js';
+import { previewCommand, previewUsage } from './preview.js';
+import { redriveCommand, redriveUsage } from './redrive.js';
+import { resolveCommand, resolveUsage } from './resolve.js';
+import { runsCommand, runsUsage } from './runs.js';
+import { showCommand, showUsage } from './show.js';
+import { statusCommand } from './status.js';
+
+export type OpsCommand = (args: readonly string[], io: OpsIo) => Promise<number>;
+
+export const COMMANDS: Readonly<Record<string, { readonly run: OpsCommand; readonly usage: string; readonly summary: string }>> = {
+  status: { run: statusCommand, usage: 'status [--since 24h]', summary: 'per job: watermark, runs by state, oldest open run, paused; DLQ depth' },
+  runs: { run: runsCommand, usage: runsUsage, summary: "a job's runs, newest first" },
+  show: { run: showCommand, usage: showUsage, summary: 'every field of one run' },
+  pause: { run: pauseCommand, usage: pauseUsage, summary: 'stop planning a job' },
+  resume: { run: resumeCommand, usage: resumeUsage, summary: 'plan a paused job again (missed slots follow its misfire policy)' },
+  backfill: { run: backfillCommand, usage: backfillUsage, summary: 'create and dispatch the runs of a past range, idempotently, rate-limited' },
+  preview: { run: previewCommand, usage: previewUsage, summary: 'list the slots of a schedule (no stack needed)' },
+  redrive: { run: redriveCommand, usage: redriveUsage, summary: 'revive DEAD runs of the DLQ messages, then move them back to the run queue' },
+  resolve: { run: resolveCommand, usage: resolveUsage, summary: 'close a run by hand as succeeded (MANUAL) or dead' },
+};
+
+export function usage(): string[] {
+  const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
+  return [
+    'usage: npm run ops -- <command> [options]',
+    '',
+    ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}\n  ${' '.repeat(width)}  ${c.usage}`),
+    '',
+    `target (every command but preview): ${COMMON_USAGE}`,
+    '  default: AWS, default credential chain, stack FencedScheduler outputs; --local: the running `npm start`',
+  ];
+}
+
+function oneLine(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return (message.split('\n')[0] ?? '').trim() || (error instanceof Error ? error.name : 'error');
+}
+
+export async function runOps(argv: readonly string[], io: OpsIo): Promise<number> {
+  // Only the command name is read here (the first positional; a value of a target option is
+  // not one); each command parses its own options strictly.
+  const { tokens } = parseArgs({ args: [...argv], strict: false, allowPositionals: true, tokens: true });
+  const takesValue = new Set(Object.entries(COMMON_OPTIONS).filter(([, o]) => o.type === 'string').map(([k]) => k));
+  let first: { value: string; index: number } | undefined;
+  for (let i = 0; i < tokens.length && !first; i++) {
+    const token = tokens[i]!;
+    if (token.kind === 'positional') {
+      const previous = tokens[i - 1];
+      const isValue = previous?.kind === 'option' && takesValue.has(previous.name) && previous.value === undefined && previous.index === token.index - 1;
+      if (!isValue) first = { value: token.value, index: token.index };
+    }
+  }
+  const wantsHelp = tokens.some((t) => t.kind === 'option' && (t.name === 'help' || t.name === 'h'));
+  if (!first) {
+    if (wantsHelp) {
+      for (const line of usage()) io.stdout(line);
+      return EXIT_OK;
+    }
+    io.stderr('ops: a command is required: one of ' + Object.keys(COMMANDS).join(', ') + ' (--help for usage)');
+    return EXIT_USAGE;
+  }
+  const name = first.value;
+  const command = COMMANDS[name];
+  if (!command) {
+    io.stderr(`ops: field "command": unknown command "${name}"; one of ${Object.keys(COMMANDS).join(', ')}`);
+    return EXIT_USAGE;
+  }
+  const rest = [...argv.slice(0, first.index), ...argv.slice(first.index + 1)];
+  if (wantsHelp) {
+    io.stdout(`usage: npm run ops -- ${command.usage}${name === 'preview' ? '' : ` ${COMMON_USAGE}`}`);
+    return EXIT_OK;
+  }
+  try {
+    return await command.run(rest, io);
+  } catch (error) {
+    if (error instanceof UsageError) {
+      io.stderr(`ops ${name}: ${oneLine(error)}`);
+      return EXIT_USAGE;
+    }
+    if (error instanceof OpsFailure) {
+      io.stderr(`ops ${name}: ${oneLine(error)}`);
+      return EXIT_FAILURE;
+    }
+    io.stderr(`ops ${name}: ${oneLine(error)}`);
+    return EXIT_FAILURE;
+  }
+}

@@ -1,0 +1,255 @@
+/**
+ * `ops redrive [--max-per-second 10] [--dry-run] [--by NAME]`: send the DLQ's messages back to the
+ * run queue, after giving their DEAD runs a fresh attempt budget.
+ *
+ * 1. Receive every DLQ message (hidden for the duration), parse it as a run message, read its run
+ *    (consistent).
+ * 2. DEAD, or RUNNING with an expired lease and no attempt left → `LedgerOps.reviveRun`
+ *    (conditional on the status and token seen): READY, attempt 0, token kept.
+ *    SUCCEEDED → not revived: when its message comes back the worker acks it as a duplicate, so it
+ *    never executes again; likewise other terminal runs (SKIPPED, SUPERSEDED, MANUAL).
+ *    READY/RETRY/UNKNOWN, or RUNNING with attempts left → left as they are (the claim handles them).
+ *    No such run, or not a run message → counted as unknown (it will come back to the DLQ).
+ * 3. Release the received messages (visibility 0), then StartMessageMoveTask from the DLQ to the
+ *    run queue (DestinationArn given explicitly: messages sent to the DLQ by hand carry no source).
+ *
+ * A crash between 2 and 3 is safe: revived runs are READY in the open-runs index, so the planner's
+ * sweeper re-dispatches them after its grace period even if no message moves.
+ */
+import {
+  ChangeMessageVisibilityBatchCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  StartMessageMoveTaskCommand,
+  type Message,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
+import type { Ledger } from '../../shared/adapters/ledger.js';
+import { needsRevival, type LedgerOps } from '../../shared/adapters/ledger-ops.js';
+import { jobsByName } from '../../shared/config.js';
+import type { Job } from '../../shared/core/job-schema.js';
+import { parseRunMessage } from '../../shared/core/run-message.js';
+import { isTerminal, RunStatus } from '../../shared/core/vocabulary.js';
+import { jobsOf, noExtraPositionals, parseCommand, parsePositive, stringOption } from './args.js';
+import { clockOf, EXIT_OK, OpsFailure, printJson, printTable, type OpsIo } from './io.js';
+import { withTarget } from './target.js';
+
+export const redriveUsage = 'redrive [--max-per-second 10] [--dry-run] [--by NAME]';
+
+export type RedriveAction = 'revived' | 'open' | 'skipped-succeeded' | 'skipped-terminal' | 'changed' | 'unknown';
+
+export interface RedriveEntry {
+  readonly messageId: string;
+  readonly runKey?: string;
+  /** The run's status when read (before any revival). */
+  readonly status?: RunStatus;
+  readonly action: RedriveAction;
+  readonly detail?: string;
+}
+
+export interface RedriveReport {
+  readonly messages: number;
+  readonly revived: number;
+  /** Runs still open (claimable, or leased with attempts left): moved back unchanged. */
+  readonly open: number;
+  readonly skippedSucceeded: number;
+  /** Other terminal runs (SKIPPED, SUPERSEDED, MANUAL): not revived, acked as duplicates. */
+  readonly skippedTerminal: number;
+  /** The run changed while we looked (a worker claimed it): left to the worker. */
+  readonly changed: number;
+  /** Not a run message, unknown job, or no such run. */
+  readonly unknown: number;
+  readonly dryRun: boolean;
+  readonly taskHandle?: string;
+  readonly maxPerSecond: number;
+  readonly entries: readonly RedriveEntry[];
+}
+
+export interface RedriveDeps {
+  readonly sqs: SQSClient;
+  readonly ledger: Ledger;
+  readonly ops: LedgerOps;
+  readonly jobs: readonly Job[];
+  readonly deadLetterQueueUrl: string;
+  readonly deadLetterQueueArn: () => Promise<string>;
+  readonly runQueueArn: () => Promise<string>;
+  readonly clock: () => number;
+}
+
+export interface RedriveOptions {
+  /** StartMessageMoveTask rate (SQS allows 1..500). @default 10 */
+  readonly maxPerSecond?: number;
+  readonly dryRun?: boolean;
+  /** Who asked (recorded on revived runs). */
+  readonly by?: string;
+  /** How long received messages stay hidden while we work. @default 300 s */
+  readonly visibilitySeconds?: number;
+  /** Stop receiving after this many messages. @default 10,000 */
+  readonly maxMessages?: number;
+}
+
+async function visibleCount(sqs: SQSClient, queueUrl: string): Promise<number> {
+  const { Attributes = {} } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }));
+  return Number(Attributes.ApproximateNumberOfMessages ?? 0);
+}
+
+/** Receives (and hides) every message of the queue, up to `max`. */
+export async function receiveAll(sqs: SQSClient, queueUrl: string, visibilitySeconds: number, max: number): Promise<Message[]> {
+  const seen = new Map<string, Message>();
+  let empty = 0;
+  while (seen.size < max && empty < 3) {
+    const { Messages = [] } = await sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: queueUrl,
+        MaxNumberOfMessages: 10,
+        VisibilityTimeout: visibilitySeconds,
+        // A short long-poll asks every SQS server, where a 0 s poll samples a subset.
+        WaitTimeSeconds: 1,
+        MessageSystemAttributeNames: ['ApproximateReceiveCount'],
+      }),
+    );
+    for (const message of Messages) if (message.MessageId && !seen.has(message.MessageId)) seen.set(message.MessageId, message);
+    if (Messages.length > 0) empty = 0;
+    else if ((await visibleCount(sqs, queueUrl)) === 0) break;
+    else empty++;
+  }
+  return [...seen.values()];
+}
+
+/** Makes received messages visible again at once. */
+export async function release(sqs: SQSClient, queueUrl: string, messages: readonly Message[]): Promise<void> {
+  for (let start = 0; start < messages.length; start += 10) {
+    const batch = messages.slice(start, start + 10);
+    const { Failed = [] } = await sqs.send(
+      new ChangeMessageVisibilityBatchCommand({
+        QueueUrl: queueUrl,
+        Entries: batch.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle!, VisibilityTimeout: 0 })),
+      }),
+    );
+    if (Failed.length > 0) throw new OpsFailure(`could not release ${Failed.length} DLQ message(s): ${Failed[0]?.Code ?? ''} ${Failed[0]?.Message ?? ''}`.trim());
+  }
+}
+
+export async function redrive(deps: RedriveDeps, options: RedriveOptions = {}): Promise<RedriveReport> {
+  const maxPerSecond = options.maxPerSecond ?? 10;
+  const jobs = jobsByName(deps.jobs);
+  const messages = await receiveAll(deps.sqs, deps.deadLetterQueueUrl, options.visibilitySeconds ?? 300, options.maxMessages ?? 10_000);
+  const entries: RedriveEntry[] = [];
+  const decided = new Map<string, RedriveEntry>();
+  try {
+    for (const message of messages) {
+      const messageId = message.MessageId ?? '?';
+      const parsed = parseRunMessage(message.Body ?? '', jobs);
+      if (!parsed.ok) {
+        entries.push({ messageId, action: 'unknown', detail: `${parsed.code}: ${parsed.reason}` });
+        continue;
+      }
+      const { runKey } = parsed.message;
+      const earlier = decided.get(runKey);
+      if (earlier) {
+        // A second message for the same run: the run was handled with the first one.
+        entries.push({ ...earlier, messageId, detail: 'another message of the same run' });
+        continue;
+      }
+      const entry = await decide(deps, parsed.message, parsed.job, messageId, options);
+      decided.set(runKey, entry);
+      entries.push(entry);
+    }
+  } finally {
+    // Whatever happened above, do not leave the messages hidden for the visibility timeout.
+    await release(deps.sqs, deps.deadLetterQueueUrl, messages);
+  }
+
+  let taskHandle: string | undefined;
+  if (!options.dryRun && messages.length > 0) {
+    const [sourceArn, destinationArn] = await Promise.all([deps.deadLetterQueueArn(), deps.runQueueArn()]);
+    const started = await deps.sqs.send(
+      new StartMessageMoveTaskCommand({ SourceArn: sourceArn, DestinationArn: destinationArn, MaxNumberOfMessagesPerSecond: maxPerSecond }),
+    );
+    taskHandle = started.TaskHandle;
+  }
+  const count = (action: RedriveAction) => new Set(entries.filter((e) => e.action === action).map((e) => e.runKey ?? e.messageId)).size;
+  return {
+    messages: messages.length,
+    revived: count('revived'),
+    open: count('open'),
+    skippedSucceeded: count('skipped-succeeded'),
+    skippedTerminal: count('skipped-terminal'),
+    changed: count('changed'),
+    unknown: entries.filter((e) => e.action === 'unknown').length,
+    dryRun: options.dryRun ?? false,
+    taskHandle,
+    maxPerSecond,
+    entries,
+  };
+}
+
+async function decide(
+  deps: RedriveDeps,
+  message: { job: string; slot: number; shard: number; runKey: string },
+  job: Job,
+  messageId: string,
+  options: RedriveOptions,
+): Promise<RedriveEntry> {
+  const { runKey } = message;
+  const run = await deps.ledger.getRun(message, true);
+  if (!run) return { messageId, runKey, action: 'unknown', detail: 'no such run in the ledger' };
+  const now = deps.clock();
+  const base = { messageId, runKey, status: run.status };
+  if (needsRevival(run, job.retry.maxAttempts, now, deps.ops.clockSkewMs)) {
+    if (options.dryRun) return { ...base, action: 'revived', detail: 'would be revived (dry run)' };
+    const result = await deps.ops.reviveRun(run, { now, by: options.by });
+    if (result.ok) return { ...base, action: 'revived', detail: `READY, attempt 0 (was ${run.status}, attempt ${run.attempt})` };
+    return { ...base, action: 'changed', detail: `changed meanwhile: now ${result.current?.status ?? 'gone'}, token ${result.current?.fencingToken ?? '?'}` };
+  }
+  if (run.status === RunStatus.SUCCEEDED) return { ...base, action: 'skipped-succeeded', detail: 'already SUCCEEDED: the worker will ack it as a duplicate' };
+  if (isTerminal(run.status)) return { ...base, action: 'skipped-terminal', detail: `already ${run.status}: not revived` };
+  return { ...base, action: 'open', detail: `still ${run.status}${run.status === RunStatus.RUNNING ? ' (lease live or attempts left)' : ''}: moved back as is` };
+}
+
+export async function redriveCommand(args: readonly string[], io: OpsIo): Promise<number> {
+  const { values, positionals } = parseCommand(args, {
+    'max-per-second': { type: 'string' },
+    'dry-run': { type: 'boolean', default: false },
+    by: { type: 'string' },
+  });
+  noExtraPositionals(positionals, 0);
+  const maxPerSecond = parsePositive(stringOption(values, 'max-per-second'), 'max-per-second', 10, { integer: true, max: 500 });
+  const by = stringOption(values, 'by') ?? (io.env ?? process.env).USER ?? 'ops';
+  const jobs = jobsOf(io);
+  const report = await withTarget(values, io, (target) =>
+    redrive(
+      {
+        sqs: target.clients.sqs,
+        ledger: target.ledger,
+        ops: target.ops,
+        jobs,
+        deadLetterQueueUrl: target.deadLetterQueueUrl,
+        deadLetterQueueArn: target.deadLetterQueueArn,
+        runQueueArn: target.runQueueArn,
+        clock: clockOf(io),
+      },
+      { maxPerSecond, dryRun: values['dry-run'] === true, by },
+    ),
+  );
+  if (values.json) {
+    printJson(io, report);
+    return EXIT_OK;
+  }
+  if (report.messages === 0) {
+    io.stdout('DLQ is empty: nothing to redrive');
+    return EXIT_OK;
+  }
+  printTable(
+    io,
+    ['MESSAGE', 'RUN KEY', 'STATUS', 'ACTION', 'DETAIL'],
+    report.entries.map((e) => [e.messageId, e.runKey, e.status, e.action, e.detail]),
+  );
+  io.stdout(
+    `${report.dryRun ? 'dry run: ' : ''}${report.messages} message(s): ${report.revived} revived, ${report.skippedSucceeded} skipped (succeeded), ` +
+      `${report.skippedTerminal} skipped (other terminal), ${report.open} still open, ${report.changed} changed meanwhile, ${report.unknown} unknown`,
+  );
+  if (report.taskHandle) io.stdout(`move task started at ${report.maxPerSecond} msg/s: ${report.taskHandle}`);
+  if (report.unknown > 0) io.stdout(`note: ${report.unknown} unknown message(s) will return to the DLQ after maxReceiveCount receives`);
+  return EXIT_OK;
+}

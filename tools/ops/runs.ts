@@ -1,0 +1,62 @@
+/**
+ * `ops runs --job J [--state S[,S…]] [--since ISO|duration] [--until ISO] [--limit N]`: a job's
+ * runs, newest first (consistent reads, paginated).
+ */
+import type { Run } from '../../shared/core/vocabulary.js';
+import { noExtraPositionals, parseCommand, parsePositive, parseSince, parseInstant, parseStatuses, requireOption, stringOption } from './args.js';
+import { clockOf, EXIT_OK, formatAge, iso, printJson, printTable, UsageError, type OpsIo } from './io.js';
+import { withTarget } from './target.js';
+
+export const runsUsage = 'runs --job NAME [--state S[,S]] [--since ISO|24h] [--until ISO] [--limit 50]';
+
+const JOB_NAME = /^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;
+
+export function runRow(run: Run, now: number): (string | number | undefined)[] {
+  const lease =
+    run.leaseUntil === undefined ? undefined : run.leaseUntil >= now ? `${formatAge(run.leaseUntil - now)} left` : `expired ${formatAge(now - run.leaseUntil)} ago`;
+  return [
+    run.runKey,
+    run.status,
+    run.attempt,
+    run.fencingToken,
+    run.owner,
+    run.status === 'RUNNING' ? lease : undefined,
+    iso(run.nextAttemptAt),
+    iso(run.finishedAt),
+    run.lastError ? `${run.lastError.code}: ${run.lastError.message}`.slice(0, 80) : undefined,
+  ];
+}
+
+export const RUN_HEADERS = ['RUN KEY', 'STATUS', 'ATTEMPT', 'TOKEN', 'OWNER', 'LEASE', 'NEXT ATTEMPT', 'FINISHED', 'LAST ERROR'];
+
+export async function runsCommand(args: readonly string[], io: OpsIo): Promise<number> {
+  const { values, positionals } = parseCommand(args, {
+    job: { type: 'string' },
+    state: { type: 'string' },
+    since: { type: 'string' },
+    until: { type: 'string' },
+    limit: { type: 'string' },
+  });
+  noExtraPositionals(positionals, 0);
+  const job = requireOption(values, 'job');
+  if (!JOB_NAME.test(job)) throw new UsageError('job', `not a job name: "${job}"`);
+  const now = clockOf(io)();
+  const statuses = parseStatuses(stringOption(values, 'state'));
+  const sinceRaw = stringOption(values, 'since');
+  const untilRaw = stringOption(values, 'until');
+  const sinceSlot = sinceRaw === undefined ? undefined : parseSince(sinceRaw, now, 'since');
+  const untilSlot = untilRaw === undefined ? undefined : parseInstant(untilRaw, 'until');
+  const limit = parsePositive(stringOption(values, 'limit'), 'limit', 50, { integer: true });
+  const runs = await withTarget(values, io, (target) => target.ops.queryRuns(job, { sinceSlot, untilSlot, statuses, limit }));
+  if (values.json) {
+    printJson(io, runs);
+    return EXIT_OK;
+  }
+  if (runs.length === 0) {
+    io.stdout(`no runs of ${job}${statuses ? ` in state ${statuses.join(',')}` : ''}${sinceSlot !== undefined ? ` since ${iso(sinceSlot)}` : ''}`);
+    return EXIT_OK;
+  }
+  printTable(io, RUN_HEADERS, runs.map((run) => runRow(run, now)));
+  if (runs.length === limit) io.stdout(`(first ${limit}; --limit N for more)`);
+  return EXIT_OK;
+}
