@@ -6,8 +6,12 @@
  *   job "payments-reconcile": field "schedule": expected 5 or 6 fields (value: "* *")
  */
 import * as z from 'zod/mini';
+import en from 'zod/v4/locales/en.js';
 import { durationMs } from './duration.js';
 import { DEFAULT_DST, scheduleError, timezoneError } from './slots.js';
+
+// zod/mini ships without messages; English ones make "Too big: expected number to be <=10" readable.
+z.config(en());
 
 const JOB_NAME = /^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$/;
 

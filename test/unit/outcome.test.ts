@@ -129,8 +129,9 @@ describe('transitionFor: every way an attempt ends maps to exactly one recorded 
   });
 
   it('without a deadline, only the attempt budget limits retries', () => {
-    const j = job({ retry: { maxAttempts: 100, backoff: { base: '1h', max: '1d', jitter: 'none' } } });
-    const t = transitionFor(j, { slot: SLOT, attempt: 50 }, err('retryable'), NOW, never);
+    const j = job({ retry: { maxAttempts: 10, backoff: { base: '1h', max: '1d', jitter: 'none' } } });
+    // attempt 9 of 10: backoff 1h·2^8 is capped at 1 d, far past any slot, and still allowed.
+    const t = transitionFor(j, { slot: SLOT, attempt: 9 }, err('retryable'), NOW, never);
     expect(t).toMatchObject({ status: RunStatus.RETRY, nextAttemptAt: NOW + 86_400_000 });
   });
 
