@@ -17,7 +17,7 @@ import type { Job } from './core/job-schema.js';
 import { partitionOf, type PartitionRef } from './core/partition.js';
 import { planTick, type PlannedRun } from './core/plan.js';
 import { RunStatus, RUN_MESSAGE_VERSION, type Run } from './core/vocabulary.js';
-import type { MetricsSink, RunLogger } from './observability.js';
+import { MetricName, type MetricsSink, type RunLogger } from './observability.js';
 import { mapBounded } from './core/concurrency.js';
 
 export interface PlannerOptions {
@@ -112,11 +112,11 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
 
   const swept = await sweep(deps, jobs);
 
-  deps.metrics.count('SlotsMaterialized', created - skipped);
-  deps.metrics.count('SlotsSkipped', skipped);
-  deps.metrics.count('SlotsMisfired', [...plan.misfired.values()].reduce((a, b) => a + b, 0));
-  deps.metrics.count('RunsSwept', swept);
-  deps.metrics.observe('PlannerLag', state.plannedUntil === undefined ? 0 : Math.max(0, now - state.plannedUntil), 'Milliseconds');
+  deps.metrics.count(MetricName.SlotsMaterialized, created - skipped);
+  deps.metrics.count(MetricName.SlotsSkipped, skipped);
+  deps.metrics.count(MetricName.SlotsMisfired, [...plan.misfired.values()].reduce((a, b) => a + b, 0));
+  deps.metrics.count(MetricName.RunsSwept, swept);
+  deps.metrics.observe(MetricName.PlannerLag, state.plannedUntil === undefined ? 0 : Math.max(0, now - state.plannedUntil), 'Milliseconds');
   const report: TickReport = {
     partition: ref.partition,
     of: ref.of,
@@ -144,10 +144,13 @@ async function sweep(deps: PlannerDeps, jobs: readonly Job[]): Promise<number> {
   const now = deps.clock();
   const ours = new Map(jobs.map((job) => [job.name, job]));
   const open = await deps.ledger.listOpenRuns(now - graceMs, options.sweepLimit ?? 100);
+  // The index is ordered by slot: its first entry is the oldest open run (0 when none is overdue).
+  deps.metrics.observe(MetricName.OldestOpenRunAge, open[0] ? now - open[0].slot : 0, 'Milliseconds');
   const lost = open.filter((run) => {
     if (!ours.has(run.job)) return false;
     if (run.status === RunStatus.RUNNING) return (run.leaseUntil ?? 0) < now - graceMs;
-    const dueAt = run.nextAttemptAt ?? run.slot;
+    // A catch-up or backfilled run is due when it was created or last sent, not at its old slot.
+    const dueAt = Math.max(run.nextAttemptAt ?? run.slot, run.createdAt, run.dispatchedAt ?? 0);
     return dueAt < now - graceMs;
   });
   const toSend: OutgoingRun[] = [];

@@ -20,6 +20,9 @@ import {
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { LEDGER_TABLE, PAYMENTS_TABLE, RUN_QUEUES } from '../shared/resources.js';
 
+/** Where `npm start` publishes its endpoints for `npm run ops -- --local` (removed on exit). */
+export const LOCAL_ENDPOINTS_FILE = '.local-data/endpoints.json';
+
 export const LOCAL_REGION = 'us-east-1';
 export const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' } as const;
 

@@ -12,10 +12,8 @@ import { parseArgs } from 'node:util';
 import { loadJobs } from '../shared/config.js';
 import { handlers } from '../shared/handlers/index.js';
 import { slotIso } from '../shared/core/vocabulary.js';
-import { JavaMissingError, startLocalStack, type LocalStack } from './local-stack.js';
+import { JavaMissingError, LOCAL_ENDPOINTS_FILE, startLocalStack, type LocalStack } from './local-stack.js';
 import { LocalRuntime, percentile, seedPayments } from './local-runtime.js';
-
-export const LOCAL_ENDPOINTS_FILE = '.local-data/endpoints.json';
 
 function positive(name: string, raw: string | undefined, fallback: number): number {
   if (raw === undefined) return fallback;

@@ -110,15 +110,29 @@ const slotId = (job: string, slot: number, shard: number) => `${job}|${slot}|${s
 const iso = (ms: number) => (Number.isFinite(ms) ? new Date(ms).toISOString() : String(ms));
 
 /**
- * Orders events by time; at the same millisecond an outcome or heartbeat precedes a claim (a claim
- * can only succeed after the previous holder's write landed), and otherwise input order is kept.
+ * Orders events by time. Within one millisecond (a manual clock, or fast local calls) input order
+ * is kept, except that one run's events are put in token order: a claim can only succeed after
+ * the previous holder's write landed, even when the two processes reported them the other way.
  */
 function ordered(history: readonly HistoryEvent[]): HistoryEvent[] {
-  const rank = (e: HistoryEvent) => (e.type === 'claimed' ? 2 : e.type === 'outcome' || e.type === 'heartbeat' ? 0 : 1);
-  return history
-    .map((event, index) => ({ event, index }))
-    .sort((a, b) => a.event.at - b.event.at || rank(a.event) - rank(b.event) || a.index - b.index)
-    .map((x) => x.event);
+  const byTime = history.map((event, index) => ({ event, index })).sort((a, b) => a.event.at - b.event.at || a.index - b.index);
+  const out = byTime.map((x) => x.event);
+  const tokenOf = (e: HistoryEvent) => ('token' in e ? e.token : -Infinity);
+  for (let start = 0; start < out.length; ) {
+    let end = start + 1;
+    while (end < out.length && out[end]!.at === out[start]!.at) end++;
+    if (end - start > 1) {
+      const positions = new Map<string, number[]>();
+      for (let i = start; i < end; i++) positions.set(out[i]!.runKey, [...(positions.get(out[i]!.runKey) ?? []), i]);
+      for (const slots of positions.values()) {
+        if (slots.length < 2) continue;
+        const events = slots.map((i) => out[i]!).map((e, order) => ({ e, order })).sort((a, b) => tokenOf(a.e) - tokenOf(b.e) || a.order - b.order);
+        slots.forEach((position, k) => (out[position] = events[k]!.e));
+      }
+    }
+    start = end;
+  }
+  return out;
 }
 
 export function checkHistory(history: readonly HistoryEvent[], final: FinalState, expected: Expected = {}): CheckResult {

@@ -99,3 +99,64 @@ describe('planner', () => {
     own.destroy();
   });
 });
+
+describe('misfire: the planner stopped for 10 simulated minutes on a per-minute job', () => {
+  const START = Date.UTC(2026, 10, 29, 9, 0, 0);
+  async function scenario(policy: 'skip' | 'latest' | 'all') {
+    const own = await sandbox();
+    const jobs = testJobs([
+      { name: 'minutely', schedule: '* * * * *', handler: 'noop', startLead: '60s', misfire: { after: '1m', policy, maxPerTick: 3 } },
+    ]);
+    const clock = new ManualClock(START);
+    // Nothing consumes the messages here, so keep the sweeper out of the picture.
+    const deps = { ledger: own.ledger, queue: own.queue, jobs, clock: clock.read, logger: silentLogger(), metrics: metrics(), options: { sweepGraceMs: 3_600_000 } };
+    await runPlannerTick(deps, { partition: 0, of: 1 });
+    await drain(own.clients.sqs, own.endpoints.runQueueUrl, { idleMs: 500 });
+    // Planned up to START + 60 s; the planner is down until START + 11 min.
+    clock.advance(11 * 60_000);
+    const reports = [];
+    const sentPerTick: string[][] = [];
+    for (let tick = 0; tick < 4; tick++) {
+      reports.push(await runPlannerTick(deps, { partition: 0, of: 1 }));
+      const messages = await drain(own.clients.sqs, own.endpoints.runQueueUrl, { idleMs: 500 });
+      sentPerTick.push(messages.map((m) => JSON.parse(m.Body!).runKey as string));
+      clock.advance(60_000);
+    }
+    const runs = await own.ledger.listRuns('minutely', { ascending: true });
+    own.destroy();
+    return { runs, reports, sentPerTick, metrics: deps.metrics };
+  }
+  // Missed: START+2m … START+9m are older than `after` (1 min) at START+11m; START+10m, +11m are on time.
+  const missed = Array.from({ length: 8 }, (_, i) => START + (i + 2) * 60_000);
+  const onTimeAtResume = [START + 10 * 60_000, START + 11 * 60_000, START + 12 * 60_000];
+
+  it('skip records every missed slot as a visible SKIPPED run and runs the on-time ones', async () => {
+    const { runs, metrics: m } = await scenario('skip');
+    const skipped = runs.filter((r) => r.status === RunStatus.SKIPPED).map((r) => r.slot);
+    expect(skipped).toEqual(missed);
+    for (const slot of onTimeAtResume) expect(runs.find((r) => r.slot === slot)?.status).toBe(RunStatus.READY);
+    expect(m.get('SlotsSkipped')).toBe(missed.length);
+  });
+
+  it('latest creates only the newest missed slot', async () => {
+    const { runs } = await scenario('latest');
+    const afterOutage = runs.filter((r) => r.slot > START + 60_000).map((r) => r.slot);
+    expect(afterOutage.filter((slot) => slot < START + 10 * 60_000)).toEqual([START + 9 * 60_000]);
+    for (const slot of onTimeAtResume) expect(afterOutage).toContain(slot);
+  });
+
+  it('all creates every missed slot, at most maxPerTick per tick, sent after the on-time runs', async () => {
+    const { runs, reports, sentPerTick } = await scenario('all');
+    expect(runs.filter((r) => missed.includes(r.slot))).toHaveLength(missed.length);
+    // 8 missed at 3 per tick: 3 + 3 + 2 over the first three ticks.
+    const catchUpPerTick = sentPerTick.map((keys) => keys.filter((k) => missed.some((slot) => k.endsWith(new Date(slot).toISOString()))).length);
+    expect(catchUpPerTick, JSON.stringify(sentPerTick)).toEqual([3, 3, 2, 0]);
+    // On-time work is never behind catch-up: the first tick sends the on-time runs first.
+    const first = sentPerTick[0]!;
+    const firstCatchUp = first.findIndex((k) => missed.some((slot) => k.endsWith(new Date(slot).toISOString())));
+    const onTimeKeys = first.filter((k) => onTimeAtResume.some((slot) => k.endsWith(new Date(slot).toISOString())));
+    expect(onTimeKeys.length).toBeGreaterThan(0);
+    for (const key of onTimeKeys) expect(first.indexOf(key)).toBeLessThan(firstCatchUp);
+    expect(reports.every((r) => r.watermarkAdvanced)).toBe(true);
+  });
+});

@@ -26,8 +26,10 @@ export async function drain(sqs: SQSClient, queueUrl: string, options: { expecte
         MessageSystemAttributeNames: ['ApproximateReceiveCount'],
       }),
     );
+    // local-aws-sqs may hand out one message twice in a poll (legal SQS behaviour): keep one copy.
+    const fresh = Messages.filter((m) => !all.some((seen) => seen.MessageId === m.MessageId));
     if (Messages.length > 0) {
-      all.push(...Messages);
+      all.push(...fresh);
       idleSince = Date.now();
       if (options.expected !== undefined && all.length >= options.expected) break;
     } else {

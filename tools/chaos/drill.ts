@@ -129,3 +129,14 @@ export async function iterate(name: string, options: DrillOptions, body: (ctx: I
 export function invariantViolations(check: CheckResult): DrillViolation[] {
   return check.violations.map((v) => ({ invariant: v.invariant, runKey: v.runKey, detail: v.detail }));
 }
+
+/** Timing breadcrumbs for slow drills: set CHAOS_TRACE=1. */
+export function tracer(label: string, log?: (line: string) => void): (step: string) => void {
+  if (!process.env.CHAOS_TRACE) return () => undefined;
+  let last = Date.now();
+  return (step) => {
+    const now = Date.now();
+    (log ?? console.error)(`  ${label} ${step}: ${now - last} ms`);
+    last = now;
+  };
+}

@@ -19,7 +19,7 @@ import { RunQueue } from '../../shared/adapters/run-queue.js';
 import { createClients, type Clients } from '../../shared/runtime.js';
 import { DEFAULT_STACK_NAME, StackOutput } from '../../infra/outputs.js';
 import { localClientConfig } from '../local-stack.js';
-import { LOCAL_ENDPOINTS_FILE } from './constants.js';
+import { LOCAL_ENDPOINTS_FILE } from '../local-stack.js';
 import { parsePositive, type CommonValues } from './args.js';
 import { OpsFailure, UsageError, type OpsIo } from './io.js';
 

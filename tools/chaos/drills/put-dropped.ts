@@ -15,7 +15,7 @@ import { Ledger } from '../../../shared/adapters/ledger.js';
 import type { HistoryEvent } from '../../../shared/core/history.js';
 import { RunStatus, type Run } from '../../../shared/core/vocabulary.js';
 import { localClientConfig } from '../../local-stack.js';
-import { invariantViolations, iterate, type Drill, type DrillViolation } from '../drill.js';
+import { invariantViolations, iterate, tracer, type Drill, type DrillViolation } from '../drill.js';
 import type { Rng } from '../rng.js';
 import { World } from '../world.js';
 
@@ -70,6 +70,7 @@ function faultyLedger(world: World, rng: Rng, probability: number, sdkRetries: b
 
 export const putDroppedDrill: Drill = (options) =>
   iterate('put-dropped', options, async ({ rng, index, budget, seed }) => {
+    const trace = tracer(`put-dropped #${index}`, options.log);
     const world = await World.create(options.base, { visibilityTimeoutSeconds: 60 }, options.log);
     try {
       const prefix = `a${index}-${rng.int(0, 46_655).toString(36)}`;
@@ -97,6 +98,7 @@ export const putDroppedDrill: Drill = (options) =>
             const concurrent = rng.chance(0.3);
             await Promise.all([world.tick(clock, plannerOptions, faulty.ledger), concurrent ? world.tick(clock, plannerOptions) : undefined]);
             tickTimes.push(now);
+            trace(`tick ${k}`);
             break;
           } catch (error) {
             tickFailures++;
@@ -107,6 +109,7 @@ export const putDroppedDrill: Drill = (options) =>
         }
         now += LOOKAHEAD + rng.int(-2_000, 2_000);
         await world.drain(lanes);
+        trace(`drain ${k}`);
       }
 
       // Give the sweeper its grace period, then tick (fault-free) until nothing is left open.
@@ -114,7 +117,9 @@ export const putDroppedDrill: Drill = (options) =>
       for (let sweeps = 0; sweeps < 10; sweeps++) {
         await world.tick(clock, plannerOptions);
         tickTimes.push(now);
+        trace(`sweep tick ${sweeps}`);
         await world.drain(lanes);
+        trace(`sweep drain ${sweeps}`);
         const open = (await world.ledger.listOpenRuns(now + LOOKAHEAD, 1_000)).filter((r) => r.job.startsWith(prefix));
         if (open.length === 0) break;
         now += LOOKAHEAD + 1_000;
@@ -133,6 +138,7 @@ export const putDroppedDrill: Drill = (options) =>
         return out;
       });
       const { result, runs } = await world.check({ slots });
+      trace('check');
       const violations: DrillViolation[] = invariantViolations(result);
       const expectedKeys = new Set(slots.map((s) => `${s.job}|${s.slot}|${s.shard}`));
       for (const run of runs) {
