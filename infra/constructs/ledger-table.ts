@@ -55,6 +55,8 @@ export const WORKER_LEDGER_ACTIONS = [
   'dynamodb:UpdateItem',
   'dynamodb:Query',
   'dynamodb:ConditionCheckItem',
+  // The overlap policies release the job's active-run marker with a Delete inside the completion transaction.
+  'dynamodb:DeleteItem',
 ] as const;
 
 export class LedgerTable extends Construct {

@@ -125,4 +125,12 @@ export class RunQueues extends Construct {
   grantVisibilityChanges(grantee: iam.IGrantable): iam.Grant {
     return this.runQueue.grant(grantee, 'sqs:ChangeMessageVisibility');
   }
+
+  /**
+   * Worker: sqs:SendMessage on the run queue, used by the forbid-queue and coalesce overlap
+   * policies to dispatch the next waiting run when the active one finishes.
+   */
+  grantDispatch(grantee: iam.IGrantable): iam.Grant {
+    return this.runQueue.grant(grantee, 'sqs:SendMessage');
+  }
 }

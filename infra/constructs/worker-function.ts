@@ -111,6 +111,7 @@ export class WorkerFunction extends Construct {
     props.ledger.grantWorkerAccess(fn);
     for (const table of [props.paymentsTable, ...(props.businessTables ?? [])]) table?.grantFencedWrites(fn);
     props.runQueues.grantVisibilityChanges(fn);
+    props.runQueues.grantDispatch(fn);
 
     this.eventSource = new SqsEventSource(props.runQueues.runQueue, {
       batchSize: resolved.batchSize,

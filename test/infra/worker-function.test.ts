@@ -59,6 +59,7 @@ describe('WorkerFunction', () => {
     const actions = actionsOfRole(template, 'WorkerRole');
     expect(actions).toEqual([
       'dynamodb:ConditionCheckItem',
+      'dynamodb:DeleteItem',
       'dynamodb:GetItem',
       'dynamodb:PutItem',
       'dynamodb:Query',
@@ -70,6 +71,7 @@ describe('WorkerFunction', () => {
       'sqs:GetQueueAttributes',
       'sqs:GetQueueUrl',
       'sqs:ReceiveMessage',
+      'sqs:SendMessage',
     ]);
     const statements = statementsOfRole(template, 'WorkerRole');
     for (const s of statements) expect(s.resources.some(isWildcardResource)).toBe(false);
