@@ -18,6 +18,8 @@ import { createAdapters, createClients, type Clients } from '../shared/runtime.j
 import { processBatch, type ChildLogger, type WorkerOptions } from '../shared/worker.js';
 import { localClientConfig, type LocalEndpoints } from './local-stack.js';
 import { LocalPoller } from './local-poller.js';
+import { LocalOutboxRelay } from './local-outbox-relay.js';
+import type { OutboxEvent } from '../shared/core/outbox.js';
 
 export interface RunOutcomeLine {
   readonly job: string;
@@ -47,6 +49,8 @@ export interface LocalRuntimeOptions {
   readonly onOutcome?: (line: RunOutcomeLine) => void;
   readonly onViolation?: (violation: Violation) => void;
   readonly history?: HistorySink;
+  /** Receives every outbox event the local relay reads from the ledger's stream. */
+  readonly onOutboxEvent?: (event: OutboxEvent) => void;
 }
 
 export class LocalRuntime {
@@ -59,6 +63,8 @@ export class LocalRuntime {
   private readonly history: HistorySink;
   private readonly claims = new Map<string, { attempt: number; at: number }>();
   private timer: NodeJS.Timeout | undefined;
+  private relay: LocalOutboxRelay | undefined;
+  readonly outboxEvents: OutboxEvent[] = [];
   private ticking: Promise<unknown> = Promise.resolve();
   private readonly logger: ChildLogger;
   runsSucceeded = 0;
@@ -124,6 +130,21 @@ export class LocalRuntime {
     return reports;
   }
 
+  /** Starts the outbox relay on the ledger's stream (events already written are not replayed). */
+  async startRelay(): Promise<void> {
+    this.relay = new LocalOutboxRelay(
+      this.clients.dynamo,
+      this.options.endpoints.dynamoEndpoint,
+      this.options.endpoints.ledgerTable,
+      (event) => {
+        this.outboxEvents.push(event);
+        this.options.onOutboxEvent?.(event);
+      },
+      (error) => this.logger.error('outbox relay error', { error: String(error) }),
+    );
+    await this.relay.start('now');
+  }
+
   /** Starts the pollers and, when `tickSeconds` is given, the planner timer (first tick at once). */
   start(tickSeconds?: number): void {
     const { ledger, queue } = this.adapters();
@@ -170,6 +191,7 @@ export class LocalRuntime {
     await this.ticking;
     await Promise.all(this.pollers.map((p) => p.stop()));
     this.pollers.length = 0;
+    await this.relay?.stop();
     this.clients.dynamo.destroy();
     this.clients.sqs.destroy();
   }

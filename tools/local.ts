@@ -74,7 +74,9 @@ async function main(): Promise<number> {
     onOutcome: (o) =>
       console.log(`${o.status.padEnd(9)} ${o.job.padEnd(20)} slot=${slotIso(o.slot)} runKey=${o.runKey} attempt=${o.attempt} token=${o.token} duration=${o.durationMs}ms`),
     onViolation: (v) => console.error(`VIOLATION ${v.invariant} ${v.runKey}: ${v.detail}`),
+    onOutboxEvent: (e) => console.log(`EVENT     ${e.detailType.padEnd(20)} eventKey=${e.eventKey} ${JSON.stringify(e.detail)}`),
   });
+  await runtime.startRelay();
   await seedPayments(runtime.clients, endpoints.paymentsTable, 25);
 
   const summary = () => ({
@@ -86,6 +88,7 @@ async function main(): Promise<number> {
     takeovers: runtime.metrics.get('Takeovers'),
     fencingRejections: runtime.metrics.get('FencingRejections'),
     poisonMessages: runtime.metrics.get('PoisonMessages'),
+    outboxEvents: runtime.outboxEvents.length,
     triggerLagP50Ms: percentile(runtime.triggerLags, 50),
     triggerLagP99Ms: percentile(runtime.triggerLags, 99),
     violations: runtime.violations.length,

@@ -2,10 +2,12 @@
  * Example job: walk a cursor over PROCESSING payments and settle each under a status condition.
  *
  * Each step is one fenced transaction: the payment moves PROCESSING → SETTLED (business
- * condition) and the job's cursor advances (fence). A stale worker's step is refused whole, so a
- * payment is never settled twice and the cursor never moves backwards.
+ * condition), the job's cursor advances (fence) and a PaymentSettled outbox row is written for the
+ * relay to publish. A stale worker's step is refused whole, so a payment is never settled twice,
+ * the cursor never moves backwards and no event is published for a write that did not land.
  */
 import { ConditionFailedError, type JobHandler } from '../handler-api.js';
+import { outboxPut } from '../core/outbox.js';
 
 export const PAYMENTS_PK = 'PAYMENTS';
 export const CURSOR_KEY = { pk: 'JOB#payments-reconcile', sk: 'CURSOR' } as const;
@@ -42,6 +44,14 @@ export const paymentsReconcile: JobHandler = {
             condition: { expression: '#status = :processing', names: { '#status': 'status' }, values: { ':processing': 'PROCESSING' } },
           },
           moveCursor,
+          outboxPut({
+            table: ctx.tables.ledger,
+            job: ctx.job.name,
+            runKey: ctx.runKey,
+            name: id,
+            detailType: 'PaymentSettled',
+            detail: { paymentId: id, amountCents: payment.amountCents },
+          }),
         ]);
         settled.push(id);
       } catch (error) {

@@ -1,9 +1,12 @@
 import { startLocalStack } from '../local-stack.js';
 import { putDroppedDrill } from './drills/put-dropped.js';
+import { plannerDownDrill } from './drills/planner-down.js';
+import { failingJobDrill } from './drills/failing-job.js';
+const drills = { a: putDroppedDrill, e: plannerDownDrill, f: failingJobDrill } as Record<string, typeof putDroppedDrill>;
 const stack = await startLocalStack();
 const t0 = Date.now();
 try {
-  const r = await putDroppedDrill({ base: stack, runs: Number(process.argv[2] ?? 300), seed: 7, log: (l) => console.log(l) });
+  const r = await drills[process.argv[3] ?? 'a']!({ base: stack, runs: Number(process.argv[2] ?? 300), seed: 7, log: (l) => console.log(l) });
   console.log(JSON.stringify({ ...r, violations: r.violations.slice(0, 5) }, null, 1));
 } finally { await stack.stop(); }
 console.log('ms', Date.now() - t0);

@@ -67,10 +67,16 @@ export interface IterationContext {
 
 export type Drill = (options: DrillOptions) => Promise<DrillResult>;
 
-export async function iterate(name: string, options: DrillOptions, body: (ctx: IterationContext) => Promise<IterationReport>): Promise<DrillResult> {
+export async function iterate(
+  name: string,
+  options: DrillOptions,
+  body: (ctx: IterationContext) => Promise<IterationReport>,
+  /** Whether the drill has a child-process variant at all. */
+  hasChildVariant = false,
+): Promise<DrillResult> {
   const started = Date.now();
   const rng = new Rng(hash32(`${options.seed}:${name}`));
-  const childIterations = options.childIterations ?? 1;
+  const childIterations = hasChildVariant ? (options.childIterations ?? 1) : 0;
   let runs = 0;
   let iterations = 0;
   let children = 0;

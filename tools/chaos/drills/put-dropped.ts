@@ -118,11 +118,11 @@ export const putDroppedDrill: Drill = (options) =>
         await world.tick(clock, plannerOptions);
         tickTimes.push(now);
         trace(`sweep tick ${sweeps}`);
+        now += LOOKAHEAD + 1_000;
         await world.drain(lanes);
         trace(`sweep drain ${sweeps}`);
         const open = (await world.ledger.listOpenRuns(now + LOOKAHEAD, 1_000)).filter((r) => r.job.startsWith(prefix));
         if (open.length === 0) break;
-        now += LOOKAHEAD + 1_000;
       }
 
       // Oracle: every slot in (first tick, last tick + lookahead] of every job, each shard, SUCCEEDED.

@@ -1,0 +1,123 @@
+/**
+ * Drill (f): one job fails forever (retryable errors, crashes, permanent errors, unknown results or
+ * timeouts, chosen per iteration) next to healthy jobs firing every second or two, on the real
+ * clock, with the real planner and in-process pollers.
+ *
+ * Must hold: no starvation (every healthy run SUCCEEDED on its first attempt and started within
+ * LAG_BOUND_MS of its slot), every run of the failing job ends DEAD within its retry budget, the
+ * RunsDead / RunsSucceeded metrics match, and the checker's five invariants.
+ */
+import type { HistoryEvent } from '../../../shared/core/history.js';
+import { RunStatus } from '../../../shared/core/vocabulary.js';
+import { percentile } from '../../local-runtime.js';
+import { invariantViolations, iterate, tracer, type Drill, type DrillViolation } from '../drill.js';
+import type { FailMode } from '../handlers.js';
+import { sleepMs, World } from '../world.js';
+
+export const LAG_BOUND_MS = 3_000;
+const LOOKAHEAD = 4_000;
+const TICK_EVERY = 2_000;
+const FAIL_MODES: readonly FailMode[] = ['retryable', 'error', 'permanent', 'unknown', 'timeout'];
+
+export const failingJobDrill: Drill = (options) =>
+  iterate('failing-job', options, async ({ rng, index, budget, seed }) => {
+    const trace = tracer(`failing-job #${index}`, options.log);
+    const world = await World.create(options.base, { visibilityTimeoutSeconds: 10, maxReceiveCount: 50 }, options.log);
+    try {
+      const prefix = `f${index}-${rng.int(0, 46_655).toString(36)}`;
+      const failMode = rng.pick(FAIL_MODES);
+      const maxAttempts = rng.int(2, 4);
+      const healthy = Array.from({ length: rng.int(4, 10) }, (_, i) => ({ name: `${prefix}-ok${i}`, every: rng.pick([1_000, 2_000]) }));
+      const failingEvery = rng.pick([1_000, 2_000]);
+      const failing = `${prefix}-bad`;
+      const cron = (every: number) => (every === 1_000 ? '* * * * * *' : '*/2 * * * * *');
+      world.setJobs([
+        ...healthy.map((h) => ({ name: h.name, schedule: cron(h.every), handler: 'charge', lease: '10s', timeout: '5s' })),
+        {
+          name: failing,
+          schedule: cron(failingEvery),
+          handler: 'failing',
+          lease: '10s',
+          timeout: 400,
+          retry: { maxAttempts, backoff: { base: 100, max: 800, jitter: 'full' as const } },
+        },
+      ]);
+      const rate = healthy.reduce((n, h) => n + 1_000 / h.every, 0) + 1_000 / failingEvery;
+      const durationMs = Math.round(Math.max(6, Math.min(40, budget / rate)) * 1_000);
+      const workers = rng.int(2, 4);
+      for (let i = 0; i < workers; i++) world.startPoller({ owner: `${prefix}-w${i}`, handlerConfig: { seed, workMs: [0, 30], failMode }, clockSkewMs: 500 });
+
+      const ticks: number[] = [];
+      const started = Date.now();
+      while (Date.now() - started < durationMs) {
+        const at = Date.now();
+        await world.tick(Date.now, { lookaheadMs: LOOKAHEAD, sweepGraceMs: 60_000 });
+        ticks.push(at);
+        await sleepMs(TICK_EVERY - (Date.now() - at));
+      }
+      trace('ticking');
+      const first = ticks[0]!;
+      const horizon = Math.max(...world.events.filter((e) => e.type === 'run-created').map((e) => e.at)) + LOOKAHEAD;
+      const ids = world.events.filter((e) => e.type === 'run-created').map((e) => e as Extract<HistoryEvent, { type: 'run-created' }>);
+      const settled = await world.waitForRuns(ids, 30_000 + maxAttempts * 2_000);
+      trace('settle');
+      await world.stopPollers();
+
+      // Oracle: every slot of every job in (first tick, last tick + lookahead].
+      const lastHorizon = Math.min(horizon, ticks[ticks.length - 1]! + LOOKAHEAD);
+      const slots = [...healthy.map((h) => ({ name: h.name, every: h.every, status: RunStatus.SUCCEEDED })), { name: failing, every: failingEvery, status: RunStatus.DEAD }].flatMap((job) => {
+        const out = [];
+        for (let slot = Math.floor(first / job.every) * job.every + job.every; slot <= lastHorizon; slot += job.every) {
+          if (slot > first) out.push({ job: job.name, slot, statuses: [job.status] });
+        }
+        return out;
+      });
+      const { result, runs } = await world.check({ slots });
+      const violations: DrillViolation[] = invariantViolations(result);
+      if (!settled) violations.push({ invariant: 'no-lost-slot', runKey: prefix, detail: 'runs still open 30 s after the planner stopped' });
+
+      const healthyRuns = runs.filter((r) => r.job !== failing);
+      const failingRuns = runs.filter((r) => r.job === failing);
+      const firstStart = new Map<string, number>();
+      for (const e of world.events) if (e.type === 'handler-started' && !firstStart.has(e.runKey)) firstStart.set(e.runKey, e.at - e.slot);
+      const lags = healthyRuns.map((r) => firstStart.get(r.runKey) ?? Infinity);
+      for (const run of healthyRuns) {
+        const lag = firstStart.get(run.runKey);
+        if (lag === undefined || lag > LAG_BOUND_MS) {
+          violations.push({ invariant: 'starvation', runKey: run.runKey, detail: lag === undefined ? 'healthy run never started' : `healthy run started ${lag} ms after its slot (bound ${LAG_BOUND_MS} ms)` });
+        }
+        if (run.attempt !== 1) violations.push({ invariant: 'starvation', runKey: run.runKey, detail: `healthy run needed ${run.attempt} attempts` });
+      }
+      for (const run of failingRuns) {
+        const budgetLeft = failMode === 'permanent' ? 1 : maxAttempts;
+        if (run.status === RunStatus.DEAD && run.attempt > budgetLeft) {
+          violations.push({ invariant: 'retry-budget', runKey: run.runKey, detail: `failing run (${failMode}) used ${run.attempt} attempts, budget ${budgetLeft}` });
+        }
+      }
+      const dead = world.metrics.get('RunsDead');
+      const succeeded = world.metrics.get('RunsSucceeded');
+      const deadRuns = failingRuns.filter((r) => r.status === RunStatus.DEAD).length;
+      if (dead !== deadRuns) violations.push({ invariant: 'metrics', runKey: failing, detail: `RunsDead metric ${dead}, DEAD runs ${deadRuns}` });
+      if (succeeded !== healthyRuns.filter((r) => r.status === RunStatus.SUCCEEDED).length) {
+        violations.push({ invariant: 'metrics', runKey: prefix, detail: `RunsSucceeded metric ${succeeded}, SUCCEEDED runs ${healthyRuns.length}` });
+      }
+      for (const error of world.errors.slice(0, 3)) violations.push({ invariant: 'drill-error', runKey: prefix, detail: `poller error: ${error}` });
+      return {
+        runs: runs.length,
+        faults: failingRuns.length,
+        check: result,
+        violations,
+        facts: {
+          healthyRuns: healthyRuns.length,
+          failingRuns: failingRuns.length,
+          runsDeadMetric: dead,
+          attemptsOfFailingRuns: failingRuns.reduce((n, r) => n + r.attempt, 0),
+          maxHealthyLagMs: Math.max(0, ...lags.filter(Number.isFinite)),
+          maxHealthyLagP99Ms: percentile(lags.filter(Number.isFinite), 99),
+        },
+        observations: [`fail modes exercised include ${failMode}`],
+      };
+    } finally {
+      await world.destroy();
+    }
+  });
