@@ -54,9 +54,14 @@ export interface TickReport {
   readonly watermarkAdvanced: boolean;
 }
 
+/**
+ * SQS delays are whole seconds. Rounding up makes the message visible in
+ * [slot − startLead, slot − startLead + 1 s), so the worker waits between startLead − 1 s and
+ * startLead for the slot (default 1.5 s: 0.5–1.5 s, about 1 s of Lambda time per run) and the
+ * handler starts on the slot's millisecond. startLead 0 skips the wait: up to ~1 s late.
+ */
 export function delaySecondsFor(job: Job, slot: number, now: number): number {
-  // Send `startLead` early: SQS delays are whole seconds, the worker waits out the remainder.
-  return Math.max(0, Math.floor((slot - job.startLead - now) / 1000));
+  return Math.max(0, Math.ceil((slot - job.startLead - now) / 1000));
 }
 
 export function messageFor(run: Pick<Run, 'job' | 'slot' | 'shard' | 'runKey'>): OutgoingRun['message'] {

@@ -108,11 +108,12 @@ const jobShape = z.strictObject({
   /** Time after the slot by which the slot must be done, else DEAD. @default none */
   deadline: z.optional(duration('deadline')),
   /**
-   * How early the planner enqueues a run before its slot; the worker waits out the rest so the
-   * handler starts on time despite SQS's whole-second delays. Costs up to this much Lambda time
-   * per run. 0 = start when SQS delivers (up to ~1 s late). @default '2s'
+   * How early a run's message becomes visible before its slot; the worker waits out the rest so
+   * the handler starts on the slot despite SQS's whole-second delays. Costs between
+   * startLead − 1 s and startLead of Lambda time per run. 0 = start when SQS delivers (up to
+   * ~1 s late). @default '1500ms'
    */
-  startLead: z._default(duration('startLead'), 2_000),
+  startLead: z._default(duration('startLead'), 1_500),
 });
 
 export type JobInput = z.input<typeof jobShape>;

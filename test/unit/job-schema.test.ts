@@ -52,7 +52,7 @@ describe('parseJobs defaults: an omitted policy never leaves an undefined the pl
       heartbeatEvery: 10_000,
       timeout: 300_000,
       retry: { maxAttempts: 3, backoff: { base: 1_000, max: 300_000, jitter: 'full' } },
-      startLead: 2_000,
+      startLead: 1_500,
     });
   });
 
