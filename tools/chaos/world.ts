@@ -52,6 +52,8 @@ export interface PollerSpec extends WorkerSpec {
   readonly batchSize?: number;
   readonly waitTimeSeconds?: number;
   readonly visibilityTimeoutSeconds?: number;
+  /** Stop it with the world (default). A victim that may hang forever must not be tracked. */
+  readonly track?: boolean;
 }
 
 export class World {
@@ -131,7 +133,7 @@ export class World {
       if ((error as { name?: string })?.name !== 'AbortError') this.errors.push(`${deps.owner}: ${String(error)}`);
     });
     poller.start();
-    this.pollers.push(poller);
+    if (spec.track ?? true) this.pollers.push(poller);
     return { poller, deps };
   }
 

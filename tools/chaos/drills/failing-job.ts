@@ -27,7 +27,7 @@ export const failingJobDrill: Drill = (options) =>
       const prefix = `f${index}-${rng.int(0, 46_655).toString(36)}`;
       const failMode = rng.pick(FAIL_MODES);
       const maxAttempts = rng.int(2, 4);
-      const healthy = Array.from({ length: rng.int(4, 10) }, (_, i) => ({ name: `${prefix}-ok${i}`, every: rng.pick([1_000, 2_000]) }));
+      const healthy = Array.from({ length: budget >= 400 ? rng.int(8, 16) : rng.int(4, 8) }, (_, i) => ({ name: `${prefix}-ok${i}`, every: rng.pick([1_000, 2_000]) }));
       const failingEvery = rng.pick([1_000, 2_000]);
       const failing = `${prefix}-bad`;
       const cron = (every: number) => (every === 1_000 ? '* * * * * *' : '*/2 * * * * *');
