@@ -16,5 +16,12 @@ export const StackOutput = {
   DashboardName: 'DashboardName',
   PlannerFunctionName: 'PlannerFunctionName',
   WorkerFunctionName: 'WorkerFunctionName',
+  /** Planner partition count (`of`); pause/resume must write to the job's partition. */
+  PlannerPartitions: 'PlannerPartitions',
+  /** Days terminal runs are kept before TTL deletes them. */
+  RunRetentionDays: 'RunRetentionDays',
+  /** EventBridge bus the outbox relay publishes to. */
+  EventBusName: 'EventBusName',
+  EventBusArn: 'EventBusArn',
 } as const;
 export type StackOutput = (typeof StackOutput)[keyof typeof StackOutput];

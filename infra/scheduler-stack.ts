@@ -1,10 +1,11 @@
 /**
- * The scheduler stack: ledger table, run queues, planner, worker and observability, composed from
+ * The scheduler stack: ledger table, run queues, planner, worker, outbox relay and observability, composed from
  * the constructs in infra/constructs/. The job config (shared/jobs.ts) is validated here, at
  * synth: an invalid job fails `cdk synth` with the job and the field named. The functions bundle
  * the same config and validate it again at cold start.
  */
 import { CfnOutput, Duration, RemovalPolicy, Stack, Validations, type StackProps } from 'aws-cdk-lib';
+import type * as events from 'aws-cdk-lib/aws-events';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sns from 'aws-cdk-lib/aws-sns';
@@ -16,6 +17,7 @@ import { RUN_QUEUES } from '../shared/resources.js';
 import { BusinessTable } from './constructs/business-table.js';
 import { LedgerTable } from './constructs/ledger-table.js';
 import { Observability } from './constructs/observability.js';
+import { OutboxRelay } from './constructs/outbox-relay.js';
 import { PlannerFunction } from './constructs/planner-function.js';
 import { RunQueues, VISIBILITY_TIMEOUT_FACTOR } from './constructs/run-queues.js';
 import { WorkerFunction } from './constructs/worker-function.js';
@@ -66,7 +68,12 @@ export interface SchedulerStackProps extends StackProps {
    */
   readonly workerMaxConcurrency?: number;
   /**
-   * Log retention of both functions.
+   * Bus the outbox relay publishes to.
+   * @default a new event bus created by the outbox relay
+   */
+  readonly eventBus?: events.IEventBus;
+  /**
+   * Log retention of the functions.
    * @default logs.RetentionDays.ONE_MONTH
    */
   readonly logRetention?: logs.RetentionDays;
@@ -129,6 +136,7 @@ export class SchedulerStack extends Stack {
   readonly runQueues: RunQueues;
   readonly planner: PlannerFunction;
   readonly worker: WorkerFunction;
+  readonly outboxRelay: OutboxRelay;
   readonly observability: Observability;
 
   constructor(scope: Construct, id: string, props: SchedulerStackProps = {}) {
@@ -163,11 +171,18 @@ export class SchedulerStack extends Stack {
       timeout: workerTimeout,
       logRetention: props.logRetention,
     });
+    this.outboxRelay = new OutboxRelay(this, 'OutboxRelay', {
+      ledger: this.ledger,
+      eventBus: props.eventBus,
+      logRetention: props.logRetention,
+    });
     this.observability = new Observability(this, 'Observability', {
       plannerFunction: this.planner.function,
       workerFunction: this.worker.function,
       runQueue: this.runQueues.runQueue,
       deadLetterQueue: this.runQueues.deadLetterQueue,
+      outboxRelayFunction: this.outboxRelay.function,
+      outboxRelayFailureQueue: this.outboxRelay.failureQueue,
       alarmTopic: props.alarmTopic,
       alarmEmail: props.alarmEmail,
       triggerLagThreshold: props.triggerLagThreshold,
@@ -193,6 +208,10 @@ export class SchedulerStack extends Stack {
     output(StackOutput.DashboardName, this.observability.dashboard.dashboardName, 'CloudWatch dashboard');
     output(StackOutput.PlannerFunctionName, this.planner.function.functionName, 'Planner function');
     output(StackOutput.WorkerFunctionName, this.worker.function.functionName, 'Worker function');
+    output(StackOutput.PlannerPartitions, String(this.planner.plannerPartitions), 'Planner partition count (ops pause/resume write to the job partition)');
+    output(StackOutput.RunRetentionDays, String(this.ledger.runRetentionDays), 'Days terminal runs are kept before TTL deletes them');
+    output(StackOutput.EventBusName, this.outboxRelay.eventBus.eventBusName, 'EventBridge bus the outbox relay publishes to');
+    output(StackOutput.EventBusArn, this.outboxRelay.eventBus.eventBusArn, 'EventBridge bus ARN (rules and cross-account targets)');
   }
 
   /**
@@ -200,9 +219,12 @@ export class SchedulerStack extends Stack {
    * its reason (cdk-nag v3 reads CDK's Validations acknowledgments). NAG_ACKNOWLEDGMENTS lists them.
    */
   private addNagSuppressions(props: SchedulerStackProps): void {
-    for (const fn of [this.planner.function, this.worker.function]) {
+    const functions = [this.planner.function, this.worker.function, this.outboxRelay.function];
+    for (const fn of functions) {
       Validations.of(fn).acknowledge(NAG_ACKNOWLEDGMENTS.runtime);
     }
+    Validations.of(this.outboxRelay.role).acknowledge(NAG_ACKNOWLEDGMENTS.streamListStreams);
+    Validations.of(this.outboxRelay.failureQueue).acknowledge(NAG_ACKNOWLEDGMENTS.streamFailureQueue);
     if (props.tableEncryptionKey) {
       for (const fn of [this.planner.function, this.worker.function]) {
         Validations.of(fn.role!).acknowledge(...NAG_ACKNOWLEDGMENTS.customerManagedTableKey);
@@ -216,6 +238,14 @@ export const NAG_ACKNOWLEDGMENTS = {
   runtime: {
     id: 'AwsSolutions-L1',
     reason: `Pinned to ${LAMBDA_RUNTIME.name}, the runtime the bundles target and the tests run on; upgraded deliberately, not by a CDK release.`,
+  },
+  streamListStreams: {
+    id: 'AwsSolutions-IAM5[Resource::*]',
+    reason: 'Only dynamodb:ListStreams, which CDK DynamoEventSource grants on * (lists stream ARNs, reads no data); stream reads are on the ledger stream ARN.',
+  },
+  streamFailureQueue: {
+    id: 'AwsSolutions-SQS3',
+    reason: 'This queue is the outbox relay event source on-failure destination (its DLQ); nothing consumes it that could fail.',
   },
   customerManagedTableKey: [
     {

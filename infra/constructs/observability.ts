@@ -64,8 +64,14 @@ export const AlarmKey = {
   TriggerLagHigh: 'trigger-lag-p99',
   OldestOpenRunAgeHigh: 'oldest-open-run-age',
   WorkerThrottles: 'worker-throttles',
+  OutboxRelayErrors: 'outbox-relay-errors',
+  OutboxRelayFailedBatches: 'outbox-relay-failed-batches',
 } as const;
 export type AlarmKey = (typeof AlarmKey)[keyof typeof AlarmKey];
+
+/** Alarms that exist only when the outbox relay's function / failure queue are passed in. */
+export const OUTBOX_RELAY_ALARM_KEYS = [AlarmKey.OutboxRelayErrors, AlarmKey.OutboxRelayFailedBatches] as const;
+type OutboxRelayAlarmKey = (typeof OUTBOX_RELAY_ALARM_KEYS)[number];
 
 export interface ObservabilityProps {
   /** The planner function (errors and invocations). */
@@ -76,6 +82,16 @@ export interface ObservabilityProps {
   readonly runQueue: sqs.IQueue;
   /** The dead-letter queue (depth alarm). */
   readonly deadLetterQueue: sqs.IQueue;
+  /**
+   * The outbox relay function (errors alarm, dashboard widget).
+   * @default no outbox relay errors alarm or function metrics
+   */
+  readonly outboxRelayFunction?: lambda.IFunction;
+  /**
+   * The outbox relay's on-failure queue (depth alarm, dashboard widget).
+   * @default no outbox relay failed-batches alarm
+   */
+  readonly outboxRelayFailureQueue?: sqs.IQueue;
   /**
    * Topic that receives alarm and OK notifications.
    * @default a KMS-encrypted topic is created when alarmEmail is set; otherwise no actions
@@ -145,7 +161,7 @@ export function schedulerMetric(metricName: string, options: { statistic?: strin
 
 export class Observability extends Construct {
   readonly dashboard: cw.Dashboard;
-  readonly alarms: Readonly<Record<AlarmKey, cw.Alarm>>;
+  readonly alarms: Readonly<Record<Exclude<AlarmKey, OutboxRelayAlarmKey>, cw.Alarm> & Partial<Record<OutboxRelayAlarmKey, cw.Alarm>>>;
   /** Where alarms notify, if anywhere. */
   readonly alarmTopic?: sns.ITopic;
 
@@ -167,6 +183,7 @@ export class Observability extends Construct {
     const fiveMinutes = Duration.minutes(5);
     // Alarms use unlabelled metrics (classic alarm form); the dashboard adds labels.
     const dlqDepth = props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: Duration.minutes(1) });
+    const relayFailureDepth = props.outboxRelayFailureQueue?.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: Duration.minutes(1) });
     const oldestOpenRunAge = schedulerMetric(OLDEST_OPEN_RUN_AGE, { statistic: 'Maximum', period: fiveMinutes });
     const triggerLagP99 = schedulerMetric(MetricName.TriggerLag, { statistic: 'p99', period: fiveMinutes });
 
@@ -246,6 +263,28 @@ export class Observability extends Construct {
         comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
         evaluationPeriods: 1,
         treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+      }),
+      ...(props.outboxRelayFunction && {
+        [AlarmKey.OutboxRelayErrors]: alarm(AlarmKey.OutboxRelayErrors, 'The outbox relay function failed (crash or timeout): outbox events are retried and delayed.', {
+          metric: props.outboxRelayFunction.metricErrors({ statistic: 'Sum', period: fiveMinutes }),
+          threshold: 0,
+          comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+        }),
+      }),
+      ...(relayFailureDepth && {
+        [AlarmKey.OutboxRelayFailedBatches]: alarm(
+          AlarmKey.OutboxRelayFailedBatches,
+          'The outbox relay gave up on stream records (retries or record age exhausted): their events were not published.',
+          {
+            metric: relayFailureDepth,
+            threshold: 0,
+            comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+            evaluationPeriods: 1,
+            treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+          },
+        ),
       }),
     };
 
@@ -337,6 +376,28 @@ export class Observability extends Construct {
         height: 6,
       }),
     );
+    if (props.outboxRelayFunction || relayFailureDepth) {
+      const relay = props.outboxRelayFunction;
+      this.dashboard.addWidgets(
+        new cw.GraphWidget({
+          title: 'Outbox relay',
+          left: [
+            ...(relay
+              ? [
+                  relay.metricInvocations({ statistic: 'Sum', label: 'invocations' }),
+                  relay.metricErrors({ statistic: 'Sum', label: 'errors' }),
+                  relay.metricThrottles({ statistic: 'Sum', label: 'throttles' }),
+                ]
+              : []),
+            ...(relayFailureDepth ? [relayFailureDepth.with({ label: 'failed batches (on-failure queue)' })] : []),
+          ],
+          // How far the relay is behind the ledger stream.
+          right: relay ? [relay.metric('IteratorAge', { statistic: 'Maximum', label: 'iterator age max (ms)' })] : [],
+          width: 8,
+          height: 6,
+        }),
+      );
+    }
   }
 
   /** SNS requires a customer-managed key that CloudWatch may use to publish encrypted alarms. */

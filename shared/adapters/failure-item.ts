@@ -1,4 +1,5 @@
-/** Items returned with failed conditions, as plain values. */
+/** Failed conditional writes: recognising them, and the item they return, as plain values. */
+import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 
 type Item = Record<string, unknown>;
 
@@ -26,3 +27,12 @@ function fromAttributeValue(value: unknown): unknown {
   return value;
 }
 
+
+export function isConditionalCheckFailure(error: unknown): error is ConditionalCheckFailedException {
+  return error instanceof ConditionalCheckFailedException || (error as { name?: string })?.name === 'ConditionalCheckFailedException';
+}
+
+/** The item as it was when the condition failed (needs ReturnValuesOnConditionCheckFailure: ALL_OLD). */
+export function failedItem(error: ConditionalCheckFailedException): Item | undefined {
+  return error.Item ? unmarshallFailureItem(error.Item) : undefined;
+}

@@ -4,7 +4,7 @@
  * business condition. On a failed check it tells a stale fence from a failed business condition
  * using the item returned with the failure, never an extra read.
  */
-import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { PutCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import {
   ConditionFailedError,
@@ -15,7 +15,7 @@ import {
   type FencedUpdate,
   type FencedWrite,
 } from '../handler-api.js';
-import { unmarshallFailureItem } from './failure-item.js';
+import { isConditionalCheckFailure, unmarshallFailureItem } from './failure-item.js';
 
 export type FencedWriteResult = 'accepted' | 'fenced-out' | 'condition-failed';
 
@@ -85,8 +85,8 @@ export class DynamoFencedStore implements FencedStore {
       else await this.doc.send(new UpdateCommand(built.input));
       this.hooks.onResult?.(write, 'accepted');
     } catch (error) {
-      if (error instanceof ConditionalCheckFailedException || (error as { name?: string }).name === 'ConditionalCheckFailedException') {
-        throw this.rejection(write, (error as ConditionalCheckFailedException).Item, error);
+      if (isConditionalCheckFailure(error)) {
+        throw this.rejection(write, error.Item, error);
       }
       throw error;
     }

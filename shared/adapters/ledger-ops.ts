@@ -7,12 +7,13 @@
  * Both repairs are conditional on the status AND the fencing token the operator saw: a worker that
  * claimed the run in between (token + 1) always wins over the operator.
  */
-import { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
+import type { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { DEFAULT_CLOCK_SKEW_MS } from '../core/lease.js';
 import { isTerminal, RunStatus, type Run, type RunId } from '../core/vocabulary.js';
 import { LedgerKeys } from '../resources.js';
 import { runFromItem } from './ledger.js';
+import { failedItem, isConditionalCheckFailure } from './failure-item.js';
 
 type Item = Record<string, unknown>;
 
@@ -79,29 +80,9 @@ function iso(ms: number | undefined): string {
   return ms === undefined ? '?' : new Date(ms).toISOString();
 }
 
-function isConditionalCheckFailure(error: unknown): error is ConditionalCheckFailedException {
-  return error instanceof ConditionalCheckFailedException || (error as { name?: string })?.name === 'ConditionalCheckFailedException';
-}
-
-/** ReturnValuesOnConditionCheckFailure returns the low-level attribute-value format. */
-function fromAttributeValue(value: unknown): unknown {
-  if (value === null || typeof value !== 'object') return value;
-  const av = value as Record<string, unknown>;
-  if ('S' in av) return av.S;
-  if ('N' in av) return Number(av.N);
-  if ('BOOL' in av) return av.BOOL;
-  if ('NULL' in av) return null;
-  if ('M' in av) return Object.fromEntries(Object.entries(av.M as Item).map(([k, v]) => [k, fromAttributeValue(v)]));
-  if ('L' in av) return (av.L as unknown[]).map(fromAttributeValue);
-  if ('SS' in av) return new Set(av.SS as string[]);
-  if ('NS' in av) return new Set((av.NS as string[]).map(Number));
-  return value;
-}
-
 function failureRun(error: ConditionalCheckFailedException): Run | undefined {
-  if (!error.Item) return undefined;
-  const item = Object.fromEntries(Object.entries(error.Item).map(([k, v]) => [k, fromAttributeValue(v)]));
-  return runFromItem(item);
+  const item = failedItem(error);
+  return item ? runFromItem(item) : undefined;
 }
 
 export class LedgerOps {

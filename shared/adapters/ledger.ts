@@ -4,7 +4,7 @@
  * DynamoDB returns with the failure (ReturnValuesOnConditionCheckFailure), never an extra read.
  * The rules themselves (what a refusal means, token composition) live in shared/core.
  */
-import { ConditionalCheckFailedException, TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
   GetCommand,
   PutCommand,
@@ -16,7 +16,7 @@ import {
 import { initialFence, MAX_CLAIMS_PER_SLOT } from '../core/fence.js';
 import { explainClaimRefusal, type ClaimResult } from '../core/lease.js';
 import { LedgerKeys, LEDGER_TABLE } from '../resources.js';
-import { unmarshallFailureItem } from './failure-item.js';
+import { failedItem, isConditionalCheckFailure, unmarshallFailureItem } from './failure-item.js';
 import { RunStatus, runKeyOf, type Run, type RunId } from '../core/vocabulary.js';
 
 type Item = Record<string, unknown>;
@@ -62,10 +62,6 @@ export interface LedgerOptions {
   readonly retentionDays?: number;
 }
 
-function isConditionalCheckFailure(error: unknown): error is ConditionalCheckFailedException {
-  return error instanceof ConditionalCheckFailedException || (error as { name?: string })?.name === 'ConditionalCheckFailedException';
-}
-
 /** Per-item reasons of a cancelled transaction, with returned items unmarshalled; undefined for other errors. */
 function cancellationReasons(error: unknown): { Code?: string; Item?: Item }[] | undefined {
   if (!(error instanceof TransactionCanceledException) && (error as { name?: string })?.name !== 'TransactionCanceledException') return undefined;
@@ -73,10 +69,6 @@ function cancellationReasons(error: unknown): { Code?: string; Item?: Item }[] |
     Code: reason.Code,
     Item: reason.Item ? unmarshallFailureItem(reason.Item) : undefined,
   }));
-}
-
-function itemOf(error: ConditionalCheckFailedException): Item | undefined {
-  return error.Item ? unmarshallFailureItem(error.Item) : undefined;
 }
 
 export function runFromItem(item: Item): Run {
@@ -271,7 +263,7 @@ export class Ledger {
       return { created: true, run: runFromItem(item) };
     } catch (error) {
       if (isConditionalCheckFailure(error)) {
-        const existing = itemOf(error);
+        const existing = failedItem(error);
         if (existing) return { created: false, existing: runFromItem(existing) };
       }
       throw error;
@@ -334,7 +326,7 @@ export class Ledger {
         const { Attributes = {} } = await this.doc.send(new UpdateCommand({ ...update, ReturnValues: 'ALL_NEW' }));
         return { kind: 'claimed', run: runFromItem(Attributes), claimedFrom: Attributes.claimedFrom as RunStatus };
       } catch (error) {
-        if (isConditionalCheckFailure(error)) return refusal(itemOf(error));
+        if (isConditionalCheckFailure(error)) return refusal(failedItem(error));
         throw error;
       }
     }
@@ -426,7 +418,7 @@ export class Ledger {
       return { ok: true };
     } catch (error) {
       if (isConditionalCheckFailure(error)) {
-        const current = itemOf(error);
+        const current = failedItem(error);
         return { ok: false, current: current ? runFromItem(current) : undefined };
       }
       const reasons = cancellationReasons(error);

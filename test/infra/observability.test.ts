@@ -4,14 +4,14 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { describe, expect, it } from 'vitest';
-import { AlarmKey, OLDEST_OPEN_RUN_AGE, Observability, type ObservabilityProps } from '../../infra/constructs/observability.js';
+import { AlarmKey, OLDEST_OPEN_RUN_AGE, OUTBOX_RELAY_ALARM_KEYS, Observability, type ObservabilityProps } from '../../infra/constructs/observability.js';
 import { MetricName } from '../../shared/observability.js';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../../shared/powertools.js';
 import { constructStack } from './support.js';
 
-type Extra = Partial<Omit<ObservabilityProps, 'plannerFunction' | 'workerFunction' | 'runQueue' | 'deadLetterQueue'>>;
+type Extra = Partial<Omit<ObservabilityProps, 'plannerFunction' | 'workerFunction' | 'runQueue' | 'deadLetterQueue' | 'outboxRelayFunction' | 'outboxRelayFailureQueue'>>;
 
-function observability(props: Extra = {}, withTopic = false) {
+function observability(props: Extra = {}, withTopic = false, withRelay = true) {
   const stack = constructStack();
   const fn = (id: string) =>
     new lambda.Function(stack, id, { runtime: lambda.Runtime.NODEJS_22_X, handler: 'index.handler', code: lambda.Code.fromInline('exports.handler=()=>{}') });
@@ -22,6 +22,8 @@ function observability(props: Extra = {}, withTopic = false) {
     workerFunction: fn('Worker'),
     runQueue,
     deadLetterQueue,
+    outboxRelayFunction: withRelay ? fn('Relay') : undefined,
+    outboxRelayFailureQueue: withRelay ? new sqs.Queue(stack, 'RelayFailures') : undefined,
     alarmTopic: withTopic ? new sns.Topic(stack, 'ExistingTopic') : undefined,
     ...props,
   });
@@ -116,6 +118,37 @@ describe('Observability', () => {
     });
   });
 
+  it('alarms on outbox relay errors > 0 and on failed relay batches in its on-failure queue > 0', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: Match.stringLikeRegexp(`-${AlarmKey.OutboxRelayErrors}$`),
+      Namespace: 'AWS/Lambda',
+      MetricName: 'Errors',
+      Dimensions: [{ Name: 'FunctionName', Value: { Ref: Match.stringLikeRegexp('^Relay') } }],
+      Statistic: 'Sum',
+      ComparisonOperator: 'GreaterThanThreshold',
+      Threshold: 0,
+      TreatMissingData: 'notBreaching',
+    });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: Match.stringLikeRegexp(`-${AlarmKey.OutboxRelayFailedBatches}$`),
+      Namespace: 'AWS/SQS',
+      MetricName: 'ApproximateNumberOfMessagesVisible',
+      Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [Match.stringLikeRegexp('^RelayFailures'), 'QueueName'] } }],
+      Statistic: 'Maximum',
+      ComparisonOperator: 'GreaterThanThreshold',
+      Threshold: 0,
+      TreatMissingData: 'notBreaching',
+    });
+  });
+
+  it('has no outbox relay alarms or widget when no relay is given', () => {
+    const { construct, template: without } = observability({}, false, false);
+    const t = without();
+    t.resourceCountIs('AWS::CloudWatch::Alarm', Object.keys(AlarmKey).length - OUTBOX_RELAY_ALARM_KEYS.length);
+    for (const key of OUTBOX_RELAY_ALARM_KEYS) expect(construct.alarms[key]).toBeUndefined();
+    expect(JSON.stringify(Object.values(t.findResources('AWS::CloudWatch::Dashboard'))[0])).not.toContain('Outbox relay');
+  });
+
   it('takes the thresholds from props', () => {
     const custom = observability({
       triggerLagThreshold: Duration.seconds(3),
@@ -166,6 +199,14 @@ describe('Observability', () => {
     }
     expect(body).toContain('ApproximateNumberOfMessagesVisible');
     expect(body).toMatch(/Dlq[0-9A-F]+/);
+  });
+
+  it('shows the outbox relay errors, iterator age and failed batches on the dashboard', () => {
+    const body = JSON.stringify(Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0]);
+    expect(body).toContain('Outbox relay');
+    expect(body).toMatch(/\\"AWS\/Lambda\\",\\"Errors\\",\\"FunctionName\\",\\"",\{\"Ref\":\"Relay[0-9A-F]+\"\}/);
+    expect(body).toMatch(/\\"AWS\/Lambda\\",\\"IteratorAge\\",\\"FunctionName\\",\\"",\{\"Ref\":\"Relay[0-9A-F]+\"\}/);
+    expect(body).toMatch(/RelayFailures[0-9A-F]+/);
   });
 
   it.each([

@@ -5,6 +5,7 @@
 import { App, Duration, Stack, Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as kms from 'aws-cdk-lib/aws-kms';
+import * as events from 'aws-cdk-lib/aws-events';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -38,16 +39,27 @@ describe('SchedulerStack (bundled synth)', () => {
     expect(nagViolations(stack)).toEqual([]);
   });
 
-  it('acknowledges only the listed findings, each with a reason', () => {
+  it('acknowledges only the listed findings, each with a one-line reason on the resource it concerns', () => {
     const acknowledged = stack.node
       .findAll()
-      .flatMap((c) => c.node.metadata.filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY))
-      .flatMap((m) => Object.entries(m.data as Record<string, string>));
+      .flatMap((c) =>
+        c.node.metadata
+          .filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
+          .flatMap((m) => Object.entries(m.data as Record<string, string>).map(([id, reason]) => ({ path: c.node.path, id: id.replace(/^annotation::/i, ''), reason }))),
+      );
     expect(acknowledged.length).toBeGreaterThan(0);
-    for (const [id, reason] of acknowledged) {
-      expect(id.replace(/^annotation::/i, '')).toBe(NAG_ACKNOWLEDGMENTS.runtime.id);
+    for (const { id, reason } of acknowledged) {
       expect(reason.length).toBeGreaterThan(20);
+      expect(reason).not.toContain('\n');
     }
+    const where = (id: string) => acknowledged.filter((a) => a.id === id).map((a) => a.path).sort();
+    expect(where(NAG_ACKNOWLEDGMENTS.runtime.id)).toEqual(
+      [stack.planner.function, stack.worker.function, stack.outboxRelay.function].map((fn) => fn.node.path).sort(),
+    );
+    expect(where(NAG_ACKNOWLEDGMENTS.streamListStreams.id)).toEqual([stack.outboxRelay.role.node.path]);
+    expect(where(NAG_ACKNOWLEDGMENTS.streamFailureQueue.id)).toEqual([stack.outboxRelay.failureQueue.node.path]);
+    // No CMK in this stack, so nothing else is acknowledged.
+    expect(acknowledged).toHaveLength(5);
   });
 
   it('bundles each function into one minified ESM file with a source map', () => {
@@ -55,7 +67,7 @@ describe('SchedulerStack (bundled synth)', () => {
       const key = (fn as { Properties: { Code: { S3Key: string } } }).Properties.Code.S3Key;
       return join(assembly.directory, `asset.${key.replace(/\.zip$/, '')}`);
     });
-    expect(assetDirs).toHaveLength(2);
+    expect(assetDirs).toHaveLength(3);
     for (const dir of assetDirs) {
       const bundle = join(dir, 'index.mjs');
       expect(existsSync(bundle), bundle).toBe(true);
@@ -69,6 +81,21 @@ describe('SchedulerStack (bundled synth)', () => {
   it('exports the names the ops CLI needs', () => {
     for (const key of Object.values(StackOutput)) template.hasOutput(key, { Value: Match.anyValue() });
     template.hasOutput(StackOutput.DeadLetterQueueArn, { Value: { 'Fn::GetAtt': [Match.stringLikeRegexp('^QueuesDeadLetterQueue'), 'Arn'] } });
+    template.hasOutput(StackOutput.PlannerPartitions, { Value: '1' });
+    template.hasOutput(StackOutput.RunRetentionDays, { Value: '30' });
+    template.hasOutput(StackOutput.EventBusName, { Value: { Ref: Match.stringLikeRegexp('^OutboxRelayBus') } });
+    template.hasOutput(StackOutput.EventBusArn, { Value: { 'Fn::GetAtt': [Match.stringLikeRegexp('^OutboxRelayBus'), 'Arn'] } });
+  });
+
+  it('relays outbox rows from the ledger stream to the event bus, failed batches to an on-failure queue', () => {
+    template.resourceCountIs('AWS::Events::EventBus', 1);
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      EventSourceArn: { 'Fn::GetAtt': [Match.stringLikeRegexp('^LedgerTable'), 'StreamArn'] },
+      StartingPosition: 'TRIM_HORIZON',
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      BisectBatchOnFunctionError: true,
+      DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [Match.stringLikeRegexp('^OutboxRelayFailureQueue'), 'Arn'] } } },
+    });
   });
 
   it('gives the run queue a visibility timeout ≥ 6 × the worker function timeout', () => {
@@ -89,12 +116,14 @@ describe('SchedulerStack (bundled synth)', () => {
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { FunctionResponseTypes: ['ReportBatchItemFailures'] });
   });
 
-  it('has no IAM statement with a wildcard resource on dynamodb:/sqs: actions and no dynamodb:Scan', () => {
+  it('has no IAM statement with a wildcard resource on dynamodb:/sqs:/events: actions (but ListStreams) and no dynamodb:Scan', () => {
     const statements = iamStatements(template);
     expect(statements.length).toBeGreaterThan(0);
     for (const s of statements) {
-      const data = s.actions.filter((a) => a.startsWith('dynamodb:') || a.startsWith('sqs:'));
+      // dynamodb:ListStreams is granted on * by CDK's stream event source (acknowledged; it reads no data).
+      const data = s.actions.filter((a) => /^(dynamodb|sqs|events):/.test(a) && a !== 'dynamodb:ListStreams');
       if (data.length > 0) expect(s.resources.filter(isWildcardResource), `${s.policy} ${data.join(',')}`).toEqual([]);
+      if (s.actions.includes('dynamodb:ListStreams')) expect(s.actions).toEqual(['dynamodb:ListStreams']);
       for (const action of s.actions) {
         expect(action).not.toMatch(/^dynamodb:(Scan|\*)$/);
         expect(action).not.toBe('*');
@@ -104,8 +133,16 @@ describe('SchedulerStack (bundled synth)', () => {
     expect(JSON.stringify(template.toJSON())).not.toContain('dynamodb:Scan');
   });
 
-  it('has the seven alarms and the dashboard', () => {
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 7);
+  it('has the nine alarms and the dashboard', () => {
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 9);
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'Errors',
+      Dimensions: [{ Name: 'FunctionName', Value: { Ref: Match.stringLikeRegexp('^OutboxRelayFunction') } }],
+    });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'ApproximateNumberOfMessagesVisible',
+      Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [Match.stringLikeRegexp('^OutboxRelayFailureQueue'), 'QueueName'] } }],
+    });
     template.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'Invocations', TreatMissingData: 'breaching' });
   });
@@ -148,6 +185,23 @@ describe('SchedulerStack (configuration)', () => {
     const template = Template.fromStack(stack);
     template.hasResourceProperties('AWS::SQS::Queue', { RedrivePolicy: Match.anyValue(), VisibilityTimeout: 18 * 60 });
     template.hasResourceProperties('AWS::Lambda::Function', { Description: Match.stringLikeRegexp('worker'), Timeout: 180 });
+  });
+
+  it('emits the configured planner partitions and run retention as outputs', () => {
+    const template = Template.fromStack(schedulerApp({ plannerPartitions: 4, runRetentionDays: 7 }).stack);
+    template.hasOutput(StackOutput.PlannerPartitions, { Value: '4' });
+    template.hasOutput(StackOutput.RunRetentionDays, { Value: '7' });
+  });
+
+  it('relays to a given event bus instead of creating one', () => {
+    const app = new App({ ...FAST_APP, context: testContext() });
+    const stack = new SchedulerStack(app, 'CentralBus', {
+      eventBus: events.EventBus.fromEventBusName(new Stack(app, 'Buses'), 'Central', 'central'),
+    });
+    const template = Template.fromStack(stack);
+    template.resourceCountIs('AWS::Events::EventBus', 0);
+    template.hasOutput(StackOutput.EventBusName, { Value: 'central' });
+    expect(nagViolations(app)).toEqual([]);
   });
 
   it('reads parameters from CDK context', () => {

@@ -7,6 +7,7 @@ import { CountingMiddleware } from '../support/counting.js';
 import { runPlannerTick } from '../../shared/planner.js';
 import { NO_HISTORY } from '../../shared/core/history.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
+import { partitionOf } from '../../shared/core/partition.js';
 import { drain, ManualClock, metrics, silentLogger, testJobs } from '../support/helpers.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
 
@@ -158,5 +159,31 @@ describe('misfire: the planner stopped for 10 simulated minutes on a per-minute 
     expect(onTimeKeys.length).toBeGreaterThan(0);
     for (const key of onTimeKeys) expect(first.indexOf(key)).toBeLessThan(firstCatchUp);
     expect(reports.every((r) => r.watermarkAdvanced)).toBe(true);
+  });
+});
+
+describe('planner partitions', () => {
+  it('P partitions together plan every job exactly once, each job only in its own partition', async () => {
+    const own = await sandbox();
+    const jobs = testJobs(Array.from({ length: 24 }, (_, i) => ({ name: `job-${i}`, schedule: '*/20 * * * * *', handler: 'noop', startLead: '60s' })));
+    const clock = new ManualClock(T0);
+    const of = 4;
+    const deps = { ledger: own.ledger, queue: own.queue, jobs, clock: clock.read, logger: silentLogger(), metrics: metrics() };
+    const created = new Map<number, number>();
+    for (let round = 0; round < 2; round++) {
+      // Both rounds cover the same minute: the second must create nothing.
+      for (let partition = 0; partition < of; partition++) {
+        const report = await runPlannerTick(deps, { partition, of });
+        created.set(partition, (created.get(partition) ?? 0) + report.created);
+      }
+    }
+    for (const job of jobs) {
+      const runs = await own.ledger.listRuns(job.name, { ascending: true });
+      expect(runs.map((r) => r.slot), job.name).toEqual([T0 + 20_000, T0 + 40_000, T0 + 60_000]);
+    }
+    const expected = new Map<number, number>();
+    for (const job of jobs) expected.set(partitionOf(job.name, of), (expected.get(partitionOf(job.name, of)) ?? 0) + 3);
+    expect(created).toEqual(expected);
+    own.destroy();
   });
 });

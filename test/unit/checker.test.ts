@@ -101,6 +101,17 @@ describe('clean histories pass', () => {
     expect(checkHistory(history, { runs: [] }).violations).toEqual([]);
   });
 
+  it('a claim reported late (its worker paused between the claim landing and reporting it) is not a violation', () => {
+    const history: HistoryEvent[] = [
+      { type: 'claimed', at: T + 42_001, runKey: KEY, owner: 'B', token: TOKEN + 2, attempt: 2, from: RunStatus.RUNNING, leaseUntil: T + 72_001 },
+      { type: 'outcome', at: T + 42_300, runKey: KEY, owner: 'B', token: TOKEN + 2, status: RunStatus.SUCCEEDED, accepted: true },
+      // A's claim landed at T (token + 1) but A was paused before it could report it.
+      { type: 'claimed', at: T + 50_000, runKey: KEY, owner: 'A', token: TOKEN + 1, attempt: 1, from: RunStatus.READY, leaseUntil: T + LEASE },
+      { type: 'outcome', at: T + 50_002, runKey: KEY, owner: 'A', token: TOKEN + 1, status: RunStatus.SUCCEEDED, accepted: false },
+    ];
+    expect(checkHistory(history, { runs: [run()] }, expectSlot).violations).toEqual([]);
+  });
+
   it('a claim within the clock allowance of the previous lease end is tolerated', () => {
     const history: HistoryEvent[] = [
       { type: 'claimed', at: T, runKey: KEY, owner: 'A', token: TOKEN + 1, attempt: 1, from: RunStatus.READY, leaseUntil: T + LEASE },
@@ -184,7 +195,7 @@ describe('each violation kind is caught and names the run', () => {
     expect(hit.detail).toContain('never recorded');
   });
 
-  it('3. a claim handed out a token that is not above the previous one', () => {
+  it('3. two claims handed out the same token', () => {
     const history = takeoverHistory().map((e) => (e.type === 'claimed' && e.owner === 'B' ? { ...e, token: TOKEN + 1 } : e));
     only(checkHistory(history, { runs: [run()] }, {}), Invariant.FENCE_MONOTONIC);
   });

@@ -2,7 +2,10 @@ import { startLocalStack } from '../local-stack.js';
 import { putDroppedDrill } from './drills/put-dropped.js';
 import { plannerDownDrill } from './drills/planner-down.js';
 import { failingJobDrill } from './drills/failing-job.js';
-const drills = { a: putDroppedDrill, e: plannerDownDrill, f: failingJobDrill } as Record<string, typeof putDroppedDrill>;
+import { workerKilledDrill } from './drills/worker-killed.js';
+import { workerPausedDrill } from './drills/worker-paused.js';
+import { ledgerUnreachableDrill } from './drills/ledger-unreachable.js';
+const drills = { a: putDroppedDrill, e: plannerDownDrill, f: failingJobDrill, b: workerKilledDrill, c: workerPausedDrill, d: ledgerUnreachableDrill } as Record<string, typeof putDroppedDrill>;
 const stack = await startLocalStack();
 const t0 = Date.now();
 try {

@@ -71,7 +71,7 @@ export class World {
     readonly box: ChaosSandbox,
     private readonly log?: (line: string) => void,
   ) {
-    this.logger = new JsonLineLogger((line) => log?.(line), {}, 'error');
+    this.logger = new JsonLineLogger((line) => (process.env.CHAOS_VERBOSE ? log?.(line) : undefined), {}, 'error');
   }
 
   static async create(base: LocalEndpoints, options: SandboxOptions = {}, log?: (line: string) => void): Promise<World> {

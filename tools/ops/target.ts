@@ -23,9 +23,6 @@ import { LOCAL_ENDPOINTS_FILE } from '../local-stack.js';
 import { parsePositive, type CommonValues } from './args.js';
 import { OpsFailure, UsageError, type OpsIo } from './io.js';
 
-/** Stack output with the planner partition count (not in StackOutput yet; see docs/operating.md). */
-export const PLANNER_PARTITIONS_OUTPUT = 'PlannerPartitions';
-
 /** The endpoints file: LocalEndpoints (tools/local-stack.ts) plus what `npm start` adds. */
 export interface EndpointsFile {
   readonly dynamoEndpoint: string;
@@ -133,7 +130,7 @@ async function openStack(values: CommonValues, io: OpsIo, partitions: number | u
     if (!value) throw new OpsFailure(`stack "${stackName}" has no output ${key}: deploy the current infra/ or use --endpoints`);
     return value;
   };
-  const fromOutput = outputs.get(PLANNER_PARTITIONS_OUTPUT);
+  const fromOutput = outputs.get(StackOutput.PlannerPartitions);
   const outputPartitions = fromOutput !== undefined && /^\d+$/.test(fromOutput) && Number(fromOutput) >= 1 ? Number(fromOutput) : undefined;
   const clients = createClients(region ? { dynamo: { region }, sqs: { region } } : {});
   return build(clients, {

@@ -1,0 +1,144 @@
+/**
+ * Drill (d): the ledger becomes unreachable for one worker while it holds runs and heartbeats.
+ * The victim (a child process, or in-process) talks to DynamoDB Local through a TCP proxy that
+ * the drill switches to resetting every connection or to black-holing them. Its `holder` runs
+ * hold until ctx.signal fires; the other runs finish quickly.
+ *
+ * Must hold: the holder stops (its handler's signal aborts) before its lease ends; a successor
+ * (with a working connection) takes every held run over after expiry and completes it; the
+ * checker's five invariants.
+ */
+import { createClients } from '../../../shared/runtime.js';
+import { localClientConfig } from '../../local-stack.js';
+import { ChildWorker } from '../child.js';
+import { invariantViolations, iterate, tracer, type Drill, type DrillViolation } from '../drill.js';
+import type { HandlerConfig } from '../handlers.js';
+import { TcpProxy, type ProxyMode } from '../proxy.js';
+import { unit } from '../rng.js';
+import { sleepMs, until, World } from '../world.js';
+import { allSucceeded, claimsBy, leaseEnds, leaseOf, pastSlots, randomOwner, workerJob } from './common.js';
+import { atLeastOne } from './worker-killed.js';
+
+export const ledgerUnreachableDrill: Drill = (options) =>
+  iterate(
+    'ledger-unreachable',
+    options,
+    async ({ rng, index, budget, seed, child }) => {
+      const trace = tracer(`ledger-unreachable #${index}`, options.log);
+      const world = await World.create(options.base, { visibilityTimeoutSeconds: 2, maxReceiveCount: 100 }, options.log);
+      const proxy = TcpProxy.forEndpoint(world.endpoints.dynamoEndpoint);
+      await proxy.listen();
+      let victimChild: ChildWorker | undefined;
+      const victimClients = createClients({ dynamo: localClientConfig(proxy.endpoint), sqs: localClientConfig(world.endpoints.sqsEndpoint) });
+      const victimPollers: { stop(): Promise<void> }[] = [];
+      try {
+        const prefix = `d${index}-${rng.int(0, 46_655).toString(36)}`;
+        const { lease, heartbeatEvery } = leaseOf(rng, 1_200, 2_500);
+        const input = workerJob(`${prefix}-j`, 'holder', lease, heartbeatEvery);
+        const [job] = world.setJobs([input]);
+        const count = Math.max(3, Math.min(budget, child ? rng.int(4, 10) : rng.int(15, 30)));
+        const slots = pastSlots(count, rng);
+        const keys = slots.map((slot) => `${job!.name}@${new Date(slot).toISOString()}`);
+        const holdFraction = atLeastOne(seed, keys, 'hold', rng.pick([0.5, 0.8, 1]));
+        const victimConfig: HandlerConfig = { seed, workMs: [0, 100], holdFraction, holdMs: 30_000 };
+        const victim = randomOwner(prefix, 'victim', rng);
+        if (child) {
+          victimChild = await ChildWorker.start({
+            endpoints: { ...world.endpoints, dynamoEndpoint: proxy.endpoint },
+            owner: victim,
+            jobs: [input],
+            handlerConfig: victimConfig,
+            clockSkewMs: 200,
+            onEvent: (e) => world.sink.record(e),
+            onNote: (n) => void world.notes.push(n),
+          });
+          trace('child ready');
+        } else {
+          for (let i = 0; i < 3; i++) {
+            const { poller } = world.startPoller({ owner: victim, track: false, doc: victimClients.doc, handlerConfig: victimConfig, clockSkewMs: 200 });
+            victimPollers.push(poller);
+          }
+        }
+        const ids = await world.createRuns(slots.map((slot) => ({ job: job!, slot })));
+        const holders = keys.filter((key) => unit(seed, `${key}:hold`) < holdFraction);
+
+        // Cut the ledger off once the victim holds runs and has heartbeated a little.
+        const victimHolding = () => world.notesOf('started').filter((n) => holders.includes(n.runKey)).length;
+        await until(() => victimHolding() >= Math.min(holders.length, child ? 10 : 30), 8_000, 20);
+        await sleepMs(rng.int(0, heartbeatEvery * 2));
+        const mode: ProxyMode = rng.pick(['reset', 'blackhole']);
+        proxy.setMode(mode);
+        const droppedAt = Date.now();
+        // The partitioned worker receives no more work (a real one would keep failing on the ledger).
+        for (const poller of victimPollers) void poller.stop();
+        trace(`dropped (${mode})`);
+
+        const held = () => {
+          const tokens = new Set(claimsBy(world.events, victim).map((c) => `${c.runKey}|${c.token}`));
+          return world.notesOf('started').filter((n) => holders.includes(n.runKey) && tokens.has(`${n.runKey}|${n.token}`));
+        };
+        const aborted = () => new Map(world.notesOf('aborted').map((n) => [`${n.runKey}|${n.token}`, n.at]));
+        await until(() => held().every((n) => aborted().has(`${n.runKey}|${n.token}`)), lease + 3_000, 20);
+        trace('holders stopped');
+
+        for (let i = 0, n = rng.int(1, 2); i < n; i++) {
+          world.startPoller({ owner: randomOwner(prefix, `successor${i}`, rng), handlerConfig: { seed, workMs: [0, 30] }, clockSkewMs: rng.int(100, 400) });
+        }
+        const restoreEarly = rng.chance(0.5);
+        if (restoreEarly) {
+          await sleepMs(rng.int(0, lease));
+          proxy.setMode('pass');
+        }
+        const settled = await world.waitForRuns(ids, lease + 25_000);
+        proxy.setMode('pass');
+        await world.stopPollers();
+        if (victimChild) await victimChild.terminate(3_000);
+        else await Promise.race([Promise.all(victimPollers.map((p) => p.stop())), sleepMs(5_000)]);
+        trace('settled');
+
+        const { result } = await world.check({ slots: allSucceeded(world, ids) });
+        const violations: DrillViolation[] = invariantViolations(result);
+        if (!settled) violations.push({ invariant: 'no-lost-slot', runKey: prefix, detail: 'runs still open 25 s after the successors started' });
+        const ends = leaseEnds(world.events);
+        const stops = aborted();
+        const holding = held();
+        for (const note of holding) {
+          const stoppedAt = stops.get(`${note.runKey}|${note.token}`);
+          const end = ends.get(`${note.runKey}|${note.token}`) ?? 0;
+          if (stoppedAt === undefined) {
+            violations.push({ invariant: 'holder-stopped', runKey: note.runKey, detail: `the holder (token ${note.token}) never saw ctx.signal abort after the ledger became unreachable` });
+          } else if (stoppedAt > end) {
+            violations.push({ invariant: 'holder-stopped', runKey: note.runKey, detail: `the holder stopped ${stoppedAt - end} ms after its lease ended (${new Date(end).toISOString()})` });
+          }
+          const successor = world.events.find((e) => e.type === 'claimed' && e.runKey === note.runKey && e.token > note.token);
+          if (successor && successor.at <= end) {
+            violations.push({ invariant: 'one-live-lease', runKey: note.runKey, detail: `successor claimed at ${new Date(successor.at).toISOString()} before the holder's lease ended` });
+          }
+        }
+        const margins = holding.map((n) => (ends.get(`${n.runKey}|${n.token}`) ?? 0) - (stops.get(`${n.runKey}|${n.token}`) ?? Infinity)).filter(Number.isFinite);
+        return {
+          runs: ids.length,
+          faults: 1,
+          check: result,
+          violations,
+          facts: {
+            partitions: 1,
+            [`partitions_${mode}`]: 1,
+            holdersStopped: [...stops.keys()].length,
+            holdersAtDrop: holding.length,
+            maxStopBeforeLeaseEndMs: Math.max(0, ...margins),
+            maxSecondsUnreachable: Math.round((Date.now() - droppedAt) / 1000),
+          },
+          observations: [],
+        };
+      } finally {
+        proxy.setMode('pass');
+        victimChild?.kill();
+        await world.destroy();
+        victimClients.dynamo.destroy();
+        victimClients.sqs.destroy();
+        await proxy.close();
+      }
+    },
+    true,
+  );

@@ -1,0 +1,142 @@
+/**
+ * Drill (b): a worker is killed after its side effect, before recording the outcome. The victim
+ * (a real child process killed with SIGKILL, or in-process behind a KillSwitch) charges some runs
+ * and then hangs holding them (heartbeating) until it dies; others are caught mid-flight.
+ *
+ * Must hold: after the lease a successor takes every orphaned run over (claim from RUNNING with a
+ * larger token) and completes it, and no business key is charged twice (the handler implements
+ * both reconcile() and a business-key condition on its charge); the checker's five invariants.
+ */
+import { RunStatus } from '../../../shared/core/vocabulary.js';
+import { ChildWorker } from '../child.js';
+import { invariantViolations, iterate, tracer, type Drill, type DrillViolation } from '../drill.js';
+import type { HandlerConfig } from '../handlers.js';
+import { unit } from '../rng.js';
+import { KillSwitch } from '../switches.js';
+import { sleepMs, until, World } from '../world.js';
+import { allSucceeded, claimsBy, leaseOf, pastSlots, randomOwner, workerJob } from './common.js';
+
+/** Raises `fraction` just enough that at least one of `keys` is chosen (the handler draws the same numbers). */
+export function atLeastOne(seed: number, keys: readonly string[], label: string, fraction: number): number {
+  const lowest = Math.min(...keys.map((key) => unit(seed, `${key}:${label}`)));
+  return Math.max(fraction, lowest + 1e-9);
+}
+
+/** Waits until nothing new was reported for `quietMs` (at most `maxMs`). */
+export async function quiet(world: World, quietMs: number, maxMs: number): Promise<void> {
+  const deadline = Date.now() + maxMs;
+  let seen = -1;
+  let since = Date.now();
+  while (Date.now() < deadline) {
+    const now = world.events.length + world.notes.length;
+    if (now !== seen) {
+      seen = now;
+      since = Date.now();
+    } else if (Date.now() - since >= quietMs) return;
+    await sleepMs(25);
+  }
+}
+
+export const workerKilledDrill: Drill = (options) =>
+  iterate(
+    'worker-killed',
+    options,
+    async ({ rng, index, budget, seed, child }) => {
+      const trace = tracer(`worker-killed #${index}`, options.log);
+      const world = await World.create(options.base, { visibilityTimeoutSeconds: 2, maxReceiveCount: 100 }, options.log);
+      let victimChild: ChildWorker | undefined;
+      try {
+        const prefix = `b${index}-${rng.int(0, 46_655).toString(36)}`;
+        const { lease, heartbeatEvery } = leaseOf(rng, 1_200, 2_500);
+        const input = workerJob(`${prefix}-j`, 'charge', lease, heartbeatEvery);
+        const [job] = world.setJobs([input]);
+        const count = Math.max(4, Math.min(budget, child ? rng.int(6, 10) : rng.int(20, 40)));
+        const slots = pastSlots(count, rng);
+        const keys = slots.map((slot) => world.jobs.length && `${job!.name}@${new Date(slot).toISOString()}`);
+        const victimConfig: HandlerConfig = { seed, workMs: [0, 150], hangAfterCharge: atLeastOne(seed, keys, 'hang', rng.pick([0.3, 0.5, 0.8])) };
+        const victim = randomOwner(prefix, 'victim', rng);
+        const kill = new KillSwitch();
+        if (child) {
+          victimChild = await ChildWorker.start({
+            endpoints: world.endpoints,
+            owner: victim,
+            jobs: [input],
+            handlerConfig: victimConfig,
+            clockSkewMs: 200,
+            onEvent: (e) => world.sink.record(e),
+            onNote: (n) => void world.notes.push(n),
+          });
+          trace('child ready');
+        } else {
+          for (let i = 0; i < 3; i++) {
+            world.startPoller({
+              owner: victim,
+              track: false,
+              doc: kill.wrap(world.box.clients.doc),
+              sqs: kill.wrap(world.box.clients.sqs),
+              history: kill.history(world.sink),
+              hooks: kill.hooks(world.hooks),
+              handlerConfig: victimConfig,
+              clockSkewMs: 200,
+            });
+          }
+        }
+        const ids = await world.createRuns(slots.map((slot) => ({ job: job!, slot })));
+
+        // Kill after a charge that hangs: at once, or once the victim has gone quiet.
+        await until(() => world.notesOf('hang').length > 0, 15_000);
+        if (rng.chance(0.5)) await sleepMs(rng.int(0, 300));
+        else await quiet(world, 300, 5_000);
+        if (victimChild) {
+          victimChild.kill();
+          await victimChild.exited;
+        } else kill.kill();
+        trace('killed');
+
+        for (let i = 0, n = rng.int(1, 2); i < n; i++) {
+          world.startPoller({ owner: randomOwner(prefix, `successor${i}`, rng), handlerConfig: { seed, workMs: [0, 30] }, clockSkewMs: rng.int(100, 500) });
+        }
+        const settled = await world.waitForRuns(ids, lease + 25_000);
+        trace('settled');
+        await world.stopPollers();
+
+        const { result } = await world.check({ slots: allSucceeded(world, ids) });
+        const violations: DrillViolation[] = invariantViolations(result);
+        if (!settled) violations.push({ invariant: 'no-lost-slot', runKey: prefix, detail: 'runs still open 25 s after the kill' });
+        const victimTokens = new Set(claimsBy(world.events, victim).map((c) => `${c.runKey}|${c.token}`));
+        const hung = world.notesOf('hang').filter((n) => victimTokens.has(`${n.runKey}|${n.token}`));
+        const successorTokens = new Set(world.events.filter((e) => e.type === 'claimed' && e.owner !== victim).map((e) => `${e.runKey}|${'token' in e ? e.token : ''}`));
+        for (const note of hung) {
+          const takeover = world.events.find((e) => e.type === 'claimed' && e.runKey === note.runKey && e.token > note.token && e.from === RunStatus.RUNNING);
+          if (!takeover) violations.push({ invariant: 'takeover', runKey: note.runKey, detail: 'the victim died holding this run after its charge, but no successor took it over from RUNNING' });
+        }
+        const bySuccessor = (kind: 'charged' | 'reconcile') => world.notesOf(kind).filter((n) => successorTokens.has(`${n.runKey}|${n.token}`));
+        const prevented = bySuccessor('charged').filter((n) => n.note === 'charged' && n.result === 'condition-failed').length;
+        const reconciled = bySuccessor('reconcile').length;
+        const observations: string[] = [];
+        if (hung.length > 0 && reconciled === 0) {
+          observations.push(
+            "a takeover from RUNNING does not call the handler's reconcile() (only a claim from UNKNOWN does): after a crash the business-key condition alone kept the effect from landing twice",
+          );
+        }
+        return {
+          runs: ids.length,
+          faults: 1,
+          check: result,
+          violations,
+          facts: {
+            kills: 1,
+            chargedThenKilled: hung.length,
+            victimClaims: victimTokens.size,
+            secondChargePrevented: prevented,
+            reconcileOnTakeover: reconciled,
+          },
+          observations,
+        };
+      } finally {
+        victimChild?.kill();
+        await world.destroy();
+      }
+    },
+    true,
+  );

@@ -1,0 +1,155 @@
+/**
+ * Drill (c): a worker is paused past its lease, then resumed. The victim (a real child process
+ * stopped with SIGSTOP and continued with SIGCONT, or in-process behind a PauseSwitch: its calls
+ * and its clock stand still) runs the `writer` handler: a fenced step, then (ignoring ctx.signal,
+ * as a paused process would) the charge after a gap. It is paused between the two.
+ *
+ * Must hold: a successor takes each paused run over after the lease and completes it; when the
+ * victim resumes, every write it attempts on a resource the successor wrote is fenced out
+ * (FencedOutError) and its completion is refused, and nothing it does lands; the checker's five
+ * invariants.
+ */
+import { RunStatus } from '../../../shared/core/vocabulary.js';
+import { InMemoryMetrics } from '../../../shared/observability.js';
+import { ChildWorker } from '../child.js';
+import { invariantViolations, iterate, tracer, type Drill, type DrillViolation } from '../drill.js';
+import type { HandlerConfig } from '../handlers.js';
+import { PauseSwitch } from '../switches.js';
+import { sleepMs, until, World } from '../world.js';
+import { allSucceeded, claimsBy, leaseOf, pastSlots, randomOwner, workerJob } from './common.js';
+
+export const workerPausedDrill: Drill = (options) =>
+  iterate(
+    'worker-paused',
+    options,
+    async ({ rng, index, budget, seed, child }) => {
+      const trace = tracer(`worker-paused #${index}`, options.log);
+      const world = await World.create(options.base, { visibilityTimeoutSeconds: 2, maxReceiveCount: 100 }, options.log);
+      let victimChild: ChildWorker | undefined;
+      const pause = new PauseSwitch();
+      try {
+        const prefix = `c${index}-${rng.int(0, 46_655).toString(36)}`;
+        const { lease, heartbeatEvery } = leaseOf(rng, 1_000, 2_000);
+        const input = workerJob(`${prefix}-j`, 'writer', lease, heartbeatEvery);
+        const [job] = world.setJobs([input]);
+        const count = Math.max(3, Math.min(budget, child ? rng.int(4, 8) : rng.int(15, 30)));
+        const victimConfig: HandlerConfig = { seed, stepGapMs: [400, 900] };
+        const victim = randomOwner(prefix, 'victim', rng);
+        const victimMetrics = new InMemoryMetrics();
+        if (child) {
+          victimChild = await ChildWorker.start({
+            endpoints: world.endpoints,
+            owner: victim,
+            jobs: [input],
+            handlerConfig: victimConfig,
+            clockSkewMs: 200,
+            onEvent: (e) => world.sink.record(e),
+            onNote: (n) => void world.notes.push(n),
+          });
+          trace('child ready');
+        } else {
+          for (let i = 0; i < 3; i++) {
+            world.startPoller({
+              owner: victim,
+              doc: pause.wrap(world.box.clients.doc),
+              sqs: pause.wrap(world.box.clients.sqs),
+              clock: pause.clock,
+              metrics: victimMetrics,
+              handlerConfig: victimConfig,
+              clockSkewMs: 200,
+            });
+          }
+        }
+        const ids = await world.createRuns(pastSlots(count, rng).map((slot) => ({ job: job!, slot })));
+
+        // Pause right after a first step landed (the charge is still to come), or a little later.
+        await until(() => world.notesOf('step').length > 0, 15_000, 10);
+        await sleepMs(rng.int(0, 150));
+        if (victimChild) victimChild.pause();
+        else pause.pause();
+        const pausedAt = Date.now();
+        trace('paused');
+
+        const victimRuns = new Set(claimsBy(world.events, victim).map((c) => c.runKey));
+        for (let i = 0, n = rng.int(1, 2); i < n; i++) {
+          world.startPoller({ owner: randomOwner(prefix, `successor${i}`, rng), handlerConfig: { seed, stepGapMs: [0, 30] }, clockSkewMs: rng.int(100, 400) });
+        }
+        // Resume once the successors finished what the victim held (its lease long gone).
+        const heldIds = ids.filter((id) => victimRuns.has(`${id.job}@${new Date(id.slot).toISOString()}`));
+        const takenOver = await world.waitForRuns(heldIds, lease + 20_000);
+        await sleepMs(rng.chance(0.5) ? rng.int(0, 1_000) : 0);
+        if (victimChild) victimChild.resume();
+        else pause.resume();
+        const resumedAt = Date.now();
+        trace('resumed');
+
+        const settled = await world.waitForRuns(ids, 20_000);
+        // Every paused run's stale attempt must come to light: a fenced-out write or a refused outcome.
+        const staleSignals = () => {
+          const seen = new Set<string>();
+          for (const e of world.events) {
+            if (e.type === 'effect' && e.result === 'fenced-out' && e.at >= pausedAt) seen.add(e.runKey);
+            if (e.type === 'outcome' && e.owner === victim && !e.accepted) seen.add(e.runKey);
+          }
+          return seen;
+        };
+        const paused = () => pausedRuns(world, victim);
+        await until(() => [...paused()].every((k) => staleSignals().has(k)), 3_000 + lease, 50);
+        await world.stopPollers();
+        const childMetrics = victimChild ? await victimChild.terminate() : undefined;
+        trace('stopped');
+
+        const { result } = await world.check({ slots: allSucceeded(world, ids) });
+        const violations: DrillViolation[] = invariantViolations(result);
+        if (!takenOver || !settled) violations.push({ invariant: 'no-lost-slot', runKey: prefix, detail: 'runs still open 20 s after the victim resumed' });
+        const signals = staleSignals();
+        const stale = [...paused()];
+        for (const runKey of stale) {
+          if (!signals.has(runKey)) {
+            violations.push({ invariant: 'stale-writer', runKey, detail: 'the paused worker resumed, but none of its writes was fenced out and no completion of its was refused' });
+          }
+          const late = world.events.find((e) => e.type === 'outcome' && e.owner === victim && e.runKey === runKey && e.accepted && e.at >= resumedAt);
+          if (late) violations.push({ invariant: 'stale-writer', runKey, detail: `the resumed worker's ${late.type === 'outcome' ? late.status : ''} outcome was accepted` });
+        }
+        const fencedOut = world.events.filter((e) => e.type === 'effect' && e.result === 'fenced-out').length;
+        const refused = world.events.filter((e) => e.type === 'outcome' && e.owner === victim && !e.accepted).length;
+        const metric = childMetrics?.FencingRejections ?? victimMetrics.get('FencingRejections');
+        const observations: string[] = [];
+        if (metric > fencedOut) {
+          observations.push(
+            'FencingRejections is counted twice per rejected write when the handler lets FencedOutError propagate (once in the fenced store hook, once in execute())',
+          );
+        }
+        return {
+          runs: ids.length,
+          faults: 1,
+          check: result,
+          violations,
+          facts: {
+            pauses: 1,
+            pausedRuns: stale.length,
+            staleWritesFencedOut: fencedOut,
+            staleCompletionsRefused: refused,
+            fencingRejectionsMetric: metric,
+            maxPauseMs: resumedAt - pausedAt,
+          },
+          observations,
+        };
+      } finally {
+        pause.resume();
+        victimChild?.kill();
+        await world.destroy();
+      }
+    },
+    true,
+  );
+
+/** Runs the victim held when it was paused: claimed by it and not completed by it. */
+function pausedRuns(world: World, victim: string): Set<string> {
+  const claimed = new Map<string, number>();
+  for (const e of world.events) if (e.type === 'claimed' && e.owner === victim) claimed.set(e.runKey, e.token);
+  for (const e of world.events) {
+    if (e.type === 'outcome' && e.owner === victim && e.accepted && e.status === RunStatus.SUCCEEDED) claimed.delete(e.runKey);
+  }
+  return new Set(claimed.keys());
+}
