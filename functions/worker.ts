@@ -1,13 +1,13 @@
 /** Worker Lambda: SQS event source with ReportBatchItemFailures. Wiring only. */
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { randomUUID } from 'node:crypto';
-import { jobsByName, loadJobs } from '../shared/config.js';
+import { jobsByName, loadWorkerJobs } from '../shared/worker-config.js';
 import { handlers } from '../shared/handlers/index.js';
 import { powertoolsLogger, PowertoolsMetricsSink } from '../shared/powertools.js';
 import { createAdapters, createClients, resourcesFromEnv } from '../shared/runtime.js';
 import { processBatch } from '../shared/worker.js';
 
-const jobs = jobsByName(loadJobs());
+const jobs = jobsByName(loadWorkerJobs());
 const clients = createClients();
 const resources = resourcesFromEnv();
 const { ledger, queue } = createAdapters(clients, resources);

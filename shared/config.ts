@@ -13,6 +13,4 @@ export function loadJobs(definitions: readonly unknown[] = jobDefinitions): read
   return jobs;
 }
 
-export function jobsByName(jobs: readonly Job[]): ReadonlyMap<string, Job> {
-  return new Map(jobs.map((job) => [job.name, job]));
-}
+export { jobsByName } from './worker-config.js';

@@ -16,7 +16,8 @@ import { NO_HISTORY } from './core/history.js';
 import type { Job } from './core/job-schema.js';
 import { partitionOf, type PartitionRef } from './core/partition.js';
 import { planTick, type PlannedRun } from './core/plan.js';
-import { RunStatus, RUN_MESSAGE_VERSION, type Run } from './core/vocabulary.js';
+import { RunStatus } from './core/vocabulary.js';
+import { messageFor } from './core/run-message.js';
 import { MetricName, type MetricsSink, type RunLogger } from './observability.js';
 import { mapBounded } from './core/concurrency.js';
 
@@ -64,9 +65,7 @@ export function delaySecondsFor(job: Job, slot: number, now: number): number {
   return Math.max(0, Math.ceil((slot - job.startLead - now) / 1000));
 }
 
-export function messageFor(run: Pick<Run, 'job' | 'slot' | 'shard' | 'runKey'>): OutgoingRun['message'] {
-  return { v: RUN_MESSAGE_VERSION, job: run.job, slot: run.slot, shard: run.shard, runKey: run.runKey };
-}
+export { messageFor };
 
 export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Promise<TickReport> {
   const history = deps.history ?? NO_HISTORY;

@@ -10,13 +10,12 @@ import { DynamoFencedStore } from './adapters/fenced-store.js';
 import { DynamoItemReader } from './adapters/item-reader.js';
 import { sleep } from './core/concurrency.js';
 import { NO_HISTORY, type HistorySink } from './core/history.js';
-import type { Job } from './core/job-schema.js';
+import type { Job } from './core/job-schema-core.js';
 import { DEFAULT_CLOCK_SKEW_MS } from './core/lease.js';
 import { refuseToStart, transitionFor, type AttemptEnd, type Transition } from './core/outcome.js';
-import { parseRunMessage } from './core/run-message.js';
+import { messageFor, parseRunMessage } from './core/run-message.js';
 import { RunStatus, type Run, type RunId } from './core/vocabulary.js';
-import { OverlapPolicy } from './core/job-schema.js';
-import { messageFor } from './planner.js';
+import { OverlapPolicy } from './core/job-schema-core.js';
 import {
   FencedOutError,
   LeaseLostError,

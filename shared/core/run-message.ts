@@ -2,8 +2,8 @@
  * Validation of run messages read from the queue (DESIGN §8). A message that fails here is
  * poison: logged with its id, counted, and left to reach the DLQ; it never crashes the batch.
  */
-import type { Job } from './job-schema.js';
-import { RUN_MESSAGE_VERSION, runKeyOf, type RunMessage } from './vocabulary.js';
+import type { Job } from './job-schema-core.js';
+import { RUN_MESSAGE_VERSION, runKeyOf, type Run, type RunMessage } from './vocabulary.js';
 
 /** The largest instant a JavaScript Date can hold; beyond it no run key can be formed. */
 const MAX_DATE_MS = 8.64e15;
@@ -36,4 +36,9 @@ export function parseRunMessage(body: string, jobs: ReadonlyMap<string, Job>): P
   const expected = runKeyOf(job, slot, shard, definition.shards);
   if (runKey !== expected) return { ok: false, code: 'INCONSISTENT', reason: `runKey "${runKey}" does not match "${expected}"` };
   return { ok: true, message: { v: RUN_MESSAGE_VERSION, job, slot, shard, runKey }, job: definition };
+}
+
+/** The message that asks a worker to execute `run`. */
+export function messageFor(run: Pick<Run, 'job' | 'slot' | 'shard' | 'runKey'>): RunMessage {
+  return { v: RUN_MESSAGE_VERSION, job: run.job, slot: run.slot, shard: run.shard, runKey: run.runKey };
 }

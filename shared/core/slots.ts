@@ -28,8 +28,9 @@
  */
 import { CronExpressionParser } from 'cron-parser';
 
-export type DstGapPolicy = 'shift' | 'skip';
-export type DstOverlapPolicy = 'once' | 'twice';
+import { DEFAULT_DST, type DstGapPolicy, type DstOverlapPolicy } from './dst.js';
+
+export { DEFAULT_DST, type DstGapPolicy, type DstOverlapPolicy };
 
 export interface SlotSpec {
   /** 5-field (minute-level) or 6-field (seconds first) cron. */
@@ -39,10 +40,6 @@ export interface SlotSpec {
   readonly dst: { readonly gap: DstGapPolicy; readonly overlap: DstOverlapPolicy };
 }
 
-export const DEFAULT_DST: { readonly gap: 'shift'; readonly overlap: 'once' } = Object.freeze({
-  gap: 'shift',
-  overlap: 'once',
-} as const);
 
 export type DstMark = 'gap-shifted' | 'overlap-first' | 'overlap-second';
 

@@ -9,7 +9,7 @@ await c.dynamo.send(new CreateTableCommand({ TableName: 'warm', BillingMode: 'PA
   AttributeDefinitions: [{ AttributeName: 'pk', AttributeType: 'S' }, { AttributeName: 'sk', AttributeType: 'S' }, { AttributeName: 'openPk', AttributeType: 'S' as const }, { AttributeName: 'openSk', AttributeType: 'S' as const }],
   KeySchema: [{ AttributeName: 'pk', KeyType: 'HASH' }, { AttributeName: 'sk', KeyType: 'RANGE' }],
   GlobalSecondaryIndexes: [{ IndexName: 'open', KeySchema: [{ AttributeName: 'openPk', KeyType: 'HASH' }, { AttributeName: 'openSk', KeyType: 'RANGE' }], Projection: { ProjectionType: 'ALL' } }] }));
-await createTables(c.dynamo, { ledgerTable: 'L', paymentsTable: 'P' });
+await createTables(c.dynamo, { ledgerTable: 'LLL', paymentsTable: 'PPP' });
 let seq = 0;
 async function rate(table: string, n: number, update = false) {
   const t = performance.now();
@@ -20,14 +20,16 @@ async function rate(table: string, n: number, update = false) {
   });
   return Math.round(n / ((performance.now() - t) / 1000));
 }
-const w: number[] = [];
-for (let k = 0; k < 4; k++) { w.push(await rate('warm', 1000)); w.push(await rate('warm', 1000, true)); }
-console.log('warm-up (no stream) put/update per 1k:', w.join(' '));
-const r: number[] = [];
-for (let k = 0; k < 10; k++) r.push(await rate('L', 1000));
-console.log('ledger table puts per 1k:', r.join(' '));
-const u: number[] = [];
-for (let k = 0; k < 3; k++) u.push(await rate('L', 1000, true));
-console.log('ledger table updates (last 1k) x3:', u.join(' '));
+for (let k = 0; k < 4; k++) { await rate('warm', 1000); await rate('warm', 1000, true); }
+await createTables(c.dynamo, { ledgerTable: 'AAA', paymentsTable: 'AAAp' });
+console.log('ledger A fresh (1 stream table before):', await rate('AAA', 1000), await rate('AAA', 1000));
+for (let k = 0; k < 8; k++) await createTables(c.dynamo, { ledgerTable: `E${k}xx`, paymentsTable: `E${k}pp` });
+await createTables(c.dynamo, { ledgerTable: 'BBB', paymentsTable: 'BBBp' });
+console.log('ledger B after 8 empty stream tables:', await rate('BBB', 1000), await rate('BBB', 1000));
+for (let k = 0; k < 8; k++) await rate(`E${k}xx`, 1000);
+await createTables(c.dynamo, { ledgerTable: 'CCC', paymentsTable: 'CCCp' });
+console.log('ledger C after filling them with 1k each:', await rate('CCC', 1000), await rate('CCC', 1000));
+await new Promise((r) => setTimeout(r, 20000));
+console.log('ledger C after 20 s idle:', await rate('CCC', 1000), await rate('CCC', 1000));
 c.dynamo.destroy(); c.sqs.destroy();
 await stack.stop();

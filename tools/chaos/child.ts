@@ -75,7 +75,7 @@ export class ChildWorker {
     const jobsFile = join(dir, 'jobs.json');
     writeFileSync(endpointsFile, JSON.stringify(options.endpoints));
     writeFileSync(jobsFile, JSON.stringify(options.jobs));
-    const env = { ...process.env, CHAOS_HANDLER_CONFIG: JSON.stringify(options.handlerConfig) };
+    const env: NodeJS.ProcessEnv = { ...process.env, CHAOS_HANDLER_CONFIG: JSON.stringify(options.handlerConfig) };
     delete env.NODE_OPTIONS;
     const child = spawn(
       process.execPath,

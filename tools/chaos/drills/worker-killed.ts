@@ -52,7 +52,7 @@ export const workerKilledDrill: Drill = (options) =>
         const [job] = world.setJobs([input]);
         const count = Math.max(4, Math.min(budget, child ? rng.int(6, 10) : rng.int(20, 40)));
         const slots = pastSlots(count, rng);
-        const keys = slots.map((slot) => world.jobs.length && `${job!.name}@${new Date(slot).toISOString()}`);
+        const keys = slots.map((slot) => `${job!.name}@${new Date(slot).toISOString()}`);
         const victimConfig: HandlerConfig = { seed, workMs: [0, 150], hangAfterCharge: atLeastOne(seed, keys, 'hang', rng.pick([0.3, 0.5, 0.8])) };
         const victim = randomOwner(prefix, 'victim', rng);
         const kill = new KillSwitch();

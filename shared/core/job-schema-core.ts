@@ -1,0 +1,249 @@
+/**
+ * The job definition schema (DESIGN §4): what teams write in shared/jobs.ts, validated at synth
+ * time, at cold start and by the tests. zod/mini keeps the Lambda bundles small, and the cron
+ * grammar check is injected: the planner and synth check it with the slot engine
+ * (shared/core/job-schema.ts), while the worker, which never computes slots, leaves the cron
+ * parser out of its bundle.
+ *
+ * Every error names the job and the field, so `cdk synth` fails with e.g.
+ *   job "payments-reconcile": field "schedule": expected 5 or 6 fields (value: "* *")
+ */
+import * as z from 'zod/mini';
+import en from 'zod/v4/locales/en.js';
+import { durationMs } from './duration.js';
+import { DEFAULT_DST } from './dst.js';
+
+// zod/mini ships without messages; English ones make "Too big: expected number to be <=10" readable.
+z.config(en());
+
+const JOB_NAME = /^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$/;
+
+const duration = (field: string) =>
+  z.pipe(
+    z.union([z.number(), z.string()]),
+    z.transform((value, ctx) => {
+      const ms = durationMs(value);
+      if (ms === undefined) {
+        ctx.issues.push({
+          code: 'custom',
+          input: value,
+          message: `${field} must be milliseconds or a duration such as "30s", "5m", "1h"`,
+        });
+        return z.NEVER;
+      }
+      return ms;
+    }),
+  );
+
+export const OverlapPolicy = {
+  FORBID_SKIP: 'forbid-skip',
+  FORBID_QUEUE: 'forbid-queue',
+  COALESCE: 'coalesce',
+  PARALLEL: 'parallel',
+} as const;
+export type OverlapPolicy = (typeof OverlapPolicy)[keyof typeof OverlapPolicy];
+
+export const MisfirePolicy = { SKIP: 'skip', LATEST: 'latest', ALL: 'all' } as const;
+export type MisfirePolicy = (typeof MisfirePolicy)[keyof typeof MisfirePolicy];
+
+function jobShapeWith(checks: ScheduleChecks) {
+  return z.strictObject({
+  name: z.string().check(z.regex(JOB_NAME, 'name must match [a-z0-9-], 1-64 characters, no leading or trailing dash')),
+  schedule: z.string().check(
+    z.superRefine((value, ctx) => {
+      const problem = checks.scheduleError(value);
+      if (problem) ctx.issues.push({ code: 'custom', input: value, message: problem });
+    }),
+  ),
+  timezone: z._default(
+    z.string().check(
+      z.superRefine((value, ctx) => {
+        const problem = checks.timezoneError(value);
+        if (problem) ctx.issues.push({ code: 'custom', input: value, message: problem });
+      }),
+    ),
+    'UTC',
+  ),
+  handler: z.string().check(z.minLength(1, 'handler is required')),
+  enabled: z._default(z.boolean(), true),
+  /** @default { gap: 'shift', overlap: 'once' } */
+  dst: z._default(
+    z.strictObject({
+      gap: z._default(z.enum(['shift', 'skip']), DEFAULT_DST.gap),
+      overlap: z._default(z.enum(['once', 'twice']), DEFAULT_DST.overlap),
+    }),
+    { ...DEFAULT_DST },
+  ),
+  /** @default { after: '5m', policy: 'all', maxPerTick: 10 } */
+  misfire: z._default(
+    z.strictObject({
+      after: z._default(duration('misfire.after'), 300_000),
+      policy: z._default(z.enum(['skip', 'latest', 'all']), 'all'),
+      maxPerTick: z._default(z.int().check(z.gte(1), z.lte(1000)), 10),
+    }),
+    { after: 300_000, policy: 'all', maxPerTick: 10 },
+  ),
+  /** @default 'parallel' */
+  overlap: z._default(z.enum(['forbid-skip', 'forbid-queue', 'coalesce', 'parallel']), 'parallel'),
+  /** @default 1 */
+  shards: z._default(z.int().check(z.gte(1), z.lte(100)), 1),
+  /** Lease length. @default 30 s */
+  lease: z._default(duration('lease'), 30_000),
+  /** @default lease / 3 */
+  heartbeatEvery: z.optional(duration('heartbeatEvery')),
+  /** Per-attempt timeout. @default 5 min */
+  timeout: z._default(duration('timeout'), 300_000),
+  /** @default { maxAttempts: 3, backoff: { base: '1s', max: '5m', jitter: 'full' } } */
+  retry: z._default(
+    z.strictObject({
+      // Stays below the queue's maxReceiveCount (15) so only poison and crash loops reach the DLQ.
+      maxAttempts: z._default(z.int().check(z.gte(1), z.lte(10)), 3),
+      backoff: z._default(
+        z.strictObject({
+          base: z._default(duration('retry.backoff.base'), 1_000),
+          max: z._default(duration('retry.backoff.max'), 300_000),
+          jitter: z._default(z.enum(['full', 'none']), 'full'),
+        }),
+        { base: 1_000, max: 300_000, jitter: 'full' },
+      ),
+    }),
+    { maxAttempts: 3, backoff: { base: 1_000, max: 300_000, jitter: 'full' } },
+  ),
+  /** Time after the slot by which the slot must be done, else DEAD. @default none */
+  deadline: z.optional(duration('deadline')),
+  /**
+   * How early a run's message becomes visible before its slot; the worker waits out the rest so
+   * the handler starts on the slot despite SQS's whole-second delays. Costs between
+   * startLead − 1 s and startLead of Lambda time per run. 0 = start when SQS delivers (up to
+   * ~1 s late). @default '1500ms'
+   */
+  startLead: z._default(duration('startLead'), 1_500),
+  });
+}
+
+export type JobInput = z.input<ReturnType<typeof jobShapeWith>>;
+type ParsedJob = z.output<ReturnType<typeof jobShapeWith>>;
+export interface Job extends Omit<ParsedJob, 'heartbeatEvery'> {
+  readonly heartbeatEvery: number;
+}
+
+export interface JobConfigIssue {
+  readonly job: string;
+  readonly field: string;
+  readonly value: unknown;
+  readonly message: string;
+}
+
+/** A job definition is invalid; `issues` names each job and field at fault. */
+export class JobConfigError extends Error {
+  override readonly name = 'JobConfigError';
+  constructor(readonly issues: readonly JobConfigIssue[]) {
+    super(issues.map(formatIssue).join('\n'));
+  }
+}
+
+function formatIssue(issue: JobConfigIssue): string {
+  const value = issue.value === undefined ? '' : ` (value: ${JSON.stringify(issue.value)})`;
+  return `job "${issue.job}": field "${issue.field}": ${issue.message}${value}`;
+}
+
+function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
+  let current: unknown = input;
+  for (const key of path) {
+    if (current === null || typeof current !== 'object') return undefined;
+    current = (current as Record<PropertyKey, unknown>)[key];
+  }
+  return current;
+}
+
+/** Checks of the schedule fields that need more than the schema. */
+export interface ScheduleChecks {
+  scheduleError(schedule: string): string | undefined;
+  timezoneError(timezone: string): string | undefined;
+}
+
+/** A zone the runtime's Intl knows; no tables of our own. */
+export function intlTimezoneError(timezone: string): string | undefined {
+  try {
+    new Intl.DateTimeFormat('en-US', { timeZone: timezone });
+    return undefined;
+  } catch {
+    return 'unknown IANA time zone';
+  }
+}
+
+/**
+ * What the worker checks at cold start: the zone, and that a schedule is present. The cron
+ * grammar was checked at synth and by the planner's cold start, with the same definitions.
+ */
+export const WORKER_SCHEDULE_CHECKS: ScheduleChecks = {
+  scheduleError: (schedule) => (schedule.trim() === '' ? 'schedule is required' : undefined),
+  timezoneError: intlTimezoneError,
+};
+
+export interface ParseJobsOptions {
+  /** Names of the registered handlers; a job naming another one is rejected. */
+  readonly handlers: readonly string[];
+}
+
+/**
+ * Validates every job and returns them with defaults applied. Collects all problems before
+ * throwing so one synth shows every broken job at once.
+ */
+export function createJobParser(checks: ScheduleChecks): (inputs: readonly unknown[], options: ParseJobsOptions) => Job[] {
+  const jobShape = jobShapeWith(checks);
+  return (inputs, options) => parseWith(jobShape, inputs, options);
+}
+
+function parseWith(jobShape: ReturnType<typeof jobShapeWith>, inputs: readonly unknown[], options: ParseJobsOptions): Job[] {
+  const issues: JobConfigIssue[] = [];
+  const jobs: Job[] = [];
+  const seen = new Set<string>();
+  inputs.forEach((input, index) => {
+    const rawName = valueAt(input, ['name']);
+    const label = typeof rawName === 'string' && rawName !== '' ? rawName : `#${index}`;
+    const result = jobShape.safeParse(input);
+    if (!result.success) {
+      for (const issue of result.error.issues) {
+        // zod reports an unknown key at its parent's path: name the key itself.
+        if (issue.code === 'unrecognized_keys') {
+          for (const key of issue.keys) {
+            const path = [...issue.path, key];
+            issues.push({ job: label, field: path.map(String).join('.'), value: valueAt(input, path), message: 'unknown field' });
+          }
+          continue;
+        }
+        const field = issue.path.map(String).join('.') || '(job)';
+        issues.push({ job: label, field, value: valueAt(input, issue.path), message: issue.message });
+      }
+      return;
+    }
+    const job = result.data;
+    if (seen.has(job.name)) {
+      issues.push({ job: job.name, field: 'name', value: job.name, message: 'duplicate job name' });
+    }
+    seen.add(job.name);
+    if (!options.handlers.includes(job.handler)) {
+      issues.push({
+        job: job.name,
+        field: 'handler',
+        value: job.handler,
+        message: `unknown handler; registered: ${options.handlers.join(', ') || '(none)'}`,
+      });
+    }
+    const heartbeatEvery = job.heartbeatEvery ?? Math.floor(job.lease / 3);
+    if (heartbeatEvery >= job.lease) {
+      issues.push({
+        job: job.name,
+        field: 'heartbeatEvery',
+        value: heartbeatEvery,
+        message: `must be shorter than lease (${job.lease} ms)`,
+      });
+    } else if (heartbeatEvery < 1) {
+      issues.push({ job: job.name, field: 'heartbeatEvery', value: heartbeatEvery, message: 'must be at least 1 ms' });
+    }
+    jobs.push({ ...job, heartbeatEvery });
+  });
+  if (issues.length > 0) throw new JobConfigError(issues);
+  return jobs;
+}

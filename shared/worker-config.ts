@@ -1,0 +1,16 @@
+/**
+ * The job config as the worker loads it at cold start: the same definitions and handler registry
+ * as shared/config.ts, with every field validated except the cron grammar (checked at synth and
+ * by the planner), so the worker bundle carries no cron parser.
+ */
+import { createJobParser, WORKER_SCHEDULE_CHECKS, type Job } from './core/job-schema-core.js';
+import { handlers } from './handlers/index.js';
+import { jobDefinitions } from './jobs.js';
+
+export function loadWorkerJobs(definitions: readonly unknown[] = jobDefinitions): readonly Job[] {
+  return createJobParser(WORKER_SCHEDULE_CHECKS)(definitions, { handlers: Object.keys(handlers) });
+}
+
+export function jobsByName(jobs: readonly Job[]): ReadonlyMap<string, Job> {
+  return new Map(jobs.map((job) => [job.name, job]));
+}
