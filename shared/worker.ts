@@ -280,6 +280,7 @@ async function execute(
 }
 
 const YIELD = Symbol('yield');
+const TIMEOUT = Symbol('timeout');
 const LEASE_LOST = Symbol('lease-lost');
 
 function isLeaseAbort(controller: AbortController): boolean {
@@ -343,11 +344,17 @@ async function attempt(
   history.record({ type: 'handler-started', at: started, runKey: run.runKey, owner: deps.owner, token: run.fencingToken, slot: run.slot });
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new ResultUnknownError(`attempt exceeded timeout ${job.timeout} ms`, { code: 'TIMEOUT' })), job.timeout);
+    timer = setTimeout(() => {
+      reject(new ResultUnknownError(`attempt exceeded timeout ${job.timeout} ms`, { code: 'TIMEOUT' }));
+      // Then tell the handler to stop: its effects from here on would race the next attempt.
+      controller.abort(TIMEOUT);
+    }, job.timeout);
   });
   const aborted = new Promise<never>((_, reject) => {
-    const fail = () =>
+    const fail = () => {
+      if (controller.signal.reason === TIMEOUT) return; // the timeout already rejected
       reject(controller.signal.reason === YIELD ? new Error('yielded') : new LeaseLostError(run.runKey, run.fencingToken, { cause: controller.signal.reason }));
+    };
     if (controller.signal.aborted) fail();
     else controller.signal.addEventListener('abort', fail, { once: true });
   });
@@ -381,11 +388,6 @@ function startHeartbeat(
     if (controller.signal.aborted || inFlight) return;
     const run = current();
     const now = deps.clock();
-    if (deps.remainingTimeMs && deps.remainingTimeMs() < margin) {
-      logger.info('yielding: the invocation is about to time out');
-      controller.abort(YIELD);
-      return;
-    }
     inFlight = true;
     try {
       const leaseUntil = now + job.lease;
@@ -415,9 +417,14 @@ function startHeartbeat(
     }
   };
   const interval = setInterval(() => void beat(), job.heartbeatEvery);
-  // The lease runs out even if heartbeats hang: stop before a successor can take over.
+  // Checked more often than heartbeats: the lease runs out even if heartbeats hang (stop before a
+  // successor can take over), and the invocation's time runs out whatever the heartbeat period.
   const watchdog = setInterval(() => {
-    if (!controller.signal.aborted && (current().leaseUntil ?? 0) - deps.clock() < Math.min(1_000, job.heartbeatEvery)) {
+    if (controller.signal.aborted) return;
+    if (deps.remainingTimeMs && deps.remainingTimeMs() < margin) {
+      logger.info('yielding: the invocation is about to time out');
+      controller.abort(YIELD);
+    } else if ((current().leaseUntil ?? 0) - deps.clock() < Math.min(1_000, job.heartbeatEvery)) {
       logger.error('lease about to run out: stopping the handler');
       controller.abort(LEASE_LOST);
     }

@@ -7,6 +7,7 @@
  *
  *   npm start -- [--tick 60] [--workers 2] [--duration S] [--data-dir DIR] [--partitions 1] [--verbose]
  */
+import './quiet-sdk.js';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadJobs } from '../shared/config.js';

@@ -3,6 +3,7 @@
  * redrive, resolve). Human tables by default, `--json` for scripts (exactly one JSON document on
  * stdout). See docs/operating.md, and tools/ops/cli.ts for the in-process entry point.
  */
+import './quiet-sdk.js';
 import { runOps } from './ops/cli.js';
 
 runOps(process.argv.slice(2), {

@@ -9,6 +9,7 @@
  * --handlers: a module exporting `handlers` (default: shared/handlers/index.ts).
  * --jobs: a JSON file with job definitions (default: shared/jobs.ts).
  */
+import './quiet-sdk.js';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';

@@ -148,6 +148,27 @@ describe('run state machine', () => {
     expect((await box.ledger.getRun({ job: 'unknown-done', slot, shard: 0 }))?.evidence).toEqual({ paymentId: 'p-1' });
   });
 
+  it('an attempt past its timeout ends UNKNOWN and the handler is told to stop', async () => {
+    let sawAbort = false;
+    const hang: JobHandler = {
+      run: (ctx) =>
+        new Promise<void>((resolve) => {
+          ctx.signal.addEventListener('abort', () => {
+            sawAbort = true;
+            resolve();
+          });
+        }),
+    };
+    const jobs = testJobs([{ name: 'hang', schedule: '* * * * *', handler: 'hang', startLead: 0, timeout: 300 }], ['hang']);
+    const harness = new WorkerHarness(box, jobs, { hang });
+    const slot = Date.now() - 50;
+    await box.ledger.createRun({ job: 'hang', slot, shard: 0, shards: 1, status: RunStatus.READY }, Date.now());
+    await processBatch(harness.deps('w'), [harness.record('hang', slot)]);
+    const run = await box.ledger.getRun({ job: 'hang', slot, shard: 0 });
+    expect(run).toMatchObject({ status: RunStatus.UNKNOWN, lastError: { code: 'TIMEOUT' } });
+    expect(sawAbort).toBe(true);
+  });
+
   it('poison messages in a mixed batch are counted and left for the DLQ; healthy records succeed', async () => {
     const ok: JobHandler = { run: async () => ({ evidence: 'fine' }) };
     const jobs = testJobs([{ name: 'healthy', schedule: '* * * * *', handler: 'ok', startLead: 0 }], ['ok']);

@@ -2,6 +2,7 @@
  * Starts one local stack (DynamoDB Local + local-aws-sqs on free ports) for the whole test run
  * and hands its endpoints to the tests through `inject('localStack')`.
  */
+import '../../tools/quiet-sdk.js';
 import type { TestProject } from 'vitest/node';
 import { startLocalStack, type LocalEndpoints, type LocalStack } from '../../tools/local-stack.js';
 

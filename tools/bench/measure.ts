@@ -8,7 +8,26 @@ import { randomUUID } from 'node:crypto';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { createClients, type Clients } from '../../shared/runtime.js';
-import { createQueues, createTables, localClientConfig, type LocalEndpoints } from '../local-stack.js';
+import { createQueues, createTables, localClientConfig, startLocalStack, type LocalEndpoints } from '../local-stack.js';
+
+/** The two servers of a local stack; every phase makes its own tables and queues on them. */
+export type StackBase = Pick<LocalEndpoints, 'dynamoEndpoint' | 'sqsEndpoint'>;
+
+/**
+ * Runs `fn` on a fresh local stack (a new DynamoDB Local JVM with no data), or on `shared` when
+ * given (the smoke test reuses the test run's stack; rates then mean nothing, which smoke ignores).
+ * DynamoDB Local gets slower as stream data accumulates across tables, so phases must not inherit
+ * each other's data.
+ */
+export async function onFreshStack<T>(shared: StackBase | undefined, fn: (base: StackBase) => Promise<T>): Promise<T> {
+  if (shared) return fn(shared);
+  const stack = await startLocalStack();
+  try {
+    return await fn({ dynamoEndpoint: stack.dynamoEndpoint, sqsEndpoint: stack.sqsEndpoint });
+  } finally {
+    await stack.stop();
+  }
+}
 
 /** DynamoDB commands that write (a TransactWriteItems or BatchWriteItem is one request). */
 export const DYNAMO_WRITE_COMMANDS = new Set([
@@ -177,7 +196,7 @@ export class SqsMeter {
 
 /** Fresh ledger/payments tables and run/DLQ queues on a running local stack, so phases never interfere. */
 export async function freshResources(
-  base: Pick<LocalEndpoints, 'dynamoEndpoint' | 'sqsEndpoint'>,
+  base: StackBase,
   label: string,
   options: { visibilityTimeoutSeconds?: number; maxReceiveCount?: number } = {},
 ): Promise<LocalEndpoints> {
@@ -195,7 +214,7 @@ export async function freshResources(
 }
 
 /** Clients with exactly the settings the local runtime and worker processes use. */
-export function benchClients(endpoints: Pick<LocalEndpoints, 'dynamoEndpoint' | 'sqsEndpoint'>): Clients {
+export function benchClients(endpoints: StackBase): Clients {
   return createClients({ dynamo: localClientConfig(endpoints.dynamoEndpoint), sqs: localClientConfig(endpoints.sqsEndpoint) });
 }
 

@@ -1,115 +1,212 @@
 /**
- * The machine's ceiling: conditional PutItem and conditional UpdateItem throughput on the same
- * DynamoDB Local, with the same client settings as the scheduler (document client,
- * localClientConfig) and the planner's concurrency (16 in flight). The items have the run item's
- * shape, including the open-runs index attributes, so each write costs what a ledger write costs.
+ * The machine's ceiling: conditional PutItem and conditional UpdateItem throughput on DynamoDB
+ * Local, with the same client settings as the scheduler (document client, localClientConfig) and
+ * the planner's concurrency (16 in flight). The items have the run item's shape (open-runs index
+ * attributes included) and the table is the ledger's own definition (createTables: index, stream,
+ * TTL), so each write costs what a ledger write costs.
+ *
+ * Two measurements, each on its own fresh, equally warmed DynamoDB Local and sized like the phase
+ * it is compared with (DynamoDB Local slows down as stream data accumulates across tables, so
+ * ratios are only fair between equal volumes on equal stacks):
+ *  - puts: as many conditional puts as the planner's large tick (its comparison);
+ *  - mix: K puts, then K claim-shaped and K completion-shaped conditional updates: the write mix
+ *    and volume of the K-run end-to-end burst (the efficiency denominator).
  */
+import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
 import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { randomUUID } from 'node:crypto';
 import { mapBounded } from '../../shared/core/concurrency.js';
 import type { LocalEndpoints } from '../local-stack.js';
-import { benchClients, freshResources, round } from './measure.js';
+import { benchClients, freshResources, round, type StackBase } from './measure.js';
 
-export interface RawOptions {
-  readonly base: Pick<LocalEndpoints, 'dynamoEndpoint' | 'sqsEndpoint'>;
-  /** Items put, then updated. */
-  readonly items: number;
-  /** Items put and updated first on a separate table and not counted (JIT warm-up of DynamoDB Local). */
-  readonly warmupItems: number;
-  readonly concurrency: number;
+const BASE_SLOT = Date.UTC(2030, 0, 1);
+
+function keyOf(i: number) {
+  const slot = BASE_SLOT + Math.floor(i / 100) * 60_000;
+  const job = `bench-raw-${i % 100}`;
+  const iso = new Date(slot).toISOString();
+  return { pk: `JOB#${job}`, sk: `RUN#${iso}#000`, job, slot, iso };
 }
 
-export interface RawResult {
-  readonly rawPutsPerSec: number;
-  readonly rawUpdatesPerSec: number;
-  /** (puts + updates) ÷ (put time + update time). */
-  readonly rawWritesPerSec: number;
-  readonly rawItems: number;
-  readonly rawConcurrency: number;
+function putRun(table: string, i: number): PutCommand {
+  const { pk, sk, job, slot, iso } = keyOf(i);
+  return new PutCommand({
+    TableName: table,
+    Item: {
+      pk,
+      sk,
+      job,
+      slot,
+      shard: 0,
+      shards: 1,
+      runKey: `${job}@${iso}`,
+      status: 'READY',
+      fencingToken: slot * 1000,
+      attempt: 0,
+      createdAt: Date.now(),
+      openPk: 'OPEN',
+      openSk: `${iso}#${job}#000`,
+    },
+    ConditionExpression: 'attribute_not_exists(pk)',
+    ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+  });
 }
 
-async function putsAndUpdates(endpoints: LocalEndpoints, items: number, concurrency: number): Promise<{ putMs: number; updateMs: number }> {
-  const { dynamo, doc } = benchClients(endpoints);
+/** The claim's shape: one conditional UpdateItem returning the new item. */
+function claimRun(table: string, i: number): UpdateCommand {
+  const { pk, sk, slot } = keyOf(i);
+  const now = Date.now();
+  return new UpdateCommand({
+    TableName: table,
+    Key: { pk, sk },
+    UpdateExpression:
+      'SET claimedFrom = #status, #status = :running, #owner = :owner, leaseUntil = :leaseUntil, startedAt = :now, fencingToken = fencingToken + :one, attempt = attempt + :one REMOVE nextAttemptAt',
+    ConditionExpression: 'attribute_exists(pk) AND #status IN (:ready, :retry) AND fencingToken < :maxToken',
+    ExpressionAttributeNames: { '#status': 'status', '#owner': 'owner' },
+    ExpressionAttributeValues: {
+      ':running': 'RUNNING',
+      ':ready': 'READY',
+      ':retry': 'RETRY',
+      ':owner': 'bench-raw',
+      ':leaseUntil': now + 30_000,
+      ':now': now,
+      ':one': 1,
+      ':maxToken': slot * 1000 + 999,
+    },
+    ReturnValues: 'ALL_NEW',
+    ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+  });
+}
+
+/** The completion's shape: conditional on owner + token + RUNNING, leaves the open-runs index. */
+function completeRun(table: string, i: number): UpdateCommand {
+  const { pk, sk, slot } = keyOf(i);
+  const now = Date.now();
+  return new UpdateCommand({
+    TableName: table,
+    Key: { pk, sk },
+    UpdateExpression: 'SET #status = :outcome, finishedAt = :now, expiresAt = :expiresAt REMOVE leaseUntil, openPk',
+    ConditionExpression: '#owner = :me AND fencingToken = :token AND #status = :running',
+    ExpressionAttributeNames: { '#status': 'status', '#owner': 'owner' },
+    ExpressionAttributeValues: {
+      ':outcome': 'SUCCEEDED',
+      ':now': now,
+      ':expiresAt': Math.floor(now / 1000) + 86_400,
+      ':me': 'bench-raw',
+      ':token': slot * 1000 + 1,
+      ':running': 'RUNNING',
+    },
+    ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+  });
+}
+
+type Send = (command: PutCommand | UpdateCommand) => Promise<unknown>;
+
+/** Runs `count` commands with `concurrency` in flight; returns the time at which each completed (ms from start). */
+async function timed(count: number, concurrency: number, make: (i: number) => PutCommand | UpdateCommand, send: Send): Promise<number[]> {
+  const done: number[] = [];
+  const start = performance.now();
+  await mapBounded(
+    Array.from({ length: count }, (_, i) => i),
+    concurrency,
+    async (i) => {
+      await send(make(i));
+      done.push(performance.now() - start);
+    },
+  );
+  return done;
+}
+
+/**
+ * Warms DynamoDB Local's JIT on a table with the ledger's index but no stream (stream data would
+ * slow the measured phase down; see the module comment).
+ */
+export async function warmUp(base: StackBase, items: number, concurrency: number): Promise<void> {
+  if (items <= 0) return;
+  const { dynamo, doc } = benchClients(base);
   try {
-    const base = Date.UTC(2030, 0, 1);
-    const keyOf = (i: number) => {
-      const slot = base + Math.floor(i / 100) * 60_000;
-      const job = `bench-raw-${i % 100}`;
-      const iso = new Date(slot).toISOString();
-      return { pk: `JOB#${job}`, sk: `RUN#${iso}#000`, job, slot, iso };
-    };
-    const indexes = Array.from({ length: items }, (_, i) => i);
-    const putStart = performance.now();
-    await mapBounded(indexes, concurrency, async (i) => {
-      const { pk, sk, job, slot, iso } = keyOf(i);
-      await doc.send(
-        new PutCommand({
-          TableName: endpoints.ledgerTable,
-          Item: {
-            pk,
-            sk,
-            job,
-            slot,
-            shard: 0,
-            shards: 1,
-            runKey: `${job}@${iso}`,
-            status: 'READY',
-            fencingToken: slot * 1000,
-            attempt: 0,
-            createdAt: Date.now(),
-            openPk: 'OPEN',
-            openSk: `${iso}#${job}#000`,
+    const table = `bench-warmup-${randomUUID().slice(0, 8)}`;
+    await dynamo.send(
+      new CreateTableCommand({
+        TableName: table,
+        BillingMode: 'PAY_PER_REQUEST',
+        AttributeDefinitions: [
+          { AttributeName: 'pk', AttributeType: 'S' },
+          { AttributeName: 'sk', AttributeType: 'S' },
+          { AttributeName: 'openPk', AttributeType: 'S' },
+          { AttributeName: 'openSk', AttributeType: 'S' },
+        ],
+        KeySchema: [
+          { AttributeName: 'pk', KeyType: 'HASH' },
+          { AttributeName: 'sk', KeyType: 'RANGE' },
+        ],
+        GlobalSecondaryIndexes: [
+          {
+            IndexName: 'open-runs',
+            KeySchema: [
+              { AttributeName: 'openPk', KeyType: 'HASH' },
+              { AttributeName: 'openSk', KeyType: 'RANGE' },
+            ],
+            Projection: { ProjectionType: 'ALL' },
           },
-          ConditionExpression: 'attribute_not_exists(pk)',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-    });
-    const putMs = performance.now() - putStart;
-    const updateStart = performance.now();
-    await mapBounded(indexes, concurrency, async (i) => {
-      const { pk, sk, slot } = keyOf(i);
-      const now = Date.now();
-      // The claim's shape: one conditional UpdateItem returning the new item.
-      await doc.send(
-        new UpdateCommand({
-          TableName: endpoints.ledgerTable,
-          Key: { pk, sk },
-          UpdateExpression:
-            'SET claimedFrom = #status, #status = :running, #owner = :owner, leaseUntil = :leaseUntil, startedAt = :now, fencingToken = fencingToken + :one, attempt = attempt + :one REMOVE nextAttemptAt',
-          ConditionExpression: 'attribute_exists(pk) AND #status IN (:ready, :retry) AND fencingToken < :maxToken',
-          ExpressionAttributeNames: { '#status': 'status', '#owner': 'owner' },
-          ExpressionAttributeValues: {
-            ':running': 'RUNNING',
-            ':ready': 'READY',
-            ':retry': 'RETRY',
-            ':owner': 'bench-raw',
-            ':leaseUntil': now + 30_000,
-            ':now': now,
-            ':one': 1,
-            ':maxToken': slot * 1000 + 999,
-          },
-          ReturnValues: 'ALL_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-    });
-    const updateMs = performance.now() - updateStart;
-    return { putMs, updateMs };
+        ],
+      }),
+    );
+    const send: Send = (command) => doc.send(command as PutCommand);
+    await timed(items, concurrency, (i) => putRun(table, i), send);
+    await timed(items, concurrency, (i) => claimRun(table, i), send);
+    await timed(items, concurrency, (i) => completeRun(table, i), send);
   } finally {
     dynamo.destroy();
   }
 }
 
-export async function measureRaw(options: RawOptions): Promise<RawResult> {
-  if (options.warmupItems > 0) {
-    await putsAndUpdates(await freshResources(options.base, 'rawwarm'), options.warmupItems, options.concurrency);
+export interface RawPutsResult {
+  readonly items: number;
+  readonly putsPerSec: number;
+  /** Rate over the first `n` puts, for each requested n. */
+  readonly putsPerSecAt: Readonly<Record<number, number>>;
+}
+
+export async function measureRawPuts(base: StackBase, items: number, concurrency: number, checkpoints: readonly number[] = []): Promise<RawPutsResult> {
+  const endpoints: LocalEndpoints = await freshResources(base, 'rawputs');
+  const { dynamo, doc } = benchClients(endpoints);
+  try {
+    const done = await timed(items, concurrency, (i) => putRun(endpoints.ledgerTable, i), (c) => doc.send(c as PutCommand));
+    const at: Record<number, number> = {};
+    for (const n of checkpoints) if (n <= items) at[n] = round(n / (done[n - 1]! / 1000), 1);
+    return { items, putsPerSec: round(items / (done[items - 1]! / 1000), 1), putsPerSecAt: at };
+  } finally {
+    dynamo.destroy();
   }
-  const { putMs, updateMs } = await putsAndUpdates(await freshResources(options.base, 'raw'), options.items, options.concurrency);
-  return {
-    rawPutsPerSec: round(options.items / (putMs / 1000), 1),
-    rawUpdatesPerSec: round(options.items / (updateMs / 1000), 1),
-    rawWritesPerSec: round((2 * options.items) / ((putMs + updateMs) / 1000), 1),
-    rawItems: options.items,
-    rawConcurrency: options.concurrency,
-  };
+}
+
+export interface RawMixResult {
+  readonly items: number;
+  readonly putsPerSec: number;
+  readonly updatesPerSec: number;
+  /** (K puts + 2K updates) ÷ their total time. */
+  readonly writesPerSec: number;
+}
+
+export async function measureRawMix(base: StackBase, items: number, concurrency: number): Promise<RawMixResult> {
+  const endpoints: LocalEndpoints = await freshResources(base, 'rawmix');
+  const { dynamo, doc } = benchClients(endpoints);
+  try {
+    const table = endpoints.ledgerTable;
+    const send: Send = (c) => doc.send(c as PutCommand);
+    const puts = await timed(items, concurrency, (i) => putRun(table, i), send);
+    const claims = await timed(items, concurrency, (i) => claimRun(table, i), send);
+    const completes = await timed(items, concurrency, (i) => completeRun(table, i), send);
+    const putMs = puts[items - 1]!;
+    const updateMs = claims[items - 1]! + completes[items - 1]!;
+    return {
+      items,
+      putsPerSec: round(items / (putMs / 1000), 1),
+      updatesPerSec: round((2 * items) / (updateMs / 1000), 1),
+      writesPerSec: round((3 * items) / ((putMs + updateMs) / 1000), 1),
+    };
+  } finally {
+    dynamo.destroy();
+  }
 }

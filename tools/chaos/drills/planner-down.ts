@@ -15,7 +15,9 @@
 import type { HistoryEvent } from '../../../shared/core/history.js';
 import type { ExpectedSlot } from '../../../shared/core/checker.js';
 import { RunStatus } from '../../../shared/core/vocabulary.js';
-import { invariantViolations, iterate, tracer, type Drill, type DrillViolation } from '../drill.js';
+import type { LocalEndpoints } from '../../local-stack.js';
+import { invariantViolations, iterate, tracer, type Drill, type DrillViolation, type IterationReport } from '../drill.js';
+import type { Rng } from '../rng.js';
 import { World } from '../world.js';
 
 const SCHEDULES = [
@@ -31,7 +33,7 @@ const POLICIES = ['skip', 'latest', 'all'] as const;
 const LOOKAHEAD = 60_000;
 const DOWN_MS = 10 * 60_000;
 
-interface Plan {
+export interface PlannerDownJob {
   readonly name: string;
   readonly every: number;
   readonly policy: (typeof POLICIES)[number];
@@ -42,7 +44,7 @@ interface Plan {
 
 /** What the oracle says about one slot. */
 interface SlotFate {
-  readonly job: Plan;
+  readonly job: PlannerDownJob;
   readonly slot: number;
   /** Index of the tick that first saw it. */
   readonly tick: number;
@@ -53,181 +55,198 @@ interface SlotFate {
 
 export const plannerDownDrill: Drill = (options) =>
   iterate('planner-down', options, async ({ rng, index, budget, seed }) => {
-    const trace = tracer(`planner-down #${index}`, options.log);
-    const world = await World.create(options.base, { visibilityTimeoutSeconds: 60 }, options.log);
-    try {
-      const prefix = `e${index}-${rng.int(0, 46_655).toString(36)}`;
-      const count = Math.max(2, Math.min(6, Math.round(budget / 120)));
-      const policies = [...POLICIES].sort(() => rng.next() - 0.5);
-      const plans: Plan[] = Array.from({ length: count }, (_, i) => {
-        const schedule = rng.pick(budget < 200 ? SCHEDULES.slice(2) : SCHEDULES);
-        return {
-          name: `${prefix}-${i}`,
-          every: schedule.every,
-          policy: policies[i % policies.length]!,
-          after: rng.pick(AFTER),
-          maxPerTick: rng.int(1, 12),
-          shards: rng.chance(0.2) ? 2 : 1,
-        };
-      });
-      world.setJobs(
-        plans.map((p) => ({
-          name: p.name,
-          schedule: SCHEDULES.find((s) => s.every === p.every)!.cron,
-          handler: 'charge',
-          shards: p.shards,
-          startLead: '15m',
-          misfire: { after: p.after, policy: p.policy, maxPerTick: p.maxPerTick },
-        })),
-      );
-      let now = Date.UTC(2032, 0, 1) + index * 86_400_000 + rng.int(0, 59_999);
-      const clock = () => now;
-      const lanes = [0, 1, 2].map((i) => world.workerDeps({ owner: `${prefix}-w${i}`, clock, handlerConfig: { seed, workMs: [0, 0] } }));
-      const plannerOptions = { lookaheadMs: LOOKAHEAD, sweepGraceMs: 120_000 };
-      const ticks: number[] = [];
-      const fates = new Map<string, SlotFate>();
-      let watermark: number | undefined;
-      const behindAt: { tick: number; behind: Set<string> }[] = [];
-
-      const tick = async () => {
-        // Oracle first: the slots this tick sees for the first time, and what becomes of them.
-        const k = ticks.length;
-        const from = watermark ?? now;
-        for (const plan of plans) {
-          const seen: number[] = [];
-          for (let slot = Math.floor(from / plan.every) * plan.every + plan.every; slot <= now + LOOKAHEAD; slot += plan.every) if (slot > from) seen.push(slot);
-          const misfires = seen.filter((s) => s < now - plan.after);
-          const newest = misfires[misfires.length - 1];
-          for (const slot of seen) {
-            const misfire = slot < now - plan.after;
-            const statuses: readonly RunStatus[] | undefined = !misfire
-              ? [RunStatus.SUCCEEDED]
-              : plan.policy === 'skip'
-                ? [RunStatus.SKIPPED]
-                : plan.policy === 'all' || slot === newest
-                  ? [RunStatus.SUCCEEDED]
-                  : undefined;
-            fates.set(`${plan.name}|${slot}`, { job: plan, slot, tick: k, misfire, statuses });
-          }
-        }
-        watermark = Math.max(watermark ?? -Infinity, now + LOOKAHEAD);
-        ticks.push(now);
-        await world.tick(clock, plannerOptions);
-        const state = await world.ledger.readPartition(0, 1);
-        behindAt.push({ tick: k, behind: new Set(plans.filter((p) => state.behind.has(p.name)).map((p) => p.name)) });
-        now += LOOKAHEAD + rng.int(-3_000, 3_000);
-        await world.drain(lanes);
-        trace(`tick ${k}`);
+    const prefix = `e${index}-${rng.int(0, 46_655).toString(36)}`;
+    const count = Math.max(2, Math.min(6, Math.round(budget / 120)));
+    const policies = [...POLICIES].sort(() => rng.next() - 0.5);
+    const plans: PlannerDownJob[] = Array.from({ length: count }, (_, i) => {
+      const schedule = rng.pick(budget < 200 ? SCHEDULES.slice(2) : SCHEDULES);
+      return {
+        name: `${prefix}-${i}`,
+        every: schedule.every,
+        policy: policies[i % policies.length]!,
+        after: rng.pick(AFTER),
+        maxPerTick: rng.int(1, 12),
+        shards: rng.chance(0.2) ? 2 : 1,
       };
+    });
+    return plannerDownScenario({ base: options.base, plans, rng, index, seed, log: options.log });
+  });
 
-      const preTicks = rng.int(1, 3);
-      for (let k = 0; k < preTicks; k++) await tick();
-      // Down: no tick for ten minutes after the last one's successor was due.
-      now = ticks[ticks.length - 1]! + LOOKAHEAD + DOWN_MS + rng.int(-3_000, 3_000);
-      const resumeTick = ticks.length;
-      const missed = new Map(plans.map((p) => [p.name, 0]));
-      await tick();
-      for (const fate of fates.values()) if (fate.tick === resumeTick && fate.misfire) missed.set(fate.job.name, missed.get(fate.job.name)! + 1);
-      // Ticks the catch-up needs (a full last page stays behind one more tick), plus one of slack.
-      const needed = Math.max(
-        1,
-        ...plans.filter((p) => p.policy !== 'latest').map((p) => Math.floor(missed.get(p.name)! / p.maxPerTick) + 1),
-      );
-      for (let k = 0; k < Math.min(needed + 1, 40); k++) await tick();
+/** Schedules the drill can give a job (fixed intervals, so the oracle is plain arithmetic). */
+export const PLANNER_DOWN_EVERY = SCHEDULES.map((s) => s.every);
 
-      // ---------------------------------------------------------------- checks
-      const violations: DrillViolation[] = [];
-      const slots: ExpectedSlot[] = [];
-      for (const fate of fates.values()) {
-        if (!fate.statuses) continue;
-        for (let shard = 0; shard < fate.job.shards; shard++) slots.push({ job: fate.job.name, slot: fate.slot, shard, shards: fate.job.shards, statuses: fate.statuses });
-      }
-      const { result, runs } = await world.check({ slots });
-      violations.push(...invariantViolations(result));
+/** One planner-down iteration with the given jobs (`every` must be one of PLANNER_DOWN_EVERY). */
+export async function plannerDownScenario(input: {
+  readonly base: LocalEndpoints;
+  readonly plans: readonly PlannerDownJob[];
+  readonly rng: Rng;
+  readonly index: number;
+  readonly seed: number;
+  readonly log?: (line: string) => void;
+}): Promise<IterationReport> {
+  const { plans, rng, index, seed } = input;
+  const trace = tracer(`planner-down #${index}`, input.log);
+  const world = await World.create(input.base, { visibilityTimeoutSeconds: 60 }, input.log);
+  try {
+    const prefix = plans[0]!.name;
+    world.setJobs(
+      plans.map((p) => ({
+        name: p.name,
+        schedule: SCHEDULES.find((s) => s.every === p.every)!.cron,
+        handler: 'charge',
+        shards: p.shards,
+        startLead: '15m',
+        misfire: { after: p.after, policy: p.policy, maxPerTick: p.maxPerTick },
+      })),
+    );
+    let now = Date.UTC(2032, 0, 1) + index * 86_400_000 + rng.int(0, 59_999);
+    const clock = () => now;
+    const lanes = [0, 1, 2].map((i) => world.workerDeps({ owner: `${prefix}-w${i}`, clock, handlerConfig: { seed, workMs: [0, 0] } }));
+    const plannerOptions = { lookaheadMs: LOOKAHEAD, sweepGraceMs: 120_000 };
+    const ticks: number[] = [];
+    const fates = new Map<string, SlotFate>();
+    let watermark: number | undefined;
+    const behindAt: { tick: number; behind: Set<string> }[] = [];
 
-      for (const run of runs) {
-        const fate = fates.get(`${run.job}|${run.slot}`);
-        if (!fate) violations.push({ invariant: 'misfire-policy', runKey: run.runKey, detail: 'a run item for a slot no tick planned' });
-        else if (!fate.statuses) {
-          violations.push({ invariant: 'misfire-policy', runKey: run.runKey, detail: `policy latest keeps only the newest missed slot, but this older one got a run (${run.status})` });
+    const tick = async () => {
+      // Oracle first: the slots this tick sees for the first time, and what becomes of them.
+      const k = ticks.length;
+      const from = watermark ?? now;
+      for (const plan of plans) {
+        const seen: number[] = [];
+        for (let slot = Math.floor(from / plan.every) * plan.every + plan.every; slot <= now + LOOKAHEAD; slot += plan.every) if (slot > from) seen.push(slot);
+        const misfires = seen.filter((s) => s < now - plan.after);
+        const newest = misfires[misfires.length - 1];
+        for (const slot of seen) {
+          const misfire = slot < now - plan.after;
+          const statuses: readonly RunStatus[] | undefined = !misfire
+            ? [RunStatus.SUCCEEDED]
+            : plan.policy === 'skip'
+              ? [RunStatus.SKIPPED]
+              : plan.policy === 'all' || slot === newest
+                ? [RunStatus.SUCCEEDED]
+                : undefined;
+          fates.set(`${plan.name}|${slot}`, { job: plan, slot, tick: k, misfire, statuses });
         }
       }
+      watermark = Math.max(watermark ?? -Infinity, now + LOOKAHEAD);
+      ticks.push(now);
+      await world.tick(clock, plannerOptions);
+      const state = await world.ledger.readPartition(0, 1);
+      behindAt.push({ tick: k, behind: new Set(plans.filter((p) => state.behind.has(p.name)).map((p) => p.name)) });
+      now += LOOKAHEAD + rng.int(-3_000, 3_000);
+      await world.drain(lanes);
+      trace(`tick ${k}`);
+    };
 
-      const created = world.events.filter((e): e is Extract<HistoryEvent, { type: 'run-created' }> => e.type === 'run-created');
-      const sent = world.events.filter((e): e is Extract<HistoryEvent, { type: 'message-sent' }> => e.type === 'message-sent' && e.reason === 'planned');
-      const createdAt = new Map(created.map((e) => [e.runKey, e]));
-      for (const [k, at] of ticks.entries()) {
-        for (const plan of plans) {
-          // Rate limit: catch-up runs (misfired slots) created by this tick.
-          const catchUp = created.filter((e) => e.at === at && e.job === plan.name && e.slot < at - plan.after);
-          const limit = (plan.policy === 'latest' ? 1 : plan.maxPerTick) * plan.shards;
-          if (catchUp.length > limit) {
+    const preTicks = rng.int(1, 3);
+    for (let k = 0; k < preTicks; k++) await tick();
+    // Down: no tick for ten minutes after the last one's successor was due.
+    now = ticks[ticks.length - 1]! + LOOKAHEAD + DOWN_MS + rng.int(-3_000, 3_000);
+    const resumeTick = ticks.length;
+    const missed = new Map(plans.map((p) => [p.name, 0]));
+    await tick();
+    for (const fate of fates.values()) if (fate.tick === resumeTick && fate.misfire) missed.set(fate.job.name, missed.get(fate.job.name)! + 1);
+    // Ticks the catch-up needs (a full last page stays behind one more tick), plus one of slack.
+    const needed = Math.max(
+      1,
+      ...plans.filter((p) => p.policy !== 'latest').map((p) => Math.floor(missed.get(p.name)! / p.maxPerTick) + 1),
+    );
+    for (let k = 0; k < Math.min(needed + 1, 40); k++) await tick();
+
+    // ---------------------------------------------------------------- checks
+    const violations: DrillViolation[] = [];
+    const slots: ExpectedSlot[] = [];
+    for (const fate of fates.values()) {
+      if (!fate.statuses) continue;
+      for (let shard = 0; shard < fate.job.shards; shard++) slots.push({ job: fate.job.name, slot: fate.slot, shard, shards: fate.job.shards, statuses: fate.statuses });
+    }
+    const { result, runs } = await world.check({ slots });
+    violations.push(...invariantViolations(result));
+
+    for (const run of runs) {
+      const fate = fates.get(`${run.job}|${run.slot}`);
+      if (!fate) violations.push({ invariant: 'misfire-policy', runKey: run.runKey, detail: 'a run item for a slot no tick planned' });
+      else if (!fate.statuses) {
+        violations.push({ invariant: 'misfire-policy', runKey: run.runKey, detail: `policy latest keeps only the newest missed slot, but this older one got a run (${run.status})` });
+      }
+    }
+
+    const created = world.events.filter((e): e is Extract<HistoryEvent, { type: 'run-created' }> => e.type === 'run-created');
+    const sent = world.events.filter((e): e is Extract<HistoryEvent, { type: 'message-sent' }> => e.type === 'message-sent' && e.reason === 'planned');
+    const createdAt = new Map(created.map((e) => [e.runKey, e]));
+    for (const [k, at] of ticks.entries()) {
+      for (const plan of plans) {
+        // Rate limit: catch-up runs (misfired slots) created by this tick.
+        const catchUp = created.filter((e) => e.at === at && e.job === plan.name && e.slot < at - plan.after);
+        const limit = (plan.policy === 'latest' ? 1 : plan.maxPerTick) * plan.shards;
+        if (catchUp.length > limit) {
+          violations.push({
+            invariant: 'catch-up-rate',
+            runKey: catchUp[0]!.runKey,
+            detail: `tick ${k} created ${catchUp.length} catch-up runs of ${plan.name} (policy ${plan.policy}, maxPerTick ${plan.maxPerTick}, shards ${plan.shards})`,
+          });
+        }
+      }
+      // On time: every on-time slot first seen by this tick was created by this tick ...
+      for (const fate of fates.values()) {
+        if (fate.tick !== k || fate.misfire) continue;
+        for (let shard = 0; shard < fate.job.shards; shard++) {
+          const event = [...createdAt.values()].find((e) => e.job === fate.job.name && e.slot === fate.slot && e.shard === shard);
+          if (!event || event.at !== at) {
             violations.push({
-              invariant: 'catch-up-rate',
-              runKey: catchUp[0]!.runKey,
-              detail: `tick ${k} created ${catchUp.length} catch-up runs of ${plan.name} (policy ${plan.policy}, maxPerTick ${plan.maxPerTick}, shards ${plan.shards})`,
+              invariant: 'on-time',
+              runKey: event?.runKey ?? `${fate.job.name}@${new Date(fate.slot).toISOString()}`,
+              detail: event ? `on-time slot first seen by tick ${k} was created later, at ${new Date(event.at).toISOString()}` : `on-time slot first seen by tick ${k} was never created`,
             });
           }
         }
-        // On time: every on-time slot first seen by this tick was created by this tick ...
-        for (const fate of fates.values()) {
-          if (fate.tick !== k || fate.misfire) continue;
-          for (let shard = 0; shard < fate.job.shards; shard++) {
-            const event = [...createdAt.values()].find((e) => e.job === fate.job.name && e.slot === fate.slot && e.shard === shard);
-            if (!event || event.at !== at) {
-              violations.push({
-                invariant: 'on-time',
-                runKey: event?.runKey ?? `${fate.job.name}@${new Date(fate.slot).toISOString()}`,
-                detail: event ? `on-time slot first seen by tick ${k} was created later, at ${new Date(event.at).toISOString()}` : `on-time slot first seen by tick ${k} was never created`,
-              });
-            }
-          }
-        }
-        // ... and sent before every catch-up run of the tick.
-        const order = sent.filter((e) => e.at === at).map((e) => createdAt.get(e.runKey)).filter((e) => e !== undefined && e.at === at);
-        const isCatchUp = (e: Extract<HistoryEvent, { type: 'run-created' }>) => e.slot < at - plans.find((p) => p.name === e.job)!.after;
-        const firstCatchUp = order.findIndex((e) => isCatchUp(e!));
-        const lateOnTime = firstCatchUp < 0 ? -1 : order.slice(firstCatchUp).findIndex((e) => !isCatchUp(e!));
-        if (lateOnTime >= 0) {
-          violations.push({ invariant: 'on-time', runKey: order[firstCatchUp + lateOnTime]!.runKey, detail: `tick ${k} sent this on-time run after a catch-up run` });
-        }
       }
-
-      // Catch-up must end once the missed slots are planned.
-      const last = behindAt[behindAt.length - 1]!;
-      for (const plan of plans) {
-        if (plan.policy === 'latest' || !last.behind.has(plan.name)) continue;
-        violations.push({
-          invariant: 'catch-up-terminates',
-          runKey: plan.name,
-          detail:
-            `${plan.name} (policy ${plan.policy}, every ${plan.every / 1000} s, misfire.after ${plan.after / 1000} s, maxPerTick ${plan.maxPerTick}) ` +
-            `still "behind" ${ticks.length - resumeTick - 1} ticks after resume although its ${missed.get(plan.name)} missed slots needed ${Math.floor(missed.get(plan.name)! / plan.maxPerTick) + 1}: ` +
-            'the catch-up cursor re-walks slots already planned on time (planTick bounds catch-up by the current tick\'s misfire edge, not the one at resume)',
-        });
+      // ... and sent before every catch-up run of the tick.
+      const order = sent.filter((e) => e.at === at).map((e) => createdAt.get(e.runKey)).filter((e) => e !== undefined && e.at === at);
+      const isCatchUp = (e: Extract<HistoryEvent, { type: 'run-created' }>) => e.slot < at - plans.find((p) => p.name === e.job)!.after;
+      const firstCatchUp = order.findIndex((e) => isCatchUp(e!));
+      const lateOnTime = firstCatchUp < 0 ? -1 : order.slice(firstCatchUp).findIndex((e) => !isCatchUp(e!));
+      if (lateOnTime >= 0) {
+        violations.push({ invariant: 'on-time', runKey: order[firstCatchUp + lateOnTime]!.runKey, detail: `tick ${k} sent this on-time run after a catch-up run` });
       }
-
-      const misfiredOracle = [...fates.values()].filter((f) => f.misfire).length;
-      const misfiredMetric = world.metrics.get('SlotsMisfired');
-      const observations: string[] = [];
-      if (misfiredMetric > misfiredOracle) {
-        observations.push('SlotsMisfired counts already-planned slots again on every tick a job stays "behind" (metric above the true number of misfired slots)');
-      }
-      return {
-        runs: runs.length,
-        faults: 1,
-        check: result,
-        violations,
-        facts: {
-          misfiredSlots: misfiredOracle,
-          misfiredMetric,
-          skippedRuns: runs.filter((r) => r.status === RunStatus.SKIPPED).length,
-          catchUpTicks: ticks.length - resumeTick,
-          maxTicksAfterResume: ticks.length - resumeTick,
-        },
-        observations,
-      };
-    } finally {
-      await world.destroy();
     }
-  });
+
+    // Catch-up must end once the missed slots are planned.
+    const last = behindAt[behindAt.length - 1]!;
+    for (const plan of plans) {
+      if (plan.policy === 'latest' || !last.behind.has(plan.name)) continue;
+      violations.push({
+        invariant: 'catch-up-terminates',
+        runKey: plan.name,
+        detail:
+          `${plan.name} (policy ${plan.policy}, every ${plan.every / 1000} s, misfire.after ${plan.after / 1000} s, maxPerTick ${plan.maxPerTick}) ` +
+          `still "behind" ${ticks.length - resumeTick - 1} ticks after resume although its ${missed.get(plan.name)} missed slots needed ${Math.floor(missed.get(plan.name)! / plan.maxPerTick) + 1}: ` +
+          'the catch-up cursor re-walks slots already planned on time (planTick bounds catch-up by the current tick\'s misfire edge, not the one at resume)',
+      });
+    }
+
+    const misfiredOracle = [...fates.values()].filter((f) => f.misfire).length;
+    const misfiredMetric = world.metrics.get('SlotsMisfired');
+    const observations: string[] = [];
+    if (misfiredMetric > misfiredOracle) {
+      observations.push('SlotsMisfired counts already-planned slots again on every tick a job stays "behind" (metric above the true number of misfired slots)');
+    }
+    return {
+      runs: runs.length,
+      faults: 1,
+      check: result,
+      violations,
+      facts: {
+        misfiredSlots: misfiredOracle,
+        misfiredMetric,
+        skippedRuns: runs.filter((r) => r.status === RunStatus.SKIPPED).length,
+        catchUpTicks: ticks.length - resumeTick,
+        maxTicksAfterResume: ticks.length - resumeTick,
+      },
+      observations,
+    };
+  } finally {
+    await world.destroy();
+  }
+}
