@@ -10,8 +10,9 @@ import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { EventBridgePublisher } from '../shared/adapters/event-publisher.js';
 import { outboxEventsFrom } from '../shared/core/outbox.js';
 import { requireEnv } from '../shared/runtime.js';
+import { ENV } from '../shared/resources.js';
 
-const publisher = new EventBridgePublisher(new EventBridgeClient({}), requireEnv('EVENT_BUS_NAME'));
+const publisher = new EventBridgePublisher(new EventBridgeClient({}), requireEnv(ENV.eventBusName));
 
 export async function handler(event: DynamoDBStreamEvent): Promise<DynamoDBBatchResponse> {
   const records = event.Records.map((record) => ({

@@ -68,6 +68,8 @@ export const ENV = {
   paymentsTable: 'PAYMENTS_TABLE_NAME',
   runQueueUrl: 'RUN_QUEUE_URL',
   deadLetterQueueUrl: 'DEAD_LETTER_QUEUE_URL',
+  /** The EventBridge bus the outbox relay publishes to. */
+  eventBusName: 'EVENT_BUS_NAME',
   /** Retention of terminal runs in days before TTL deletes them. */
   runRetentionDays: 'RUN_RETENTION_DAYS',
 } as const;

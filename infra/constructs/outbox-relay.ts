@@ -7,6 +7,7 @@
  * batch's metadata (shard, sequence numbers) to an on-failure queue. The outbox row itself stays
  * in the ledger, so a failed event can be republished from it.
  */
+import { ENV } from '../../shared/resources.js';
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import type * as iam from 'aws-cdk-lib/aws-iam';
@@ -23,7 +24,7 @@ import { durationIn, integerIn, validateProps, type PropRule } from '../validati
 import type { LedgerTable } from './ledger-table.js';
 
 /** Environment variable functions/outbox-relay.ts reads the bus name from. */
-export const EVENT_BUS_NAME_ENV = 'EVENT_BUS_NAME';
+export const EVENT_BUS_NAME_ENV = ENV.eventBusName;
 
 /**
  * IAM actions the DynamoDB event source grants the relay on the ledger's stream ARN (plus

@@ -19,12 +19,12 @@ export interface DrillEntry {
 }
 
 export const DRILLS: readonly DrillEntry[] = [
-  { name: 'put-dropped', letter: 'a', drill: putDroppedDrill, weight: 0.35, waits: false },
-  { name: 'worker-killed', letter: 'b', drill: workerKilledDrill, weight: 0.06, waits: true },
-  { name: 'worker-paused', letter: 'c', drill: workerPausedDrill, weight: 0.06, waits: true },
-  { name: 'ledger-unreachable', letter: 'd', drill: ledgerUnreachableDrill, weight: 0.06, waits: true },
-  { name: 'planner-down', letter: 'e', drill: plannerDownDrill, weight: 0.35, waits: false },
-  { name: 'failing-job', letter: 'f', drill: failingJobDrill, weight: 0.12, waits: true },
+  { name: 'put-dropped', letter: 'a', drill: putDroppedDrill, weight: 0.36, waits: false },
+  { name: 'worker-killed', letter: 'b', drill: workerKilledDrill, weight: 0.05, waits: true },
+  { name: 'worker-paused', letter: 'c', drill: workerPausedDrill, weight: 0.05, waits: true },
+  { name: 'ledger-unreachable', letter: 'd', drill: ledgerUnreachableDrill, weight: 0.05, waits: true },
+  { name: 'planner-down', letter: 'e', drill: plannerDownDrill, weight: 0.36, waits: false },
+  { name: 'failing-job', letter: 'f', drill: failingJobDrill, weight: 0.13, waits: true },
 ];
 
 export { failingJobDrill, ledgerUnreachableDrill, plannerDownDrill, putDroppedDrill, workerKilledDrill, workerPausedDrill };

@@ -36,7 +36,7 @@ export const ledgerUnreachableDrill: Drill = (options) =>
         const { lease, heartbeatEvery } = leaseOf(rng, 1_200, 2_500);
         const input = workerJob(`${prefix}-j`, 'holder', lease, heartbeatEvery);
         const [job] = world.setJobs([input]);
-        const count = Math.max(3, Math.min(budget, child ? rng.int(4, 10) : rng.int(15, 30)));
+        const count = Math.max(3, Math.min(budget, child ? rng.int(4, 10) : rng.int(20, 40)));
         const slots = pastSlots(count, rng);
         const keys = slots.map((slot) => `${job!.name}@${new Date(slot).toISOString()}`);
         const holdFraction = atLeastOne(seed, keys, 'hold', rng.pick([0.5, 0.8, 1]));
@@ -54,7 +54,7 @@ export const ledgerUnreachableDrill: Drill = (options) =>
           });
           trace('child ready');
         } else {
-          for (let i = 0; i < 3; i++) {
+          for (let i = 0; i < 4; i++) {
             const { poller } = world.startPoller({ owner: victim, track: false, doc: victimClients.doc, handlerConfig: victimConfig, clockSkewMs: 200 });
             victimPollers.push(poller);
           }
@@ -64,7 +64,7 @@ export const ledgerUnreachableDrill: Drill = (options) =>
 
         // Cut the ledger off once the victim holds runs and has heartbeated a little.
         const victimHolding = () => world.notesOf('started').filter((n) => holders.includes(n.runKey)).length;
-        await until(() => victimHolding() >= Math.min(holders.length, child ? 10 : 30), 8_000, 20);
+        await until(() => victimHolding() >= Math.min(holders.length, child ? 10 : 40), 8_000, 20);
         await sleepMs(rng.int(0, heartbeatEvery * 2));
         const mode: ProxyMode = rng.pick(['reset', 'blackhole']);
         proxy.setMode(mode);

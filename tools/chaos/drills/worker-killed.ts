@@ -50,7 +50,7 @@ export const workerKilledDrill: Drill = (options) =>
         const { lease, heartbeatEvery } = leaseOf(rng, 1_200, 2_500);
         const input = workerJob(`${prefix}-j`, 'charge', lease, heartbeatEvery);
         const [job] = world.setJobs([input]);
-        const count = Math.max(4, Math.min(budget, child ? rng.int(6, 10) : rng.int(20, 40)));
+        const count = Math.max(4, Math.min(budget, child ? rng.int(6, 10) : rng.int(25, 50)));
         const slots = pastSlots(count, rng);
         const keys = slots.map((slot) => `${job!.name}@${new Date(slot).toISOString()}`);
         const victimConfig: HandlerConfig = { seed, workMs: [0, 150], hangAfterCharge: atLeastOne(seed, keys, 'hang', rng.pick([0.3, 0.5, 0.8])) };
@@ -68,7 +68,7 @@ export const workerKilledDrill: Drill = (options) =>
           });
           trace('child ready');
         } else {
-          for (let i = 0; i < 3; i++) {
+          for (let i = 0; i < 5; i++) {
             world.startPoller({
               owner: victim,
               track: false,

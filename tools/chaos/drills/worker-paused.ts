@@ -32,7 +32,7 @@ export const workerPausedDrill: Drill = (options) =>
         const { lease, heartbeatEvery } = leaseOf(rng, 1_000, 2_000);
         const input = workerJob(`${prefix}-j`, 'writer', lease, heartbeatEvery);
         const [job] = world.setJobs([input]);
-        const count = Math.max(3, Math.min(budget, child ? rng.int(4, 8) : rng.int(15, 30)));
+        const count = Math.max(3, Math.min(budget, child ? rng.int(4, 8) : rng.int(20, 40)));
         const victimConfig: HandlerConfig = { seed, stepGapMs: [400, 900] };
         const victim = randomOwner(prefix, 'victim', rng);
         const victimMetrics = new InMemoryMetrics();
@@ -48,7 +48,7 @@ export const workerPausedDrill: Drill = (options) =>
           });
           trace('child ready');
         } else {
-          for (let i = 0; i < 3; i++) {
+          for (let i = 0; i < 4; i++) {
             world.startPoller({
               owner: victim,
               doc: pause.wrap(world.box.clients.doc),
