@@ -71,6 +71,14 @@ export interface WorkerDeps {
 
 type RecordOutcome = 'ack' | 'retry';
 
+/**
+ * The clock allowance a takeover waits beyond a lease's end. Never more than one heartbeat
+ * interval, so a dead worker's run is taken over within lease + one heartbeat.
+ */
+function clockSkewFor(deps: WorkerDeps, job: Job): number {
+  return deps.options?.clockSkewMs ?? Math.min(DEFAULT_CLOCK_SKEW_MS, job.heartbeatEvery);
+}
+
 export async function processBatch(deps: WorkerDeps, records: readonly QueueRecord[]): Promise<BatchResult> {
   // The same message can arrive twice in one batch (legal SQS behaviour): process it once.
   const byMessage = new Map<string, QueueRecord[]>();
@@ -109,7 +117,7 @@ export async function processRecord(deps: WorkerDeps, record: QueueRecord): Prom
   }
   const { message, job } = parsed;
   const logger = base.child({ job: job.name, slot: new Date(message.slot).toISOString(), shard: message.shard, runKey: message.runKey });
-  const skew = deps.options?.clockSkewMs ?? DEFAULT_CLOCK_SKEW_MS;
+  const skew = clockSkewFor(deps, job);
   const exclusive = job.overlap !== OverlapPolicy.PARALLEL;
   if (exclusive) {
     const waitOrSettle = await applyOverlapBeforeClaim(deps, job, message, logger);
@@ -384,6 +392,12 @@ function startHeartbeat(
   const history = deps.history ?? NO_HISTORY;
   const margin = deps.options?.yieldMarginMs ?? 10_000;
   let inFlight = false;
+  // The message reappears just when a successor may take the lease over: lease + clock allowance.
+  // A failure here is not a lost lease: at worst the message reappears and finds the run leased.
+  const matchVisibilityToLease = () =>
+    deps.queue.changeVisibility(record.receiptHandle, (job.lease + clockSkewFor(deps, job)) / 1000).catch((error: unknown) => {
+      logger.warn('could not extend message visibility', { error: String(error) });
+    });
   const beat = async () => {
     if (controller.signal.aborted || inFlight) return;
     const run = current();
@@ -400,11 +414,7 @@ function startHeartbeat(
         return;
       }
       update({ ...run, leaseUntil });
-      // Keep the message hidden as long as the lease is live, so it reappears soon after it lapses.
-      // A failure here is not a lost lease: at worst the message reappears and finds the run leased.
-      await deps.queue.changeVisibility(record.receiptHandle, job.lease / 1000 + job.heartbeatEvery / 1000).catch((error: unknown) => {
-        logger.warn('could not extend message visibility', { error: String(error) });
-      });
+      await matchVisibilityToLease();
     } catch (error) {
       // The ledger may be briefly unreachable; keep trying while the lease still holds.
       logger.warn('heartbeat failed', { error: String(error) });
@@ -417,6 +427,10 @@ function startHeartbeat(
     }
   };
   const interval = setInterval(() => void beat(), job.heartbeatEvery);
+  // The queue's own visibility timeout is long (6 × the Lambda timeout); a run that lasts past a
+  // second shortens it to the lease early, so a crash before the first heartbeat is taken over
+  // after the lease, not minutes later. Runs shorter than that make no SQS call at all.
+  const early = setTimeout(() => void matchVisibilityToLease(), Math.min(1_000, job.heartbeatEvery));
   // Checked more often than heartbeats: the lease runs out even if heartbeats hang (stop before a
   // successor can take over), and the invocation's time runs out whatever the heartbeat period.
   const watchdog = setInterval(() => {
@@ -430,6 +444,7 @@ function startHeartbeat(
     }
   }, Math.max(50, Math.min(1_000, job.heartbeatEvery / 2)));
   return () => {
+    clearTimeout(early);
     clearInterval(interval);
     clearInterval(watchdog);
   };

@@ -380,6 +380,8 @@ function collectFigures(mode: BenchMode, sizes: BenchSizes, d: BenchResult['deta
   f.triggerLagExpectedSamples = num(d.triggerLag?.expectedSamples);
   f.startLeadMs = num(d.triggerLag?.startLeadMs);
   f.leadWaitMeanMs = num(d.triggerLag?.leadWaitMeanMs);
+  f.writesPerRunSteady = num(d.triggerLag?.writesPerRun);
+  f.sqsCallsPerRunSteady = num(d.triggerLag?.sqsCallsPerRun);
 
   f.takeoverMinMs = num(d.takeover?.minMs);
   f.takeoverKills = num(d.takeover?.kills);
@@ -515,6 +517,8 @@ function renderTable(mode: BenchMode, sizes: BenchSizes, f: Record<string, Figur
   row('max ms', 'triggerLagMaxMs');
   row('samples (expected)', 'triggerLagSamples', `expected ${fmt(f.triggerLagExpectedSamples)}`);
   row('startLead wait per run (claim → handler start), ms', 'leadWaitMeanMs', `startLead ${fmt(f.startLeadMs)} ms`);
+  row('ledger write requests per run, steady state', 'writesPerRunSteady', 'planner ticks on its timer, every run and tick of the phase counted');
+  row("scheduler's SQS calls per run, steady state", 'sqsCallsPerRunSteady', d.triggerLag ? JSON.stringify(d.triggerLag.sqsByCommand) : '');
   section(`takeover after SIGKILL (worker processes, ${sizes.kills} kills)`);
   row('lease ms', 'leaseMs');
   row('heartbeat ms', 'heartbeatMs');

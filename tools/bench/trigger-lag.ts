@@ -10,7 +10,7 @@ import { parseJobs } from '../../shared/core/job-schema.js';
 import { LocalRuntime, percentile } from '../local-runtime.js';
 import type { LocalEndpoints } from '../local-stack.js';
 import { noopHandlers } from './end-to-end.js';
-import { freshResources, mean, round, sleepMs } from './measure.js';
+import { DynamoMeter, freshResources, mean, round, sleepMs, SqsMeter } from './measure.js';
 
 export interface TriggerLagOptions {
   readonly base: Pick<LocalEndpoints, 'dynamoEndpoint' | 'sqsEndpoint'>;
@@ -36,6 +36,11 @@ export interface TriggerLagResult {
   readonly claimToOutcomeMeanMs: number;
   readonly startLeadMs: number;
   readonly durationMs: number;
+  /** Steady state on real time: ledger write requests and the scheduler's SQS calls per run, every tick included. */
+  readonly runsSucceeded: number;
+  readonly writesPerRun: number;
+  readonly sqsCallsPerRun: number;
+  readonly sqsByCommand: Record<string, number>;
   readonly violations: number;
 }
 
@@ -46,6 +51,8 @@ export async function measureTriggerLag(options: TriggerLagOptions): Promise<Tri
     { handlers: Object.keys(noopHandlers) },
   );
   const runtime = new LocalRuntime({ endpoints, jobs, handlers: noopHandlers, workers: options.workers });
+  const dynamo = new DynamoMeter().attach(runtime.clients.doc);
+  const sqs = new SqsMeter().attach(runtime.clients.sqs);
   const startedAt = Date.now();
   const sampleFrom = startedAt + (options.warmupMs ?? 5_000);
   const sampleUntil = startedAt + options.durationMs;
@@ -91,6 +98,10 @@ export async function measureTriggerLag(options: TriggerLagOptions): Promise<Tri
     claimToOutcomeMeanMs: round(mean(claimToOutcome), 1),
     startLeadMs: jobs[0]?.startLead ?? 0,
     durationMs: options.durationMs,
+    runsSucceeded: runtime.runsSucceeded,
+    writesPerRun: round(dynamo.writes / Math.max(1, runtime.runsSucceeded), 4),
+    sqsCallsPerRun: round(sqs.schedulerCalls / Math.max(1, runtime.runsSucceeded), 4),
+    sqsByCommand: sqs.byCommand(),
     violations: runtime.violations.length,
   };
 }

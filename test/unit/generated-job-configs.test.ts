@@ -1,0 +1,221 @@
+/**
+ * Generated job configs (fast-check) through parseJobs (DESIGN §4): more than 10,000 configs,
+ * valid ones accepted with their values, invalid ones (one or two jobs per config broken in one of
+ * many ways) rejected with an issue that names the broken job and the broken field, and no issue
+ * naming a job that was fine.
+ */
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { JobConfigError, parseJobs } from '../../shared/core/job-schema.js';
+
+const HANDLERS = { handlers: ['reconcile', 'refresh', 'report'] } as const;
+let configsChecked = 0;
+
+// ------------------------------------------------------------------------------------------ valid
+
+const nameArb = fc
+  .tuple(fc.stringMatching(/^[a-z0-9]$/), fc.stringMatching(/^[a-z0-9-]{0,30}$/), fc.stringMatching(/^[a-z0-9]$/))
+  .map(([a, mid, z]) => `${a}${mid}${z}`);
+const scheduleArb = fc.constantFrom(
+  '* * * * *',
+  '*/5 * * * *',
+  '0 * * * *',
+  '30 2 * * 1-5',
+  '*/10 * * * * *',
+  '0 0 12 1 * *',
+  '15 3 L * *',
+  '0 9 * * mon#1',
+  '@hourly',
+  '@daily',
+  '0 0 * * 0',
+  '5,35 */2 * * *',
+);
+const timezoneArb = fc.constantFrom('UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Kolkata', 'Australia/Lord_Howe', 'Pacific/Chatham');
+const msArb = (min: number, max: number) =>
+  fc.oneof(
+    fc.integer({ min, max }),
+    fc.integer({ min: Math.ceil(min / 1000), max: Math.floor(max / 1000) }).map((s) => `${s}s`),
+    fc.integer({ min: Math.ceil(min / 60_000), max: Math.max(Math.ceil(min / 60_000), Math.floor(max / 60_000)) }).map((m) => `${m}m`),
+  );
+
+const validJobArb = fc
+  .record(
+    {
+      name: nameArb,
+      schedule: scheduleArb,
+      handler: fc.constantFrom(...HANDLERS.handlers),
+      timezone: timezoneArb,
+      enabled: fc.boolean(),
+      dst: fc.record({ gap: fc.constantFrom('shift', 'skip'), overlap: fc.constantFrom('once', 'twice') }, { requiredKeys: [] }),
+      misfire: fc.record(
+        { after: msArb(0, 3_600_000), policy: fc.constantFrom('skip', 'latest', 'all'), maxPerTick: fc.integer({ min: 1, max: 1000 }) },
+        { requiredKeys: [] },
+      ),
+      overlap: fc.constantFrom('forbid-skip', 'forbid-queue', 'coalesce', 'parallel'),
+      shards: fc.integer({ min: 1, max: 100 }),
+      lease: msArb(3_000, 600_000),
+      timeout: msArb(1_000, 900_000),
+      retry: fc.record(
+        {
+          maxAttempts: fc.integer({ min: 1, max: 10 }),
+          backoff: fc.record({ base: msArb(0, 10_000), max: msArb(0, 600_000), jitter: fc.constantFrom('full', 'none') }, { requiredKeys: [] }),
+        },
+        { requiredKeys: [] },
+      ),
+      deadline: msArb(0, 86_400_000),
+      startLead: msArb(0, 10_000),
+    },
+    { requiredKeys: ['name', 'schedule', 'handler'] },
+  )
+  .chain((job) =>
+    // heartbeatEvery, when given, stays well inside the lease (a tenth to a half of it).
+    fc.option(fc.double({ min: 0.1, max: 0.5, noNaN: true }), { nil: undefined }).map((fraction) => {
+      if (fraction === undefined || job.lease === undefined) return job;
+      const lease = typeof job.lease === 'number' ? job.lease : Number.parseInt(job.lease, 10) * (job.lease.endsWith('m') ? 60_000 : 1_000);
+      return { ...job, heartbeatEvery: Math.max(1_000, Math.floor(lease * fraction)) };
+    }),
+  );
+
+const configArb = fc.uniqueArray(validJobArb, { minLength: 1, maxLength: 6, selector: (j) => j.name });
+
+// ---------------------------------------------------------------------------------------- invalid
+
+type Job = Record<string, unknown>;
+/** One way to break a job, and the field the error must name. */
+interface Breakage {
+  readonly field: string;
+  readonly arb: fc.Arbitrary<(job: Job) => Job>;
+}
+const set = (path: string, value: unknown) => (job: Job): Job => {
+  const [head, ...rest] = path.split('.');
+  if (rest.length === 0) return { ...job, [head!]: value };
+  const inner = (typeof job[head!] === 'object' && job[head!] !== null ? job[head!] : {}) as Job;
+  return { ...job, [head!]: set(rest.join('.'), value)(inner) };
+};
+const breakWith = (field: string, values: fc.Arbitrary<unknown>): Breakage => ({ field, arb: values.map((value) => set(field, value)) });
+const notADuration = fc.oneof(
+  fc.constantFrom('soon', 'forever', '5 minutes', '10x', '-5s', '', 'ms', '1.2.3s', 'P1D'),
+  fc.integer({ max: -1 }),
+  fc.constantFrom(Number.NaN, Number.POSITIVE_INFINITY, true, null, [], { seconds: 5 }),
+);
+const notAnInt = fc.oneof(
+  fc.tuple(fc.integer({ min: 1, max: 50 }), fc.double({ min: 0.01, max: 0.99, noNaN: true })).map(([i, f]) => i + f),
+  fc.constantFrom('3', true, null, [], {}),
+);
+
+const breakages: readonly Breakage[] = [
+  breakWith('name', fc.constantFrom('Has-Caps', 'under_score', '-leading', 'trailing-', 'sp ace', 'dot.ted', 'x'.repeat(65), 'ünïcode')),
+  breakWith('schedule', fc.constantFrom('* *', '61 * * * *', '* * * * * * *', 'every minute', '', 'H * * * *', '* * 32 * *', '*/0 * * * *', '0 0 30 2 *')),
+  breakWith('schedule', fc.constantFrom(42, null, true, ['* * * * *'])),
+  breakWith('timezone', fc.constantFrom('Atlantis/Capital', 'Mars/Olympus', 'utc+25', 'Europe/', '', 'GMT+99')),
+  breakWith('handler', fc.constantFrom('unregistered', 'RECONCILE', 'reconcile ', '')),
+  breakWith('enabled', fc.constantFrom('yes', 1, 0, null, 'true')),
+  breakWith('dst.gap', fc.constantFrom('maybe', 'SHIFT', 1, null)),
+  breakWith('dst.overlap', fc.constantFrom('thrice', 'never', 2, false)),
+  breakWith('misfire.after', notADuration),
+  breakWith('misfire.policy', fc.constantFrom('whenever', 'none', 'ALL', 3, null)),
+  breakWith('misfire.maxPerTick', fc.oneof(fc.constantFrom(0, -1, 1_001, 1e9), notAnInt)),
+  breakWith('overlap', fc.constantFrom('sometimes', 'forbid', 'queue', 'PARALLEL', 0)),
+  breakWith('shards', fc.oneof(fc.constantFrom(0, -3, 101, 10_000), notAnInt)),
+  breakWith('lease', notADuration),
+  breakWith('timeout', notADuration),
+  breakWith('deadline', notADuration),
+  breakWith('startLead', notADuration),
+  breakWith('retry.maxAttempts', fc.oneof(fc.constantFrom(0, -1, 11, 101), notAnInt)),
+  breakWith('retry.backoff.base', notADuration),
+  breakWith('retry.backoff.max', notADuration),
+  breakWith('retry.backoff.jitter', fc.constantFrom('half', 'equal', 'FULL', 1, null)),
+  {
+    field: 'heartbeatEvery',
+    arb: fc.integer({ min: 0, max: 3 }).map((extra) => (job: Job) => ({ ...job, lease: '9s', heartbeatEvery: 9_000 + extra * 1_000 })),
+  },
+  breakWith('heartbeatEvery', notADuration),
+  // Unknown fields are typos that must not be ignored silently: the key itself is named.
+  breakWith('retries', fc.constantFrom(3, { maxAttempts: 3 })),
+  breakWith('schedul', fc.constant('* * * * *')),
+  breakWith('retry.maxAttempt', fc.constant(5)),
+  breakWith('misfire.maxPerTic', fc.constant(5)),
+];
+
+function issuesOf(inputs: readonly unknown[]): JobConfigError {
+  try {
+    parseJobs(inputs, HANDLERS);
+  } catch (error) {
+    if (error instanceof JobConfigError) return error;
+    throw error;
+  }
+  throw new Error(`expected a JobConfigError for ${JSON.stringify(inputs).slice(0, 400)}`);
+}
+
+describe('generated job configs through parseJobs (> 10,000 configs)', () => {
+  it('valid configs are accepted with their names, defaults applied and heartbeat inside the lease', () => {
+    fc.assert(
+      fc.property(configArb, (inputs) => {
+        configsChecked += inputs.length;
+        const jobs = parseJobs(inputs, HANDLERS);
+        expect(jobs.map((j) => j.name)).toEqual(inputs.map((j) => j.name));
+        for (const [i, job] of jobs.entries()) {
+          const input = inputs[i]!;
+          expect(job.schedule).toBe(input.schedule);
+          expect(job.handler).toBe(input.handler);
+          expect(job.timezone).toBe(input.timezone ?? 'UTC');
+          expect(job.shards).toBe(input.shards ?? 1);
+          expect(job.heartbeatEvery).toBeGreaterThan(0);
+          expect(job.heartbeatEvery).toBeLessThan(job.lease);
+          expect(job.misfire.maxPerTick).toBe(input.misfire?.maxPerTick ?? 10);
+          expect(['skip', 'latest', 'all']).toContain(job.misfire.policy);
+          expect(Number.isFinite(job.timeout) && Number.isFinite(job.startLead)).toBe(true);
+        }
+      }),
+      { numRuns: 1_600, seed: 20261129 },
+    );
+  });
+
+  it('configs with broken jobs are rejected naming each broken job and its field, and only those jobs', () => {
+    const brokenArb = fc
+      .tuple(configArb, fc.array(fc.tuple(fc.nat(), fc.constantFrom(...breakages)), { minLength: 1, maxLength: 2 }))
+      .chain(([inputs, picks]) =>
+        fc.tuple(fc.constant(inputs), fc.tuple(...picks.map(([at, breakage]) => breakage.arb.map((apply) => ({ at: at % inputs.length, field: breakage.field, apply }))))),
+      );
+    fc.assert(
+      fc.property(brokenArb, ([inputs, breaks]) => {
+        configsChecked += inputs.length;
+        const broken = new Map<number, { field: string; apply: (job: Job) => Job }[]>();
+        for (const b of breaks) broken.set(b.at, [...(broken.get(b.at) ?? []), b]);
+        const all = inputs.map((job, i) => (broken.get(i) ?? []).reduce((j, b) => b.apply(j), job as Job));
+        const error = issuesOf(all);
+        const label = (i: number) => {
+          const name = all[i]!.name;
+          return typeof name === 'string' && name !== '' ? name : `#${i}`;
+        };
+        for (const [i, list] of broken) {
+          // Two breakages of one job: the last one applied to a field wins; one of them is named.
+          const named = list.some((b) => error.issues.some((issue) => issue.job === label(i) && issue.field === b.field));
+          expect(named, `job ${label(i)} broken at ${list.map((b) => b.field).join(', ')}; issues: ${JSON.stringify(error.issues)}`).toBe(true);
+          expect(error.message).toContain(`job "${label(i)}"`);
+        }
+        const brokenLabels = new Set([...broken.keys()].map(label));
+        for (const issue of error.issues) expect(brokenLabels.has(issue.job), `issue names an intact job: ${JSON.stringify(issue)}`).toBe(true);
+      }),
+      { numRuns: 2_600, seed: 424242 },
+    );
+  });
+
+  it('non-object entries and duplicate names are named by position and by name', () => {
+    fc.assert(
+      fc.property(configArb, fc.constantFrom<unknown>(null, 'job', 42, [], true), fc.nat(), (inputs, junk, at) => {
+        configsChecked += inputs.length + 2;
+        const position = at % (inputs.length + 1);
+        const withJunk = [...inputs.slice(0, position), junk, ...inputs.slice(position), { ...inputs[0]! }];
+        const error = issuesOf(withJunk);
+        expect(error.issues.some((i) => i.job === `#${position}` && i.field === '(job)')).toBe(true);
+        expect(error.issues.some((i) => i.job === inputs[0]!.name && i.field === 'name' && /duplicate/.test(i.message))).toBe(true);
+      }),
+      { numRuns: 600, seed: 77 },
+    );
+  });
+
+  it('checked more than 10,000 job configs', () => {
+    expect(configsChecked).toBeGreaterThanOrEqual(10_000);
+  });
+});
