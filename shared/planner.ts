@@ -162,13 +162,10 @@ async function sweep(deps: PlannerDeps, jobs: readonly Job[]): Promise<number> {
     if (await deps.ledger.markRedispatch(run, now, graceMs)) toSend.push({ message: messageFor(run), delaySeconds: 0 });
   }
   await deps.queue.send(toSend);
+  const history = deps.history ?? NO_HISTORY;
   for (const out of toSend) {
-    history(deps).record({ type: 'message-sent', at: deps.clock(), runKey: out.message.runKey, reason: 'swept' });
+    history.record({ type: 'message-sent', at: deps.clock(), runKey: out.message.runKey, reason: 'swept' });
     deps.logger.warn('re-dispatched a run whose message was lost', { runKey: out.message.runKey });
   }
   return toSend.length;
-}
-
-function history(deps: PlannerDeps): HistorySink {
-  return deps.history ?? NO_HISTORY;
 }
