@@ -115,11 +115,16 @@ async function startDynamo(options: LocalStackOptions): Promise<{ child: ChildPr
     const port = await freePort();
     const storage = options.dataDir ? ['-dbPath', resolve(options.dataDir)] : ['-inMemory'];
     if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
+    // Its own process group: a Ctrl-C in the terminal reaches only us, and we stop Java last,
+    // after the pollers and the relay have finished with it. Exiting without stop() still kills it.
     const child = spawn(
       'java',
       [`-Djava.library.path=${libPath}`, '-Xms256m', '-jar', jar, ...storage, '-port', String(port), '-sharedDb', '-disableTelemetry'],
-      { stdio: options.verbose ? 'inherit' : 'ignore' },
+      { stdio: options.verbose ? 'inherit' : 'ignore', detached: true },
     );
+    const killOnExit = () => child.kill('SIGKILL');
+    process.once('exit', killOnExit);
+    child.once('exit', () => process.removeListener('exit', killOnExit));
     const endpoint = `http://127.0.0.1:${port}`;
     const client = new DynamoDBClient(localClientConfig(endpoint));
     try {

@@ -109,9 +109,12 @@ async function main(): Promise<number> {
     stopping ??= (async () => {
       clearInterval(minutely);
       console.log(`stopping (${reason})…`);
-      await runtime.stop();
-      await stack.stop();
-      rmSync(LOCAL_ENDPOINTS_FILE, { force: true });
+      try {
+        await runtime.stop();
+      } finally {
+        await stack.stop();
+        rmSync(LOCAL_ENDPOINTS_FILE, { force: true });
+      }
       printSummary();
       const final = summary();
       console.log(JSON.stringify(final));
