@@ -274,8 +274,8 @@ async function execute(
   } catch (error) {
     end = controller.signal.aborted && controller.signal.reason === YIELD ? { kind: 'yielded' } : classify(error);
     if (error instanceof LeaseLostError || error instanceof FencedOutError || isLeaseAbort(controller)) {
-      stopHeartbeat();
-      deps.metrics.count(error instanceof FencedOutError ? MetricName.FencingRejections : MetricName.LeaseLost);
+      // A FencedOutError was already counted as a fencing rejection where the write was refused.
+      if (!(error instanceof FencedOutError)) deps.metrics.count(MetricName.LeaseLost);
       logger.warn('stopped: this worker no longer holds the run', { error: String(error) });
       history.record({ type: 'outcome', at: deps.clock(), runKey: run.runKey, owner: deps.owner, token: run.fencingToken, status: RunStatus.RUNNING, accepted: false });
       return 'retry';

@@ -16,10 +16,12 @@
  *                               SUCCEEDED, SKIPPED/SUPERSEDED, or visibly DEAD/MANUAL.
  *
  * Pure: no I/O, no clock. Events from several processes are ordered by their `at` (all processes
- * of a drill read the same machine clock). Where a business item keeps a commit-ordered log of the
- * writes it accepted (`effects`), that log, not the event timestamps, decides the order of writes:
- * a process paused between a write and its response reports the write late, and only the
- * resource knows the true order.
+ * of a drill read the same machine clock). A process paused between a call landing and reporting
+ * it reports late, so two kinds of evidence are trusted over timestamps:
+ *  - fencing tokens, which the ledger hands out in commit order: a claim reported after a claim
+ *    with a higher token landed first and is not an overlap (two claims with one token are);
+ *  - where a business item keeps a commit-ordered log of the writes it accepted (`effects`), that
+ *    log, not the event timestamps, decides the order of writes on it.
  */
 import type { HistoryEvent } from './history.js';
 import { isTerminal, RunStatus, runKeyOf, type Run } from './vocabulary.js';

@@ -19,7 +19,7 @@ import { createAdapters } from '../../shared/runtime.js';
 import { processBatch } from '../../shared/worker.js';
 import type { LocalEndpoints } from '../local-stack.js';
 import { LocalPoller } from '../local-poller.js';
-import { benchClients, DynamoMeter, freshResources, round, sleepMs, SqsMeter, sum, until, type DynamoSnapshot } from './measure.js';
+import { benchClients, DynamoMeter, round, sleepMs, SqsMeter, sum, until, type DynamoSnapshot } from './measure.js';
 
 const MINUTE = 60_000;
 
@@ -28,7 +28,8 @@ export const noopHandlers: Readonly<Record<string, JobHandler>> = {
 };
 
 export interface EndToEndOptions {
-  readonly base: Pick<LocalEndpoints, 'dynamoEndpoint' | 'sqsEndpoint'>;
+  /** Fresh tables and queues the caller made (see raw.ts for why). */
+  readonly endpoints: LocalEndpoints;
   readonly runs: number;
   /** Pollers (stand-ins for concurrent worker Lambda invocations), each with batches of 10. */
   readonly workers: number;
@@ -66,7 +67,7 @@ export interface EndToEndResult {
 }
 
 export async function measureEndToEnd(options: EndToEndOptions): Promise<EndToEndResult> {
-  const endpoints = await freshResources(options.base, `e2e-${options.overlap}`);
+  const endpoints = options.endpoints;
   const clients = benchClients(endpoints);
   const dynamo = new DynamoMeter().attach(clients.doc);
   const sqs = new SqsMeter().attach(clients.sqs);

@@ -69,8 +69,8 @@ export interface PlannerThroughput {
   readonly putSlotsPerSec: number;
 }
 
-export async function plannerThroughput(base: Pick<LocalEndpoints, 'dynamoEndpoint' | 'sqsEndpoint'>, jobCount: number, putConcurrency: number): Promise<PlannerThroughput> {
-  const endpoints = await freshResources(base, `plan${jobCount}`);
+/** One tick on `endpoints` (fresh tables and queues the caller made; see raw.ts for why). */
+export async function plannerThroughput(endpoints: LocalEndpoints, jobCount: number, putConcurrency: number): Promise<PlannerThroughput> {
   const clients = benchClients(endpoints);
   try {
     const jobs = benchJobs(Array.from({ length: jobCount }, (_, i) => ({ name: `bench-plan-${i}`, schedule: '* * * * *', handler: 'noop' })));

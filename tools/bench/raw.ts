@@ -5,10 +5,13 @@
  * attributes included) and the table is the ledger's own definition (createTables: index, stream,
  * TTL), so each write costs what a ledger write costs.
  *
- * Two measurements, each on its own fresh, equally warmed DynamoDB Local and sized like the phase
- * it is compared with (DynamoDB Local slows down as stream data accumulates across tables, so
- * ratios are only fair between equal volumes on equal stacks):
- *  - puts: as many conditional puts as the planner's large tick (its comparison);
+ * How it is kept fair on a noisy, shared machine: every throughput phase runs on its own fresh
+ * DynamoDB Local (it slows down as stream data accumulates across tables), after the same JIT
+ * warm-up on a stream-less table, and the raw rate is measured on the phase's own ledger table
+ * with the phase's volume and write mix, once just before and once just after the phase (data
+ * accumulating inside one table does not slow it down). The ceiling is the better of the two,
+ * so a ratio against it is never flattered by a momentary dip of the raw measurement.
+ *  - puts: as many conditional puts as the planner tick creates (its comparison);
  *  - mix: K puts, then K claim-shaped and K completion-shaped conditional updates: the write mix
  *    and volume of the K-run end-to-end burst (the efficiency denominator).
  */
@@ -17,7 +20,7 @@ import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { randomUUID } from 'node:crypto';
 import { mapBounded } from '../../shared/core/concurrency.js';
 import type { LocalEndpoints } from '../local-stack.js';
-import { benchClients, freshResources, round, type StackBase } from './measure.js';
+import { benchClients, round, type StackBase } from './measure.js';
 
 const BASE_SLOT = Date.UTC(2030, 0, 1);
 
@@ -168,11 +171,14 @@ export interface RawPutsResult {
   readonly putsPerSecAt: Readonly<Record<number, number>>;
 }
 
-export async function measureRawPuts(base: StackBase, items: number, concurrency: number, checkpoints: readonly number[] = []): Promise<RawPutsResult> {
-  const endpoints: LocalEndpoints = await freshResources(base, 'rawputs');
+/**
+ * `items` conditional puts into the given (ledger-defined) table, keys from `keyOffset` on: run it
+ * on the measured phase's own table, before and after the phase (see the module comment).
+ */
+export async function measureRawPuts(endpoints: LocalEndpoints, items: number, concurrency: number, keyOffset = 0, checkpoints: readonly number[] = []): Promise<RawPutsResult> {
   const { dynamo, doc } = benchClients(endpoints);
   try {
-    const done = await timed(items, concurrency, (i) => putRun(endpoints.ledgerTable, i), (c) => doc.send(c as PutCommand));
+    const done = await timed(items, concurrency, (i) => putRun(endpoints.ledgerTable, keyOffset + i), (c) => doc.send(c as PutCommand));
     const at: Record<number, number> = {};
     for (const n of checkpoints) if (n <= items) at[n] = round(n / (done[n - 1]! / 1000), 1);
     return { items, putsPerSec: round(items / (done[items - 1]! / 1000), 1), putsPerSecAt: at };
@@ -189,15 +195,15 @@ export interface RawMixResult {
   readonly writesPerSec: number;
 }
 
-export async function measureRawMix(base: StackBase, items: number, concurrency: number): Promise<RawMixResult> {
-  const endpoints: LocalEndpoints = await freshResources(base, 'rawmix');
+/** K puts, then K claim-shaped and K completion-shaped updates of them, keys from `keyOffset` on. */
+export async function measureRawMix(endpoints: LocalEndpoints, items: number, concurrency: number, keyOffset = 0): Promise<RawMixResult> {
   const { dynamo, doc } = benchClients(endpoints);
   try {
     const table = endpoints.ledgerTable;
     const send: Send = (c) => doc.send(c as PutCommand);
-    const puts = await timed(items, concurrency, (i) => putRun(table, i), send);
-    const claims = await timed(items, concurrency, (i) => claimRun(table, i), send);
-    const completes = await timed(items, concurrency, (i) => completeRun(table, i), send);
+    const puts = await timed(items, concurrency, (i) => putRun(table, keyOffset + i), send);
+    const claims = await timed(items, concurrency, (i) => claimRun(table, keyOffset + i), send);
+    const completes = await timed(items, concurrency, (i) => completeRun(table, keyOffset + i), send);
     const putMs = puts[items - 1]!;
     const updateMs = claims[items - 1]! + completes[items - 1]!;
     return {

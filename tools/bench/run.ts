@@ -12,7 +12,7 @@ import { startLocalStack, type LocalEndpoints, type LocalStack } from '../local-
 import { bundleSize, type BundleResult } from './bundle.js';
 import { costPerMillionRuns, describePrices, PRICES, type CostBreakdown } from './cost.js';
 import { measureEndToEnd, type EndToEndResult } from './end-to-end.js';
-import { onFreshStack, round, type StackBase } from './measure.js';
+import { freshResources, onFreshStack, round, type StackBase } from './measure.js';
 import { plannerCost, plannerThroughput, type PlannerCost, type PlannerThroughput } from './planner.js';
 import { measureRawMix, measureRawPuts, warmUp, type RawMixResult, type RawPutsResult } from './raw.js';
 import { measureTakeover, type TakeoverResult } from './takeover.js';
@@ -21,8 +21,9 @@ import { measureTriggerLag, type TriggerLagResult } from './trigger-lag.js';
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 export type BenchMode = 'full' | 'smoke';
-export type Phase = 'bundle' | 'raw' | 'planner' | 'planner-cost' | 'end-to-end' | 'overlap' | 'trigger-lag' | 'takeover';
-export const ALL_PHASES: readonly Phase[] = ['bundle', 'raw', 'planner', 'planner-cost', 'end-to-end', 'overlap', 'trigger-lag', 'takeover'];
+/** The raw limit is measured inside `planner` and `end-to-end`, on their own tables, before and after. */
+export type Phase = 'bundle' | 'planner' | 'planner-cost' | 'end-to-end' | 'overlap' | 'trigger-lag' | 'takeover';
+export const ALL_PHASES: readonly Phase[] = ['bundle', 'planner', 'planner-cost', 'end-to-end', 'overlap', 'trigger-lag', 'takeover'];
 
 export interface BenchOptions {
   /** @default 'full' */
@@ -130,6 +131,20 @@ export const REQUIRED_KEYS = [
 
 export type Figure = number | string;
 
+/** A planner tick with the raw put rate of the same count measured on its table just before and after. */
+export interface BracketedPlanner {
+  readonly tick: PlannerThroughput;
+  readonly before: RawPutsResult;
+  readonly after: RawPutsResult;
+}
+
+/** A burst with the raw rate of its write mix and volume measured on its table just before and after. */
+export interface BracketedEndToEnd {
+  readonly run: EndToEndResult;
+  readonly before: RawMixResult;
+  readonly after: RawMixResult;
+}
+
 export interface TargetCheck {
   readonly figure: string;
   readonly value: Figure;
@@ -143,17 +158,14 @@ export interface BenchResult {
   readonly targets: readonly TargetCheck[];
   readonly table: string;
   readonly details: {
-    /** As many raw puts as the large planner tick, on a fresh stack. */
-    rawPuts?: RawPutsResult;
-    /** The end-to-end burst's write mix and volume, raw, on a fresh stack. */
-    rawMix?: RawMixResult;
+
     /** 1-minute load average of the machine when each phase started (other work on the machine skews rates). */
     load: Record<string, number>;
-    plannerSmall?: PlannerThroughput;
-    plannerLarge?: PlannerThroughput;
+    plannerSmall?: BracketedPlanner;
+    plannerLarge?: BracketedPlanner;
     plannerCost?: PlannerCost;
-    endToEnd?: EndToEndResult;
-    overlap?: Partial<Record<OverlapPolicy, EndToEndResult | string>>;
+    endToEnd?: BracketedEndToEnd;
+    overlap?: Partial<Record<OverlapPolicy, BracketedEndToEnd | string>>;
     triggerLag?: TriggerLagResult;
     takeover?: TakeoverResult;
     takeoverSkew0?: TakeoverResult;
@@ -206,40 +218,42 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchResult>
       log(`${phase}: ${what}${shared ? '' : ' (fresh local stack)'}`);
       return onFreshStack(shared, fn);
     };
-    const largest = Math.max(sizes.plannerSmallJobs, sizes.plannerLargeJobs);
 
-    if (phases.has('raw')) {
-      details.rawPuts = await fresh('raw', `${sizes.warmupItems} warm-up, then ${largest} conditional puts, ${sizes.concurrency} in flight`, async (base) => {
-        await warm(base);
-        return measureRawPuts(base, largest, sizes.concurrency, [sizes.plannerSmallJobs, sizes.plannerLargeJobs]);
-      });
-      log(`  ${details.rawPuts.putsPerSec} puts/s`);
-      details.rawMix = await fresh('raw-mix', `${sizes.warmupItems} warm-up, then ${sizes.e2eRuns} puts + ${2 * sizes.e2eRuns} updates (the burst's write mix)`, async (base) => {
-        await warm(base);
-        return measureRawMix(base, sizes.e2eRuns, sizes.concurrency);
-      });
-      log(`  ${details.rawMix.writesPerSec} writes/s (${details.rawMix.putsPerSec} puts/s, ${details.rawMix.updatesPerSec} updates/s)`);
-    }
     if (phases.has('planner')) {
       for (const [key, jobs] of [['plannerSmall', sizes.plannerSmallJobs], ['plannerLarge', sizes.plannerLargeJobs]] as const) {
-        const result = await fresh(`planner-${jobs}`, `${jobs} jobs due in one tick`, async (base) => {
+        const result = await fresh(`planner-${jobs}`, `${jobs} jobs due in one tick, bracketed by ${jobs} raw puts before and after`, async (base) => {
           await warm(base);
-          return plannerThroughput(base, jobs, sizes.concurrency);
+          const endpoints = await freshResources(base, `plan${jobs}`);
+          const before = await measureRawPuts(endpoints, jobs, sizes.concurrency, 0);
+          const tick = await plannerThroughput(endpoints, jobs, sizes.concurrency);
+          const after = await measureRawPuts(endpoints, jobs, sizes.concurrency, jobs);
+          return { tick, before, after };
         });
         details[key] = result;
-        log(`  tick ${result.tickMs} ms (read + plan ${result.readAndPlanMs} ms, puts ${result.putMs} ms, sends ${result.sendMs} ms)`);
+        log(`  raw puts/s before ${result.before.putsPerSec}, after ${result.after.putsPerSec}; tick ${result.tick.tickMs} ms (read + plan ${result.tick.readAndPlanMs} ms, puts ${result.tick.putMs} ms, sends ${result.tick.sendMs} ms)`);
       }
     }
     if (phases.has('planner-cost')) {
       details.plannerCost = await fresh('planner-cost', `${sizes.costJobs} jobs, ${sizes.costDue} due in the measured tick`, (base) => plannerCost(base, sizes.costJobs, sizes.costDue));
       log(`  ${details.plannerCost.requests} ledger requests, ${details.plannerCost.tickMs} ms`);
     }
+    const burst = (overlap: OverlapPolicy, runs: number): Promise<BracketedEndToEnd> =>
+      fresh(
+        overlap === OverlapPolicy.PARALLEL ? 'end-to-end' : `overlap-${overlap}`,
+        `${runs} no-op runs due at once, overlap ${overlap}, ${sizes.e2eWorkers} pollers × batches of 10, bracketed by raw ${runs} puts + ${2 * runs} updates before and after`,
+        async (base) => {
+          await warm(base);
+          const endpoints = await freshResources(base, `e2e-${overlap}`);
+          const before = await measureRawMix(endpoints, runs, sizes.concurrency, 0);
+          const run = await measureEndToEnd({ endpoints, runs, workers: sizes.e2eWorkers, overlap, putConcurrency: sizes.concurrency });
+          const after = await measureRawMix(endpoints, runs, sizes.concurrency, runs);
+          return { run, before, after };
+        },
+      );
     if (phases.has('end-to-end')) {
-      details.endToEnd = await fresh('end-to-end', `${sizes.e2eRuns} no-op runs due at once, overlap parallel, ${sizes.e2eWorkers} pollers × batches of 10`, async (base) => {
-        await warm(base);
-        return measureEndToEnd({ base, runs: sizes.e2eRuns, workers: sizes.e2eWorkers, overlap: OverlapPolicy.PARALLEL, putConcurrency: sizes.concurrency });
-      });
-      log(`  ${details.endToEnd.runsPerSec} runs/s, ${details.endToEnd.writesPerRun} writes/run`);
+      const result = await burst(OverlapPolicy.PARALLEL, sizes.e2eRuns);
+      details.endToEnd = result;
+      log(`  raw writes/s before ${result.before.writesPerSec}, after ${result.after.writesPerSec}; ${result.run.runsPerSec} runs/s, ${result.run.writesPerRun} writes/run`);
     }
     if (phases.has('overlap')) {
       details.overlap = {};
@@ -248,10 +262,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchResult>
       } else {
         for (const overlap of [OverlapPolicy.FORBID_QUEUE, OverlapPolicy.COALESCE]) {
           try {
-            details.overlap[overlap] = await fresh(`overlap-${overlap}`, `${sizes.overlapRuns} no-op runs`, async (base) => {
-              await warm(base);
-              return measureEndToEnd({ base, runs: sizes.overlapRuns, workers: sizes.e2eWorkers, overlap, putConcurrency: sizes.concurrency });
-            });
+            details.overlap[overlap] = await burst(overlap, sizes.overlapRuns);
           } catch (error) {
             details.overlap[overlap] = `failed: ${error instanceof Error ? error.message : String(error)}`;
             log(`  ${details.overlap[overlap]}`);
@@ -296,15 +307,24 @@ function num(value: number | undefined): Figure {
   return value === undefined || Number.isNaN(value) ? NA : value;
 }
 
+/** The raw ceiling of a bracketed phase: the better of the measurements just before and just after it. */
+function ceiling(before: number, after: number): number {
+  return Math.max(before, after);
+}
+
 function collectFigures(mode: BenchMode, sizes: BenchSizes, d: BenchResult['details'], elapsedSec: number): Record<string, Figure> {
-  const e2e = d.endToEnd;
-  const mix = d.rawMix;
-  const puts = d.rawPuts;
+  const burst = d.endToEnd;
+  const e2e = burst?.run;
+  const rawWrites = burst ? ceiling(burst.before.writesPerSec, burst.after.writesPerSec) : undefined;
+  const small = d.plannerSmall;
+  const large = d.plannerLarge;
+  const rawPuts1k = small ? ceiling(small.before.putsPerSec, small.after.putsPerSec) : undefined;
+  const rawPuts10k = large ? ceiling(large.before.putsPerSec, large.after.putsPerSec) : undefined;
   const f: Record<string, Figure> = {};
   // Required figures first (issue 7 and the brief).
-  f.rawWritesPerSec = num(mix?.writesPerSec);
+  f.rawWritesPerSec = num(rawWrites);
   f.runsPerSec = num(e2e?.runsPerSec);
-  f.efficiency = e2e && mix ? round((e2e.runsPerSec * e2e.writesPerRun) / mix.writesPerSec, 3) : NA;
+  f.efficiency = e2e && rawWrites ? round((e2e.runsPerSec * e2e.writesPerRun) / rawWrites, 3) : NA;
   f.writesPerRun = num(e2e?.writesPerRun);
   f.sqsCallsPerRun = num(e2e?.sqsCallsPerRun);
   f.triggerLagP50Ms = num(d.triggerLag?.p50Ms);
@@ -315,8 +335,8 @@ function collectFigures(mode: BenchMode, sizes: BenchSizes, d: BenchResult['deta
   f.heartbeatMs = sizes.heartbeatMs;
   f.workerBundleBytes = num(d.workerBundle?.bytes);
   f.plannerBundleBytes = num(d.plannerBundle?.bytes);
-  f.plannerSlotsPerSec1k = num(d.plannerSmall?.slotsPerSec);
-  f.plannerSlotsPerSec10k = num(d.plannerLarge?.slotsPerSec);
+  f.plannerSlotsPerSec1k = num(small?.tick.slotsPerSec);
+  f.plannerSlotsPerSec10k = num(large?.tick.slotsPerSec);
   f.plannerRequestsPerTick10kJobs100Due = num(d.plannerCost?.requests);
 
   let cost: CostBreakdown | undefined;
@@ -332,7 +352,7 @@ function collectFigures(mode: BenchMode, sizes: BenchSizes, d: BenchResult['deta
   }
   f.costPerMillionRunsUsd = cost ? round(cost.total, 3) : NA;
 
-  // Extra figures.
+  // Extra figures: overlap policies.
   f.writesPerRunForbidQueue = overlapFigure(d, OverlapPolicy.FORBID_QUEUE, (r) => r.writesPerRun);
   f.writesPerRunCoalesce = overlapFigure(d, OverlapPolicy.COALESCE, (r) => r.writesPerRun);
   f.writeUnitsPerRunForbidQueue = overlapFigure(d, OverlapPolicy.FORBID_QUEUE, (r) => r.writeUnitsPerRun);
@@ -343,28 +363,39 @@ function collectFigures(mode: BenchMode, sizes: BenchSizes, d: BenchResult['deta
   f.sqsCallsPerRunCoalesce = overlapFigure(d, OverlapPolicy.COALESCE, (r) => r.sqsCallsPerRun);
   f.runsPerSecForbidQueue = overlapFigure(d, OverlapPolicy.FORBID_QUEUE, (r) => r.runsPerSec);
   f.runsPerSecCoalesce = overlapFigure(d, OverlapPolicy.COALESCE, (r) => r.runsPerSec);
+  f.efficiencyForbidQueue = overlapEfficiency(d, OverlapPolicy.FORBID_QUEUE);
+  f.efficiencyCoalesce = overlapEfficiency(d, OverlapPolicy.COALESCE);
 
-  f.rawPutsPerSec = num(puts?.putsPerSec);
-  f.rawPutsPerSec1k = num(puts?.putsPerSecAt[sizes.plannerSmallJobs]);
-  f.rawMixPutsPerSec = num(mix?.putsPerSec);
-  f.rawUpdatesPerSec = num(mix?.updatesPerSec);
-  f.plannerPutSlotsPerSec1k = num(d.plannerSmall?.putSlotsPerSec);
-  f.plannerPutSlotsPerSec10k = num(d.plannerLarge?.putSlotsPerSec);
-  f.plannerTickVsRawPut1k = d.plannerSmall && puts?.putsPerSecAt[sizes.plannerSmallJobs] ? round(d.plannerSmall.slotsPerSec / puts.putsPerSecAt[sizes.plannerSmallJobs]!, 3) : NA;
-  f.plannerTickVsRawPut10k = d.plannerLarge && puts ? round(d.plannerLarge.slotsPerSec / puts.putsPerSec, 3) : NA;
-  f.plannerPutVsRawPut10k = d.plannerLarge && puts ? round(d.plannerLarge.putSlotsPerSec / puts.putsPerSec, 3) : NA;
-  f.plannerTickMs10k = num(d.plannerLarge?.tickMs);
-  f.plannerReadAndPlanMs10k = num(d.plannerLarge?.readAndPlanMs);
-  f.plannerPutMs10k = num(d.plannerLarge?.putMs);
-  f.plannerSendMs10k = num(d.plannerLarge?.sendMs);
-  f.plannerAfterSendMs10k = num(d.plannerLarge?.afterSendMs);
+  // Raw limit, bracketing measurements.
+  f.rawWritesPerSecBefore = num(burst?.before.writesPerSec);
+  f.rawWritesPerSecAfter = num(burst?.after.writesPerSec);
+  f.rawUpdatesPerSec = num(burst ? ceiling(burst.before.updatesPerSec, burst.after.updatesPerSec) : undefined);
+  f.rawPutsPerSec = num(rawPuts10k);
+  f.rawPutsPerSecBefore10k = num(large?.before.putsPerSec);
+  f.rawPutsPerSecAfter10k = num(large?.after.putsPerSec);
+  f.rawPutsPerSec1k = num(rawPuts1k);
+
+  // Planner.
+  f.plannerPutSlotsPerSec1k = num(small?.tick.putSlotsPerSec);
+  f.plannerPutSlotsPerSec10k = num(large?.tick.putSlotsPerSec);
+  f.plannerTickVsRawPut1k = small && rawPuts1k ? round(small.tick.slotsPerSec / rawPuts1k, 3) : NA;
+  f.plannerPutVsRawPut1k = small && rawPuts1k ? round(small.tick.putSlotsPerSec / rawPuts1k, 3) : NA;
+  f.plannerTickVsRawPut10k = large && rawPuts10k ? round(large.tick.slotsPerSec / rawPuts10k, 3) : NA;
+  f.plannerPutVsRawPut10k = large && rawPuts10k ? round(large.tick.putSlotsPerSec / rawPuts10k, 3) : NA;
+  f.plannerTickMs10k = num(large?.tick.tickMs);
+  f.plannerReadAndPlanMs10k = num(large?.tick.readAndPlanMs);
+  f.plannerPutMs10k = num(large?.tick.putMs);
+  f.plannerSendMs10k = num(large?.tick.sendMs);
+  f.plannerAfterSendMs10k = num(large?.tick.afterSendMs);
   f.plannerTickMs10kJobs100Due = num(d.plannerCost?.tickMs);
   f.plannerSqsCallsPerTick10kJobs100Due = num(d.plannerCost?.sqsCalls);
   f.plannerRequestsTarget10kJobs100Due = d.plannerCost ? 3 * d.plannerCost.due + d.plannerCost.partitions : NA;
 
+  // End to end.
   f.workerRunsPerSec = num(e2e?.workerRunsPerSec);
   f.e2eElapsedMs = num(e2e?.elapsedMs);
   f.e2ePlannerTickMs = num(e2e?.plannerTickMs);
+  f.e2eWorkerPhaseMs = num(e2e?.workerPhaseMs);
   f.writeItemsPerRun = num(e2e?.writeItemsPerRun);
   f.writeUnitsPerRun = num(e2e?.writeUnitsPerRun);
   f.readsPerRun = num(e2e?.readsPerRun);
@@ -375,24 +406,27 @@ function collectFigures(mode: BenchMode, sizes: BenchSizes, d: BenchResult['deta
   f.lambdaMsPerRun = num(e2e?.lambdaMsPerRun);
   f.e2eViolations = num(e2e?.violations);
 
+  // Trigger lag.
   f.triggerLagMaxMs = num(d.triggerLag?.maxMs);
   f.triggerLagSamples = num(d.triggerLag?.samples);
   f.triggerLagExpectedSamples = num(d.triggerLag?.expectedSamples);
+  f.triggerLagLateRuns = num(d.triggerLag?.lateRuns.length);
   f.startLeadMs = num(d.triggerLag?.startLeadMs);
   f.leadWaitMeanMs = num(d.triggerLag?.leadWaitMeanMs);
-  f.writesPerRunSteady = num(d.triggerLag?.writesPerRun);
   f.sqsCallsPerRunSteady = num(d.triggerLag?.sqsCallsPerRun);
 
+  // Takeover.
   f.takeoverMinMs = num(d.takeover?.minMs);
   f.takeoverKills = num(d.takeover?.kills);
-  f.clockSkewMs = num(d.takeover?.clockSkewMs);
   f.takeoverLeaseRemainingMeanMs = num(d.takeover?.leaseRemainingMeanMs);
-  f.takeoverRedeliveryMeanMs = num(d.takeover?.redeliveryMeanMs);
-  f.takeoverRedeliveryMaxMs = num(d.takeover?.redeliveryMaxMs);
+  f.takeoverAfterLeaseMeanMs = num(d.takeover?.afterLeaseMeanMs);
+  f.takeoverAfterLeaseMaxMs = num(d.takeover?.afterLeaseMaxMs);
   f.takeoverViolations = num(d.takeover?.violations);
   f.takeoverP50MsSkew0 = num(d.takeoverSkew0?.p50Ms);
   f.takeoverMaxMsSkew0 = num(d.takeoverSkew0?.maxMs);
+  f.takeoverAfterLeaseMeanMsSkew0 = num(d.takeoverSkew0?.afterLeaseMeanMs);
 
+  // Cost breakdown.
   f.costPerMillionRunsDynamoUsd = cost ? round(cost.dynamo, 3) : NA;
   f.costPerMillionRunsSqsUsd = cost ? round(cost.sqs, 3) : NA;
   f.costPerMillionRunsLambdaUsd = cost ? round(cost.lambdaRequests + cost.lambdaDuration, 3) : NA;
@@ -419,9 +453,19 @@ function collectFigures(mode: BenchMode, sizes: BenchSizes, d: BenchResult['deta
   return f;
 }
 
-function overlapFigure(d: BenchResult['details'], policy: OverlapPolicy, pick: (r: EndToEndResult) => number): Figure {
+function overlapResult(d: BenchResult['details'], policy: OverlapPolicy): BracketedEndToEnd | undefined {
   const result = d.overlap?.[policy];
-  return result && typeof result !== 'string' ? pick(result) : NA;
+  return result && typeof result !== 'string' ? result : undefined;
+}
+
+function overlapFigure(d: BenchResult['details'], policy: OverlapPolicy, pick: (r: EndToEndResult) => number): Figure {
+  const result = overlapResult(d, policy);
+  return result ? pick(result.run) : NA;
+}
+
+function overlapEfficiency(d: BenchResult['details'], policy: OverlapPolicy): Figure {
+  const r = overlapResult(d, policy);
+  return r ? round((r.run.runsPerSec * r.run.writesPerRun) / ceiling(r.before.writesPerSec, r.after.writesPerSec), 3) : NA;
 }
 
 const WORKER_BUNDLE_LIMIT = 400 * 1024;
@@ -463,78 +507,83 @@ function renderTable(mode: BenchMode, sizes: BenchSizes, f: Record<string, Figur
     const verdict = t ? (t.met === NA ? 'n/a' : t.met ? 'met' : 'MISSED') : '';
     rows.push([label, fmt(f[key]), t ? `${t.target} ${verdict}` : '', note]);
   };
-  section(`raw limit (DynamoDB Local, ledger table definition, document client, ${sizes.concurrency} in flight, fresh stack each)`);
-  row(`raw conditional puts/s, ${fmt(Math.max(sizes.plannerSmallJobs, sizes.plannerLargeJobs))} puts`, 'rawPutsPerSec');
-  row(`raw conditional puts/s, first ${fmt(sizes.plannerSmallJobs)} of them`, 'rawPutsPerSec1k');
-  row(`raw writes/s, ${fmt(sizes.e2eRuns)} puts + ${fmt(2 * sizes.e2eRuns)} updates`, 'rawWritesPerSec');
-  row('  of which puts/s', 'rawMixPutsPerSec');
+  const e2e = d.endToEnd?.run;
+  section(`raw limit (DynamoDB Local, ledger table definition, document client, ${sizes.concurrency} in flight; on each phase's own table just before and after it; the better of the two)`);
+  row(`raw writes/s, ${fmt(sizes.e2eRuns)} puts + ${fmt(2 * sizes.e2eRuns)} updates`, 'rawWritesPerSec', `before ${fmt(f.rawWritesPerSecBefore)}, after ${fmt(f.rawWritesPerSecAfter)}`);
   row('  of which conditional updates/s', 'rawUpdatesPerSec');
-  section(`planner throughput (jobs every minute, one slot each, lookahead 60 s)`);
+  row(`raw conditional puts/s, ${fmt(sizes.plannerLargeJobs)} puts`, 'rawPutsPerSec', `before ${fmt(f.rawPutsPerSecBefore10k)}, after ${fmt(f.rawPutsPerSecAfter10k)}`);
+  row(`raw conditional puts/s, ${fmt(sizes.plannerSmallJobs)} puts`, 'rawPutsPerSec1k');
+  section('planner throughput (jobs every minute, one slot each, lookahead 60 s, one tick)');
   row(`slots/s, ${fmt(sizes.plannerSmallJobs)} jobs, whole tick`, 'plannerSlotsPerSec1k');
   row(`slots/s, ${fmt(sizes.plannerSmallJobs)} jobs, put phase`, 'plannerPutSlotsPerSec1k');
-  row('  whole tick ÷ raw put rate (same count)', 'plannerTickVsRawPut1k');
+  row('  whole tick ÷ raw put rate', 'plannerTickVsRawPut1k');
   row(`slots/s, ${fmt(sizes.plannerLargeJobs)} jobs, whole tick`, 'plannerSlotsPerSec10k');
   row(`slots/s, ${fmt(sizes.plannerLargeJobs)} jobs, put phase`, 'plannerPutSlotsPerSec10k');
-  row('  whole tick ÷ raw put rate (same count)', 'plannerTickVsRawPut10k');
-  row('  put phase ÷ raw put rate (same count)', 'plannerPutVsRawPut10k');
+  row('  whole tick ÷ raw put rate', 'plannerTickVsRawPut10k');
+  row('  put phase ÷ raw put rate', 'plannerPutVsRawPut10k');
   row('  tick ms: read + plan', 'plannerReadAndPlanMs10k');
   row('  tick ms: puts', 'plannerPutMs10k');
   row('  tick ms: SQS sends', 'plannerSendMs10k');
   row('  tick ms: watermark + sweep', 'plannerAfterSendMs10k');
-  section(`planner cost (${fmt(sizes.costJobs)} jobs, ${fmt(sizes.costDue)} due in the tick, 1 partition)`);
+  section(`planner cost (${fmt(sizes.costJobs)} jobs, ${fmt(sizes.costDue)} due in the tick, the rest hourly at other minutes, 1 partition)`);
   row('ledger requests per tick', 'plannerRequestsPerTick10kJobs100Due', d.plannerCost ? JSON.stringify(d.plannerCost.byCommand) : '');
   row('SQS calls per tick', 'plannerSqsCallsPerTick10kJobs100Due');
   row('tick ms', 'plannerTickMs10kJobs100Due');
   section(`end to end (${fmt(sizes.e2eRuns)} no-op runs due at once, overlap parallel, ${sizes.e2eWorkers} pollers × batch 10)`);
   row('runs/s (tick start → last outcome)', 'runsPerSec');
+  row('  planner tick ms / first claim → last outcome ms', 'e2ePlannerTickMs', `${fmt(f.e2eWorkerPhaseMs)} ms worker phase`);
   row('runs/s (first claim → last outcome)', 'workerRunsPerSec');
   row('efficiency = runs/s × writes/run ÷ raw writes/s', 'efficiency');
-  row('ledger write requests per run', 'writesPerRun', d.endToEnd ? JSON.stringify(d.endToEnd.dynamo.byCommand) : '');
+  row('ledger write requests per run', 'writesPerRun', e2e ? JSON.stringify(e2e.dynamo.byCommand) : '');
   row('consumed write units per run (table + index)', 'writeUnitsPerRun');
   row('ledger read requests per run', 'readsPerRun');
   row('consumed read units per run', 'readUnitsPerRun');
-  row("scheduler's own SQS calls per run", 'sqsCallsPerRun', d.endToEnd ? JSON.stringify(d.endToEnd.sqsByCommand) : '');
+  row("scheduler's own SQS calls per run", 'sqsCallsPerRun', e2e ? JSON.stringify(e2e.sqsByCommand) : '');
   row('event source SQS calls per run (receive + delete)', 'eventSourceSqsCallsPerRun');
   row('worker invocations (batches) per run', 'invocationsPerRun');
   row('worker ms per run (batch time ÷ runs)', 'lambdaMsPerRun');
   row('invariant violations', 'e2eViolations');
-  section('overlap policies (same burst, one slot per job)');
+  section(`overlap policies (same burst, ${fmt(sizes.overlapRuns)} runs, one slot per job)`);
   const overlapNote = (policy: OverlapPolicy) => {
     const r = d.overlap?.[policy];
-    return r === undefined ? '' : typeof r === 'string' ? r : `${JSON.stringify(r.dynamo.byCommand)} over ${r.runs} runs; SQS ${JSON.stringify(r.sqsByCommand)}`;
+    return r === undefined ? '' : typeof r === 'string' ? r : `${JSON.stringify(r.run.dynamo.byCommand)}; SQS ${JSON.stringify(r.run.sqsByCommand)}`;
   };
   row('write requests per run, forbid-queue', 'writesPerRunForbidQueue', overlapNote(OverlapPolicy.FORBID_QUEUE));
   row('write units per run, forbid-queue', 'writeUnitsPerRunForbidQueue');
   row('read requests per run, forbid-queue', 'readsPerRunForbidQueue');
+  row("scheduler's SQS calls per run, forbid-queue", 'sqsCallsPerRunForbidQueue');
+  row('runs/s, forbid-queue', 'runsPerSecForbidQueue');
+  row('efficiency, forbid-queue', 'efficiencyForbidQueue');
   row('write requests per run, coalesce', 'writesPerRunCoalesce', overlapNote(OverlapPolicy.COALESCE));
   row('write units per run, coalesce', 'writeUnitsPerRunCoalesce');
   row('read requests per run, coalesce', 'readsPerRunCoalesce');
-  row("scheduler's SQS calls per run, forbid-queue", 'sqsCallsPerRunForbidQueue');
   row("scheduler's SQS calls per run, coalesce", 'sqsCallsPerRunCoalesce');
-  section(`trigger lag (${sizes.lagJobs} jobs every 10 s, ${sizes.lagDurationMs / 1000} s, planner every ${sizes.lagTickSeconds} s)`);
+  row('runs/s, coalesce', 'runsPerSecCoalesce');
+  row('efficiency, coalesce', 'efficiencyCoalesce');
+  section(`trigger lag (${sizes.lagJobs} jobs every 10 s, ${sizes.lagDurationMs / 1000} s on real time, planner every ${sizes.lagTickSeconds} s)`);
   row('p50 ms', 'triggerLagP50Ms');
   row('p99 ms', 'triggerLagP99Ms');
   row('max ms', 'triggerLagMaxMs');
-  row('samples (expected)', 'triggerLagSamples', `expected ${fmt(f.triggerLagExpectedSamples)}`);
+  row('samples', 'triggerLagSamples', `expected ${fmt(f.triggerLagExpectedSamples)}`);
+  row('runs more than 50 ms late', 'triggerLagLateRuns', d.triggerLag ? d.triggerLag.lateRuns.map((r) => `lag ${r.lagMs} ms: notice ${r.noticeMs} ms, sent ${r.sentLateMs} ms after slot − startLead`).join('; ') : '');
   row('startLead wait per run (claim → handler start), ms', 'leadWaitMeanMs', `startLead ${fmt(f.startLeadMs)} ms`);
-  row('ledger write requests per run, steady state', 'writesPerRunSteady', 'planner ticks on its timer, every run and tick of the phase counted');
-  row("scheduler's SQS calls per run, steady state", 'sqsCallsPerRunSteady', d.triggerLag ? JSON.stringify(d.triggerLag.sqsByCommand) : '');
-  section(`takeover after SIGKILL (worker processes, ${sizes.kills} kills)`);
+  row("scheduler's SQS calls per planned run, steady state", 'sqsCallsPerRunSteady', d.triggerLag ? `${d.triggerLag.runsCreated} runs planned; ${JSON.stringify(d.triggerLag.sqsByCommand)}` : '');
+  section(`takeover after SIGKILL (worker processes, ${sizes.kills} kills spread over the heartbeat cycle)`);
   row('lease ms', 'leaseMs');
   row('heartbeat ms', 'heartbeatMs');
-  row('clock-skew allowance ms', 'clockSkewMs');
   row('takeover p50 ms', 'takeoverP50Ms');
-  row('takeover max ms', 'takeoverMaxMs');
+  row('takeover max ms', 'takeoverMaxMs', d.takeover ? `all: ${d.takeover.samples.map((x) => x.takeoverMs).join(', ')}` : '');
   row('  lease left at the kill, mean ms', 'takeoverLeaseRemainingMeanMs');
-  row('  redelivery after claimable, mean ms', 'takeoverRedeliveryMeanMs');
-  row('  redelivery after claimable, max ms', 'takeoverRedeliveryMaxMs');
+  row('  lease end → successor claim, mean ms', 'takeoverAfterLeaseMeanMs', 'clock-skew allowance + SQS redelivery');
+  row('  lease end → successor claim, max ms', 'takeoverAfterLeaseMaxMs');
   row('takeover p50 ms with --clock-skew 0', 'takeoverP50MsSkew0');
   row('takeover max ms with --clock-skew 0', 'takeoverMaxMsSkew0');
+  row('  lease end → successor claim, mean ms, skew 0', 'takeoverAfterLeaseMeanMsSkew0', 'SQS redelivery alone');
   row('invariant violations', 'takeoverViolations');
-  section('bundles (esbuild, node22, esm, minified, AWS SDK bundled)');
+  section('bundles (esbuild, node22, esm, minified, mainFields module/main, everything incl. AWS SDK bundled)');
   row('worker bytes', 'workerBundleBytes', d.workerBundle ? d.workerBundle.top.map((t) => `${t.name} ${Math.round(t.bytes / 1024)}K`).join(', ') : '');
   row('planner bytes', 'plannerBundleBytes', d.plannerBundle ? d.plannerBundle.top.map((t) => `${t.name} ${Math.round(t.bytes / 1024)}K`).join(', ') : '');
-  section('cost per million short runs (USD, marginal)');
+  section('cost per million short runs (USD, marginal, from the burst\'s measured counts)');
   row('total', 'costPerMillionRunsUsd');
   row('  DynamoDB', 'costPerMillionRunsDynamoUsd');
   row('  SQS (scheduler + event source)', 'costPerMillionRunsSqsUsd');
@@ -545,6 +594,6 @@ function renderTable(mode: BenchMode, sizes: BenchSizes, f: Record<string, Figur
   const widths = [0, 1, 2].map((i) => Math.max(...body.map((r) => (r[i] ?? '').length)));
   const lines = rows.map((r) => (r[0].startsWith('—') ? r[0] : [r[0].padEnd(widths[0]!), r[1].padStart(widths[1]!), r[2].padEnd(widths[2]!), r[3]].join('  ').trimEnd()));
   lines.unshift(`scheduler benchmark (${mode} mode, ${fmt(f.benchSeconds)} s, ${fmt(f.cpus)} CPUs, 1-min load average at phase starts ${JSON.stringify(d.load)})`);
-  lines.push('', describePrices(), 'fixed costs not in the per-run figure: one planner invocation per partition per minute; the event source mapping\'s empty polls.');
+  lines.push('', describePrices(), "fixed costs not in the per-run figure: one planner invocation per partition per minute; the event source mapping's empty polls.");
   return lines.join('\n');
 }

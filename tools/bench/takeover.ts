@@ -4,10 +4,11 @@
  * measures kill → the successor's `claimed` event (from RUNNING). Two idle workers are kept alive
  * (the killed one is replaced at once), so a successor is always polling.
  *
- * Each takeover is split into: the lease the dead worker still held at the kill (its last
- * heartbeat's leaseUntil − kill), the clock-skew allowance a claimer waits beyond that, and the
- * redelivery delay after the run became claimable (message visibility, refused early claim's
- * re-hide rounding, long-poll latency).
+ * Kill k of n lands (k + 0.5) / n of a heartbeat interval after a heartbeat, so the samples cover
+ * the whole cycle, the worst case (a kill right after a heartbeat) included. Each takeover is
+ * split into the lease the dead worker still held at the kill (its last leaseUntil − kill) and
+ * the time after that lease ended: the claimer's clock-skew allowance (whatever the worker code
+ * in force uses) plus SQS redelivery (message visibility, re-hide rounding, polling).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -18,7 +19,6 @@ import { fileURLToPath } from 'node:url';
 import type { HistoryEvent } from '../../shared/core/history.js';
 import { InvariantMonitor } from '../../shared/core/invariants.js';
 import { parseJobs, type JobInput } from '../../shared/core/job-schema.js';
-import { DEFAULT_CLOCK_SKEW_MS } from '../../shared/core/lease.js';
 import { messageFor } from '../../shared/planner.js';
 import { createAdapters } from '../../shared/runtime.js';
 import { percentile } from '../local-runtime.js';
@@ -42,8 +42,12 @@ export interface TakeoverOptions {
 
 export interface TakeoverSample {
   readonly takeoverMs: number;
+  /** Kill → the dead worker's last leaseUntil. */
   readonly leaseRemainingMs: number;
-  readonly redeliveryMs: number;
+  /** Last leaseUntil → the successor's claim: skew allowance + redelivery. */
+  readonly afterLeaseMs: number;
+  /** Kill − the heartbeat before it. */
+  readonly killAfterHeartbeatMs: number;
 }
 
 export interface TakeoverResult {
@@ -53,10 +57,11 @@ export interface TakeoverResult {
   readonly minMs: number;
   readonly leaseMs: number;
   readonly heartbeatMs: number;
-  readonly clockSkewMs: number;
+  /** The --clock-skew given to the workers, or 'default' (the worker code's own rule). */
+  readonly clockSkew: number | 'default';
   readonly leaseRemainingMeanMs: number;
-  readonly redeliveryMeanMs: number;
-  readonly redeliveryMaxMs: number;
+  readonly afterLeaseMeanMs: number;
+  readonly afterLeaseMaxMs: number;
   readonly samples: readonly TakeoverSample[];
   readonly violations: number;
 }
@@ -71,7 +76,6 @@ interface WorkerChild {
 
 export async function measureTakeover(options: TakeoverOptions): Promise<TakeoverResult> {
   const log = options.log ?? (() => undefined);
-  const skew = options.clockSkewMs ?? DEFAULT_CLOCK_SKEW_MS;
   const endpoints = await freshResources(options.base, 'takeover', { visibilityTimeoutSeconds: 30, maxReceiveCount: 1000 });
   const dir = mkdtempSync(join(tmpdir(), 'scheduler-bench-'));
   const endpointsFile = join(dir, 'endpoints.json');
@@ -91,7 +95,8 @@ export async function measureTakeover(options: TakeoverOptions): Promise<Takeove
   const [job] = parseJobs([jobInput], { handlers: Object.keys(holdHandlers) });
   const clients = benchClients(endpoints);
   const { ledger, queue } = createAdapters(clients, { ledgerTable: endpoints.ledgerTable, paymentsTable: endpoints.paymentsTable, runQueueUrl: endpoints.runQueueUrl, retentionDays: 1 });
-  const monitor = new InvariantMonitor(skew);
+  // A successor may claim up to the allowance early by its own clock; same machine here, so none.
+  const monitor = new InvariantMonitor(0);
   const events: HistoryEvent[] = [];
   const children = new Map<string, WorkerChild>();
   let spawned = 0;
@@ -153,15 +158,16 @@ export async function measureTakeover(options: TakeoverOptions): Promise<Takeove
       );
       const holder = children.get(first.owner);
       if (!holder) throw new Error(`bench: ${runKey} claimed by unknown owner ${first.owner}`);
-      // Kill at spread-out phases of the heartbeat cycle, after at least one heartbeat.
-      await sleepMs(options.heartbeatMs + 200 + ((i * 379) % options.heartbeatMs));
-      const leases = events.filter(
-        (e) => (e.type === 'claimed' || (e.type === 'heartbeat' && e.ok)) && e.runKey === runKey && 'owner' in e && e.owner === holder.name,
-      );
+      // Sync to a heartbeat of the holder (the second one, so the run is well under way), then
+      // kill at this sample's phase of the heartbeat cycle.
+      type Beat = Extract<HistoryEvent, { type: 'heartbeat' }>;
+      const beats = () => events.filter((e): e is Beat => e.type === 'heartbeat' && e.ok && e.runKey === runKey && e.owner === holder.name);
+      const beat = await until(() => beats()[1], 10_000, `two heartbeats on ${runKey}`);
+      const phase = Math.round(((i + 0.5) / options.kills) * options.heartbeatMs);
+      await sleepMs(beat.at + phase - Date.now());
       const killAt = Date.now();
       holder.proc.kill('SIGKILL');
       holder.alive = false;
-      const lastLeaseUntil = Math.max(...leases.map((e) => ('leaseUntil' in e ? e.leaseUntil : 0)));
       spawnWorker();
       const successor = await until(
         () =>
@@ -172,13 +178,20 @@ export async function measureTakeover(options: TakeoverOptions): Promise<Takeove
         `a successor to take over ${runKey}`,
       );
       await until(() => events.find((e) => e.type === 'outcome' && e.runKey === runKey && e.accepted), 20_000, `the successor's outcome on ${runKey}`);
-      const sample = {
+      // Every lease extension the holder printed before it died (read now: its last lines may have been in the pipe).
+      const leases = [first, ...beats().filter((e) => e.at <= killAt)];
+      const lastBeatAt = Math.max(...leases.map((e) => e.at));
+      const lastLeaseUntil = Math.max(...leases.map((e) => e.leaseUntil));
+      const sample: TakeoverSample = {
         takeoverMs: successor.at - killAt,
         leaseRemainingMs: lastLeaseUntil - killAt,
-        redeliveryMs: successor.at - (lastLeaseUntil + skew),
+        afterLeaseMs: successor.at - lastLeaseUntil,
+        killAfterHeartbeatMs: killAt - lastBeatAt,
       };
       samples.push(sample);
-      log(`takeover ${i + 1}/${options.kills}: ${sample.takeoverMs} ms (lease left ${sample.leaseRemainingMs} ms, skew ${skew} ms, redelivery ${sample.redeliveryMs} ms)`);
+      log(
+        `takeover ${i + 1}/${options.kills}: ${sample.takeoverMs} ms (kill ${sample.killAfterHeartbeatMs} ms after a heartbeat; lease left ${sample.leaseRemainingMs} ms, then ${sample.afterLeaseMs} ms to the successor's claim)`,
+      );
     }
   } finally {
     const exits = [...children.values()].filter((c) => c.proc.exitCode === null && c.proc.signalCode === null).map(
@@ -202,10 +215,10 @@ export async function measureTakeover(options: TakeoverOptions): Promise<Takeove
     minMs: Math.min(...takeovers),
     leaseMs: options.leaseMs,
     heartbeatMs: options.heartbeatMs,
-    clockSkewMs: skew,
+    clockSkew: options.clockSkewMs ?? 'default',
     leaseRemainingMeanMs: round(mean(samples.map((s) => s.leaseRemainingMs)), 1),
-    redeliveryMeanMs: round(mean(samples.map((s) => s.redeliveryMs)), 1),
-    redeliveryMaxMs: Math.max(...samples.map((s) => s.redeliveryMs)),
+    afterLeaseMeanMs: round(mean(samples.map((s) => s.afterLeaseMs)), 1),
+    afterLeaseMaxMs: Math.max(...samples.map((s) => s.afterLeaseMs)),
     samples,
     violations: monitor.violations.length,
   };

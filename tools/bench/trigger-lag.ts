@@ -10,7 +10,7 @@ import { parseJobs } from '../../shared/core/job-schema.js';
 import { LocalRuntime, percentile } from '../local-runtime.js';
 import type { LocalEndpoints } from '../local-stack.js';
 import { noopHandlers } from './end-to-end.js';
-import { DynamoMeter, freshResources, mean, round, sleepMs, SqsMeter } from './measure.js';
+import { freshResources, mean, round, sleepMs, SqsMeter } from './measure.js';
 
 export interface TriggerLagOptions {
   readonly base: Pick<LocalEndpoints, 'dynamoEndpoint' | 'sqsEndpoint'>;
@@ -36,9 +36,13 @@ export interface TriggerLagResult {
   readonly claimToOutcomeMeanMs: number;
   readonly startLeadMs: number;
   readonly durationMs: number;
-  /** Steady state on real time: ledger write requests and the scheduler's SQS calls per run, every tick included. */
-  readonly runsSucceeded: number;
-  readonly writesPerRun: number;
+  /**
+   * Runs that started more than 50 ms late, with how much notice the planner gave them (slot −
+   * the tick that created the run) and how late their message was sent (sent − (slot − startLead)).
+   */
+  readonly lateRuns: readonly { readonly lagMs: number; readonly noticeMs: number; readonly sentLateMs: number }[];
+  /** Steady state on real time: the scheduler's SQS calls per run the planner created (every tick of the phase). */
+  readonly runsCreated: number;
   readonly sqsCallsPerRun: number;
   readonly sqsByCommand: Record<string, number>;
   readonly violations: number;
@@ -51,7 +55,6 @@ export async function measureTriggerLag(options: TriggerLagOptions): Promise<Tri
     { handlers: Object.keys(noopHandlers) },
   );
   const runtime = new LocalRuntime({ endpoints, jobs, handlers: noopHandlers, workers: options.workers });
-  const dynamo = new DynamoMeter().attach(runtime.clients.doc);
   const sqs = new SqsMeter().attach(runtime.clients.sqs);
   const startedAt = Date.now();
   const sampleFrom = startedAt + (options.warmupMs ?? 5_000);
@@ -65,6 +68,20 @@ export async function measureTriggerLag(options: TriggerLagOptions): Promise<Tri
   const events = runtime.events;
   const started = events.filter((e) => e.type === 'handler-started' && e.slot >= sampleFrom && e.slot <= sampleUntil);
   const lags = started.map((e) => (e.type === 'handler-started' ? e.at - e.slot : 0));
+  const createdAt = new Map<string, number>();
+  const sentAt = new Map<string, number>();
+  for (const e of events) {
+    if (e.type === 'run-created') createdAt.set(e.runKey, e.at);
+    if (e.type === 'message-sent' && !sentAt.has(e.runKey)) sentAt.set(e.runKey, e.at);
+  }
+  const startLead = jobs[0]?.startLead ?? 0;
+  const lateRuns = started
+    .filter((e): e is Extract<typeof e, { type: 'handler-started' }> => e.type === 'handler-started' && e.at - e.slot > 50)
+    .map((e) => ({
+      lagMs: e.at - e.slot,
+      noticeMs: e.slot - (createdAt.get(e.runKey) ?? e.slot),
+      sentLateMs: (sentAt.get(e.runKey) ?? 0) - (e.slot - startLead),
+    }));
   const claims = new Map<string, number>();
   const outcomes = new Map<string, number>();
   for (const e of events) {
@@ -96,11 +113,11 @@ export async function measureTriggerLag(options: TriggerLagOptions): Promise<Tri
     minMs: lags.length ? Math.min(...lags) : 0,
     leadWaitMeanMs: round(mean(leadWaits), 1),
     claimToOutcomeMeanMs: round(mean(claimToOutcome), 1),
-    startLeadMs: jobs[0]?.startLead ?? 0,
+    startLeadMs: startLead,
+    lateRuns,
     durationMs: options.durationMs,
-    runsSucceeded: runtime.runsSucceeded,
-    writesPerRun: round(dynamo.writes / Math.max(1, runtime.runsSucceeded), 4),
-    sqsCallsPerRun: round(sqs.schedulerCalls / Math.max(1, runtime.runsSucceeded), 4),
+    runsCreated: createdAt.size,
+    sqsCallsPerRun: round(sqs.schedulerCalls / Math.max(1, createdAt.size), 4),
     sqsByCommand: sqs.byCommand(),
     violations: runtime.violations.length,
   };

@@ -1,15 +1,11 @@
 import { startLocalStack } from '../local-stack.js';
-import { putDroppedDrill } from './drills/put-dropped.js';
-import { plannerDownDrill } from './drills/planner-down.js';
-import { failingJobDrill } from './drills/failing-job.js';
-import { workerKilledDrill } from './drills/worker-killed.js';
-import { workerPausedDrill } from './drills/worker-paused.js';
-import { ledgerUnreachableDrill } from './drills/ledger-unreachable.js';
-const drills = { a: putDroppedDrill, e: plannerDownDrill, f: failingJobDrill, b: workerKilledDrill, c: workerPausedDrill, d: ledgerUnreachableDrill } as Record<string, typeof putDroppedDrill>;
+import { selectDrills } from './run.js';
 const stack = await startLocalStack();
+const [runs, which, seed, children] = [Number(process.argv[2] ?? 100), process.argv[3] ?? 'd', Number(process.argv[4] ?? 1), Number(process.argv[5] ?? 1)];
 const t0 = Date.now();
 try {
-  const r = await drills[process.argv[3] ?? 'a']!({ base: stack, runs: Number(process.argv[2] ?? 300), seed: 7, log: (l) => console.log(l) });
+  const [entry] = selectDrills([which]);
+  const r = await entry!.drill({ base: stack, runs, seed, childIterations: children, log: (l) => console.log(l) });
   console.log(JSON.stringify({ ...r, violations: r.violations.slice(0, 5) }, null, 1));
 } finally { await stack.stop(); }
 console.log('ms', Date.now() - t0);

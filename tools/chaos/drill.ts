@@ -146,3 +146,8 @@ export function tracer(label: string, log?: (line: string) => void): (step: stri
     last = now;
   };
 }
+
+/** One line per violation of a drill result (for assertion messages). */
+export function describeViolations(result: DrillResult): string {
+  return result.violations.map((v) => `#${v.iteration} [${v.invariant}] ${v.runKey}: ${v.detail}`).join('\n') || 'none';
+}

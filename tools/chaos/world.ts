@@ -11,7 +11,7 @@ import { RunQueue } from '../../shared/adapters/run-queue.js';
 import { checkHistory, type BusinessState, type CheckResult, type Expected } from '../../shared/core/checker.js';
 import type { HistoryEvent, HistorySink } from '../../shared/core/history.js';
 import { parseJobs, type Job, type JobInput } from '../../shared/core/job-schema.js';
-import { isTerminal, RunStatus, runKeyOf, type Run, type RunId } from '../../shared/core/vocabulary.js';
+import { isTerminal, RunStatus, type Run, type RunId } from '../../shared/core/vocabulary.js';
 import { jobsByName } from '../../shared/config.js';
 import type { JobHandler } from '../../shared/handler-api.js';
 import { InMemoryMetrics, JsonLineLogger } from '../../shared/observability.js';
@@ -277,4 +277,3 @@ export class World {
   }
 }
 
-export { runKeyOf };

@@ -3,7 +3,6 @@ import type { HistoryEvent } from '../../../shared/core/history.js';
 import type { JobInput } from '../../../shared/core/job-schema.js';
 import { RunStatus, type RunId } from '../../../shared/core/vocabulary.js';
 import type { Rng } from '../rng.js';
-import type { World } from '../world.js';
 
 /** A job whose runs the drill creates itself (slots in the past: due at once, no planner timing). */
 export function workerJob(name: string, handler: string, lease: number, heartbeatEvery: number): JobInput {
@@ -45,7 +44,8 @@ export function leaseEnds(events: readonly HistoryEvent[]): Map<string, number> 
   return ends;
 }
 
-export function allSucceeded(world: World, ids: readonly RunId[]) {
+/** Expected slots for the checker: every one of these runs ends SUCCEEDED. */
+export function allSucceeded(ids: readonly RunId[]) {
   return ids.map((id) => ({ job: id.job, slot: id.slot, shard: id.shard, statuses: [RunStatus.SUCCEEDED] }));
 }
 

@@ -40,7 +40,8 @@ export const ledgerUnreachableDrill: Drill = (options) =>
         const slots = pastSlots(count, rng);
         const keys = slots.map((slot) => `${job!.name}@${new Date(slot).toISOString()}`);
         const holdFraction = atLeastOne(seed, keys, 'hold', rng.pick([0.5, 0.8, 1]));
-        const victimConfig: HandlerConfig = { seed, workMs: [0, 100], holdFraction, holdMs: 30_000 };
+        // Holds outlast the drop comfortably; once the ledger is back, a victim holding a newly claimed run finishes soon.
+        const victimConfig: HandlerConfig = { seed, workMs: [0, 100], holdFraction, holdMs: Math.max(6_000, 4 * lease) };
         const victim = randomOwner(prefix, 'victim', rng);
         if (child) {
           victimChild = await ChildWorker.start({
@@ -73,9 +74,10 @@ export const ledgerUnreachableDrill: Drill = (options) =>
         for (const poller of victimPollers) void poller.stop();
         trace(`dropped (${mode})`);
 
+        // The victim's holders at the moment of the drop (once the ledger is back it is a healthy worker again).
         const held = () => {
           const tokens = new Set(claimsBy(world.events, victim).map((c) => `${c.runKey}|${c.token}`));
-          return world.notesOf('started').filter((n) => holders.includes(n.runKey) && tokens.has(`${n.runKey}|${n.token}`));
+          return world.notesOf('started').filter((n) => holders.includes(n.runKey) && tokens.has(`${n.runKey}|${n.token}`) && n.at < droppedAt);
         };
         const aborted = () => new Map(world.notesOf('aborted').map((n) => [`${n.runKey}|${n.token}`, n.at]));
         await until(() => held().every((n) => aborted().has(`${n.runKey}|${n.token}`)), lease + 3_000, 20);
@@ -96,7 +98,7 @@ export const ledgerUnreachableDrill: Drill = (options) =>
         else await Promise.race([Promise.all(victimPollers.map((p) => p.stop())), sleepMs(5_000)]);
         trace('settled');
 
-        const { result } = await world.check({ slots: allSucceeded(world, ids) });
+        const { result } = await world.check({ slots: allSucceeded(ids) });
         const violations: DrillViolation[] = invariantViolations(result);
         if (!settled) violations.push({ invariant: 'no-lost-slot', runKey: prefix, detail: 'runs still open 25 s after the successors started' });
         const ends = leaseEnds(world.events);

@@ -56,7 +56,7 @@ interface SlotFate {
 export const plannerDownDrill: Drill = (options) =>
   iterate('planner-down', options, async ({ rng, index, budget, seed }) => {
     const prefix = `e${index}-${rng.int(0, 46_655).toString(36)}`;
-    const count = Math.max(2, Math.min(6, Math.round(budget / 120)));
+    const count = Math.max(3, Math.min(6, Math.round(budget / 120)));
     const policies = [...POLICIES].sort(() => rng.next() - 0.5);
     const plans: PlannerDownJob[] = Array.from({ length: count }, (_, i) => {
       const schedule = rng.pick(budget < 200 ? SCHEDULES.slice(2) : SCHEDULES);

@@ -100,7 +100,7 @@ export const workerKilledDrill: Drill = (options) =>
         trace('settled');
         await world.stopPollers();
 
-        const { result } = await world.check({ slots: allSucceeded(world, ids) });
+        const { result } = await world.check({ slots: allSucceeded(ids) });
         const violations: DrillViolation[] = invariantViolations(result);
         if (!settled) violations.push({ invariant: 'no-lost-slot', runKey: prefix, detail: 'runs still open 25 s after the kill' });
         const victimTokens = new Set(claimsBy(world.events, victim).map((c) => `${c.runKey}|${c.token}`));

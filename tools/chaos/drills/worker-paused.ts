@@ -86,9 +86,10 @@ export const workerPausedDrill: Drill = (options) =>
         const settled = await world.waitForRuns(ids, 20_000);
         // Every paused run's stale attempt must come to light: a fenced-out write or a refused outcome.
         const staleSignals = () => {
+          const victimTokens = new Set(claimsBy(world.events, victim).map((c) => `${c.runKey}|${c.token}`));
           const seen = new Set<string>();
           for (const e of world.events) {
-            if (e.type === 'effect' && e.result === 'fenced-out' && e.at >= pausedAt) seen.add(e.runKey);
+            if (e.type === 'effect' && e.result === 'fenced-out' && victimTokens.has(`${e.runKey}|${e.token}`)) seen.add(e.runKey);
             if (e.type === 'outcome' && e.owner === victim && !e.accepted) seen.add(e.runKey);
           }
           return seen;
@@ -99,7 +100,7 @@ export const workerPausedDrill: Drill = (options) =>
         const childMetrics = victimChild ? await victimChild.terminate() : undefined;
         trace('stopped');
 
-        const { result } = await world.check({ slots: allSucceeded(world, ids) });
+        const { result } = await world.check({ slots: allSucceeded(ids) });
         const violations: DrillViolation[] = invariantViolations(result);
         if (!takenOver || !settled) violations.push({ invariant: 'no-lost-slot', runKey: prefix, detail: 'runs still open 20 s after the victim resumed' });
         const signals = staleSignals();
@@ -111,7 +112,7 @@ export const workerPausedDrill: Drill = (options) =>
           const late = world.events.find((e) => e.type === 'outcome' && e.owner === victim && e.runKey === runKey && e.accepted && e.at >= resumedAt);
           if (late) violations.push({ invariant: 'stale-writer', runKey, detail: `the resumed worker's ${late.type === 'outcome' ? late.status : ''} outcome was accepted` });
         }
-        const fencedOut = world.events.filter((e) => e.type === 'effect' && e.result === 'fenced-out').length;
+        const fencedOut = world.events.filter((e) => e.type === 'effect' && e.result === 'fenced-out').length; // all by the victim: successors write last
         const refused = world.events.filter((e) => e.type === 'outcome' && e.owner === victim && !e.accepted).length;
         const metric = childMetrics?.FencingRejections ?? victimMetrics.get('FencingRejections');
         const observations: string[] = [];
