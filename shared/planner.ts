@@ -78,6 +78,7 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
     plannedUntil: state.plannedUntil,
     paused: state.paused,
     behind: state.behind,
+    catchUpEdges: state.catchUpEdges,
     now,
     lookaheadMs: options.lookaheadMs ?? 60_000,
   });
@@ -111,6 +112,7 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
 
   const watermarkAdvanced = await deps.ledger.advancePartition(ref.partition, ref.of, plan.plannedUntil, {
     set: plan.behindSet,
+    edges: plan.edgeSet,
     clear: plan.behindClear,
   });
 

@@ -54,6 +54,8 @@ export interface PartitionState {
   readonly paused: ReadonlySet<string>;
   /** Jobs planned only up to an earlier slot (catch-up in progress, resumed after a pause). */
   readonly behind: ReadonlyMap<string, number>;
+  /** Where each unfinished catch-up ends (absent right after a resume). */
+  readonly catchUpEdges: ReadonlyMap<string, number>;
 }
 
 export interface LedgerOptions {
@@ -123,7 +125,8 @@ export class Ledger {
     );
     const paused = (Item?.paused as Set<string> | undefined) ?? new Set<string>();
     const behind = new Map(Object.entries((Item?.behind as Record<string, number> | undefined) ?? {}));
-    return { plannedUntil: Item?.plannedUntil as number | undefined, paused, behind };
+    const catchUpEdges = new Map(Object.entries((Item?.catchUpEdge as Record<string, number> | undefined) ?? {}));
+    return { plannedUntil: Item?.plannedUntil as number | undefined, paused, behind, catchUpEdges };
   }
 
   /**
@@ -135,7 +138,7 @@ export class Ledger {
     partition: number,
     of: number,
     plannedUntil: number,
-    behind: { readonly set: ReadonlyMap<string, number>; readonly clear: readonly string[] },
+    behind: { readonly set: ReadonlyMap<string, number>; readonly edges: ReadonlyMap<string, number>; readonly clear: readonly string[] },
   ): Promise<boolean> {
     const names: Record<string, string> = {};
     const values: Record<string, unknown> = { ':until': plannedUntil };
@@ -146,12 +149,17 @@ export class Ledger {
       names[`#j${i}`] = job;
       values[`:b${i}`] = slot;
       sets.push(`behind.#j${i} = :b${i}`);
+      const edge = behind.edges.get(job);
+      if (edge !== undefined) {
+        values[`:e${i}`] = edge;
+        sets.push(`catchUpEdge.#j${i} = :e${i}`);
+      }
       i++;
     }
     for (const job of behind.clear) {
       if (behind.set.has(job)) continue;
       names[`#j${i}`] = job;
-      removes.push(`behind.#j${i}`);
+      removes.push(`behind.#j${i}`, `catchUpEdge.#j${i}`);
       i++;
     }
     // `behind` must exist as a map before nested SETs; create it on the first advance.
@@ -163,7 +171,7 @@ export class Ledger {
           new UpdateCommand({
             TableName: this.tableName,
             Key: { pk: LedgerKeys.partitionPk(partition, of), sk: LedgerKeys.watermarkSk },
-            UpdateExpression: 'SET behind = if_not_exists(behind, :emptyMap)',
+            UpdateExpression: 'SET behind = if_not_exists(behind, :emptyMap), catchUpEdge = if_not_exists(catchUpEdge, :emptyMap)',
             ExpressionAttributeValues: { ':emptyMap': {} },
           }),
         );
@@ -195,7 +203,7 @@ export class Ledger {
       new UpdateCommand({
         TableName: this.tableName,
         Key: key,
-        UpdateExpression: 'SET behind = if_not_exists(behind, :emptyMap), plannedUntil = if_not_exists(plannedUntil, :now)',
+        UpdateExpression: 'SET behind = if_not_exists(behind, :emptyMap), catchUpEdge = if_not_exists(catchUpEdge, :emptyMap), plannedUntil = if_not_exists(plannedUntil, :now)',
         ExpressionAttributeValues: { ':emptyMap': {}, ':now': now },
       }),
     );
@@ -204,7 +212,8 @@ export class Ledger {
         TableName: this.tableName,
         Key: key,
         // The job's own place wins over the partition's: a job already catching up keeps its slot.
-        UpdateExpression: 'ADD paused :job SET behind.#job = if_not_exists(behind.#job, plannedUntil)',
+        // Dropping the edge makes the resume tick fix a new one: slots after the pause were never planned.
+        UpdateExpression: 'ADD paused :job SET behind.#job = if_not_exists(behind.#job, plannedUntil) REMOVE catchUpEdge.#job',
         ExpressionAttributeNames: { '#job': job },
         ExpressionAttributeValues: { ':job': new Set([job]) },
       }),

@@ -22,3 +22,6 @@ export function claimsOf(token: number, slot: number): number {
 
 /** Largest claim count a slot can take before its token would collide with the next ms slot. */
 export const MAX_CLAIMS_PER_SLOT = CLAIMS_PER_SLOT - 1;
+
+/** The last slot whose tokens stay safe integers through every claim (the year 2255). */
+export const MAX_FENCEABLE_SLOT = Math.floor((Number.MAX_SAFE_INTEGER - CLAIMS_PER_SLOT) / CLAIMS_PER_SLOT);

@@ -3,10 +3,9 @@
  * poison: logged with its id, counted, and left to reach the DLQ; it never crashes the batch.
  */
 import type { Job } from './job-schema-core.js';
+import { MAX_FENCEABLE_SLOT } from './fence.js';
 import { RUN_MESSAGE_VERSION, runKeyOf, type Run, type RunMessage } from './vocabulary.js';
 
-/** The largest instant a JavaScript Date can hold; beyond it no run key can be formed. */
-const MAX_DATE_MS = 8.64e15;
 
 export type ParsedRunMessage =
   | { readonly ok: true; readonly message: RunMessage; readonly job: Job }
@@ -27,7 +26,7 @@ export function parseRunMessage(body: string, jobs: ReadonlyMap<string, Job>): P
       : { ok: false, code: 'MALFORMED', reason: 'field "v" is missing or not a number' };
   }
   if (typeof job !== 'string' || job === '') return { ok: false, code: 'MALFORMED', reason: 'field "job" must be a non-empty string' };
-  if (typeof slot !== 'number' || !Number.isSafeInteger(slot) || slot < 0 || slot > MAX_DATE_MS) return { ok: false, code: 'MALFORMED', reason: 'field "slot" must be epoch milliseconds' };
+  if (typeof slot !== 'number' || !Number.isSafeInteger(slot) || slot < 0 || slot > MAX_FENCEABLE_SLOT) return { ok: false, code: 'MALFORMED', reason: 'field "slot" must be epoch milliseconds before 2255 (fencing tokens must stay exact)' };
   if (typeof shard !== 'number' || !Number.isInteger(shard) || shard < 0) return { ok: false, code: 'MALFORMED', reason: 'field "shard" must be a non-negative integer' };
   if (typeof runKey !== 'string') return { ok: false, code: 'MALFORMED', reason: 'field "runKey" must be a string' };
   const definition = jobs.get(job);

@@ -348,7 +348,7 @@ describe('Ledger (DynamoDB document client mocked)', () => {
   describe('advancePartition: the watermark only moves forward', () => {
     it('sends a forward-only condition and returns true', async () => {
       ddb.on(UpdateCommand).resolves({});
-      await expect(ledger.advancePartition(0, 4, NOW + 60_000, { set: new Map(), clear: [] })).resolves.toBe(true);
+      await expect(ledger.advancePartition(0, 4, NOW + 60_000, { set: new Map(), edges: new Map(), clear: [] })).resolves.toBe(true);
       expect(ddb).toHaveReceivedCommandExactlyOnceWith(UpdateCommand, {
         Key: { pk: LedgerKeys.partitionPk(0, 4), sk: LedgerKeys.watermarkSk },
         ConditionExpression: 'attribute_not_exists(plannedUntil) OR plannedUntil <= :until',
@@ -358,29 +358,29 @@ describe('Ledger (DynamoDB document client mocked)', () => {
 
     it('condition failure (a concurrent planner moved it further) → false, not an error', async () => {
       ddb.on(UpdateCommand).rejects(conditionFailed());
-      await expect(ledger.advancePartition(0, 1, NOW, { set: new Map(), clear: [] })).resolves.toBe(false);
+      await expect(ledger.advancePartition(0, 1, NOW, { set: new Map(), edges: new Map(), clear: [] })).resolves.toBe(false);
     });
 
     it('throttling propagates', async () => {
       ddb.on(UpdateCommand).rejects(throttled());
-      await expect(ledger.advancePartition(0, 1, NOW, { set: new Map(), clear: [] })).rejects.toBeInstanceOf(ProvisionedThroughputExceededException);
+      await expect(ledger.advancePartition(0, 1, NOW, { set: new Map(), edges: new Map(), clear: [] })).rejects.toBeInstanceOf(ProvisionedThroughputExceededException);
     });
 
     it('records behind jobs (creating the map first) and removes caught-up ones, with names as placeholders', async () => {
       ddb.on(UpdateCommand).resolves({});
-      await ledger.advancePartition(0, 1, NOW, { set: new Map([['job-a', SLOT]]), clear: ['job-b', 'job-a'] });
+      await ledger.advancePartition(0, 1, NOW, { set: new Map([['job-a', SLOT]]), edges: new Map([['job-a', SLOT + 60_000]]), clear: ['job-b', 'job-a'] });
       const [init, advance] = ddb.commandCalls(UpdateCommand).map((c) => c.args[0].input);
-      expect(init!.UpdateExpression).toBe('SET behind = if_not_exists(behind, :emptyMap)');
-      expect(advance!.UpdateExpression).toBe('SET plannedUntil = :until, behind.#j0 = :b0 REMOVE behind.#j1');
+      expect(init!.UpdateExpression).toBe('SET behind = if_not_exists(behind, :emptyMap), catchUpEdge = if_not_exists(catchUpEdge, :emptyMap)');
+      expect(advance!.UpdateExpression).toBe('SET plannedUntil = :until, behind.#j0 = :b0, catchUpEdge.#j0 = :e0 REMOVE behind.#j1, catchUpEdge.#j1');
       expect(advance!.ExpressionAttributeNames).toEqual({ '#j0': 'job-a', '#j1': 'job-b' });
-      expect(advance!.ExpressionAttributeValues).toEqual({ ':until': NOW, ':b0': SLOT });
+      expect(advance!.ExpressionAttributeValues).toEqual({ ':until': NOW, ':b0': SLOT, ':e0': SLOT + 60_000 });
     });
   });
 
   it('readPartition reads consistently and defaults a missing watermark (new partition)', async () => {
     ddb.on(GetCommand).resolves({});
     const state = await ledger.readPartition(1, 2);
-    expect(state).toEqual({ plannedUntil: undefined, paused: new Set(), behind: new Map() });
+    expect(state).toEqual({ plannedUntil: undefined, paused: new Set(), behind: new Map(), catchUpEdges: new Map() });
     expect(ddb).toHaveReceivedCommandWith(GetCommand, { ConsistentRead: true, Key: { pk: LedgerKeys.partitionPk(1, 2), sk: LedgerKeys.watermarkSk } });
   });
 });
