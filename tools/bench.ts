@@ -12,6 +12,7 @@
  * Code: tools/bench/ (run.ts orchestrates; one file per phase). Results: docs/performance.md.
  */
 import { parseArgs } from 'node:util';
+import { stopAllStacks } from './bench/measure.js';
 import { ALL_PHASES, runBench, type Phase } from './bench/run.js';
 
 export { runBench } from './bench/run.js';
@@ -30,6 +31,14 @@ const unknown = phases?.filter((p) => !ALL_PHASES.includes(p));
 if (unknown?.length) {
   console.error(`unknown phase(s): ${unknown.join(', ')}; phases: ${ALL_PHASES.join(', ')}`);
   process.exit(2);
+}
+
+// An interrupted bench must not leave DynamoDB Local JVMs behind.
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    process.stderr.write(`[bench] ${signal}: stopping the local stacks\n`);
+    void stopAllStacks().finally(() => process.exit(130));
+  });
 }
 
 const result = await runBench({

@@ -4,7 +4,7 @@
  * processes (SIGKILL, SIGSTOP/SIGCONT, a TCP proxy that drops their ledger connection).
  *
  *   npm run chaos -- [--runs 10000] [--seed N] [--drills a,b,...|names] [--children 2]
- *                    [--concurrency 2] [--quiet]
+ *                    [--concurrency 1] [--quiet]
  *
  * Prints progress on stderr, then on stdout a table (drill, runs, faults injected, takeovers,
  * fencing rejections, violations), facts and observations per drill, the first violations, and
@@ -40,14 +40,14 @@ async function main(): Promise<number> {
     },
   });
   if (values.help) {
-    console.log('usage: npm run chaos -- [--runs 10000] [--seed N] [--drills a,b,...] [--children 2] [--concurrency 2] [--quiet]');
+    console.log('usage: npm run chaos -- [--runs 10000] [--seed N] [--drills a,b,...] [--children 2] [--concurrency 1] [--quiet]');
     console.log(`drills: ${DRILLS.map((d) => `${d.letter}=${d.name}`).join(', ')}`);
     return 0;
   }
   const runs = positiveInt('runs', values.runs, 10_000);
   const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : positiveInt('seed', values.seed, 0, 0);
   const childIterations = positiveInt('children', values.children, 2, 0);
-  const concurrency = positiveInt('concurrency', values.concurrency, 2);
+  const concurrency = positiveInt('concurrency', values.concurrency, 1);
   if (concurrency !== 1 && concurrency !== 2) fail('--concurrency must be 1 or 2');
   const drills = values.drills?.split(',').map((d) => d.trim()).filter(Boolean);
   const log = values.quiet ? undefined : (line: string) => process.stderr.write(`${line}\n`);

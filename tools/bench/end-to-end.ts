@@ -19,7 +19,8 @@ import { createAdapters } from '../../shared/runtime.js';
 import { processBatch } from '../../shared/worker.js';
 import type { LocalEndpoints } from '../local-stack.js';
 import { LocalPoller } from '../local-poller.js';
-import { benchClients, DynamoMeter, round, sleepMs, SqsMeter, sum, until, type DynamoSnapshot } from './measure.js';
+import { benchClients, cpuProbe, DynamoMeter, round, sleepMs, SqsMeter, sum, until, type CpuUse, type DynamoSnapshot } from './measure.js';
+import { TimedLedger, TimedQueue } from './planner.js';
 
 const MINUTE = 60_000;
 
@@ -35,6 +36,9 @@ export interface EndToEndOptions {
   readonly workers: number;
   readonly overlap: OverlapPolicy;
   readonly putConcurrency: number;
+  readonly dynamoPid?: number;
+  /** Job names are `${jobPrefix}-${i}`; a second burst on the same table needs another prefix. @default 'bench-e2e' */
+  readonly jobPrefix?: string;
 }
 
 export interface EndToEndResult {
@@ -64,6 +68,11 @@ export interface EndToEndResult {
   readonly lambdaMsPerRun: number;
   readonly meanBatchMs: number;
   readonly violations: number;
+  /** The planner tick's parts: partition read + plan, puts, sends (ms). */
+  readonly tickParts: { readonly readAndPlanMs: number; readonly putMs: number; readonly sendMs: number };
+  /** CPU during the tick and during the whole burst (tick start → last outcome). */
+  readonly cpuTick: CpuUse;
+  readonly cpu: CpuUse;
 }
 
 export async function measureEndToEnd(options: EndToEndOptions): Promise<EndToEndResult> {
@@ -74,7 +83,7 @@ export async function measureEndToEnd(options: EndToEndOptions): Promise<EndToEn
   const pollers: LocalPoller[] = [];
   try {
     const jobs = parseJobs(
-      Array.from({ length: options.runs }, (_, i) => ({ name: `bench-e2e-${i}`, schedule: '* * * * *', handler: 'bench-noop', overlap: options.overlap })),
+      Array.from({ length: options.runs }, (_, i) => ({ name: `${options.jobPrefix ?? 'bench-e2e'}-${i}`, schedule: '* * * * *', handler: 'bench-noop', overlap: options.overlap })),
       { handlers: Object.keys(noopHandlers) },
     );
     const byName = jobsByName(jobs);
@@ -126,10 +135,19 @@ export async function measureEndToEnd(options: EndToEndOptions): Promise<EndToEn
     // boundary is planned by this tick and due at once (no startLead wait in the measurement).
     const boundary = Math.ceil(Date.now() / MINUTE) * MINUTE + MINUTE;
     offset = boundary - 20 - Date.now();
+    // The planner gets timed adapters (same code, same clients) to split its tick into parts.
+    const plannerLedger = new TimedLedger(clients.doc, { tableName: endpoints.ledgerTable, retentionDays: 30 });
+    const plannerQueue = new TimedQueue(clients.sqs, endpoints.runQueueUrl);
+    const probe = cpuProbe(options.dynamoPid);
     const start = performance.now();
-    await runPlannerTick({ ledger, queue, jobs, clock, logger, metrics, history, options: { lookaheadMs: MINUTE, putConcurrency: options.putConcurrency } }, { partition: 0, of: 1 });
+    await runPlannerTick(
+      { ledger: plannerLedger, queue: plannerQueue, jobs, clock, logger, metrics, history, options: { lookaheadMs: MINUTE, putConcurrency: options.putConcurrency } },
+      { partition: 0, of: 1 },
+    );
     const tickEnd = performance.now();
-    await until(() => (succeeded >= options.runs ? true : undefined), 120_000 + options.runs * 50, `${options.runs} runs (${options.overlap}) to succeed`);
+    const cpuTick = probe();
+    await until(() => (succeeded >= options.runs ? true : undefined), 120_000 + options.runs * 50, `${options.runs} runs (${options.overlap}) to succeed`, 5);
+    const cpu = probe();
     // Let the last batches' deletes go out before counting.
     await sleepMs(300);
     await Promise.all(pollers.map((p) => p.stop()));
@@ -166,6 +184,13 @@ export async function measureEndToEnd(options: EndToEndOptions): Promise<EndToEn
       lambdaMsPerRun: round(sum(batchMs) / k, 3),
       meanBatchMs: round(sum(batchMs) / Math.max(1, invocations), 2),
       violations: monitor.violations.length,
+      tickParts: {
+        readAndPlanMs: round((plannerLedger.firstPutAt ?? start) - start, 1),
+        putMs: round((plannerLedger.lastPutAt ?? start) - (plannerLedger.firstPutAt ?? start), 1),
+        sendMs: round(plannerQueue.sendMs, 1),
+      },
+      cpuTick,
+      cpu,
     };
   } finally {
     await Promise.all(pollers.map((p) => p.stop()));

@@ -5,13 +5,17 @@
  * Nothing here estimates: every count comes from a request the SDK actually sent.
  */
 import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { createClients, type Clients } from '../../shared/runtime.js';
-import { createQueues, createTables, localClientConfig, startLocalStack, type LocalEndpoints } from '../local-stack.js';
+import { createQueues, createTables, localClientConfig, startLocalStack, type LocalEndpoints, type LocalStack } from '../local-stack.js';
 
 /** The two servers of a local stack; every phase makes its own tables and queues on them. */
-export type StackBase = Pick<LocalEndpoints, 'dynamoEndpoint' | 'sqsEndpoint'>;
+export interface StackBase extends Pick<LocalEndpoints, 'dynamoEndpoint' | 'sqsEndpoint'> {
+  /** DynamoDB Local's process id when the bench started it (for CPU accounting). */
+  readonly dynamoPid?: number;
+}
 
 /**
  * Runs `fn` on a fresh local stack (a new DynamoDB Local JVM with no data), or on `shared` when
@@ -21,12 +25,33 @@ export type StackBase = Pick<LocalEndpoints, 'dynamoEndpoint' | 'sqsEndpoint'>;
  */
 export async function onFreshStack<T>(shared: StackBase | undefined, fn: (base: StackBase) => Promise<T>): Promise<T> {
   if (shared) return fn(shared);
-  const stack = await startLocalStack();
+  const stack = await startTrackedStack();
   try {
-    return await fn({ dynamoEndpoint: stack.dynamoEndpoint, sqsEndpoint: stack.sqsEndpoint });
+    return await fn({ dynamoEndpoint: stack.dynamoEndpoint, sqsEndpoint: stack.sqsEndpoint, dynamoPid: stack.dynamoPid });
   } finally {
-    await stack.stop();
+    await stopTrackedStack(stack);
   }
+}
+
+const runningStacks = new Set<LocalStack>();
+
+/** A local stack the bench remembers until it is stopped, so an interrupted bench can stop it (stopAllStacks). */
+export async function startTrackedStack(): Promise<LocalStack> {
+  const stack = await startLocalStack();
+  runningStacks.add(stack);
+  return stack;
+}
+
+export async function stopTrackedStack(stack: LocalStack): Promise<void> {
+  runningStacks.delete(stack);
+  await stack.stop();
+}
+
+/** Stops every stack the bench started and has not stopped yet (SIGINT/SIGTERM in the CLI). */
+export async function stopAllStacks(): Promise<void> {
+  const stacks = [...runningStacks];
+  runningStacks.clear();
+  await Promise.all(stacks.map((stack) => stack.stop().catch(() => undefined)));
 }
 
 /** DynamoDB commands that write (a TransactWriteItems or BatchWriteItem is one request). */
@@ -242,4 +267,40 @@ export async function until<T>(probe: () => T | undefined, timeoutMs: number, wh
     if (Date.now() > deadline) throw new Error(`bench: timed out after ${timeoutMs} ms waiting for ${what}`);
     await sleepMs(everyMs);
   }
+}
+
+/** CPU used over an interval by this process (the bench, local SQS, pollers, workers) and by DynamoDB Local. */
+export interface CpuUse {
+  readonly wallMs: number;
+  /** This Node process: SDK marshalling, planner/worker code, the in-process local SQS server. */
+  readonly nodeCpuMs: number;
+  /** DynamoDB Local's JVM (from /proc; undefined when its pid is unknown or /proc is absent). */
+  readonly dynamoCpuMs: number | undefined;
+}
+
+function procCpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime are fields 14 and 15 of /proc/PID/stat, in clock ticks (USER_HZ = 100 on Linux).
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+  } catch {
+    return undefined;
+  }
+}
+
+export function cpuProbe(dynamoPid: number | undefined): () => CpuUse {
+  const wall = performance.now();
+  const node = process.cpuUsage();
+  const dynamo = procCpuMs(dynamoPid);
+  return () => {
+    const used = process.cpuUsage(node);
+    const dynamoNow = procCpuMs(dynamoPid);
+    return {
+      wallMs: performance.now() - wall,
+      nodeCpuMs: (used.user + used.system) / 1000,
+      dynamoCpuMs: dynamo !== undefined && dynamoNow !== undefined ? dynamoNow - dynamo : undefined,
+    };
+  };
 }

@@ -16,13 +16,13 @@ import { InMemoryMetrics, JsonLineLogger } from '../../shared/observability.js';
 import { runPlannerTick, type PlannerDeps } from '../../shared/planner.js';
 import { CountingMiddleware } from '../../test/support/counting.js';
 import type { LocalEndpoints } from '../local-stack.js';
-import { benchClients, freshResources, round, SqsMeter, sum } from './measure.js';
+import { benchClients, cpuProbe, DynamoMeter, freshResources, round, SqsMeter, sum, type CpuUse } from './measure.js';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 
 /** Records when the first put started and the last one answered. */
-class TimedLedger extends Ledger {
+export class TimedLedger extends Ledger {
   firstPutAt: number | undefined;
   lastPutAt: number | undefined;
   puts = 0;
@@ -37,7 +37,7 @@ class TimedLedger extends Ledger {
   }
 }
 
-class TimedQueue extends RunQueue {
+export class TimedQueue extends RunQueue {
   sendMs = 0;
   override async send(runs: readonly OutgoingRun[]): Promise<void> {
     const start = performance.now();
@@ -67,11 +67,15 @@ export interface PlannerThroughput {
   readonly afterSendMs: number;
   readonly slotsPerSec: number;
   readonly putSlotsPerSec: number;
+  readonly cpu: CpuUse;
+  readonly byCommand: Record<string, number>;
 }
 
 /** One tick on `endpoints` (fresh tables and queues the caller made; see raw.ts for why). */
-export async function plannerThroughput(endpoints: LocalEndpoints, jobCount: number, putConcurrency: number): Promise<PlannerThroughput> {
+export async function plannerThroughput(endpoints: LocalEndpoints, jobCount: number, putConcurrency: number, dynamoPid?: number): Promise<PlannerThroughput> {
   const clients = benchClients(endpoints);
+  // Counted like every measured phase (ReturnConsumedCapacity on, as for the raw puts it is compared with).
+  const meter = new DynamoMeter().attach(clients.doc);
   try {
     const jobs = benchJobs(Array.from({ length: jobCount }, (_, i) => ({ name: `bench-plan-${i}`, schedule: '* * * * *', handler: 'noop' })));
     const ledger = new TimedLedger(clients.doc, { tableName: endpoints.ledgerTable });
@@ -79,9 +83,11 @@ export async function plannerThroughput(endpoints: LocalEndpoints, jobCount: num
     // One second past a minute: the window (now, now + 60 s] holds exactly the next minute's slot.
     const now = Math.floor(Date.now() / MINUTE) * MINUTE + 1_000;
     const deps: PlannerDeps = { ledger, queue, jobs, clock: () => now, logger: silent(), metrics: new InMemoryMetrics(), options: { lookaheadMs: MINUTE, putConcurrency } };
+    const probe = cpuProbe(dynamoPid);
     const start = performance.now();
     const report = await runPlannerTick(deps, { partition: 0, of: 1 });
     const end = performance.now();
+    const cpu = probe();
     if (report.created !== jobCount) throw new Error(`bench: planner created ${report.created} runs for ${jobCount} jobs`);
     const putMs = (ledger.lastPutAt ?? end) - (ledger.firstPutAt ?? start);
     const tickMs = end - start;
@@ -96,6 +102,8 @@ export async function plannerThroughput(endpoints: LocalEndpoints, jobCount: num
       afterSendMs: round(tickMs - readAndPlanMs - putMs - queue.sendMs, 1),
       slotsPerSec: round(report.created / (tickMs / 1000), 1),
       putSlotsPerSec: round(report.created / (putMs / 1000), 1),
+      cpu,
+      byCommand: meter.byCommand(),
     };
   } finally {
     clients.dynamo.destroy();

@@ -7,6 +7,7 @@
  * (planned by the very first tick, as after a deployment) are left out.
  */
 import { parseJobs } from '../../shared/core/job-schema.js';
+import type { PlannerOptions } from '../../shared/planner.js';
 import { LocalRuntime, percentile } from '../local-runtime.js';
 import type { LocalEndpoints } from '../local-stack.js';
 import { noopHandlers } from './end-to-end.js';
@@ -21,6 +22,8 @@ export interface TriggerLagOptions {
   readonly workers: number;
   /** Slots earlier than start + this are not sampled. @default 5 s */
   readonly warmupMs?: number;
+  /** Planner options (lookahead); @default the planner's own defaults, as deployed. */
+  readonly planner?: PlannerOptions;
 }
 
 export interface TriggerLagResult {
@@ -40,7 +43,7 @@ export interface TriggerLagResult {
    * Runs that started more than 50 ms late, with how much notice the planner gave them (slot −
    * the tick that created the run) and how late their message was sent (sent − (slot − startLead)).
    */
-  readonly lateRuns: readonly { readonly lagMs: number; readonly noticeMs: number; readonly sentLateMs: number }[];
+  readonly lateRuns: readonly { readonly lagMs: number; readonly noticeMs: number; readonly sentLateMs: number; readonly claimedMs: number }[];
   /** Steady state on real time: the scheduler's SQS calls per run the planner created (every tick of the phase). */
   readonly runsCreated: number;
   readonly sqsCallsPerRun: number;
@@ -54,7 +57,7 @@ export async function measureTriggerLag(options: TriggerLagOptions): Promise<Tri
     Array.from({ length: options.jobs }, (_, i) => ({ name: `bench-lag-${i}`, schedule: `${i % 10}/10 * * * * *`, handler: 'bench-noop' })),
     { handlers: Object.keys(noopHandlers) },
   );
-  const runtime = new LocalRuntime({ endpoints, jobs, handlers: noopHandlers, workers: options.workers });
+  const runtime = new LocalRuntime({ endpoints, jobs, handlers: noopHandlers, workers: options.workers, planner: options.planner });
   const sqs = new SqsMeter().attach(runtime.clients.sqs);
   const startedAt = Date.now();
   const sampleFrom = startedAt + (options.warmupMs ?? 5_000);
@@ -70,9 +73,11 @@ export async function measureTriggerLag(options: TriggerLagOptions): Promise<Tri
   const lags = started.map((e) => (e.type === 'handler-started' ? e.at - e.slot : 0));
   const createdAt = new Map<string, number>();
   const sentAt = new Map<string, number>();
+  const firstClaimAt = new Map<string, number>();
   for (const e of events) {
     if (e.type === 'run-created') createdAt.set(e.runKey, e.at);
     if (e.type === 'message-sent' && !sentAt.has(e.runKey)) sentAt.set(e.runKey, e.at);
+    if (e.type === 'claimed' && !firstClaimAt.has(e.runKey)) firstClaimAt.set(e.runKey, e.at);
   }
   const startLead = jobs[0]?.startLead ?? 0;
   const lateRuns = started
@@ -81,6 +86,7 @@ export async function measureTriggerLag(options: TriggerLagOptions): Promise<Tri
       lagMs: e.at - e.slot,
       noticeMs: e.slot - (createdAt.get(e.runKey) ?? e.slot),
       sentLateMs: (sentAt.get(e.runKey) ?? 0) - (e.slot - startLead),
+      claimedMs: (firstClaimAt.get(e.runKey) ?? 0) - e.slot,
     }));
   const claims = new Map<string, number>();
   const outcomes = new Map<string, number>();

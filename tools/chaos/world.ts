@@ -173,15 +173,16 @@ export class World {
   }
 
   /**
-   * Receives and processes until the queue stays empty (manual-clock drills: every message is
-   * visible at once). Several lanes, each its own worker, like concurrent Lambda invocations.
+   * Receives and processes until the queue is empty (manual-clock drills: every message is sent
+   * without delay and visible at once; what a worker hands back stays hidden for the visibility
+   * timeout). Several lanes, each its own worker, like concurrent Lambda invocations.
    */
   async drain(lanes: readonly WorkerDeps[], options: { visibilityTimeoutSeconds?: number; idleRounds?: number } = {}): Promise<number> {
     let processed = 0;
     await Promise.all(
       lanes.map(async (deps) => {
         let idle = 0;
-        while (idle < (options.idleRounds ?? 2)) {
+        while (idle < (options.idleRounds ?? 1)) {
           const { Messages = [] } = await this.box.clients.sqs.send(
             new ReceiveMessageCommand({
               QueueUrl: this.endpoints.runQueueUrl,
@@ -266,9 +267,13 @@ export class World {
 
   /** Reads the final ledger and business items and runs the checker over everything reported. */
   async check(expected: Expected, jobNames?: readonly string[]): Promise<{ result: CheckResult; runs: Run[] }> {
+    // The history first, then the state: a handler still running (one that ignores ctx.signal)
+    // may land a write meanwhile; the item then shows a write the history does not (fine), never
+    // the other way round (which the checker reports as a lost write).
+    const events = [...this.events];
     const runs = await this.runsOf(jobNames);
     const business = await this.business(runs.map((r) => r.runKey));
-    return { result: checkHistory(this.events, { runs, business }, expected), runs };
+    return { result: checkHistory(events, { runs, business }, expected), runs };
   }
 
   async destroy(): Promise<void> {

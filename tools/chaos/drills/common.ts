@@ -1,7 +1,8 @@
 /** Pieces the worker-fault drills (kill, pause, ledger unreachable) share. */
 import type { HistoryEvent } from '../../../shared/core/history.js';
 import type { JobInput } from '../../../shared/core/job-schema.js';
-import { RunStatus, type RunId } from '../../../shared/core/vocabulary.js';
+import { RunStatus, type Run, type RunId } from '../../../shared/core/vocabulary.js';
+import type { World } from '../world.js';
 import type { Rng } from '../rng.js';
 
 /** A job whose runs the drill creates itself (slots in the past: due at once, no planner timing). */
@@ -51,4 +52,19 @@ export function allSucceeded(ids: readonly RunId[]) {
 
 export function randomOwner(prefix: string, role: string, rng: Rng): string {
   return `${prefix}-${role}-${rng.int(0, 46_655).toString(36)}`;
+}
+
+/**
+ * How hard the environment pushed back: the slowest heartbeat round trip, leases lost, the most
+ * claims one run needed, and DEAD runs by error code (e.g. attempts burnt by lease losses).
+ */
+export function loadFacts(world: World, runs: readonly Run[]): Record<string, number> {
+  const latencies = world.metrics.observations.get('HeartbeatLatency') ?? [];
+  const facts: Record<string, number> = {
+    maxHeartbeatLatencyMs: Math.max(0, ...latencies),
+    leaseLost: world.metrics.get('LeaseLost'),
+    maxAttemptsOfARun: Math.max(0, ...runs.map((r) => r.attempt)),
+  };
+  for (const run of runs) if (run.status === RunStatus.DEAD) facts[`dead_${run.lastError?.code ?? 'unknown'}`] = (facts[`dead_${run.lastError?.code ?? 'unknown'}`] ?? 0) + 1;
+  return facts;
 }

@@ -44,7 +44,9 @@ export const failingJobDrill: Drill = (options) =>
       ]);
       const rate = healthy.reduce((n, h) => n + 1_000 / h.every, 0) + 1_000 / failingEvery;
       const durationMs = Math.round(Math.max(6, Math.min(40, budget / rate)) * 1_000);
-      const workers = rng.int(2, 4);
+      // Like the event source mapping scaling out: a local poller handles ~3 runs/s (1 s long poll,
+      // then its batch waits out startLead), so capacity follows the load instead of capping it.
+      const workers = Math.max(rng.int(2, 4), Math.ceil(rate / 2.5));
       for (let i = 0; i < workers; i++) world.startPoller({ owner: `${prefix}-w${i}`, handlerConfig: { seed, workMs: [0, 30], failMode }, clockSkewMs: 500 });
 
       const ticks: number[] = [];
@@ -114,6 +116,7 @@ export const failingJobDrill: Drill = (options) =>
           attemptsOfFailingRuns: failingRuns.reduce((n, r) => n + r.attempt, 0),
           maxHealthyLagMs: Math.max(0, ...lags.filter(Number.isFinite)),
           maxHealthyLagP99Ms: percentile(lags.filter(Number.isFinite), 99),
+          maxWorkers: workers,
         },
         observations: [`fail modes exercised include ${failMode}`],
       };

@@ -65,7 +65,8 @@ export const plannerDownDrill: Drill = (options) =>
         every: schedule.every,
         policy: policies[i % policies.length]!,
         after: rng.pick(AFTER),
-        maxPerTick: rng.int(1, 12),
+        // Small enough to page the catch-up over several ticks, large enough to finish within ~25.
+        maxPerTick: rng.int(Math.max(1, Math.ceil((DOWN_MS + 2 * LOOKAHEAD) / schedule.every / 25)), 12),
         shards: rng.chance(0.2) ? 2 : 1,
       };
     });
@@ -89,6 +90,7 @@ export async function plannerDownScenario(input: {
   const world = await World.create(input.base, { visibilityTimeoutSeconds: 60 }, input.log);
   try {
     const prefix = plans[0]!.name;
+    if (process.env.CHAOS_DEBUG) input.log?.(`plans ${JSON.stringify(plans)}`);
     world.setJobs(
       plans.map((p) => ({
         name: p.name,
@@ -101,7 +103,7 @@ export async function plannerDownScenario(input: {
     );
     let now = Date.UTC(2032, 0, 1) + index * 86_400_000 + rng.int(0, 59_999);
     const clock = () => now;
-    const lanes = [0, 1, 2].map((i) => world.workerDeps({ owner: `${prefix}-w${i}`, clock, handlerConfig: { seed, workMs: [0, 0] } }));
+    const lanes = [0, 1, 2, 3, 4].map((i) => world.workerDeps({ owner: `${prefix}-w${i}`, clock, handlerConfig: { seed, workMs: [0, 0] } }));
     const plannerOptions = { lookaheadMs: LOOKAHEAD, sweepGraceMs: 120_000 };
     const ticks: number[] = [];
     const fates = new Map<string, SlotFate>();
@@ -133,6 +135,9 @@ export async function plannerDownScenario(input: {
       ticks.push(now);
       await world.tick(clock, plannerOptions);
       const state = await world.ledger.readPartition(0, 1);
+      if (process.env.CHAOS_DEBUG) {
+        input.log?.(`tick ${k} now=${new Date(now).toISOString()} plannedUntil=${state.plannedUntil && new Date(state.plannedUntil).toISOString()} behind=${JSON.stringify([...state.behind].map(([j, t]) => [j, new Date(t).toISOString()]))}`);
+      }
       behindAt.push({ tick: k, behind: new Set(plans.filter((p) => state.behind.has(p.name)).map((p) => p.name)) });
       now += LOOKAHEAD + rng.int(-3_000, 3_000);
       await world.drain(lanes);
@@ -152,7 +157,7 @@ export async function plannerDownScenario(input: {
       1,
       ...plans.filter((p) => p.policy !== 'latest').map((p) => Math.floor(missed.get(p.name)! / p.maxPerTick) + 1),
     );
-    for (let k = 0; k < Math.min(needed + 1, 40); k++) await tick();
+    for (let k = 0; k < Math.min(needed + 1, 60); k++) await tick();
 
     // ---------------------------------------------------------------- checks
     const violations: DrillViolation[] = [];
@@ -175,10 +180,22 @@ export async function plannerDownScenario(input: {
     const created = world.events.filter((e): e is Extract<HistoryEvent, { type: 'run-created' }> => e.type === 'run-created');
     const sent = world.events.filter((e): e is Extract<HistoryEvent, { type: 'message-sent' }> => e.type === 'message-sent' && e.reason === 'planned');
     const createdAt = new Map(created.map((e) => [e.runKey, e]));
+    const createdBySlot = new Map(created.map((e) => [`${e.job}|${e.slot}|${e.shard}`, e]));
+    const byTick = <T extends { at: number }>(events: readonly T[]) => {
+      const map = new Map<number, T[]>();
+      for (const e of events) map.set(e.at, [...(map.get(e.at) ?? []), e]);
+      return map;
+    };
+    const createdByTick = byTick(created);
+    const sentByTick = byTick(sent);
+    const afterOf = new Map(plans.map((p) => [p.name, p.after]));
+    const fatesByTick = new Map<number, SlotFate[]>();
+    for (const fate of fates.values()) fatesByTick.set(fate.tick, [...(fatesByTick.get(fate.tick) ?? []), fate]);
     for (const [k, at] of ticks.entries()) {
+      const thisTick = createdByTick.get(at) ?? [];
       for (const plan of plans) {
         // Rate limit: catch-up runs (misfired slots) created by this tick.
-        const catchUp = created.filter((e) => e.at === at && e.job === plan.name && e.slot < at - plan.after);
+        const catchUp = thisTick.filter((e) => e.job === plan.name && e.slot < at - plan.after);
         const limit = (plan.policy === 'latest' ? 1 : plan.maxPerTick) * plan.shards;
         if (catchUp.length > limit) {
           violations.push({
@@ -189,10 +206,10 @@ export async function plannerDownScenario(input: {
         }
       }
       // On time: every on-time slot first seen by this tick was created by this tick ...
-      for (const fate of fates.values()) {
-        if (fate.tick !== k || fate.misfire) continue;
+      for (const fate of fatesByTick.get(k) ?? []) {
+        if (fate.misfire) continue;
         for (let shard = 0; shard < fate.job.shards; shard++) {
-          const event = [...createdAt.values()].find((e) => e.job === fate.job.name && e.slot === fate.slot && e.shard === shard);
+          const event = createdBySlot.get(`${fate.job.name}|${fate.slot}|${shard}`);
           if (!event || event.at !== at) {
             violations.push({
               invariant: 'on-time',
@@ -203,8 +220,8 @@ export async function plannerDownScenario(input: {
         }
       }
       // ... and sent before every catch-up run of the tick.
-      const order = sent.filter((e) => e.at === at).map((e) => createdAt.get(e.runKey)).filter((e) => e !== undefined && e.at === at);
-      const isCatchUp = (e: Extract<HistoryEvent, { type: 'run-created' }>) => e.slot < at - plans.find((p) => p.name === e.job)!.after;
+      const order = (sentByTick.get(at) ?? []).map((e) => createdAt.get(e.runKey)).filter((e) => e !== undefined && e.at === at);
+      const isCatchUp = (e: Extract<HistoryEvent, { type: 'run-created' }>) => e.slot < at - afterOf.get(e.job)!;
       const firstCatchUp = order.findIndex((e) => isCatchUp(e!));
       const lateOnTime = firstCatchUp < 0 ? -1 : order.slice(firstCatchUp).findIndex((e) => !isCatchUp(e!));
       if (lateOnTime >= 0) {

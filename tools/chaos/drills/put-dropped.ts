@@ -83,7 +83,7 @@ export const putDroppedDrill: Drill = (options) =>
 
       let now = Date.UTC(2031, 0, 1) + index * 86_400_000 + rng.int(0, 59_999);
       const clock = () => now;
-      const lanes = [0, 1, 2].map((i) => world.workerDeps({ owner: `${prefix}-w${i}`, clock, handlerConfig: { seed, workMs: [0, 0] } }));
+      const lanes = [0, 1, 2, 3, 4].map((i) => world.workerDeps({ owner: `${prefix}-w${i}`, clock, handlerConfig: { seed, workMs: [0, 0] } }));
       const counters: DropCounters = { faults: 0, retriedPuts: 0 };
       const plannerOptions = { lookaheadMs: LOOKAHEAD, sweepGraceMs: SWEEP_GRACE };
       const tickTimes: number[] = [];

@@ -14,7 +14,7 @@ import type { HandlerConfig } from '../handlers.js';
 import { unit } from '../rng.js';
 import { KillSwitch } from '../switches.js';
 import { sleepMs, until, World } from '../world.js';
-import { allSucceeded, claimsBy, leaseOf, pastSlots, randomOwner, workerJob } from './common.js';
+import { allSucceeded, claimsBy, leaseOf, loadFacts, pastSlots, randomOwner, workerJob } from './common.js';
 
 /** Raises `fraction` just enough that at least one of `keys` is chosen (the handler draws the same numbers). */
 export function atLeastOne(seed: number, keys: readonly string[], label: string, fraction: number): number {
@@ -100,7 +100,8 @@ export const workerKilledDrill: Drill = (options) =>
         trace('settled');
         await world.stopPollers();
 
-        const { result } = await world.check({ slots: allSucceeded(ids) });
+        await quiet(world, 300, 3_000); // let abandoned handlers finish (their writes are fenced)
+        const { result, runs } = await world.check({ slots: allSucceeded(ids) });
         const violations: DrillViolation[] = invariantViolations(result);
         if (!settled) violations.push({ invariant: 'no-lost-slot', runKey: prefix, detail: 'runs still open 25 s after the kill' });
         const victimTokens = new Set(claimsBy(world.events, victim).map((c) => `${c.runKey}|${c.token}`));
@@ -130,6 +131,7 @@ export const workerKilledDrill: Drill = (options) =>
             victimClaims: victimTokens.size,
             secondChargePrevented: prevented,
             reconcileOnTakeover: reconciled,
+            ...loadFacts(world, runs),
           },
           observations,
         };

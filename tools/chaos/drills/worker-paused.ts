@@ -16,7 +16,8 @@ import { invariantViolations, iterate, tracer, type Drill, type DrillViolation }
 import type { HandlerConfig } from '../handlers.js';
 import { PauseSwitch } from '../switches.js';
 import { sleepMs, until, World } from '../world.js';
-import { allSucceeded, claimsBy, leaseOf, pastSlots, randomOwner, workerJob } from './common.js';
+import { quiet } from './worker-killed.js';
+import { allSucceeded, claimsBy, leaseOf, loadFacts, pastSlots, randomOwner, workerJob } from './common.js';
 
 export const workerPausedDrill: Drill = (options) =>
   iterate(
@@ -100,17 +101,20 @@ export const workerPausedDrill: Drill = (options) =>
         const childMetrics = victimChild ? await victimChild.terminate() : undefined;
         trace('stopped');
 
-        const { result } = await world.check({ slots: allSucceeded(ids) });
+        await quiet(world, 300, 3_000); // let abandoned handlers finish (their writes are fenced)
+        const { result, runs } = await world.check({ slots: allSucceeded(ids) });
         const violations: DrillViolation[] = invariantViolations(result);
         if (!takenOver || !settled) violations.push({ invariant: 'no-lost-slot', runKey: prefix, detail: 'runs still open 20 s after the victim resumed' });
         const signals = staleSignals();
         const stale = [...paused()];
+        const pausedTokens = pausedRunTokens(world, victim, pausedAt);
         for (const runKey of stale) {
           if (!signals.has(runKey)) {
             violations.push({ invariant: 'stale-writer', runKey, detail: 'the paused worker resumed, but none of its writes was fenced out and no completion of its was refused' });
           }
-          const late = world.events.find((e) => e.type === 'outcome' && e.owner === victim && e.runKey === runKey && e.accepted && e.at >= resumedAt);
-          if (late) violations.push({ invariant: 'stale-writer', runKey, detail: `the resumed worker's ${late.type === 'outcome' ? late.status : ''} outcome was accepted` });
+          // The token it held while paused must never complete the run (a fresh claim after resume may).
+          const late = world.events.find((e) => e.type === 'outcome' && e.runKey === runKey && e.accepted && e.token === pausedTokens.get(runKey) && e.at >= resumedAt);
+          if (late && late.type === 'outcome') violations.push({ invariant: 'stale-writer', runKey, detail: `the resumed worker's ${late.status} outcome with its paused token ${late.token} was accepted` });
         }
         const fencedOut = world.events.filter((e) => e.type === 'effect' && e.result === 'fenced-out').length; // all by the victim: successors write last
         const refused = world.events.filter((e) => e.type === 'outcome' && e.owner === victim && !e.accepted).length;
@@ -133,6 +137,7 @@ export const workerPausedDrill: Drill = (options) =>
             staleCompletionsRefused: refused,
             fencingRejectionsMetric: metric,
             maxPauseMs: resumedAt - pausedAt,
+            ...loadFacts(world, runs),
           },
           observations,
         };
@@ -144,6 +149,13 @@ export const workerPausedDrill: Drill = (options) =>
     },
     true,
   );
+
+/** The token the victim held on each run when it was paused (its last claim before the pause). */
+function pausedRunTokens(world: World, victim: string, pausedAt: number): Map<string, number> {
+  const tokens = new Map<string, number>();
+  for (const e of world.events) if (e.type === 'claimed' && e.owner === victim && e.at <= pausedAt) tokens.set(e.runKey, e.token);
+  return tokens;
+}
 
 /** Runs the victim held when it was paused: claimed by it and not completed by it. */
 function pausedRuns(world: World, victim: string): Set<string> {
