@@ -9,6 +9,7 @@
  * planner whose put created a run sends its message. A crash between put and send leaves a
  * READY run with no message; the sweeper re-dispatches it once its slot is `sweep.graceMs` old.
  */
+import { randomUUID } from 'node:crypto';
 import type { Ledger } from './adapters/ledger.js';
 import type { OutgoingRun, RunQueue } from './adapters/run-queue.js';
 import type { HistorySink } from './core/history.js';
@@ -83,10 +84,13 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
     lookaheadMs: options.lookaheadMs ?? 60_000,
   });
 
+  // Identifies this tick's puts, so a put retried after a lost response is still recognised as ours.
+  const tickId = randomUUID();
   const results = await mapBounded(plan.runs, options.putConcurrency ?? 16, async (planned: PlannedRun) => {
     const result = await deps.ledger.createRun(
       { job: planned.job.name, slot: planned.slot, shard: planned.shard, shards: planned.job.shards, status: planned.status, reason: planned.reason },
       now,
+      tickId,
     );
     if (result.created) {
       history.record({ type: 'run-created', at: now, runKey: result.run.runKey, job: planned.job.name, slot: planned.slot, shard: planned.shard, status: planned.status });

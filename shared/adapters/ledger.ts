@@ -242,10 +242,16 @@ export class Ledger {
   // ---------------------------------------------------------------- runs
 
   /** Conditional put: at most one run item per (job, slot, shard), whoever calls and however often. */
-  async createRun(run: NewRun, now: number): Promise<CreateRunResult> {
+  /**
+   * `creator` identifies the caller's attempt (a planner tick): when the SDK retries a put whose
+   * response was lost after it committed, the retry fails its condition on our own item, and the
+   * creator tells us the run is ours to dispatch, not another planner's.
+   */
+  async createRun(run: NewRun, now: number, creator?: string): Promise<CreateRunResult> {
     const open = run.status === RunStatus.READY;
     const item: Item = {
       ...this.runKey(run),
+      ...(creator ? { createdBy: creator } : {}),
       job: run.job,
       slot: run.slot,
       shard: run.shard,
@@ -273,6 +279,7 @@ export class Ledger {
     } catch (error) {
       if (isConditionalCheckFailure(error)) {
         const existing = failedItem(error);
+        if (existing && creator !== undefined && existing.createdBy === creator) return { created: true, run: runFromItem(existing) };
         if (existing) return { created: false, existing: runFromItem(existing) };
       }
       throw error;

@@ -282,6 +282,17 @@ describe('Ledger (DynamoDB document client mocked)', () => {
     });
   });
 
+  it('a retried put that finds its own tick\'s item reports it created, so the planner still dispatches it', async () => {
+    const newRun = { job: 'j', slot: SLOT, shard: 0, shards: 1, status: RunStatus.READY } as const;
+    ddb
+      .on(PutCommand)
+      .rejectsOnce(conditionFailed(runItem({ createdAt: NOW, createdBy: 'tick-1' })))
+      .rejectsOnce(conditionFailed(runItem({ createdAt: NOW, createdBy: 'tick-2' })));
+    await expect(ledger.createRun(newRun, NOW, 'tick-1')).resolves.toMatchObject({ created: true, run: { runKey: 'j@2024-01-15T12:00:00.000Z' } });
+    // Another planner's item stays "existing": only its creator sends the message.
+    await expect(ledger.createRun(newRun, NOW, 'tick-1')).resolves.toMatchObject({ created: false });
+  });
+
   describe('heartbeat / checkpoint / complete: guarded by owner + token + RUNNING', () => {
     it('heartbeat sends one conditional UpdateCommand on owner, token and status', async () => {
       ddb.on(UpdateCommand).resolves({});
