@@ -119,6 +119,8 @@ export interface PlannerCost {
   readonly byCommand: Record<string, number>;
   readonly sqsCalls: number;
   readonly tickMs: number;
+  /** Partition read + pure slot planning over every job, before the first put. */
+  readonly readAndPlanMs: number;
   readonly created: number;
 }
 
@@ -137,7 +139,7 @@ export async function plannerCost(base: Pick<LocalEndpoints, 'dynamoEndpoint' | 
         : { name: `bench-cost-hourly-${i}`, schedule: `${3 + (i % 57)} * * * *`, handler: 'noop' },
     );
     const jobs = benchJobs(inputs);
-    const ledger = new Ledger(clients.doc, { tableName: endpoints.ledgerTable });
+    const ledger = new TimedLedger(clients.doc, { tableName: endpoints.ledgerTable });
     const queue = new RunQueue(clients.sqs, endpoints.runQueueUrl);
     let now = Math.floor(Date.now() / HOUR) * HOUR + 30_000;
     const deps: PlannerDeps = { ledger, queue, jobs, clock: () => now, logger: silent(), metrics: new InMemoryMetrics(), options: { lookaheadMs: MINUTE } };
@@ -145,6 +147,7 @@ export async function plannerCost(base: Pick<LocalEndpoints, 'dynamoEndpoint' | 
     now += MINUTE;
     counting.reset();
     sqs.reset();
+    ledger.firstPutAt = undefined;
     const start = performance.now();
     const report = await runPlannerTick(deps, { partition: 0, of: 1 });
     const tickMs = performance.now() - start;
@@ -157,6 +160,7 @@ export async function plannerCost(base: Pick<LocalEndpoints, 'dynamoEndpoint' | 
       byCommand,
       sqsCalls: sqs.schedulerCalls,
       tickMs: round(tickMs, 1),
+      readAndPlanMs: round((ledger.firstPutAt ?? start) - start, 1),
       created: report.created,
     };
   } finally {

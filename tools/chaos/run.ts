@@ -70,7 +70,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       for (const entry of lane) byDrill.set(entry, await run(entry));
     }),
   );
-  const results = entries.map((e) => byDrill.get(e)!);
+  return summarize(entries.map((e) => byDrill.get(e)!), options.seed, Date.now() - started);
+}
+
+/** Totals over drill results (also used when each drill ran in its own process). */
+export function summarize(results: readonly DrillResult[], seed: number, durationMs: number): ChaosReport {
   const violationsByKind: Record<string, number> = {};
   for (const r of results) for (const v of r.violations) violationsByKind[v.invariant] = (violationsByKind[v.invariant] ?? 0) + 1;
   const sum = (f: (r: DrillResult) => number) => results.reduce((n, r) => n + f(r), 0);
@@ -82,8 +86,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       faults: sum((r) => r.faults),
       takeovers: sum((r) => r.takeovers),
       fencingRejections: sum((r) => r.fencingRejections),
-      durationMs: Date.now() - started,
-      seed: options.seed,
+      durationMs,
+      seed,
       childIterations: sum((r) => r.childIterations),
       violationsByKind,
     },

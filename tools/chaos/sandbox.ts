@@ -58,3 +58,31 @@ export async function createSandbox(base: LocalEndpoints, options: SandboxOption
     },
   };
 }
+
+/**
+ * A fresh DynamoDB Local answers its first few hundred calls several times slower (JIT): warm it
+ * (and the local SQS) up before a drill whose facts are about timing.
+ */
+export async function warmUp(base: LocalEndpoints, operations = 400): Promise<void> {
+  const { PutCommand, GetCommand, UpdateCommand, QueryCommand } = await import('@aws-sdk/lib-dynamodb');
+  const { SendMessageCommand, ReceiveMessageCommand } = await import('@aws-sdk/client-sqs');
+  const box = await createSandbox(base);
+  try {
+    const table = box.endpoints.ledgerTable;
+    await Promise.all(
+      Array.from({ length: 8 }, async (_, lane) => {
+        for (let i = lane; i < operations; i += 8) {
+          const key = { pk: `warm-${i % 20}`, sk: String(i) };
+          await box.clients.doc.send(new PutCommand({ TableName: table, Item: { ...key, v: i }, ConditionExpression: 'attribute_not_exists(pk)' }));
+          await box.clients.doc.send(new UpdateCommand({ TableName: table, Key: key, UpdateExpression: 'SET v = v + :one', ExpressionAttributeValues: { ':one': 1 } }));
+          await box.clients.doc.send(new GetCommand({ TableName: table, Key: key, ConsistentRead: true }));
+          if (i % 10 === 0) await box.clients.doc.send(new QueryCommand({ TableName: table, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': key.pk } }));
+          if (i % 4 === 0) await box.clients.sqs.send(new SendMessageCommand({ QueueUrl: box.endpoints.runQueueUrl, MessageBody: 'warm-up' }));
+        }
+      }),
+    );
+    await box.clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: box.endpoints.runQueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }));
+  } finally {
+    await box.destroy();
+  }
+}

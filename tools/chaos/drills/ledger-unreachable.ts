@@ -129,7 +129,7 @@ export const ledgerUnreachableDrill: Drill = (options) =>
         const observations: string[] = [];
         if (stoppedAfterLeaseEnd > 0) {
           observations.push(
-            'some holders stopped after the end of their last acknowledged lease (a heartbeat that landed but whose response was lost extends the lease without the holder knowing; under CPU load the watchdog also fires late); each still stopped before its successor claimed',
+            "some holders stopped after the end of their last acknowledged lease: the worker's watchdog is a setInterval that needs the event loop, and under CPU load it fired late; each still stopped before its successor claimed",
           );
         }
         return {

@@ -6,14 +6,17 @@
  * the tick fails and the next invocation re-plans. Concurrent planners run some ticks.
  *
  * Must hold: no second run for any slot, no lost slot (every planned slot SUCCEEDED), the checker's
- * five invariants. Observed and reported: runs whose put was "lost" this way are not sent by the
- * planner (createRun said {created:false}); only the sweeper dispatches them, a grace period late.
+ * five invariants. Facts: `orphansAfterSdkRetry` counts runs whose put the SDK retried and which
+ * the planner then did not send (createRun must recognise its own committed put: 0 expected);
+ * `orphans` counts every run the planner never sent (those of ticks that failed outright), all of
+ * which the sweeper must dispatch, a grace period late.
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { Ledger } from '../../../shared/adapters/ledger.js';
 import type { HistoryEvent } from '../../../shared/core/history.js';
 import { RunStatus, type Run } from '../../../shared/core/vocabulary.js';
+import { LedgerKeys } from '../../../shared/resources.js';
 import { localClientConfig } from '../../local-stack.js';
 import { invariantViolations, iterate, tracer, type Drill, type DrillViolation } from '../drill.js';
 import type { Rng } from '../rng.js';
@@ -32,6 +35,9 @@ const SWEEP_GRACE = 120_000;
 export interface DropCounters {
   faults: number;
   retriedPuts: number;
+  /** `pk|sk` of every put whose response was dropped, and of those the SDK then retried. */
+  readonly faulted?: Set<string>;
+  readonly retried?: Set<string>;
 }
 
 /** Makes `client` drop the response of the first attempt of some run puts, after they committed. */
@@ -47,11 +53,15 @@ export function dropPutResponses(client: DynamoDBClient, table: string, shouldDr
       const key = `${input.Item?.pk?.S}|${sk}`;
       const first = !seen.has(key);
       seen.add(key);
-      if (!first) counters.retriedPuts++;
+      if (!first) {
+        counters.retriedPuts++;
+        counters.retried?.add(key);
+      }
       const result = await next(args);
       const status = (result.response as { statusCode?: number } | undefined)?.statusCode;
       if (first && status === 200 && shouldDrop()) {
         counters.faults++;
+        counters.faulted?.add(key);
         // The item is written; the caller only sees the connection go away.
         throw Object.assign(new Error('socket hang up'), { name: 'TimeoutError', code: 'ECONNRESET', $metadata: {} });
       }
@@ -84,7 +94,7 @@ export const putDroppedDrill: Drill = (options) =>
       let now = Date.UTC(2031, 0, 1) + index * 86_400_000 + rng.int(0, 59_999);
       const clock = () => now;
       const lanes = [0, 1, 2, 3, 4].map((i) => world.workerDeps({ owner: `${prefix}-w${i}`, clock, handlerConfig: { seed, workMs: [0, 0] } }));
-      const counters: DropCounters = { faults: 0, retriedPuts: 0 };
+      const counters: DropCounters = { faults: 0, retriedPuts: 0, faulted: new Set(), retried: new Set() };
       const plannerOptions = { lookaheadMs: LOOKAHEAD, sweepGraceMs: SWEEP_GRACE };
       const tickTimes: number[] = [];
       let tickFailures = 0;
@@ -148,14 +158,23 @@ export const putDroppedDrill: Drill = (options) =>
       }
 
       const facts = orphanFacts(world.events, runs);
+      // Orphans whose own put was dropped and retried by the SDK within a tick that succeeded: the
+      // case createRun can recognise (its creator nonce); the others come from ticks that failed.
+      const planned = new Set(world.events.filter((e) => e.type === 'message-sent' && e.reason === 'planned').map((e) => e.runKey));
+      const sdkRetryOrphans = runs.filter((r) => !planned.has(r.runKey) && counters.retried!.has(`JOB#${r.job}|${LedgerKeys.runSk(r.slot, r.shard)}`)).length;
       if (counters.faults > 0 && counters.retriedPuts === 0 && tickFailures === 0) {
         violations.push({ invariant: 'drill-setup', runKey: '-', detail: `faults were injected but no put was retried (the SDK retry did not happen)` });
       }
       const observations: string[] = [];
-      if (facts.orphans > 0) {
+      if (sdkRetryOrphans > 0) {
         observations.push(
           'a run whose PutItem response was lost is not sent by the planner that created it: the retry sees ConditionalCheckFailed, ' +
             'createRun returns {created:false}, so the run waits READY until the sweeper re-dispatches it after sweepGraceMs (slot started late)',
+        );
+      }
+      if (facts.orphans > sdkRetryOrphans) {
+        observations.push(
+          "runs created by a planner tick that then failed are not sent by the next tick (they already exist and are not its own): they wait for the sweeper's grace period",
         );
       }
       if (facts.orphansLost > 0) observations.push('some orphaned runs were never dispatched by the sweeper (see no-lost-slot violations)');
@@ -164,7 +183,7 @@ export const putDroppedDrill: Drill = (options) =>
         faults: counters.faults,
         check: result,
         violations,
-        facts: { ...facts, putsRetried: counters.retriedPuts, tickFailures, faultedPuts: counters.faults },
+        facts: { ...facts, orphansAfterSdkRetry: sdkRetryOrphans, putsRetried: counters.retriedPuts, tickFailures, faultedPuts: counters.faults },
         observations,
       };
     } finally {
