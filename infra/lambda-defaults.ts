@@ -27,6 +27,15 @@ export const LAMBDA_ARCHITECTURE = lambda.Architecture.ARM_64;
 /** Lets bundled CommonJS dependencies call `require` inside the ESM bundle. */
 const REQUIRE_BANNER = "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);";
 
+/**
+ * Module substitutions in every Lambda bundle. The SDK's default credential chain is replaced by
+ * its environment link (functions/lambda-credentials.ts explains why that is the only link that
+ * answers in Lambda): about 100 KB less per function, so less to load on each cold start.
+ */
+export const LAMBDA_BUNDLE_ALIASES: Readonly<Record<string, string>> = {
+  '@aws-sdk/credential-provider-node': projectPath('functions/lambda-credentials.ts'),
+};
+
 /** Props every scheduler function accepts. */
 export interface SchedulerFunctionOptions {
   /** @default 512 */
@@ -102,6 +111,7 @@ export function createSchedulerFunction(scope: Construct, spec: SchedulerFunctio
       // versions the tests ran, not whatever the Lambda runtime happens to ship.
       bundleAwsSDK: true,
       externalModules: [],
+      esbuildArgs: { '--alias': Object.entries(LAMBDA_BUNDLE_ALIASES).map(([from, to]) => `${from}=${to}`) },
     },
   });
   return { fn, role, logGroup };

@@ -30,6 +30,8 @@ export const MetricName = {
   RunsDead: 'RunsDead',
   RunsYielded: 'RunsYielded',
   PoisonMessages: 'PoisonMessages',
+  /** A record whose processing threw (ledger unreachable, throttled past the SDK's retries, a bug): reported failed, retried by SQS. */
+  WorkerRecordErrors: 'WorkerRecordErrors',
   OverlapWaits: 'OverlapWaits',
   RunsSuperseded: 'RunsSuperseded',
   RunsSkippedByOverlap: 'RunsSkippedByOverlap',

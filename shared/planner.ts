@@ -1,8 +1,8 @@
 /**
  * The planner's I/O loop (DESIGN §7). Order per tick:
- *   read the partition watermark (consistent) → plan (pure) → put runs (bounded parallelism) →
- *   send one message per run this tick created (batches of 10, on-time first) → advance the
- *   watermark (forward only) → sweep.
+ *   read the partition watermark (consistent) → plan (pure) → put runs (bounded parallelism),
+ *   sending one message per run this tick created as the puts complete (batches of 10, in plan
+ *   order: on-time first) → advance the watermark (forward only) → sweep.
  *
  * No leader election: EventBridge may invoke twice, and a slow tick may overlap the next. Every
  * write is conditional, so a concurrent planner only loses conditional checks, and only the
@@ -21,12 +21,24 @@ import { RunStatus } from './core/vocabulary.js';
 import { messageFor } from './core/run-message.js';
 import { MetricName, type MetricsSink, type RunLogger } from './observability.js';
 import { mapBounded } from './core/concurrency.js';
+import { PLANNER_SCHEDULE } from './resources.js';
+
+/**
+ * One tick plus a margin. A slot just past one tick's horizon is planned by the next tick, and
+ * EventBridge delivers a scheduled invocation up to a few seconds late (a cold start adds more):
+ * with a horizon of exactly one tick such a slot is sent with less notice than its job's
+ * startLead (1.5 s by default) and starts late. 5 s covers the default startLead and the usual
+ * delivery delay; a job with a longer startLead wants a longer lookahead.
+ */
+export const DEFAULT_LOOKAHEAD_MS = PLANNER_SCHEDULE.tickMs + 5_000;
 
 export interface PlannerOptions {
-  /** @default 60 s */
+  /** How far past `now` a tick materializes slots. @default DEFAULT_LOOKAHEAD_MS (65 s) */
   readonly lookaheadMs?: number;
   /** Concurrent PutItem calls. @default 16 */
   readonly putConcurrency?: number;
+  /** Concurrent SendMessageBatch calls while the puts go on. @default 4 */
+  readonly sendConcurrency?: number;
   /** Sweeper: how late an open run must be before its message counts as lost. @default 120 s */
   readonly sweepGraceMs?: number;
   /** Sweeper: most runs examined per tick. @default 100 */
@@ -81,38 +93,35 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
     behind: state.behind,
     catchUpEdges: state.catchUpEdges,
     now,
-    lookaheadMs: options.lookaheadMs ?? 60_000,
+    lookaheadMs: options.lookaheadMs ?? DEFAULT_LOOKAHEAD_MS,
   });
 
   // Identifies this tick's puts, so a put retried after a lost response is still recognised as ours.
   const tickId = randomUUID();
-  const results = await mapBounded(plan.runs, options.putConcurrency ?? 16, async (planned: PlannedRun) => {
+  const dispatch = new OrderedDispatch(deps.queue, plan.runs.length, options.sendConcurrency ?? 4, (sent) => {
+    for (const out of sent) history.record({ type: 'message-sent', at: deps.clock(), runKey: out.message.runKey, reason: 'planned' });
+  });
+  let created = 0;
+  let skipped = 0;
+  await mapBounded(plan.runs, options.putConcurrency ?? 16, async (planned: PlannedRun, index) => {
     const result = await deps.ledger.createRun(
       { job: planned.job.name, slot: planned.slot, shard: planned.shard, shards: planned.job.shards, status: planned.status, reason: planned.reason },
       now,
       tickId,
     );
-    if (result.created) {
-      history.record({ type: 'run-created', at: now, runKey: result.run.runKey, job: planned.job.name, slot: planned.slot, shard: planned.shard, status: planned.status });
-    }
-    return { planned, result };
-  });
-
-  // Only the planner whose put created the run sends: concurrent planners send nothing twice.
-  const toSend: OutgoingRun[] = [];
-  let created = 0;
-  let skipped = 0;
-  for (const { planned, result } of results) {
-    if (!result.created) continue;
+    // Only the planner whose put created the run sends: concurrent planners send nothing twice.
+    if (!result.created) return dispatch.settle(index, undefined);
     created++;
+    history.record({ type: 'run-created', at: now, runKey: result.run.runKey, job: planned.job.name, slot: planned.slot, shard: planned.shard, status: planned.status });
     if (planned.status === RunStatus.SKIPPED) {
       skipped++;
-      continue;
+      return dispatch.settle(index, undefined);
     }
-    toSend.push({ message: messageFor(result.run), delaySeconds: delaySecondsFor(planned.job, planned.slot, deps.clock()) });
-  }
-  await deps.queue.send(toSend);
-  for (const out of toSend) history.record({ type: 'message-sent', at: deps.clock(), runKey: out.message.runKey, reason: 'planned' });
+    return dispatch.settle(index, { message: messageFor(result.run), delaySeconds: delaySecondsFor(planned.job, planned.slot, deps.clock()) });
+  });
+  // A refused send fails the tick before the watermark moves; the runs it left unsent exist and
+  // are re-dispatched by the sweeper, as after a crash between put and send.
+  const sent = await dispatch.finish();
 
   const watermarkAdvanced = await deps.ledger.advancePartition(ref.partition, ref.of, plan.plannedUntil, {
     set: plan.behindSet,
@@ -131,9 +140,9 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
     partition: ref.partition,
     of: ref.of,
     created,
-    existing: results.length - created,
+    existing: plan.runs.length - created,
     skipped,
-    sent: toSend.length,
+    sent,
     swept,
     plannedUntil: plan.plannedUntil,
     watermarkAdvanced,
@@ -175,3 +184,67 @@ async function sweep(deps: PlannerDeps, jobs: readonly Job[]): Promise<number> {
   }
   return toSend.length;
 }
+
+/**
+ * Sends the runs a tick created while its later puts are still in flight. A batch leaves as soon
+ * as the next 10 runs *in plan order* are known, so a tick of thousands of runs costs its puts
+ * plus one batch, not its puts plus every batch, and on-time runs (planned before catch-up runs)
+ * never queue behind a catch-up run whose put happened to finish first. Batches stay full (10
+ * messages per call) except the last, so the SQS request count is what sending at the end cost.
+ */
+class OrderedDispatch {
+  /** Per plan index: undefined = put pending, null = nothing to send, else the message. */
+  private readonly settled: (OutgoingRun | null | undefined)[];
+  private cursor = 0;
+  private buffer: OutgoingRun[] = [];
+  private readonly inFlight = new Set<Promise<void>>();
+  private sentCount = 0;
+  private failure: { error: unknown } | undefined;
+
+  constructor(
+    private readonly queue: Pick<RunQueue, 'send'>,
+    size: number,
+    private readonly concurrency: number,
+    private readonly onSent: (runs: readonly OutgoingRun[]) => void,
+  ) {
+    this.settled = new Array<OutgoingRun | null | undefined>(size);
+  }
+
+  /** Records plan entry `index`; waits when `concurrency` batches are already in flight (backpressure on the puts). */
+  async settle(index: number, run: OutgoingRun | undefined): Promise<void> {
+    this.settled[index] = run ?? null;
+    while (this.cursor < this.settled.length && this.settled[this.cursor] !== undefined) {
+      const next = this.settled[this.cursor++];
+      if (next) this.buffer.push(next);
+      if (this.buffer.length === SEND_BATCH) this.flush();
+    }
+    while (this.inFlight.size >= Math.max(1, this.concurrency)) await Promise.race(this.inFlight);
+  }
+
+  /** Sends what is left and resolves with the number of messages sent; rethrows the first refused send. */
+  async finish(): Promise<number> {
+    if (this.buffer.length > 0) this.flush();
+    while (this.inFlight.size > 0) await Promise.race(this.inFlight);
+    if (this.failure) throw this.failure.error;
+    return this.sentCount;
+  }
+
+  private flush(): void {
+    const batch = this.buffer;
+    this.buffer = [];
+    const sending: Promise<void> = this.queue.send(batch).then(
+      () => {
+        this.sentCount += batch.length;
+        this.onSent(batch);
+      },
+      (error: unknown) => {
+        this.failure ??= { error };
+      },
+    );
+    const tracked = sending.finally(() => this.inFlight.delete(tracked));
+    this.inFlight.add(tracked);
+  }
+}
+
+/** Messages per SendMessageBatch (the SQS maximum). */
+const SEND_BATCH = 10;

@@ -63,6 +63,11 @@ export const RUN_QUEUES = {
 } as const;
 
 /** Environment variables the Lambda entry points read (set by the CDK stack and the local runtime). */
+/** The planner's EventBridge rule fires every `tickMs` (one rule per partition). */
+export const PLANNER_SCHEDULE = {
+  tickMs: 60_000,
+} as const;
+
 export const ENV = {
   ledgerTable: 'LEDGER_TABLE_NAME',
   paymentsTable: 'PAYMENTS_TABLE_NAME',

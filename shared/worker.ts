@@ -44,7 +44,7 @@ export interface ChildLogger extends RunLogger {
 }
 
 export interface WorkerOptions {
-  /** @default 2 s */
+  /** Clock allowance before a lease counts as expired. @default min(2 s, heartbeatEvery / 2) of the run's job */
   readonly clockSkewMs?: number;
   /** Yield when the invocation has less than this left. @default 10 s */
   readonly yieldMarginMs?: number;
@@ -72,11 +72,15 @@ export interface WorkerDeps {
 type RecordOutcome = 'ack' | 'retry';
 
 /**
- * The clock allowance a takeover waits beyond a lease's end. Never more than one heartbeat
- * interval, so a dead worker's run is taken over within lease + one heartbeat.
+ * The clock allowance a takeover waits beyond a lease's end. A worker killed just after a
+ * heartbeat leaves a full lease behind, so the takeover comes lease + allowance + redelivery
+ * after the kill. Half a heartbeat interval keeps that within lease + one heartbeat with room
+ * for the redelivery (SQS visibility is whole seconds, the poll adds its own delay); a longer
+ * heartbeat still gets the full DEFAULT_CLOCK_SKEW_MS. The allowance only decides how soon a
+ * takeover may happen, never whether two writers can both land: the fencing token does that.
  */
 function clockSkewFor(deps: WorkerDeps, job: Job): number {
-  return deps.options?.clockSkewMs ?? Math.min(DEFAULT_CLOCK_SKEW_MS, job.heartbeatEvery);
+  return deps.options?.clockSkewMs ?? Math.min(DEFAULT_CLOCK_SKEW_MS, job.heartbeatEvery / 2);
 }
 
 export async function processBatch(deps: WorkerDeps, records: readonly QueueRecord[]): Promise<BatchResult> {
@@ -87,10 +91,31 @@ export async function processBatch(deps: WorkerDeps, records: readonly QueueReco
     [...byMessage.values()].map(async (copies) => {
       const record = copies[copies.length - 1]!;
       if (copies.length > 1) deps.metrics.count(MetricName.DuplicateDeliveries, copies.length - 1);
-      return { record, outcome: await processRecord(deps, record) };
+      return { record, outcome: await guardedRecord(deps, record) };
     }),
   );
   return { batchItemFailures: outcomes.filter((o) => o.outcome === 'retry').map((o) => ({ itemIdentifier: o.record.messageId })) };
+}
+
+/**
+ * One record's failure must not fail its batch: a thrown error would make the event source
+ * mapping redeliver every message of the batch, those already done included, and hide which one
+ * failed. The error is logged with the message, counted (WorkerRecordErrors, alarmed) and the
+ * record alone is reported failed, so SQS redelivers it after its visibility timeout and, if it
+ * keeps failing, moves it to the DLQ. Nothing is written for it here: whatever the ledger holds is
+ * still guarded by the lease and the fence, so the retry resumes from the truth.
+ */
+async function guardedRecord(deps: WorkerDeps, record: QueueRecord): Promise<RecordOutcome> {
+  try {
+    return await processRecord(deps, record);
+  } catch (error) {
+    deps.metrics.count(MetricName.WorkerRecordErrors);
+    deps.logger.child({ messageId: record.messageId, owner: deps.owner }).error('record failed: reported to SQS for redelivery', {
+      error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+      body: record.body.slice(0, 512),
+    });
+    return 'retry';
+  }
 }
 
 async function hide(deps: WorkerDeps, record: QueueRecord, logger: RunLogger, until: number): Promise<void> {

@@ -1,5 +1,5 @@
 /**
- * A stand-in for the Lambda SQS event source mapping: long-polls the run queue, hands each batch
+ * A stand-in for the Lambda SQS event source mapping: polls the run queue, hands each batch
  * to the worker, deletes the records it did not report in `batchItemFailures` and leaves the
  * others to come back after their visibility timeout (or the one the worker set).
  */
@@ -11,9 +11,12 @@ export interface PollerOptions {
   /** @default 10 */
   readonly batchSize?: number;
   /**
-   * Long-poll wait. local-aws-sqs does not wake a pending long poll when a delayed message
-   * becomes visible, so this bounds how late such a message is seen; runs are enqueued
-   * `startLead` early, which absorbs it. @default 1
+   * ReceiveMessage wait. Real SQS answers a long poll as soon as it holds a message; local-aws-sqs
+   * answers only when it holds a full batch or the wait is over (it checks every 10 ms and adds
+   * 40 ms to the wait). A long wait therefore makes a lone due run up to a whole wait late, which
+   * is not what the Lambda event source mapping does on AWS. 0 is a 40 ms poll here: a message
+   * is seen within ~50 ms of becoming visible, at the price of ~25 empty receives per second per
+   * idle poller (local only; they are not the scheduler's calls). @default 0
    */
   readonly waitTimeSeconds?: number;
   /** Override the queue's visibility timeout for received messages (seconds). */
@@ -66,7 +69,7 @@ export class LocalPoller {
       new ReceiveMessageCommand({
         QueueUrl: this.options.queueUrl,
         MaxNumberOfMessages: this.options.batchSize ?? 10,
-        WaitTimeSeconds: this.options.waitTimeSeconds ?? 1,
+        WaitTimeSeconds: this.options.waitTimeSeconds ?? 0,
         VisibilityTimeout: this.options.visibilityTimeoutSeconds,
         MessageSystemAttributeNames: ['ApproximateReceiveCount'],
       }),

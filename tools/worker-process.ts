@@ -71,7 +71,7 @@ const poller = new LocalPoller(
       },
       records,
     ),
-  { queueUrl: endpoints.runQueueUrl, batchSize: Number(values['batch-size'] ?? 10), waitTimeSeconds: Number(values['poll-wait'] ?? 1) },
+  { queueUrl: endpoints.runQueueUrl, batchSize: Number(values['batch-size'] ?? 10), waitTimeSeconds: Number(values['poll-wait'] ?? 0) },
   (error) => process.stderr.write(`${JSON.stringify({ level: 'error', owner, message: 'poller error', error: String(error) })}\n`),
 );
 poller.start();

@@ -51,6 +51,7 @@ const COUNT_GROUPS: readonly { title: string; names: readonly string[] }[] = [
       MetricName.FencingRejections,
       MetricName.LeaseLost,
       MetricName.PoisonMessages,
+      MetricName.WorkerRecordErrors,
     ],
   },
 ];
@@ -64,6 +65,7 @@ export const AlarmKey = {
   TriggerLagHigh: 'trigger-lag-p99',
   OldestOpenRunAgeHigh: 'oldest-open-run-age',
   WorkerThrottles: 'worker-throttles',
+  WorkerRecordErrors: 'worker-record-errors',
   OutboxRelayErrors: 'outbox-relay-errors',
   OutboxRelayFailedBatches: 'outbox-relay-failed-batches',
 } as const;
@@ -264,6 +266,17 @@ export class Observability extends Construct {
         evaluationPeriods: 1,
         treatMissingData: cw.TreatMissingData.NOT_BREACHING,
       }),
+      [AlarmKey.WorkerRecordErrors]: alarm(
+        AlarmKey.WorkerRecordErrors,
+        'Worker records failed with an error (ledger unreachable, throttling beyond retries, a bug): each is redelivered by SQS, and lands in the DLQ if it keeps failing.',
+        {
+          metric: schedulerMetric(MetricName.WorkerRecordErrors, { statistic: 'Sum', period: fiveMinutes }),
+          threshold: 0,
+          comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+          evaluationPeriods: 1,
+          treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+        },
+      ),
       ...(props.outboxRelayFunction && {
         [AlarmKey.OutboxRelayErrors]: alarm(AlarmKey.OutboxRelayErrors, 'The outbox relay function failed (crash or timeout): outbox events are retried and delayed.', {
           metric: props.outboxRelayFunction.metricErrors({ statistic: 'Sum', period: fiveMinutes }),

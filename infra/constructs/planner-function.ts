@@ -12,7 +12,7 @@ import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import type { PartitionRef } from '../../shared/core/partition.js';
-import { ENV } from '../../shared/resources.js';
+import { ENV, PLANNER_SCHEDULE } from '../../shared/resources.js';
 import { createSchedulerFunction, type SchedulerFunctionOptions } from '../lambda-defaults.js';
 import { durationIn, integerIn, validateProps, type PropRule } from '../validation.js';
 import type { LedgerTable } from './ledger-table.js';
@@ -100,7 +100,7 @@ export class PlannerFunction extends Construct {
       (input) =>
         new events.Rule(this, `Tick${input.partition}`, {
           description: `Scheduler planner tick, partition ${input.partition} of ${input.of}`,
-          schedule: events.Schedule.rate(Duration.minutes(1)),
+          schedule: events.Schedule.rate(Duration.minutes(PLANNER_SCHEDULE.tickMs / 60_000)),
           enabled: props.enabled ?? true,
           targets: [
             new targets.LambdaFunction(fn, {

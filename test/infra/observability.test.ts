@@ -107,6 +107,19 @@ describe('Observability', () => {
     });
   });
 
+  it('alarms on worker record errors > 0: a failing record no longer fails its invocation, so Lambda Errors would not show it', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: Match.stringLikeRegexp(`-${AlarmKey.WorkerRecordErrors}$`),
+      Namespace: METRICS_NAMESPACE,
+      MetricName: MetricName.WorkerRecordErrors,
+      Dimensions: schedulerDimension,
+      Statistic: 'Sum',
+      ComparisonOperator: 'GreaterThanThreshold',
+      Threshold: 0,
+      TreatMissingData: 'notBreaching',
+    });
+  });
+
   it('alarms on worker throttles > 0', () => {
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       AlarmName: Match.stringLikeRegexp(`-${AlarmKey.WorkerThrottles}$`),

@@ -7,7 +7,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as events from 'aws-cdk-lib/aws-events';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { existsSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { CloudAssembly } from 'aws-cdk-lib/cx-api';
@@ -75,6 +75,12 @@ describe('SchedulerStack (bundled synth)', () => {
       // The AWS SDK is inside (not external), and the whole bundle stays small.
       expect(statSync(bundle).size).toBeGreaterThan(100_000);
       expect(statSync(bundle).size).toBeLessThan(3_000_000);
+      // The SDK's full credential chain is aliased away (LAMBDA_BUNDLE_ALIASES): its SSO and
+      // instance-metadata links, whose messages would survive minification, are absent.
+      const code = readFileSync(bundle, 'utf8');
+      expect(code).not.toContain('defaultProvider::fromSSO');
+      expect(code).not.toContain('defaultProvider::remoteProvider');
+      expect(code).toContain('AWS_SESSION_TOKEN');
     }
   });
 
@@ -133,8 +139,8 @@ describe('SchedulerStack (bundled synth)', () => {
     expect(JSON.stringify(template.toJSON())).not.toContain('dynamodb:Scan');
   });
 
-  it('has the nine alarms and the dashboard', () => {
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 9);
+  it('has the ten alarms (one per AlarmKey) and the dashboard', () => {
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 10);
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       MetricName: 'Errors',
       Dimensions: [{ Name: 'FunctionName', Value: { Ref: Match.stringLikeRegexp('^OutboxRelayFunction') } }],

@@ -255,7 +255,7 @@ describe('generated bad SQS messages through processBatch', () => {
             },
             records,
           ),
-        { queueUrl: e2e.endpoints.runQueueUrl, waitTimeSeconds: 1 },
+        { queueUrl: e2e.endpoints.runQueueUrl },
         () => undefined,
       );
       poller.start();

@@ -10,7 +10,7 @@ import { RunStatus, runKeyOf } from '../../shared/core/vocabulary.js';
 import type { JobHandler } from '../../shared/handler-api.js';
 import { processBatch, type QueueRecord, type WorkerDeps } from '../../shared/worker.js';
 import { messageFor } from '../../shared/planner.js';
-import { InMemoryMetrics } from '../../shared/observability.js';
+import { InMemoryMetrics, JsonLineLogger } from '../../shared/observability.js';
 import { drain, silentLogger, testJobs } from '../support/helpers.js';
 import { LocalPoller } from '../../tools/local-poller.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
@@ -114,6 +114,31 @@ describe('worker', () => {
     ]);
     expect(result.batchItemFailures).toEqual([]);
     expect(executions).toBe(1);
+  });
+
+  it('one record whose ledger call throws is reported failed alone: the rest of its batch completes and is acknowledged', async () => {
+    const jobs = testJobs([{ name: 'isolated', schedule: '* * * * *', handler: 'count', startLead: 0 }], ['count']);
+    const base = Date.now() - 60_000;
+    const slots = [base, base + 1_000, base + 2_000];
+    for (const slot of slots) await box.ledger.createRun({ job: 'isolated', slot, shard: 0, shards: 1, status: RunStatus.READY }, Date.now());
+    // The ledger answers every run but one, whose claim fails the way an exhausted SDK retry does.
+    const ledger = Object.create(box.ledger) as typeof box.ledger;
+    ledger.claim = (message, ...rest) =>
+      message.slot === slots[1] ? Promise.reject(Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), { name: 'ThrottlingException' })) : box.ledger.claim(message, ...rest);
+    const ran: number[] = [];
+    const count: JobHandler = { run: async (ctx) => void ran.push(ctx.slot) };
+    const metrics = new InMemoryMetrics();
+    const logs: string[] = [];
+    const logger = new JsonLineLogger((line) => logs.push(line), {}, 'debug');
+    const records = slots.map((slot, i) => ({ messageId: `iso-${i}`, receiptHandle: `r-${i}`, body: JSON.stringify(messageFor({ job: 'isolated', slot, shard: 0, runKey: runKeyOf('isolated', slot, 0, 1) })) }));
+    const result = await processBatch(workerDeps(box, jobs, { count }, 'iso-worker', { ledger, metrics, logger }), records);
+    expect(result.batchItemFailures).toEqual([{ itemIdentifier: 'iso-1' }]);
+    expect(ran.sort()).toEqual([slots[0], slots[2]]);
+    expect((await box.ledger.getRun({ job: 'isolated', slot: slots[0]!, shard: 0 }))?.status).toBe(RunStatus.SUCCEEDED);
+    expect((await box.ledger.getRun({ job: 'isolated', slot: slots[1]!, shard: 0 }))?.status).toBe(RunStatus.READY);
+    expect(metrics.get('WorkerRecordErrors')).toBe(1);
+    const line = logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.message === 'record failed: reported to SQS for redelivery');
+    expect(line).toMatchObject({ level: 'error', messageId: 'iso-1', error: 'ThrottlingException: Rate of requests exceeds the allowed throughput.' });
   });
 
   it('a run leased by a live owner is not executed and its message is hidden until the lease can expire', async () => {

@@ -51,7 +51,6 @@ export class WorkerHarness {
   poller(owner: string, extra: (records: QueueRecord[]) => Partial<WorkerDeps> = () => ({})): LocalPoller {
     return new LocalPoller(this.box.clients.sqs, (records) => processBatch(this.deps(owner, extra(records)), records), {
       queueUrl: this.box.endpoints.runQueueUrl,
-      waitTimeSeconds: 1,
     });
   }
 

@@ -1,12 +1,13 @@
 /**
  * Minified bundle size of each Lambda, built as the CDK stack builds them (infra/lambda-defaults.ts):
  * esbuild, platform node, target node22, ESM, minified, mainFields module/main, everything
- * bundled including the AWS SDK (nothing left to the runtime). Also the largest contributors,
+ * bundled including the AWS SDK (nothing left to the runtime), with the same module aliases. Also the largest contributors,
  * grouped by package, from esbuild's metafile.
  */
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { LAMBDA_BUNDLE_ALIASES } from '../../infra/lambda-defaults.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -35,6 +36,7 @@ export async function bundleSize(entry: string, topN = 8): Promise<BundleResult>
     minify: true,
     mainFields: ['module', 'main'],
     external: [],
+    alias: { ...LAMBDA_BUNDLE_ALIASES },
     write: false,
     metafile: true,
     logLevel: 'silent',

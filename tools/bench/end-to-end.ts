@@ -122,7 +122,7 @@ export async function measureEndToEnd(options: EndToEndOptions): Promise<EndToEn
             batchMs.push(performance.now() - start);
           }
         },
-        { queueUrl: endpoints.runQueueUrl, batchSize: 10, waitTimeSeconds: 1 },
+        { queueUrl: endpoints.runQueueUrl, batchSize: 10 },
         () => undefined,
       );
       poller.start();

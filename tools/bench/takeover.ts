@@ -103,7 +103,7 @@ export async function measureTakeover(options: TakeoverOptions): Promise<Takeove
 
   const spawnWorker = (): WorkerChild => {
     const name = `bench-takeover-w${spawned++}`;
-    const args = ['--import', 'tsx', WORKER_SCRIPT, '--endpoints', endpointsFile, '--owner', name, '--handlers', HANDLERS_MODULE, '--jobs', jobsFile, '--batch-size', '1', '--poll-wait', '1'];
+    const args = ['--import', 'tsx', WORKER_SCRIPT, '--endpoints', endpointsFile, '--owner', name, '--handlers', HANDLERS_MODULE, '--jobs', jobsFile, '--batch-size', '1'];
     if (options.clockSkewMs !== undefined) args.push('--clock-skew', String(options.clockSkewMs));
     const proc = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let markReady: () => void = () => undefined;

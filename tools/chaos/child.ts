@@ -96,7 +96,7 @@ export class ChildWorker {
         '--batch-size',
         String(options.batchSize ?? 10),
         '--poll-wait',
-        String(options.pollWaitSeconds ?? 1),
+        String(options.pollWaitSeconds ?? 0),
       ],
       { cwd: PROJECT_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] },
     );

@@ -127,7 +127,7 @@ export class World {
     const poller = new LocalPoller(spec.sqs ?? this.box.clients.sqs, (records) => processBatch(deps, records), {
       queueUrl: this.endpoints.runQueueUrl,
       batchSize: spec.batchSize ?? 10,
-      waitTimeSeconds: spec.waitTimeSeconds ?? 1,
+      waitTimeSeconds: spec.waitTimeSeconds,
       visibilityTimeoutSeconds: spec.visibilityTimeoutSeconds,
     }, (error) => {
       if ((error as { name?: string })?.name !== 'AbortError') this.errors.push(`${deps.owner}: ${String(error)}`);
