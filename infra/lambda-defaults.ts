@@ -12,6 +12,9 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { fileURLToPath } from 'node:url';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../shared/powertools.js';
+import { ENV } from '../shared/resources.js';
+import type { LedgerTable } from './constructs/ledger-table.js';
+import type { RunQueues } from './constructs/run-queues.js';
 
 /** Repository root (the folder holding package.json and package-lock.json). */
 export const PROJECT_ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -25,7 +28,7 @@ export const LAMBDA_RUNTIME = lambda.Runtime.NODEJS_22_X;
 export const LAMBDA_ARCHITECTURE = lambda.Architecture.ARM_64;
 
 /** Lets bundled CommonJS dependencies call `require` inside the ESM bundle. */
-const REQUIRE_BANNER = "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);";
+export const REQUIRE_BANNER = "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);";
 
 /**
  * Module substitutions in every Lambda bundle. The SDK's default credential chain is replaced by
@@ -35,6 +38,16 @@ const REQUIRE_BANNER = "import { createRequire as __createRequire } from 'node:m
 export const LAMBDA_BUNDLE_ALIASES: Readonly<Record<string, string>> = {
   '@aws-sdk/credential-provider-node': projectPath('functions/lambda-credentials.ts'),
 };
+
+/** What the planner and the worker both read to find runs (shared/runtime.ts, resourcesFromEnv). */
+export function runResourcesEnvironment(ledger: LedgerTable, runQueues: RunQueues): Record<string, string> {
+  return {
+    [ENV.ledgerTable]: ledger.table.tableName,
+    [ENV.runQueueUrl]: runQueues.runQueue.queueUrl,
+    [ENV.deadLetterQueueUrl]: runQueues.deadLetterQueue.queueUrl,
+    [ENV.runRetentionDays]: String(ledger.runRetentionDays),
+  };
+}
 
 /** Props every scheduler function accepts. */
 export interface SchedulerFunctionOptions {

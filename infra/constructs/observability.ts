@@ -189,12 +189,22 @@ export class Observability extends Construct {
     const oldestOpenRunAge = schedulerMetric(OLDEST_OPEN_RUN_AGE, { statistic: 'Maximum', period: fiveMinutes });
     const triggerLagP99 = schedulerMetric(MetricName.TriggerLag, { statistic: 'p99', period: fiveMinutes });
 
-    const alarm = (key: AlarmKey, description: string, options: Omit<cw.CreateAlarmOptions, 'alarmName' | 'alarmDescription'> & { metric: cw.Metric }): cw.Alarm => {
-      const { metric, ...rest } = options;
-      const created = metric.createAlarm(this, `Alarm-${key}`, {
+    /**
+     * Every alarm fires on the first period above its threshold (default: anything above 0) and
+     * treats missing data as fine (no datapoint means nothing happened), unless it says otherwise.
+     */
+    type AlarmSpec = Partial<Omit<cw.CreateAlarmOptions, 'alarmName' | 'alarmDescription'>> & { readonly metric: cw.IMetric };
+    const alarm = (key: AlarmKey, description: string, spec: AlarmSpec): cw.Alarm => {
+      const { metric, ...overrides } = spec;
+      const created = new cw.Alarm(this, `Alarm-${key}`, {
+        metric,
         alarmName: `${stackName}-${key}`,
         alarmDescription: `${description} Runbook: README "Operating", alarm ${key}.`,
-        ...rest,
+        threshold: 0,
+        comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: cw.TreatMissingData.NOT_BREACHING,
+        ...overrides,
       });
       if (this.alarmTopic) {
         created.addAlarmAction(new cwActions.SnsAction(this.alarmTopic));
@@ -204,26 +214,12 @@ export class Observability extends Construct {
     };
 
     this.alarms = {
-      [AlarmKey.DeadLetterQueueNotEmpty]: alarm(AlarmKey.DeadLetterQueueNotEmpty, 'Messages are in the run DLQ: poison messages or crash-looping runs.', {
-        metric: dlqDepth,
-        threshold: 0,
-        comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
-        evaluationPeriods: 1,
-        treatMissingData: cw.TreatMissingData.NOT_BREACHING,
-      }),
+      [AlarmKey.DeadLetterQueueNotEmpty]: alarm(AlarmKey.DeadLetterQueueNotEmpty, 'Messages are in the run DLQ: poison messages or crash-looping runs.', { metric: dlqDepth }),
       [AlarmKey.RunsDead]: alarm(AlarmKey.RunsDead, 'A run went DEAD (attempts or deadline exhausted, or a non-retryable error).', {
         metric: schedulerMetric(MetricName.RunsDead, { statistic: 'Sum', period: Duration.minutes(1) }),
-        threshold: 0,
-        comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
-        evaluationPeriods: 1,
-        treatMissingData: cw.TreatMissingData.NOT_BREACHING,
       }),
       [AlarmKey.PlannerErrors]: alarm(AlarmKey.PlannerErrors, 'The planner function failed.', {
         metric: props.plannerFunction.metricErrors({ statistic: 'Sum', period: fiveMinutes }),
-        threshold: 0,
-        comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
-        evaluationPeriods: 1,
-        treatMissingData: cw.TreatMissingData.NOT_BREACHING,
       }),
       [AlarmKey.PlannerSilent]: alarm(
         AlarmKey.PlannerSilent,
@@ -232,7 +228,6 @@ export class Observability extends Construct {
           metric: props.plannerFunction.metricInvocations({ statistic: 'Sum', period: resolved.plannerSilencePeriod }),
           threshold: 1,
           comparisonOperator: cw.ComparisonOperator.LESS_THAN_THRESHOLD,
-          evaluationPeriods: 1,
           // No datapoint means no invocation: silence is exactly what this alarm is for.
           treatMissingData: cw.TreatMissingData.BREACHING,
         },
@@ -240,63 +235,31 @@ export class Observability extends Construct {
       [AlarmKey.TriggerLagHigh]: alarm(
         AlarmKey.TriggerLagHigh,
         `Runs start late: TriggerLag p99 over 5 minutes is above ${resolved.triggerLagThreshold.toHumanString()}.`,
-        {
-          metric: triggerLagP99,
-          threshold: resolved.triggerLagThreshold.toMilliseconds(),
-          comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
-          evaluationPeriods: 1,
-          treatMissingData: cw.TreatMissingData.NOT_BREACHING,
-        },
+        { metric: triggerLagP99, threshold: resolved.triggerLagThreshold.toMilliseconds() },
       ),
       [AlarmKey.OldestOpenRunAgeHigh]: alarm(
         AlarmKey.OldestOpenRunAgeHigh,
         `A run has been open (not terminal) for more than ${resolved.oldestOpenRunAgeThreshold.toHumanString()}.`,
-        {
-          metric: oldestOpenRunAge,
-          threshold: resolved.oldestOpenRunAgeThreshold.toMilliseconds(),
-          comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
-          evaluationPeriods: 1,
-          treatMissingData: cw.TreatMissingData.NOT_BREACHING,
-        },
+        { metric: oldestOpenRunAge, threshold: resolved.oldestOpenRunAgeThreshold.toMilliseconds() },
       ),
       [AlarmKey.WorkerThrottles]: alarm(AlarmKey.WorkerThrottles, 'The worker function was throttled: runs wait for concurrency.', {
         metric: props.workerFunction.metricThrottles({ statistic: 'Sum', period: fiveMinutes }),
-        threshold: 0,
-        comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
-        evaluationPeriods: 1,
-        treatMissingData: cw.TreatMissingData.NOT_BREACHING,
       }),
       [AlarmKey.WorkerRecordErrors]: alarm(
         AlarmKey.WorkerRecordErrors,
         'Worker records failed with an error (ledger unreachable, throttling beyond retries, a bug): each is redelivered by SQS, and lands in the DLQ if it keeps failing.',
-        {
-          metric: schedulerMetric(MetricName.WorkerRecordErrors, { statistic: 'Sum', period: fiveMinutes }),
-          threshold: 0,
-          comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
-          evaluationPeriods: 1,
-          treatMissingData: cw.TreatMissingData.NOT_BREACHING,
-        },
+        { metric: schedulerMetric(MetricName.WorkerRecordErrors, { statistic: 'Sum', period: fiveMinutes }) },
       ),
       ...(props.outboxRelayFunction && {
         [AlarmKey.OutboxRelayErrors]: alarm(AlarmKey.OutboxRelayErrors, 'The outbox relay function failed (crash or timeout): outbox events are retried and delayed.', {
           metric: props.outboxRelayFunction.metricErrors({ statistic: 'Sum', period: fiveMinutes }),
-          threshold: 0,
-          comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
-          evaluationPeriods: 1,
-          treatMissingData: cw.TreatMissingData.NOT_BREACHING,
         }),
       }),
       ...(relayFailureDepth && {
         [AlarmKey.OutboxRelayFailedBatches]: alarm(
           AlarmKey.OutboxRelayFailedBatches,
           'The outbox relay gave up on stream records (retries or record age exhausted): their events were not published.',
-          {
-            metric: relayFailureDepth,
-            threshold: 0,
-            comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
-            evaluationPeriods: 1,
-            treatMissingData: cw.TreatMissingData.NOT_BREACHING,
-          },
+          { metric: relayFailureDepth },
         ),
       }),
     };

@@ -12,8 +12,8 @@ import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import type { PartitionRef } from '../../shared/core/partition.js';
-import { ENV, PLANNER_SCHEDULE } from '../../shared/resources.js';
-import { createSchedulerFunction, type SchedulerFunctionOptions } from '../lambda-defaults.js';
+import { PLANNER_SCHEDULE } from '../../shared/resources.js';
+import { createSchedulerFunction, runResourcesEnvironment, type SchedulerFunctionOptions } from '../lambda-defaults.js';
 import { durationIn, integerIn, validateProps, type PropRule } from '../validation.js';
 import type { LedgerTable } from './ledger-table.js';
 import type { RunQueues } from './run-queues.js';
@@ -82,10 +82,7 @@ export class PlannerFunction extends Construct {
       description: 'Scheduler planner: materializes due slots into the ledger and dispatches runs',
       timeout: resolved.timeout,
       environment: {
-        [ENV.ledgerTable]: props.ledger.table.tableName,
-        [ENV.runQueueUrl]: props.runQueues.runQueue.queueUrl,
-        [ENV.deadLetterQueueUrl]: props.runQueues.deadLetterQueue.queueUrl,
-        [ENV.runRetentionDays]: String(props.ledger.runRetentionDays),
+        ...runResourcesEnvironment(props.ledger, props.runQueues),
         ...props.environment,
       },
     });

@@ -11,7 +11,7 @@ import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { ENV, RUN_QUEUES } from '../../shared/resources.js';
-import { createSchedulerFunction, type SchedulerFunctionOptions } from '../lambda-defaults.js';
+import { createSchedulerFunction, runResourcesEnvironment, type SchedulerFunctionOptions } from '../lambda-defaults.js';
 import { durationIn, integerIn, validateProps, type PropRule } from '../validation.js';
 import type { BusinessTable } from './business-table.js';
 import type { LedgerTable } from './ledger-table.js';
@@ -96,10 +96,7 @@ export class WorkerFunction extends Construct {
       description: 'Scheduler worker: claims runs, executes job handlers under a fenced lease',
       timeout: resolved.timeout,
       environment: {
-        [ENV.ledgerTable]: props.ledger.table.tableName,
-        [ENV.runQueueUrl]: props.runQueues.runQueue.queueUrl,
-        [ENV.deadLetterQueueUrl]: props.runQueues.deadLetterQueue.queueUrl,
-        [ENV.runRetentionDays]: String(props.ledger.runRetentionDays),
+        ...runResourcesEnvironment(props.ledger, props.runQueues),
         ...(props.paymentsTable ? { [ENV.paymentsTable]: props.paymentsTable.table.tableName } : {}),
         ...props.environment,
       },

@@ -12,7 +12,8 @@ import { join, relative } from 'node:path';
 import { promisify } from 'node:util';
 import { build } from 'esbuild';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LAMBDA_BUNDLE_ALIASES, PROJECT_ROOT } from '../../infra/lambda-defaults.js';
+import { PROJECT_ROOT } from '../../infra/lambda-defaults.js';
+import { lambdaBuildOptions } from '../../tools/bench/bundle.js';
 import { sharedEndpoints } from '../support/stack.js';
 
 const run = promisify(execFile);
@@ -39,15 +40,8 @@ describe('Lambda bundles: credentials from the environment only', () => {
     dir = mkdtempSync(join(tmpdir(), 'lambda-credentials-'));
     bundle = join(dir, 'probe.mjs');
     const result = await build({
+      ...lambdaBuildOptions(),
       stdin: { contents: PROBE, resolveDir: PROJECT_ROOT, loader: 'js' },
-      bundle: true,
-      platform: 'node',
-      target: 'node22',
-      format: 'esm',
-      minify: true,
-      mainFields: ['module', 'main'],
-      alias: { ...LAMBDA_BUNDLE_ALIASES },
-      banner: { js: "import { createRequire as __cr } from 'node:module'; const require = __cr(import.meta.url);" },
       metafile: true,
       logLevel: 'silent',
       outfile: bundle,

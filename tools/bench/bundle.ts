@@ -6,8 +6,8 @@
  */
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
-import { LAMBDA_BUNDLE_ALIASES } from '../../infra/lambda-defaults.js';
+import { build, type BuildOptions } from 'esbuild';
+import { LAMBDA_BUNDLE_ALIASES, REQUIRE_BANNER } from '../../infra/lambda-defaults.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -25,9 +25,9 @@ function groupOf(path: string): string {
   return rest[0]!.startsWith('@') ? `${rest[0]}/${rest[1]}` : rest[0]!;
 }
 
-export async function bundleSize(entry: string, topN = 8): Promise<BundleResult> {
-  const result = await build({
-    entryPoints: [join(ROOT, entry)],
+/** esbuild options matching what the CDK stack gives NodejsFunction for every Lambda. */
+export function lambdaBuildOptions(): BuildOptions {
+  return {
     absWorkingDir: ROOT,
     bundle: true,
     platform: 'node',
@@ -37,6 +37,14 @@ export async function bundleSize(entry: string, topN = 8): Promise<BundleResult>
     mainFields: ['module', 'main'],
     external: [],
     alias: { ...LAMBDA_BUNDLE_ALIASES },
+    banner: { js: REQUIRE_BANNER },
+  };
+}
+
+export async function bundleSize(entry: string, topN = 8): Promise<BundleResult> {
+  const result = await build({
+    ...lambdaBuildOptions(),
+    entryPoints: [join(ROOT, entry)],
     write: false,
     metafile: true,
     logLevel: 'silent',

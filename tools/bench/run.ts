@@ -61,9 +61,6 @@ export interface BenchSizes {
   /** Pollers in the lag phase: one per job, as Lambda gives each message its own invocation. */
   readonly lagWorkers: number;
   readonly lagWarmupMs: number;
-  /** Diagnostic re-run of the lag phase with the planner's lookahead raised to this (0 = none). */
-  readonly lagVariantLookaheadMs: number;
-  readonly lagVariantDurationMs: number;
   readonly kills: number;
   readonly leaseMs: number;
   readonly heartbeatMs: number;
@@ -82,13 +79,11 @@ export const SIZES: Readonly<Record<BenchMode, BenchSizes>> = {
     e2eRuns: 2_000,
     e2eWorkers: 4,
     overlapRuns: 1_000,
-    lagDurationMs: 120_000,
+    lagDurationMs: 180_000,
     lagJobs: 10,
     lagTickSeconds: 60,
     lagWorkers: 10,
     lagWarmupMs: 5_000,
-    lagVariantLookaheadMs: 65_000,
-    lagVariantDurationMs: 70_000,
     kills: 10,
     leaseMs: 3_000,
     heartbeatMs: 1_000,
@@ -109,8 +104,6 @@ export const SIZES: Readonly<Record<BenchMode, BenchSizes>> = {
     lagTickSeconds: 10,
     lagWorkers: 3,
     lagWarmupMs: 3_000,
-    lagVariantLookaheadMs: 0,
-    lagVariantDurationMs: 0,
     kills: 1,
     leaseMs: 3_000,
     heartbeatMs: 1_000,
@@ -177,7 +170,6 @@ export interface BenchResult {
     endToEnd?: BracketedEndToEnd;
     overlap?: Partial<Record<OverlapPolicy, BracketedEndToEnd | string>>;
     triggerLag?: TriggerLagResult;
-    triggerLagVariant?: TriggerLagResult;
     takeover?: TakeoverResult;
     takeoverSkew0?: TakeoverResult;
     workerBundle?: BundleResult;
@@ -296,25 +288,6 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchResult>
         },
       );
       log(`  p50 ${details.triggerLag.p50Ms} ms, p99 ${details.triggerLag.p99Ms} ms over ${details.triggerLag.samples} runs`);
-      if (sizes.lagVariantLookaheadMs > 0) {
-        details.triggerLagVariant = await fresh(
-          'trigger-lag-lookahead',
-          `diagnostic: the same with the planner's lookahead at ${sizes.lagVariantLookaheadMs / 1000} s, for ${sizes.lagVariantDurationMs / 1000} s`,
-          async (base) => {
-            await warmUp(base, Math.min(300, sizes.warmupItems), sizes.concurrency);
-            return measureTriggerLag({
-              base,
-              durationMs: sizes.lagVariantDurationMs,
-              jobs: sizes.lagJobs,
-              tickSeconds: sizes.lagTickSeconds,
-              workers: sizes.lagWorkers,
-              warmupMs: sizes.lagWarmupMs,
-              planner: { lookaheadMs: sizes.lagVariantLookaheadMs },
-            });
-          },
-        );
-        log(`  p50 ${details.triggerLagVariant.p50Ms} ms, p99 ${details.triggerLagVariant.p99Ms} ms over ${details.triggerLagVariant.samples} runs`);
-      }
     }
     if (phases.has('takeover')) {
       details.takeover = await fresh('takeover', `${sizes.kills} SIGKILLs of worker processes, lease ${sizes.leaseMs} ms, heartbeat ${sizes.heartbeatMs} ms`, async (base) => {
@@ -467,9 +440,6 @@ function collectFigures(mode: BenchMode, sizes: BenchSizes, d: BenchResult['deta
   f.triggerLagSamples = num(d.triggerLag?.samples);
   f.triggerLagExpectedSamples = num(d.triggerLag?.expectedSamples);
   f.triggerLagLateRuns = num(d.triggerLag?.lateRuns.length);
-  f.triggerLagP99MsLookahead65s = num(d.triggerLagVariant?.p99Ms);
-  f.triggerLagMaxMsLookahead65s = num(d.triggerLagVariant?.maxMs);
-  f.triggerLagLateRunsLookahead65s = num(d.triggerLagVariant?.lateRuns.length);
   f.startLeadMs = num(d.triggerLag?.startLeadMs);
   f.leadWaitMeanMs = num(d.triggerLag?.leadWaitMeanMs);
   f.sqsCallsPerRunSteady = num(d.triggerLag?.sqsCallsPerRun);
@@ -643,9 +613,6 @@ function renderTable(mode: BenchMode, sizes: BenchSizes, f: Record<string, Figur
   row('samples', 'triggerLagSamples', `expected ${fmt(f.triggerLagExpectedSamples)}`);
   row('runs more than 50 ms late', 'triggerLagLateRuns', d.triggerLag ? lateList(d.triggerLag) : '');
   row('startLead wait per run (claim → handler start), ms', 'leadWaitMeanMs', `startLead ${fmt(f.startLeadMs)} ms`);
-  row(`p99 ms with lookahead ${sizes.lagVariantLookaheadMs / 1000} s (diagnostic)`, 'triggerLagP99MsLookahead65s', `${fmt(d.triggerLagVariant?.samples)} samples, ${sizes.lagVariantDurationMs / 1000} s`);
-  row(`max ms with lookahead ${sizes.lagVariantLookaheadMs / 1000} s`, 'triggerLagMaxMsLookahead65s');
-  row(`runs more than 50 ms late, lookahead ${sizes.lagVariantLookaheadMs / 1000} s`, 'triggerLagLateRunsLookahead65s', d.triggerLagVariant ? lateList(d.triggerLagVariant) : '');
   row("scheduler's SQS calls per planned run, steady state", 'sqsCallsPerRunSteady', d.triggerLag ? `${d.triggerLag.runsCreated} runs planned; ${JSON.stringify(d.triggerLag.sqsByCommand)}` : '');
   section(`takeover after SIGKILL (worker processes, ${sizes.kills} kills spread over the heartbeat cycle)`);
   row('lease ms', 'leaseMs');
