@@ -24,16 +24,23 @@ import { mapBounded } from './core/concurrency.js';
 import { PLANNER_SCHEDULE } from './resources.js';
 
 /**
- * One tick plus a margin. A slot just past one tick's horizon is planned by the next tick, and
- * EventBridge delivers a scheduled invocation up to a few seconds late (a cold start adds more):
- * with a horizon of exactly one tick such a slot is sent with less notice than its job's
- * startLead (1.5 s by default) and starts late. 5 s covers the default startLead and the usual
- * delivery delay; a job with a longer startLead wants a longer lookahead.
+ * Beyond one tick and the jobs' startLead: EventBridge delivers a scheduled invocation up to a
+ * few seconds late, and a cold start adds more.
  */
-export const DEFAULT_LOOKAHEAD_MS = PLANNER_SCHEDULE.tickMs + 5_000;
+const TICK_DELAY_MARGIN_MS = 3_500;
+
+/**
+ * The default horizon of a tick: one tick interval, plus the largest startLead among the jobs,
+ * plus a margin (65 s with the default startLead of 1.5 s). A slot just past one tick's horizon is
+ * planned by the next tick; with a horizon of exactly one tick, a next tick that fires late sends
+ * such a slot with less notice than its startLead and it starts late.
+ */
+export function defaultLookaheadMs(jobs: readonly Pick<Job, 'startLead'>[]): number {
+  return PLANNER_SCHEDULE.tickMs + Math.max(0, ...jobs.map((job) => job.startLead)) + TICK_DELAY_MARGIN_MS;
+}
 
 export interface PlannerOptions {
-  /** How far past `now` a tick materializes slots. @default DEFAULT_LOOKAHEAD_MS (65 s) */
+  /** How far past `now` a tick materializes slots. @default defaultLookaheadMs(the partition's jobs): 65 s with default startLead */
   readonly lookaheadMs?: number;
   /** Concurrent PutItem calls. @default 16 */
   readonly putConcurrency?: number;
@@ -93,7 +100,7 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
     behind: state.behind,
     catchUpEdges: state.catchUpEdges,
     now,
-    lookaheadMs: options.lookaheadMs ?? DEFAULT_LOOKAHEAD_MS,
+    lookaheadMs: options.lookaheadMs ?? defaultLookaheadMs(jobs),
   });
 
   // Identifies this tick's puts, so a put retried after a lost response is still recognised as ours.

@@ -11,7 +11,7 @@ import { DynamoItemReader } from './adapters/item-reader.js';
 import { sleep } from './core/concurrency.js';
 import { NO_HISTORY, type HistorySink } from './core/history.js';
 import type { Job } from './core/job-schema-core.js';
-import { DEFAULT_CLOCK_SKEW_MS } from './core/lease.js';
+import { DEFAULT_CLOCK_SKEW_MS, type ClaimResult } from './core/lease.js';
 import { refuseToStart, transitionFor, type AttemptEnd, type Transition } from './core/outcome.js';
 import { messageFor, parseRunMessage } from './core/run-message.js';
 import { RunStatus, type Run, type RunId } from './core/vocabulary.js';
@@ -148,7 +148,7 @@ export async function processRecord(deps: WorkerDeps, record: QueueRecord): Prom
     const waitOrSettle = await applyOverlapBeforeClaim(deps, job, message, logger);
     if (waitOrSettle) return waitOrSettle;
   }
-  const claim = await deps.ledger.claim(message, deps.owner, deps.clock(), job.lease, skew, exclusive);
+  const claim = await claimRun(deps, message, job, skew, exclusive);
   switch (claim.kind) {
     case 'claimed':
       if (job.overlap === OverlapPolicy.COALESCE) await supersedeOlderWaiting(deps, job, claim.run, logger);
@@ -177,6 +177,28 @@ export async function processRecord(deps: WorkerDeps, record: QueueRecord): Prom
       logger.error('message names a run that does not exist: left for the dead-letter queue');
       return 'retry';
   }
+}
+
+/** SQS visibility timeouts are whole seconds: the finest a message can be hidden. */
+const SQS_VISIBILITY_STEP_MS = 1_000;
+
+/**
+ * Claims the run; when a lease that is about to end refuses the claim, waits it out once.
+ * A dead holder's message reappears at the end of its lease (the heartbeat hides it for whole
+ * seconds, see startHeartbeat), a fraction of a second before the lease plus the clock allowance
+ * has passed. Hiding the message again would add up to a whole second to every takeover; waiting
+ * out the fraction here costs at most that much Lambda time, once per takeover. A live holder
+ * heartbeats meanwhile, so the second claim is refused like the first and the message is hidden.
+ */
+async function claimRun(deps: WorkerDeps, id: RunId, job: Job, skew: number, exclusive: boolean): Promise<ClaimResult> {
+  const claim = await deps.ledger.claim(id, deps.owner, deps.clock(), job.lease, skew, exclusive);
+  if (claim.kind !== 'leased' || claim.run.status !== RunStatus.RUNNING) return claim;
+  const now = deps.clock();
+  const leaseEndsSoon = (claim.run.leaseUntil ?? Number.POSITIVE_INFINITY) - now <= SQS_VISIBILITY_STEP_MS;
+  if (!leaseEndsSoon || claim.retryAt - now > SQS_VISIBILITY_STEP_MS) return claim;
+  // +1: a lease counts as expired once leaseUntil is strictly before now − allowance.
+  await sleep(Math.max(0, claim.retryAt - now) + 1);
+  return deps.ledger.claim(id, deps.owner, deps.clock(), job.lease, skew, exclusive);
 }
 
 /**
@@ -417,10 +439,12 @@ function startHeartbeat(
   const history = deps.history ?? NO_HISTORY;
   const margin = deps.options?.yieldMarginMs ?? 10_000;
   let inFlight = false;
-  // The message reappears just when a successor may take the lease over: lease + clock allowance.
-  // A failure here is not a lost lease: at worst the message reappears and finds the run leased.
+  // The message reappears at the end of the current lease, never before it (visibility is whole
+  // seconds, rounded up: within a second after it). A successor that finds the lease plus the
+  // clock allowance not yet passed waits out the rest in process (claimRun). A failure here is not
+  // a lost lease: at worst the message reappears early and finds the run leased.
   const matchVisibilityToLease = () =>
-    deps.queue.changeVisibility(record.receiptHandle, (job.lease + clockSkewFor(deps, job)) / 1000).catch((error: unknown) => {
+    deps.queue.changeVisibility(record.receiptHandle, ((current().leaseUntil ?? deps.clock() + job.lease) - deps.clock()) / 1000).catch((error: unknown) => {
       logger.warn('could not extend message visibility', { error: String(error) });
     });
   const beat = async () => {

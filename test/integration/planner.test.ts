@@ -18,6 +18,9 @@ const JOBS = testJobs([
   { name: 'every-minute', schedule: '* * * * *', handler: 'noop', startLead: '60s' },
 ]);
 const T0 = Date.UTC(2026, 10, 29, 12, 0, 0);
+// The expectations below count slots in one-minute windows; the default horizon (one tick + the
+// largest startLead + a margin) has its own tests in test/unit/plan.test.ts.
+const LOOKAHEAD_MS = 60_000;
 
 describe('planner', () => {
   let box: Sandbox;
@@ -28,7 +31,7 @@ describe('planner', () => {
 
   it('five concurrent planners over the same minutes create one run per slot and one message per run', async () => {
     const clock = new ManualClock(T0);
-    const deps = { ledger: box.ledger, queue: box.queue, jobs: JOBS, clock: clock.read, logger: silentLogger(), metrics: metrics() };
+    const deps = { ledger: box.ledger, queue: box.queue, jobs: JOBS, clock: clock.read, logger: silentLogger(), metrics: metrics(), options: { lookaheadMs: LOOKAHEAD_MS } };
     for (let minute = 0; minute < 3; minute++) {
       // Overlapping invocations, as EventBridge retries and slow ticks produce.
       await Promise.all(Array.from({ length: 5 }, () => runPlannerTick(deps, { partition: 0, of: 1 })));
@@ -52,7 +55,7 @@ describe('planner', () => {
   it('a new job starts at its first slot after it appears, not at the epoch', async () => {
     const own = await sandbox();
     const clock = new ManualClock(T0 + 7_000);
-    await runPlannerTick({ ledger: own.ledger, queue: own.queue, jobs: JOBS, clock: clock.read, logger: silentLogger(), metrics: metrics() }, { partition: 0, of: 1 });
+    await runPlannerTick({ ledger: own.ledger, queue: own.queue, jobs: JOBS, clock: clock.read, logger: silentLogger(), metrics: metrics(), options: { lookaheadMs: LOOKAHEAD_MS } }, { partition: 0, of: 1 });
     const runs = await own.ledger.listRuns('every-10s', { ascending: true });
     expect(runs[0]!.slot).toBe(T0 + 10_000);
     own.destroy();
@@ -67,19 +70,19 @@ describe('planner', () => {
       },
     });
     const base = { ledger: own.ledger, jobs: JOBS, clock: clock.read, logger: silentLogger(), metrics: metrics(), history: NO_HISTORY };
-    await expect(runPlannerTick({ ...base, queue: failingQueue }, { partition: 0, of: 1 })).rejects.toThrow('crash between put and send');
+    await expect(runPlannerTick({ ...base, queue: failingQueue, options: { lookaheadMs: LOOKAHEAD_MS } }, { partition: 0, of: 1 })).rejects.toThrow('crash between put and send');
     const created = await own.ledger.listRuns('every-10s', { ascending: true });
     expect(created.length).toBe(6);
     expect(created.every((r) => r.status === RunStatus.READY)).toBe(true);
     // The watermark did not move, so nothing was lost; the sweeper re-sends once the slots are overdue.
     clock.advance(60_000 + 121_000);
-    const report = await runPlannerTick({ ...base, queue: own.queue, options: { sweepGraceMs: 120_000 } }, { partition: 0, of: 1 });
+    const report = await runPlannerTick({ ...base, queue: own.queue, options: { sweepGraceMs: 120_000, lookaheadMs: LOOKAHEAD_MS } }, { partition: 0, of: 1 });
     expect(report.swept).toBeGreaterThanOrEqual(6);
     const messages = await drain(own.clients.sqs, own.endpoints.runQueueUrl, { idleMs: 2_000 });
     const keys = new Set(messages.map((m) => JSON.parse(m.Body!).runKey as string));
     for (const run of created) expect(keys.has(run.runKey)).toBe(true);
     // A second sweep within the grace period sends nothing more.
-    const again = await runPlannerTick({ ...base, queue: own.queue, options: { sweepGraceMs: 120_000 } }, { partition: 0, of: 1 });
+    const again = await runPlannerTick({ ...base, queue: own.queue, options: { sweepGraceMs: 120_000, lookaheadMs: LOOKAHEAD_MS } }, { partition: 0, of: 1 });
     expect(again.swept).toBe(0);
     own.destroy();
   });
@@ -110,7 +113,7 @@ describe('misfire: the planner stopped for 10 simulated minutes on a per-minute 
     ]);
     const clock = new ManualClock(START);
     // Nothing consumes the messages here, so keep the sweeper out of the picture.
-    const deps = { ledger: own.ledger, queue: own.queue, jobs, clock: clock.read, logger: silentLogger(), metrics: metrics(), options: { sweepGraceMs: 3_600_000 } };
+    const deps = { ledger: own.ledger, queue: own.queue, jobs, clock: clock.read, logger: silentLogger(), metrics: metrics(), options: { sweepGraceMs: 3_600_000, lookaheadMs: LOOKAHEAD_MS } };
     await runPlannerTick(deps, { partition: 0, of: 1 });
     await drain(own.clients.sqs, own.endpoints.runQueueUrl, { idleMs: 500 });
     // Planned up to START + 60 s; the planner is down until START + 11 min.
@@ -168,7 +171,7 @@ describe('planner partitions', () => {
     const jobs = testJobs(Array.from({ length: 24 }, (_, i) => ({ name: `job-${i}`, schedule: '*/20 * * * * *', handler: 'noop', startLead: '60s' })));
     const clock = new ManualClock(T0);
     const of = 4;
-    const deps = { ledger: own.ledger, queue: own.queue, jobs, clock: clock.read, logger: silentLogger(), metrics: metrics() };
+    const deps = { ledger: own.ledger, queue: own.queue, jobs, clock: clock.read, logger: silentLogger(), metrics: metrics(), options: { lookaheadMs: LOOKAHEAD_MS } };
     const created = new Map<number, number>();
     for (let round = 0; round < 2; round++) {
       // Both rounds cover the same minute: the second must create nothing.

@@ -160,6 +160,54 @@ describe('worker', () => {
     expect(await receive(box, 1)).toHaveLength(0);
   });
 
+  it('a message back at the end of a dead holder\'s lease waits out the clock allowance in process: takeover within lease + allowance, not a second later', async () => {
+    // heartbeatEvery 600 ms → clock allowance 300 ms (half a heartbeat).
+    const jobs = testJobs([{ name: 'orphaned', schedule: '* * * * *', handler: 'count', lease: 1_800, heartbeatEvery: 600, startLead: 0 }], ['count']);
+    const slot = Date.now() - 100;
+    const id = { job: 'orphaned', slot, shard: 0 };
+    await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, Date.now());
+    const dead = await box.ledger.claim(id, 'dead-holder', Date.now(), 1_800, 300);
+    if (dead.kind !== 'claimed') throw new Error(`setup: claim refused (${dead.kind})`);
+    const leaseUntil = dead.run.leaseUntil!;
+    // SQS gives the message back at the lease's end (whole-second visibility, rounded up).
+    await new Promise((r) => setTimeout(r, leaseUntil - Date.now() + 20));
+    const startedAt: number[] = [];
+    const count: JobHandler = { run: async () => void startedAt.push(Date.now()) };
+    const deps = workerDeps(box, jobs, { count }, 'successor');
+    const body = JSON.stringify(messageFor({ ...id, runKey: runKeyOf('orphaned', slot, 0, 1) }));
+    const result = await processBatch(deps, [{ messageId: 'm-orphaned', receiptHandle: 'r-orphaned', body }]);
+    expect(result.batchItemFailures).toEqual([]);
+    expect(startedAt).toHaveLength(1);
+    // Not before the allowance has passed, and well before a re-hidden message (≥ 1 s) would return.
+    expect(startedAt[0]!).toBeGreaterThan(leaseUntil + 300);
+    expect(startedAt[0]! - (leaseUntil + 300)).toBeLessThan(500);
+    const run = await box.ledger.getRun(id);
+    expect(run).toMatchObject({ status: RunStatus.SUCCEEDED, owner: 'successor' });
+  });
+
+  it('a live holder keeps its run: a message back early finds the lease renewed after the wait and is hidden again', async () => {
+    const jobs = testJobs([{ name: 'alive', schedule: '* * * * *', handler: 'count', lease: 1_800, heartbeatEvery: 600, startLead: 0 }], ['count']);
+    const slot = Date.now() - 100;
+    const id = { job: 'alive', slot, shard: 0 };
+    await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, Date.now());
+    const held = await box.ledger.claim(id, 'live-holder', Date.now(), 1_800, 300);
+    if (held.kind !== 'claimed') throw new Error(`setup: claim refused (${held.kind})`);
+    await new Promise((r) => setTimeout(r, held.run.leaseUntil! - Date.now() - 200));
+    // The holder heartbeats while the successor waits out the allowance.
+    const renew = setTimeout(() => void box.ledger.heartbeat(held.run, Date.now() + 1_800), 100);
+    let executions = 0;
+    const count: JobHandler = { run: async () => void executions++ };
+    const body = JSON.stringify(messageFor({ ...id, runKey: runKeyOf('alive', slot, 0, 1) }));
+    try {
+      const result = await processBatch(workerDeps(box, jobs, { count }, 'successor'), [{ messageId: 'm-alive', receiptHandle: 'r-alive', body }]);
+      expect(result.batchItemFailures).toEqual([{ itemIdentifier: 'm-alive' }]);
+    } finally {
+      clearTimeout(renew);
+    }
+    expect(executions).toBe(0);
+    expect(await box.ledger.getRun(id)).toMatchObject({ status: RunStatus.RUNNING, owner: 'live-holder' });
+  });
+
   it('a refused heartbeat aborts the handler through ctx.signal and records nothing', async () => {
     const jobs = testJobs([{ name: 'lost', schedule: '* * * * *', handler: 'wait', lease: 1_000, heartbeatEvery: 300, startLead: 0 }], ['wait']);
     const slot = Date.now() - 100;

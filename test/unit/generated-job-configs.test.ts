@@ -7,66 +7,20 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { JobConfigError, parseJobs } from '../../shared/core/job-schema.js';
+import { COMMON_SCHEDULES, jobNameArb, validJobInputArb } from '../support/job-config-arbitraries.js';
 
 const HANDLERS = { handlers: ['reconcile', 'refresh', 'report'] } as const;
 let configsChecked = 0;
 
 // ------------------------------------------------------------------------------------------ valid
 
-const nameArb = fc
-  .tuple(fc.stringMatching(/^[a-z0-9]$/), fc.stringMatching(/^[a-z0-9-]{0,30}$/), fc.stringMatching(/^[a-z0-9]$/))
-  .map(([a, mid, z]) => `${a}${mid}${z}`);
-const scheduleArb = fc.constantFrom(
-  '* * * * *',
-  '*/5 * * * *',
-  '0 * * * *',
-  '30 2 * * 1-5',
-  '*/10 * * * * *',
-  '0 0 12 1 * *',
-  '15 3 L * *',
-  '0 9 * * mon#1',
-  '@hourly',
-  '@daily',
-  '0 0 * * 0',
-  '5,35 */2 * * *',
-);
-const timezoneArb = fc.constantFrom('UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Kolkata', 'Australia/Lord_Howe', 'Pacific/Chatham');
-const msArb = (min: number, max: number) =>
-  fc.oneof(
-    fc.integer({ min, max }),
-    fc.integer({ min: Math.ceil(min / 1000), max: Math.floor(max / 1000) }).map((s) => `${s}s`),
-    fc.integer({ min: Math.ceil(min / 60_000), max: Math.max(Math.ceil(min / 60_000), Math.floor(max / 60_000)) }).map((m) => `${m}m`),
-  );
-
-const validJobArb = fc
-  .record(
-    {
-      name: nameArb,
-      schedule: scheduleArb,
-      handler: fc.constantFrom(...HANDLERS.handlers),
-      timezone: timezoneArb,
-      enabled: fc.boolean(),
-      dst: fc.record({ gap: fc.constantFrom('shift', 'skip'), overlap: fc.constantFrom('once', 'twice') }, { requiredKeys: [] }),
-      misfire: fc.record(
-        { after: msArb(0, 3_600_000), policy: fc.constantFrom('skip', 'latest', 'all'), maxPerTick: fc.integer({ min: 1, max: 1000 }) },
-        { requiredKeys: [] },
-      ),
-      overlap: fc.constantFrom('forbid-skip', 'forbid-queue', 'coalesce', 'parallel'),
-      shards: fc.integer({ min: 1, max: 100 }),
-      lease: msArb(3_000, 600_000),
-      timeout: msArb(1_000, 900_000),
-      retry: fc.record(
-        {
-          maxAttempts: fc.integer({ min: 1, max: 10 }),
-          backoff: fc.record({ base: msArb(0, 10_000), max: msArb(0, 600_000), jitter: fc.constantFrom('full', 'none') }, { requiredKeys: [] }),
-        },
-        { requiredKeys: [] },
-      ),
-      deadline: msArb(0, 86_400_000),
-      startLead: msArb(0, 10_000),
-    },
-    { requiredKeys: ['name', 'schedule', 'handler'] },
-  )
+const validJobArb = validJobInputArb({
+  names: jobNameArb(32),
+  schedules: [...COMMON_SCHEDULES, '0 9 * * mon#1', '@hourly', '@daily', '0 0 * * 0', '5,35 */2 * * *'],
+  handlers: HANDLERS.handlers,
+  timezones: ['UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Kolkata', 'Australia/Lord_Howe', 'Pacific/Chatham'],
+  minutes: true,
+})
   .chain((job) =>
     // heartbeatEvery, when given, stays well inside the lease (a tenth to a half of it).
     fc.option(fc.double({ min: 0.1, max: 0.5, noNaN: true }), { nil: undefined }).map((fraction) => {

@@ -9,6 +9,7 @@ import { loadJobs } from '../../shared/config.js';
 import { jobDefinitions } from '../../shared/jobs.js';
 import { slotsBetween } from '../../shared/core/slots.js';
 import { slotSpecOf } from '../../shared/core/plan.js';
+import { COMMON_SCHEDULES, jobNameArb, validJobInputArb } from '../support/job-config-arbitraries.js';
 
 const HANDLERS = { handlers: ['h', 'other'] } as const;
 
@@ -286,61 +287,13 @@ describe('all broken jobs are reported at once (one synth shows every problem)',
 // Property: generated valid configs are accepted; one mutated field is rejected, naming job + field.
 // ------------------------------------------------------------------------------------------------
 
-const nameArb = fc
-  .tuple(
-    fc.stringMatching(/^[a-z0-9]$/),
-    fc.stringMatching(/^[a-z0-9-]{0,20}$/),
-    fc.stringMatching(/^[a-z0-9]$/),
-  )
-  .map(([a, mid, z]) => `${a}${mid}${z}`);
-
-const scheduleArb = fc.constantFrom(
-  '* * * * *',
-  '*/5 * * * *',
-  '0 * * * *',
-  '30 2 * * 1-5',
-  '*/10 * * * * *',
-  '0 0 12 1 * *',
-  '15 3 L * *',
-  '@hourly',
-  '@daily',
-  '0 9 * * mon#1',
-);
-const timezoneArb = fc.constantFrom('UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Kolkata', 'Australia/Lord_Howe');
-const durationArb = (minMs: number, maxMs: number) =>
-  fc.oneof(
-    fc.integer({ min: minMs, max: maxMs }),
-    fc.integer({ min: Math.ceil(minMs / 1000), max: Math.floor(maxMs / 1000) }).map((s) => `${s}s`),
-  );
-
-const validJobArb = fc.record(
-  {
-    name: nameArb,
-    schedule: scheduleArb,
-    handler: fc.constantFrom('h', 'other'),
-    timezone: timezoneArb,
-    enabled: fc.boolean(),
-    dst: fc.record({ gap: fc.constantFrom('shift', 'skip'), overlap: fc.constantFrom('once', 'twice') }, { requiredKeys: [] }),
-    misfire: fc.record(
-      { after: durationArb(0, 3_600_000), policy: fc.constantFrom('skip', 'latest', 'all'), maxPerTick: fc.integer({ min: 1, max: 1000 }) },
-      { requiredKeys: [] },
-    ),
-    overlap: fc.constantFrom('forbid-skip', 'forbid-queue', 'coalesce', 'parallel'),
-    shards: fc.integer({ min: 1, max: 100 }),
-    lease: durationArb(3_000, 600_000),
-    timeout: durationArb(1_000, 900_000),
-    retry: fc.record(
-      {
-        maxAttempts: fc.integer({ min: 1, max: 10 }),
-        backoff: fc.record({ base: durationArb(0, 10_000), max: durationArb(0, 600_000), jitter: fc.constantFrom('full', 'none') }, { requiredKeys: [] }),
-      },
-      { requiredKeys: [] },
-    ),
-    deadline: durationArb(0, 86_400_000),
-    startLead: durationArb(0, 10_000),
-  },
-  { requiredKeys: ['name', 'schedule', 'handler'] },
-);
+const validJobArb = validJobInputArb({
+  names: jobNameArb(22),
+  schedules: [...COMMON_SCHEDULES, '@hourly', '@daily', '0 9 * * mon#1'],
+  handlers: HANDLERS.handlers,
+  timezones: ['UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Kolkata', 'Australia/Lord_Howe'],
+  minutes: false,
+});
 
 /** One corruption of one field, and the field the error must name. */
 type Mutation = { readonly field: string; readonly apply: (job: Record<string, unknown>) => Record<string, unknown> };

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { parseJobs, type Job } from '../../shared/core/job-schema.js';
 import { planTick, type PlanInput, type PlannedRun, type TickPlan } from '../../shared/core/plan.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
+import { defaultLookaheadMs } from '../../shared/planner.js';
 
 const SEC = 1_000;
 const MIN = 60 * SEC;
@@ -78,6 +79,50 @@ describe('steady state: consecutive ticks neither drop nor repeat a slot', () =>
   it('a tick whose watermark is already beyond now + lookahead plans nothing (an overlapping slower planner)', () => {
     const p = plan({ jobs: [job()], now: T(12, 0), plannedUntil: T(12, 5) });
     expect(p.runs).toEqual([]);
+  });
+});
+
+describe('default lookahead: a late tick still gives every slot its startLead of notice', () => {
+  const TICK = 60 * SEC;
+  const notices = (startLead: number, lateBy: number) => {
+    // Ticks every minute; every other one fires `lateBy` after its minute (EventBridge delivery,
+    // a cold start), right after one that fired on time: the worst pair for the notice.
+    const jobs = [job({ schedule: '* * * * * *', startLead })];
+    const lookaheadMs = defaultLookaheadMs(jobs);
+    let plannedUntil: number | undefined;
+    const worst: number[] = [];
+    for (let k = 0; k < 6; k++) {
+      const now = T(12, k) + (k % 2 === 1 ? lateBy : 0);
+      const p = plan({ jobs, now, plannedUntil, lookaheadMs });
+      if (k > 0) worst.push(Math.min(...slotsOf(p.runs).map((slot) => slot - now)));
+      plannedUntil = p.plannedUntil;
+    }
+    return Math.min(...worst);
+  };
+
+  it('is one tick + the largest startLead + 3.5 s (65 s with the default startLead)', () => {
+    expect(defaultLookaheadMs([job()])).toBe(65 * SEC);
+    expect(defaultLookaheadMs([job(), job({ startLead: '10s' })])).toBe(TICK + 10 * SEC + 3_500);
+    expect(defaultLookaheadMs([])).toBe(TICK + 3_500);
+  });
+
+  it('a tick 3 s late after one on time still sends each slot at least startLead before it', () => {
+    for (const startLead of [0, 1_500, 10_000]) {
+      expect(notices(startLead, 3_000)).toBeGreaterThanOrEqual(startLead);
+    }
+  });
+
+  it('the hazard it prevents: with a horizon of exactly one tick, a late tick sends slots with no notice', () => {
+    const jobs = [job({ schedule: '* * * * * *' })];
+    let plannedUntil: number | undefined;
+    let worst = Infinity;
+    for (let k = 0; k < 4; k++) {
+      const now = T(12, k) + (k % 2 === 1 ? 3_000 : 0);
+      const p = plan({ jobs, now, plannedUntil, lookaheadMs: TICK });
+      if (k > 0) worst = Math.min(worst, ...slotsOf(p.runs).map((slot) => slot - now));
+      plannedUntil = p.plannedUntil;
+    }
+    expect(worst).toBeLessThan(jobs[0]!.startLead);
   });
 });
 

@@ -68,7 +68,7 @@ export interface EndToEndResult {
   readonly lambdaMsPerRun: number;
   readonly meanBatchMs: number;
   readonly violations: number;
-  /** The planner tick's parts: partition read + plan, puts, sends (ms). */
+  /** The planner tick's parts (ms): partition read + plan, puts, send calls summed (they overlap the puts). */
   readonly tickParts: { readonly readAndPlanMs: number; readonly putMs: number; readonly sendMs: number };
   /** CPU during the tick and during the whole burst (tick start → last outcome). */
   readonly cpuTick: CpuUse;

@@ -38,13 +38,16 @@ export class TimedLedger extends Ledger {
 }
 
 export class TimedQueue extends RunQueue {
+  /** Time spent in send calls, summed (they run beside the puts and beside each other). */
   sendMs = 0;
+  lastSendAt: number | undefined;
   override async send(runs: readonly OutgoingRun[]): Promise<void> {
     const start = performance.now();
     try {
       return await super.send(runs);
     } finally {
-      this.sendMs += performance.now() - start;
+      this.lastSendAt = performance.now();
+      this.sendMs += this.lastSendAt - start;
     }
   }
 }
@@ -62,8 +65,11 @@ export interface PlannerThroughput {
   readonly putMs: number;
   /** Partition read + pure slot planning, before the first put. */
   readonly readAndPlanMs: number;
+  /** Time in SendMessageBatch calls, summed: they overlap the puts (sent as puts complete). */
   readonly sendMs: number;
-  /** Watermark advance + sweep, after the sends. */
+  /** From the last put to the last send's answer: what the sends add to the tick. */
+  readonly sendTailMs: number;
+  /** Watermark advance + sweep, after the last put and send. */
   readonly afterSendMs: number;
   readonly slotsPerSec: number;
   readonly putSlotsPerSec: number;
@@ -92,6 +98,8 @@ export async function plannerThroughput(endpoints: LocalEndpoints, jobCount: num
     const putMs = (ledger.lastPutAt ?? end) - (ledger.firstPutAt ?? start);
     const tickMs = end - start;
     const readAndPlanMs = (ledger.firstPutAt ?? start) - start;
+    const lastPutAt = ledger.lastPutAt ?? end;
+    const dispatchedAt = Math.max(lastPutAt, queue.lastSendAt ?? lastPutAt);
     return {
       jobs: jobCount,
       created: report.created,
@@ -99,7 +107,8 @@ export async function plannerThroughput(endpoints: LocalEndpoints, jobCount: num
       putMs: round(putMs, 1),
       readAndPlanMs: round(readAndPlanMs, 1),
       sendMs: round(queue.sendMs, 1),
-      afterSendMs: round(tickMs - readAndPlanMs - putMs - queue.sendMs, 1),
+      sendTailMs: round(dispatchedAt - lastPutAt, 1),
+      afterSendMs: round(end - dispatchedAt, 1),
       slotsPerSec: round(report.created / (tickMs / 1000), 1),
       putSlotsPerSec: round(report.created / (putMs / 1000), 1),
       cpu,

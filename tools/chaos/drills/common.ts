@@ -1,8 +1,12 @@
 /** Pieces the worker-fault drills (kill, pause, ledger unreachable) share. */
 import type { HistoryEvent } from '../../../shared/core/history.js';
-import type { JobInput } from '../../../shared/core/job-schema.js';
+import type { Job, JobInput } from '../../../shared/core/job-schema.js';
 import { RunStatus, type Run, type RunId } from '../../../shared/core/vocabulary.js';
-import type { World } from '../world.js';
+import type { LocalPoller } from '../../local-poller.js';
+import type { LocalEndpoints } from '../../local-stack.js';
+import { ChildWorker } from '../child.js';
+import type { HandlerConfig } from '../handlers.js';
+import type { PollerSpec, World } from '../world.js';
 import type { Rng } from '../rng.js';
 
 /** A job whose runs the drill creates itself (slots in the past: due at once, no planner timing). */
@@ -52,6 +56,85 @@ export function allSucceeded(ids: readonly RunId[]) {
 
 export function randomOwner(prefix: string, role: string, rng: Rng): string {
   return `${prefix}-${role}-${rng.int(0, 46_655).toString(36)}`;
+}
+
+export interface VictimJob {
+  readonly prefix: string;
+  readonly lease: number;
+  readonly heartbeatEvery: number;
+  readonly input: JobInput;
+  readonly job: Job;
+}
+
+/**
+ * Sets the world's one job, drawing its prefix and then its lease and heartbeat: the first draws
+ * of every worker-fault iteration, in this order so that a seed replays the same iteration.
+ */
+export function victimJob(world: World, rng: Rng, stem: string, handler: string, minLeaseMs: number, maxLeaseMs: number): VictimJob {
+  const prefix = `${stem}-${rng.int(0, 46_655).toString(36)}`;
+  const { lease, heartbeatEvery } = leaseOf(rng, minLeaseMs, maxLeaseMs);
+  const input = workerJob(`${prefix}-j`, handler, lease, heartbeatEvery);
+  world.setJobs([input]);
+  return { prefix, lease, heartbeatEvery, input, job: world.job(input.name) };
+}
+
+export interface VictimOptions {
+  readonly owner: string;
+  readonly job: JobInput;
+  readonly handlerConfig: HandlerConfig;
+  /** A real child process, for drills that signal it or cut its own connection; else in-process pollers. */
+  readonly child: boolean;
+  /** Where the child reaches the ledger and queue (a drill may put a proxy in between). @default the world's */
+  readonly endpoints?: LocalEndpoints;
+  /** How many in-process pollers play the victim: one owner, like concurrent Lambda invocations. */
+  readonly pollers: number;
+  /**
+   * The in-process stand-in for the drill's fault (switch-wrapped clients, clock, tracking).
+   * Called once per poller so that each keeps its own wrapped clients.
+   */
+  readonly inProcess: () => Omit<PollerSpec, 'owner' | 'handlerConfig' | 'clockSkewMs'>;
+  readonly trace: (step: string) => void;
+}
+
+export interface Victim {
+  /** Set when the victim is a child process: the drill kills, pauses or terminates it. */
+  readonly child: ChildWorker | undefined;
+  /** Empty when the victim is a child process. */
+  readonly pollers: readonly LocalPoller[];
+}
+
+/** Starts the worker a drill will harm, reporting into `world` whichever form it takes. */
+export async function startVictim(world: World, options: VictimOptions): Promise<Victim> {
+  if (options.child) {
+    const child = await ChildWorker.start({
+      endpoints: options.endpoints ?? world.endpoints,
+      owner: options.owner,
+      jobs: [options.job],
+      handlerConfig: options.handlerConfig,
+      clockSkewMs: 200,
+      onEvent: (e) => world.sink.record(e),
+      onNote: (n) => void world.notes.push(n),
+    });
+    options.trace('child ready');
+    return { child, pollers: [] };
+  }
+  const pollers: LocalPoller[] = [];
+  for (let i = 0; i < options.pollers; i++) {
+    const { poller } = world.startPoller({ owner: options.owner, ...options.inProcess(), handlerConfig: options.handlerConfig, clockSkewMs: 200 });
+    pollers.push(poller);
+  }
+  return { child: undefined, pollers };
+}
+
+/**
+ * Starts one or two healthy workers that take the victim's runs over once its leases lapse. The
+ * draws (how many, then per successor its owner and its clock skew up to `maxClockSkewMs`) come
+ * in this order so that a seed replays the same iteration.
+ */
+export function startSuccessors(world: World, rng: Rng, prefix: string, handlerConfig: HandlerConfig, maxClockSkewMs: number): void {
+  for (let i = 0, n = rng.int(1, 2); i < n; i++) {
+    world.startPoller({ owner: randomOwner(prefix, `successor${i}`, rng), handlerConfig, clockSkewMs: rng.int(100, maxClockSkewMs) });
+  }
 }
 
 /**

@@ -10,14 +10,14 @@
  */
 import { createClients } from '../../../shared/runtime.js';
 import { localClientConfig } from '../../local-stack.js';
-import { ChildWorker } from '../child.js';
+import type { ChildWorker } from '../child.js';
 import { invariantViolations, iterate, tracer, type Drill, type DrillViolation } from '../drill.js';
 import type { HandlerConfig } from '../handlers.js';
 import { TcpProxy, type ProxyMode } from '../proxy.js';
 import { unit } from '../rng.js';
 import { sleepMs, until, World } from '../world.js';
 import { quiet } from './worker-killed.js';
-import { allSucceeded, claimsBy, leaseEnds, leaseOf, loadFacts, pastSlots, randomOwner, workerJob } from './common.js';
+import { allSucceeded, claimsBy, leaseEnds, loadFacts, pastSlots, randomOwner, startSuccessors, startVictim, victimJob } from './common.js';
 import { atLeastOne } from './worker-killed.js';
 
 export const ledgerUnreachableDrill: Drill = (options) =>
@@ -31,37 +31,29 @@ export const ledgerUnreachableDrill: Drill = (options) =>
       await proxy.listen();
       let victimChild: ChildWorker | undefined;
       const victimClients = createClients({ dynamo: localClientConfig(proxy.endpoint), sqs: localClientConfig(world.endpoints.sqsEndpoint) });
-      const victimPollers: { stop(): Promise<void> }[] = [];
       try {
-        const prefix = `d${index}-${rng.int(0, 46_655).toString(36)}`;
-        const { lease, heartbeatEvery } = leaseOf(rng, 1_200, 2_500);
-        const input = workerJob(`${prefix}-j`, 'holder', lease, heartbeatEvery);
-        const [job] = world.setJobs([input]);
+        const { prefix, lease, heartbeatEvery, input, job } = victimJob(world, rng, `d${index}`, 'holder', 1_200, 2_500);
         const count = Math.max(3, Math.min(budget, child ? rng.int(4, 10) : rng.int(20, 40)));
         const slots = pastSlots(count, rng);
-        const keys = slots.map((slot) => `${job!.name}@${new Date(slot).toISOString()}`);
+        const keys = slots.map((slot) => `${job.name}@${new Date(slot).toISOString()}`);
         const holdFraction = atLeastOne(seed, keys, 'hold', rng.pick([0.5, 0.8, 1]));
         // Holds outlast the drop comfortably; once the ledger is back, a victim holding a newly claimed run finishes soon.
         const victimConfig: HandlerConfig = { seed, workMs: [0, 100], holdFraction, holdMs: Math.max(6_000, 4 * lease) };
         const victim = randomOwner(prefix, 'victim', rng);
-        if (child) {
-          victimChild = await ChildWorker.start({
-            endpoints: { ...world.endpoints, dynamoEndpoint: proxy.endpoint },
-            owner: victim,
-            jobs: [input],
-            handlerConfig: victimConfig,
-            clockSkewMs: 200,
-            onEvent: (e) => world.sink.record(e),
-            onNote: (n) => void world.notes.push(n),
-          });
-          trace('child ready');
-        } else {
-          for (let i = 0; i < 4; i++) {
-            const { poller } = world.startPoller({ owner: victim, track: false, doc: victimClients.doc, handlerConfig: victimConfig, clockSkewMs: 200 });
-            victimPollers.push(poller);
-          }
-        }
-        const ids = await world.createRuns(slots.map((slot) => ({ job: job!, slot })));
+        const started = await startVictim(world, {
+          owner: victim,
+          job: input,
+          handlerConfig: victimConfig,
+          child,
+          endpoints: { ...world.endpoints, dynamoEndpoint: proxy.endpoint },
+          pollers: 4,
+          // Untracked: the drill stops these itself at the drop, and they may hang on a black hole.
+          inProcess: () => ({ track: false, doc: victimClients.doc }),
+          trace,
+        });
+        victimChild = started.child;
+        const victimPollers = started.pollers;
+        const ids = await world.createRuns(slots.map((slot) => ({ job, slot })));
         const holders = keys.filter((key) => unit(seed, `${key}:hold`) < holdFraction);
 
         // Cut the ledger off once the victim holds runs and has heartbeated a little.
@@ -84,9 +76,7 @@ export const ledgerUnreachableDrill: Drill = (options) =>
         await until(() => held().every((n) => aborted().has(`${n.runKey}|${n.token}`)), lease + 3_000, 20);
         trace('holders stopped');
 
-        for (let i = 0, n = rng.int(1, 2); i < n; i++) {
-          world.startPoller({ owner: randomOwner(prefix, `successor${i}`, rng), handlerConfig: { seed, workMs: [0, 30] }, clockSkewMs: rng.int(100, 400) });
-        }
+        startSuccessors(world, rng, prefix, { seed, workMs: [0, 30] }, 400);
         const restoreEarly = rng.chance(0.5);
         if (restoreEarly) {
           await sleepMs(rng.int(0, lease));

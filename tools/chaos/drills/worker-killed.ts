@@ -8,13 +8,13 @@
  * both reconcile() and a business-key condition on its charge); the checker's five invariants.
  */
 import { RunStatus } from '../../../shared/core/vocabulary.js';
-import { ChildWorker } from '../child.js';
+import type { ChildWorker } from '../child.js';
 import { invariantViolations, iterate, tracer, type Drill, type DrillViolation } from '../drill.js';
 import type { HandlerConfig } from '../handlers.js';
 import { unit } from '../rng.js';
 import { KillSwitch } from '../switches.js';
 import { sleepMs, until, World } from '../world.js';
-import { allSucceeded, claimsBy, leaseOf, loadFacts, pastSlots, randomOwner, workerJob } from './common.js';
+import { allSucceeded, claimsBy, loadFacts, pastSlots, randomOwner, startSuccessors, startVictim, victimJob } from './common.js';
 
 /** Raises `fraction` just enough that at least one of `keys` is chosen (the handler draws the same numbers). */
 export function atLeastOne(seed: number, keys: readonly string[], label: string, fraction: number): number {
@@ -46,42 +46,32 @@ export const workerKilledDrill: Drill = (options) =>
       const world = await World.create(options.base, { visibilityTimeoutSeconds: 2, maxReceiveCount: 100 }, options.log);
       let victimChild: ChildWorker | undefined;
       try {
-        const prefix = `b${index}-${rng.int(0, 46_655).toString(36)}`;
-        const { lease, heartbeatEvery } = leaseOf(rng, 1_200, 2_500);
-        const input = workerJob(`${prefix}-j`, 'charge', lease, heartbeatEvery);
-        const [job] = world.setJobs([input]);
+        const { prefix, lease, input, job } = victimJob(world, rng, `b${index}`, 'charge', 1_200, 2_500);
         const count = Math.max(4, Math.min(budget, child ? rng.int(6, 10) : rng.int(25, 50)));
         const slots = pastSlots(count, rng);
-        const keys = slots.map((slot) => `${job!.name}@${new Date(slot).toISOString()}`);
+        const keys = slots.map((slot) => `${job.name}@${new Date(slot).toISOString()}`);
         const victimConfig: HandlerConfig = { seed, workMs: [0, 150], hangAfterCharge: atLeastOne(seed, keys, 'hang', rng.pick([0.3, 0.5, 0.8])) };
         const victim = randomOwner(prefix, 'victim', rng);
         const kill = new KillSwitch();
-        if (child) {
-          victimChild = await ChildWorker.start({
-            endpoints: world.endpoints,
+        victimChild = (
+          await startVictim(world, {
             owner: victim,
-            jobs: [input],
+            job: input,
             handlerConfig: victimConfig,
-            clockSkewMs: 200,
-            onEvent: (e) => world.sink.record(e),
-            onNote: (n) => void world.notes.push(n),
-          });
-          trace('child ready');
-        } else {
-          for (let i = 0; i < 5; i++) {
-            world.startPoller({
-              owner: victim,
+            child,
+            pollers: 5,
+            // Untracked: a killed worker's calls never complete, so stopping it would hang the world.
+            inProcess: () => ({
               track: false,
               doc: kill.wrap(world.box.clients.doc),
               sqs: kill.wrap(world.box.clients.sqs),
               history: kill.history(world.sink),
               hooks: kill.hooks(world.hooks),
-              handlerConfig: victimConfig,
-              clockSkewMs: 200,
-            });
-          }
-        }
-        const ids = await world.createRuns(slots.map((slot) => ({ job: job!, slot })));
+            }),
+            trace,
+          })
+        ).child;
+        const ids = await world.createRuns(slots.map((slot) => ({ job, slot })));
 
         // Kill after a charge that hangs: at once, or once the victim has gone quiet.
         await until(() => world.notesOf('hang').length > 0, 15_000);
@@ -93,9 +83,7 @@ export const workerKilledDrill: Drill = (options) =>
         } else kill.kill();
         trace('killed');
 
-        for (let i = 0, n = rng.int(1, 2); i < n; i++) {
-          world.startPoller({ owner: randomOwner(prefix, `successor${i}`, rng), handlerConfig: { seed, workMs: [0, 30] }, clockSkewMs: rng.int(100, 500) });
-        }
+        startSuccessors(world, rng, prefix, { seed, workMs: [0, 30] }, 500);
         const settled = await world.waitForRuns(ids, lease + 25_000);
         trace('settled');
         await world.stopPollers();

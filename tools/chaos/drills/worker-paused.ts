@@ -11,13 +11,13 @@
  */
 import { RunStatus } from '../../../shared/core/vocabulary.js';
 import { InMemoryMetrics } from '../../../shared/observability.js';
-import { ChildWorker } from '../child.js';
+import type { ChildWorker } from '../child.js';
 import { invariantViolations, iterate, tracer, type Drill, type DrillViolation } from '../drill.js';
 import type { HandlerConfig } from '../handlers.js';
 import { PauseSwitch } from '../switches.js';
 import { sleepMs, until, World } from '../world.js';
 import { quiet } from './worker-killed.js';
-import { allSucceeded, claimsBy, leaseOf, loadFacts, pastSlots, randomOwner, workerJob } from './common.js';
+import { allSucceeded, claimsBy, loadFacts, pastSlots, randomOwner, startSuccessors, startVictim, victimJob } from './common.js';
 
 export const workerPausedDrill: Drill = (options) =>
   iterate(
@@ -29,39 +29,23 @@ export const workerPausedDrill: Drill = (options) =>
       let victimChild: ChildWorker | undefined;
       const pause = new PauseSwitch();
       try {
-        const prefix = `c${index}-${rng.int(0, 46_655).toString(36)}`;
-        const { lease, heartbeatEvery } = leaseOf(rng, 1_000, 2_000);
-        const input = workerJob(`${prefix}-j`, 'writer', lease, heartbeatEvery);
-        const [job] = world.setJobs([input]);
+        const { prefix, lease, input, job } = victimJob(world, rng, `c${index}`, 'writer', 1_000, 2_000);
         const count = Math.max(3, Math.min(budget, child ? rng.int(4, 8) : rng.int(20, 40)));
         const victimConfig: HandlerConfig = { seed, stepGapMs: [400, 900] };
         const victim = randomOwner(prefix, 'victim', rng);
         const victimMetrics = new InMemoryMetrics();
-        if (child) {
-          victimChild = await ChildWorker.start({
-            endpoints: world.endpoints,
+        victimChild = (
+          await startVictim(world, {
             owner: victim,
-            jobs: [input],
+            job: input,
             handlerConfig: victimConfig,
-            clockSkewMs: 200,
-            onEvent: (e) => world.sink.record(e),
-            onNote: (n) => void world.notes.push(n),
-          });
-          trace('child ready');
-        } else {
-          for (let i = 0; i < 4; i++) {
-            world.startPoller({
-              owner: victim,
-              doc: pause.wrap(world.box.clients.doc),
-              sqs: pause.wrap(world.box.clients.sqs),
-              clock: pause.clock,
-              metrics: victimMetrics,
-              handlerConfig: victimConfig,
-              clockSkewMs: 200,
-            });
-          }
-        }
-        const ids = await world.createRuns(pastSlots(count, rng).map((slot) => ({ job: job!, slot })));
+            child,
+            pollers: 4,
+            inProcess: () => ({ doc: pause.wrap(world.box.clients.doc), sqs: pause.wrap(world.box.clients.sqs), clock: pause.clock, metrics: victimMetrics }),
+            trace,
+          })
+        ).child;
+        const ids = await world.createRuns(pastSlots(count, rng).map((slot) => ({ job, slot })));
 
         // Pause right after a first step landed (the charge is still to come), or a little later.
         await until(() => world.notesOf('step').length > 0, 15_000, 10);
@@ -72,9 +56,7 @@ export const workerPausedDrill: Drill = (options) =>
         trace('paused');
 
         const victimRuns = new Set(claimsBy(world.events, victim).map((c) => c.runKey));
-        for (let i = 0, n = rng.int(1, 2); i < n; i++) {
-          world.startPoller({ owner: randomOwner(prefix, `successor${i}`, rng), handlerConfig: { seed, stepGapMs: [0, 30] }, clockSkewMs: rng.int(100, 400) });
-        }
+        startSuccessors(world, rng, prefix, { seed, stepGapMs: [0, 30] }, 400);
         // Resume once the successors finished what the victim held (its lease long gone).
         const heldIds = ids.filter((id) => victimRuns.has(`${id.job}@${new Date(id.slot).toISOString()}`));
         const takenOver = await world.waitForRuns(heldIds, lease + 20_000);

@@ -1,0 +1,69 @@
+/**
+ * fast-check generators of valid job inputs (DESIGN §4), shared by the schema tests. Each test
+ * still chooses its own names, schedules, zones and duration forms: some run with fixed seeds,
+ * so the exact choices (and their order) decide which configs they replay.
+ */
+import fc from 'fast-check';
+
+/** Schedules both schema tests draw from first; each adds its own after them. */
+export const COMMON_SCHEDULES = ['* * * * *', '*/5 * * * *', '0 * * * *', '30 2 * * 1-5', '*/10 * * * * *', '0 0 12 1 * *', '15 3 L * *'] as const;
+
+/** A valid job name of 2 to `maxLength` characters: a letter or digit at both ends, hyphens allowed inside. */
+export function jobNameArb(maxLength: number): fc.Arbitrary<string> {
+  return fc
+    .tuple(fc.stringMatching(/^[a-z0-9]$/), fc.stringMatching(new RegExp(`^[a-z0-9-]{0,${maxLength - 2}}$`)), fc.stringMatching(/^[a-z0-9]$/))
+    .map(([a, mid, z]) => `${a}${mid}${z}`);
+}
+
+/** A duration between `minMs` and `maxMs` in every form the schema reads: ms, `"12s"` and, with `minutes`, `"3m"`. */
+export function durationArb(minMs: number, maxMs: number, { minutes }: { readonly minutes: boolean }): fc.Arbitrary<number | string> {
+  const ms = fc.integer({ min: minMs, max: maxMs });
+  const seconds = fc.integer({ min: Math.ceil(minMs / 1000), max: Math.floor(maxMs / 1000) }).map((s) => `${s}s`);
+  if (!minutes) return fc.oneof(ms, seconds);
+  // fast-check refuses min > max: a range holding no whole minute still offers its rounded-up one.
+  const wholeMinutes = fc.integer({ min: Math.ceil(minMs / 60_000), max: Math.max(Math.ceil(minMs / 60_000), Math.floor(maxMs / 60_000)) }).map((m) => `${m}m`);
+  return fc.oneof(ms, seconds, wholeMinutes);
+}
+
+export interface JobInputArbOptions {
+  readonly names: fc.Arbitrary<string>;
+  readonly schedules: readonly string[];
+  /** The handler names the test registers with parseJobs. */
+  readonly handlers: readonly string[];
+  readonly timezones: readonly string[];
+  /** Whether durations may also come as whole minutes. */
+  readonly minutes: boolean;
+}
+
+/** Valid job inputs: name, schedule and handler always, each other field present or left to its default. */
+export function validJobInputArb(options: JobInputArbOptions) {
+  const duration = (minMs: number, maxMs: number) => durationArb(minMs, maxMs, { minutes: options.minutes });
+  return fc.record(
+    {
+      name: options.names,
+      schedule: fc.constantFrom(...options.schedules),
+      handler: fc.constantFrom(...options.handlers),
+      timezone: fc.constantFrom(...options.timezones),
+      enabled: fc.boolean(),
+      dst: fc.record({ gap: fc.constantFrom('shift', 'skip'), overlap: fc.constantFrom('once', 'twice') }, { requiredKeys: [] }),
+      misfire: fc.record(
+        { after: duration(0, 3_600_000), policy: fc.constantFrom('skip', 'latest', 'all'), maxPerTick: fc.integer({ min: 1, max: 1000 }) },
+        { requiredKeys: [] },
+      ),
+      overlap: fc.constantFrom('forbid-skip', 'forbid-queue', 'coalesce', 'parallel'),
+      shards: fc.integer({ min: 1, max: 100 }),
+      lease: duration(3_000, 600_000),
+      timeout: duration(1_000, 900_000),
+      retry: fc.record(
+        {
+          maxAttempts: fc.integer({ min: 1, max: 10 }),
+          backoff: fc.record({ base: duration(0, 10_000), max: duration(0, 600_000), jitter: fc.constantFrom('full', 'none') }, { requiredKeys: [] }),
+        },
+        { requiredKeys: [] },
+      ),
+      deadline: duration(0, 86_400_000),
+      startLead: duration(0, 10_000),
+    },
+    { requiredKeys: ['name', 'schedule', 'handler'] },
+  );
+}
