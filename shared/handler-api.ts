@@ -7,6 +7,8 @@
  * - `PermanentError`: definitely failed; the run goes DEAD at once.
  * - `ResultUnknownError`: a foreign call may or may not have taken effect (e.g. a timeout);
  *   the run goes UNKNOWN and the next attempt first calls `reconcile(ctx)` with the same runKey.
+ *   A takeover (a RUNNING run whose holder's lease expired) calls `reconcile(ctx)` first too: the
+ *   holder may have died after its effect and before recording it.
  * - any other thrown error is treated as retryable.
  * - `FencedOutError` / `LeaseLostError`: this worker is stale; it stops and records nothing.
  */
@@ -105,7 +107,12 @@ export type ReconcileResult =
 
 export interface JobHandler {
   run(ctx: RunContext): Promise<RunResult | void>;
-  /** Called first when a run is claimed out of UNKNOWN, with the same runKey. */
+  /**
+   * Called first, with the same runKey, when the previous attempt's result is unknown: a claim out
+   * of UNKNOWN, or a takeover of a RUNNING run whose holder's lease expired. Without it, the
+   * handler runs again and its idempotency (fenced writes, business-key conditions, idempotency
+   * keys on foreign calls) must keep the effect single.
+   */
   reconcile?(ctx: RunContext): Promise<ReconcileResult>;
 }
 

@@ -384,10 +384,12 @@ async function attempt(
     now: deps.clock,
   };
 
-  if (claimedFrom === RunStatus.UNKNOWN && handler.reconcile) {
-    // The previous attempt may have landed its effect: ask before doing it again.
+  // A run claimed out of UNKNOWN, or taken over from RUNNING after its holder's lease expired (the
+  // holder died, froze or lost the ledger mid-attempt), may already have had its effect: in both
+  // cases the previous attempt's result is unknown, so ask before doing it again.
+  if ((claimedFrom === RunStatus.UNKNOWN || claimedFrom === RunStatus.RUNNING) && handler.reconcile) {
     const reconciled = await handler.reconcile(ctx);
-    logger.info('reconciled a run whose result was unknown', { outcome: reconciled.outcome });
+    logger.info('reconciled a run whose result was unknown', { outcome: reconciled.outcome, claimedFrom });
     if (reconciled.outcome === ReconcileOutcome.ALREADY_DONE) return { kind: 'succeeded', evidence: reconciled.evidence };
     if (reconciled.outcome === ReconcileOutcome.STILL_UNKNOWN) {
       return { kind: 'unknown', code: 'STILL_UNKNOWN', message: reconciled.reason ?? 'reconcile could not tell whether the effect landed' };

@@ -107,6 +107,38 @@ describe('run state machine', () => {
     expect(l?.lastError?.message).toContain('deadline');
   });
 
+  it('a takeover of a run whose holder died mid-attempt reconciles first: an effect that landed is not done again', async () => {
+    let executions = 0;
+    const reconciledAt: number[] = [];
+    const handlers: Record<string, JobHandler> = {
+      charge: {
+        async run() {
+          executions++;
+        },
+        async reconcile(ctx) {
+          reconciledAt.push(ctx.fencingToken);
+          return { outcome: ReconcileOutcome.ALREADY_DONE, evidence: { chargeId: 'ch-1' } };
+        },
+      },
+    };
+    const jobs = testJobs([{ name: 'died-mid-attempt', schedule: '* * * * *', handler: 'charge', startLead: 0, lease: 600, heartbeatEvery: 200 }], ['charge']);
+    const harness = new WorkerHarness(box, jobs, handlers);
+    const slot = Date.now() - 50;
+    const id = { job: 'died-mid-attempt', slot, shard: 0 };
+    await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, Date.now());
+    // The first holder claims and dies without recording anything.
+    const first = await box.ledger.claim(id, 'died', Date.now(), 600, 100);
+    if (first.kind !== 'claimed') throw new Error(`setup: claim refused (${first.kind})`);
+    await new Promise((r) => setTimeout(r, first.run.leaseUntil! - Date.now() + 150));
+    const result = await processBatch(harness.deps('successor'), [harness.record('died-mid-attempt', slot)]);
+    expect(result.batchItemFailures).toEqual([]);
+    expect(executions).toBe(0);
+    expect(reconciledAt).toHaveLength(1);
+    expect(reconciledAt[0]!).toBeGreaterThan(first.run.fencingToken);
+    expect(await box.ledger.getRun(id)).toMatchObject({ status: RunStatus.SUCCEEDED, owner: 'successor', evidence: { chargeId: 'ch-1' } });
+    expect(harness.events.some((e) => e.type === 'claimed' && e.from === RunStatus.RUNNING)).toBe(true);
+  });
+
   it('a result-unknown error goes UNKNOWN and the next claim reconciles first with the same runKey', async () => {
     const cases: { name: string; verdict: ReconcileResult; expectRuns: number; expectStatus: string }[] = [
       { name: 'unknown-done', verdict: { outcome: ReconcileOutcome.ALREADY_DONE, evidence: { paymentId: 'p-1' } }, expectRuns: 1, expectStatus: RunStatus.SUCCEEDED },

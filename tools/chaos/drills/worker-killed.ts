@@ -102,11 +102,10 @@ export const workerKilledDrill: Drill = (options) =>
         const bySuccessor = (kind: 'charged' | 'reconcile') => world.notesOf(kind).filter((n) => successorTokens.has(`${n.runKey}|${n.token}`));
         const prevented = bySuccessor('charged').filter((n) => n.note === 'charged' && n.result === 'condition-failed').length;
         const reconciled = bySuccessor('reconcile').length;
-        const observations: string[] = [];
+        // Every takeover from RUNNING asks the handler's reconcile() first; the charge condition
+        // is the second line of defence (secondChargePrevented counts where it was needed).
         if (hung.length > 0 && reconciled === 0) {
-          observations.push(
-            "a takeover from RUNNING does not call the handler's reconcile() (only a claim from UNKNOWN does): after a crash the business-key condition alone kept the effect from landing twice",
-          );
+          violations.push({ invariant: 'reconcile-on-takeover', runKey: prefix, detail: `${hung.length} run(s) died after their charge, were taken over, and no successor called reconcile()` });
         }
         return {
           runs: ids.length,
@@ -121,7 +120,7 @@ export const workerKilledDrill: Drill = (options) =>
             reconcileOnTakeover: reconciled,
             ...loadFacts(world, runs),
           },
-          observations,
+          observations: [],
         };
       } finally {
         victimChild?.kill();
