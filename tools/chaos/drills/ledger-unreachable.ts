@@ -8,6 +8,7 @@
  * (with a working connection) takes every held run over after expiry and completes it; the
  * checker's five invariants.
  */
+import type { HistoryEvent } from '../../../shared/core/history.js';
 import { createClients } from '../../../shared/runtime.js';
 import { localClientConfig } from '../../local-stack.js';
 import type { ChildWorker } from '../child.js';
@@ -102,7 +103,18 @@ export const ledgerUnreachableDrill: Drill = (options) =>
           const end = ends.get(`${note.runKey}|${note.token}`) ?? 0;
           const successor = world.events.find((e) => e.type === 'claimed' && e.runKey === note.runKey && e.token > note.token);
           if (stoppedAt === undefined) {
-            violations.push({ invariant: 'holder-stopped', runKey: note.runKey, detail: `the holder (token ${note.token}) never saw ctx.signal abort after the ledger became unreachable` });
+            // What the holder's heartbeats saw after the drop tells a stalled watchdog from a ledger that still answered.
+            const beats = world.events.filter((e): e is Extract<HistoryEvent, { type: 'heartbeat' }> => e.type === 'heartbeat' && e.runKey === note.runKey && e.token === note.token);
+            const after = beats.filter((b) => b.at >= droppedAt);
+            const lastLease = Math.max(0, ...beats.filter((b) => b.ok).map((b) => b.leaseUntil));
+            violations.push({
+              invariant: 'holder-stopped',
+              runKey: note.runKey,
+              detail:
+                `the holder (token ${note.token}) never saw ctx.signal abort after the ledger became unreachable (${mode}; ` +
+                `heartbeats answered after the drop: ${after.filter((b) => b.ok).length} ok, ${after.filter((b) => !b.ok).length} refused; ` +
+                `last acknowledged lease end ${lastLease ? `${lastLease - droppedAt} ms after the drop` : 'none'}; started ${note.at - droppedAt} ms after the drop)`,
+            });
           } else if (successor && successor.at < stoppedAt) {
             violations.push({
               invariant: 'holder-stopped',
