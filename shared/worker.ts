@@ -11,7 +11,7 @@ import { DynamoItemReader } from './adapters/item-reader.js';
 import { sleep } from './core/concurrency.js';
 import { NO_HISTORY, type HistorySink } from './core/history.js';
 import type { Job } from './core/job-schema-core.js';
-import { DEFAULT_CLOCK_SKEW_MS, type ClaimResult } from './core/lease.js';
+import { DEFAULT_CLOCK_SKEW_MS, takeoverVisibilitySeconds, VISIBILITY_STEP_MS, type ClaimResult } from './core/lease.js';
 import { refuseToStart, transitionFor, type AttemptEnd, type Transition } from './core/outcome.js';
 import { messageFor, parseRunMessage } from './core/run-message.js';
 import { RunStatus, type Run, type RunId } from './core/vocabulary.js';
@@ -179,14 +179,10 @@ export async function processRecord(deps: WorkerDeps, record: QueueRecord): Prom
   }
 }
 
-/** SQS visibility timeouts are whole seconds: the finest a message can be hidden. */
-const SQS_VISIBILITY_STEP_MS = 1_000;
-
 /**
  * Claims the run; when a lease that is about to end refuses the claim, waits it out once.
- * A dead holder's message reappears at the end of its lease (the heartbeat hides it for whole
- * seconds, see startHeartbeat), a fraction of a second before the lease plus the clock allowance
- * has passed. Hiding the message again would add up to a whole second to every takeover; waiting
+ * A dead holder's message reappears after its lease's end and within a second before the lease
+ * plus the clock allowance has passed (takeoverVisibilitySeconds). Hiding the message again would add up to a whole second to every takeover; waiting
  * out the fraction here costs at most that much Lambda time, once per takeover. A live holder
  * heartbeats meanwhile, so the second claim is refused like the first and the message is hidden.
  */
@@ -194,8 +190,8 @@ async function claimRun(deps: WorkerDeps, id: RunId, job: Job, skew: number, exc
   const claim = await deps.ledger.claim(id, deps.owner, deps.clock(), job.lease, skew, exclusive);
   if (claim.kind !== 'leased' || claim.run.status !== RunStatus.RUNNING) return claim;
   const now = deps.clock();
-  const leaseEndsSoon = (claim.run.leaseUntil ?? Number.POSITIVE_INFINITY) - now <= SQS_VISIBILITY_STEP_MS;
-  if (!leaseEndsSoon || claim.retryAt - now > SQS_VISIBILITY_STEP_MS) return claim;
+  const leaseEndsSoon = (claim.run.leaseUntil ?? Number.POSITIVE_INFINITY) - now <= VISIBILITY_STEP_MS;
+  if (!leaseEndsSoon || claim.retryAt - now > VISIBILITY_STEP_MS) return claim;
   // +1: a lease counts as expired once leaseUntil is strictly before now − allowance.
   await sleep(Math.max(0, claim.retryAt - now) + 1);
   return deps.ledger.claim(id, deps.owner, deps.clock(), job.lease, skew, exclusive);
@@ -441,14 +437,16 @@ function startHeartbeat(
   const history = deps.history ?? NO_HISTORY;
   const margin = deps.options?.yieldMarginMs ?? 10_000;
   let inFlight = false;
-  // The message reappears at the end of the current lease, never before it (visibility is whole
-  // seconds, rounded up: within a second after it). A successor that finds the lease plus the
-  // clock allowance not yet passed waits out the rest in process (claimRun). A failure here is not
-  // a lost lease: at worst the message reappears early and finds the run leased.
-  const matchVisibilityToLease = () =>
-    deps.queue.changeVisibility(record.receiptHandle, ((current().leaseUntil ?? deps.clock() + job.lease) - deps.clock()) / 1000).catch((error: unknown) => {
+  // The message comes back after the lease's end and at most a second before a successor may
+  // claim (takeoverVisibilitySeconds). A failure here is not a lost lease: at worst the message
+  // reappears early and finds the run leased.
+  const matchVisibilityToLease = () => {
+    const now = deps.clock();
+    const seconds = takeoverVisibilitySeconds(current().leaseUntil ?? now + job.lease, clockSkewFor(deps, job), now);
+    return deps.queue.changeVisibility(record.receiptHandle, seconds).catch((error: unknown) => {
       logger.warn('could not extend message visibility', { error: String(error) });
     });
+  };
   const beat = async () => {
     if (controller.signal.aborted || inFlight) return;
     const run = current();

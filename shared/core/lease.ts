@@ -12,6 +12,24 @@ import { claimsOf, MAX_CLAIMS_PER_SLOT } from './fence.js';
  */
 export const DEFAULT_CLOCK_SKEW_MS = 2_000;
 
+/** SQS visibility timeouts are whole seconds: the finest a message can be hidden. */
+export const VISIBILITY_STEP_MS = 1_000;
+
+/**
+ * How long (whole seconds) a holder hides its run's message so that, should the holder die, the
+ * message comes back for a successor as soon as it can usefully take over: never before the lease
+ * ends (a live holder is never disturbed), and within one step before the lease plus the clock
+ * allowance has passed, so the successor waits out the sub-second rest in process (see the
+ * worker's claimRun) rather than hiding the message again. Rounding lease + allowance up instead
+ * would put every takeover up to a second late; hiding again would spend a second receive of the
+ * message's maxReceiveCount on every takeover.
+ */
+export function takeoverVisibilitySeconds(leaseUntil: number, skewMs: number, now: number): number {
+  const leaseEnd = Math.ceil((leaseUntil - now) / VISIBILITY_STEP_MS);
+  const claimable = Math.floor((leaseUntil + skewMs - now) / VISIBILITY_STEP_MS);
+  return Math.max(0, leaseEnd, claimable);
+}
+
 export type ClaimRefusal =
   | { readonly kind: 'missing' }
   | { readonly kind: 'terminal'; readonly run: Run }

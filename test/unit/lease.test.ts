@@ -3,7 +3,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { DEFAULT_CLOCK_SKEW_MS, explainClaimRefusal } from '../../shared/core/lease.js';
+import { DEFAULT_CLOCK_SKEW_MS, explainClaimRefusal, takeoverVisibilitySeconds, VISIBILITY_STEP_MS } from '../../shared/core/lease.js';
 import { CLAIMS_PER_SLOT, claimsOf, initialFence, MAX_CLAIMS_PER_SLOT } from '../../shared/core/fence.js';
 import { RunStatus, TERMINAL_STATUSES, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
 
@@ -86,6 +86,38 @@ describe('explainClaimRefusal: why a conditional claim failed, from the item ret
         },
       ),
     );
+  });
+});
+
+describe('takeoverVisibilitySeconds: when a dead holder\'s message comes back', () => {
+  const arbitraries = [fc.integer({ min: 0, max: 600_000 }), fc.integer({ min: 0, max: 5_000 }), fc.integer({ min: 0, max: 2_000_000_000_000 })] as const;
+
+  it('never before the lease ends: a live holder that missed one heartbeat is not disturbed', () => {
+    fc.assert(
+      fc.property(...arbitraries, (remaining, skew, now) => {
+        expect(now + takeoverVisibilitySeconds(now + remaining, skew, now) * 1_000).toBeGreaterThanOrEqual(now + remaining);
+      }),
+    );
+  });
+
+  it('within one step before a successor may claim, or at the lease end when that is later: the successor never hides it again', () => {
+    fc.assert(
+      fc.property(...arbitraries, (remaining, skew, now) => {
+        const back = now + takeoverVisibilitySeconds(now + remaining, skew, now) * 1_000;
+        const claimableAt = now + remaining + skew;
+        // What the successor then waits out in process (claimRun waits up to one step).
+        expect(claimableAt - back).toBeLessThanOrEqual(VISIBILITY_STEP_MS);
+        // And no later than needed: at the claim, or at the first whole second after the lease end.
+        const firstStepAfterLease = now + Math.ceil(remaining / VISIBILITY_STEP_MS) * VISIBILITY_STEP_MS;
+        expect(back).toBeLessThanOrEqual(Math.max(claimableAt, firstStepAfterLease));
+      }),
+    );
+  });
+
+  it('the hazard it prevents: lease 3 s + allowance 0.5 s rounded up would come back 4 s later, half a second after the claim was possible', () => {
+    expect(takeoverVisibilitySeconds(NOW + 3_000, 500, NOW)).toBe(3);
+    expect(Math.ceil((3_000 + 500) / 1_000)).toBe(4);
+    expect(takeoverVisibilitySeconds(NOW + 29_990, 2_000, NOW)).toBe(31);
   });
 });
 
