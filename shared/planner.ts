@@ -11,7 +11,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Ledger } from './adapters/ledger.js';
-import type { OutgoingRun, RunQueue } from './adapters/run-queue.js';
+import { SEND_BATCH_SIZE, type OutgoingRun, type RunQueue } from './adapters/run-queue.js';
 import type { HistorySink } from './core/history.js';
 import { NO_HISTORY } from './core/history.js';
 import type { Job } from './core/job-schema.js';
@@ -36,7 +36,8 @@ const TICK_DELAY_MARGIN_MS = 3_500;
  * such a slot with less notice than its startLead and it starts late.
  */
 export function defaultLookaheadMs(jobs: readonly Pick<Job, 'startLead'>[]): number {
-  return PLANNER_SCHEDULE.tickMs + Math.max(0, ...jobs.map((job) => job.startLead)) + TICK_DELAY_MARGIN_MS;
+  const longestStartLead = jobs.reduce((longest, job) => Math.max(longest, job.startLead), 0);
+  return PLANNER_SCHEDULE.tickMs + longestStartLead + TICK_DELAY_MARGIN_MS;
 }
 
 export interface PlannerOptions {
@@ -223,7 +224,7 @@ class OrderedDispatch {
     while (this.cursor < this.settled.length && this.settled[this.cursor] !== undefined) {
       const next = this.settled[this.cursor++];
       if (next) this.buffer.push(next);
-      if (this.buffer.length === SEND_BATCH) this.flush();
+      if (this.buffer.length === SEND_BATCH_SIZE) this.flush();
     }
     while (this.inFlight.size >= Math.max(1, this.concurrency)) await Promise.race(this.inFlight);
   }
@@ -252,6 +253,3 @@ class OrderedDispatch {
     this.inFlight.add(tracked);
   }
 }
-
-/** Messages per SendMessageBatch (the SQS maximum). */
-const SEND_BATCH = 10;

@@ -62,12 +62,12 @@ export const RUN_QUEUES = {
   maxDelaySeconds: 900,
 } as const;
 
-/** Environment variables the Lambda entry points read (set by the CDK stack and the local runtime). */
 /** The planner's EventBridge rule fires every `tickMs` (one rule per partition). */
 export const PLANNER_SCHEDULE = {
   tickMs: 60_000,
 } as const;
 
+/** Environment variables the Lambda entry points read (set by the CDK stack and the local runtime). */
 export const ENV = {
   ledgerTable: 'LEDGER_TABLE_NAME',
   paymentsTable: 'PAYMENTS_TABLE_NAME',

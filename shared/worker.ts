@@ -182,9 +182,10 @@ export async function processRecord(deps: WorkerDeps, record: QueueRecord): Prom
 /**
  * Claims the run; when a lease that is about to end refuses the claim, waits it out once.
  * A dead holder's message reappears after its lease's end and within a second before the lease
- * plus the clock allowance has passed (takeoverVisibilitySeconds). Hiding the message again would add up to a whole second to every takeover; waiting
- * out the fraction here costs at most that much Lambda time, once per takeover. A live holder
- * heartbeats meanwhile, so the second claim is refused like the first and the message is hidden.
+ * plus the clock allowance has passed (takeoverVisibilitySeconds). Hiding the message again would
+ * add up to a whole second to every takeover; waiting out the fraction here costs at most that
+ * much Lambda time, once per takeover. A live holder heartbeats meanwhile, so the second claim is
+ * refused like the first and the message is hidden.
  */
 async function claimRun(deps: WorkerDeps, id: RunId, job: Job, skew: number, exclusive: boolean): Promise<ClaimResult> {
   const claim = await deps.ledger.claim(id, deps.owner, deps.clock(), job.lease, skew, exclusive);

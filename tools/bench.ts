@@ -2,7 +2,7 @@
  * `npm run bench` (issue 7): the scheduler's performance figures in one run on the embedded local
  * stack. Prints a human table; with `--json` the last line is one JSON object with every figure.
  *
- *   npm run bench                 full mode (every phase on fresh stacks; about 13 minutes on 2 CPUs)
+ *   npm run bench                 full mode (every phase on fresh stacks; about 9 minutes on 2 CPUs)
  *   npm run bench -- --smoke      tiny sizes (< 60 s); `npm test` runs it in-process
  *   npm run bench -- --json       also print the figures as one JSON line (last line)
  *   npm run bench -- --phases end-to-end,takeover  only these phases (the others report n/a)

@@ -241,8 +241,8 @@ export class Ledger {
 
   // ---------------------------------------------------------------- runs
 
-  /** Conditional put: at most one run item per (job, slot, shard), whoever calls and however often. */
   /**
+   * Conditional put: at most one run item per (job, slot, shard), whoever calls and however often.
    * `creator` identifies the caller's attempt (a planner tick): when the SDK retries a put whose
    * response was lost after it committed, the retry fails its condition on our own item, and the
    * creator tells us the run is ours to dispatch, not another planner's.

@@ -26,7 +26,8 @@ export class SendRunsError extends Error {
   }
 }
 
-const BATCH_SIZE = 10;
+/** Messages per SendMessageBatch (the SQS maximum). */
+export const SEND_BATCH_SIZE = 10;
 
 export class RunQueue {
   constructor(
@@ -37,8 +38,8 @@ export class RunQueue {
   /** Sends in batches of 10, in order; entries SQS refused for its own reasons are retried once. */
   async send(runs: readonly OutgoingRun[]): Promise<void> {
     const failed: { runKey: string; code: string; message: string }[] = [];
-    for (let start = 0; start < runs.length; start += BATCH_SIZE) {
-      let pending = runs.slice(start, start + BATCH_SIZE);
+    for (let start = 0; start < runs.length; start += SEND_BATCH_SIZE) {
+      let pending = runs.slice(start, start + SEND_BATCH_SIZE);
       for (let attempt = 1; pending.length > 0; attempt++) {
         const batch = pending;
         const { Failed = [] } = await this.sqs.send(

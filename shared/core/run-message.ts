@@ -6,7 +6,6 @@ import type { Job } from './job-schema-core.js';
 import { MAX_FENCEABLE_SLOT } from './fence.js';
 import { RUN_MESSAGE_VERSION, runKeyOf, type Run, type RunMessage } from './vocabulary.js';
 
-
 export type ParsedRunMessage =
   | { readonly ok: true; readonly message: RunMessage; readonly job: Job }
   | { readonly ok: false; readonly code: 'MALFORMED' | 'UNSUPPORTED_VERSION' | 'UNKNOWN_JOB' | 'INCONSISTENT'; readonly reason: string };

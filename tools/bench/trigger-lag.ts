@@ -7,7 +7,6 @@
  * (planned by the very first tick, as after a deployment) are left out.
  */
 import { parseJobs } from '../../shared/core/job-schema.js';
-import type { PlannerOptions } from '../../shared/planner.js';
 import { LocalRuntime, percentile } from '../local-runtime.js';
 import type { LocalEndpoints } from '../local-stack.js';
 import { noopHandlers } from './end-to-end.js';
@@ -22,8 +21,6 @@ export interface TriggerLagOptions {
   readonly workers: number;
   /** Slots earlier than start + this are not sampled. @default 5 s */
   readonly warmupMs?: number;
-  /** Planner options (lookahead); @default the planner's own defaults, as deployed. */
-  readonly planner?: PlannerOptions;
 }
 
 export interface TriggerLagResult {
@@ -57,7 +54,7 @@ export async function measureTriggerLag(options: TriggerLagOptions): Promise<Tri
     Array.from({ length: options.jobs }, (_, i) => ({ name: `bench-lag-${i}`, schedule: `${i % 10}/10 * * * * *`, handler: 'bench-noop' })),
     { handlers: Object.keys(noopHandlers) },
   );
-  const runtime = new LocalRuntime({ endpoints, jobs, handlers: noopHandlers, workers: options.workers, planner: options.planner });
+  const runtime = new LocalRuntime({ endpoints, jobs, handlers: noopHandlers, workers: options.workers });
   const sqs = new SqsMeter().attach(runtime.clients.sqs);
   const startedAt = Date.now();
   const sampleFrom = startedAt + (options.warmupMs ?? 5_000);
