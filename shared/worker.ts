@@ -8,7 +8,7 @@ import type { Ledger } from './adapters/ledger.js';
 import type { RunQueue } from './adapters/run-queue.js';
 import { DynamoFencedStore } from './adapters/fenced-store.js';
 import { DynamoItemReader } from './adapters/item-reader.js';
-import { sleep } from './core/concurrency.js';
+import { REAL_TIMERS, sleep, type Timers } from './core/concurrency.js';
 import { NO_HISTORY, type HistorySink } from './core/history.js';
 import type { Job } from './core/job-schema-core.js';
 import { DEFAULT_CLOCK_SKEW_MS, takeoverVisibilitySeconds, VISIBILITY_STEP_MS, type ClaimResult } from './core/lease.js';
@@ -66,6 +66,8 @@ export interface WorkerDeps {
   readonly history?: HistorySink;
   /** Time left in this invocation (Lambda's getRemainingTimeInMillis); absent = unbounded. */
   readonly remainingTimeMs?: () => number;
+  /** Heartbeats, timeouts and waits. Must tell the same time as `clock`. @default the runtime's timers */
+  readonly timers?: Timers;
   readonly options?: WorkerOptions;
 }
 
@@ -194,7 +196,7 @@ async function claimRun(deps: WorkerDeps, id: RunId, job: Job, skew: number, exc
   const leaseEndsSoon = (claim.run.leaseUntil ?? Number.POSITIVE_INFINITY) - now <= VISIBILITY_STEP_MS;
   if (!leaseEndsSoon || claim.retryAt - now > VISIBILITY_STEP_MS) return claim;
   // +1: a lease counts as expired once leaseUntil is strictly before now − allowance.
-  await sleep(Math.max(0, claim.retryAt - now) + 1);
+  await sleep(Math.max(0, claim.retryAt - now) + 1, undefined, deps.timers);
   return deps.ledger.claim(id, deps.owner, deps.clock(), job.lease, skew, exclusive);
 }
 
@@ -313,7 +315,7 @@ async function execute(
   try {
     // Runs are enqueued up to `startLead` early; wait out the remainder so the handler starts on its slot.
     const early = run.slot - deps.clock();
-    if (early > 0) await sleep(Math.min(early, job.startLead + 1_000), controller.signal);
+    if (early > 0) await sleep(Math.min(early, job.startLead + 1_000), controller.signal, deps.timers);
     end = await attempt(deps, job, run, claimedFrom, controller, logger);
   } catch (error) {
     end = controller.signal.aborted && controller.signal.reason === YIELD ? { kind: 'yielded' } : classify(error);
@@ -396,9 +398,10 @@ async function attempt(
   const started = deps.clock();
   deps.metrics.observe(MetricName.TriggerLag, started - run.slot, 'Milliseconds');
   history.record({ type: 'handler-started', at: started, runKey: run.runKey, owner: deps.owner, token: run.fencingToken, slot: run.slot });
-  let timer: NodeJS.Timeout | undefined;
+  const timers = deps.timers ?? REAL_TIMERS;
+  let timer: unknown;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
+    timer = timers.setTimeout(() => {
       reject(new ResultUnknownError(`attempt exceeded timeout ${job.timeout} ms`, { code: 'TIMEOUT' }));
       // Then tell the handler to stop: its effects from here on would race the next attempt.
       controller.abort(TIMEOUT);
@@ -417,7 +420,7 @@ async function attempt(
     deps.metrics.observe(MetricName.RunDuration, deps.clock() - started, 'Milliseconds');
     return { kind: 'succeeded', evidence: result?.evidence };
   } finally {
-    clearTimeout(timer);
+    timers.clearTimeout(timer);
   }
 }
 
@@ -436,6 +439,7 @@ function startHeartbeat(
   logger: RunLogger,
 ): () => void {
   const history = deps.history ?? NO_HISTORY;
+  const timers = deps.timers ?? REAL_TIMERS;
   const margin = deps.options?.yieldMarginMs ?? 10_000;
   let inFlight = false;
   // The message comes back after the lease's end and at most a second before a successor may
@@ -476,14 +480,14 @@ function startHeartbeat(
       inFlight = false;
     }
   };
-  const interval = setInterval(() => void beat(), job.heartbeatEvery);
+  const interval = timers.setInterval(() => void beat(), job.heartbeatEvery);
   // The queue's own visibility timeout is long (6 × the Lambda timeout); a run that lasts past a
   // second shortens it to the lease early, so a crash before the first heartbeat is taken over
   // after the lease, not minutes later. Runs shorter than that make no SQS call at all.
-  const early = setTimeout(() => void matchVisibilityToLease(), Math.min(1_000, job.heartbeatEvery));
+  const early = timers.setTimeout(() => void matchVisibilityToLease(), Math.min(1_000, job.heartbeatEvery));
   // Checked more often than heartbeats: the lease runs out even if heartbeats hang (stop before a
   // successor can take over), and the invocation's time runs out whatever the heartbeat period.
-  const watchdog = setInterval(() => {
+  const watchdog = timers.setInterval(() => {
     if (controller.signal.aborted) return;
     if (deps.remainingTimeMs && deps.remainingTimeMs() < margin) {
       logger.info('yielding: the invocation is about to time out');
@@ -494,9 +498,9 @@ function startHeartbeat(
     }
   }, Math.max(50, Math.min(1_000, job.heartbeatEvery / 2)));
   return () => {
-    clearTimeout(early);
-    clearInterval(interval);
-    clearInterval(watchdog);
+    timers.clearTimeout(early);
+    timers.clearInterval(interval);
+    timers.clearInterval(watchdog);
   };
 }
 

@@ -12,16 +12,39 @@ export async function mapBounded<T, R>(items: readonly T[], limit: number, fn: (
   return results;
 }
 
+/** An opaque handle returned by a Timers port. */
+export type TimerHandle = unknown;
+
+/**
+ * The timer port of the worker (and anything else that waits). Production uses the runtime's own
+ * timers; a test harness can substitute a virtual timer wheel that fires when its clock is moved,
+ * so leases, heartbeats, backoffs and timeouts play out in virtual time against the real stores.
+ * Whoever injects timers must inject the matching `clock`: both must tell the same time.
+ */
+export interface Timers {
+  setTimeout(fn: () => void, ms: number): TimerHandle;
+  clearTimeout(handle: TimerHandle): void;
+  setInterval(fn: () => void, ms: number): TimerHandle;
+  clearInterval(handle: TimerHandle): void;
+}
+
+export const REAL_TIMERS: Timers = {
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (handle) => clearTimeout(handle as NodeJS.Timeout),
+  setInterval: (fn, ms) => setInterval(fn, ms),
+  clearInterval: (handle) => clearInterval(handle as NodeJS.Timeout),
+};
+
 /** Resolves after `ms`, or rejects early when `signal` aborts. */
-export function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+export function sleep(ms: number, signal?: AbortSignal, timers: Timers = REAL_TIMERS): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
+    const timer = timers.setTimeout(() => {
       signal?.removeEventListener('abort', onAbort);
       resolve();
     }, Math.max(0, ms));
     const onAbort = () => {
-      clearTimeout(timer);
+      timers.clearTimeout(timer);
       reject(signal?.reason);
     };
     signal?.addEventListener('abort', onAbort, { once: true });
