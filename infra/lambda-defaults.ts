@@ -46,6 +46,8 @@ export function runResourcesEnvironment(ledger: LedgerTable, runQueues: RunQueue
     [ENV.runQueueUrl]: runQueues.runQueue.queueUrl,
     [ENV.deadLetterQueueUrl]: runQueues.deadLetterQueue.queueUrl,
     [ENV.runRetentionDays]: String(ledger.runRetentionDays),
+    // Cold starts validate every job's attempt against the worker's time limit, as synth did.
+    [ENV.workerTimeoutSeconds]: String(runQueues.workerTimeout.toSeconds()),
   };
 }
 

@@ -108,11 +108,11 @@ export class InvalidJobConfigError extends Error {
  * Validates the jobs for this deployment: the schema (via loadJobs) and the constraints that
  * depend on infrastructure, e.g. the DLQ must only see messages the retry budget gave up on.
  */
-export function validateJobsForDeployment(definitions: readonly unknown[] | undefined, maxReceiveCount: number): readonly Job[] {
+export function validateJobsForDeployment(definitions: readonly unknown[] | undefined, maxReceiveCount: number, workerTimeout?: Duration): readonly Job[] {
   const source = definitions === undefined ? 'shared/jobs.ts' : 'jobs prop';
   let jobs: readonly Job[];
   try {
-    jobs = loadJobs(definitions);
+    jobs = loadJobs(definitions, { workerTimeoutMs: workerTimeout?.toMilliseconds() ?? RUN_QUEUES.workerTimeoutSeconds * 1000 });
   } catch (error) {
     if (error instanceof JobConfigError) {
       throw new InvalidJobConfigError(`invalid job configuration (${source}):\n${error.message}`, { cause: error });
@@ -141,9 +141,9 @@ export class SchedulerStack extends Stack {
 
   constructor(scope: Construct, id: string, props: SchedulerStackProps = {}) {
     super(scope, id, props);
-    this.jobs = validateJobsForDeployment(props.jobs, RUN_QUEUES.maxReceiveCount);
-    const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
     const workerTimeout = props.workerTimeout ?? Duration.seconds(RUN_QUEUES.workerTimeoutSeconds);
+    this.jobs = validateJobsForDeployment(props.jobs, RUN_QUEUES.maxReceiveCount, workerTimeout);
+    const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
 
     this.ledger = new LedgerTable(this, 'Ledger', {
       runRetentionDays: props.runRetentionDays,

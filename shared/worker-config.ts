@@ -6,9 +6,14 @@
 import { createJobParser, WORKER_SCHEDULE_CHECKS, type Job } from './core/job-schema-core.js';
 import { handlers } from './handlers/index.js';
 import { jobDefinitions } from './jobs.js';
+import { ENV } from './resources.js';
 
-export function loadWorkerJobs(definitions: readonly unknown[] = jobDefinitions): readonly Job[] {
-  return createJobParser(WORKER_SCHEDULE_CHECKS)(definitions, { handlers: Object.keys(handlers) });
+export function loadWorkerJobs(definitions: readonly unknown[] = jobDefinitions, env: NodeJS.ProcessEnv = process.env): readonly Job[] {
+  const seconds = Number(env[ENV.workerTimeoutSeconds] ?? '');
+  return createJobParser(WORKER_SCHEDULE_CHECKS)(definitions, {
+    handlers: Object.keys(handlers),
+    workerTimeoutMs: Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : undefined,
+  });
 }
 
 export function jobsByName(jobs: readonly Job[]): ReadonlyMap<string, Job> {

@@ -93,8 +93,9 @@ export class LedgerTable extends Construct {
       indexName: LEDGER_TABLE.openRunsIndex.name,
       partitionKey: { name: LEDGER_TABLE.openRunsIndex.partitionKey, type: dynamodb.AttributeType.STRING },
       sortKey: { name: LEDGER_TABLE.openRunsIndex.sortKey, type: dynamodb.AttributeType.STRING },
-      // The sweeper and `ops status` rebuild whole runs from index items.
-      projectionType: dynamodb.ProjectionType.ALL,
+      // Keys only: the sweeper reads candidates here and decides from a consistent read of the
+      // run, so claims and heartbeats of a watched run write no index.
+      projectionType: dynamodb.ProjectionType.KEYS_ONLY,
     });
     this.openRunsIndexArn = `${this.table.tableArn}/index/${LEDGER_TABLE.openRunsIndex.name}`;
   }

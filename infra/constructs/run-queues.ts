@@ -82,6 +82,8 @@ export class RunQueues extends Construct {
   readonly deadLetterQueue: sqs.Queue;
   readonly maxReceiveCount: number;
   readonly visibilityTimeout: Duration;
+  /** The worker timeout the queue was sized for. */
+  readonly workerTimeout: Duration;
 
   constructor(scope: Construct, id: string, props: RunQueuesProps = {}) {
     super(scope, id);
@@ -95,6 +97,7 @@ export class RunQueues extends Construct {
     validateProps(`RunQueues "${id}"`, resolved, RULES);
     this.maxReceiveCount = resolved.maxReceiveCount;
     this.visibilityTimeout = resolved.visibilityTimeout;
+    this.workerTimeout = resolved.workerTimeout;
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.DESTROY;
 
     this.deadLetterQueue = new sqs.Queue(this, 'DeadLetterQueue', {

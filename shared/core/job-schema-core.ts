@@ -18,6 +18,20 @@ z.config(en());
 
 const JOB_NAME = /^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$/;
 
+/** The default per-attempt timeout: fits the default worker Lambda timeout with its margins. */
+export const DEFAULT_TIMEOUT_MS = 45_000;
+/** The worker Lambda's timeout unless the deployment says otherwise (RUN_QUEUES.workerTimeoutSeconds). */
+export const DEFAULT_WORKER_TIMEOUT_MS = 60_000;
+/** The worker yields an attempt this long before its invocation times out (WorkerOptions.yieldMarginMs). */
+export const WORKER_YIELD_MARGIN_MS = 10_000;
+/** The start wait (startLead) may run this much past startLead (SQS delays are whole seconds). */
+const START_WAIT_SLACK_MS = 1_000;
+
+/** The longest `timeout` a job that does not checkpoint can have under a worker timeout. */
+export function maxAttemptTimeoutMs(workerTimeoutMs: number, startLeadMs: number): number {
+  return workerTimeoutMs - WORKER_YIELD_MARGIN_MS - startLeadMs - START_WAIT_SLACK_MS;
+}
+
 const duration = (field: string) =>
   z.pipe(
     z.union([z.number(), z.string()]),
@@ -91,8 +105,18 @@ function jobShapeWith(checks: ScheduleChecks) {
   lease: z._default(duration('lease'), 30_000),
   /** @default lease / 3 */
   heartbeatEvery: z.optional(duration('heartbeatEvery')),
-  /** Per-attempt timeout. @default 5 min */
-  timeout: z._default(duration('timeout'), 300_000),
+  /**
+   * Per-attempt timeout; with the start wait it must fit in one worker invocation (Lambda
+   * timeout − yield margin), unless the job `checkpoints`. @default 45 s
+   */
+  timeout: z._default(duration('timeout'), DEFAULT_TIMEOUT_MS),
+  /**
+   * The handler saves progress with `ctx.checkpoint` and resumes from `ctx.resumeFrom`: an attempt
+   * that reaches the invocation's time limit yields and goes on in the next invocation (a yield
+   * without a new checkpoint spends the attempt), so `timeout` may exceed one invocation and counts
+   * across them. @default false
+   */
+  checkpoints: z._default(z.boolean(), false),
   /** @default { maxAttempts: 3, backoff: { base: '1s', max: '5m', jitter: 'full' } } */
   retry: z._default(
     z.strictObject({
@@ -184,6 +208,8 @@ export const WORKER_SCHEDULE_CHECKS: ScheduleChecks = {
 export interface ParseJobsOptions {
   /** Names of the registered handlers; a job naming another one is rejected. */
   readonly handlers: readonly string[];
+  /** The worker Lambda's timeout the jobs must fit in. @default DEFAULT_WORKER_TIMEOUT_MS (60 s) */
+  readonly workerTimeoutMs?: number;
 }
 
 /**
@@ -241,6 +267,18 @@ function parseWith(jobShape: ReturnType<typeof jobShapeWith>, inputs: readonly u
       });
     } else if (heartbeatEvery < 1) {
       issues.push({ job: job.name, field: 'heartbeatEvery', value: heartbeatEvery, message: 'must be at least 1 ms' });
+    }
+    // An attempt that cannot finish within one invocation would yield before its timeout every
+    // time, and a yield without checkpoint progress spends the attempt: say so at synth instead.
+    const workerTimeoutMs = options.workerTimeoutMs ?? DEFAULT_WORKER_TIMEOUT_MS;
+    const fits = maxAttemptTimeoutMs(workerTimeoutMs, job.startLead);
+    if (!job.checkpoints && job.timeout > fits) {
+      issues.push({
+        job: job.name,
+        field: 'timeout',
+        value: valueAt(input, ['timeout']) ?? job.timeout,
+        message: `an attempt must fit in one worker invocation: at most ${fits} ms with the worker timeout of ${workerTimeoutMs} ms (minus ${WORKER_YIELD_MARGIN_MS} ms yield margin and the start wait); shorten it, raise the worker timeout, or set checkpoints: true if the handler checkpoints and resumes`,
+      });
     }
     jobs.push({ ...job, heartbeatEvery });
   });

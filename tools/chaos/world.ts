@@ -167,9 +167,9 @@ export class World {
     );
   }
 
-  /** Forgets the planner watermark (a fresh partition starts at `now`). */
+  /** Forgets the planner's layout and watermarks (a fresh partition starts at `now`). */
   async resetWatermark(): Promise<void> {
-    await this.box.clients.doc.send(new DeleteCommand({ TableName: this.endpoints.ledgerTable, Key: { pk: LedgerKeys.partitionPk(0, 1), sk: LedgerKeys.watermarkSk } }));
+    await this.box.clients.doc.send(new DeleteCommand({ TableName: this.endpoints.ledgerTable, Key: { pk: LedgerKeys.plannerPk, sk: LedgerKeys.plannerStateSk } }));
   }
 
   /**
