@@ -4,7 +4,7 @@
  * the plan. A job with no slot in the window costs nothing but one `nextSlotAfter` call.
  */
 import type { Job } from './job-schema.js';
-import { nextSlotAfter, slotsBetween, type SlotSpec } from './slots.js';
+import { nextSlotAfter, slotSpecOf, slotsBetween, type SlotSpec } from './slots.js';
 import { RunStatus } from './vocabulary.js';
 
 export interface PlannedRun {
@@ -48,9 +48,7 @@ export interface PlanInput {
   readonly lookaheadMs: number;
 }
 
-export function slotSpecOf(job: Job): SlotSpec {
-  return { schedule: job.schedule, timezone: job.timezone, dst: job.dst };
-}
+export { slotSpecOf } from './slots.js';
 
 /** How far back `latest` looks for the newest misfired slot before giving up (bounded work). */
 const LATEST_SEARCH_WINDOWS_MS = [3_600_000, 86_400_000, 31 * 86_400_000, 366 * 86_400_000];
