@@ -1,7 +1,7 @@
-/** The validated job config: definitions from jobs.ts checked against the handler registry. */
+/** The validated job config: definitions from jobs.ts checked against the handler registry and the calendars. */
 import { parseJobs, type Job } from './core/job-schema.js';
 import { handlers } from './handlers/index.js';
-import { jobDefinitions } from './jobs.js';
+import { calendars, jobDefinitions } from './jobs.js';
 import { ENV } from './resources.js';
 
 let cached: readonly Job[] | undefined;
@@ -23,7 +23,7 @@ export function workerTimeoutFromEnv(env: NodeJS.ProcessEnv = process.env): numb
 export function loadJobs(definitions: readonly unknown[] = jobDefinitions, options: LoadJobsOptions = {}): readonly Job[] {
   const defaultInput = definitions === jobDefinitions && options.workerTimeoutMs === undefined;
   if (defaultInput && cached) return cached;
-  const jobs = parseJobs(definitions, { handlers: Object.keys(handlers), workerTimeoutMs: options.workerTimeoutMs ?? workerTimeoutFromEnv() });
+  const jobs = parseJobs(definitions, { handlers: Object.keys(handlers), calendars, workerTimeoutMs: options.workerTimeoutMs ?? workerTimeoutFromEnv() });
   if (defaultInput) cached = jobs;
   return jobs;
 }

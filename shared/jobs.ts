@@ -1,9 +1,15 @@
 /**
- * The jobs. Teams add a job here: a name, a cron schedule, a registered handler and any policy
+ * The jobs. Teams add a job here: a name, a schedule, a registered handler and any policy
  * that differs from the defaults (see README "Adding a job"). Validated at synth, at cold start
  * and by the tests; an invalid job names itself and the field at fault.
  */
-import type { JobInput } from './core/job-schema.js';
+import type { Calendars, JobInput } from './core/job-schema.js';
+
+/**
+ * Named lists of local dates (`2026-12-25`) that jobs skip with `exclude: [{ calendar: name }]`;
+ * each date is read in the excluding job's own time zone. See README "Exclusions".
+ */
+export const calendars: Calendars = {};
 
 export const jobDefinitions: readonly JobInput[] = [
   {

@@ -13,6 +13,7 @@ import { parseArgs } from 'node:util';
 import { loadJobs } from '../shared/config.js';
 import { handlers } from '../shared/handlers/index.js';
 import { slotIso } from '../shared/core/vocabulary.js';
+import { describeSchedule } from '../shared/core/schedule-spec.js';
 import { JavaMissingError, LOCAL_ENDPOINTS_FILE, startLocalStack, type LocalStack } from './local-stack.js';
 import { LocalRuntime, percentile, seedPayments } from './local-runtime.js';
 
@@ -62,7 +63,7 @@ async function main(): Promise<number> {
   mkdirSync('.local-data', { recursive: true });
   writeFileSync(LOCAL_ENDPOINTS_FILE, JSON.stringify({ ...endpoints, partitions }, null, 2));
   console.log(`local stack up: DynamoDB Local ${stack.dynamoEndpoint}, SQS ${stack.sqsEndpoint} (ops: npm run ops -- status --local)`);
-  console.log(`jobs: ${jobs.map((j) => `${j.name} [${j.schedule}${j.timezone === 'UTC' ? '' : ` ${j.timezone}`}]`).join(', ')}`);
+  console.log(`jobs: ${jobs.map((j) => `${j.name} [${describeSchedule(j)}${j.timezone === 'UTC' ? '' : ` ${j.timezone}`}]`).join(', ')}`);
 
   const started = Date.now();
   const runtime = new LocalRuntime({

@@ -5,7 +5,7 @@
  * but one `nextSlotAfter` call.
  */
 import type { Job } from './job-schema.js';
-import { nextSlotAfter, slotsBetween, type SlotSpec } from './slots.js';
+import { nextSlotAfter, slotSpecOf, slotsBetween, type SlotSpec } from './slots.js';
 import { RunStatus } from './vocabulary.js';
 
 export interface PlannedRun {
@@ -60,8 +60,7 @@ export interface PlanInput {
   readonly catchUpBudget?: number;
 }
 
-export { slotSpecOf } from './schedule-spec.js';
-import { slotSpecOf } from './schedule-spec.js';
+export { slotSpecOf } from './slots.js';
 
 /** How far back `latest` looks for the newest misfired slot before giving up (bounded work). */
 const LATEST_SEARCH_WINDOWS_MS = [3_600_000, 86_400_000, 31 * 86_400_000, 366 * 86_400_000];

@@ -4,7 +4,7 @@
  * `UsageError` (exit 2: bad arguments or input, one line naming the field) and `OpsFailure`
  * (exit 1: the operation was refused or failed).
  */
-import type { Job } from '../../shared/core/job-schema.js';
+import type { Calendars, Job } from '../../shared/core/job-schema.js';
 
 export interface OpsIo {
   stdout(line: string): void;
@@ -15,6 +15,8 @@ export interface OpsIo {
   readonly sleep?: (ms: number) => Promise<void>;
   /** The configured jobs. @default loadJobs() from shared/config.ts */
   readonly jobs?: readonly Job[];
+  /** The calendars `preview --definition` may exclude. @default calendars from shared/jobs.ts */
+  readonly calendars?: Calendars;
   /** @default process.env */
   readonly env?: NodeJS.ProcessEnv;
   /** Where `--local` looks for .local-data/endpoints.json. @default process.cwd() */
