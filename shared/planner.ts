@@ -104,7 +104,7 @@ export { messageFor };
 /** The layout this tick works under, switching to `of` partitions if the stored one differs. */
 async function layoutFor(deps: PlannerDeps, stored: PlannerLayout | undefined, of: number, now: number): Promise<PlannerLayout | undefined> {
   if (stored && stored.of === of) return stored;
-  const next = relayout(stored, of);
+  const next = relayout(stored, of, now);
   if (await deps.ledger.planning.writeLayout(stored, next, now)) {
     deps.logger.info('planner layout changed', { from: stored?.of, to: of, gen: next.gen });
     return next;

@@ -72,7 +72,7 @@ export interface SweepReport {
 export const SWEEP_DEFAULTS = { graceMs: 120_000, windowMaxMs: 600_000, queryBudget: 1_000, watchBudget: 1_000, maxRedispatches: 10 } as const;
 
 export async function sweep(deps: SweepDeps, input: SweepInput, options: SweepOptions = {}): Promise<SweepReport> {
-  const o = { ...SWEEP_DEFAULTS, ...options };
+  const o = { ...SWEEP_DEFAULTS, ...definedOnly(options) };
   const now = deps.clock();
   const overdue = now - o.graceMs;
   const open: Run[] = [];
@@ -97,24 +97,19 @@ export async function sweep(deps: SweepDeps, input: SweepInput, options: SweepOp
   }
   const sweptUntil = Math.max(from, until);
 
-  // ---- 2. watch sweep
+  // ---- 2. watch sweep: every owned bucket, concurrently, sharing the budget; each resumes after
+  // where the last sweep of it stopped.
   const owned = ownedOpenBuckets(input.partition, input.of);
-  let bucketIndex = Math.max(0, owned.indexOf(input.cursor.watchBucket ?? owned[0] ?? 0));
-  let after: { openSk: string; pk: string; sk: string } | undefined = decodeAfter(input.cursor.watchAfter);
-  const watchedIds: RunId[] = [];
-  for (let visitedBuckets = 0; owned.length > 0 && visitedBuckets < owned.length && watchedIds.length < o.watchBudget; ) {
-    const bucket = owned[bucketIndex]!;
-    const { entries, more } = await deps.ledger.watchedPage(bucket, overdue, after, o.watchBudget - watchedIds.length);
-    watchedIds.push(...entries.map(idOfKey));
-    if (more && entries.length > 0) {
-      after = entries[entries.length - 1];
-      if (watchedIds.length >= o.watchBudget) break;
-    } else {
-      after = undefined;
-      bucketIndex = (bucketIndex + 1) % owned.length;
-      visitedBuckets++;
-    }
-  }
+  const resumeAt = decodeCursor(input.cursor.watchAfter);
+  const share = Math.max(1, Math.floor(o.watchBudget / Math.max(1, owned.length)));
+  const pages = await mapBounded(owned, 16, async (bucket) => {
+    const after = resumeAt.get(bucket);
+    const page = await deps.ledger.watchedPage(bucket, overdue, after, share);
+    // A bucket read to its end starts over next time.
+    return { bucket, entries: page.entries, next: page.more && page.entries.length > 0 ? page.entries[page.entries.length - 1] : undefined };
+  });
+  const watchedIds: RunId[] = pages.flatMap((p) => p.entries.map(idOfKey));
+  const nextResume = new Map(pages.filter((p) => p.next !== undefined).map((p) => [p.bucket, p.next!]));
   const watched = await deps.ledger.getRuns(watchedIds);
 
   // ---- decide
@@ -163,11 +158,7 @@ export async function sweep(deps: SweepDeps, input: SweepInput, options: SweepOp
     deps.logger.warn('re-dispatched a run whose message was lost', { runKey: out.message.runKey });
   }
 
-  const nextCursor = {
-    sweptUntil,
-    watchBucket: owned[bucketIndex] ?? 0,
-    watchAfter: encodeAfter(after),
-  };
+  const nextCursor = { sweptUntil, watchAfter: encodeCursor(nextResume) };
   await deps.ledger.planning.saveSweep(input.gen, input.partition, nextCursor);
 
   deps.metrics.observe(MetricName.OldestOpenRunAge, oldest === undefined ? 0 : now - oldest, 'Milliseconds');
@@ -212,16 +203,32 @@ async function dispatchable(deps: SweepDeps, lost: readonly Run[], configured: R
   return out;
 }
 
-function encodeAfter(after: { openSk: string; pk: string; sk: string } | undefined): string | undefined {
-  return after ? JSON.stringify([after.openSk, after.pk, after.sk]) : undefined;
+type IndexKey = { openSk: string; pk: string; sk: string };
+
+/** Where each bucket's sweep resumes, as stored on the partition cursor (only unfinished buckets). */
+function encodeCursor(resume: ReadonlyMap<number, IndexKey>): string | undefined {
+  if (resume.size === 0) return undefined;
+  return JSON.stringify([...resume].map(([bucket, k]) => [bucket, k.openSk, k.pk, k.sk]));
 }
 
-function decodeAfter(raw: string | undefined): { openSk: string; pk: string; sk: string } | undefined {
-  if (!raw) return undefined;
+function decodeCursor(raw: string | undefined): Map<number, IndexKey> {
+  const out = new Map<number, IndexKey>();
+  if (!raw) return out;
   try {
-    const [openSk, pk, sk] = JSON.parse(raw) as [string, string, string];
-    return typeof openSk === 'string' && typeof pk === 'string' && typeof sk === 'string' ? { openSk, pk, sk } : undefined;
+    const parsed = JSON.parse(raw) as unknown;
+    if (!Array.isArray(parsed)) return out;
+    for (const entry of parsed) {
+      if (!Array.isArray(entry) || entry.length !== 4) continue;
+      const [bucket, openSk, pk, sk] = entry as unknown[];
+      if (typeof bucket === 'number' && typeof openSk === 'string' && typeof pk === 'string' && typeof sk === 'string') out.set(bucket, { openSk, pk, sk });
+    }
   } catch {
-    return undefined;
+    // A cursor that does not parse only means every bucket is swept from its start.
   }
+  return out;
+}
+
+/** The options actually given: an explicit `undefined` must not hide a default. */
+function definedOnly<T extends object>(options: T): Partial<T> {
+  return Object.fromEntries(Object.entries(options).filter(([, v]) => v !== undefined)) as Partial<T>;
 }

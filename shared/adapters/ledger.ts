@@ -330,12 +330,13 @@ export class Ledger {
    */
   complete(run: Run, outcome: Outcome, now: number, facts: AttemptFacts = {}, writeId: string = newWriteId()): Promise<LeaseCheck> {
     const names: Record<string, string> = {};
-    const values: Record<string, unknown> = { ':outcome': outcome.status, ':now': now };
+    const values: Record<string, unknown> = { ':outcome': outcome.status };
     const sets = ['#status = :outcome'];
     const removes = ['leaseUntil'];
     const ends = outcome.status === RunStatus.SUCCEEDED || outcome.status === RunStatus.DEAD || outcome.status === RunStatus.SUPERSEDED;
     if (ends) {
       sets.push('finishedAt = :now', 'expiresAt = :expiresAt');
+      values[':now'] = now;
       values[':expiresAt'] = this.expiresAt(now);
       // A finished run needs no watching: leaving the index is a write only if it was in it.
       removes.push('openPk', 'openSk', 'nextAttemptAt');

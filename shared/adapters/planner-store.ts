@@ -152,7 +152,7 @@ export class PlannerStore {
   }
 
   /** Records how far partition `partition` has swept (forward only, within generation `gen`). */
-  async saveSweep(gen: number, partition: number, cursor: Required<Pick<PartitionCursor, 'sweptUntil' | 'watchBucket'>> & Pick<PartitionCursor, 'watchAfter'>): Promise<boolean> {
+  async saveSweep(gen: number, partition: number, cursor: Required<Pick<PartitionCursor, 'sweptUntil'>> & Pick<PartitionCursor, 'watchAfter'>): Promise<boolean> {
     const sameLayout = 'gen = :gen';
     const onlyForward = '(attribute_not_exists(#partitions.#p.sweptUntil) OR #partitions.#p.sweptUntil <= :swept)';
     try {
@@ -162,14 +162,13 @@ export class PlannerStore {
           Key: this.stateKey,
           UpdateExpression:
             cursor.watchAfter === undefined
-              ? 'SET #partitions.#p.sweptUntil = :swept, #partitions.#p.watchBucket = :bucket REMOVE #partitions.#p.watchAfter'
-              : 'SET #partitions.#p.sweptUntil = :swept, #partitions.#p.watchBucket = :bucket, #partitions.#p.watchAfter = :after',
+              ? 'SET #partitions.#p.sweptUntil = :swept REMOVE #partitions.#p.watchAfter'
+              : 'SET #partitions.#p.sweptUntil = :swept, #partitions.#p.watchAfter = :after',
           ConditionExpression: `${sameLayout} AND ${onlyForward}`,
           ExpressionAttributeNames: { '#partitions': 'partitions', '#p': String(partition) },
           ExpressionAttributeValues: {
             ':gen': gen,
             ':swept': cursor.sweptUntil,
-            ':bucket': cursor.watchBucket,
             ...(cursor.watchAfter === undefined ? {} : { ':after': cursor.watchAfter }),
           },
         }),

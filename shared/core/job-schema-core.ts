@@ -365,11 +365,15 @@ function parseWith(
     const workerTimeoutMs = options.workerTimeoutMs ?? DEFAULT_WORKER_TIMEOUT_MS;
     const fits = maxAttemptTimeoutMs(workerTimeoutMs, job.startLead);
     if (!job.checkpoints && job.timeout > fits) {
+      const written = valueAt(input, ['timeout']);
       issues.push({
         job: job.name,
         field: 'timeout',
-        value: valueAt(input, ['timeout']) ?? job.timeout,
-        message: `an attempt must fit in one worker invocation: at most ${formatDuration(fits)} with the worker timeout of ${formatDuration(workerTimeoutMs)} (minus the ${formatDuration(WORKER_YIELD_MARGIN_MS)} yield margin and the start wait); shorten it, raise the worker timeout, or set checkpoints: true if the handler checkpoints and resumes`,
+        value: written,
+        message:
+          `${written === undefined ? `the default timeout (${formatDuration(job.timeout)}) does not fit: ` : ''}` +
+          `an attempt must fit in one worker invocation: at most ${formatDuration(fits)} with the worker timeout of ${formatDuration(workerTimeoutMs)} ` +
+          `(minus the ${formatDuration(WORKER_YIELD_MARGIN_MS)} yield margin and a start wait of startLead + 1s); shorten it, raise the worker timeout, or set checkpoints: true if the handler checkpoints and resumes`,
       });
     }
     jobs.push({ ...job, heartbeatEvery });

@@ -22,9 +22,7 @@ export interface PartitionCursor {
   readonly plannedUntil?: number;
   /** The window sweep has visited every slot up to here. */
   readonly sweptUntil?: number;
-  /** The watch-index sweep resumes at this bucket … */
-  readonly watchBucket?: number;
-  /** … after this index sort key (absent: from the bucket's start). */
+  /** Where the watch-index sweep resumes in the buckets it did not finish (encoded by the sweeper). */
   readonly watchAfter?: string;
 }
 
@@ -42,12 +40,16 @@ function earliest(values: readonly (number | undefined)[]): number | undefined {
 
 /**
  * The layout after a tick of a `partitions`-way planner found `previous` (undefined: the first tick
- * ever). Every partition of a new layout starts where the slowest old one stood; a first layout
- * starts with nothing planned (each partition's first tick starts at its `now`).
+ * ever) at `now`. Every partition of a new layout starts where the slowest old one stood; a first
+ * layout starts with nothing planned (each partition's first tick starts at its `now`) and its
+ * sweep starts at `now` too: no run of this deployment is older.
  */
-export function relayout(previous: PlannerLayout | undefined, partitions: number): PlannerLayout {
+export function relayout(previous: PlannerLayout | undefined, partitions: number, now: number): PlannerLayout {
   const cursors = previous ? [...previous.partitions.values()] : [];
-  const start: PartitionCursor = { plannedUntil: earliest(cursors.map((c) => c.plannedUntil)), sweptUntil: earliest(cursors.map((c) => c.sweptUntil)) };
+  const start: PartitionCursor = {
+    plannedUntil: earliest(cursors.map((c) => c.plannedUntil)),
+    sweptUntil: earliest(cursors.map((c) => c.sweptUntil)) ?? now,
+  };
   return {
     of: partitions,
     gen: (previous?.gen ?? 0) + 1,

@@ -30,7 +30,7 @@ describe('LedgerTable', () => {
             { AttributeName: LEDGER_TABLE.openRunsIndex.partitionKey, KeyType: 'HASH' },
             { AttributeName: LEDGER_TABLE.openRunsIndex.sortKey, KeyType: 'RANGE' },
           ],
-          Projection: { ProjectionType: 'ALL' },
+          Projection: { ProjectionType: 'KEYS_ONLY' },
         },
       ],
       TimeToLiveSpecification: { AttributeName: LEDGER_TABLE.ttlAttribute, Enabled: true },

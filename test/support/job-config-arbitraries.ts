@@ -4,6 +4,8 @@
  * so the exact choices (and their order) decide which configs they replay.
  */
 import fc from 'fast-check';
+import { durationMs } from '../../shared/core/duration.js';
+import { DEFAULT_TIMEOUT_MS, DEFAULT_WORKER_TIMEOUT_MS, maxAttemptTimeoutMs } from '../../shared/core/job-schema-core.js';
 
 /** Schedules both schema tests draw from first; each adds its own after them. */
 export const COMMON_SCHEDULES = ['* * * * *', '*/5 * * * *', '0 * * * *', '30 2 * * 1-5', '*/10 * * * * *', '0 0 12 1 * *', '15 3 L * *'] as const;
@@ -94,7 +96,18 @@ export function validJobInputArb(options: JobInputArbOptions) {
       startAt: fc.constantFrom('2026-01-01', '2026-06-01T08:00:00', '2026-06-01T08:00:00Z', '2026-06-01T08:00:00+05:30'),
       endAt: fc.constantFrom('2028-01-01', '2031-12-31T23:59:59', '2040-01-01T00:00:00Z'),
       exclude: fc.uniqueArray(fc.tuple(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 28 })).map(([m, d]) => `2029-${two(m)}-${two(d)}`), { maxLength: 12 }),
+      checkpoints: fc.boolean(),
     },
     { requiredKeys: ['name', 'schedule', 'handler'] },
-  );
+  ).map(fitInvocation);
+}
+
+/**
+ * A job whose attempt (timeout + start wait) would not fit in one default worker invocation is
+ * valid only if it checkpoints: generated valid jobs say so.
+ */
+function fitInvocation<J extends { timeout?: number | string; startLead?: number | string; checkpoints?: boolean }>(job: J): J {
+  const timeout = job.timeout === undefined ? DEFAULT_TIMEOUT_MS : (durationMs(job.timeout) ?? 0);
+  const startLead = job.startLead === undefined ? 1_500 : (durationMs(job.startLead) ?? 0);
+  return timeout > maxAttemptTimeoutMs(DEFAULT_WORKER_TIMEOUT_MS, startLead) ? { ...job, checkpoints: true } : job;
 }

@@ -51,7 +51,8 @@ describe('parseJobs defaults: an omitted policy never leaves an undefined the pl
       shards: 1,
       lease: 30_000,
       heartbeatEvery: 10_000,
-      timeout: 300_000,
+      timeout: 45_000,
+      checkpoints: false,
       retry: { maxAttempts: 3, backoff: { base: 1_000, max: 300_000, jitter: 'full' } },
       startLead: 1_500,
     });
@@ -75,7 +76,7 @@ describe('parseJobs defaults: an omitted policy never leaves an undefined the pl
 
   it('parses duration strings into milliseconds (ms, s, m, h, d) and keeps numbers as ms', () => {
     const [job] = parseJobs(
-      [minimal({ lease: '2m', heartbeatEvery: '500ms', timeout: '1h', deadline: '1d', startLead: 0, misfire: { after: 90_000 } })],
+      [minimal({ lease: '2m', heartbeatEvery: '500ms', timeout: '1h', checkpoints: true, deadline: '1d', startLead: 0, misfire: { after: 90_000 } })],
       HANDLERS,
     );
     expect(job).toMatchObject({ lease: 120_000, heartbeatEvery: 500, timeout: 3_600_000, deadline: 86_400_000, startLead: 0 });

@@ -109,11 +109,13 @@ describe('dispatch and exit codes', () => {
 
 describe('repair rules', () => {
   const now = 1_000_000;
-  it('resolve refuses a live lease and terminal runs other than DEAD', () => {
-    expect(resolveRefusal(run({ status: RunStatus.RUNNING, leaseUntil: now + 10_000 }), now)).toMatch(/live lease/);
-    // Within the clock allowance a lease still counts as live.
-    expect(resolveRefusal(run({ status: RunStatus.RUNNING, leaseUntil: now - 1_000 }), now, 2_000)).toMatch(/live lease/);
+  it('resolve refuses a lease not past its end by the takeover margin (an operator clock may be off) unless forced, and terminal runs other than DEAD', () => {
+    expect(resolveRefusal(run({ status: RunStatus.RUNNING, leaseUntil: now + 10_000 }), now)).toMatch(/not 60s past by this machine's clock/);
+    // A laptop clock 25 s fast sees a lease with 20 s left as 5 s expired: still inside the 60 s margin.
+    expect(resolveRefusal(run({ status: RunStatus.RUNNING, leaseUntil: now - 5_000 }), now)).toMatch(/--force/);
+    expect(resolveRefusal(run({ status: RunStatus.RUNNING, leaseUntil: now - 1_000 }), now, 2_000)).toMatch(/not 2s past/);
     expect(resolveRefusal(run({ status: RunStatus.RUNNING, leaseUntil: now - 3_000 }), now, 2_000)).toBeUndefined();
+    expect(resolveRefusal(run({ status: RunStatus.RUNNING, leaseUntil: now + 10_000 }), now, 60_000, { force: true })).toBeUndefined();
     for (const status of [RunStatus.SUCCEEDED, RunStatus.SKIPPED, RunStatus.SUPERSEDED, RunStatus.MANUAL]) {
       expect(resolveRefusal(run({ status }), now)).toMatch(/already/);
     }
@@ -122,8 +124,10 @@ describe('repair rules', () => {
 
   it('redrive revives DEAD runs and RUNNING ones with an expired lease and no attempt left, nothing else', () => {
     expect(needsRevival(run({ status: RunStatus.DEAD }), 3, now)).toBe(true);
-    expect(needsRevival(run({ status: RunStatus.RUNNING, leaseUntil: now - 10_000, attempt: 3 }), 3, now)).toBe(true);
-    expect(needsRevival(run({ status: RunStatus.RUNNING, leaseUntil: now - 10_000, attempt: 2 }), 3, now)).toBe(false);
+    expect(needsRevival(run({ status: RunStatus.RUNNING, leaseUntil: now - 61_000, attempt: 3 }), 3, now)).toBe(true);
+    // Expired by a worker's allowance but not by the operator's margin: left alone.
+    expect(needsRevival(run({ status: RunStatus.RUNNING, leaseUntil: now - 10_000, attempt: 3 }), 3, now)).toBe(false);
+    expect(needsRevival(run({ status: RunStatus.RUNNING, leaseUntil: now - 61_000, attempt: 2 }), 3, now)).toBe(false);
     expect(needsRevival(run({ status: RunStatus.RUNNING, leaseUntil: now + 10_000, attempt: 3 }), 3, now)).toBe(false);
     for (const status of [RunStatus.SUCCEEDED, RunStatus.READY, RunStatus.RETRY, RunStatus.MANUAL, RunStatus.SKIPPED]) {
       expect(needsRevival(run({ status }), 3, now)).toBe(false);

@@ -87,7 +87,7 @@ describe('default lookahead: a late tick still gives every slot its startLead of
   const notices = (startLead: number, lateBy: number) => {
     // Ticks every minute; every other one fires `lateBy` after its minute (EventBridge delivery,
     // a cold start), right after one that fired on time: the worst pair for the notice.
-    const jobs = [job({ schedule: '* * * * * *', startLead })];
+    const jobs = [job({ schedule: '* * * * * *', startLead, timeout: '30s' })];
     const lookaheadMs = defaultLookaheadMs(jobs);
     let plannedUntil: number | undefined;
     const worst: number[] = [];
@@ -102,7 +102,7 @@ describe('default lookahead: a late tick still gives every slot its startLead of
 
   it('is one tick + the largest startLead + 3.5 s (65 s with the default startLead)', () => {
     expect(defaultLookaheadMs([job()])).toBe(65 * SEC);
-    expect(defaultLookaheadMs([job(), job({ startLead: '10s' })])).toBe(TICK + 10 * SEC + 3_500);
+    expect(defaultLookaheadMs([job(), job({ startLead: '10s', timeout: '30s' })])).toBe(TICK + 10 * SEC + 3_500);
     expect(defaultLookaheadMs([])).toBe(TICK + 3_500);
   });
 

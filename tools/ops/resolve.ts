@@ -35,12 +35,19 @@ export interface ResolveRequest {
 }
 
 export interface ResolveDeps {
-  readonly ledger: Ledger;
+  readonly ledger: Pick<Ledger, 'getRun'>;
   readonly ops: Pick<LedgerOps, 'resolveRun' | 'takeoverMarginMs'>;
-  readonly queue: Pick<RunQueue, 'send'>;
-  /** The configured jobs: an exclusive job's lane is handed on. */
-  readonly jobs: readonly Job[];
   readonly clock: () => number;
+  /** Hands an exclusive job's lane on once its run is closed (frees it, dispatches the next run). @default nothing */
+  readonly handOn?: (run: Run) => Promise<void>;
+}
+
+/** The lane hand-on for resolved runs of exclusive jobs. */
+export function laneHandOn(ledger: Ledger, queue: Pick<RunQueue, 'send'>, jobs: readonly Job[], clock: () => number): (run: Run) => Promise<void> {
+  return async (run) => {
+    const job = jobs.find((j) => j.name === run.job);
+    if (job && isExclusive(job)) await afterRunEnded({ ledger, queue, clock, metrics: new InMemoryMetrics() }, job, run);
+  };
 }
 
 /** Resolves one run or throws OpsFailure with the one line that says why not. */
@@ -58,10 +65,7 @@ export async function resolveRun(deps: ResolveDeps, request: ResolveRequest): Pr
       `refused: ${seen.runKey} changed while resolving (was ${seen.status} token ${seen.fencingToken}, now ${current?.status ?? 'gone'} token ${current?.fencingToken ?? '?'}): read it again with \`ops show\``,
     );
   }
-  const job = deps.jobs.find((j) => j.name === seen.job);
-  if (job && isExclusive(job)) {
-    await afterRunEnded({ ledger: deps.ledger, queue: deps.queue, clock: deps.clock, metrics: new InMemoryMetrics() }, job, seen);
-  }
+  await deps.handOn?.(seen);
   return { before: seen, after: result.run };
 }
 
@@ -81,7 +85,10 @@ export async function resolveCommand(args: readonly string[], io: OpsIo): Promis
   const by = stringOption(values, 'by') ?? (io.env ?? process.env).USER ?? 'unknown';
   const jobs = jobsOf(io);
   const { before, after } = await withTarget(values, io, (target) =>
-    resolveRun({ ledger: target.ledger, ops: target.ops, queue: target.queue, jobs, clock: clockOf(io) }, { id, as, reason, by, force: values.force === true }),
+    resolveRun(
+      { ledger: target.ledger, ops: target.ops, clock: clockOf(io), handOn: laneHandOn(target.ledger, target.queue, jobs, clockOf(io)) },
+      { id, as, reason, by, force: values.force === true },
+    ),
   );
   if (values.json) {
     printJson(io, { runKey: after.runKey, from: before.status, to: after.status, as, reason, by, fencingToken: after.fencingToken });

@@ -69,7 +69,10 @@ export async function collectStatus(target: Target, jobs: readonly Job[], now: n
       const plan = planning.get(job.name)!;
       const [latest] = await target.ops.queryRuns(job.name, { limit: 1 });
       const runs = await target.ops.countRuns(job.name, { sinceSlot: since });
-      const jobOpen = openByJob.get(job.name) ?? [];
+      // Open runs whose slot has come: those of the window, and older ones the sweeper watches.
+      const recent = await target.ops.queryRuns(job.name, { sinceSlot: since, untilSlot: now + 1, statuses: OPEN_STATUSES, ascending: true });
+      const byKey = new Map([...(openByJob.get(job.name) ?? []), ...recent].map((r) => [r.runKey, r]));
+      const jobOpen = [...byKey.values()].sort((a, b) => a.slot - b.slot);
       const oldest = jobOpen[0];
       return {
         job: job.name,
@@ -99,6 +102,8 @@ export async function collectStatus(target: Target, jobs: readonly Job[], now: n
     openRunsTruncated: open.length >= STATUS_OPEN_RUNS_LIMIT,
   };
 }
+
+const OPEN_STATUSES: readonly RunStatus[] = [RunStatus.READY, RunStatus.RUNNING, RunStatus.RETRY, RunStatus.UNKNOWN];
 
 const STATE_ORDER: readonly RunStatus[] = [
   RunStatus.READY,
