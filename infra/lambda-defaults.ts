@@ -44,9 +44,16 @@ export function runResourcesEnvironment(ledger: LedgerTable, runQueues: RunQueue
   return {
     [ENV.ledgerTable]: ledger.table.tableName,
     [ENV.runQueueUrl]: runQueues.runQueue.queueUrl,
-    [ENV.deadLetterQueueUrl]: runQueues.deadLetterQueue.queueUrl,
     [ENV.runRetentionDays]: String(ledger.runRetentionDays),
   };
+}
+
+/**
+ * Which job definitions the planner and the worker load at cold start (shared/worker-config.ts):
+ * both get the same value, so they always agree on the job set.
+ */
+export function jobConfigEnvironment(exampleJobs: boolean): Record<string, string> {
+  return { [ENV.exampleJobs]: String(exampleJobs) };
 }
 
 /** Props every scheduler function accepts. */

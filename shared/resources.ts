@@ -10,7 +10,7 @@ export const LEDGER_TABLE = {
   name: 'scheduler-ledger',
   partitionKey: 'pk',
   sortKey: 'sk',
-  /** TTL attribute set on terminal runs (epoch seconds). */
+  /** TTL attribute set on terminal runs and on outbox rows (epoch seconds). */
   ttlAttribute: 'expiresAt',
   /**
    * Sparse index of open (non-terminal) runs, ordered by slot: the sweeper and `ops status` read
@@ -72,9 +72,12 @@ export const ENV = {
   ledgerTable: 'LEDGER_TABLE_NAME',
   paymentsTable: 'PAYMENTS_TABLE_NAME',
   runQueueUrl: 'RUN_QUEUE_URL',
-  deadLetterQueueUrl: 'DEAD_LETTER_QUEUE_URL',
   /** The EventBridge bus the outbox relay publishes to. */
   eventBusName: 'EVENT_BUS_NAME',
   /** Retention of terminal runs in days before TTL deletes them. */
   runRetentionDays: 'RUN_RETENTION_DAYS',
+  /** Retention of outbox rows in days before TTL deletes them (the worker stamps `expiresAt`). */
+  outboxRetentionDays: 'OUTBOX_RETENTION_DAYS',
+  /** "true" adds the example jobs (shared/example-jobs.ts) to the job config. */
+  exampleJobs: 'EXAMPLE_JOBS',
 } as const;

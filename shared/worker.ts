@@ -14,6 +14,7 @@ import type { Job } from './core/job-schema-core.js';
 import { DEFAULT_CLOCK_SKEW_MS, takeoverVisibilitySeconds, VISIBILITY_STEP_MS, type ClaimResult } from './core/lease.js';
 import { refuseToStart, transitionFor, type AttemptEnd, type Transition } from './core/outcome.js';
 import { messageFor, parseRunMessage } from './core/run-message.js';
+import { OUTBOX_DEFAULT_RETENTION_DAYS } from './core/outbox.js';
 import { RunStatus, type Run, type RunId } from './core/vocabulary.js';
 import { OverlapPolicy } from './core/job-schema-core.js';
 import {
@@ -57,6 +58,8 @@ export interface WorkerDeps {
   readonly jobs: ReadonlyMap<string, Job>;
   readonly handlers: Readonly<Record<string, JobHandler>>;
   readonly tables: RunContext['tables'];
+  /** Outbox rows' retention (env OUTBOX_RETENTION_DAYS). @default OUTBOX_DEFAULT_RETENTION_DAYS */
+  readonly outboxRetentionDays?: number;
   /** Identity written as the lease owner; unique per worker process/invocation. */
   readonly owner: string;
   readonly clock: () => number;
@@ -370,6 +373,7 @@ async function attempt(
     fenced,
     reader: new DynamoItemReader(deps.doc),
     tables: deps.tables,
+    outboxRetentionDays: deps.outboxRetentionDays ?? OUTBOX_DEFAULT_RETENTION_DAYS,
     resumeFrom: run.checkpoint,
     checkpoint: async (cursor) => {
       const check = await deps.ledger.checkpoint(run, cursor);

@@ -13,8 +13,13 @@ export interface OpsIo {
   readonly now?: () => number;
   /** @default setTimeout */
   readonly sleep?: (ms: number) => Promise<void>;
-  /** The configured jobs. @default loadJobs() from shared/config.ts */
+  /** The configured jobs. @default loadJobs() from shared/config.ts, example jobs per `exampleJobs` */
   readonly jobs?: readonly Job[];
+  /**
+   * Whether the target runs the example jobs (shared/example-jobs.ts).
+   * @default the local target's endpoints file says (`npm start` writes true), else EXAMPLE_JOBS
+   */
+  readonly exampleJobs?: boolean;
   /** @default process.env */
   readonly env?: NodeJS.ProcessEnv;
   /** Where `--local` looks for .local-data/endpoints.json. @default process.cwd() */

@@ -32,6 +32,8 @@ export interface EndpointsFile {
   readonly deadLetterQueueUrl: string;
   readonly paymentsTable?: string;
   readonly partitions?: number;
+  /** `npm start` runs the example jobs and says so here. */
+  readonly exampleJobs?: boolean;
   readonly deadLetterQueueArn?: string;
   readonly runQueueArn?: string;
 }
@@ -71,6 +73,21 @@ export function readEndpointsFile(path: string, field: string): EndpointsFile {
     throw new UsageError(field, `${path}: "partitions" must be a positive integer`);
   }
   return record as unknown as EndpointsFile;
+}
+
+/**
+ * Whether a local target (`--local`, `--endpoints FILE`) runs the example jobs, from its endpoints
+ * file; undefined for AWS or an unreadable file (the command itself reports that).
+ */
+export function exampleJobsOfLocalTarget(target: { readonly local: boolean; readonly endpoints?: string }, io: OpsIo): boolean | undefined {
+  if (!target.local && target.endpoints === undefined) return undefined;
+  const path = resolve(io.cwd ?? process.cwd(), target.local ? LOCAL_ENDPOINTS_FILE : target.endpoints!);
+  try {
+    const parsed: unknown = JSON.parse(readFileSync(path, 'utf8'));
+    return typeof parsed === 'object' && parsed !== null && (parsed as EndpointsFile).exampleJobs === true;
+  } catch {
+    return undefined;
+  }
 }
 
 function explicitPartitions(values: CommonValues): number | undefined {
