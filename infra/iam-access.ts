@@ -126,7 +126,7 @@ export const OPS_ACCESS = {
   pause: { calls: { stack: READ_STACK, ledgerTable: ['dynamodb:GetItem', 'dynamodb:UpdateItem'] } },
   resume: { calls: { stack: READ_STACK, ledgerTable: ['dynamodb:GetItem', 'dynamodb:UpdateItem'] } },
   backfill: {
-    calls: { stack: READ_STACK, ledgerTable: ['dynamodb:GetItem', 'dynamodb:PutItem'], runQueue: ['sqs:SendMessage'] },
+    calls: { stack: READ_STACK, ledgerTable: ['dynamodb:PutItem', 'dynamodb:Query'], runQueue: ['sqs:SendMessage'] },
   },
   redrive: {
     calls: {

@@ -5,6 +5,7 @@
  * (exit 1: the operation was refused or failed).
  */
 import type { Job } from '../../shared/core/job-schema.js';
+import type { Clients } from '../../shared/runtime.js';
 
 export interface OpsIo {
   stdout(line: string): void;
@@ -24,6 +25,8 @@ export interface OpsIo {
   readonly env?: NodeJS.ProcessEnv;
   /** Where `--local` looks for .local-data/endpoints.json. @default process.cwd() */
   readonly cwd?: string;
+  /** Called with the target's SDK clients before any call (tests record calls with middleware). @default none */
+  readonly instrument?: (clients: Clients) => void;
 }
 
 /** Exit code 2: the command line or its input is wrong; `field` names what. */

@@ -108,6 +108,7 @@ export async function openTarget(values: CommonValues, io: OpsIo): Promise<Targe
     }
     const file = readEndpointsFile(path, values.local ? 'local' : 'endpoints');
     const clients = createClients({ dynamo: localClientConfig(file.dynamoEndpoint), sqs: localClientConfig(file.sqsEndpoint) });
+    io.instrument?.(clients);
     return build(clients, {
       description: `local stack (${path})`,
       ledgerTable: file.ledgerTable,
@@ -150,6 +151,7 @@ async function openStack(values: CommonValues, io: OpsIo, partitions: number | u
   const fromOutput = outputs.get(StackOutput.PlannerPartitions);
   const outputPartitions = fromOutput !== undefined && /^\d+$/.test(fromOutput) && Number(fromOutput) >= 1 ? Number(fromOutput) : undefined;
   const clients = createClients(region ? { dynamo: { region }, sqs: { region } } : {});
+  io.instrument?.(clients);
   return build(clients, {
     description: `stack ${stackName} (${resolvedRegion})`,
     ledgerTable: need(StackOutput.LedgerTableName),
