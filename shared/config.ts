@@ -1,10 +1,14 @@
-/** The validated job config: definitions from jobs.ts checked against the handler registry and the calendars. */
+/**
+ * The validated job config: the definitions of this deployment (shared/jobs.ts, plus
+ * shared/example-jobs.ts when EXAMPLE_JOBS=true) checked against the handler registry, the
+ * calendars and the worker's time limit.
+ */
 import { parseJobs, type Job } from './core/job-schema.js';
 import { handlers } from './handlers/index.js';
-import { calendars, jobDefinitions } from './jobs.js';
-import { ENV } from './resources.js';
+import { calendars } from './jobs.js';
+import { configuredJobDefinitions, workerTimeoutFromEnv } from './worker-config.js';
 
-let cached: readonly Job[] | undefined;
+const cached = new WeakMap<readonly unknown[], readonly Job[]>();
 
 /** Options of the deployment the jobs are validated for. */
 export interface LoadJobsOptions {
@@ -12,20 +16,17 @@ export interface LoadJobsOptions {
   readonly workerTimeoutMs?: number;
 }
 
-/** The worker timeout the deployment set (env WORKER_TIMEOUT_SECONDS), if any. */
-export function workerTimeoutFromEnv(env: NodeJS.ProcessEnv = process.env): number | undefined {
-  const raw = env[ENV.workerTimeoutSeconds];
-  const seconds = raw === undefined || raw === '' ? NaN : Number(raw);
-  return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : undefined;
-}
-
-/** Parses once per process (cold start); throws JobConfigError naming job and field. */
-export function loadJobs(definitions: readonly unknown[] = jobDefinitions, options: LoadJobsOptions = {}): readonly Job[] {
-  const defaultInput = definitions === jobDefinitions && options.workerTimeoutMs === undefined;
-  if (defaultInput && cached) return cached;
+/**
+ * Parses once per process and definitions (cold start); throws JobConfigError naming job and
+ * field. Without arguments: this deployment's definitions, from the environment.
+ */
+export function loadJobs(definitions: readonly unknown[] = configuredJobDefinitions(), options: LoadJobsOptions = {}): readonly Job[] {
+  const cacheable = options.workerTimeoutMs === undefined;
+  const known = cacheable ? cached.get(definitions) : undefined;
+  if (known) return known;
   const jobs = parseJobs(definitions, { handlers: Object.keys(handlers), calendars, workerTimeoutMs: options.workerTimeoutMs ?? workerTimeoutFromEnv() });
-  if (defaultInput) cached = jobs;
+  if (cacheable) cached.set(definitions, jobs);
   return jobs;
 }
 
-export { jobsByName } from './worker-config.js';
+export { configuredJobDefinitions, exampleJobsEnabled, jobsByName, workerTimeoutFromEnv } from './worker-config.js';

@@ -94,6 +94,8 @@ export interface RunContext {
   readonly reader: ItemReader;
   /** Names of the tables handlers may write, resolved from the environment. */
   readonly tables: { readonly ledger: string; readonly payments: string };
+  /** Days an outbox row written by this run is kept (`outboxPut` stamps its TTL from it). */
+  readonly outboxRetentionDays: number;
   /** The last checkpoint saved by any attempt of this run, or undefined. */
   readonly resumeFrom: unknown;
   /** Saves a resume point for this run, fenced by the run's lease. */

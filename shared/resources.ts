@@ -10,7 +10,7 @@ export const LEDGER_TABLE = {
   name: 'scheduler-ledger',
   partitionKey: 'pk',
   sortKey: 'sk',
-  /** TTL attribute set on terminal runs (epoch seconds). */
+  /** TTL attribute set on terminal runs and on outbox rows (epoch seconds). */
   ttlAttribute: 'expiresAt',
   /**
    * Sparse, keys-only index of the open runs the sweeper watches, spread over OPEN_BUCKETS
@@ -96,11 +96,14 @@ export const ENV = {
   ledgerTable: 'LEDGER_TABLE_NAME',
   paymentsTable: 'PAYMENTS_TABLE_NAME',
   runQueueUrl: 'RUN_QUEUE_URL',
-  deadLetterQueueUrl: 'DEAD_LETTER_QUEUE_URL',
   /** The EventBridge bus the outbox relay publishes to. */
   eventBusName: 'EVENT_BUS_NAME',
   /** Retention of terminal runs in days before TTL deletes them. */
   runRetentionDays: 'RUN_RETENTION_DAYS',
   /** The worker Lambda's timeout: every job's attempt must fit in it (validated at cold start). */
   workerTimeoutSeconds: 'WORKER_TIMEOUT_SECONDS',
+  /** Retention of outbox rows in days before TTL deletes them (the worker stamps `expiresAt`). */
+  outboxRetentionDays: 'OUTBOX_RETENTION_DAYS',
+  /** "true" adds the example jobs (shared/example-jobs.ts) to the job config. */
+  exampleJobs: 'EXAMPLE_JOBS',
 } as const;

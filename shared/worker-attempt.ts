@@ -13,6 +13,7 @@ import { NO_HISTORY } from './core/history.js';
 import type { Job } from './core/job-schema-core.js';
 import { takeoverVisibilitySeconds } from './core/lease.js';
 import { checkpointProblem, jsonChars } from './core/limits.js';
+import { OUTBOX_DEFAULT_RETENTION_DAYS } from './core/outbox.js';
 import { endsRun, previousResultUnknown, refuseToStart, transitionFor, type AttemptEnd, type Transition } from './core/outcome.js';
 import { RunOrigin, RunStatus, type Run } from './core/vocabulary.js';
 import {
@@ -191,6 +192,7 @@ async function attempt(
     fenced,
     reader: guardedReader,
     tables: deps.tables,
+    outboxRetentionDays: deps.outboxRetentionDays ?? OUTBOX_DEFAULT_RETENTION_DAYS,
     resumeFrom: run.checkpoint,
     checkpoint: (cursor) =>
       guard(async () => {

@@ -47,6 +47,8 @@ export interface WorkerDeps {
   readonly jobs: ReadonlyMap<string, Job>;
   readonly handlers: Readonly<Record<string, JobHandler>>;
   readonly tables: RunContext['tables'];
+  /** Outbox rows' retention (env OUTBOX_RETENTION_DAYS). @default OUTBOX_DEFAULT_RETENTION_DAYS */
+  readonly outboxRetentionDays?: number;
   /** Identity written as the lease owner; unique per worker process/invocation. */
   readonly owner: string;
   readonly clock: () => number;

@@ -1,7 +1,9 @@
 /**
  * The local outbox relay: reads the ledger table's stream on DynamoDB Local and hands each outbox
  * event to a callback (the local runtime prints them), as the relay Lambda publishes to
- * EventBridge in AWS. Same mapping code: shared/core/outbox.ts.
+ * EventBridge in AWS. Same mapping code: shared/core/outbox.ts. There is no event source filter
+ * here, so it reads every record of the stream; the mapping publishes INSERTs of outbox rows only
+ * (a row's TTL delete, or a delete before a republish, is a REMOVE and publishes nothing).
  */
 import { DescribeTableCommand, type DynamoDBClient, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import {

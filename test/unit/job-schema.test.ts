@@ -5,8 +5,10 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { createJobParser, JobConfigError, parseJobs, WORKER_SCHEDULE_CHECKS, type Job, type JobConfigIssue } from '../../shared/core/job-schema.js';
-import { loadJobs } from '../../shared/config.js';
+import { configuredJobDefinitions, exampleJobsEnabled, loadJobs } from '../../shared/config.js';
+import { exampleJobDefinitions } from '../../shared/example-jobs.js';
 import { jobDefinitions } from '../../shared/jobs.js';
+import { loadWorkerJobs } from '../../shared/worker-config.js';
 import { slotsBetween } from '../../shared/core/slots.js';
 import { slotSpecOf } from '../../shared/core/plan.js';
 import { COMMON_SCHEDULES, jobNameArb, validJobInputArb } from '../support/job-config-arbitraries.js';
@@ -90,14 +92,25 @@ describe('parseJobs defaults: an omitted policy never leaves an undefined the pl
   });
 });
 
-describe('the shipped config (shared/jobs.ts): a broken example would fail every deploy', () => {
-  it('loadJobs() validates the real config against the real handler registry', () => {
-    const jobs = loadJobs();
-    expect(jobs.map((j) => j.name).sort()).toEqual(['cache-refresh', 'payments-reconcile']);
+const withExamples = () => loadJobs(configuredJobDefinitions({ exampleJobs: true }));
+
+describe('the shipped config (shared/jobs.ts, shared/example-jobs.ts): a broken example would fail every deploy', () => {
+  it('loadJobs() validates the team\'s config against the real handler registry; the example jobs only when opted in', () => {
+    expect(loadJobs(configuredJobDefinitions({ exampleJobs: false })).map((j) => j.name)).toEqual(jobDefinitions.map((j) => j.name));
+    expect(withExamples().map((j) => j.name).sort()).toEqual([...jobDefinitions.map((j) => j.name), 'cache-refresh', 'payments-reconcile'].sort());
+  });
+
+  it('EXAMPLE_JOBS decides the default job set ("true", "false" or unset), and anything else is refused naming the variable', () => {
+    expect(exampleJobsEnabled({})).toBe(false);
+    expect(exampleJobsEnabled({ EXAMPLE_JOBS: 'false' })).toBe(false);
+    expect(exampleJobsEnabled({ EXAMPLE_JOBS: 'true' })).toBe(true);
+    expect(() => exampleJobsEnabled({ EXAMPLE_JOBS: 'yes' })).toThrow('environment variable EXAMPLE_JOBS must be "true" or "false", got "yes"');
+    // The worker's loader (no cron parser) gets the same set as the planner's.
+    expect(loadWorkerJobs(configuredJobDefinitions({ exampleJobs: true })).map((j) => j.name)).toEqual(withExamples().map((j) => j.name));
   });
 
   it('payments-reconcile fires every minute, on the minute', () => {
-    const job = loadJobs().find((j) => j.name === 'payments-reconcile')!;
+    const job = withExamples().find((j) => j.name === 'payments-reconcile')!;
     expect(job.handler).toBe('payments-reconcile');
     const t0 = Date.UTC(2024, 5, 1, 12, 0, 0);
     const slots = slotsBetween(slotSpecOf(job), t0, t0 + 5 * 60_000);
@@ -105,7 +118,7 @@ describe('the shipped config (shared/jobs.ts): a broken example would fail every
   });
 
   it('cache-refresh uses a 6-field cron and fires every 10 seconds', () => {
-    const job = loadJobs().find((j) => j.name === 'cache-refresh')!;
+    const job = withExamples().find((j) => j.name === 'cache-refresh')!;
     expect(typeof job.schedule === 'string' && job.schedule.trim().split(/\s+/)).toHaveLength(6);
     const t0 = Date.UTC(2024, 5, 1, 12, 0, 0);
     const slots = slotsBetween(slotSpecOf(job), t0, t0 + 60_000);
@@ -113,11 +126,11 @@ describe('the shipped config (shared/jobs.ts): a broken example would fail every
   });
 
   it('every shipped job has a heartbeat strictly shorter than its lease', () => {
-    for (const job of loadJobs()) expect(job.heartbeatEvery).toBeLessThan(job.lease);
+    for (const job of withExamples()) expect(job.heartbeatEvery).toBeLessThan(job.lease);
   });
 
   it('loadJobs(definitions) validates other definitions against the same registry (unknown handler rejected)', () => {
-    const error = configError(() => loadJobs([...jobDefinitions, minimal({ name: 'extra', handler: 'no-such-handler' })]));
+    const error = configError(() => loadJobs([...exampleJobDefinitions, minimal({ name: 'extra', handler: 'no-such-handler' })]));
     expectNamed(error, 'extra', 'handler');
     expect(error.message).toContain('payments-reconcile');
   });

@@ -4,7 +4,7 @@
  * UsageError naming the field.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { loadJobs } from '../../shared/config.js';
+import { configuredJobDefinitions, exampleJobsEnabled, loadJobs } from '../../shared/config.js';
 import { durationMs } from '../../shared/core/duration.js';
 import type { Job } from '../../shared/core/job-schema.js';
 import { RunStatus, type RunId } from '../../shared/core/vocabulary.js';
@@ -151,7 +151,7 @@ export function parseRunKey(raw: string | undefined): RunId {
 }
 
 export function jobsOf(io: OpsIo): readonly Job[] {
-  return io.jobs ?? loadJobs();
+  return io.jobs ?? loadJobs(configuredJobDefinitions({ exampleJobs: io.exampleJobs ?? exampleJobsEnabled(io.env ?? process.env) }));
 }
 
 /** A configured job by name; an unknown name is a usage error listing the configured ones. */

@@ -14,6 +14,7 @@ import { retryCommand, retryUsage } from './retry.js';
 import { runsCommand, runsUsage } from './runs.js';
 import { showCommand, showUsage } from './show.js';
 import { statusCommand } from './status.js';
+import { exampleJobsOfLocalTarget } from './target.js';
 
 export type OpsCommand = (args: readonly string[], io: OpsIo) => Promise<number>;
 
@@ -40,6 +41,12 @@ export function usage(): string[] {
     `target (every command but preview): ${COMMON_USAGE}`,
     '  default: AWS, default credential chain, stack FencedScheduler outputs; --local: the running `npm start`',
   ];
+}
+
+/** The positional right after the option at `index` (`--endpoints FILE`). */
+function valueAfter(tokens: ReturnType<typeof parseArgs>['tokens'], index: number): string | undefined {
+  const next = tokens?.find((t) => t.index === index + 1);
+  return next?.kind === 'positional' ? next.value : undefined;
 }
 
 function oneLine(error: unknown): string {
@@ -81,8 +88,14 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
     io.stdout(`usage: npm run ops -- ${command.usage}${name === 'preview' ? '' : ` ${COMMON_USAGE}`}`);
     return EXIT_OK;
   }
+  // A local target says whether it runs the example jobs; the commands' job lists follow it.
+  const local = tokens.some((t) => t.kind === 'option' && t.name === 'local');
+  const endpointsToken = tokens.find((t) => t.kind === 'option' && t.name === 'endpoints');
+  const endpoints = endpointsToken?.kind === 'option' ? (endpointsToken.value ?? valueAfter(tokens, endpointsToken.index)) : undefined;
+  const exampleJobs = io.exampleJobs ?? exampleJobsOfLocalTarget({ local, endpoints }, io);
+  const commandIo: OpsIo = exampleJobs === undefined ? io : { ...io, exampleJobs };
   try {
-    return await command.run(rest, io);
+    return await command.run(rest, commandIo);
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr(`ops ${name}: ${oneLine(error)}`);
