@@ -35,9 +35,11 @@ export const FUNCTION_ACCESS = {
   planner: {
     entry: 'functions/planner.ts',
     code: {
-      // Partition watermark (read, advance), createRun (conditional put), dispatch and sweep marks.
-      ledgerTable: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
-      // The sweeper finds open runs on the index, never by querying the table.
+      // Layout and exception lists (one BatchGet), job plans, createRun (conditional put), catch-up
+      // cursors, watermark and sweep cursor, re-dispatch marks; the window sweep queries each due
+      // job's runs of the window, and reads lane markers and holders of idle exclusive lanes.
+      ledgerTable: ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
+      // The watch sweep pages through its share of the open-runs index.
       openRunsIndex: ['dynamodb:Query'],
       // SendMessageBatch is authorized by sqs:SendMessage.
       runQueue: ['sqs:SendMessage'],
@@ -50,9 +52,10 @@ export const FUNCTION_ACCESS = {
   worker: {
     entry: 'functions/worker.ts',
     code: {
-      // Claim, heartbeat, completion, checkpoint (UpdateItem; transactions with the active-run
-      // marker Put on claim, Delete on release), run reads, neighbour runs for the overlap policies.
-      ledgerTable: ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
+      // Claim, heartbeat, completion, checkpoint, settle, watch (UpdateItem); lane markers (Put to
+      // take, Delete to release, a Put + ConditionCheck transaction to take one from an ended
+      // holder); run reads, neighbour runs for the overlap policies.
+      ledgerTable: ['dynamodb:ConditionCheckItem', 'dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
       // ctx.fenced put/update/transact (Put and Update items) and ctx.reader get/query.
       handlerTables: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
       // Heartbeats and retry hiding; dispatch of the next waiting run (forbid-queue, coalesce).
@@ -88,6 +91,8 @@ export type SchedulerFunction = keyof typeof FUNCTION_ACCESS;
 export const SDK_CALLERS: Readonly<Record<string, 'ledger' | Exclude<CodeResource, 'ledgerTable' | 'openRunsIndex'>>> = {
   Ledger: 'ledger',
   LedgerOps: 'ledger',
+  LaneStore: 'ledger',
+  PlannerStore: 'ledger',
   DynamoFencedStore: 'handlerTables',
   DynamoItemReader: 'handlerTables',
   RunQueue: 'runQueue',
@@ -116,15 +121,17 @@ export const OPS_ACCESS = {
   status: {
     calls: {
       stack: READ_STACK,
-      ledgerTable: ['dynamodb:GetItem', 'dynamodb:Query'],
+      // The planner's layout and exception lists and the watched runs (BatchGet); each job's runs.
+      ledgerTable: ['dynamodb:BatchGetItem', 'dynamodb:Query'],
       openRunsIndex: ['dynamodb:Query'],
       deadLetterQueue: ['sqs:GetQueueAttributes'],
     },
   },
   runs: { calls: { stack: READ_STACK, ledgerTable: ['dynamodb:Query'] } },
   show: { calls: { stack: READ_STACK, ledgerTable: ['dynamodb:GetItem'] } },
-  pause: { calls: { stack: READ_STACK, ledgerTable: ['dynamodb:GetItem', 'dynamodb:UpdateItem'] } },
-  resume: { calls: { stack: READ_STACK, ledgerTable: ['dynamodb:GetItem', 'dynamodb:UpdateItem'] } },
+  // The job's plan item and its exception list, read together and changed in one transaction.
+  pause: { calls: { stack: READ_STACK, ledgerTable: ['dynamodb:BatchGetItem', 'dynamodb:UpdateItem'] } },
+  resume: { calls: { stack: READ_STACK, ledgerTable: ['dynamodb:BatchGetItem', 'dynamodb:UpdateItem'] } },
   backfill: {
     calls: { stack: READ_STACK, ledgerTable: ['dynamodb:PutItem', 'dynamodb:Query'], runQueue: ['sqs:SendMessage'] },
   },
@@ -140,7 +147,12 @@ export const OPS_ACCESS = {
       why: 'the message move task started by StartMessageMoveTask receives and deletes on the DLQ and sends to the run queue with the caller\'s permissions; ListMessageMoveTasks shows its progress',
     },
   },
-  resolve: { calls: { stack: READ_STACK, ledgerTable: ['dynamodb:GetItem', 'dynamodb:UpdateItem'] } },
+  // Closing an exclusive job's run frees its lane (Delete) and dispatches the next waiting run.
+  resolve: {
+    calls: { stack: READ_STACK, ledgerTable: ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'], runQueue: ['sqs:SendMessage'] },
+  },
+  // Revive DEAD runs (one by key, or a job's by query) and send each a message.
+  retry: { calls: { stack: READ_STACK, ledgerTable: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'], runQueue: ['sqs:SendMessage'] } },
 } as const satisfies Record<string, OpsCommandAccess>;
 
 export type OpsCommandName = keyof typeof OPS_ACCESS;

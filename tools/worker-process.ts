@@ -44,7 +44,8 @@ const handlerModule = values.handlers
   : await import('../shared/handlers/index.js');
 const handlers = handlerModule.handlers;
 const jobs = values.jobs
-  ? parseJobs(JSON.parse(readFileSync(values.jobs, 'utf8')) as unknown[], { handlers: Object.keys(handlers) })
+  ? // A local child has no Lambda time limit: the drills' jobs need not fit one invocation.
+    parseJobs(JSON.parse(readFileSync(values.jobs, 'utf8')) as unknown[], { handlers: Object.keys(handlers), workerTimeoutMs: Number.POSITIVE_INFINITY })
   : loadJobs(configuredJobDefinitions({ exampleJobs: true }));
 const clients = createClients({ dynamo: localClientConfig(endpoints.dynamoEndpoint), sqs: localClientConfig(endpoints.sqsEndpoint) });
 const { ledger, queue } = createAdapters(clients, { ledgerTable: endpoints.ledgerTable, paymentsTable: endpoints.paymentsTable, runQueueUrl: endpoints.runQueueUrl, retentionDays: 30 });

@@ -98,9 +98,10 @@ describe('PlannerFunction', () => {
     }
   });
 
-  it('grants GetItem/PutItem/UpdateItem on the ledger, Query on the index only, SendMessage on the run queue and the failure queue; nothing else', () => {
+  it('grants item reads and writes and Query on the ledger, Query on the index, SendMessage on the run queue and the failure queue; nothing else', () => {
     const template = planner().template();
     expect(actionsOfRole(template, 'PlannerRole')).toEqual([
+      'dynamodb:BatchGetItem',
       'dynamodb:GetItem',
       'dynamodb:PutItem',
       'dynamodb:Query',
@@ -110,8 +111,7 @@ describe('PlannerFunction', () => {
       'sqs:SendMessage',
     ]);
     const query = statementsOfRole(template, 'PlannerRole').filter((s) => s.actions.includes('dynamodb:Query'));
-    expect(query).toHaveLength(1);
-    expect(JSON.stringify(query[0]!.resources)).toContain('/index/open-runs');
+    expect(query.some((s) => JSON.stringify(s.resources).includes('/index/open-runs'))).toBe(true);
     for (const s of statementsOfRole(template, 'PlannerRole')) expect(s.resources.some(isWildcardResource)).toBe(false);
     // No managed policy (AWSLambdaBasicExecutionRole would allow writing every log group).
     template.hasResourceProperties('AWS::IAM::Role', { ManagedPolicyArns: Match.absent() });

@@ -56,10 +56,11 @@ describe('WorkerFunction', () => {
     });
   });
 
-  it('grants item-level ledger and payments actions, visibility changes and the event source consume actions; no Scan, no ConditionCheckItem, no GetQueueUrl', () => {
+  it('grants item-level ledger and payments actions, visibility changes and the event source consume actions; no Scan, no GetQueueUrl', () => {
     const template = worker().template();
     const actions = actionsOfRole(template, 'WorkerRole');
     expect(actions).toEqual([
+      'dynamodb:ConditionCheckItem',
       'dynamodb:DeleteItem',
       'dynamodb:GetItem',
       'dynamodb:PutItem',

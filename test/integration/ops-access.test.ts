@@ -22,7 +22,11 @@ import { sandbox, type Sandbox } from '../support/stack.js';
 
 const MINUTE = 60_000;
 const NOW = Math.floor(Date.now() / MINUTE) * MINUTE;
-const JOBS = testJobs([{ name: 'alpha', schedule: '* * * * *', handler: 'noop', retry: { maxAttempts: 2 }, startLead: 0 }]);
+const JOBS = testJobs([
+  { name: 'alpha', schedule: '* * * * *', handler: 'noop', retry: { maxAttempts: 2 }, startLead: 0 },
+  // Exclusive: resolving its run frees the lane and dispatches the next waiting run.
+  { name: 'beta', schedule: '* * * * *', handler: 'noop', overlap: 'forbid-queue', startLead: 0 },
+]);
 
 type Recorded = Partial<Record<OpsResource, Set<string>>>;
 
@@ -36,6 +40,9 @@ class CallRecorder {
   private resourceOf(input: Record<string, unknown>): OpsResource | undefined {
     const e = this.box.endpoints;
     if (input.TableName === e.ledgerTable) return input.IndexName === undefined ? 'ledgerTable' : 'openRunsIndex';
+    // BatchGetItem names its tables as the keys of RequestItems.
+    const batch = input.RequestItems as Record<string, unknown> | undefined;
+    if (batch && Object.keys(batch).length === 1 && Object.keys(batch)[0] === e.ledgerTable) return 'ledgerTable';
     if (input.QueueUrl === e.runQueueUrl) return 'runQueue';
     if (input.QueueUrl === e.deadLetterQueueUrl || input.SourceArn === this.deadLetterQueueArn) return 'deadLetterQueue';
     return undefined;
@@ -148,6 +155,13 @@ describe('ops commands call exactly what OPS_ACCESS grants', () => {
     await ops('redrive', '--dry-run');
     await ops('redrive', '--max-per-second', '50');
     await ops('resolve', key(slot.open), '--as', 'dead', '--reason', 'not needed');
+    // An exclusive job's run, holding its lane, with the next run waiting behind it.
+    const beta = (s: number) => ({ job: 'beta', slot: s, shard: 0 });
+    for (const s of [slot.dead, slot.succeeded]) await box.ledger.createRun({ ...beta(s), shards: 1, status: RunStatus.READY }, s);
+    await box.ledger.lanes.acquire('beta', { slot: slot.dead, shard: 0 }, slot.dead);
+    await ops('resolve', runKeyOf('beta', slot.dead, 0, 1), '--as', 'succeeded', '--reason', 'done by hand');
+    await ops('retry', key(slot.open), '--dry-run');
+    await ops('retry', '--job', 'alpha', '--state', 'DEAD');
   }, 120_000);
   afterAll(() => box.destroy());
 
