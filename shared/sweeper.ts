@@ -118,13 +118,16 @@ export async function sweep(deps: SweepDeps, input: SweepInput, options: SweepOp
   const lost: Run[] = [];
   let orphans = 0;
   let oldest: number | undefined;
+  const watchedKeys = new Set(watched.map((r) => r.runKey));
+  const writes: Promise<unknown>[] = [];
   for (const run of seen.values()) {
     const job = input.configured.get(run.job);
     const verdict = sweepVerdict(run, job !== undefined, now, o.graceMs);
     if (verdict !== 'ended' && run.slot <= overdue) oldest = Math.min(oldest ?? run.slot, run.slot);
     switch (verdict) {
       case 'ended':
-        if (watchedIds.length > 0) await deps.ledger.unwatch(run);
+        // Only a watched run can have an index entry left over.
+        if (watchedKeys.has(run.runKey)) writes.push(deps.ledger.unwatch(run));
         break;
       case 'orphan':
         orphans++;
@@ -135,16 +138,17 @@ export async function sweep(deps: SweepDeps, input: SweepInput, options: SweepOp
         break;
       case 'in-hand':
         // Open past its slot's sweep: watch it so later sweeps see it again.
-        await deps.ledger.watch(run);
+        if (!watchedKeys.has(run.runKey)) writes.push(deps.ledger.watch(run));
         break;
     }
   }
+  await Promise.all(writes);
 
   const toSend = await dispatchable(deps, lost, input.configured);
+  const marks = await mapBounded(toSend, 16, async (run) => ({ run, marked: await deps.ledger.markRedispatch(run, now, o.graceMs, o.maxRedispatches) }));
   let stuck = 0;
   const outgoing: OutgoingRun[] = [];
-  for (const run of toSend) {
-    const marked = await deps.ledger.markRedispatch(run, now, o.graceMs, o.maxRedispatches);
+  for (const { run, marked } of marks) {
     if (marked === 'marked') outgoing.push({ message: messageFor(run), delaySeconds: 0 });
     if (marked === 'exhausted') {
       stuck++;

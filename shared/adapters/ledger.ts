@@ -19,6 +19,7 @@ import {
   UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
+import { mapBounded } from '../core/concurrency.js';
 import { claimsOf, initialFence, MAX_CLAIMS_PER_SLOT } from '../core/fence.js';
 import { explainClaimRefusal, type ClaimResult } from '../core/lease.js';
 import { ATTEMPT_HISTORY_LIMIT, boundMessage, MAX_HISTORY_MESSAGE_CHARS } from '../core/limits.js';
@@ -199,11 +200,12 @@ export class Ledger {
     return Item ? runFromItem(Item) : undefined;
   }
 
-  /** Consistent reads of many runs (BatchGetItem, 100 keys per call); missing runs are left out. */
+  /** Consistent reads of many runs (BatchGetItem, 100 keys per call, 8 at once); missing runs are left out. */
   async getRuns(ids: readonly RunId[]): Promise<Run[]> {
-    const out: Run[] = [];
-    for (let start = 0; start < ids.length; start += 100) {
-      let keys: Record<string, unknown>[] = ids.slice(start, start + 100).map((id) => this.runKeyOf(id));
+    const chunks = Array.from({ length: Math.ceil(ids.length / 100) }, (_, i) => ids.slice(i * 100, i * 100 + 100));
+    const pages = await mapBounded(chunks, 8, async (chunk) => {
+      const out: Run[] = [];
+      let keys: Record<string, unknown>[] = chunk.map((id) => this.runKeyOf(id));
       for (let round = 0; keys.length > 0; round++) {
         const { Responses = {}, UnprocessedKeys = {} } = await this.doc.send(
           new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: keys, ConsistentRead: true } } }),
@@ -213,8 +215,9 @@ export class Ledger {
         // Unprocessed keys mean throttling: back off before asking again.
         if (keys.length > 0) await new Promise((r) => setTimeout(r, Math.min(1_000, 25 * 2 ** round)));
       }
-    }
-    return out;
+      return out;
+    });
+    return pages.flat();
   }
 
   // ---------------------------------------------------------------- claim and hold

@@ -13,6 +13,7 @@
  */
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { BatchGetCommand, GetCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { mapBounded } from '../core/concurrency.js';
 import { exceptionBucketOf, type PartitionCursor, type PlannerLayout } from '../core/planner-state.js';
 import { KEY_SPREAD, LedgerKeys } from '../resources.js';
 import { isConditionalCheckFailure } from './failure-item.js';
@@ -63,11 +64,16 @@ export class PlannerStore {
     return { pk: LedgerKeys.jobPk(job), sk: LedgerKeys.jobPlanSk };
   }
 
-  /** Consistent BatchGet of any keys (100 per call, unprocessed keys retried with backoff). */
+  /** Consistent BatchGet of any keys (100 per call, 8 calls at once, unprocessed keys retried with backoff). */
   private async batchGet(keys: readonly Item[]): Promise<Item[]> {
+    const chunks = Array.from({ length: Math.ceil(keys.length / 100) }, (_, i) => keys.slice(i * 100, i * 100 + 100));
+    return (await mapBounded(chunks, 8, (chunk) => this.batchGetChunk(chunk))).flat();
+  }
+
+  private async batchGetChunk(keys: readonly Item[]): Promise<Item[]> {
     const out: Item[] = [];
-    for (let start = 0; start < keys.length; start += 100) {
-      let pending: Item[] = keys.slice(start, start + 100);
+    {
+      let pending: Item[] = [...keys];
       for (let round = 0; pending.length > 0; round++) {
         const { Responses = {}, UnprocessedKeys = {} } = await this.doc.send(
           new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: true } } }),

@@ -160,15 +160,16 @@ export function planTick(input: PlanInput): TickPlan {
       continue;
     }
     const limit = Math.min(job.misfire.maxPerTick, room);
-    const late = slotsBetween(spec, from, edge, limit);
+    // One slot past the page tells whether more remain, so a job whose backlog fits the page is
+    // caught up now rather than one tick (and one state write) later.
+    const page = slotsBetween(spec, from, edge, limit + 1);
+    const late = page.slice(0, limit);
     const status = job.misfire.policy === 'skip' ? RunStatus.SKIPPED : RunStatus.READY;
     const reason = job.misfire.policy === 'skip' ? 'misfired: skipped by policy' : undefined;
     for (const slot of late) catchUp.push(...runsOf(job, slot, status, true, reason));
     budget -= late.length * job.shards;
     if (late.length > 0) misfired.set(job.name, late.length);
-    // A full page may mean more remain: stay behind at the last slot planned, up to this edge.
-    const last = late[late.length - 1];
-    if (late.length === limit && last !== undefined && last < edge) stayBehind(last);
+    if (page.length > limit) stayBehind(late[late.length - 1]!);
     else if (wasBehind) behindClear.push(job.name);
   }
 
