@@ -58,6 +58,8 @@ describe('ops status, runs, show', () => {
     // A run far outside the default 24 h window: not counted by status.
     await box.ledger.createRun({ job: 'alpha', slot: NOW - 3 * 86_400_000, shard: 0, shards: 1, status: RunStatus.SKIPPED, reason: 'old' }, NOW);
     await box.ledger.planning.pause('beta', NOW, { by: 'alice', note: 'vendor outage', at: NOW });
+    // A run of a job since removed from the config, watched by the sweeper.
+    await box.ledger.createRun({ job: 'removed-job', slot: NOW - 10 * MINUTE, shard: 0, shards: 1, status: RunStatus.READY, watch: true }, NOW - 10 * MINUTE);
     for (const body of ['{"not":"a run"}', 'garbage']) {
       await box.clients.sqs.send(new SendMessageCommand({ QueueUrl: box.endpoints.deadLetterQueueUrl, MessageBody: body }));
     }
@@ -69,8 +71,9 @@ describe('ops status, runs, show', () => {
     expect(await runOps(['status', '--endpoints', endpoints, '--json'], c.io)).toBe(0);
     expect(c.out).toHaveLength(1);
     const report = c.json() as {
-      jobs: { job: string; paused: boolean; runs: Record<string, number>; openDue: number; oldestOpenRunKey?: string; oldestOpenAgeMs?: number; lastSlot?: string }[];
+      jobs: { job: string; paused: boolean; pausedBy?: string; pauseNote?: string; runs: Record<string, number>; openDue: number; oldestOpenRunKey?: string; oldestOpenAgeMs?: number; lastSlot?: string }[];
       deadLetterQueue: { visible: number };
+      orphans: { count: number; oldestRunKey?: string; jobs: string[] };
     };
     const alpha = report.jobs.find((j) => j.job === 'alpha')!;
     const beta = report.jobs.find((j) => j.job === 'beta')!;
@@ -80,9 +83,10 @@ describe('ops status, runs, show', () => {
     expect(alpha.oldestOpenRunKey).toBe(runKeyOf('alpha', slots[2]!, 0, 1));
     expect(alpha.oldestOpenAgeMs).toBe(2 * MINUTE);
     expect(alpha.lastSlot).toBe(new Date(slots[3]!).toISOString());
-    expect(beta.paused).toBe(true);
+    expect(beta).toMatchObject({ paused: true, pausedBy: 'alice', pauseNote: 'vendor outage' });
     expect(beta.runs).toEqual({});
     expect(report.deadLetterQueue.visible).toBe(2);
+    expect(report.orphans).toEqual({ count: 1, oldestRunKey: runKeyOf('removed-job', NOW - 10 * MINUTE, 0, 1), jobs: ['removed-job'] });
 
     // --since widens the window; the human table names the paused job and the DLQ.
     const wide = capture();
@@ -91,7 +95,8 @@ describe('ops status, runs, show', () => {
     const human = capture();
     expect(await runOps(['status', '--endpoints', endpoints], human.io)).toBe(0);
     const text = human.out.join('\n');
-    expect(text).toMatch(/beta\s+PAUSED/);
+    expect(text).toMatch(/beta\s+PAUSED by alice: vendor outage/);
+    expect(text).toMatch(/orphaned: 1 open run\(s\) of job\(s\) no longer configured \(removed-job\)/);
     expect(text).toContain('succeeded 1, dead 1');
     expect(text).toContain('DLQ: 2 visible');
   });

@@ -46,6 +46,11 @@ export interface StatusReport {
   readonly deadLetterQueue: { readonly url: string; readonly visible: number; readonly inFlight: number };
   /** True when the open-runs read hit its limit (oldest ages are then lower bounds for unseen jobs). */
   readonly openRunsTruncated: boolean;
+  /**
+   * Open runs of jobs no longer in the config (the sweeper reports them, never dispatches them):
+   * close each with `ops resolve`. Their count, and the oldest.
+   */
+  readonly orphans: { readonly count: number; readonly oldestRunKey?: string; readonly jobs: readonly string[] };
 }
 
 export async function dlqDepth(target: Target): Promise<{ visible: number; inFlight: number }> {
@@ -61,6 +66,8 @@ export async function dlqDepth(target: Target): Promise<{ visible: number; inFli
 export async function collectStatus(target: Target, jobs: readonly Job[], now: number, since: number): Promise<StatusReport> {
   const planning = await jobPlanning(target.ledger.planning, jobs.map((j) => j.name), partitionOf);
   const open = await target.ledger.listOpenRuns(now, STATUS_OPEN_RUNS_LIMIT);
+  const configured = new Set(jobs.map((j) => j.name));
+  const orphans = open.filter((run) => !configured.has(run.job));
   const openByJob = new Map<string, typeof open>();
   for (const run of open) openByJob.set(run.job, [...(openByJob.get(run.job) ?? []), run]);
 
@@ -100,6 +107,11 @@ export async function collectStatus(target: Target, jobs: readonly Job[], now: n
     jobs: statuses,
     deadLetterQueue: { url: target.deadLetterQueueUrl, ...depth },
     openRunsTruncated: open.length >= STATUS_OPEN_RUNS_LIMIT,
+    orphans: {
+      count: orphans.length,
+      oldestRunKey: orphans[0]?.runKey,
+      jobs: [...new Set(orphans.map((r) => r.job))].sort(),
+    },
   };
 }
 
@@ -148,6 +160,12 @@ export async function statusCommand(args: readonly string[], io: OpsIo): Promise
     ]),
   );
   if (report.openRunsTruncated) io.stdout(`note: more than ${STATUS_OPEN_RUNS_LIMIT} due open runs; open counts are partial`);
+  if (report.orphans.count > 0) {
+    io.stdout(
+      `orphaned: ${report.orphans.count} open run(s) of job(s) no longer configured (${report.orphans.jobs.join(', ')}), oldest ${report.orphans.oldestRunKey}: ` +
+        'no worker can run them; close each with `ops resolve <runKey> --as dead --reason "job removed"`',
+    );
+  }
   const dlq = report.deadLetterQueue;
   io.stdout(
     `DLQ: ${dlq.visible} visible, ${dlq.inFlight} in flight${dlq.visible + dlq.inFlight > 0 ? ' · inspect and redrive: npm run ops -- redrive --dry-run' : ''}`,
