@@ -40,6 +40,10 @@ export const MetricName = {
   OrphanedOpenRuns: 'OrphanedOpenRuns',
   /** Runs the sweeper re-dispatched maxRedispatches times without a claim: left for an operator. */
   RunsStuck: 'RunsStuck',
+  /** Overlap `replace`: a newer run ended a running (or waiting) older one through the fence. */
+  RunsReplaced: 'RunsReplaced',
+  /** A job paused itself after pauseOnFailure consecutive DEAD runs (alarmed). */
+  JobsPausedOnFailure: 'JobsPausedOnFailure',
   /** A newer slot's fence refused a run's write: the run ended SUPERSEDED. */
   RunsSupersededByFence: 'RunsSupersededByFence',
   /** Catch-up runs a tick left for later ticks (its catch-up budget was spent). */

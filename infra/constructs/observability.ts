@@ -69,6 +69,12 @@ export const AlarmKey = {
   WorkerRecordErrors: 'worker-record-errors',
   OutboxRelayErrors: 'outbox-relay-errors',
   OutboxRelayFailedBatches: 'outbox-relay-failed-batches',
+  /** A job paused itself after `pauseOnFailure` consecutive DEAD runs. */
+  JobPausedOnFailure: 'job-paused-on-failure',
+  /** The sweeper stopped re-dispatching a run nobody ever claimed (it waits for an operator). */
+  RunsStuck: 'runs-stuck',
+  /** Open runs of a job removed from the config (they wait for `ops resolve`). */
+  OrphanedOpenRuns: 'orphaned-open-runs',
 } as const;
 export type AlarmKey = (typeof AlarmKey)[keyof typeof AlarmKey];
 
@@ -226,6 +232,15 @@ export class Observability extends Construct {
       [AlarmKey.DeadLetterQueueNotEmpty]: alarm(AlarmKey.DeadLetterQueueNotEmpty, 'Messages are in the run DLQ: poison messages or crash-looping runs.', { metric: dlqDepth }),
       [AlarmKey.RunsDead]: alarm(AlarmKey.RunsDead, 'A run went DEAD (attempts or deadline exhausted, or a non-retryable error).', {
         metric: schedulerMetric(MetricName.RunsDead, { statistic: 'Sum', period: Duration.minutes(1) }),
+      }),
+      [AlarmKey.JobPausedOnFailure]: alarm(AlarmKey.JobPausedOnFailure, 'A job paused itself after pauseOnFailure consecutive DEAD runs: it plans nothing until ops resume.', {
+        metric: schedulerMetric(MetricName.JobsPausedOnFailure, { statistic: 'Sum', period: Duration.minutes(1) }),
+      }),
+      [AlarmKey.RunsStuck]: alarm(AlarmKey.RunsStuck, 'The sweeper re-dispatched a run many times and nobody ever claimed it: it waits for an operator.', {
+        metric: schedulerMetric(MetricName.RunsStuck, { statistic: 'Sum', period: fiveMinutes }),
+      }),
+      [AlarmKey.OrphanedOpenRuns]: alarm(AlarmKey.OrphanedOpenRuns, 'Open runs of a job no longer in the config: no worker can run them; close them with ops resolve.', {
+        metric: schedulerMetric(MetricName.OrphanedOpenRuns, { statistic: 'Maximum', period: fiveMinutes }),
       }),
       [AlarmKey.PlannerErrors]: alarm(AlarmKey.PlannerErrors, 'The planner function failed.', {
         metric: props.plannerFunction.metricErrors({ statistic: 'Sum', period: fiveMinutes }),
