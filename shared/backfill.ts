@@ -16,7 +16,7 @@ import type { OutgoingRun, RunQueue } from './adapters/run-queue.js';
 import type { Job } from './core/job-schema.js';
 import { slotSpecOf } from './core/plan.js';
 import { slotsBetween } from './core/slots.js';
-import { RunStatus } from './core/vocabulary.js';
+import { RunOrigin, RunStatus } from './core/vocabulary.js';
 import { messageFor } from './planner.js';
 
 /** Above this many slots a backfill needs `force`. */
@@ -129,7 +129,12 @@ export async function backfill(deps: BackfillDeps, request: BackfillRequest): Pr
     if (wait > 0) await deps.sleep(wait);
     const toSend: OutgoingRun[] = [];
     for (const { slot, shard } of runs.slice(start, start + batchSize)) {
-      const result = await deps.ledger.createRun({ job: job.name, slot, shard, shards: job.shards, status: RunStatus.READY }, deps.clock());
+      // Backfilled slots are older than the window the sweeper scans behind the planner, so the run
+      // goes into the watch index at once: a lost message is then still found and re-sent.
+      const result = await deps.ledger.createRun(
+        { job: job.name, slot, shard, shards: job.shards, status: RunStatus.READY, origin: RunOrigin.BACKFILL, watch: true },
+        deps.clock(),
+      );
       const runKey = result.created ? result.run.runKey : result.existing.runKey;
       deps.onCreate?.({ runKey, created: result.created, at: deps.clock() });
       if (result.created) {

@@ -4,14 +4,17 @@
  * against a handler that ignores its signal, pauseOnFailure and maxRuns.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { watchKeys } from '../../shared/adapters/ledger.js';
 import { jobPlanning } from '../../shared/adapters/planner-store.js';
+import { backfill } from '../../shared/backfill.js';
 import { DynamoItemReader } from '../../shared/adapters/item-reader.js';
 import { LedgerOps } from '../../shared/adapters/ledger-ops.js';
 import { initialFence } from '../../shared/core/fence.js';
 import { fireTimeOf } from '../../shared/core/jitter.js';
 import { partitionOf } from '../../shared/core/partition.js';
+import { openBucketOf } from '../../shared/core/planner-state.js';
 import { RunOrigin, RunStatus } from '../../shared/core/vocabulary.js';
-import { AttemptEndedError, FencedOutError, PermanentError, type JobHandler, type RunContext } from '../../shared/handler-api.js';
+import { AttemptEndedError, FencedOutError, PermanentError, RetryableError, type JobHandler, type RunContext } from '../../shared/handler-api.js';
 import { InMemoryMetrics } from '../../shared/observability.js';
 import { runPlannerTick } from '../../shared/planner.js';
 import { manualSlot, triggerRun } from '../../shared/trigger.js';
@@ -218,6 +221,44 @@ describe('schedule features', () => {
       const planning = (await jobPlanning(own.ledger.planning, [name], partitionOf)).get(name)!;
       expect(planning.lastSlot).toBe(T0 + 80 * SEC);
       own.destroy();
+    });
+  });
+
+  describe('start lag', () => {
+    it('trigger lag counts only the first on-time start of a planned run; retries, catch-up, backfilled and manual runs count as late starts', async () => {
+      const name = unique('lag');
+      const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'flaky', startLead: 0, retry: { maxAttempts: 3, backoff: { base: '1s', max: '1s', jitter: 'none' } } }], ['flaky']);
+      let failures = 1;
+      const lab = new Lab(box, jobs, { flaky: { run: async () => { if (failures-- > 0) throw new RetryableError('not yet'); } } }, T0 + 30);
+      // Planned, on time: trigger lag 30 ms; its retry a second later is not trigger lag.
+      await lab.create(name, T0);
+      await lab.deliver(name, T0);
+      lab.clock.advance(5 * SEC);
+      await lab.deliver(name, T0);
+      expect(await lab.status(name, T0)).toBe(RunStatus.SUCCEEDED);
+      expect(lab.metrics.observations.get('TriggerLag')).toEqual([30]);
+      expect(lab.metrics.observations.get('LateStartLag') ?? []).toEqual([]);
+      // A misfired slot planned late by catch-up: late by construction.
+      await box.ledger.createRun({ job: name, slot: T0 - 10 * MIN, shard: 0, shards: 1, status: RunStatus.READY, origin: RunOrigin.CATCH_UP }, lab.clock.now);
+      await lab.deliver(name, T0 - 10 * MIN);
+      // A backfilled slot from an hour ago: watched by the sweeper at once (older than its window).
+      const backfilled = await backfill(
+        { ledger: box.ledger, queue: lab.queue, clock: lab.clock.read, sleep: async () => undefined },
+        { job: jobs[0]!, from: T0 - 60 * MIN, to: T0 - 59 * MIN },
+      );
+      expect(backfilled.created).toBe(1);
+      const run = await lab.run(name, T0 - 60 * MIN);
+      expect(run?.origin).toBe(RunOrigin.BACKFILL);
+      const bucket = openBucketOf(name, T0 - 60 * MIN, 0);
+      const watched = await box.ledger.watchedPage(bucket, T0, undefined, 1_000);
+      expect(watched.entries.map((e) => e.openSk)).toContain(watchKeys(run!).openSk);
+      await lab.deliverSent();
+      // A manual run.
+      await triggerRun({ ledger: box.ledger, queue: lab.queue, clock: lab.clock.read }, { job: jobs[0]!, by: 'op' });
+      await lab.deliverSent();
+      expect(lab.metrics.observations.get('TriggerLag')).toEqual([30]);
+      expect(lab.metrics.observations.get('LateStartLag')).toHaveLength(3);
+      expect(Math.min(...lab.metrics.observations.get('LateStartLag')!)).toBeGreaterThanOrEqual(0);
     });
   });
 });
