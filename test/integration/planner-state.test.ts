@@ -120,7 +120,8 @@ describe('planner state', () => {
       for (const slot of expected) expect(runs.get(slot)?.status, `${job.name}@${new Date(slot).toISOString()}`).toBe(RunStatus.READY);
     }
     own.destroy();
-  }, 300_000);
+    // ~30,000 DynamoDB calls: 30-60 s on an idle machine, minutes on a loaded one. The timeout only catches a hang.
+  }, 900_000);
 
   it('the sweeper pages through every watched open run: 150 old open runs of a removed job hide no newer lost run, and are reported', async () => {
     const own = await sandbox();
@@ -181,7 +182,8 @@ describe('planner state', () => {
     }
     expect((await jobPlanning(own.ledger.planning, ['p-7'], partitionOf)).get('p-7')!.pause).toMatchObject({ by: 'test' });
     own.destroy();
-  });
+    // ~1,500 DynamoDB calls: ~10 s idle; the timeout only catches a hang on a loaded machine.
+  }, 300_000);
 
   it('a job paused and resumed minutes after its first planning never gets a run from before that planning', async () => {
     const own = await sandbox();
