@@ -144,6 +144,8 @@ describe('ops commands call exactly what OPS_ACCESS grants', () => {
     // Every command, through the paths an operator takes.
     await ops('status');
     await ops('status', '--since', '2h');
+    await ops('jobs');
+    await ops('jobs', '--job', 'alpha');
     await ops('runs', '--job', 'alpha');
     await ops('runs', '--job', 'alpha', '--state', 'DEAD,READY', '--since', '2h', '--limit', '1');
     await ops('show', key(slot.open));

@@ -11,6 +11,7 @@
  * resume write to the job's partition item, which the planner reads.
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { resolve } from 'node:path';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { Ledger } from '../../shared/adapters/ledger.js';
@@ -18,8 +19,7 @@ import { LedgerOps } from '../../shared/adapters/ledger-ops.js';
 import { RunQueue } from '../../shared/adapters/run-queue.js';
 import { createClients, type Clients } from '../../shared/runtime.js';
 import { DEFAULT_STACK_NAME, StackOutput } from '../../infra/outputs.js';
-import { localClientConfig } from '../local-stack.js';
-import { LOCAL_ENDPOINTS_FILE } from '../local-stack.js';
+import { LOCAL_ENDPOINTS_FILE, localClientConfig, localEndpointsPath } from '../local-stack.js';
 import { parsePositive, type CommonValues } from './args.js';
 import { OpsFailure, UsageError, type OpsIo } from './io.js';
 
@@ -81,12 +81,48 @@ export function readEndpointsFile(path: string, field: string): EndpointsFile {
  */
 export function exampleJobsOfLocalTarget(target: { readonly local: boolean; readonly endpoints?: string }, io: OpsIo): boolean | undefined {
   if (!target.local && target.endpoints === undefined) return undefined;
-  const path = resolve(io.cwd ?? process.cwd(), target.local ? LOCAL_ENDPOINTS_FILE : target.endpoints!);
+  const path = target.local ? localEndpointsPath(io.cwd) : resolve(process.cwd(), target.endpoints!);
   try {
     const parsed: unknown = JSON.parse(readFileSync(path, 'utf8'));
     return typeof parsed === 'object' && parsed !== null && (parsed as EndpointsFile).exampleJobs === true;
   } catch {
     return undefined;
+  }
+}
+
+/** How long a local endpoint may take to accept a connection. */
+const PROBE_TIMEOUT_MS = 1_000;
+
+/** Whether something accepts TCP connections at the endpoint's host and port. */
+export function answers(endpoint: string, timeoutMs = PROBE_TIMEOUT_MS): Promise<boolean> {
+  const url = new URL(endpoint);
+  const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+  return new Promise((resolveProbe) => {
+    const socket = connect({ host: url.hostname, port });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolveProbe(ok);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
+/**
+ * A local target's endpoints must answer before any command runs: an endpoints file left behind
+ * by an `npm start` that is gone would otherwise fail after the SDK's retries with a connection
+ * error that names neither.
+ */
+async function expectAnswer(file: EndpointsFile, problem: string, hint: string): Promise<void> {
+  const endpoints = [
+    ['DynamoDB Local', file.dynamoEndpoint],
+    ['local SQS', file.sqsEndpoint],
+  ] as const;
+  const results = await Promise.all(endpoints.map(async ([name, url]) => ({ name, url, ok: await answers(url) })));
+  const silent = results.filter((r) => !r.ok);
+  if (silent.length > 0) {
+    throw new OpsFailure(`${problem}: ${silent.map((r) => `${r.name} at ${r.url}`).join(' and ')} ${silent.length > 1 ? 'do' : 'does'} not answer${hint}`);
   }
 }
 
@@ -101,12 +137,14 @@ export async function openTarget(values: CommonValues, io: OpsIo): Promise<Targe
   if (values.local || values.endpoints !== undefined) {
     let path: string;
     if (values.local) {
-      path = resolve(io.cwd ?? process.cwd(), LOCAL_ENDPOINTS_FILE);
-      if (!existsSync(path)) throw new OpsFailure(`no local runtime found (${LOCAL_ENDPOINTS_FILE} is missing): start it with \`npm start\` in another terminal`);
+      path = localEndpointsPath(io.cwd);
+      if (!existsSync(path)) throw new OpsFailure(`\`npm start\` is not running (${LOCAL_ENDPOINTS_FILE} is missing): start it in another terminal`);
     } else {
-      path = resolve(io.cwd ?? process.cwd(), values.endpoints!);
+      path = resolve(process.cwd(), values.endpoints!);
     }
     const file = readEndpointsFile(path, values.local ? 'local' : 'endpoints');
+    if (values.local) await expectAnswer(file, `\`npm start\` is not running (${LOCAL_ENDPOINTS_FILE} is left from an earlier run)`, '; start it with `npm start` in another terminal');
+    else await expectAnswer(file, `the local stack of ${path} is not running`, '');
     const clients = createClients({ dynamo: localClientConfig(file.dynamoEndpoint), sqs: localClientConfig(file.sqsEndpoint) });
     io.instrument?.(clients);
     return build(clients, {
