@@ -32,6 +32,8 @@ const JOBS = testJobs([
   { name: 'held', schedule: '*/5 * * * *', handler: 'noop' },
   { name: 'off', schedule: '0 * * * *', handler: 'noop', enabled: false },
   { name: 'zoned', schedule: '30 2 * * *', handler: 'noop', timezone: 'America/New_York' },
+  { name: 'capped-done', schedule: '* * * * *', handler: 'noop', maxRuns: 3 },
+  { name: 'capped-open', schedule: '* * * * *', handler: 'noop', maxRuns: 5 },
 ]);
 
 function capture() {
@@ -66,6 +68,10 @@ describe('ops jobs', () => {
     await runTo('minutely', M + MINUTE, 'READY'); // planned ahead: not its last run
     await runTo('once-done', M - 60 * MINUTE, 'SUCCEEDED');
     await runTo('once-open', M - 60 * MINUTE, 'RUNNING');
+    // maxRuns: the planner records the N-th slot when it first plans the job.
+    await box.ledger.planning.setRunBound('capped-done', M - 4 * MINUTE, M - 2 * MINUTE);
+    for (const slot of [M - 4 * MINUTE, M - 3 * MINUTE, M - 2 * MINUTE]) await runTo('capped-done', slot, 'SUCCEEDED');
+    await box.ledger.planning.setRunBound('capped-open', M - 2 * MINUTE, M + 2 * MINUTE);
     const paused = capture();
     expect(await runOps(['pause', 'held', '--note', 'vendor outage', '--by', 'alice', '--endpoints', endpoints], paused.io)).toBe(0);
   });
@@ -108,6 +114,9 @@ describe('ops jobs', () => {
     expect(row('once-open')).toMatchObject({ finished: false, nextFireTimes: [], lastRun: { status: 'RUNNING' }, openRuns: 1 });
     expect(row('once-later')).toMatchObject({ finished: false, nextFireTimes: [iso(M + DAY)] });
     expect(row('once-later').lastRun).toBeUndefined();
+    // maxRuns: finished after its N-th slot ran; before that, no fire time past the N-th slot.
+    expect(row('capped-done')).toMatchObject({ finished: true, nextFireTimes: [], lastRun: { slot: iso(M - 2 * MINUTE), status: 'SUCCEEDED' } });
+    expect(row('capped-open')).toMatchObject({ finished: false, nextFireTimes: [iso(M + MINUTE), iso(M + 2 * MINUTE)] });
 
     expect(row('held')).toMatchObject({ paused: true, pausedBy: 'alice', pauseNote: 'vendor outage', pausedAt: iso(NOW) });
     expect(row('off')).toMatchObject({ enabled: false, paused: false });

@@ -9,9 +9,9 @@
  * slots themselves are alongside in `nextSlots`. They are the schedule's: a paused or disabled job
  * fires none of them until it is resumed or enabled.
  *
- * A bounded job (a one-time `schedule: { at }`, or an `endAt`) is finished once its last slot
- * (lastSlotOf) has passed and every run of that slot has ended; one whose window holds no slot at
- * all is finished from the start.
+ * A bounded job (a one-time `schedule: { at }`, an `endAt`, or `maxRuns`) is finished once its last
+ * slot has passed and every run of that slot has ended; one whose window holds no slot at all is
+ * finished from the start. A `maxRuns` job's last slot is the N-th, recorded by the planner.
  */
 import { jobPlanning } from '../../shared/adapters/planner-store.js';
 import { mapBounded } from '../../shared/core/concurrency.js';
@@ -61,9 +61,15 @@ export interface JobRow {
   readonly deadLast24h: number;
 }
 
-/** Whether a bounded job is done: its last slot passed and every run of it ended (or it has no slot at all). */
-async function isFinished(target: Target, job: Job, now: number): Promise<boolean> {
-  const last = lastSlotOf(slotSpecOf(job));
+/**
+ * Whether a bounded job is done: its last slot passed and every run of it ended (or it has no slot
+ * at all). The last slot is the schedule's own, or, with `maxRuns`, the one the planner recorded
+ * when it first planned the job (its N-th slot), whichever comes first.
+ */
+async function isFinished(target: Target, job: Job, now: number, runBound: number | undefined): Promise<boolean> {
+  const own = lastSlotOf(slotSpecOf(job));
+  const bounded = runBound !== undefined && Number.isFinite(runBound) ? runBound : undefined;
+  const last = own === undefined ? bounded : bounded === undefined ? own : Math.min(own, bounded);
   if (last === undefined) return false;
   if (last === -Infinity) return true;
   if (now <= last) return false;
@@ -78,12 +84,13 @@ export async function collectJobs(target: Target, jobs: readonly Job[], now: num
   return mapBounded(jobs, JOBS_IN_FLIGHT, async (job): Promise<JobRow> => {
     const plan = planning.get(job.name)!;
     const [finished, latest, open, counts] = await Promise.all([
-      isFinished(target, job, now),
+      isFinished(target, job, now, plan.lastSlot),
       latestDueRun(target, job.name, now),
       dueOpenRuns(target, job.name, watched, since, now),
       target.ops.countRuns(job.name, { sinceSlot: since, untilSlot: now + 1 }),
     ]);
-    const fires = finished ? [] : nextFires({ spec: slotSpecOf(job), jitter: job }, now, JOBS_NEXT_FIRES);
+    const bound = plan.lastSlot ?? Number.POSITIVE_INFINITY;
+    const fires = finished ? [] : nextFires({ spec: slotSpecOf(job), jitter: job }, now, JOBS_NEXT_FIRES).filter((f) => f.slot <= bound);
     return {
       job: job.name,
       enabled: job.enabled,
