@@ -12,6 +12,7 @@
  *   with messages sent per one-second batch, so neither DynamoDB nor the workers see a burst.
  */
 import type { Ledger } from './adapters/ledger.js';
+import { newWriteId } from './adapters/write-id.js';
 import type { OutgoingRun, RunQueue } from './adapters/run-queue.js';
 import type { Job } from './core/job-schema.js';
 import { slotSpecOf } from './core/plan.js';
@@ -123,6 +124,9 @@ export async function backfill(deps: BackfillDeps, request: BackfillRequest): Pr
   let existing = 0;
   let sent = 0;
   const started = deps.clock();
+  // Recognises our own put when the SDK retries one whose response was lost after it committed:
+  // the run is then ours to dispatch now, not an existing one left to the sweeper.
+  const creator = newWriteId();
   for (let start = 0, window = 0; start < runs.length; start += batchSize, window++) {
     const due = started + window * windowMs;
     const wait = due - deps.clock();
@@ -134,6 +138,7 @@ export async function backfill(deps: BackfillDeps, request: BackfillRequest): Pr
       const result = await deps.ledger.createRun(
         { job: job.name, slot, shard, shards: job.shards, status: RunStatus.READY, origin: RunOrigin.BACKFILL, watch: true },
         deps.clock(),
+        creator,
       );
       const runKey = result.created ? result.run.runKey : result.existing.runKey;
       deps.onCreate?.({ runKey, created: result.created, at: deps.clock() });

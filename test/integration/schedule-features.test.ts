@@ -4,7 +4,7 @@
  * against a handler that ignores its signal, pauseOnFailure and maxRuns.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { watchKeys } from '../../shared/adapters/ledger.js';
+import { Ledger, watchKeys } from '../../shared/adapters/ledger.js';
 import { jobPlanning } from '../../shared/adapters/planner-store.js';
 import { backfill } from '../../shared/backfill.js';
 import { DynamoItemReader } from '../../shared/adapters/item-reader.js';
@@ -20,6 +20,7 @@ import { runPlannerTick } from '../../shared/planner.js';
 import { manualSlot, triggerRun } from '../../shared/trigger.js';
 import { resolveRun } from '../../tools/ops/resolve.js';
 import { silentLogger, testJobs, waitFor } from '../support/helpers.js';
+import { faultyClient } from '../support/faults.js';
 import { Lab, RecordingQueue } from '../support/lab.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
 
@@ -61,6 +62,33 @@ describe('schedule features', () => {
   });
 
   describe('ops trigger', () => {
+    it('a trigger whose put committed but whose response was lost creates one run, not a second one a millisecond later', async () => {
+      const name = unique('trig-lost');
+      const jobs = testJobs([{ name, schedule: '0 0 1 1 *', handler: 'noop', startLead: 0 }]);
+      const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: (c, input) => c === 'PutItemCommand' && JSON.stringify(input.Item ?? {}).includes(name), fault: 'lost-response' }]);
+      const ledger = new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable });
+      const queue = new RecordingQueue();
+      const runs = await triggerRun({ ledger, queue, clock: () => T0 + 417 }, { job: jobs[0]!, by: 'alice' });
+      expect(faulty.injected).toEqual(['PutItemCommand']);
+      expect(runs.map((r) => r.slot)).toEqual([T0 + 417]);
+      expect((await box.ledger.listRuns(name)).map((r) => r.slot)).toEqual([T0 + 417]);
+      expect(queue.sent.map((s) => s.message.runKey)).toEqual([runs[0]!.runKey]);
+      faulty.destroy();
+    });
+
+    it('a backfill put whose response was lost is still counted created and dispatched now', async () => {
+      const name = unique('bf-lost');
+      const jobs = testJobs([{ name, schedule: '0 * * * *', handler: 'noop', startLead: 0 }]);
+      const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: (c, input) => c === 'PutItemCommand' && JSON.stringify(input.Item ?? {}).includes(name), fault: 'lost-response' }]);
+      const ledger = new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable });
+      const queue = new RecordingQueue();
+      const report = await backfill({ ledger, queue, clock: () => T0, sleep: async () => undefined }, { job: jobs[0]!, from: T0 - 3 * 60 * MIN, to: T0 });
+      expect(faulty.injected).toEqual(['PutItemCommand']);
+      expect(report).toMatchObject({ slots: 3, created: 3, existing: 0, sent: 3 });
+      expect(queue.sent).toHaveLength(3);
+      faulty.destroy();
+    });
+
     it('creates one run now with its own run key (a millisecond slot), dispatched at once, also while the job is paused', async () => {
       const name = unique('trig');
       const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'noop', startLead: 0 }]);

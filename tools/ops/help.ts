@@ -90,6 +90,12 @@ export const FLAG_HELP: Readonly<Record<string, Readonly<Record<string, FlagHelp
     'dry-run': { text: 'list what would be revived; change nothing' },
     by: BY,
   },
+  trigger: {
+    shard: { value: 'N', text: 'only this shard of a sharded job', default: 'one run per shard' },
+    note: { value: 'TEXT', text: 'why, recorded on the run and shown by `runs` and `show`', default: 'none' },
+    overlap: { value: 'POLICY', text: 'run under this overlap policy instead of the job\'s: forbid-skip, forbid-queue, coalesce, replace, parallel', default: "the job's" },
+    by: BY,
+  },
   resolve: {
     as: { value: 'succeeded|dead', text: 'close the run as MANUAL (counts as done) or DEAD (required)' },
     reason: { value: 'TEXT', text: 'why, recorded on the run (required)' },

@@ -3,12 +3,20 @@
  * configured job's runs, newest first (consistent reads, paginated). The runs of a job no longer
  * configured are reached by run key (`show`, `resolve`); `status` lists them as orphaned.
  */
-import { RunStatus, type Run } from '../../shared/core/vocabulary.js';
+import { RunOrigin, RunStatus, type Run } from '../../shared/core/vocabulary.js';
 import { configuredJob, noExtraPositionals, parseCommand, parsePositive, parseSince, parseInstant, parseStatuses, requireOption, stringOption } from './args.js';
 import { clockOf, EXIT_OK, formatAge, iso, printJson, printTable, type OpsIo } from './io.js';
 import { withTarget } from './target.js';
 
 export const runsUsage = 'runs --job NAME [--state S[,S]] [--since ISO|24h] [--until ISO] [--limit 50]';
+
+/** Where the run came from; a manual run adds who triggered it and the note. */
+function originOf(run: Run): string {
+  const origin = run.origin ?? RunOrigin.PLANNED;
+  if (origin !== RunOrigin.MANUAL) return origin;
+  const by = run.triggeredBy ? ` by ${run.triggeredBy}` : '';
+  return `${origin}${by}${run.note ? `: ${run.note.slice(0, 40)}` : ''}`;
+}
 
 export function runRow(run: Run, now: number): (string | number | undefined)[] {
   const lease =
@@ -16,6 +24,7 @@ export function runRow(run: Run, now: number): (string | number | undefined)[] {
   return [
     run.runKey,
     run.status,
+    originOf(run),
     run.attempt,
     run.fencingToken,
     run.owner,
@@ -27,7 +36,7 @@ export function runRow(run: Run, now: number): (string | number | undefined)[] {
   ];
 }
 
-export const RUN_HEADERS = ['RUN KEY', 'STATUS', 'ATTEMPT', 'TOKEN', 'OWNER', 'LEASE', 'NEXT ATTEMPT', 'FINISHED', 'LAST ERROR'];
+export const RUN_HEADERS = ['RUN KEY', 'STATUS', 'ORIGIN', 'ATTEMPT', 'TOKEN', 'OWNER', 'LEASE', 'NEXT ATTEMPT', 'FINISHED', 'LAST ERROR'];
 
 export async function runsCommand(args: readonly string[], io: OpsIo): Promise<number> {
   const { values, positionals } = parseCommand(args, {
