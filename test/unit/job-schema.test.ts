@@ -218,6 +218,9 @@ describe('each invalid field fails with a message naming the job and the field (
     ['shards', 0],
     ['shards', 1.5],
     ['shards', 101],
+    ['maxRuns', 0],
+    ['maxRuns', 100_001], // past MAX_RUNS_LIMIT: the planner could not bound the job's last slot in one tick
+    ['pauseOnFailure', 0],
     ['overlap', 'sometimes'],
     ['enabled', 'yes'],
   ])('out-of-range or mistyped policy value %s = %j', (field, value) => {
