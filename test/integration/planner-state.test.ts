@@ -145,6 +145,33 @@ describe('planner state', () => {
     own.destroy();
   });
 
+  it('a run whose messages never reach a worker is re-dispatched 10 times, then sent no more and counted stuck every tick until someone acts', async () => {
+    const own = await sandbox();
+    const w = world(own, T0);
+    const jobs = testJobs([{ name: 'unheard', schedule: '0 0 1 1 *', handler: 'noop' }]);
+    await w.tick(jobs);
+    const created = await own.ledger.createRun({ job: 'unheard', slot: T0 - 10 * MIN, shard: 0, shards: 1, status: RunStatus.READY, watch: true }, T0 - 10 * MIN);
+    const runKey = created.created ? created.run.runKey : '';
+    const sends: number[] = [];
+    const stuck: number[] = [];
+    for (let k = 0; k < 14; k++) {
+      // Past the grace period each time: every tick may re-dispatch once.
+      w.clock.advance(3 * MIN);
+      const before = w.metrics.get('RunsStuck');
+      await w.tick(jobs);
+      sends.push(w.queue.take().filter((s) => s.message.runKey === runKey).length);
+      stuck.push(w.metrics.get('RunsStuck') - before);
+    }
+    expect(sends).toEqual([...Array(10).fill(1), 0, 0, 0, 0]);
+    expect(stuck).toEqual([...Array(10).fill(0), 1, 1, 1, 1]);
+    expect(await own.ledger.getRun({ job: 'unheard', slot: T0 - 10 * MIN, shard: 0 })).toMatchObject({ status: RunStatus.READY, redispatches: 10 });
+    // A claim (a worker finally got a message) clears the count: the run is no longer stuck.
+    const claim = await own.ledger.claim({ job: 'unheard', slot: T0 - 10 * MIN, shard: 0 }, 'w-1', w.clock.now, 30_000, 2_000);
+    expect(claim.kind).toBe('claimed');
+    expect((await own.ledger.getRun({ job: 'unheard', slot: T0 - 10 * MIN, shard: 0 }))?.redispatches).toBeUndefined();
+    own.destroy();
+  });
+
   it('changing plannerPartitions (1 → 4 → 1) across a deploy gap plans every slot once and keeps a job paused', async () => {
     const own = await sandbox();
     const jobs = testJobs(Array.from({ length: 20 }, (_, i) => ({ name: `p-${i}`, schedule: '* * * * *', handler: 'noop', misfire: { after: '5m', policy: 'all' as const, maxPerTick: 20 } })));
