@@ -97,8 +97,8 @@ describe('npm start: what the local runtime reports', () => {
     await send(older);
 
     for (const [job, slot] of [['fails', base], ['ghost', base], ['ontime', base], ['late', base - 60 * MINUTE], ['lonely', base], ['fenced', base - MINUTE]] as const) await ended(job, slot);
-    await waitFor(async () => (outcomes.length >= 6 && settled.length >= 1 ? true : undefined), 30_000, 'every line reported');
-  }, 180_000);
+    await waitFor(async () => (outcomes.length >= 6 && settled.length >= 1 ? true : undefined), 120_000, 'every line reported');
+  }, 600_000);
   afterAll(async () => {
     await runtime.stop();
     box.destroy();

@@ -164,7 +164,7 @@ describe('ops commands call exactly what OPS_ACCESS grants', () => {
     await ops('resolve', runKeyOf('beta', slot.dead, 0, 1), '--as', 'succeeded', '--reason', 'done by hand');
     await ops('retry', key(slot.open), '--dry-run');
     await ops('retry', '--job', 'alpha', '--state', 'DEAD');
-  }, 120_000);
+  }, 600_000);
   afterAll(() => box.destroy());
 
   it('every call names a resource of the stack', () => {
