@@ -103,6 +103,15 @@ describe('dispatch and exit codes', () => {
     expect(two.err[0]).toContain('"target"');
   });
 
+  it('--partitions is not an ops option (pause follows the job whatever the partition count): exit 2 naming it, in every command', async () => {
+    for (const name of Object.keys(COMMANDS)) {
+      const c = capture();
+      expect(await runOps([name, '--partitions', '4'], c.io), name).toBe(2);
+      expect(c.err, name).toHaveLength(1);
+      expect(c.err[0], name).toContain('"partitions"');
+    }
+  });
+
   it('target options may come before the command', async () => {
     const c = capture();
     expect(await runOps(['--region', 'eu-west-1', 'preview', '--schedule', '0 0 * * *', '--from', '2026-01-01', '--to', '2026-01-03', '--json'], c.io)).toBe(0);
@@ -152,7 +161,7 @@ describe('every command alike', () => {
     for (const line of flagLines) expect(line, line).toMatch(/^  --\S+(?: \S+)?(?:, -h)?\s{2,}\S/);
     // The target flags everywhere but in preview, which reads no stack.
     for (const common of ['json', 'help']) expect(flags).toContain(common);
-    for (const target of ['local', 'endpoints', 'stack', 'region', 'partitions']) {
+    for (const target of ['local', 'endpoints', 'stack', 'region']) {
       if (name === 'preview') expect(flags).not.toContain(target);
       else expect(flags).toContain(target);
     }

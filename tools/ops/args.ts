@@ -19,11 +19,10 @@ export const COMMON_OPTIONS = {
   endpoints: { type: 'string' },
   stack: { type: 'string' },
   region: { type: 'string' },
-  partitions: { type: 'string' },
   help: { type: 'boolean', short: 'h', default: false },
 } as const satisfies Options;
 
-export const COMMON_USAGE = '[--json] [--local | --endpoints FILE | --stack NAME [--region R]] [--partitions N]';
+export const COMMON_USAGE = '[--json] [--local | --endpoints FILE | --stack NAME [--region R]]';
 
 export interface CommonValues {
   readonly json: boolean;
@@ -31,7 +30,6 @@ export interface CommonValues {
   readonly endpoints?: string;
   readonly stack?: string;
   readonly region?: string;
-  readonly partitions?: string;
   readonly help: boolean;
 }
 

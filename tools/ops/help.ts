@@ -33,7 +33,6 @@ export const COMMON_FLAG_HELP: Readonly<Record<keyof typeof COMMON_OPTIONS, Flag
   endpoints: { value: 'FILE', text: 'act on the local stack described by FILE (the endpoints JSON `npm start` writes)' },
   stack: { value: 'NAME', text: 'act on this CloudFormation stack (its outputs name the table and queues)', default: 'FencedScheduler' },
   region: { value: 'R', text: 'AWS region of the stack', default: 'AWS_REGION / the profile' },
-  partitions: { value: 'N', text: "planner partition count; must match the deployed planner", default: 'what the target reports, else 1' },
   help: { text: 'this help' },
 };
 

@@ -1,8 +1,8 @@
 /**
  * `ops status [--since 24h]`: per configured job, where the planner is (partition watermark), its
  * last run (the newest run whose slot has come, with its state), its runs by state since
- * `--since`, its oldest due open run (from the open-runs index), whether it is paused (by whom,
- * when and why); and the DLQ depth.
+ * `--since`, its oldest due open run (those of the window, plus the older ones in the sweeper's
+ * watch index), whether it is paused (by whom, when and why); and the DLQ depth.
  */
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { jobPlanning } from '../../shared/adapters/planner-store.js';

@@ -6,9 +6,8 @@
  * - otherwise AWS: default credential chain, region from the environment/config (or `--region`),
  *   resources from the CloudFormation outputs of `--stack` (default FencedScheduler).
  *
- * `--partitions N` overrides the planner partition count the target reports (endpoints file
- * `partitions`, stack output `PlannerPartitions`). It must match the deployed planner: pause and
- * resume write to the job's partition item, which the planner reads.
+ * No command needs the planner's partition count: pause and resume write the job's own plan item,
+ * which follows the job whatever the count, and `status` reads the count from the planner's state.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { connect } from 'node:net';
@@ -20,7 +19,7 @@ import { RunQueue } from '../../shared/adapters/run-queue.js';
 import { createClients, type Clients } from '../../shared/runtime.js';
 import { DEFAULT_STACK_NAME, StackOutput } from '../../infra/outputs.js';
 import { LOCAL_ENDPOINTS_FILE, localClientConfig, localEndpointsPath } from '../local-stack.js';
-import { parsePositive, type CommonValues } from './args.js';
+import type { CommonValues } from './args.js';
 import { OpsFailure, UsageError, type OpsIo } from './io.js';
 
 /** The endpoints file: LocalEndpoints (tools/local-stack.ts) plus what `npm start` adds. */
@@ -31,6 +30,7 @@ export interface EndpointsFile {
   readonly runQueueUrl: string;
   readonly deadLetterQueueUrl: string;
   readonly paymentsTable?: string;
+  /** The local planner's partition count (`npm start --partitions`): accepted, never read. */
   readonly partitions?: number;
   /** `npm start` runs the example jobs and says so here. */
   readonly exampleJobs?: boolean;
@@ -47,9 +47,6 @@ export interface Target {
   readonly queue: RunQueue;
   readonly runQueueUrl: string;
   readonly deadLetterQueueUrl: string;
-  /** Planner partition count (`of`); `partitionsKnown` is false when it is a guessed default. */
-  readonly partitions: number;
-  readonly partitionsKnown: boolean;
   runQueueArn(): Promise<string>;
   deadLetterQueueArn(): Promise<string>;
   destroy(): void;
@@ -68,9 +65,6 @@ export function readEndpointsFile(path: string, field: string): EndpointsFile {
   const record = parsed as Record<string, unknown>;
   for (const key of REQUIRED_ENDPOINT_FIELDS) {
     if (typeof record[key] !== 'string' || record[key] === '') throw new UsageError(field, `${path}: "${key}" is missing`);
-  }
-  if (record.partitions !== undefined && !(Number.isInteger(record.partitions) && (record.partitions as number) >= 1)) {
-    throw new UsageError(field, `${path}: "partitions" must be a positive integer`);
   }
   return record as unknown as EndpointsFile;
 }
@@ -126,14 +120,9 @@ async function expectAnswer(file: EndpointsFile, problem: string, hint: string):
   }
 }
 
-function explicitPartitions(values: CommonValues): number | undefined {
-  return values.partitions === undefined ? undefined : parsePositive(values.partitions, 'partitions', 1, { integer: true, max: 1000 });
-}
-
 export async function openTarget(values: CommonValues, io: OpsIo): Promise<Target> {
   const chosen = [values.local, values.endpoints !== undefined, values.stack !== undefined].filter(Boolean).length;
   if (chosen > 1) throw new UsageError('target', 'choose one of --local, --endpoints FILE, --stack NAME');
-  const partitions = explicitPartitions(values);
   if (values.local || values.endpoints !== undefined) {
     let path: string;
     if (values.local) {
@@ -154,14 +143,12 @@ export async function openTarget(values: CommonValues, io: OpsIo): Promise<Targe
       deadLetterQueueUrl: file.deadLetterQueueUrl,
       deadLetterQueueArn: file.deadLetterQueueArn,
       runQueueArn: file.runQueueArn,
-      partitions: partitions ?? file.partitions ?? 1,
-      partitionsKnown: partitions !== undefined || file.partitions !== undefined,
     });
   }
-  return openStack(values, io, partitions);
+  return openStack(values, io);
 }
 
-async function openStack(values: CommonValues, io: OpsIo, partitions: number | undefined): Promise<Target> {
+async function openStack(values: CommonValues, io: OpsIo): Promise<Target> {
   const stackName = values.stack ?? DEFAULT_STACK_NAME;
   const region = values.region;
   const { CloudFormationClient, DescribeStacksCommand } = await import('@aws-sdk/client-cloudformation');
@@ -186,8 +173,6 @@ async function openStack(values: CommonValues, io: OpsIo, partitions: number | u
     if (!value) throw new OpsFailure(`stack "${stackName}" has no output ${key}: deploy the current infra/ or use --endpoints`);
     return value;
   };
-  const fromOutput = outputs.get(StackOutput.PlannerPartitions);
-  const outputPartitions = fromOutput !== undefined && /^\d+$/.test(fromOutput) && Number(fromOutput) >= 1 ? Number(fromOutput) : undefined;
   const clients = createClients(region ? { dynamo: { region }, sqs: { region } } : {});
   io.instrument?.(clients);
   return build(clients, {
@@ -196,8 +181,6 @@ async function openStack(values: CommonValues, io: OpsIo, partitions: number | u
     runQueueUrl: need(StackOutput.RunQueueUrl),
     deadLetterQueueUrl: need(StackOutput.DeadLetterQueueUrl),
     deadLetterQueueArn: outputs.get(StackOutput.DeadLetterQueueArn),
-    partitions: partitions ?? outputPartitions ?? 1,
-    partitionsKnown: partitions !== undefined || outputPartitions !== undefined,
   });
 }
 
@@ -208,8 +191,6 @@ interface TargetSpec {
   readonly deadLetterQueueUrl: string;
   readonly deadLetterQueueArn?: string;
   readonly runQueueArn?: string;
-  readonly partitions: number;
-  readonly partitionsKnown: boolean;
 }
 
 function build(clients: Clients, spec: TargetSpec): Target {
@@ -227,8 +208,6 @@ function build(clients: Clients, spec: TargetSpec): Target {
     queue: new RunQueue(clients.sqs, spec.runQueueUrl),
     runQueueUrl: spec.runQueueUrl,
     deadLetterQueueUrl: spec.deadLetterQueueUrl,
-    partitions: spec.partitions,
-    partitionsKnown: spec.partitionsKnown,
     runQueueArn: () => (spec.runQueueArn ? Promise.resolve(spec.runQueueArn) : arnOf(spec.runQueueUrl)),
     deadLetterQueueArn: () => (spec.deadLetterQueueArn ? Promise.resolve(spec.deadLetterQueueArn) : arnOf(spec.deadLetterQueueUrl)),
     destroy: () => {
