@@ -120,8 +120,9 @@ describe('planner state', () => {
       for (const slot of expected) expect(runs.get(slot)?.status, `${job.name}@${new Date(slot).toISOString()}`).toBe(RunStatus.READY);
     }
     own.destroy();
-    // ~30,000 DynamoDB calls: 30-60 s on an idle machine, minutes on a loaded one. The timeout only catches a hang.
-  }, 900_000);
+    // ~30,000 DynamoDB calls: 30-60 s on an idle machine; 185 s alone and 808 s beside the rest of
+    // the suite with the machine's load average at 9-10. The timeout only catches a hang.
+  }, 1_800_000);
 
   it('the sweeper pages through every watched open run: 150 old open runs of a removed job hide no newer lost run, and are reported', async () => {
     const own = await sandbox();
