@@ -22,7 +22,7 @@ import { initialFence } from './core/fence.js';
 import { OverlapPolicy, type Job } from './core/job-schema-core.js';
 import type { ClaimResult } from './core/lease.js';
 import { messageFor } from './core/run-message.js';
-import { isTerminal, runKeyOf, RunStatus, type Run, type RunId } from './core/vocabulary.js';
+import { isTerminal, runKeyOf, RunStatus, WAITING_STATUSES, type Run, type RunId } from './core/vocabulary.js';
 import type { RunLogger } from './handler-api.js';
 import { MetricName, type MetricsSink } from './observability.js';
 
@@ -55,8 +55,12 @@ function dueBy(deps: LaneDeps, job: Job): number {
 /** What the policy decides before any claim: wait (forbid-queue) or give way (coalesce). */
 export async function beforeClaim(deps: LaneDeps, job: Job, id: RunId, logger: RunLogger): Promise<Outcome | undefined> {
   if (job.overlap === OverlapPolicy.FORBID_QUEUE) {
-    const older = (await deps.ledger.nearestRuns(job.name, id.slot, 'before', ORDER_NEIGHBOURS, id.shard)).filter((r) => !isTerminal(r.status));
-    if (older.length > 0) {
+    // A manual run with `--overlap parallel` takes no lane and hands nothing on: nobody waits for it.
+    const older = (await olderOpenRuns(deps, job, id)).filter((r) => r.overlap !== OverlapPolicy.PARALLEL);
+    // The lane's holder never waits: an older run that opened while it held the lane (a backfill,
+    // a retry, a catch-up slot planned late) waits for the lane instead, and is handed it next.
+    // Waiting here too would deadlock the two, and every later run of the job behind them.
+    if (older.length > 0 && (await deps.ledger.lanes.read(job.name, id.shard))?.holderSlot !== id.slot) {
       deps.metrics.count(MetricName.OverlapWaits);
       await deps.ledger.watch(id);
       logger.info('waiting: an earlier run of the job is still open (forbid-queue)', { earlierSlot: iso(older[0]!.slot) });
@@ -169,9 +173,20 @@ export async function afterRunEnded(deps: LaneDeps, job: Job, run: Pick<Run, 'jo
   await dispatchNextWaiting(deps, job, run, logger);
 }
 
+/** The open runs of a lane just before a slot (its nearest ORDER_NEIGHBOURS slots), nearest first. */
+async function olderOpenRuns(deps: LaneDeps, job: Job, id: Pick<RunId, 'slot' | 'shard'>): Promise<Run[]> {
+  const near = await deps.ledger.nearestRuns(job.name, id.slot, 'before', ORDER_NEIGHBOURS, { shard: id.shard, shards: job.shards });
+  return near.filter((r) => !isTerminal(r.status));
+}
+
 /** Dispatches the lane's next due waiting run, per policy (forbid-skip has no queue: nothing). */
 async function dispatchNextWaiting(deps: LaneDeps, job: Job, run: Pick<Run, 'job' | 'slot' | 'shard'>, logger?: RunLogger): Promise<void> {
   if (job.overlap === OverlapPolicy.FORBID_SKIP || job.overlap === OverlapPolicy.PARALLEL) return;
+  if (job.overlap === OverlapPolicy.FORBID_QUEUE) {
+    // Slot order resumes with the oldest run that opened behind the holder's back (it waited for the lane).
+    const oldest = (await olderOpenRuns(deps, job, run)).filter((r) => WAITING_STATUSES.includes(r.status) && r.overlap !== OverlapPolicy.PARALLEL).at(-1);
+    if (oldest) return dispatch(deps, job, oldest, logger);
+  }
   const due = await deps.ledger.laneRunsAfter(job.name, run.shard, run.slot, dueBy(deps, job));
   if (due.length === 0) return;
   const coalesce = job.overlap === OverlapPolicy.COALESCE || job.overlap === OverlapPolicy.REPLACE;
@@ -182,6 +197,11 @@ async function dispatchNextWaiting(deps: LaneDeps, job: Job, run: Pick<Run, 'job
       if (await deps.ledger.settleWaiting(older, RunStatus.SUPERSEDED, `superseded by ${next.runKey} (coalesce)`, deps.clock())) deps.metrics.count(MetricName.RunsSuperseded);
     }
   }
+  await dispatch(deps, job, next, logger);
+}
+
+/** Sends a waiting run's message, delayed to its start (fire time or retry time, less the start lead). */
+async function dispatch(deps: LaneDeps, job: Job, next: Run, logger?: RunLogger): Promise<void> {
   const startAt = Math.max(next.fireAt ?? next.slot, next.nextAttemptAt ?? 0) - job.startLead;
   await deps.queue.send([{ message: messageFor(next), delaySeconds: Math.max(0, Math.floor((startAt - deps.clock()) / 1000)) }]);
   logger?.info('dispatched the next waiting run', { next: next.runKey });

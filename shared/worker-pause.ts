@@ -7,6 +7,8 @@
  * count like scheduled ones. `ops resume` clears the pause as any other.
  */
 import type { Ledger } from './adapters/ledger.js';
+import { jobPlanning } from './adapters/planner-store.js';
+import { partitionOf } from './core/partition.js';
 import type { Job } from './core/job-schema-core.js';
 import { RunStatus, type Run } from './core/vocabulary.js';
 import type { RunLogger } from './handler-api.js';
@@ -47,8 +49,12 @@ export async function pauseOnRepeatedFailure(
   const streak = failureStreak({ status: RunStatus.DEAD, lastError }, before, n);
   if (streak < n) return;
   const note = `paused after ${n} consecutive DEAD run(s); last ${run.runKey}: ${lastError.code}`;
-  // Planned up to this run's slot: on resume, the runs after it that exist are left as they are.
-  const paused = await deps.ledger.planning.pause(job.name, run.slot, { by: 'pauseOnFailure', note, at: deps.clock() });
+  // Paused where the job's planning stands (as `ops pause` does), never at this run's slot: the
+  // run may be an old one (backfilled, retried), and a cursor moved back to it would have resume
+  // "catch up" slots from before the job was first planned.
+  const planning = (await jobPlanning(deps.ledger.planning, [job.name], partitionOf)).get(job.name);
+  const plannedUntil = planning?.plannedUntil ?? deps.clock();
+  const paused = await deps.ledger.planning.pause(job.name, plannedUntil, { by: 'pauseOnFailure', note, at: deps.clock() });
   if (!paused) return;
   deps.metrics.count(MetricName.JobsPausedOnFailure);
   logger.error('job paused after repeated failures: ops resume clears it', { pauseOnFailure: n, lastRunKey: run.runKey, code: lastError.code });

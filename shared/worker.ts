@@ -154,7 +154,11 @@ export async function processRecord(deps: WorkerDeps, record: QueueRecord): Prom
     case 'exhausted': {
       // No claim is left in its fencing range: retrying can never succeed. End it visibly.
       logger.error('run has used every claim its fencing range allows: DEAD', { fencingToken: claim.run.fencingToken });
-      const settled = await deps.ledger.settleWaiting(claim.run, RunStatus.DEAD, `every claim of the fencing range was used (token ${claim.run.fencingToken})`, deps.clock());
+      // A RUNNING one here is a vanished holder's (a live one is 'leased'): its lease is over.
+      const settled =
+        claim.run.status === RunStatus.RUNNING
+          ? await deps.ledger.endSpentRunning(claim.run, deps.clock(), deps.clock() - skew)
+          : await deps.ledger.settleWaiting(claim.run, RunStatus.DEAD, `every claim of the fencing range was used (token ${claim.run.fencingToken})`, deps.clock());
       if (settled) {
         deps.metrics.count(MetricName.RunsDead);
         if (exclusive) await afterRunEnded(laneDeps, job, claim.run, logger);

@@ -9,6 +9,7 @@
  */
 import type { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { claimsOf, MAX_CLAIMS_PER_SLOT } from '../core/fence.js';
 import { isTerminal, RunStatus, type Run, type RunId } from '../core/vocabulary.js';
 import { LedgerKeys } from '../resources.js';
 import { runFromItem, watchKeys } from './ledger.js';
@@ -94,6 +95,16 @@ export function leaseExpired(run: Pick<Run, 'leaseUntil'>, now: number, marginMs
  */
 export function revivalStatus(run: Pick<Run, 'status' | 'resultUnknown'>): typeof RunStatus.READY | typeof RunStatus.UNKNOWN {
   return run.resultUnknown || run.status === RunStatus.RUNNING || run.status === RunStatus.UNKNOWN ? RunStatus.UNKNOWN : RunStatus.READY;
+}
+
+/**
+ * Why a run cannot be revived, if it cannot: a run whose fencing range is spent can never be
+ * claimed again (no token above its last would stay below the next slot's), so reviving it would
+ * only send it back to DEAD without running. The work can still be done once by `ops trigger`.
+ */
+export function revivalRefusal(run: Pick<Run, 'job' | 'slot' | 'fencingToken'>): string | undefined {
+  if (claimsOf(run.fencingToken, run.slot) < MAX_CLAIMS_PER_SLOT) return undefined;
+  return `its fencing range is spent (${MAX_CLAIMS_PER_SLOT} claims): it can never be claimed again; run the job once now with \`ops trigger ${run.job}\``;
 }
 
 function iso(ms: number | undefined): string {
@@ -269,6 +280,12 @@ export class LedgerOps {
       values[':to'] = RunStatus.DEAD;
       values[':lastError'] = { code: 'RESOLVED', message: resolution.reason };
       sets.push('lastError = :lastError');
+      // Closed while an attempt may have been applying its effect (a vanished holder, a result
+      // already unknown): a later `ops retry` must reconcile before running it again.
+      if (revivalStatus(run) === RunStatus.UNKNOWN) {
+        sets.push('resultUnknown = :true');
+        values[':true'] = true;
+      }
     }
     if (running) {
       sets.push('fencingToken = fencingToken + :one');

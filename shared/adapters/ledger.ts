@@ -116,6 +116,7 @@ export function runFromItem(item: Item): Run {
     overlap: item.overlap as string | undefined,
     redispatches: item.redispatches as number | undefined,
     revivals: item.revivals as number | undefined,
+    revivedAt: (item.lastRevival as { at?: number } | undefined)?.at,
     attemptElapsedMs: item.attemptElapsed as number | undefined,
   };
 }
@@ -418,6 +419,48 @@ export class Ledger {
   }
 
   /**
+   * Ends DEAD a RUNNING run whose holder took the last claim its fencing range allows and then
+   * vanished (its lease expired before `expiredBefore`): nobody can ever claim it again, so it
+   * would stay RUNNING forever. Its last attempt may have had its effect: resultUnknown, so a
+   * revival reconciles first. Conditional on the token read; true when this write (or its own
+   * earlier commit, after a lost response) ended it.
+   */
+  async endSpentRunning(run: Pick<Run, 'job' | 'slot' | 'shard' | 'fencingToken'>, now: number, expiredBefore: number): Promise<boolean> {
+    const writeId = newWriteId();
+    const running = '#status = :running';
+    const sameToken = 'fencingToken = :token';
+    const leaseExpired = 'leaseUntil < :expiredBefore';
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: this.runKeyOf(run),
+          UpdateExpression:
+            'SET #status = :dead, finishedAt = :now, expiresAt = :expiresAt, lastError = :reason, resultUnknown = :true, lastWrite = :write REMOVE openPk, openSk, nextAttemptAt, leaseUntil',
+          ConditionExpression: [running, sameToken, leaseExpired].join(' AND '),
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':running': RunStatus.RUNNING,
+            ':token': run.fencingToken,
+            ':expiredBefore': expiredBefore,
+            ':dead': RunStatus.DEAD,
+            ':now': now,
+            ':expiresAt': this.expiresAt(now),
+            ':reason': { code: 'FENCE_RANGE_EXHAUSTED', message: `the holder of the last claim of the fencing range (token ${run.fencingToken}) vanished` },
+            ':true': true,
+            ':write': writeId,
+          },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (!isConditionalCheckFailure(error)) throw error;
+      return failedItem(error)?.lastWrite === writeId;
+    }
+  }
+
+  /**
    * Ends a waiting run (READY, RETRY or UNKNOWN: nobody holds it) without running it: SKIPPED by
    * forbid-skip, SUPERSEDED by coalesce, DEAD when its fencing range is spent. Returns false if it
    * moved meanwhile (a claim bumped the token, or it ended).
@@ -621,11 +664,14 @@ export class Ledger {
 
   /**
    * The runs of one job nearest to a slot on one side, nearest first (the slot itself excluded),
-   * reading at most `limit` items: the overlap policies only ever need the nearest neighbours.
-   * With `shard` only that lane's runs are returned (filtered after the read).
+   * reading at most `limit` slots' worth of items: the overlap policies only ever need the nearest
+   * neighbours. With `lane` only that shard's runs are returned: the read covers `limit` slots of
+   * all `lane.shards` shards (the items of one slot sit together, one per shard), so a job with
+   * many shards still sees its lane's `limit` nearest slots, not the other shards of one slot.
    */
-  async nearestRuns(job: string, slot: number, side: 'before' | 'after', limit: number, shard?: number): Promise<Run[]> {
+  async nearestRuns(job: string, slot: number, side: 'before' | 'after', limit: number, lane?: { readonly shard: number; readonly shards: number }): Promise<Run[]> {
     const before = side === 'before';
+    const shard = lane?.shard;
     const mine = LedgerKeys.runSk(slot, 0);
     const { Items = [] } = await this.doc.send(
       new QueryCommand({
@@ -638,7 +684,7 @@ export class Ledger {
           ...(before ? { ':low': LedgerKeys.runSkPrefix } : {}),
         },
         ScanIndexForward: !before,
-        Limit: limit,
+        Limit: limit * Math.max(1, lane?.shards ?? 1),
         ConsistentRead: true,
       }),
     );

@@ -50,7 +50,9 @@ export type ClaimResult =
 export function explainClaimRefusal(run: Run | undefined, now: number, skewMs: number): ClaimRefusal {
   if (!run) return { kind: 'missing' };
   if (isTerminal(run.status)) return { kind: 'terminal', run };
-  if (claimsOf(run.fencingToken, run.slot) >= MAX_CLAIMS_PER_SLOT) return { kind: 'exhausted', run };
+  // A live holder of the last claim finishes the run itself; only a dead one leaves it to us.
+  const liveHolder = run.status === RunStatus.RUNNING && (run.leaseUntil ?? 0) + skewMs > now;
+  if (!liveHolder && claimsOf(run.fencingToken, run.slot) >= MAX_CLAIMS_PER_SLOT) return { kind: 'exhausted', run };
   if (run.status === RunStatus.RUNNING) {
     return { kind: 'leased', run, retryAt: (run.leaseUntil ?? now) + skewMs };
   }

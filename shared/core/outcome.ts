@@ -48,8 +48,13 @@ export function backoffMs(job: Job, attempt: number, random: () => number): numb
   return jitter === 'full' ? Math.floor(random() * ceiling) : ceiling;
 }
 
-export function deadlineOf(job: Job, run: Pick<Run, 'slot'>): number | undefined {
-  return job.deadline === undefined ? undefined : run.slot + job.deadline;
+/**
+ * The instant after which no attempt starts: the job's deadline counted from the slot, or from
+ * the run's last revival (an operator's `ops retry` after fixing the cause is a fresh start: from
+ * the slot it would be refused at once, however long ago the slot was).
+ */
+export function deadlineOf(job: Job, run: Pick<Run, 'slot' | 'revivedAt'>): number | undefined {
+  return job.deadline === undefined ? undefined : Math.max(run.slot, run.revivedAt ?? run.slot) + job.deadline;
 }
 
 /** A claim out of these statuses finds the previous attempt's result unknown. */
@@ -64,7 +69,7 @@ export function previousResultUnknown(claimedFrom: RunStatus | undefined): boole
  */
 export function refuseToStart(
   job: Job,
-  run: Pick<Run, 'slot' | 'attempt'>,
+  run: Pick<Run, 'slot' | 'attempt' | 'revivedAt'>,
   now: number,
   claimedFrom?: RunStatus,
 ): Extract<Transition, { status: typeof RunStatus.DEAD }> | undefined {
@@ -84,7 +89,7 @@ export const YIELD_WITHOUT_PROGRESS = {
   message: 'the attempt reached the invocation time limit without saving a checkpoint: it counts as a failed attempt',
 } as const;
 
-export function transitionFor(job: Job, run: Pick<Run, 'slot' | 'attempt'>, end: AttemptEnd, now: number, random: () => number): Transition {
+export function transitionFor(job: Job, run: Pick<Run, 'slot' | 'attempt' | 'revivedAt'>, end: AttemptEnd, now: number, random: () => number): Transition {
   switch (end.kind) {
     case 'succeeded':
       return { status: RunStatus.SUCCEEDED, evidence: boundEvidence(end.evidence) };

@@ -113,6 +113,8 @@ export interface Run {
   readonly redispatches?: number;
   /** Times an operator revived the run (`ops retry`, `ops redrive`). */
   readonly revivals?: number;
+  /** When an operator last revived the run (UTC ms): its deadline counts from then. */
+  readonly revivedAt?: number;
   /**
    * Handler time the current attempt already spent in earlier invocations (a checkpointing job
    * that yielded with progress): its timeout counts across them.

@@ -60,6 +60,7 @@ describe('WorkerFunction', () => {
     const template = worker().template();
     const actions = actionsOfRole(template, 'WorkerRole');
     expect(actions).toEqual([
+      'dynamodb:BatchGetItem',
       'dynamodb:ConditionCheckItem',
       'dynamodb:DeleteItem',
       'dynamodb:GetItem',

@@ -63,6 +63,13 @@ describe('explainClaimRefusal: why a conditional claim failed, from the item ret
     expect(explainClaimRefusal(r, NOW, SKEW)).toEqual({ kind: 'exhausted', run: r });
   });
 
+  it('the last claim of the range held by a live worker → leased (it finishes the run itself); once its lease and the allowance are over → exhausted (ended by the next claimer)', () => {
+    const r = run({ status: RunStatus.RUNNING, owner: 'w1', leaseUntil: NOW + 5_000, fencingToken: initialFence(SLOT) + MAX_CLAIMS_PER_SLOT, attempt: 1 });
+    expect(explainClaimRefusal(r, NOW, SKEW)).toEqual({ kind: 'leased', run: r, retryAt: NOW + 5_000 + SKEW });
+    expect(explainClaimRefusal(r, NOW + 5_000 + SKEW - 1, SKEW).kind).toBe('leased');
+    expect(explainClaimRefusal(r, NOW + 5_000 + SKEW, SKEW)).toEqual({ kind: 'exhausted', run: r });
+  });
+
   it('terminal outranks exhausted (a finished run is acked as a duplicate)', () => {
     const r = run({ status: RunStatus.SUCCEEDED, fencingToken: initialFence(SLOT) + MAX_CLAIMS_PER_SLOT });
     expect(explainClaimRefusal(r, NOW, SKEW).kind).toBe('terminal');

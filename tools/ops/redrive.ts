@@ -28,7 +28,7 @@ import {
   type SQSClient,
 } from '@aws-sdk/client-sqs';
 import type { Ledger } from '../../shared/adapters/ledger.js';
-import { needsRevival, type LedgerOps } from '../../shared/adapters/ledger-ops.js';
+import { needsRevival, revivalRefusal, type LedgerOps } from '../../shared/adapters/ledger-ops.js';
 import { jobsByName } from '../../shared/config.js';
 import type { Job } from '../../shared/core/job-schema.js';
 import { parseRunMessage } from '../../shared/core/run-message.js';
@@ -199,6 +199,8 @@ async function decide(
   if (!run) return { messageId, runKey, action: 'unknown', detail: 'no such run in the ledger' };
   const now = deps.clock();
   const base = { messageId, runKey, status: run.status };
+  const refusal = revivalRefusal(run);
+  if (refusal && needsRevival(run, job.retry.maxAttempts, now, deps.ops.takeoverMarginMs)) return { ...base, action: 'skipped-terminal', detail: `not revived: ${refusal}` };
   if (needsRevival(run, job.retry.maxAttempts, now, deps.ops.takeoverMarginMs)) {
     if (options.dryRun) return { ...base, action: 'revived', detail: 'would be revived (dry run)' };
     const result = await deps.ops.reviveRun(run, { now, by: options.by });

@@ -11,7 +11,7 @@
  * that changed meanwhile is reported, not touched. `--dry-run` lists what would be revived.
  */
 import type { Ledger } from '../../shared/adapters/ledger.js';
-import { revivalStatus, type LedgerOps } from '../../shared/adapters/ledger-ops.js';
+import { revivalRefusal, revivalStatus, type LedgerOps } from '../../shared/adapters/ledger-ops.js';
 import type { RunQueue } from '../../shared/adapters/run-queue.js';
 import { messageFor } from '../../shared/core/run-message.js';
 import { RunStatus, type Run, type RunId } from '../../shared/core/vocabulary.js';
@@ -46,6 +46,11 @@ export async function retryRuns(deps: RetryDeps, runs: readonly Run[], options: 
   for (const run of runs) {
     if (!states.includes(run.status)) {
       entries.push({ runKey: run.runKey, from: run.status, action: 'refused', detail: `${run.status}: only ${states.join(', ')} runs are retried here${run.status === RunStatus.SUCCEEDED ? ' (it succeeded)' : ''}` });
+      continue;
+    }
+    const refusal = revivalRefusal(run);
+    if (refusal) {
+      entries.push({ runKey: run.runKey, from: run.status, action: 'refused', detail: refusal });
       continue;
     }
     if (options.dryRun) {
