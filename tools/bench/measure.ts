@@ -77,7 +77,8 @@ function capacityOf(consumed: unknown): number {
 
 /**
  * Counts DynamoDB commands by name and asks DynamoDB for the capacity each one consumed
- * (ReturnConsumedCapacity: 'TOTAL', table plus indexes), summed into write and read units.
+ * (ReturnConsumedCapacity: 'INDEXES': the total, table plus indexes, is summed into write and read
+ * units; key-load.ts reads the split).
  * Conditional writes DynamoDB refused are counted apart: the SDK error carries no capacity.
  */
 export class DynamoMeter {
@@ -97,7 +98,7 @@ export class DynamoMeter {
         const input = args.input as Record<string, unknown>;
         const isWrite = DYNAMO_WRITE_COMMANDS.has(name);
         const isRead = DYNAMO_READ_COMMANDS.has(name);
-        if (isWrite || isRead) input.ReturnConsumedCapacity = 'TOTAL';
+        if (isWrite || isRead) input.ReturnConsumedCapacity = 'INDEXES';
         if (isWrite) this.writeItems += itemsIn(name, input);
         try {
           const result = await next(args);
