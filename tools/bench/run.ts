@@ -463,6 +463,11 @@ function collectFigures(mode: BenchMode, sizes: BenchSizes, d: BenchResult['deta
   f.rawMixNodeCpuCores = num(util(rawMixUsed?.cpu, 'node'));
   f.rawMixDynamoCpuCores = num(util(rawMixUsed?.cpu, 'dynamo'));
   f.e2eNodeCpuMsPerRun = e2e ? round(e2e.cpu.nodeCpuMs / e2e.runs, 3) : NA;
+  // Where a run's wall time goes: the two CPUs' busy share, and each worker request's round trip.
+  f.e2eWallMsPerRun = e2e ? round(e2e.elapsedMs / e2e.runs, 3) : NA;
+  f.e2eIdleCpuShare = e2e && e2e.cpu.dynamoCpuMs !== undefined ? round(1 - (e2e.cpu.nodeCpuMs + e2e.cpu.dynamoCpuMs) / (e2e.cpu.wallMs * cpus().length), 3) : NA;
+  f.e2eRequestLatencyMs = e2e ? JSON.stringify(e2e.dynamo.meanLatencyMs) : NA;
+  f.e2eMeanBatchMs = num(e2e?.meanBatchMs);
   f.e2eDynamoCpuMsPerRun = e2e?.cpu.dynamoCpuMs !== undefined ? round(e2e.cpu.dynamoCpuMs / e2e.runs, 3) : NA;
   f.rawMixNodeCpuMsPer3Writes = rawMixUsed ? round((3 * rawMixUsed.cpu.nodeCpuMs) / (3 * rawMixUsed.items), 3) : NA;
   f.rawMixDynamoCpuMsPer3Writes = rawMixUsed?.cpu.dynamoCpuMs !== undefined ? round((3 * rawMixUsed.cpu.dynamoCpuMs) / (3 * rawMixUsed.items), 3) : NA;
@@ -723,6 +728,8 @@ function renderTable(mode: BenchMode, sizes: BenchSizes, f: Record<string, Figur
   row('  CPU cores busy: bench Node process (workers, SDK, local SQS)', 'e2eNodeCpuCores', `raw mix: ${fmt(f.rawMixNodeCpuCores)}`);
   row('  DynamoDB Local CPU ms per run', 'e2eDynamoCpuMsPerRun', `raw, per 3 writes: ${fmt(f.rawMixDynamoCpuMsPer3Writes)}`);
   row('  Node CPU ms per run', 'e2eNodeCpuMsPerRun', `raw, per 3 writes: ${fmt(f.rawMixNodeCpuMsPer3Writes)}`);
+  row('  wall ms per run (tick start → last outcome ÷ runs)', 'e2eWallMsPerRun', `mean batch (invocation) ms ${fmt(f.e2eMeanBatchMs)}`);
+  row('  CPU idle share (neither process busy)', 'e2eIdleCpuShare', `mean request round trip ms: ${fmt(f.e2eRequestLatencyMs)}`);
   row('efficiency = runs/s × writes/run ÷ raw writes/s', 'efficiency');
   row('ledger write requests per run', 'writesPerRun', e2e ? JSON.stringify(e2e.dynamo.byCommand) : '');
   row('billed write units per run (table + index)', 'writeUnitsPerRun', `DynamoDB Local reported ${fmt(f.writeUnitsPerRunReportedByLocal)}; billed adds refused writes`);

@@ -113,6 +113,8 @@ export async function measureTakeover(options: TakeoverOptions): Promise<Takeove
       markReady = res;
       failReady = rej;
     });
+    // A replacement stopped at the end of the phase before it was ready is no failure: nobody waits on it then.
+    ready.catch(() => undefined);
     const child: WorkerChild = { name, proc, ready, alive: true, stderrTail: [] };
     createInterface({ input: proc.stdout! }).on('line', (line) => {
       let parsed: { ready?: string; event?: HistoryEvent };
