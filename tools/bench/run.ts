@@ -522,8 +522,8 @@ function collectFigures(mode: BenchMode, sizes: BenchSizes, d: BenchResult['deta
   // settings. Its writes are a burst run's (the same three writes of the same item: units on the
   // run's own job key, owner as long as a Lambda request id) plus the planner's per-tick writes as
   // the burst amortizes them; its reads, the window sweep's one consistent query (a job with one
-  // slot per tick pays one per run); its SQS calls, the steady state of the trigger-lag phase (the
-  // scheduler's per planned run, the event source's receive and delete per executed run); one
+  // slot per tick pays one per run); its SQS calls, the steady state of the default-mode jobs'
+  // queue (the scheduler's per planned run, the event source's receive and delete per executed run); one
   // invocation, and the billed time measured on the default-mode jobs' one-run invocations.
   if (e2e && lag && lag.defaults.soloInvocations > 0) {
     const ownWrites = sumOf(perJobUnits(e2e.keyLoad.writes)) / e2e.runs;
@@ -531,7 +531,7 @@ function collectFigures(mode: BenchMode, sizes: BenchSizes, d: BenchResult['deta
     const counts = {
       writeUnitsPerRun: ownWrites + perTickWrites,
       readUnitsPerRun: SWEEP_QUERY_READ_UNITS,
-      sqsRequestsPerRun: lag.sqsCallsPerRun + lag.eventSourceSqsCallsPerRun,
+      sqsRequestsPerRun: lag.defaults.sqsCallsPerRun + lag.defaults.eventSourceSqsCallsPerRun,
       invocationsPerRun: 1,
       lambdaMsPerRun: lag.defaults.soloInvocationBilledMeanMs,
     };
@@ -545,7 +545,11 @@ function collectFigures(mode: BenchMode, sizes: BenchSizes, d: BenchResult['deta
     f.costPerMillionSparseRunsLambdaUsd = round(sparse.lambdaRequests + sparse.lambdaDuration, 3);
     f.sparseSqsRequestsPerRun = round(counts.sqsRequestsPerRun, 4);
     // The same run with sub-second precision (startLead 1500ms): its invocation waits out the lead.
-    const precise = costPerMillionRuns({ ...counts, lambdaMsPerRun: lag.precision.soloInvocationBilledMeanMs });
+    const precise = costPerMillionRuns({
+      ...counts,
+      sqsRequestsPerRun: lag.precision.sqsCallsPerRun + lag.precision.eventSourceSqsCallsPerRun,
+      lambdaMsPerRun: lag.precision.soloInvocationBilledMeanMs,
+    });
     f.costPerMillionSparseRunsPrecisionUsd = round(precise.total, 3);
   } else {
     f.costPerMillionSparseRunsUsd = NA;

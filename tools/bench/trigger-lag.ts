@@ -1,8 +1,9 @@
 /**
  * Trigger lag (handler start − slot) of jobs that fire every 10 seconds, through LocalRuntime on
  * real time: the planner ticks on its timer (as EventBridge would) and the workers poll as the
- * event source mapping does. Two sets of jobs run side by side, staggered by one second within
- * each set so one run lasts the same as a lone job's run but the sample is large enough for a p99:
+ * event source mapping does. Two sets of jobs run side by side, each on its own runtime, tables
+ * and queue (so no poll hands a worker one message of each), staggered by one second within each
+ * set so one run lasts the same as a lone job's run but the sample is large enough for a p99:
  *  - precision jobs (`startLead: '1500ms'`): enqueued startLead early with whole-second SQS
  *    delays; the worker waits out the rest and the handler starts on the slot's millisecond;
  *  - default jobs (`startLead` as the schema defaults it, 0): the message becomes visible in the
@@ -56,6 +57,9 @@ export interface LagSet {
   readonly soloInvocationBilledMeanMs: number;
   /** Runs of this set with an accepted outcome during the phase. */
   readonly runsExecuted: number;
+  /** This set's own queue: the scheduler's calls per planned run, the event source's per executed run. */
+  readonly sqsCallsPerRun: number;
+  readonly eventSourceSqsCallsPerRun: number;
   /**
    * Runs that started more than 50 ms late, with how much notice the planner gave them (slot −
    * the tick that created the run) and how late their message was sent (sent − (slot − startLead)).
@@ -88,50 +92,55 @@ function lagJobs(count: number, prefix: string, startLead: string | undefined) {
 }
 
 export async function measureTriggerLag(options: TriggerLagOptions): Promise<TriggerLagResult> {
-  const endpoints = await freshResources(options.base, 'lag', { visibilityTimeoutSeconds: 60 });
-  const jobs = parseJobs([...lagJobs(options.jobs, PRECISION_PREFIX, PRECISION_START_LEAD), ...lagJobs(options.jobs, DEFAULT_PREFIX, undefined)], {
-    handlers: Object.keys(noopHandlers),
-  });
-  const solo = new Map<string, number[]>([[PRECISION_PREFIX, []], [DEFAULT_PREFIX, []]]);
-  const runtime = new LocalRuntime({
-    endpoints,
-    jobs,
-    handlers: noopHandlers,
-    workers: options.workers,
-    onBatch: (records, ms) => {
-      if (records.length !== 1) return;
-      const job = (JSON.parse(records[0]!.body) as { job?: string }).job ?? '';
-      for (const [prefix, list] of solo) if (job.startsWith(prefix)) list.push(ms);
-    },
-  });
-  const sqs = new SqsMeter().attach(runtime.clients.sqs);
+  // Each set on its own runtime, tables and queue: a poll never hands a worker one message of each.
+  const sets = await Promise.all(
+    [
+      { prefix: PRECISION_PREFIX, startLead: PRECISION_START_LEAD as string | undefined },
+      { prefix: DEFAULT_PREFIX, startLead: undefined },
+    ].map(async ({ prefix, startLead }) => {
+      const endpoints = await freshResources(options.base, `lag-${startLead === undefined ? 'default' : 'precise'}`, { visibilityTimeoutSeconds: 60 });
+      const jobs = parseJobs(lagJobs(options.jobs, prefix, startLead), { handlers: Object.keys(noopHandlers) });
+      const solo: number[] = [];
+      const runtime = new LocalRuntime({
+        endpoints,
+        jobs,
+        handlers: noopHandlers,
+        workers: Math.max(1, Math.round(options.workers / 2)),
+        onBatch: (records, ms) => {
+          if (records.length === 1) solo.push(ms);
+        },
+      });
+      return { jobs, solo, runtime, sqs: new SqsMeter().attach(runtime.clients.sqs) };
+    }),
+  );
   const startedAt = Date.now();
   const sampleFrom = startedAt + (options.warmupMs ?? 5_000);
   const sampleUntil = startedAt + options.durationMs;
-  runtime.start(options.tickSeconds);
+  for (const set of sets) set.runtime.start(options.tickSeconds);
   try {
     await sleepMs(options.durationMs + 2_500);
   } finally {
-    await runtime.stop();
+    await Promise.all(sets.map((set) => set.runtime.stop()));
   }
-  const set = (prefix: string): LagSet => {
-    const mine = jobs.filter((j) => j.name.startsWith(prefix));
-    return lagSet(runtime, mine, new Set(mine.map((j) => j.name)), sampleFrom, sampleUntil, solo.get(prefix)!);
-  };
-  const precision = set(PRECISION_PREFIX);
-  const defaults = set(DEFAULT_PREFIX);
+  const [precision, defaults] = sets.map((set) =>
+    lagSet(set.runtime, set.jobs, new Set(set.jobs.map((j) => j.name)), sampleFrom, sampleUntil, set.solo, set.sqs),
+  ) as [LagSet, LagSet];
   const runsCreated = precision.runsCreated + defaults.runsCreated;
   const runsExecuted = precision.runsExecuted + defaults.runsExecuted;
+  const schedulerCalls = sets.reduce((n, set) => n + set.sqs.schedulerCalls, 0);
+  const eventSourceCalls = sets.reduce((n, set) => n + set.sqs.eventSourceCalls, 0);
+  const sqsByCommand: Record<string, number> = {};
+  for (const set of sets) for (const [name, n] of Object.entries(set.sqs.byCommand())) sqsByCommand[name] = (sqsByCommand[name] ?? 0) + n;
   return {
     precision,
     defaults,
     durationMs: options.durationMs,
     runsCreated,
-    sqsCallsPerRun: round(sqs.schedulerCalls / Math.max(1, runsCreated), 4),
-    sqsByCommand: sqs.byCommand(),
-    eventSourceSqsCallsPerRun: round(sqs.eventSourceCalls / Math.max(1, runsExecuted), 4),
+    sqsCallsPerRun: round(schedulerCalls / Math.max(1, runsCreated), 4),
+    sqsByCommand,
+    eventSourceSqsCallsPerRun: round(eventSourceCalls / Math.max(1, runsExecuted), 4),
     runsExecuted,
-    violations: runtime.violations.length,
+    violations: sets.reduce((n, set) => n + set.runtime.violations.length, 0),
   };
 }
 
@@ -142,8 +151,9 @@ function lagSet(
   sampleFrom: number,
   sampleUntil: number,
   soloMs: readonly number[],
+  sqs: SqsMeter,
 ): LagSet {
-  const events = runtime.events.filter((e) => 'runKey' in e && names.has(e.runKey.split('@')[0] ?? ''));
+  const events = runtime.events;
   const started = events.filter((e): e is Extract<typeof e, { type: 'handler-started' }> => e.type === 'handler-started' && e.slot >= sampleFrom && e.slot <= sampleUntil);
   const lags = started.map((e) => e.at - e.slot);
   const createdAt = new Map<string, number>();
@@ -198,6 +208,8 @@ function lagSet(
     soloInvocationMeanMs: round(mean(soloMs), 2),
     soloInvocationBilledMeanMs: round(mean(soloMs.map((ms) => Math.ceil(ms))), 2),
     runsExecuted: new Set([...outcomes.keys()].map((key) => key.slice(0, key.lastIndexOf('/')))).size,
+    sqsCallsPerRun: round(sqs.schedulerCalls / Math.max(1, createdAt.size), 4),
+    eventSourceSqsCallsPerRun: round(sqs.eventSourceCalls / Math.max(1, new Set([...outcomes.keys()].map((key) => key.slice(0, key.lastIndexOf('/')))).size), 4),
     lateRuns,
     runsCreated: createdAt.size,
   };
