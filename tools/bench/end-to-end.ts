@@ -19,6 +19,7 @@ import { createAdapters } from '../../shared/runtime.js';
 import { processBatch } from '../../shared/worker.js';
 import type { LocalEndpoints } from '../local-stack.js';
 import { LocalPoller } from '../local-poller.js';
+import { startCpuProfile, type CpuProfileSummary } from './cpu-profile.js';
 import { describeKeySchemas, KeyLoad, type KeyLoadSnapshot } from './key-load.js';
 import { benchClients, cpuProbe, DynamoMeter, round, sleepMs, SqsMeter, sum, until, type CpuUse, type DynamoSnapshot } from './measure.js';
 import { TimedLedger, TimedQueue } from './planner.js';
@@ -40,6 +41,8 @@ export interface EndToEndOptions {
   readonly dynamoPid?: number;
   /** Job names are `${jobPrefix}-${i}`; a second burst on the same table needs another prefix. @default 'bench-e2e' */
   readonly jobPrefix?: string;
+  /** Sample this process's CPU over the burst (slows it down: not for the figures with a target); a path also keeps the raw profile. */
+  readonly cpuProfile?: boolean | string;
 }
 
 export interface EndToEndResult {
@@ -84,6 +87,8 @@ export interface EndToEndResult {
   readonly keyLoad: KeyLoadSnapshot;
   /** Requests whose partition key could not be told (0 unless a request shape is not understood). */
   readonly unattributedRequests: number;
+  /** Only with options.cpuProfile: the main thread's self time by category over the burst. */
+  readonly cpuProfile?: CpuProfileSummary;
 }
 
 export async function measureEndToEnd(options: EndToEndOptions): Promise<EndToEndResult> {
@@ -152,6 +157,7 @@ export async function measureEndToEnd(options: EndToEndOptions): Promise<EndToEn
     // The planner gets timed adapters (same code, same clients) to split its tick into parts.
     const plannerLedger = new TimedLedger(clients.doc, { tableName: endpoints.ledgerTable, retentionDays: 30 });
     const plannerQueue = new TimedQueue(clients.sqs, endpoints.runQueueUrl);
+    const stopProfile = options.cpuProfile ? await startCpuProfile(typeof options.cpuProfile === 'string' ? options.cpuProfile : undefined) : undefined;
     const probe = cpuProbe(options.dynamoPid);
     const start = performance.now();
     await runPlannerTick(
@@ -162,6 +168,7 @@ export async function measureEndToEnd(options: EndToEndOptions): Promise<EndToEn
     const cpuTick = probe();
     await until(() => (succeeded >= options.runs ? true : undefined), 120_000 + options.runs * 50, `${options.runs} runs (${options.overlap}) to succeed`, 5);
     const cpu = probe();
+    const cpuProfile = await stopProfile?.();
     // Let the last batches' deletes go out before counting.
     await sleepMs(300);
     await Promise.all(pollers.map((p) => p.stop()));
@@ -211,6 +218,7 @@ export async function measureEndToEnd(options: EndToEndOptions): Promise<EndToEn
       cpu,
       keyLoad,
       unattributedRequests: keys.unattributed,
+      ...(cpuProfile ? { cpuProfile } : {}),
     };
   } finally {
     await Promise.all(pollers.map((p) => p.stop()));

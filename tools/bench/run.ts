@@ -42,6 +42,12 @@ export interface BenchOptions {
    * stream data accumulates). Smoke mode shares one stack to stay under a minute.
    */
   readonly stackPerPhase?: boolean;
+  /**
+   * Sample the bench process's CPU over the end-to-end burst and report its self time per run by
+   * category (cpu-profile.ts); a string is also a path for the raw profile. Sampling slows the
+   * burst, so a profiled run's rates and efficiency are not comparable. @default false
+   */
+  readonly cpuProfile?: boolean | string;
 }
 
 /** Sizes per mode. Smoke keeps every phase but makes it tiny (the "1k"/"10k" keys then hold smaller sizes). */
@@ -284,7 +290,8 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchResult>
           const endpoints = await freshResources(base, `e2e-${overlap}`);
           await warmOn(endpoints);
           const before = await measureRawMix(endpoints, runs, sizes.concurrency, 0, base.dynamoPid);
-          const run = await measureEndToEnd({ endpoints, runs, workers: sizes.e2eWorkers, overlap, putConcurrency: sizes.concurrency, dynamoPid: base.dynamoPid });
+          const profile = overlap === OverlapPolicy.PARALLEL ? options.cpuProfile : undefined;
+          const run = await measureEndToEnd({ endpoints, runs, workers: sizes.e2eWorkers, overlap, putConcurrency: sizes.concurrency, dynamoPid: base.dynamoPid, cpuProfile: profile });
           const after = await measureRawMix(endpoints, runs, sizes.concurrency, runs, base.dynamoPid);
           return { run, before, after };
         },
@@ -468,6 +475,10 @@ function collectFigures(mode: BenchMode, sizes: BenchSizes, d: BenchResult['deta
   f.e2eIdleCpuShare = e2e && e2e.cpu.dynamoCpuMs !== undefined ? round(1 - (e2e.cpu.nodeCpuMs + e2e.cpu.dynamoCpuMs) / (e2e.cpu.wallMs * cpus().length), 3) : NA;
   f.e2eRequestLatencyMs = e2e ? JSON.stringify(e2e.dynamo.meanLatencyMs) : NA;
   f.e2eMeanBatchMs = num(e2e?.meanBatchMs);
+  // Only in a profiled run (--cpu-profile): the main thread's self time per run, by where the code lives.
+  f.e2eProfiled = e2e?.cpuProfile ? 'yes (rates slowed by sampling)' : 'no';
+  f.e2eProfileMsPerRun = e2e?.cpuProfile ? JSON.stringify(roundAll(e2e.cpuProfile.selfMs, e2e.runs)) : NA;
+  f.e2eProfileTopFunctions = e2e?.cpuProfile ? e2e.cpuProfile.top.map((t) => `${t.name} ${t.where} ${round(t.ms / e2e.runs, 3)}`).join('; ') : NA;
   f.e2eDynamoCpuMsPerRun = e2e?.cpu.dynamoCpuMs !== undefined ? round(e2e.cpu.dynamoCpuMs / e2e.runs, 3) : NA;
   f.rawMixNodeCpuMsPer3Writes = rawMixUsed ? round((3 * rawMixUsed.cpu.nodeCpuMs) / (3 * rawMixUsed.items), 3) : NA;
   f.rawMixDynamoCpuMsPer3Writes = rawMixUsed?.cpu.dynamoCpuMs !== undefined ? round((3 * rawMixUsed.cpu.dynamoCpuMs) / (3 * rawMixUsed.items), 3) : NA;
@@ -734,6 +745,7 @@ function renderTable(mode: BenchMode, sizes: BenchSizes, f: Record<string, Figur
   row('  Node CPU ms per run', 'e2eNodeCpuMsPerRun', `raw, per 3 writes: ${fmt(f.rawMixNodeCpuMsPer3Writes)}`);
   row('  wall ms per run (tick start → last outcome ÷ runs)', 'e2eWallMsPerRun', `mean batch (invocation) ms ${fmt(f.e2eMeanBatchMs)}`);
   row('  CPU idle share (neither process busy)', 'e2eIdleCpuShare', `mean request round trip ms: ${fmt(f.e2eRequestLatencyMs)}`);
+  row('  main-thread ms per run by category (--cpu-profile only)', 'e2eProfiled', fmt(f.e2eProfileMsPerRun));
   row('efficiency = runs/s × writes/run ÷ raw writes/s', 'efficiency');
   row('ledger write requests per run', 'writesPerRun', e2e ? JSON.stringify(e2e.dynamo.byCommand) : '');
   row('billed write units per run (table + index)', 'writeUnitsPerRun', `DynamoDB Local reported ${fmt(f.writeUnitsPerRunReportedByLocal)}; billed adds refused writes`);
