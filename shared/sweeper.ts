@@ -87,9 +87,15 @@ export async function sweep(deps: SweepDeps, input: SweepInput, options: SweepOp
       .filter((d): d is { job: Job; next: number } => d.next !== undefined && d.next <= until)
       .sort((a, b) => a.next - b.next);
     if (due.length > o.queryBudget) {
-      // Cover a shorter window completely rather than a long one in part.
-      until = due[o.queryBudget]!.next - 1;
-      due.length = o.queryBudget;
+      // Cover a shorter window completely rather than a long one in part, but never one that ends
+      // before the first due slot: when more jobs than the budget share that instant (thousands
+      // of hourly jobs at minute 0), cutting before it would leave the window where it was, every
+      // tick, and no later slot of the partition would be swept again. That instant's jobs are
+      // all queried in this tick, past the budget.
+      const cut = Math.max(due[o.queryBudget]!.next - 1, due[0]!.next);
+      until = cut;
+      const beyond = due.findIndex((d) => d.next > cut);
+      if (beyond !== -1) due.length = beyond;
     }
     windowJobs = due.map((d) => d.job);
     const found = await mapBounded(windowJobs, 16, (job) => deps.ledger.openRunsInWindow(job.name, from, until));

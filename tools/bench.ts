@@ -6,6 +6,7 @@
  *   npm run bench -- --smoke      tiny sizes (< 60 s); `npm test` runs it in-process
  *   npm run bench -- --json       also print the figures as one JSON line (last line)
  *   npm run bench -- --phases end-to-end,takeover  only these phases (the others report n/a)
+ *   npm run bench -- --phases end-to-end --cpu-profile FILE   profile the burst's Node CPU (FILE: the raw .cpuprofile)
  *
  * Phases: bundle, planner, planner-cost, end-to-end, overlap, trigger-lag, takeover (the raw
  * limit is measured inside planner and end-to-end, on their own tables, before and after them).
@@ -23,6 +24,7 @@ const { values } = parseArgs({
     json: { type: 'boolean', default: false },
     phases: { type: 'string' },
     quiet: { type: 'boolean', default: false },
+    'cpu-profile': { type: 'string' },
   },
 });
 
@@ -44,6 +46,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 const result = await runBench({
   mode: values.smoke ? 'smoke' : 'full',
   phases,
+  cpuProfile: values['cpu-profile'],
   log: values.quiet ? undefined : (line) => process.stderr.write(`[bench] ${line}\n`),
 });
 console.log(result.table);

@@ -18,7 +18,7 @@ import { InMemoryMetrics, JsonLineLogger, MetricName, type RunLogger } from '../
 import { runPlannerTick, type PlannerOptions, type TickReport } from '../shared/planner.js';
 import { createClients, type Clients } from '../shared/runtime.js';
 import { RunStatus, runKeyOf, type Run } from '../shared/core/vocabulary.js';
-import { processBatch, type ChildLogger, type WorkerOptions } from '../shared/worker.js';
+import { processBatch, type ChildLogger, type QueueRecord, type WorkerOptions } from '../shared/worker.js';
 import { localClientConfig, type LocalEndpoints } from './local-stack.js';
 import { LocalPoller } from './local-poller.js';
 import { LocalOutboxRelay } from './local-outbox-relay.js';
@@ -152,6 +152,8 @@ export interface LocalRuntimeOptions {
   readonly history?: HistorySink;
   /** Receives every outbox event the local relay reads from the ledger's stream. */
   readonly onOutboxEvent?: (event: OutboxEvent) => void;
+  /** Called after each worker batch (one Lambda invocation) with its records and how long processBatch took. */
+  readonly onBatch?: (records: readonly QueueRecord[], ms: number) => void;
 }
 
 export class LocalRuntime {
@@ -318,27 +320,34 @@ export class LocalRuntime {
     const { ledger, queue } = this.adapters();
     const jobs = jobsByName(this.options.jobs);
     for (let i = 0; i < (this.options.workers ?? 2); i++) {
-      const owner = `local-worker-${i}-${randomUUID().slice(0, 6)}`;
+      // One owner per poller, as long as the deployed worker's (the Lambda request id), so run items are as large.
+      const owner = randomUUID();
       const poller = new LocalPoller(
         this.clients.sqs,
-        (records) =>
-          processBatch(
-            {
-              ledger,
-              queue,
-              doc: this.clients.doc,
-              jobs,
-              handlers: this.options.handlers,
-              tables: { ledger: this.options.endpoints.ledgerTable, payments: this.options.endpoints.paymentsTable },
-              owner,
-              clock: this.clock,
-              logger: this.logger.child({ worker: owner }),
-              metrics: this.metrics,
-              history: this.history,
-              options: this.options.worker,
-            },
-            records,
-          ),
+        async (records) => {
+          const started = performance.now();
+          try {
+            return await processBatch(
+              {
+                ledger,
+                queue,
+                doc: this.clients.doc,
+                jobs,
+                handlers: this.options.handlers,
+                tables: { ledger: this.options.endpoints.ledgerTable, payments: this.options.endpoints.paymentsTable },
+                owner,
+                clock: this.clock,
+                logger: this.logger.child({ worker: owner }),
+                metrics: this.metrics,
+                history: this.history,
+                options: this.options.worker,
+              },
+              records,
+            );
+          } finally {
+            this.options.onBatch?.(records, performance.now() - started);
+          }
+        },
         { queueUrl: this.options.endpoints.runQueueUrl, batchSize: this.options.batchSize ?? 10 },
         (error) => this.logger.error('poller error', { error: String(error) }),
       );

@@ -27,6 +27,11 @@ export const DEFAULT_TIMEOUT_MS = 45_000;
 export const DEFAULT_WORKER_TIMEOUT_MS = 60_000;
 /** The worker yields an attempt this long before its invocation times out (WorkerOptions.yieldMarginMs). */
 export const WORKER_YIELD_MARGIN_MS = 10_000;
+/**
+ * Jobs start when SQS delivers their message unless they ask for sub-second precision: a start
+ * wait is Lambda time billed on every run, and most schedules do not need it.
+ */
+export const DEFAULT_START_LEAD_MS = 0;
 /** The start wait (startLead) may run this much past startLead (SQS delays are whole seconds). */
 const START_WAIT_SLACK_MS = 1_000;
 
@@ -145,11 +150,13 @@ function jobShapeWith(checks: ScheduleChecks) {
   deadline: z.optional(duration('deadline')),
   /**
    * How early a run's message becomes visible before its slot; the worker waits out the rest so
-   * the handler starts on the slot despite SQS's whole-second delays. Costs between
-   * startLead − 1 s and startLead of Lambda time per run. 0 = start when SQS delivers (up to
-   * ~1 s late). @default '1500ms'
+   * the handler starts on the slot despite SQS's whole-second delays. 0 = start when SQS delivers
+   * (in the second after the slot, up to ~1 s late) with no wait to pay for. Sub-second start
+   * precision is a per-job choice: '1500ms' starts handlers within milliseconds of the slot and
+   * costs between startLead − 1 s and startLead of Lambda time per run (README "Start
+   * precision"). @default 0
    */
-  startLead: z._default(duration('startLead'), 1_500),
+  startLead: z._default(duration('startLead'), DEFAULT_START_LEAD_MS),
   /**
    * Fire each run up to this long after its slot, by an offset fixed per (job, slot) (jitter.ts):
    * spreads jobs sharing a schedule. Never past the next slot. At most 10m. @default none

@@ -146,6 +146,28 @@ describe('planner state', () => {
     own.destroy();
   });
 
+  it('a slot shared by more jobs than the window sweep queries per tick is still swept, and the sweep moves past it to later lost runs', async () => {
+    const own = await sandbox();
+    const w = world(own, T0 - 30 * SEC);
+    // 12 hourly jobs and one every minute share the slot T0: more than the budget of 5 queries.
+    const hourly = Array.from({ length: 12 }, (_, i) => ({ name: `top-${i}`, schedule: '0 * * * *', handler: 'noop' }));
+    const jobs = testJobs([...hourly, { name: 'minutely', schedule: '* * * * *', handler: 'noop' }]);
+    const sweep = { queryBudget: 5 };
+    const keyOf = (job: string, slot: number) => `${job}@${new Date(slot).toISOString()}`;
+    // No worker ever claims: every message counts as lost once its slot is 120 s old.
+    for (let k = 0; k < 5; k++) {
+      await w.tick(jobs, 1, { sweep });
+      w.clock.advance(MIN);
+    }
+    const resent = new Set(w.events.flatMap((e) => (e.type === 'message-sent' && e.reason === 'swept' ? [e.runKey] : [])));
+    // The tick at T0 + 150 s swept the 13 runs of T0 (past the budget); the one at T0 + 210 s, minutely's T0 + 60 s.
+    for (const job of [...hourly.map((j) => j.name), 'minutely']) expect(resent, keyOf(job, T0)).toContain(keyOf(job, T0));
+    expect(resent).toContain(keyOf('minutely', T0 + MIN));
+    const layout = await own.ledger.planning.readLayout();
+    expect(layout!.partitions.get(0)!.sweptUntil).toBe(T0 + 90 * SEC);
+    own.destroy();
+  });
+
   it('a run whose messages never reach a worker is re-dispatched 10 times, then sent no more and counted stuck every tick until someone acts', async () => {
     const own = await sandbox();
     const w = world(own, T0);

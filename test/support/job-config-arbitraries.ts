@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { durationMs } from '../../shared/core/duration.js';
-import { DEFAULT_TIMEOUT_MS, DEFAULT_WORKER_TIMEOUT_MS, maxAttemptTimeoutMs } from '../../shared/core/job-schema-core.js';
+import { DEFAULT_START_LEAD_MS, DEFAULT_TIMEOUT_MS, DEFAULT_WORKER_TIMEOUT_MS, maxAttemptTimeoutMs } from '../../shared/core/job-schema-core.js';
 
 /** Schedules both schema tests draw from first; each adds its own after them. */
 export const COMMON_SCHEDULES = ['* * * * *', '*/5 * * * *', '0 * * * *', '30 2 * * 1-5', '*/10 * * * * *', '0 0 12 1 * *', '15 3 L * *'] as const;
@@ -108,6 +108,6 @@ export function validJobInputArb(options: JobInputArbOptions) {
  */
 function fitInvocation<J extends { timeout?: number | string; startLead?: number | string; checkpoints?: boolean }>(job: J): J {
   const timeout = job.timeout === undefined ? DEFAULT_TIMEOUT_MS : (durationMs(job.timeout) ?? 0);
-  const startLead = job.startLead === undefined ? 1_500 : (durationMs(job.startLead) ?? 0);
+  const startLead = job.startLead === undefined ? DEFAULT_START_LEAD_MS : (durationMs(job.startLead) ?? 0);
   return timeout > maxAttemptTimeoutMs(DEFAULT_WORKER_TIMEOUT_MS, startLead) ? { ...job, checkpoints: true } : job;
 }

@@ -56,7 +56,7 @@ describe('parseJobs defaults: an omitted policy never leaves an undefined the pl
       timeout: 45_000,
       checkpoints: false,
       retry: { maxAttempts: 3, backoff: { base: 1_000, max: 300_000, jitter: 'full' } },
-      startLead: 1_500,
+      startLead: 0,
     });
   });
 

@@ -100,8 +100,9 @@ describe('default lookahead: a late tick still gives every slot its startLead of
     return Math.min(...worst);
   };
 
-  it('is one tick + the largest startLead + 3.5 s (65 s with the default startLead)', () => {
-    expect(defaultLookaheadMs([job()])).toBe(65 * SEC);
+  it('is one tick + the largest startLead + 3.5 s (63.5 s with the default startLead 0, 65 s with 1500ms)', () => {
+    expect(defaultLookaheadMs([job()])).toBe(TICK + 3_500);
+    expect(defaultLookaheadMs([job(), job({ startLead: '1500ms' })])).toBe(65 * SEC);
     expect(defaultLookaheadMs([job(), job({ startLead: '10s', timeout: '30s' })])).toBe(TICK + 10 * SEC + 3_500);
     expect(defaultLookaheadMs([])).toBe(TICK + 3_500);
   });
@@ -113,7 +114,7 @@ describe('default lookahead: a late tick still gives every slot its startLead of
   });
 
   it('the hazard it prevents: with a horizon of exactly one tick, a late tick sends slots with no notice', () => {
-    const jobs = [job({ schedule: '* * * * * *' })];
+    const jobs = [job({ schedule: '* * * * * *', startLead: '1500ms' })];
     let plannedUntil: number | undefined;
     let worst = Infinity;
     for (let k = 0; k < 4; k++) {

@@ -19,6 +19,8 @@ import { createAdapters } from '../../shared/runtime.js';
 import { processBatch } from '../../shared/worker.js';
 import type { LocalEndpoints } from '../local-stack.js';
 import { LocalPoller } from '../local-poller.js';
+import { startCpuProfile, type CpuProfileSummary } from './cpu-profile.js';
+import { describeKeySchemas, KeyLoad, type KeyLoadSnapshot } from './key-load.js';
 import { benchClients, cpuProbe, DynamoMeter, round, sleepMs, SqsMeter, sum, until, type CpuUse, type DynamoSnapshot } from './measure.js';
 import { TimedLedger, TimedQueue } from './planner.js';
 
@@ -39,11 +41,15 @@ export interface EndToEndOptions {
   readonly dynamoPid?: number;
   /** Job names are `${jobPrefix}-${i}`; a second burst on the same table needs another prefix. @default 'bench-e2e' */
   readonly jobPrefix?: string;
+  /** Sample this process's CPU over the burst (slows it down: not for the figures with a target); a path also keeps the raw profile. */
+  readonly cpuProfile?: boolean | string;
 }
 
 export interface EndToEndResult {
   readonly overlap: OverlapPolicy;
   readonly runs: number;
+  /** Jobs of the burst (one run each). */
+  readonly jobs: number;
   readonly workers: number;
   readonly succeeded: number;
   readonly elapsedMs: number;
@@ -56,9 +62,13 @@ export interface EndToEndResult {
   readonly sqsByCommand: Record<string, number>;
   readonly writesPerRun: number;
   readonly writeItemsPerRun: number;
+  /** Billed units (key-load.ts): DynamoDB Local's, plus refused writes and read minimums it leaves out. */
   readonly writeUnitsPerRun: number;
   readonly readsPerRun: number;
   readonly readUnitsPerRun: number;
+  /** The units DynamoDB Local reported (ConsumedCapacity of the requests that succeeded). */
+  readonly reportedWriteUnitsPerRun: number;
+  readonly reportedReadUnitsPerRun: number;
   readonly dynamoRequestsPerRun: number;
   readonly sqsCallsPerRun: number;
   readonly eventSourceSqsCallsPerRun: number;
@@ -73,6 +83,12 @@ export interface EndToEndResult {
   /** CPU during the tick and during the whole burst (tick start → last outcome). */
   readonly cpuTick: CpuUse;
   readonly cpu: CpuUse;
+  /** Units per partition key value of the table and its index, every request of the burst (key-load.ts). */
+  readonly keyLoad: KeyLoadSnapshot;
+  /** Requests whose partition key could not be told (0 unless a request shape is not understood). */
+  readonly unattributedRequests: number;
+  /** Only with options.cpuProfile: the main thread's self time by category over the burst. */
+  readonly cpuProfile?: CpuProfileSummary;
 }
 
 export async function measureEndToEnd(options: EndToEndOptions): Promise<EndToEndResult> {
@@ -80,6 +96,7 @@ export async function measureEndToEnd(options: EndToEndOptions): Promise<EndToEn
   const clients = benchClients(endpoints);
   const dynamo = new DynamoMeter().attach(clients.doc);
   const sqs = new SqsMeter().attach(clients.sqs);
+  const keys = new KeyLoad(await describeKeySchemas(clients.dynamo, [endpoints.ledgerTable])).attach(clients.doc);
   const pollers: LocalPoller[] = [];
   try {
     const jobs = parseJobs(
@@ -108,7 +125,8 @@ export async function measureEndToEnd(options: EndToEndOptions): Promise<EndToEn
     };
     const batchMs: number[] = [];
     for (let i = 0; i < options.workers; i++) {
-      const owner = `bench-worker-${i}-${randomUUID().slice(0, 6)}`;
+      // As long as the deployed worker's owner (the Lambda request id): item sizes, hence units, match.
+      const owner = randomUUID();
       const poller = new LocalPoller(
         clients.sqs,
         async (records) => {
@@ -131,6 +149,7 @@ export async function measureEndToEnd(options: EndToEndOptions): Promise<EndToEn
     await sleepMs(200);
     dynamo.reset();
     sqs.reset();
+    keys.reset();
     // Shift the clock so the tick runs 20 ms before a minute boundary: every job's slot at that
     // boundary is planned by this tick and due at once (no startLead wait in the measurement).
     const boundary = Math.ceil(Date.now() / MINUTE) * MINUTE + MINUTE;
@@ -138,6 +157,7 @@ export async function measureEndToEnd(options: EndToEndOptions): Promise<EndToEn
     // The planner gets timed adapters (same code, same clients) to split its tick into parts.
     const plannerLedger = new TimedLedger(clients.doc, { tableName: endpoints.ledgerTable, retentionDays: 30 });
     const plannerQueue = new TimedQueue(clients.sqs, endpoints.runQueueUrl);
+    const stopProfile = options.cpuProfile ? await startCpuProfile(typeof options.cpuProfile === 'string' ? options.cpuProfile : undefined) : undefined;
     const probe = cpuProbe(options.dynamoPid);
     const start = performance.now();
     await runPlannerTick(
@@ -148,11 +168,13 @@ export async function measureEndToEnd(options: EndToEndOptions): Promise<EndToEn
     const cpuTick = probe();
     await until(() => (succeeded >= options.runs ? true : undefined), 120_000 + options.runs * 50, `${options.runs} runs (${options.overlap}) to succeed`, 5);
     const cpu = probe();
+    const cpuProfile = await stopProfile?.();
     // Let the last batches' deletes go out before counting.
     await sleepMs(300);
     await Promise.all(pollers.map((p) => p.stop()));
     pollers.length = 0;
     const snapshot = dynamo.snapshot();
+    const keyLoad = keys.snapshot();
     const sqsByCommand = sqs.byCommand();
     const k = options.runs;
     const elapsedMs = lastOutcomeAt - start;
@@ -161,6 +183,7 @@ export async function measureEndToEnd(options: EndToEndOptions): Promise<EndToEn
     return {
       overlap: options.overlap,
       runs: k,
+      jobs: jobs.length,
       workers: options.workers,
       succeeded,
       elapsedMs: round(elapsedMs, 1),
@@ -172,9 +195,11 @@ export async function measureEndToEnd(options: EndToEndOptions): Promise<EndToEn
       sqsByCommand,
       writesPerRun: round(snapshot.writes / k, 4),
       writeItemsPerRun: round(snapshot.writeItems / k, 4),
-      writeUnitsPerRun: round(snapshot.writeUnits / k, 4),
+      writeUnitsPerRun: round(keyLoad.totalWriteUnits / k, 4),
       readsPerRun: round(snapshot.reads / k, 4),
-      readUnitsPerRun: round(snapshot.readUnits / k, 4),
+      readUnitsPerRun: round(keyLoad.totalReadUnits / k, 4),
+      reportedWriteUnitsPerRun: round(snapshot.writeUnits / k, 4),
+      reportedReadUnitsPerRun: round(snapshot.readUnits / k, 4),
       dynamoRequestsPerRun: round(snapshot.requests / k, 4),
       sqsCallsPerRun: round(sqs.schedulerCalls / k, 4),
       eventSourceSqsCallsPerRun: round(sqs.eventSourceCalls / k, 4),
@@ -191,6 +216,9 @@ export async function measureEndToEnd(options: EndToEndOptions): Promise<EndToEn
       },
       cpuTick,
       cpu,
+      keyLoad,
+      unattributedRequests: keys.unattributed,
+      ...(cpuProfile ? { cpuProfile } : {}),
     };
   } finally {
     await Promise.all(pollers.map((p) => p.stop()));

@@ -77,11 +77,14 @@ function capacityOf(consumed: unknown): number {
 
 /**
  * Counts DynamoDB commands by name and asks DynamoDB for the capacity each one consumed
- * (ReturnConsumedCapacity: 'TOTAL', table plus indexes), summed into write and read units.
+ * (ReturnConsumedCapacity: 'INDEXES': the total, table plus indexes, is summed into write and read
+ * units; key-load.ts reads the split).
  * Conditional writes DynamoDB refused are counted apart: the SDK error carries no capacity.
  */
 export class DynamoMeter {
   private counts = new Map<string, number>();
+  /** Wall time from send to answer, summed per command (SDK + network + DynamoDB Local). */
+  private wallMs = new Map<string, number>();
   writeUnits = 0;
   readUnits = 0;
   /** Items written, counting each item of a transaction or batch. */
@@ -97,15 +100,19 @@ export class DynamoMeter {
         const input = args.input as Record<string, unknown>;
         const isWrite = DYNAMO_WRITE_COMMANDS.has(name);
         const isRead = DYNAMO_READ_COMMANDS.has(name);
-        if (isWrite || isRead) input.ReturnConsumedCapacity = 'TOTAL';
+        if (isWrite || isRead) input.ReturnConsumedCapacity = 'INDEXES';
         if (isWrite) this.writeItems += itemsIn(name, input);
+        const sentAt = performance.now();
+        const took = () => this.wallMs.set(name, (this.wallMs.get(name) ?? 0) + performance.now() - sentAt);
         try {
           const result = await next(args);
+          took();
           const units = capacityOf((result.output as { ConsumedCapacity?: unknown }).ConsumedCapacity);
           if (isWrite) this.writeUnits += units;
           else if (isRead) this.readUnits += units;
           return result;
         } catch (error) {
+          took();
           const errorName = (error as { name?: string }).name;
           if (errorName === 'ConditionalCheckFailedException' || errorName === 'TransactionCanceledException') this.refusedConditionalWrites++;
           else this.errors++;
@@ -119,6 +126,11 @@ export class DynamoMeter {
 
   byCommand(): Record<string, number> {
     return Object.fromEntries([...this.counts.entries()].sort());
+  }
+
+  /** Mean ms from send to answer per command. */
+  meanLatencyMs(): Record<string, number> {
+    return Object.fromEntries([...this.wallMs.entries()].sort().map(([name, ms]) => [name, round(ms / Math.max(1, this.counts.get(name) ?? 1), 2)]));
   }
 
   get writes(): number {
@@ -136,6 +148,7 @@ export class DynamoMeter {
   snapshot(): DynamoSnapshot {
     return {
       byCommand: this.byCommand(),
+      meanLatencyMs: this.meanLatencyMs(),
       requests: this.requests,
       writes: this.writes,
       reads: this.reads,
@@ -149,12 +162,14 @@ export class DynamoMeter {
 
   reset(): void {
     this.counts = new Map();
+    this.wallMs = new Map();
     this.writeUnits = this.readUnits = this.writeItems = this.refusedConditionalWrites = this.errors = 0;
   }
 }
 
 export interface DynamoSnapshot {
   readonly byCommand: Record<string, number>;
+  readonly meanLatencyMs: Record<string, number>;
   readonly requests: number;
   readonly writes: number;
   readonly reads: number;

@@ -13,12 +13,13 @@ import { OverlapPolicy } from '../../shared/core/job-schema.js';
 import type { LocalEndpoints, LocalStack } from '../local-stack.js';
 import { bundleSize, type BundleResult } from './bundle.js';
 import { costPerMillionRuns, describePrices, PRICES, type CostBreakdown } from './cost.js';
+import { hottest, perJobUnits, unitsByKind } from './key-load.js';
 import { measureEndToEnd, type EndToEndResult } from './end-to-end.js';
 import { freshResources, onFreshStack, round, startTrackedStack, stopTrackedStack, type CpuUse, type StackBase } from './measure.js';
 import { plannerCost, plannerThroughput, type PlannerCost, type PlannerThroughput } from './planner.js';
 import { measureRawMix, measureRawPuts, warmUp, type RawMixResult, type RawPutsResult } from './raw.js';
 import { measureTakeover, type TakeoverResult } from './takeover.js';
-import { measureTriggerLag, type TriggerLagResult } from './trigger-lag.js';
+import { measureTriggerLag, PRECISION_START_LEAD, type LagSet, type TriggerLagResult } from './trigger-lag.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -41,6 +42,12 @@ export interface BenchOptions {
    * stream data accumulates). Smoke mode shares one stack to stay under a minute.
    */
   readonly stackPerPhase?: boolean;
+  /**
+   * Sample the bench process's CPU over the end-to-end burst and report its self time per run by
+   * category (cpu-profile.ts); a string is also a path for the raw profile. Sampling slows the
+   * burst, so a profiled run's rates and efficiency are not comparable. @default false
+   */
+  readonly cpuProfile?: boolean | string;
 }
 
 /** Sizes per mode. Smoke keeps every phase but makes it tiny (the "1k"/"10k" keys then hold smaller sizes). */
@@ -63,9 +70,10 @@ export interface BenchSizes {
   readonly e2eWorkers: number;
   readonly overlapRuns: number;
   readonly lagDurationMs: number;
+  /** Jobs per set in the lag phase: as many with startLead 1500ms (precision) as with the default. */
   readonly lagJobs: number;
   readonly lagTickSeconds: number;
-  /** Pollers in the lag phase: one per job, as Lambda gives each message its own invocation. */
+  /** Pollers in the lag phase: one per job (both sets), as Lambda gives each message its own invocation. */
   readonly lagWorkers: number;
   readonly lagWarmupMs: number;
   readonly kills: number;
@@ -89,7 +97,7 @@ export const SIZES: Readonly<Record<BenchMode, BenchSizes>> = {
     lagDurationMs: 180_000,
     lagJobs: 10,
     lagTickSeconds: 60,
-    lagWorkers: 10,
+    lagWorkers: 20,
     lagWarmupMs: 5_000,
     kills: 10,
     leaseMs: 3_000,
@@ -109,7 +117,7 @@ export const SIZES: Readonly<Record<BenchMode, BenchSizes>> = {
     lagDurationMs: 11_000,
     lagJobs: 3,
     lagTickSeconds: 10,
-    lagWorkers: 3,
+    lagWorkers: 6,
     lagWarmupMs: 3_000,
     kills: 1,
     leaseMs: 3_000,
@@ -137,7 +145,29 @@ export const REQUIRED_KEYS = [
   'plannerSlotsPerSec10k',
   'plannerRequestsPerTick10kJobs100Due',
   'costPerMillionRunsUsd',
+  'costPerMillionSparseRunsUsd',
+  'sqsCallsPerRunSteady',
+  'hotKeyWriteShare',
+  'hotKeyWcuAt2000RunsPerSec',
+  'hotKeyRcuAt2000RunsPerSec',
+  'hotKeyWcuAt2000RunsPerSecForbidQueue',
+  'hotKeyRcuAt2000RunsPerSecForbidQueue',
+  'jobKeyWcuWorstCase',
+  'jobKeyWcuWorstCaseForbidQueue',
+  'writeUnitsPerRunForbidQueue',
+  'readsPerRunForbidQueue',
+  'writeUnitsPerRunCoalesce',
+  'readsPerRunCoalesce',
+  'triggerLagDefaultP99Ms',
 ] as const;
+
+/** A consistent query of one job's window returning one run item (< 4 KB): one read unit. */
+const SWEEP_QUERY_READ_UNITS = 1;
+
+/** The sustained rate the partition-key figures are projected to. */
+export const PROJECTED_RUNS_PER_SEC = 2_000;
+/** A single job's most runs per second: one slot a second (the finest schedule) × 100 shards (the schema's limit). */
+export const MAX_RUNS_PER_SEC_OF_ONE_JOB = 100;
 
 export type Figure = number | string;
 
@@ -189,7 +219,7 @@ export interface BenchResult {
 /** True when the worker enforces the exclusive overlap policies (a worker without them has no active-run marker to measure). */
 export function overlapPoliciesImplemented(): boolean {
   try {
-    const worker = readFileSync(join(ROOT, 'shared', 'worker.ts'), 'utf8');
+    const worker = ['worker.ts', 'worker-lanes.ts'].map((file) => readFileSync(join(ROOT, 'shared', file), 'utf8')).join('\n');
     return worker.includes('OverlapPolicy.FORBID_QUEUE') && worker.includes('OverlapPolicy.COALESCE');
   } catch {
     return false;
@@ -260,7 +290,8 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchResult>
           const endpoints = await freshResources(base, `e2e-${overlap}`);
           await warmOn(endpoints);
           const before = await measureRawMix(endpoints, runs, sizes.concurrency, 0, base.dynamoPid);
-          const run = await measureEndToEnd({ endpoints, runs, workers: sizes.e2eWorkers, overlap, putConcurrency: sizes.concurrency, dynamoPid: base.dynamoPid });
+          const profile = overlap === OverlapPolicy.PARALLEL ? options.cpuProfile : undefined;
+          const run = await measureEndToEnd({ endpoints, runs, workers: sizes.e2eWorkers, overlap, putConcurrency: sizes.concurrency, dynamoPid: base.dynamoPid, cpuProfile: profile });
           const after = await measureRawMix(endpoints, runs, sizes.concurrency, runs, base.dynamoPid);
           return { run, before, after };
         },
@@ -288,13 +319,14 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchResult>
     if (phases.has('trigger-lag')) {
       details.triggerLag = await fresh(
         'trigger-lag',
-        `${sizes.lagJobs} jobs every 10 s for ${sizes.lagDurationMs / 1000} s, planner every ${sizes.lagTickSeconds} s`,
+        `${sizes.lagJobs} jobs with startLead ${PRECISION_START_LEAD} and ${sizes.lagJobs} with the default, every 10 s for ${sizes.lagDurationMs / 1000} s, planner every ${sizes.lagTickSeconds} s`,
         async (base) => {
           await warmUp(base, Math.min(300, sizes.warmupItems), sizes.concurrency);
           return measureTriggerLag({ base, durationMs: sizes.lagDurationMs, jobs: sizes.lagJobs, tickSeconds: sizes.lagTickSeconds, workers: sizes.lagWorkers, warmupMs: sizes.lagWarmupMs });
         },
       );
-      log(`  p50 ${details.triggerLag.p50Ms} ms, p99 ${details.triggerLag.p99Ms} ms over ${details.triggerLag.samples} runs`);
+      const { precision, defaults } = details.triggerLag;
+      log(`  precision: p50 ${precision.p50Ms} ms, p99 ${precision.p99Ms} ms over ${precision.samples} runs; default: p50 ${defaults.p50Ms} ms, p99 ${defaults.p99Ms} ms over ${defaults.samples} runs`);
     }
     if (phases.has('takeover')) {
       details.takeover = await fresh('takeover', `${sizes.kills} SIGKILLs of worker processes, lease ${sizes.leaseMs} ms, heartbeat ${sizes.heartbeatMs} ms`, async (base) => {
@@ -342,8 +374,9 @@ function collectFigures(mode: BenchMode, sizes: BenchSizes, d: BenchResult['deta
   f.efficiency = e2e && rawWrites ? round((e2e.runsPerSec * e2e.writesPerRun) / rawWrites, 3) : NA;
   f.writesPerRun = num(e2e?.writesPerRun);
   f.sqsCallsPerRun = num(e2e?.sqsCallsPerRun);
-  f.triggerLagP50Ms = num(d.triggerLag?.p50Ms);
-  f.triggerLagP99Ms = num(d.triggerLag?.p99Ms);
+  // The ≤ 100 ms target is precision mode's (startLead 1500ms); the default mode starts in the second after the slot.
+  f.triggerLagP50Ms = num(d.triggerLag?.precision.p50Ms);
+  f.triggerLagP99Ms = num(d.triggerLag?.precision.p99Ms);
   f.takeoverP50Ms = num(d.takeover?.p50Ms);
   f.takeoverMaxMs = num(d.takeover?.maxMs);
   f.leaseMs = sizes.leaseMs;
@@ -356,6 +389,7 @@ function collectFigures(mode: BenchMode, sizes: BenchSizes, d: BenchResult['deta
 
   let cost: CostBreakdown | undefined;
   if (e2e) {
+    // Billed units: DynamoDB Local's, plus what it leaves out and DynamoDB bills (key-load.ts).
     cost = costPerMillionRuns({
       writeUnitsPerRun: e2e.writeUnitsPerRun,
       readUnitsPerRun: e2e.readUnitsPerRun,
@@ -415,6 +449,8 @@ function collectFigures(mode: BenchMode, sizes: BenchSizes, d: BenchResult['deta
   f.e2eWorkerPhaseMs = num(e2e?.workerPhaseMs);
   f.writeItemsPerRun = num(e2e?.writeItemsPerRun);
   f.writeUnitsPerRun = num(e2e?.writeUnitsPerRun);
+  f.writeUnitsPerRunReportedByLocal = num(e2e?.reportedWriteUnitsPerRun);
+  f.readUnitsPerRunReportedByLocal = num(e2e?.reportedReadUnitsPerRun);
   f.readsPerRun = num(e2e?.readsPerRun);
   f.readUnitsPerRun = num(e2e?.readUnitsPerRun);
   f.dynamoRequestsPerRun = num(e2e?.dynamoRequestsPerRun);
@@ -434,6 +470,15 @@ function collectFigures(mode: BenchMode, sizes: BenchSizes, d: BenchResult['deta
   f.rawMixNodeCpuCores = num(util(rawMixUsed?.cpu, 'node'));
   f.rawMixDynamoCpuCores = num(util(rawMixUsed?.cpu, 'dynamo'));
   f.e2eNodeCpuMsPerRun = e2e ? round(e2e.cpu.nodeCpuMs / e2e.runs, 3) : NA;
+  // Where a run's wall time goes: the two CPUs' busy share, and each worker request's round trip.
+  f.e2eWallMsPerRun = e2e ? round(e2e.elapsedMs / e2e.runs, 3) : NA;
+  f.e2eIdleCpuShare = e2e && e2e.cpu.dynamoCpuMs !== undefined ? round(1 - (e2e.cpu.nodeCpuMs + e2e.cpu.dynamoCpuMs) / (e2e.cpu.wallMs * cpus().length), 3) : NA;
+  f.e2eRequestLatencyMs = e2e ? JSON.stringify(e2e.dynamo.meanLatencyMs) : NA;
+  f.e2eMeanBatchMs = num(e2e?.meanBatchMs);
+  // Only in a profiled run (--cpu-profile): the main thread's self time per run, by where the code lives.
+  f.e2eProfiled = e2e?.cpuProfile ? 'yes (rates slowed by sampling)' : 'no';
+  f.e2eProfileMsPerRun = e2e?.cpuProfile ? JSON.stringify(roundAll(e2e.cpuProfile.selfMs, e2e.runs)) : NA;
+  f.e2eProfileTopFunctions = e2e?.cpuProfile ? e2e.cpuProfile.top.map((t) => `${t.name} ${t.where} ${round(t.ms / e2e.runs, 3)}`).join('; ') : NA;
   f.e2eDynamoCpuMsPerRun = e2e?.cpu.dynamoCpuMs !== undefined ? round(e2e.cpu.dynamoCpuMs / e2e.runs, 3) : NA;
   f.rawMixNodeCpuMsPer3Writes = rawMixUsed ? round((3 * rawMixUsed.cpu.nodeCpuMs) / (3 * rawMixUsed.items), 3) : NA;
   f.rawMixDynamoCpuMsPer3Writes = rawMixUsed?.cpu.dynamoCpuMs !== undefined ? round((3 * rawMixUsed.cpu.dynamoCpuMs) / (3 * rawMixUsed.items), 3) : NA;
@@ -443,14 +488,31 @@ function collectFigures(mode: BenchMode, sizes: BenchSizes, d: BenchResult['deta
   f.rawPutsNodeCpuCores10k = num(util(rawPutsUsed?.cpu, 'node'));
   f.rawPutsDynamoCpuCores10k = num(util(rawPutsUsed?.cpu, 'dynamo'));
 
-  // Trigger lag.
-  f.triggerLagMaxMs = num(d.triggerLag?.maxMs);
-  f.triggerLagSamples = num(d.triggerLag?.samples);
-  f.triggerLagExpectedSamples = num(d.triggerLag?.expectedSamples);
-  f.triggerLagLateRuns = num(d.triggerLag?.lateRuns.length);
-  f.startLeadMs = num(d.triggerLag?.startLeadMs);
-  f.leadWaitMeanMs = num(d.triggerLag?.leadWaitMeanMs);
-  f.sqsCallsPerRunSteady = num(d.triggerLag?.sqsCallsPerRun);
+  // Trigger lag: precision mode (the target) and the default mode, side by side.
+  const lag = d.triggerLag;
+  f.triggerLagMaxMs = num(lag?.precision.maxMs);
+  f.triggerLagSamples = num(lag?.precision.samples);
+  f.triggerLagExpectedSamples = num(lag?.precision.expectedSamples);
+  f.triggerLagLateRuns = num(lag?.precision.lateRuns.length);
+  f.startLeadMs = num(lag?.precision.startLeadMs);
+  f.leadWaitMeanMs = num(lag?.precision.leadWaitMeanMs);
+  f.triggerLagDefaultP50Ms = num(lag?.defaults.p50Ms);
+  f.triggerLagDefaultP99Ms = num(lag?.defaults.p99Ms);
+  f.triggerLagDefaultMaxMs = num(lag?.defaults.maxMs);
+  f.triggerLagDefaultSamples = num(lag?.defaults.samples);
+  f.startLeadDefaultMs = num(lag?.defaults.startLeadMs);
+  f.leadWaitMeanMsDefault = num(lag?.defaults.leadWaitMeanMs);
+  f.sparseInvocationBilledMsDefault = num(lag?.defaults.soloInvocationBilledMeanMs);
+  f.sparseInvocationBilledMsPrecision = num(lag?.precision.soloInvocationBilledMeanMs);
+  f.sparseInvocationsMeasured = num(lag ? lag.defaults.soloInvocations : undefined);
+  f.sqsCallsPerRunSteady = num(lag?.sqsCallsPerRun);
+  f.eventSourceSqsCallsPerRunSteady = num(lag?.eventSourceSqsCallsPerRun);
+  f.visibilityChangesSteady = num(lag ? (lag.sqsByCommand.ChangeMessageVisibilityCommand ?? 0) + (lag.sqsByCommand.ChangeMessageVisibilityBatchCommand ?? 0) : undefined);
+
+  // Partition keys: the hottest key value of the table and of its index, projected to 2,000 runs/s.
+  Object.assign(f, keyFigures(e2e, ''));
+  Object.assign(f, keyFigures(overlapResult(d, OverlapPolicy.FORBID_QUEUE)?.run, 'ForbidQueue'));
+  Object.assign(f, keyFigures(overlapResult(d, OverlapPolicy.COALESCE)?.run, 'Coalesce'));
 
   // Takeover.
   f.takeoverMinMs = num(d.takeover?.minMs);
@@ -467,18 +529,39 @@ function collectFigures(mode: BenchMode, sizes: BenchSizes, d: BenchResult['deta
   f.costPerMillionRunsDynamoUsd = cost ? round(cost.dynamo, 3) : NA;
   f.costPerMillionRunsSqsUsd = cost ? round(cost.sqs, 3) : NA;
   f.costPerMillionRunsLambdaUsd = cost ? round(cost.lambdaRequests + cost.lambdaDuration, 3) : NA;
-  // A sparse job (one run per invocation) pays the claim → outcome time of the trigger-lag phase
-  // (startLead wait included), plus the burst's per-run worker time for the claim and completion.
-  if (e2e && d.triggerLag) {
-    const sparse = costPerMillionRuns({
-      writeUnitsPerRun: e2e.writeUnitsPerRun,
-      readUnitsPerRun: e2e.readUnitsPerRun,
-      sqsRequestsPerRun: e2e.sqsCallsPerRun + 2,
+  // A sparse run (one run per invocation, the usual case for schedules) at the default job
+  // settings. Its writes are a burst run's (the same three writes of the same item: units on the
+  // run's own job key, owner as long as a Lambda request id) plus the planner's per-tick writes as
+  // the burst amortizes them; its reads, the window sweep's one consistent query (a job with one
+  // slot per tick pays one per run); its SQS calls, the steady state of the default-mode jobs'
+  // queue (the scheduler's per planned run, the event source's receive and delete per executed run); one
+  // invocation, and the billed time measured on the default-mode jobs' one-run invocations.
+  if (e2e && lag && lag.defaults.soloInvocations > 0) {
+    const ownWrites = sumOf(perJobUnits(e2e.keyLoad.writes)) / e2e.runs;
+    const perTickWrites = e2e.keyLoad.totalWriteUnits / e2e.runs - ownWrites;
+    const counts = {
+      writeUnitsPerRun: ownWrites + perTickWrites,
+      readUnitsPerRun: SWEEP_QUERY_READ_UNITS,
+      sqsRequestsPerRun: lag.defaults.sqsCallsPerRun + lag.defaults.eventSourceSqsCallsPerRun,
       invocationsPerRun: 1,
-      lambdaMsPerRun: d.triggerLag.claimToOutcomeMeanMs + e2e.lambdaMsPerRun,
-    });
+      lambdaMsPerRun: lag.defaults.soloInvocationBilledMeanMs,
+    };
+    f.sparseWriteUnitsPerRun = round(counts.writeUnitsPerRun, 4);
+    f.sparseReadUnitsPerRun = counts.readUnitsPerRun;
+    const sparse = costPerMillionRuns(counts);
     d.sparseCost = sparse;
     f.costPerMillionSparseRunsUsd = round(sparse.total, 3);
+    f.costPerMillionSparseRunsDynamoUsd = round(sparse.dynamo, 3);
+    f.costPerMillionSparseRunsSqsUsd = round(sparse.sqs, 3);
+    f.costPerMillionSparseRunsLambdaUsd = round(sparse.lambdaRequests + sparse.lambdaDuration, 3);
+    f.sparseSqsRequestsPerRun = round(counts.sqsRequestsPerRun, 4);
+    // The same run with sub-second precision (startLead 1500ms): its invocation waits out the lead.
+    const precise = costPerMillionRuns({
+      ...counts,
+      sqsRequestsPerRun: lag.precision.sqsCallsPerRun + lag.precision.eventSourceSqsCallsPerRun,
+      lambdaMsPerRun: lag.precision.soloInvocationBilledMeanMs,
+    });
+    f.costPerMillionSparseRunsPrecisionUsd = round(precise.total, 3);
   } else {
     f.costPerMillionSparseRunsUsd = NA;
   }
@@ -488,6 +571,66 @@ function collectFigures(mode: BenchMode, sizes: BenchSizes, d: BenchResult['deta
   f.mode = mode;
   f.benchSeconds = round(elapsedSec, 1);
   return f;
+}
+
+function sumOf(values: ReadonlyMap<string, number>): number {
+  let total = 0;
+  for (const v of values.values()) total += v;
+  return total;
+}
+
+/**
+ * The partition-key figures of one burst (suffix '' for parallel, 'ForbidQueue', 'Coalesce').
+ * Projection to 2,000 runs/s: a key's units per run of the burst × 2,000, i.e. 2,000 runs/s
+ * spread over as many jobs as the burst has (one run each: every job once a second at that rate).
+ * Per-tick items (PLANNER, the sweep's queries) are charged as if a tick planned only the burst's
+ * runs; at 2,000 runs/s a minute's tick plans 120,000, so the projection overstates them.
+ * jobKey*WorstCase: the most any one job can put on its key, whatever the mix: its units per run ×
+ * 100 runs/s (one slot a second × 100 shards).
+ */
+function keyFigures(r: EndToEndResult | undefined, suffix: string): Record<string, Figure> {
+  const k = (name: string) => `${name}${suffix}`;
+  if (!r) {
+    return Object.fromEntries(
+      ['hotKeyWriteShare', 'hotKeyWrite', 'hotKeyWcuAt2000RunsPerSec', 'hotKeyReadShare', 'hotKeyRead', 'hotKeyRcuAt2000RunsPerSec', 'jobKeyWcuPerRun', 'jobKeyRcuPerRun', 'jobKeyWcuWorstCase', 'jobKeyRcuWorstCase', 'indexWriteUnitsPerRun', 'keyLoadUnattributed', 'writeUnitsByKeyKind', 'readUnitsByKeyKind', 'jobKeyWritesPerRun', 'jobKeyReadsPerRun', 'writeRequestsByKeyKind', 'readRequestsByKeyKind'].map((n) => [k(n), NA]),
+    );
+  }
+  const load = r.keyLoad;
+  const w = hottest(load.writes, load.totalWriteUnits, r.runs);
+  const rd = hottest(load.reads, load.totalReadUnits, r.runs);
+  // One run per job in the bursts: a job key's units per run are its units.
+  const runsPerJob = r.runs / Math.max(1, r.jobs);
+  const maxJob = (m: Map<string, number>) => Math.max(0, ...m.values()) / runsPerJob;
+  const jobW = maxJob(perJobUnits(load.writes));
+  const jobR = maxJob(perJobUnits(load.reads));
+  const indexUnits = load.writes.filter((x) => x.index).reduce((s, x) => s + x.units, 0);
+  const perRun = (byKind: Readonly<Record<string, number>>) => byKind['JOB#<name>'] ?? 0;
+  return {
+    [k('hotKeyWriteShare')]: w ? round(w.share, 4) : 0,
+    [k('hotKeyWrite')]: w ? w.kind : NA,
+    [k('hotKeyWcuAt2000RunsPerSec')]: w ? round(w.unitsPerRun * PROJECTED_RUNS_PER_SEC, 2) : 0,
+    [k('hotKeyReadShare')]: rd ? round(rd.share, 4) : 0,
+    [k('hotKeyRead')]: rd ? rd.kind : NA,
+    [k('hotKeyRcuAt2000RunsPerSec')]: rd ? round(rd.unitsPerRun * PROJECTED_RUNS_PER_SEC, 2) : 0,
+    [k('jobKeyWcuPerRun')]: round(jobW, 3),
+    [k('jobKeyRcuPerRun')]: round(jobR, 3),
+    [k('jobKeyWcuWorstCase')]: round(jobW * MAX_RUNS_PER_SEC_OF_ONE_JOB, 1),
+    [k('jobKeyRcuWorstCase')]: round(jobR * MAX_RUNS_PER_SEC_OF_ONE_JOB, 1),
+    [k('indexWriteUnitsPerRun')]: round(indexUnits / r.runs, 4),
+    [k('keyLoadUnattributed')]: r.unattributedRequests,
+    // Requests on the runs' own job keys per run, apart from the planner's per-tick requests.
+    [k('jobKeyWritesPerRun')]: round(perRun(load.writeRequestsByKind) / r.runs, 4),
+    [k('jobKeyReadsPerRun')]: round(perRun(load.readRequestsByKind) / r.runs, 4),
+    [k('writeRequestsByKeyKind')]: JSON.stringify(load.writeRequestsByKind),
+    [k('readRequestsByKeyKind')]: JSON.stringify(load.readRequestsByKind),
+    [k('writeUnitsByKeyKind')]: JSON.stringify(roundAll(unitsByKind(load.writes), r.runs)),
+    [k('readUnitsByKeyKind')]: JSON.stringify(roundAll(unitsByKind(load.reads), r.runs)),
+  };
+}
+
+/** Units per run, by key kind. */
+function roundAll(byKind: Record<string, number>, runs: number): Record<string, number> {
+  return Object.fromEntries(Object.entries(byKind).map(([kind, units]) => [kind, round(units / runs, 4)]));
 }
 
 function overlapResult(d: BenchResult['details'], policy: OverlapPolicy): BracketedEndToEnd | undefined {
@@ -526,6 +669,18 @@ export function checkTargets(f: Record<string, Figure>): TargetCheck[] {
     check('workerBundleBytes', f.workerBundleBytes!, `≤ 400 KB (${WORKER_BUNDLE_LIMIT} B)`, (v) => v <= WORKER_BUNDLE_LIMIT),
     check('plannerRequestsPerTick10kJobs100Due', f.plannerRequestsPerTick10kJobs100Due!, `≤ 3 × due + partitions = ${bound}`, (v) => v <= bound),
     check('plannerSlotsPerSec10k', f.plannerSlotsPerSec10k!, `≥ 0.8 × raw put rate = ${Number.isNaN(rawPut) ? '?' : round(0.8 * rawPut, 1)}`, (v) => !Number.isNaN(rawPut) && v >= 0.8 * rawPut),
+    check('costPerMillionRunsUsd', f.costPerMillionRunsUsd!, '≤ $2.50', (v) => v <= 2.5),
+    check('costPerMillionSparseRunsUsd', f.costPerMillionSparseRunsUsd!, '≤ $3.00', (v) => v <= 3.0),
+    check('sqsCallsPerRunSteady', f.sqsCallsPerRunSteady!, '≤ 0.15', (v) => v <= 0.15),
+    ...(['', 'ForbidQueue', 'Coalesce'] as const).flatMap((p) => [
+      check(`hotKeyWcuAt2000RunsPerSec${p}`, f[`hotKeyWcuAt2000RunsPerSec${p}`]!, '≤ 500 (half of 1,000 WCU)', (v) => v <= 500),
+      check(`hotKeyRcuAt2000RunsPerSec${p}`, f[`hotKeyRcuAt2000RunsPerSec${p}`]!, '≤ 1,500 (half of 3,000 RCU)', (v) => v <= 1500),
+      check(`jobKeyWcuWorstCase${p}`, f[`jobKeyWcuWorstCase${p}`]!, '≤ 500 (half of 1,000 WCU)', (v) => v <= 500),
+    ]),
+    ...(['ForbidQueue', 'Coalesce'] as const).flatMap((p) => [
+      check(`writeUnitsPerRun${p}`, f[`writeUnitsPerRun${p}`]!, '≤ 8', (v) => v <= 8),
+      check(`readsPerRun${p}`, f[`readsPerRun${p}`]!, '≤ 2', (v) => v <= 2),
+    ]),
   ];
 }
 
@@ -538,7 +693,7 @@ function fmt(value: Figure | undefined): string {
 const large = (d: BenchResult['details']) => d.plannerLarge?.tick;
 
 /** The latest runs, worst first: lag, the planner's notice (slot − the tick that created the run), when it was claimed. */
-function lateList(result: TriggerLagResult, max = 6): string {
+function lateList(result: LagSet, max = 6): string {
   const worst = [...result.lateRuns].sort((a, b) => b.lagMs - a.lagMs);
   const shown = worst.slice(0, max).map((r) => `${r.lagMs} ms (notice ${r.noticeMs}, claimed at slot${r.claimedMs >= 0 ? '+' : ''}${r.claimedMs})`);
   return `worst: ${shown.join('; ')}${worst.length > max ? '; …' : ''}`;
@@ -588,11 +743,14 @@ function renderTable(mode: BenchMode, sizes: BenchSizes, f: Record<string, Figur
   row('  CPU cores busy: bench Node process (workers, SDK, local SQS)', 'e2eNodeCpuCores', `raw mix: ${fmt(f.rawMixNodeCpuCores)}`);
   row('  DynamoDB Local CPU ms per run', 'e2eDynamoCpuMsPerRun', `raw, per 3 writes: ${fmt(f.rawMixDynamoCpuMsPer3Writes)}`);
   row('  Node CPU ms per run', 'e2eNodeCpuMsPerRun', `raw, per 3 writes: ${fmt(f.rawMixNodeCpuMsPer3Writes)}`);
+  row('  wall ms per run (tick start → last outcome ÷ runs)', 'e2eWallMsPerRun', `mean batch (invocation) ms ${fmt(f.e2eMeanBatchMs)}`);
+  row('  CPU idle share (neither process busy)', 'e2eIdleCpuShare', `mean request round trip ms: ${fmt(f.e2eRequestLatencyMs)}`);
+  row('  main-thread ms per run by category (--cpu-profile only)', 'e2eProfiled', fmt(f.e2eProfileMsPerRun));
   row('efficiency = runs/s × writes/run ÷ raw writes/s', 'efficiency');
   row('ledger write requests per run', 'writesPerRun', e2e ? JSON.stringify(e2e.dynamo.byCommand) : '');
-  row('consumed write units per run (table + index)', 'writeUnitsPerRun');
+  row('billed write units per run (table + index)', 'writeUnitsPerRun', `DynamoDB Local reported ${fmt(f.writeUnitsPerRunReportedByLocal)}; billed adds refused writes`);
   row('ledger read requests per run', 'readsPerRun');
-  row('consumed read units per run', 'readUnitsPerRun');
+  row('billed read units per run', 'readUnitsPerRun', `DynamoDB Local reported ${fmt(f.readUnitsPerRunReportedByLocal)}; billed adds the minimum read of empty results`);
   row("scheduler's own SQS calls per run", 'sqsCallsPerRun', e2e ? JSON.stringify(e2e.sqsByCommand) : '');
   row('event source SQS calls per run (receive + delete)', 'eventSourceSqsCallsPerRun');
   row('worker invocations (batches) per run', 'invocationsPerRun');
@@ -604,25 +762,44 @@ function renderTable(mode: BenchMode, sizes: BenchSizes, f: Record<string, Figur
     return r === undefined ? '' : typeof r === 'string' ? r : `${JSON.stringify(r.run.dynamo.byCommand)}; SQS ${JSON.stringify(r.run.sqsByCommand)}`;
   };
   row('write requests per run, forbid-queue', 'writesPerRunForbidQueue', overlapNote(OverlapPolicy.FORBID_QUEUE));
-  row('write units per run, forbid-queue', 'writeUnitsPerRunForbidQueue');
+  row('billed write units per run, forbid-queue', 'writeUnitsPerRunForbidQueue');
   row('read requests per run, forbid-queue', 'readsPerRunForbidQueue');
   row("scheduler's SQS calls per run, forbid-queue", 'sqsCallsPerRunForbidQueue');
   row('runs/s, forbid-queue', 'runsPerSecForbidQueue');
   row('efficiency, forbid-queue', 'efficiencyForbidQueue');
   row('write requests per run, coalesce', 'writesPerRunCoalesce', overlapNote(OverlapPolicy.COALESCE));
-  row('write units per run, coalesce', 'writeUnitsPerRunCoalesce');
+  row('billed write units per run, coalesce', 'writeUnitsPerRunCoalesce');
   row('read requests per run, coalesce', 'readsPerRunCoalesce');
   row("scheduler's SQS calls per run, coalesce", 'sqsCallsPerRunCoalesce');
   row('runs/s, coalesce', 'runsPerSecCoalesce');
   row('efficiency, coalesce', 'efficiencyCoalesce');
-  section(`trigger lag (${sizes.lagJobs} jobs every 10 s, staggered 1 s, ${sizes.lagDurationMs / 1000} s on real time, planner every ${sizes.lagTickSeconds} s, ${sizes.lagWorkers} pollers)`);
-  row('p50 ms', 'triggerLagP50Ms');
-  row('p99 ms', 'triggerLagP99Ms');
-  row('max ms', 'triggerLagMaxMs');
-  row('samples', 'triggerLagSamples', `expected ${fmt(f.triggerLagExpectedSamples)}`);
-  row('runs more than 50 ms late', 'triggerLagLateRuns', d.triggerLag ? lateList(d.triggerLag) : '');
-  row('startLead wait per run (claim → handler start), ms', 'leadWaitMeanMs', `startLead ${fmt(f.startLeadMs)} ms`);
+  section(`partition keys (every request of the bursts; units on each key value of the table and of its index; projected: units per run × ${fmt(PROJECTED_RUNS_PER_SEC)}, the burst's job mix; worst case: one job at ${MAX_RUNS_PER_SEC_OF_ONE_JOB} runs/s)`);
+  for (const [p, label] of [['', 'parallel'], ['ForbidQueue', 'forbid-queue'], ['Coalesce', 'coalesce']] as const) {
+    row(`hot write key share, ${label}`, `hotKeyWriteShare${p}`, fmt(f[`hotKeyWrite${p}`]));
+    row(`  its WCU/s at ${fmt(PROJECTED_RUNS_PER_SEC)} runs/s`, `hotKeyWcuAt2000RunsPerSec${p}`);
+    row(`hot read key share, ${label}`, `hotKeyReadShare${p}`, fmt(f[`hotKeyRead${p}`]));
+    row(`  its RCU/s at ${fmt(PROJECTED_RUNS_PER_SEC)} runs/s`, `hotKeyRcuAt2000RunsPerSec${p}`);
+    row(`  one job's key, WCU/s at ${MAX_RUNS_PER_SEC_OF_ONE_JOB} runs/s`, `jobKeyWcuWorstCase${p}`, `${fmt(f[`jobKeyWcuPerRun${p}`])} WCU per run`);
+    row(`  one job's key, RCU/s at ${MAX_RUNS_PER_SEC_OF_ONE_JOB} runs/s`, `jobKeyRcuWorstCase${p}`, `${fmt(f[`jobKeyRcuPerRun${p}`])} RCU per run`);
+    row(`  index write units per run`, `indexWriteUnitsPerRun${p}`, `write units per run by key: ${fmt(f[`writeUnitsByKeyKind${p}`])}`);
+    row(`  write requests per run on the job's own key`, `jobKeyWritesPerRun${p}`, `write requests by key: ${fmt(f[`writeRequestsByKeyKind${p}`])}`);
+    row(`  read requests per run on the job's own key`, `jobKeyReadsPerRun${p}`, `read units per run by key: ${fmt(f[`readUnitsByKeyKind${p}`])}; requests: ${fmt(f[`readRequestsByKeyKind${p}`])}`);
+    row(`  requests with no key told`, `keyLoadUnattributed${p}`);
+  }
+  section(`trigger lag (${sizes.lagJobs} jobs with startLead ${PRECISION_START_LEAD} + ${sizes.lagJobs} with the default, every 10 s, staggered 1 s, ${sizes.lagDurationMs / 1000} s on real time, planner every ${sizes.lagTickSeconds} s, ${sizes.lagWorkers} pollers)`);
+  row(`p50 ms, startLead ${PRECISION_START_LEAD} (precision)`, 'triggerLagP50Ms');
+  row('p99 ms, precision', 'triggerLagP99Ms');
+  row('max ms, precision', 'triggerLagMaxMs');
+  row('samples, precision', 'triggerLagSamples', `expected ${fmt(f.triggerLagExpectedSamples)}`);
+  row('runs more than 50 ms late, precision', 'triggerLagLateRuns', d.triggerLag ? lateList(d.triggerLag.precision) : '');
+  row('startLead wait per run (claim → handler start), ms, precision', 'leadWaitMeanMs', `startLead ${fmt(f.startLeadMs)} ms`);
+  row('p50 ms, default startLead', 'triggerLagDefaultP50Ms', `startLead ${fmt(f.startLeadDefaultMs)} ms: starts in the second after the slot`);
+  row('p99 ms, default', 'triggerLagDefaultP99Ms');
+  row('max ms, default', 'triggerLagDefaultMaxMs', `${fmt(f.triggerLagDefaultSamples)} samples`);
+  row('one-run invocation, billed ms, default', 'sparseInvocationBilledMsDefault', `${fmt(f.sparseInvocationsMeasured)} invocations`);
+  row('one-run invocation, billed ms, precision', 'sparseInvocationBilledMsPrecision');
   row("scheduler's SQS calls per planned run, steady state", 'sqsCallsPerRunSteady', d.triggerLag ? `${d.triggerLag.runsCreated} runs planned; ${JSON.stringify(d.triggerLag.sqsByCommand)}` : '');
+  row('event source SQS calls per run, steady state', 'eventSourceSqsCallsPerRunSteady');
   section(`takeover after SIGKILL (worker processes, ${sizes.kills} kills spread over the heartbeat cycle)`);
   row('lease ms', 'leaseMs');
   row('heartbeat ms', 'heartbeatMs');
@@ -643,7 +820,12 @@ function renderTable(mode: BenchMode, sizes: BenchSizes, f: Record<string, Figur
   row('  DynamoDB', 'costPerMillionRunsDynamoUsd');
   row('  SQS (scheduler + event source)', 'costPerMillionRunsSqsUsd');
   row('  Lambda (requests + duration)', 'costPerMillionRunsLambdaUsd');
-  row('sparse runs (1 per invocation, startLead wait billed)', 'costPerMillionSparseRunsUsd');
+  section('cost per million sparse runs (one run per invocation, default job settings; from the trigger-lag phase\'s default-mode jobs)');
+  row('total', 'costPerMillionSparseRunsUsd', d.sparseCost ? `${fmt(f.sparseWriteUnitsPerRun)} WCU, ${fmt(f.sparseReadUnitsPerRun)} RCU, ${fmt(f.sparseSqsRequestsPerRun)} SQS requests, 1 invocation of ${fmt(f.sparseInvocationBilledMsDefault)} ms billed per run` : '');
+  row('  DynamoDB', 'costPerMillionSparseRunsDynamoUsd');
+  row('  SQS (scheduler + event source)', 'costPerMillionSparseRunsSqsUsd');
+  row('  Lambda (requests + duration)', 'costPerMillionSparseRunsLambdaUsd');
+  row(`the same with startLead ${PRECISION_START_LEAD} (sub-second precision)`, 'costPerMillionSparseRunsPrecisionUsd');
 
   const body = rows.filter((r) => !r[0].startsWith('—'));
   const widths = [0, 1, 2].map((i) => Math.max(...body.map((r) => (r[i] ?? '').length)));
