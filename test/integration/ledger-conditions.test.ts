@@ -1,0 +1,281 @@
+/**
+ * The ledger's conditions judged by DynamoDB Local, clause by clause: for generated item states
+ * (around every boundary a clause draws) the write lands exactly when the rule says it may, and a
+ * refused write changes nothing. These are the behaviour tests of the condition text; the adapter
+ * tests with a mocked SDK (test/unit/ledger.test.ts) only test the mapping of what comes back.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { initialFence, MAX_CLAIMS_PER_SLOT } from '../../shared/core/fence.js';
+import { explainClaimRefusal } from '../../shared/core/lease.js';
+import { RunStatus, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
+import { runFromItem, watchKeys } from '../../shared/adapters/ledger.js';
+import { LedgerKeys } from '../../shared/resources.js';
+import { sandbox, type Sandbox } from '../support/stack.js';
+
+const BASE = Date.UTC(2026, 5, 1, 0, 0);
+const NOW = BASE + 3_600_000;
+const LEASE = 30_000;
+const SKEW = 2_000;
+const ALL_STATUSES = Object.values(RunStatus);
+const CLAIMABLE = [RunStatus.READY, RunStatus.RETRY, RunStatus.UNKNOWN] as const;
+
+let nextSlot = 0;
+/** A fresh slot per generated case: every case writes its own item. */
+const freshSlot = () => BASE + ++nextSlot * 1_000;
+
+/** A value at, just before or just after `at`, or far from it: the boundaries a clause draws. */
+const around = (at: number) => fc.oneof(fc.constantFrom(at - 1, at, at + 1), fc.integer({ min: at - 60_000, max: at + 60_000 }));
+
+interface State {
+  readonly status: RunStatus;
+  readonly owner?: string;
+  readonly leaseUntil?: number;
+  readonly nextAttemptAt?: number;
+  readonly claims: number;
+  readonly watched: boolean;
+}
+
+const stateArb: fc.Arbitrary<State> = fc.record(
+  {
+    status: fc.constantFrom(...ALL_STATUSES),
+    owner: fc.constantFrom('me', 'other'),
+    leaseUntil: around(NOW - SKEW),
+    nextAttemptAt: around(NOW),
+    claims: fc.oneof(fc.constantFrom(0, 1, MAX_CLAIMS_PER_SLOT - 1, MAX_CLAIMS_PER_SLOT), fc.integer({ min: 0, max: MAX_CLAIMS_PER_SLOT })),
+    watched: fc.boolean(),
+  },
+  { requiredKeys: ['status', 'claims', 'watched'] },
+);
+
+describe('the ledger\'s conditions on DynamoDB Local', () => {
+  let box: Sandbox;
+  beforeAll(async () => {
+    box = await sandbox();
+  });
+  afterAll(() => box.destroy());
+
+  /** Writes a run item in `state` directly, as earlier writes would have left it. */
+  async function put(job: string, state: State): Promise<Run> {
+    const slot = freshSlot();
+    const item = {
+      pk: LedgerKeys.jobPk(job),
+      sk: LedgerKeys.runSk(slot, 0),
+      job,
+      slot,
+      shard: 0,
+      shards: 1,
+      runKey: runKeyOf(job, slot, 0, 1),
+      status: state.status,
+      fencingToken: initialFence(slot) + state.claims,
+      attempt: state.claims,
+      createdAt: BASE,
+      attempts: {},
+      ...(state.owner !== undefined ? { owner: state.owner } : {}),
+      ...(state.leaseUntil !== undefined ? { leaseUntil: state.leaseUntil } : {}),
+      ...(state.nextAttemptAt !== undefined ? { nextAttemptAt: state.nextAttemptAt } : {}),
+      ...(state.watched ? watchKeys({ job, slot, shard: 0 }) : {}),
+    };
+    await box.clients.doc.send(new PutCommand({ TableName: box.endpoints.ledgerTable, Item: item }));
+    return runFromItem(item);
+  }
+
+  it('claim: lands exactly on a claimable run past its backoff, or a RUNNING one past lease + allowance, within its fence range', async () => {
+    await fc.assert(
+      fc.asyncProperty(stateArb, async (state) => {
+        const before = await put('claim', state);
+        const result = await box.ledger.claim(before, 'claimer', NOW, LEASE, SKEW);
+        const backoffOver = state.nextAttemptAt === undefined || state.nextAttemptAt <= NOW;
+        const leaseOver = state.leaseUntil === undefined || state.leaseUntil < NOW - SKEW;
+        const claimable =
+          ((CLAIMABLE as readonly RunStatus[]).includes(state.status) && backoffOver) || (state.status === RunStatus.RUNNING && state.leaseUntil !== undefined && leaseOver);
+        const expected = claimable && state.claims < MAX_CLAIMS_PER_SLOT;
+        const after = await box.ledger.getRun(before);
+        if (!expected) {
+          expect(result).toEqual(explainClaimRefusal(before, NOW, SKEW));
+          expect(after).toEqual(before);
+          return;
+        }
+        expect(result).toMatchObject({ kind: 'claimed', claimedFrom: state.status });
+        expect(after).toMatchObject({
+          status: RunStatus.RUNNING,
+          owner: 'claimer',
+          leaseUntil: NOW + LEASE,
+          startedAt: NOW,
+          fencingToken: before.fencingToken + 1,
+          attempt: before.attempt + 1,
+          claimedFrom: state.status,
+        });
+        expect(after?.nextAttemptAt).toBeUndefined();
+      }),
+      { numRuns: 80 },
+    );
+  });
+
+  it('claim of a run that does not exist creates nothing', async () => {
+    const id = { job: 'claim-missing', slot: freshSlot(), shard: 0 };
+    expect(await box.ledger.claim(id, 'claimer', NOW, LEASE, SKEW)).toEqual({ kind: 'missing' });
+    expect(await box.ledger.getRun(id)).toBeUndefined();
+  });
+
+  const heldArb = fc.record({
+    status: fc.constantFrom(...ALL_STATUSES),
+    owner: fc.constantFrom('me', 'other'),
+    tokenOffset: fc.constantFrom(-1, 0, 1),
+    write: fc.constantFrom('heartbeat', 'checkpoint', 'complete') as fc.Arbitrary<'heartbeat' | 'checkpoint' | 'complete'>,
+  });
+
+  it('heartbeat, checkpoint and complete: land only for the same owner, the same token and a RUNNING run; a refusal changes nothing', async () => {
+    await fc.assert(
+      fc.asyncProperty(heldArb, async ({ status, owner, tokenOffset, write }) => {
+        const stored = await put('held', { status, owner, leaseUntil: NOW + LEASE, claims: 2, watched: true });
+        // What the writer believes it holds: owner 'me' at the stored token + offset.
+        const mine: Run = { ...stored, status: RunStatus.RUNNING, owner: 'me', fencingToken: stored.fencingToken + tokenOffset };
+        const check =
+          write === 'heartbeat'
+            ? await box.ledger.heartbeat(mine, NOW + 2 * LEASE)
+            : write === 'checkpoint'
+              ? await box.ledger.checkpoint(mine, { cursor: 'c' })
+              : await box.ledger.complete(mine, { status: RunStatus.SUCCEEDED, evidence: { ok: 1 } }, NOW);
+        const holds = owner === 'me' && tokenOffset === 0 && status === RunStatus.RUNNING;
+        const after = await box.ledger.getRun(stored);
+        expect(check.ok).toBe(holds);
+        if (!holds) {
+          expect(check).toEqual({ ok: false, current: stored });
+          expect(after).toEqual(stored);
+          return;
+        }
+        if (write === 'heartbeat') expect(after?.leaseUntil).toBe(NOW + 2 * LEASE);
+        if (write === 'checkpoint') expect(after?.checkpoint).toEqual({ cursor: 'c' });
+        if (write === 'complete') expect(after).toMatchObject({ status: RunStatus.SUCCEEDED, evidence: { ok: 1 }, finishedAt: NOW });
+      }),
+      { numRuns: 80 },
+    );
+  });
+
+  it('complete: an outcome that ends the run takes it out of the watch index and drops its lease; RETRY keeps it watched', async () => {
+    for (const [outcome, stillWatched] of [
+      [{ status: RunStatus.SUCCEEDED }, false],
+      [{ status: RunStatus.DEAD, lastError: { code: 'X', message: 'x' } }, false],
+      [{ status: RunStatus.RETRY, nextAttemptAt: NOW + 5_000, lastError: { code: 'X', message: 'x' } }, true],
+    ] as const) {
+      const held = await put('index', { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims: 1, watched: true });
+      expect((await box.ledger.complete(held, outcome, NOW)).ok).toBe(true);
+      const { Item } = await box.clients.doc.send(new GetCommand({ TableName: box.endpoints.ledgerTable, Key: box.ledger.runKeyOf(held), ConsistentRead: true }));
+      expect(Item !== undefined && 'openPk' in Item && 'openSk' in Item, `${outcome.status} still watched`).toBe(stillWatched);
+      expect(Item).not.toHaveProperty('leaseUntil');
+    }
+  });
+
+  it('complete RETRY of a yield gives the attempt back and adds the time spent; a plain RETRY spends it', async () => {
+    const yielded = await put('yield', { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims: 3, watched: false });
+    await box.ledger.complete(yielded, { status: RunStatus.RETRY, nextAttemptAt: NOW, lastError: { code: 'YIELDED', message: 'y' }, refundAttempt: true }, NOW, { elapsedMs: 1_234 });
+    expect(await box.ledger.getRun(yielded)).toMatchObject({ status: RunStatus.RETRY, attempt: 2, attemptElapsedMs: 1_234 });
+    const failed = await put('yield', { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims: 3, watched: false });
+    await box.ledger.complete(failed, { status: RunStatus.RETRY, nextAttemptAt: NOW, lastError: { code: 'FLAKY', message: 'f' } }, NOW, { elapsedMs: 1_234 });
+    const after = await box.ledger.getRun(failed);
+    expect(after).toMatchObject({ status: RunStatus.RETRY, attempt: 3 });
+    expect(after?.attemptElapsedMs).toBeUndefined();
+  });
+
+  it('createRun: a second create of the same (job, slot, shard) never replaces the first, whatever happened to it', async () => {
+    const slot = freshSlot();
+    const first = await box.ledger.createRun({ job: 'create', slot, shard: 0, shards: 1, status: RunStatus.READY }, NOW);
+    if (!first.created) throw new Error('setup: not created');
+    const claimed = await box.ledger.claim(first.run, 'w', NOW, LEASE, SKEW);
+    expect(claimed.kind).toBe('claimed');
+    const again = await box.ledger.createRun({ job: 'create', slot, shard: 0, shards: 1, status: RunStatus.SKIPPED, reason: 'late' }, NOW + 1);
+    expect(again).toMatchObject({ created: false, existing: { status: RunStatus.RUNNING, owner: 'w' } });
+    expect(await box.ledger.getRun(first.run)).toMatchObject({ status: RunStatus.RUNNING, owner: 'w' });
+  });
+
+  it('settleWaiting: ends only a waiting run (READY, RETRY, UNKNOWN) at the token read; a held or ended one is left alone', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...ALL_STATUSES), fc.constantFrom(-1, 0, undefined), async (status, tokenOffset) => {
+        const stored = await put('settle', { status, owner: 'o', leaseUntil: NOW + LEASE, claims: 1, watched: true });
+        const as = tokenOffset === undefined ? { job: stored.job, slot: stored.slot, shard: 0 } : { ...stored, fencingToken: stored.fencingToken + tokenOffset };
+        const settled = await box.ledger.settleWaiting(as, RunStatus.SKIPPED, 'skipped by policy', NOW);
+        const waiting = (CLAIMABLE as readonly RunStatus[]).includes(status) && (tokenOffset === undefined || tokenOffset === 0);
+        expect(settled).toBe(waiting);
+        const after = await box.ledger.getRun(stored);
+        if (waiting) expect(after).toMatchObject({ status: RunStatus.SKIPPED, finishedAt: NOW, lastError: { code: RunStatus.SKIPPED, message: 'skipped by policy' } });
+        else expect(after).toEqual(stored);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('replaceRunning: ends a RUNNING run at the token read SUPERSEDED and advances its fence; anything else is left alone', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...ALL_STATUSES), fc.constantFrom(-1, 0, 1), async (status, tokenOffset) => {
+        const stored = await put('replace', { status, owner: 'o', leaseUntil: NOW + LEASE, claims: 1, watched: true });
+        const replaced = await box.ledger.replaceRunning({ ...stored, fencingToken: stored.fencingToken + tokenOffset }, 'newer', NOW);
+        const holds = status === RunStatus.RUNNING && tokenOffset === 0;
+        expect(replaced).toBe(holds);
+        const after = await box.ledger.getRun(stored);
+        if (holds) {
+          expect(after).toMatchObject({ status: RunStatus.SUPERSEDED, fencingToken: stored.fencingToken + 1, lastError: { code: 'REPLACED' } });
+          // The old holder's heartbeat is refused from now on.
+          expect((await box.ledger.heartbeat(stored, NOW + LEASE)).ok).toBe(false);
+        } else expect(after).toEqual(stored);
+      }),
+      { numRuns: 40 },
+    );
+  });
+});
+
+describe('the planner\'s watermarks on DynamoDB Local', () => {
+  let box: Sandbox;
+  beforeAll(async () => {
+    box = await sandbox();
+  });
+  afterAll(() => box.destroy());
+
+  const step = fc.record({ gen: fc.constantFrom(1, 1, 1, 2), kind: fc.constantFrom('planned', 'swept') as fc.Arbitrary<'planned' | 'swept'>, to: fc.integer({ min: 0, max: 20 }) });
+
+  it('plannedUntil and sweptUntil only move forward, within their layout generation, whatever order concurrent ticks finish in', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 12 }), async (steps) => {
+        const partition = ++nextSlot;
+        // A layout of generation 1 with this partition at 5 (planned) and 5 (swept).
+        const layout = await box.ledger.planning.readLayout();
+        const partitions = new Map(layout?.partitions ?? []);
+        partitions.set(partition, { plannedUntil: BASE + 5, sweptUntil: BASE + 5 });
+        expect(await box.ledger.planning.writeLayout(layout, { of: 1, gen: 1, partitions }, NOW)).toBe(true);
+        const model = { planned: BASE + 5, swept: BASE + 5 };
+        for (const { gen, kind, to } of steps) {
+          const until = BASE + to;
+          const moved = kind === 'planned' ? await box.ledger.planning.advancePartition(gen, partition, until) : await box.ledger.planning.saveSweep(gen, partition, { sweptUntil: until });
+          const expected = gen === 1 && until >= model[kind];
+          expect(moved, `${kind} ${model[kind]} → ${until} in gen ${gen}`).toBe(expected);
+          if (expected) model[kind] = until;
+        }
+        const cursor = (await box.ledger.planning.readLayout())!.partitions.get(partition)!;
+        expect(cursor).toMatchObject({ plannedUntil: model.planned, sweptUntil: model.swept });
+        // Put the layout back to generation 0 for the next case (its writeLayout expects gen 1 or none).
+        const now = await box.ledger.planning.readLayout();
+        expect(await box.ledger.planning.writeLayout(now, { ...now!, gen: 0 }, NOW)).toBe(true);
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('a layout is replaced only by a planner that read the current one: two switching at once agree on one', async () => {
+    const own = await sandbox();
+    try {
+      const empty = { of: 1, gen: 1, partitions: new Map() };
+      expect(await own.ledger.planning.writeLayout(undefined, empty, NOW)).toBe(true);
+      expect(await own.ledger.planning.writeLayout(undefined, { ...empty, of: 2 }, NOW)).toBe(false);
+      const current = await own.ledger.planning.readLayout();
+      const [a, b] = await Promise.all([
+        own.ledger.planning.writeLayout(current, { of: 4, gen: 2, partitions: new Map() }, NOW),
+        own.ledger.planning.writeLayout(current, { of: 8, gen: 2, partitions: new Map() }, NOW),
+      ]);
+      expect([a, b].filter(Boolean)).toHaveLength(1);
+      expect((await own.ledger.planning.readLayout())?.of).toBe(a ? 4 : 8);
+    } finally {
+      own.destroy();
+    }
+  });
+});
