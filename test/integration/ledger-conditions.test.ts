@@ -279,3 +279,62 @@ describe('the planner\'s watermarks on DynamoDB Local', () => {
     }
   });
 });
+
+describe('a job\'s planning state on DynamoDB Local', () => {
+  let box: Sandbox;
+  beforeAll(async () => {
+    box = await sandbox();
+  });
+  afterAll(() => box.destroy());
+  const job = () => `plan-${++nextSlot}`;
+
+  it('a catch-up cursor moves only from the value read, and never while the job is paused', async () => {
+    const name = job();
+    const planning = box.ledger.planning;
+    expect(await planning.setCatchUp(name, BASE + 1, BASE + 9, undefined)).toBe(true);
+    // A concurrent tick that read no cursor, or an older one, loses.
+    expect(await planning.setCatchUp(name, BASE + 2, BASE + 9, undefined)).toBe(false);
+    expect(await planning.setCatchUp(name, BASE + 2, BASE + 9, BASE)).toBe(false);
+    expect(await planning.setCatchUp(name, BASE + 2, BASE + 9, BASE + 1)).toBe(true);
+    expect(await planning.clearCatchUp(name, BASE + 1)).toBe(false);
+    expect(await planning.readJobPlan(name)).toMatchObject({ cursor: BASE + 2, edge: BASE + 9 });
+    // Paused: the pause keeps the cursor it found; no tick moves or clears it.
+    expect(await planning.pause(name, BASE + 5, { by: 'op', at: NOW, note: 'hold' })).toBe(true);
+    expect(await planning.pause(name, BASE + 6, { by: 'other', at: NOW })).toBe(false);
+    expect(await planning.setCatchUp(name, BASE + 3, BASE + 9, BASE + 2)).toBe(false);
+    expect(await planning.clearCatchUp(name, BASE + 2)).toBe(false);
+    expect(await planning.readJobPlan(name)).toMatchObject({ cursor: BASE + 2, pause: { by: 'op', note: 'hold' } });
+    expect((await planning.readTickState()).paused.has(name)).toBe(true);
+    // Resumed: listed as behind, and the cursor moves on again.
+    expect(await planning.resume(name)).toBe(true);
+    expect(await planning.resume(name)).toBe(false);
+    const state = await planning.readTickState();
+    expect([state.paused.has(name), state.behind.has(name)]).toEqual([false, true]);
+    expect(await planning.clearCatchUp(name, BASE + 2)).toBe(true);
+    expect((await planning.readJobPlan(name))?.cursor).toBeUndefined();
+  });
+
+  it('a pause of a job that was not behind starts its cursor where the job was planned to', async () => {
+    const name = job();
+    expect(await box.ledger.planning.pause(name, BASE + 7, { by: 'op', at: NOW })).toBe(true);
+    expect(await box.ledger.planning.readJobPlan(name)).toMatchObject({ cursor: BASE + 7 });
+  });
+
+  it('a maxRuns bound is recorded once: the first tick\'s wins', async () => {
+    const name = job();
+    expect(await box.ledger.planning.setRunBound(name, BASE + 1, BASE + 100)).toBe(true);
+    expect(await box.ledger.planning.setRunBound(name, BASE + 2, BASE + 200)).toBe(false);
+    expect(await box.ledger.planning.readJobPlan(name)).toMatchObject({ firstSlot: BASE + 1, lastSlot: BASE + 100 });
+    const unbounded = job();
+    expect(await box.ledger.planning.setRunBound(unbounded, BASE + 1, Number.POSITIVE_INFINITY)).toBe(true);
+    expect((await box.ledger.planning.readJobPlan(unbounded))?.lastSlot).toBe(Number.POSITIVE_INFINITY);
+  });
+
+  it('the behind lists take and drop names, several per call', async () => {
+    const names = Array.from({ length: 6 }, job);
+    await box.ledger.planning.listBehind(names, []);
+    await box.ledger.planning.listBehind(names.slice(3), names.slice(0, 2));
+    const { behind } = await box.ledger.planning.readTickState();
+    expect(names.map((n) => behind.has(n))).toEqual([false, false, true, true, true, true]);
+  });
+});
