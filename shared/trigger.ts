@@ -11,6 +11,7 @@
  * is watched by the sweeper from the start, counts for pauseOnFailure, and not for maxRuns.
  */
 import type { Ledger } from './adapters/ledger.js';
+import { newWriteId } from './adapters/write-id.js';
 import type { RunQueue } from './adapters/run-queue.js';
 import { OverlapPolicy, type Job } from './core/job-schema-core.js';
 import { messageFor } from './core/run-message.js';
@@ -59,6 +60,10 @@ export async function triggerRun(deps: TriggerDeps, request: TriggerRequest): Pr
   }
   const shards = request.shard === undefined ? Array.from({ length: job.shards }, (_, s) => s) : [request.shard];
   const overlap = request.overlap === undefined || request.overlap === job.overlap ? undefined : request.overlap;
+  // The creator id recognises our own put when the SDK retries one whose response was lost after
+  // it committed: without it that retry looks like a second trigger in the same millisecond, and
+  // the loop would create (and run) a second manual run.
+  const creator = newWriteId();
   // Two triggers in one millisecond: the second moves to the next one (the put is conditional).
   for (let slot = manualSlot(deps.clock()), tries = 0; tries < 100; slot = manualSlot(slot + 1), tries++) {
     const created: Run[] = [];
@@ -66,6 +71,7 @@ export async function triggerRun(deps: TriggerDeps, request: TriggerRequest): Pr
       const result = await deps.ledger.createRun(
         { job: job.name, slot, shard, shards: job.shards, status: RunStatus.READY, origin: RunOrigin.MANUAL, watch: true, note: request.note, triggeredBy: request.by, overlap },
         deps.clock(),
+        creator,
       );
       if (!result.created) break;
       created.push(result.run);

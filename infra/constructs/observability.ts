@@ -19,10 +19,11 @@ import { METRICS_NAMESPACE, SERVICE_NAME } from '../../shared/powertools.js';
 import { durationIn, validateProps, type PropRule } from '../validation.js';
 
 /**
- * Age in ms of the oldest open (non-terminal) run, published by the planner's sweep. Not (yet)
- * in MetricName; the name is fixed here so the alarm and the publisher agree.
+ * MetricName.OldestOpenRunAge: age in ms of the oldest open (non-terminal) run whose slot is past
+ * the sweep grace, among those a planner partition's sweep read in its tick (0 when none); one
+ * value per partition and tick. A gauge, not a count: alarmed on its Maximum, with its own widget.
  */
-export const OLDEST_OPEN_RUN_AGE = 'OldestOpenRunAge';
+export const OLDEST_OPEN_RUN_AGE = MetricName.OldestOpenRunAge;
 
 /** Metrics observed in milliseconds (shown as percentiles); every other MetricName is a count. */
 const LATENCY_METRICS: ReadonlySet<string> = new Set([
@@ -303,7 +304,7 @@ export class Observability extends Construct {
       new cw.AlarmStatusWidget({ title: 'Scheduler alarms', alarms: Object.values(this.alarms), width: 24, height: 3 }),
     );
     const grouped = new Set(COUNT_GROUPS.flatMap((group) => group.names));
-    // OldestOpenRunAge has its own widget, should it join MetricName.
+    // OldestOpenRunAge is a gauge with its own widget, not a counter.
     const others = Object.values(MetricName as Record<string, string>).filter(
       (name) => !grouped.has(name) && !LATENCY_METRICS.has(name) && name !== OLDEST_OPEN_RUN_AGE,
     );

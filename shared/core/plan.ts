@@ -70,12 +70,9 @@ export interface PlanInput {
   readonly runBounds?: ReadonlyMap<string, number>;
 }
 
-/** Largest maxRuns whose bound is computed by enumeration (once per job). */
-export const MAX_RUNS_LIMIT = 100_000;
-
 /** The maxRuns-th slot counted from `firstSlot` (inclusive), or +∞ when the schedule has fewer. */
 export function lastAllowedSlot(spec: SlotSpec, firstSlot: number, maxRuns: number): number {
-  const slots = slotsBetween(spec, firstSlot - 1, Number.MAX_SAFE_INTEGER, Math.min(maxRuns, MAX_RUNS_LIMIT));
+  const slots = slotsBetween(spec, firstSlot - 1, Number.MAX_SAFE_INTEGER, maxRuns);
   return slots.length < maxRuns ? Number.POSITIVE_INFINITY : slots[slots.length - 1]!;
 }
 

@@ -4,19 +4,23 @@
  * against a handler that ignores its signal, pauseOnFailure and maxRuns.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Ledger, watchKeys } from '../../shared/adapters/ledger.js';
 import { jobPlanning } from '../../shared/adapters/planner-store.js';
+import { backfill } from '../../shared/backfill.js';
 import { DynamoItemReader } from '../../shared/adapters/item-reader.js';
 import { LedgerOps } from '../../shared/adapters/ledger-ops.js';
 import { initialFence } from '../../shared/core/fence.js';
 import { fireTimeOf } from '../../shared/core/jitter.js';
 import { partitionOf } from '../../shared/core/partition.js';
+import { openBucketOf } from '../../shared/core/planner-state.js';
 import { RunOrigin, RunStatus } from '../../shared/core/vocabulary.js';
-import { AttemptEndedError, FencedOutError, PermanentError, type JobHandler, type RunContext } from '../../shared/handler-api.js';
+import { AttemptEndedError, FencedOutError, PermanentError, RetryableError, type JobHandler, type RunContext } from '../../shared/handler-api.js';
 import { InMemoryMetrics } from '../../shared/observability.js';
 import { runPlannerTick } from '../../shared/planner.js';
 import { manualSlot, triggerRun } from '../../shared/trigger.js';
 import { resolveRun } from '../../tools/ops/resolve.js';
 import { silentLogger, testJobs, waitFor } from '../support/helpers.js';
+import { faultyClient } from '../support/faults.js';
 import { Lab, RecordingQueue } from '../support/lab.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
 
@@ -58,6 +62,33 @@ describe('schedule features', () => {
   });
 
   describe('ops trigger', () => {
+    it('a trigger whose put committed but whose response was lost creates one run, not a second one a millisecond later', async () => {
+      const name = unique('trig-lost');
+      const jobs = testJobs([{ name, schedule: '0 0 1 1 *', handler: 'noop', startLead: 0 }]);
+      const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: (c, input) => c === 'PutItemCommand' && JSON.stringify(input.Item ?? {}).includes(name), fault: 'lost-response' }]);
+      const ledger = new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable });
+      const queue = new RecordingQueue();
+      const runs = await triggerRun({ ledger, queue, clock: () => T0 + 417 }, { job: jobs[0]!, by: 'alice' });
+      expect(faulty.injected).toEqual(['PutItemCommand']);
+      expect(runs.map((r) => r.slot)).toEqual([T0 + 417]);
+      expect((await box.ledger.listRuns(name)).map((r) => r.slot)).toEqual([T0 + 417]);
+      expect(queue.sent.map((s) => s.message.runKey)).toEqual([runs[0]!.runKey]);
+      faulty.destroy();
+    });
+
+    it('a backfill put whose response was lost is still counted created and dispatched now', async () => {
+      const name = unique('bf-lost');
+      const jobs = testJobs([{ name, schedule: '0 * * * *', handler: 'noop', startLead: 0 }]);
+      const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: (c, input) => c === 'PutItemCommand' && JSON.stringify(input.Item ?? {}).includes(name), fault: 'lost-response' }]);
+      const ledger = new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable });
+      const queue = new RecordingQueue();
+      const report = await backfill({ ledger, queue, clock: () => T0, sleep: async () => undefined }, { job: jobs[0]!, from: T0 - 3 * 60 * MIN, to: T0 });
+      expect(faulty.injected).toEqual(['PutItemCommand']);
+      expect(report).toMatchObject({ slots: 3, created: 3, existing: 0, sent: 3 });
+      expect(queue.sent).toHaveLength(3);
+      faulty.destroy();
+    });
+
     it('creates one run now with its own run key (a millisecond slot), dispatched at once, also while the job is paused', async () => {
       const name = unique('trig');
       const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'noop', startLead: 0 }]);
@@ -111,7 +142,7 @@ describe('schedule features', () => {
       const lab = new Lab(box, jobs, { h: handler }, T0 + 10);
       await lab.create(name, T0);
       const holder = lab.deliver(name, T0, 'a');
-      await waitFor(async () => (started.length > 0 ? true : undefined), 5_000, 'the holder');
+      await waitFor(async () => (started.length > 0 ? true : undefined), 120_000, 'the holder');
       const [skipped] = await triggerRun({ ledger: box.ledger, queue: lab.queue, clock: lab.clock.read }, { job: jobs[0]!, by: 'op' });
       const [beside] = await triggerRun({ ledger: box.ledger, queue: lab.queue, clock: () => lab.clock.now + 5 }, { job: jobs[0]!, by: 'op', overlap: 'parallel' });
       expect(beside!.overlap).toBe('parallel');
@@ -160,10 +191,7 @@ describe('schedule features', () => {
       // The old run must not see the newer one as due before it started: deliver it with a clock before the newer slot.
       return lab.deliver(name, older, 'old', { clock: () => Date.now() - 2 * MIN });
     })();
-    await waitFor(async () => (oldStarted ? true : undefined), 5_000, 'the old run').catch((e) => {
-      console.log(JSON.stringify(lab.logs.slice(-10)));
-      throw e;
-    });
+    await waitFor(async () => (oldStarted ? true : undefined), 120_000, 'the old run');
     expect(await lab.deliver(name, newer, 'new', { clock: Date.now })).toBe('ack');
     expect(await lab.status(name, newer)).toBe(RunStatus.SUCCEEDED);
     const replaced = (await lab.run(name, older))!;
@@ -218,6 +246,44 @@ describe('schedule features', () => {
       const planning = (await jobPlanning(own.ledger.planning, [name], partitionOf)).get(name)!;
       expect(planning.lastSlot).toBe(T0 + 80 * SEC);
       own.destroy();
+    });
+  });
+
+  describe('start lag', () => {
+    it('trigger lag counts only the first on-time start of a planned run; retries, catch-up, backfilled and manual runs count as late starts', async () => {
+      const name = unique('lag');
+      const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'flaky', startLead: 0, retry: { maxAttempts: 3, backoff: { base: '1s', max: '1s', jitter: 'none' } } }], ['flaky']);
+      let failures = 1;
+      const lab = new Lab(box, jobs, { flaky: { run: async () => { if (failures-- > 0) throw new RetryableError('not yet'); } } }, T0 + 30);
+      // Planned, on time: trigger lag 30 ms; its retry a second later is not trigger lag.
+      await lab.create(name, T0);
+      await lab.deliver(name, T0);
+      lab.clock.advance(5 * SEC);
+      await lab.deliver(name, T0);
+      expect(await lab.status(name, T0)).toBe(RunStatus.SUCCEEDED);
+      expect(lab.metrics.observations.get('TriggerLag')).toEqual([30]);
+      expect(lab.metrics.observations.get('LateStartLag') ?? []).toEqual([]);
+      // A misfired slot planned late by catch-up: late by construction.
+      await box.ledger.createRun({ job: name, slot: T0 - 10 * MIN, shard: 0, shards: 1, status: RunStatus.READY, origin: RunOrigin.CATCH_UP }, lab.clock.now);
+      await lab.deliver(name, T0 - 10 * MIN);
+      // A backfilled slot from an hour ago: watched by the sweeper at once (older than its window).
+      const backfilled = await backfill(
+        { ledger: box.ledger, queue: lab.queue, clock: lab.clock.read, sleep: async () => undefined },
+        { job: jobs[0]!, from: T0 - 60 * MIN, to: T0 - 59 * MIN },
+      );
+      expect(backfilled.created).toBe(1);
+      const run = await lab.run(name, T0 - 60 * MIN);
+      expect(run?.origin).toBe(RunOrigin.BACKFILL);
+      const bucket = openBucketOf(name, T0 - 60 * MIN, 0);
+      const watched = await box.ledger.watchedPage(bucket, T0, undefined, 1_000);
+      expect(watched.entries.map((e) => e.openSk)).toContain(watchKeys(run!).openSk);
+      await lab.deliverSent();
+      // A manual run.
+      await triggerRun({ ledger: box.ledger, queue: lab.queue, clock: lab.clock.read }, { job: jobs[0]!, by: 'op' });
+      await lab.deliverSent();
+      expect(lab.metrics.observations.get('TriggerLag')).toEqual([30]);
+      expect(lab.metrics.observations.get('LateStartLag')).toHaveLength(3);
+      expect(Math.min(...lab.metrics.observations.get('LateStartLag')!)).toBeGreaterThanOrEqual(0);
     });
   });
 });
