@@ -119,39 +119,47 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
     expect(await box.ledger.getRun(id)).toBeUndefined();
   });
 
-  const heldArb = fc.record({
-    status: fc.constantFrom(...ALL_STATUSES),
-    owner: fc.constantFrom('me', 'other'),
-    tokenOffset: fc.constantFrom(-1, 0, 1),
-    write: fc.constantFrom('heartbeat', 'checkpoint', 'complete') as fc.Arbitrary<'heartbeat' | 'checkpoint' | 'complete'>,
-  });
+  /** Every combination of the given choices (small, finite spaces are tested whole, not sampled). */
+  function* everyCombination<T extends Record<string, readonly unknown[]>>(choices: T): Generator<{ [K in keyof T]: T[K][number] }> {
+    const keys = Object.keys(choices) as Array<keyof T>;
+    const pick = function* (i: number, acc: Partial<{ [K in keyof T]: T[K][number] }>): Generator<{ [K in keyof T]: T[K][number] }> {
+      if (i === keys.length) return yield acc as { [K in keyof T]: T[K][number] };
+      for (const value of choices[keys[i]!]!) yield* pick(i + 1, { ...acc, [keys[i]!]: value });
+    };
+    yield* pick(0, {});
+  }
+
+  /** Runs `check` on every case, a few at a time (each case writes its own item). */
+  async function eachCase<C>(cases: Iterable<C>, check: (c: C) => Promise<void>): Promise<void> {
+    const all = [...cases];
+    for (let i = 0; i < all.length; i += 8) await Promise.all(all.slice(i, i + 8).map(check));
+  }
 
   it('heartbeat, checkpoint and complete: land only for the same owner, the same token and a RUNNING run; a refusal changes nothing', async () => {
-    await fc.assert(
-      fc.asyncProperty(heldArb, async ({ status, owner, tokenOffset, write }) => {
-        const stored = await put('held', { status, owner, leaseUntil: NOW + LEASE, claims: 2, watched: true });
-        // What the writer believes it holds: owner 'me' at the stored token + offset.
-        const mine: Run = { ...stored, status: RunStatus.RUNNING, owner: 'me', fencingToken: stored.fencingToken + tokenOffset };
-        const check =
-          write === 'heartbeat'
-            ? await box.ledger.heartbeat(mine, NOW + 2 * LEASE)
-            : write === 'checkpoint'
-              ? await box.ledger.checkpoint(mine, { cursor: 'c' })
-              : await box.ledger.complete(mine, { status: RunStatus.SUCCEEDED, evidence: { ok: 1 } }, NOW);
-        const holds = owner === 'me' && tokenOffset === 0 && status === RunStatus.RUNNING;
-        const after = await box.ledger.getRun(stored);
-        expect(check.ok).toBe(holds);
-        if (!holds) {
-          expect(check).toEqual({ ok: false, current: stored });
-          expect(after).toEqual(stored);
-          return;
-        }
-        if (write === 'heartbeat') expect(after?.leaseUntil).toBe(NOW + 2 * LEASE);
-        if (write === 'checkpoint') expect(after?.checkpoint).toEqual({ cursor: 'c' });
-        if (write === 'complete') expect(after).toMatchObject({ status: RunStatus.SUCCEEDED, evidence: { ok: 1 }, finishedAt: NOW });
-      }),
-      { numRuns: 80 },
-    );
+    const cases = everyCombination({ status: ALL_STATUSES, owner: ['me', 'other'], tokenOffset: [-1, 0, 1], write: ['heartbeat', 'checkpoint', 'complete'] } as const);
+    await eachCase(cases, async ({ status, owner, tokenOffset, write }) => {
+      const stored = await put('held', { status, owner, leaseUntil: NOW + LEASE, claims: 2, watched: true });
+      // What the writer believes it holds: owner 'me' at the stored token + offset.
+      const mine: Run = { ...stored, status: RunStatus.RUNNING, owner: 'me', fencingToken: stored.fencingToken + tokenOffset };
+      const check =
+        write === 'heartbeat'
+          ? await box.ledger.heartbeat(mine, NOW + 2 * LEASE)
+          : write === 'checkpoint'
+            ? await box.ledger.checkpoint(mine, { cursor: 'c' })
+            : await box.ledger.complete(mine, { status: RunStatus.SUCCEEDED, evidence: { ok: 1 } }, NOW);
+      const holds = owner === 'me' && tokenOffset === 0 && status === RunStatus.RUNNING;
+      const after = await box.ledger.getRun(stored);
+      const label = `${write} by me at token ${tokenOffset} of a ${status} run owned by ${owner}`;
+      expect(check.ok, label).toBe(holds);
+      if (!holds) {
+        expect(check, label).toEqual({ ok: false, current: stored });
+        expect(after, label).toEqual(stored);
+        return;
+      }
+      if (write === 'heartbeat') expect(after?.leaseUntil).toBe(NOW + 2 * LEASE);
+      if (write === 'checkpoint') expect(after?.checkpoint).toEqual({ cursor: 'c' });
+      if (write === 'complete') expect(after).toMatchObject({ status: RunStatus.SUCCEEDED, evidence: { ok: 1 }, finishedAt: NOW });
+    });
   });
 
   it('complete: an outcome that ends the run takes it out of the watch index and drops its lease; RETRY keeps it watched', async () => {
@@ -191,37 +199,33 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
   });
 
   it('settleWaiting: ends only a waiting run (READY, RETRY, UNKNOWN) at the token read; a held or ended one is left alone', async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...ALL_STATUSES), fc.constantFrom(-1, 0, undefined), async (status, tokenOffset) => {
-        const stored = await put('settle', { status, owner: 'o', leaseUntil: NOW + LEASE, claims: 1, watched: true });
-        const as = tokenOffset === undefined ? { job: stored.job, slot: stored.slot, shard: 0 } : { ...stored, fencingToken: stored.fencingToken + tokenOffset };
-        const settled = await box.ledger.settleWaiting(as, RunStatus.SKIPPED, 'skipped by policy', NOW);
-        const waiting = (CLAIMABLE as readonly RunStatus[]).includes(status) && (tokenOffset === undefined || tokenOffset === 0);
-        expect(settled).toBe(waiting);
-        const after = await box.ledger.getRun(stored);
-        if (waiting) expect(after).toMatchObject({ status: RunStatus.SKIPPED, finishedAt: NOW, lastError: { code: RunStatus.SKIPPED, message: 'skipped by policy' } });
-        else expect(after).toEqual(stored);
-      }),
-      { numRuns: 60 },
-    );
+    await eachCase(everyCombination({ status: ALL_STATUSES, tokenOffset: [-1, 0, 1, undefined] } as const), async ({ status, tokenOffset }) => {
+      const stored = await put('settle', { status, owner: 'o', leaseUntil: NOW + LEASE, claims: 1, watched: true });
+      const as = tokenOffset === undefined ? { job: stored.job, slot: stored.slot, shard: 0 } : { ...stored, fencingToken: stored.fencingToken + tokenOffset };
+      const settled = await box.ledger.settleWaiting(as, RunStatus.SKIPPED, 'skipped by policy', NOW);
+      const waiting = (CLAIMABLE as readonly RunStatus[]).includes(status) && (tokenOffset === undefined || tokenOffset === 0);
+      const label = `settle ${tokenOffset === undefined ? 'without a token' : `at token ${tokenOffset}`} of a ${status} run`;
+      expect(settled, label).toBe(waiting);
+      const after = await box.ledger.getRun(stored);
+      if (waiting) expect(after).toMatchObject({ status: RunStatus.SKIPPED, finishedAt: NOW, lastError: { code: RunStatus.SKIPPED, message: 'skipped by policy' } });
+      else expect(after, label).toEqual(stored);
+    });
   });
 
   it('replaceRunning: ends a RUNNING run at the token read SUPERSEDED and advances its fence; anything else is left alone', async () => {
-    await fc.assert(
-      fc.asyncProperty(fc.constantFrom(...ALL_STATUSES), fc.constantFrom(-1, 0, 1), async (status, tokenOffset) => {
-        const stored = await put('replace', { status, owner: 'o', leaseUntil: NOW + LEASE, claims: 1, watched: true });
-        const replaced = await box.ledger.replaceRunning({ ...stored, fencingToken: stored.fencingToken + tokenOffset }, 'newer', NOW);
-        const holds = status === RunStatus.RUNNING && tokenOffset === 0;
-        expect(replaced).toBe(holds);
-        const after = await box.ledger.getRun(stored);
-        if (holds) {
-          expect(after).toMatchObject({ status: RunStatus.SUPERSEDED, fencingToken: stored.fencingToken + 1, lastError: { code: 'REPLACED' } });
-          // The old holder's heartbeat is refused from now on.
-          expect((await box.ledger.heartbeat(stored, NOW + LEASE)).ok).toBe(false);
-        } else expect(after).toEqual(stored);
-      }),
-      { numRuns: 40 },
-    );
+    await eachCase(everyCombination({ status: ALL_STATUSES, tokenOffset: [-1, 0, 1] } as const), async ({ status, tokenOffset }) => {
+      const stored = await put('replace', { status, owner: 'o', leaseUntil: NOW + LEASE, claims: 1, watched: true });
+      const replaced = await box.ledger.replaceRunning({ ...stored, fencingToken: stored.fencingToken + tokenOffset }, 'newer', NOW);
+      const holds = status === RunStatus.RUNNING && tokenOffset === 0;
+      const label = `replace at token ${tokenOffset} of a ${status} run`;
+      expect(replaced, label).toBe(holds);
+      const after = await box.ledger.getRun(stored);
+      if (holds) {
+        expect(after).toMatchObject({ status: RunStatus.SUPERSEDED, fencingToken: stored.fencingToken + 1, lastError: { code: 'REPLACED' } });
+        // The old holder's heartbeat is refused from now on.
+        expect((await box.ledger.heartbeat(stored, NOW + LEASE)).ok).toBe(false);
+      } else expect(after, label).toEqual(stored);
+    });
   });
 });
 

@@ -9,6 +9,7 @@
  * And the takeover is prompt: at most lease + clock allowance after the victim's last accepted
  * heartbeat, plus the slack below (takeoverBound).
  */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { RunStatus } from '../../../shared/core/vocabulary.js';
 import type { ChildWorker } from '../child.js';
 import { invariantViolations, iterate, tracer, type Drill, type DrillViolation } from '../drill.js';
@@ -29,7 +30,9 @@ const SUCCESSOR_MAX_ALLOWANCE_MS = 500;
  *   visibility change leaves the message hidden for the queue's own 2 s (leases here are
  *   ≥ 1.2 s, so up to 0.8 s past the lease), then the pollers look every ~50 ms: 1.5 s.
  * A takeover later than this means the message came back late or was hidden again (a second
- * lost), not a slow machine: the successors are idle pollers by then.
+ * lost), not a slow machine: the successors are idle pollers by then. A machine that stalls this
+ * process (the successors poll in it) delays every takeover alike: the drill adds the longest
+ * stall it saw to the bound.
  */
 export function takeoverBound(heartbeatEvery: number): number {
   return SUCCESSOR_MAX_ALLOWANCE_MS + heartbeatEvery + 1_500;
@@ -64,6 +67,8 @@ export const workerKilledDrill: Drill = (options) =>
       const trace = tracer(`worker-killed #${index}`, options.log);
       const world = await World.create(options.base, { visibilityTimeoutSeconds: 2, maxReceiveCount: 100 }, options.log);
       let victimChild: ChildWorker | undefined;
+      const stalls = monitorEventLoopDelay({ resolution: 20 });
+      stalls.enable();
       try {
         const { prefix, lease, heartbeatEvery, input, job } = victimJob(world, rng, `b${index}`, 'charge', 1_200, 2_500);
         const count = Math.max(4, Math.min(budget, child ? rng.int(6, 10) : rng.int(25, 50)));
@@ -115,7 +120,9 @@ export const workerKilledDrill: Drill = (options) =>
         const hung = world.notesOf('hang').filter((n) => victimTokens.has(`${n.runKey}|${n.token}`));
         const successorTokens = new Set(world.events.filter((e) => e.type === 'claimed' && e.owner !== victim).map((e) => `${e.runKey}|${'token' in e ? e.token : ''}`));
         const ends = leaseEnds(world.events);
-        const bound = takeoverBound(heartbeatEvery);
+        stalls.disable();
+        const stallMs = Math.round(stalls.max / 1e6);
+        const bound = takeoverBound(heartbeatEvery) + stallMs;
         let maxTakeoverLateMs = 0;
         for (const note of hung) {
           const takeover = world.events.find((e) => e.type === 'claimed' && e.runKey === note.runKey && e.token > note.token && e.from === RunStatus.RUNNING);
@@ -131,7 +138,7 @@ export const workerKilledDrill: Drill = (options) =>
             violations.push({
               invariant: 'takeover-bound',
               runKey: note.runKey,
-              detail: `taken over ${late} ms after the victim's lease ended (lease ${lease} ms, heartbeat ${heartbeatEvery} ms): more than the ${bound} ms allowance + slack`,
+              detail: `taken over ${late} ms after the victim's lease ended (lease ${lease} ms, heartbeat ${heartbeatEvery} ms): more than the ${bound} ms allowance + slack (${stallMs} ms of it this process stalled)`,
             });
           }
         }
@@ -155,11 +162,13 @@ export const workerKilledDrill: Drill = (options) =>
             secondChargePrevented: prevented,
             reconcileOnTakeover: reconciled,
             maxTakeoverLateMs,
+            stallMs,
             ...loadFacts(world, runs),
           },
           observations: [],
         };
       } finally {
+        stalls.disable();
         victimChild?.kill();
         await world.destroy();
       }
