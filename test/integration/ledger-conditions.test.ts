@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { initialFence, MAX_CLAIMS_PER_SLOT } from '../../shared/core/fence.js';
 import { explainClaimRefusal } from '../../shared/core/lease.js';
-import { RunStatus, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
+import { isTerminal, RunStatus, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
 import { runFromItem, watchKeys } from '../../shared/adapters/ledger.js';
 import { LedgerKeys } from '../../shared/resources.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
@@ -57,7 +57,7 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
   afterAll(() => box.destroy());
 
   /** Writes a run item in `state` directly, as earlier writes would have left it. */
-  async function put(job: string, state: State): Promise<Run> {
+  async function put(job: string, state: State, extra: Record<string, unknown> = {}): Promise<Run> {
     const slot = freshSlot();
     const item = {
       pk: LedgerKeys.jobPk(job),
@@ -76,6 +76,7 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
       ...(state.leaseUntil !== undefined ? { leaseUntil: state.leaseUntil } : {}),
       ...(state.nextAttemptAt !== undefined ? { nextAttemptAt: state.nextAttemptAt } : {}),
       ...(state.watched ? watchKeys({ job, slot, shard: 0 }) : {}),
+      ...extra,
     };
     await box.clients.doc.send(new PutCommand({ TableName: box.endpoints.ledgerTable, Item: item }));
     return runFromItem(item);
@@ -225,6 +226,85 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
         // The old holder's heartbeat is refused from now on.
         expect((await box.ledger.heartbeat(stored, NOW + LEASE)).ok).toBe(false);
       } else expect(after, label).toEqual(stored);
+    });
+  });
+
+  /** The item as stored (every attribute, not only the ones a Run carries). */
+  async function raw(run: Pick<Run, 'job' | 'slot' | 'shard'>): Promise<Record<string, unknown> | undefined> {
+    const { Item } = await box.clients.doc.send(new GetCommand({ TableName: box.endpoints.ledgerTable, Key: { pk: LedgerKeys.jobPk(run.job), sk: LedgerKeys.runSk(run.slot, run.shard) }, ConsistentRead: true }));
+    return Item;
+  }
+
+  it('markRedispatch: at most once per grace period, only a run that has not moved since it was read, and never past its budget', async () => {
+    const GRACE = 60_000;
+    const MAX = 10;
+    const cases = everyCombination({
+      moved: ['no', 'status', 'token'],
+      dispatchedAt: [undefined, NOW - GRACE - 1, NOW - GRACE, NOW - GRACE + 1],
+      redispatches: [undefined, MAX - 1, MAX],
+    } as const);
+    await eachCase(cases, async ({ moved, dispatchedAt, redispatches }) => {
+      const stored = await put('redispatch', { status: RunStatus.READY, claims: 1, watched: false }, { ...(dispatchedAt !== undefined ? { dispatchedAt } : {}), ...(redispatches !== undefined ? { redispatches } : {}) });
+      const before = await raw(stored);
+      // What the sweeper read: the run as stored, or as it was before someone moved it on.
+      const read: Run = moved === 'status' ? { ...stored, status: RunStatus.RETRY } : moved === 'token' ? { ...stored, fencingToken: stored.fencingToken - 1 } : stored;
+      const result = await box.ledger.markRedispatch(read, NOW, GRACE, MAX);
+      const label = `moved ${moved}, dispatched at ${dispatchedAt === undefined ? 'never' : dispatchedAt - NOW}, ${redispatches ?? 'no'} re-dispatches`;
+      const graceOver = dispatchedAt === undefined || dispatchedAt < NOW - GRACE;
+      const budgetLeft = redispatches === undefined || redispatches < MAX;
+      const expected = moved === 'no' && graceOver && budgetLeft ? 'marked' : moved === 'no' && !budgetLeft ? 'exhausted' : 'moved';
+      expect(result, label).toBe(expected);
+      const after = await raw(stored);
+      if (expected === 'marked') {
+        expect(after, label).toMatchObject({ dispatchedAt: NOW, redispatches: (redispatches ?? 0) + 1, ...watchKeys(stored) });
+      } else expect(after, label).toEqual(before);
+    });
+  });
+
+  describe('lane markers', () => {
+    const laneJob = () => `lane-${++nextSlot}`;
+    const holder = (slot: number) => ({ slot, shard: 0 });
+    const markers = ['none', 'mine', 'other'] as const;
+    /** Puts the lane's marker as `marker` says: absent, naming slot `mine`, or naming `other`. */
+    async function mark(job: string, marker: (typeof markers)[number], mine: number, other: number): Promise<void> {
+      if (marker === 'none') return;
+      expect(await box.ledger.lanes.acquire(job, holder(marker === 'mine' ? mine : other), NOW)).toEqual({ kind: 'acquired' });
+    }
+
+    it('acquire takes a free lane, keeps one its holder already has, and is blocked by another holder\'s', async () => {
+      await eachCase(markers, async (marker) => {
+        const job = laneJob();
+        await mark(job, marker, BASE + 1_000, BASE);
+        const result = await box.ledger.lanes.acquire(job, holder(BASE + 1_000), NOW + 1);
+        expect(result, marker).toEqual(marker === 'none' ? { kind: 'acquired' } : marker === 'mine' ? { kind: 'held' } : { kind: 'blocked', holderSlot: BASE, since: NOW });
+        expect((await box.ledger.lanes.read(job, 0))?.holderSlot, marker).toBe(marker === 'other' ? BASE : BASE + 1_000);
+      });
+    });
+
+    it('release frees only its own holder\'s marker: a run that never held the lane cannot free it for another', async () => {
+      await eachCase(markers, async (marker) => {
+        const job = laneJob();
+        await mark(job, marker, BASE + 1_000, BASE);
+        expect(await box.ledger.lanes.release(job, holder(BASE + 1_000)), marker).toBe(marker === 'mine');
+        expect((await box.ledger.lanes.read(job, 0))?.holderSlot, marker).toBe(marker === 'other' ? BASE : undefined);
+      });
+    });
+
+    it('takeFromEnded takes the lane only from the holder named, and only once that holder\'s run has ended or is gone', async () => {
+      const cases = everyCombination({ staleRun: [...ALL_STATUSES, 'gone'], marker: ['stale', 'other', 'none'] } as const);
+      await eachCase(cases, async ({ staleRun, marker }) => {
+        const job = laneJob();
+        const stale = staleRun === 'gone' ? holder(freshSlot()) : holder((await put(job, { status: staleRun, owner: 'o', leaseUntil: NOW + LEASE, claims: 1, watched: false })).slot);
+        const other = freshSlot();
+        if (marker !== 'none') expect(await box.ledger.lanes.acquire(job, marker === 'stale' ? stale : holder(other), NOW)).toEqual({ kind: 'acquired' });
+        const next = holder(freshSlot());
+        const taken = await box.ledger.lanes.takeFromEnded(job, next, stale, NOW + 1);
+        const label = `marker ${marker}, stale holder's run ${staleRun}`;
+        const expected = marker === 'stale' && (staleRun === 'gone' || isTerminal(staleRun));
+        expect(taken, label).toBe(expected);
+        const now = (await box.ledger.lanes.read(job, 0))?.holderSlot;
+        expect(now, label).toBe(expected ? next.slot : marker === 'stale' ? stale.slot : marker === 'other' ? other : undefined);
+      });
     });
   });
 });
