@@ -9,6 +9,7 @@ import { jobsByName } from '../../shared/config.js';
 import { messageFor, parseRunMessage } from '../../shared/core/run-message.js';
 import { MAX_FENCEABLE_SLOT } from '../../shared/core/fence.js';
 import { runKeyOf } from '../../shared/core/vocabulary.js';
+import { OverlapPolicy } from '../../shared/core/job-schema-core.js';
 
 const JOBS = jobsByName(
   parseJobs(
@@ -200,11 +201,13 @@ describe('parseRunMessage: each field at its bounds, and a manual run\'s overlap
     const solo = JOBS.get('solo')!;
     const other = solo.overlap === 'replace' ? 'forbid-skip' : 'replace';
     const overridden = refused(valid({ overlap: other }));
-    expect(overridden).toEqual({ ok: true, message: valid({ overlap: other }), job: { ...solo, overlap: other } });
+    // Strict: a job or message carrying `overlap: undefined` would run as if it had no policy.
+    expect(overridden).toStrictEqual({ ok: true, message: valid({ overlap: other }), job: { ...solo, overlap: other } });
     const same = refused(valid({ overlap: solo.overlap }));
-    expect(same).toEqual({ ok: true, message: valid({ overlap: solo.overlap }), job: solo });
-    expect(refused(valid())).toEqual({ ok: true, message: valid(), job: solo });
-    for (const overlap of ['sometimes', 3, null]) expect(refused(valid({ overlap })), String(overlap)).toMatchObject({ ok: false, code: 'MALFORMED', reason: expect.stringContaining('"overlap" must be one of') });
+    expect(same).toStrictEqual({ ok: true, message: valid({ overlap: solo.overlap }), job: solo });
+    expect(refused(valid())).toStrictEqual({ ok: true, message: valid(), job: solo });
+    const policies = Object.values(OverlapPolicy).join(', ');
+    for (const overlap of ['sometimes', 3, null]) expect(refused(valid({ overlap })), String(overlap)).toEqual({ ok: false, code: 'MALFORMED', reason: `field "overlap" must be one of ${policies}` });
   });
 
   it('messageFor carries a run\'s overlap override, and none when it has none: it parses back to the same message', () => {
