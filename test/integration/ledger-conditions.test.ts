@@ -12,6 +12,8 @@ import { explainClaimRefusal } from '../../shared/core/lease.js';
 import { isTerminal, RunStatus, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
 import { runFromItem, watchKeys } from '../../shared/adapters/ledger.js';
 import { LedgerKeys } from '../../shared/resources.js';
+import { LaneStore } from '../../shared/adapters/lane-store.js';
+import { faultyClient } from '../support/faults.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
 
 const BASE = Date.UTC(2026, 5, 1, 0, 0);
@@ -305,6 +307,41 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
         const now = (await box.ledger.lanes.read(job, 0))?.holderSlot;
         expect(now, label).toBe(expected ? next.slot : marker === 'stale' ? stale.slot : marker === 'other' ? other : undefined);
       });
+    });
+
+    // Faults a local server cannot produce (test/support/faults.ts): the adapter's own mapping.
+    it('a takeover whose response was lost after it committed is recognised as ours; one that lost the race is not', async () => {
+      const job = laneJob();
+      const stale = holder((await put(job, { status: RunStatus.SUCCEEDED, claims: 1, watched: false })).slot);
+      expect(await box.ledger.lanes.acquire(job, stale, NOW)).toEqual({ kind: 'acquired' });
+      const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: (command) => command === 'TransactWriteItemsCommand', fault: 'lost-response' }]);
+      try {
+        const lanes = new LaneStore(faulty.doc, box.endpoints.ledgerTable);
+        const next = holder(freshSlot());
+        expect(await lanes.takeFromEnded(job, next, stale, NOW + 1)).toBe(true);
+        expect(faulty.injected).toEqual(['TransactWriteItemsCommand']);
+        expect((await lanes.read(job, 0))?.holderSlot).toBe(next.slot);
+        // A second claimer naming the same stale holder finds the lane taken: not ours.
+        expect(await lanes.takeFromEnded(job, holder(freshSlot()), stale, NOW + 2)).toBe(false);
+      } finally {
+        faulty.destroy();
+      }
+    });
+
+    it('a lane call the store refuses (throttled past the SDK\'s retries) throws: it is never taken for a refusal of the condition', async () => {
+      const job = laneJob();
+      const stale = holder((await put(job, { status: RunStatus.SUCCEEDED, claims: 1, watched: false })).slot);
+      expect(await box.ledger.lanes.acquire(job, stale, NOW)).toEqual({ kind: 'acquired' });
+      const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: () => true, fault: 'refused', times: 100 }], 1);
+      try {
+        const lanes = new LaneStore(faulty.doc, box.endpoints.ledgerTable);
+        await expect(lanes.acquire(job, holder(freshSlot()), NOW)).rejects.toMatchObject({ name: 'ThrottlingException' });
+        await expect(lanes.release(job, stale)).rejects.toMatchObject({ name: 'ThrottlingException' });
+        await expect(lanes.takeFromEnded(job, holder(freshSlot()), stale, NOW)).rejects.toMatchObject({ name: 'ThrottlingException' });
+      } finally {
+        faulty.destroy();
+      }
+      expect((await box.ledger.lanes.read(job, 0))?.holderSlot).toBe(stale.slot);
     });
   });
 });
