@@ -9,7 +9,7 @@ import { workerKilledDrill } from '../../tools/chaos/drills/worker-killed.js';
 import { sharedEndpoints } from '../support/stack.js';
 
 describe('drill (b): worker killed after its side effect, before recording the outcome', () => {
-  it('SIGKILLed child and in-process kill: takeover after the lease, no second effect, no lost run', async () => {
+  it('SIGKILLed child and in-process kill: takeover within lease + allowance, no second effect, no lost run', async () => {
     const result = await workerKilledDrill({ base: sharedEndpoints(), runs: 40, seed: 22, childIterations: 1, maxIterations: 2 });
     expect(result.violations, describeViolations(result)).toEqual([]);
     expect(result.iterations).toBe(2);
@@ -17,6 +17,10 @@ describe('drill (b): worker killed after its side effect, before recording the o
     expect(result.facts.chargedThenKilled).toBeGreaterThan(0);
     // Every run that died after its charge was taken over, and its charge was not repeated.
     expect(result.takeovers).toBeGreaterThanOrEqual(result.facts.chargedThenKilled!);
+    // Each of those takeovers came within lease + clock allowance (+ the stated slack) of the
+    // victim's last accepted heartbeat: a 'takeover-bound' violation above names any that did not.
+    // Never earlier than the lease: the ledger's condition forbids it.
+    expect(result.facts.maxTakeoverLateMs).toBeGreaterThan(0);
     expect(result.facts.secondChargePrevented! + result.facts.reconcileOnTakeover!).toBeGreaterThanOrEqual(result.facts.chargedThenKilled!);
   }, 600_000);
 });

@@ -265,7 +265,7 @@ describe('exclusive lanes always move on', () => {
   });
 
   describe('forbid-skip and coalesce run the next due slot once the holder finished', () => {
-    it.each(['forbid-skip', 'coalesce'] as const)('%s: a slot due after the holder ended runs', async (overlap) => {
+    it.each(['forbid-skip', 'coalesce'] as const)('%s: a holder that SUCCEEDED frees its lane (no marker left), and a slot due after it runs', async (overlap) => {
       const script = new Script();
       const { name, lab: l } = lab(overlap, script);
       const [s1, s2, s3] = [T0, T0 + MIN, T0 + 2 * MIN];
@@ -278,7 +278,11 @@ describe('exclusive lanes always move on', () => {
       l.clock.now = s2 + 10;
       await l.deliver(name, s2, 'b');
       script.release(s1);
-      await first;
+      expect(await first).toBe('ack');
+      expect(await l.status(name, s1)).toBe(RunStatus.SUCCEEDED);
+      // Released, not left for the next claim to take over: a kept marker would make every next
+      // claim a takeover transaction and show a finished run as the lane's holder.
+      expect(await box.ledger.lanes.read(name, 0)).toBeUndefined();
       if (overlap === 'forbid-skip') expect(await l.status(name, s2)).toBe(RunStatus.SKIPPED);
       else {
         await l.deliverSent();
@@ -288,6 +292,8 @@ describe('exclusive lanes always move on', () => {
       l.clock.now = s3 + 10;
       expect(await l.deliver(name, s3, 'c')).toBe('ack');
       expect(await l.status(name, s3)).toBe(RunStatus.SUCCEEDED);
+      expect(await box.ledger.lanes.read(name, 0)).toBeUndefined();
+      expect(l.logs.filter((line) => String(line.message).startsWith('took over the lane'))).toEqual([]);
     });
   });
 });

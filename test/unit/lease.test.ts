@@ -193,3 +193,12 @@ describe('fencing tokens (DESIGN §6): a stale worker of an earlier slot is reje
     );
   });
 });
+
+describe('explainClaimRefusal: a waiting run the claim should have taken was changed by a race', () => {
+  it('a run whose backoff ends exactly now was claimable: the refusal is a lost race (back in a second), not a backoff still running', () => {
+    for (const status of [RunStatus.READY, RunStatus.RETRY, RunStatus.UNKNOWN]) {
+      expect(explainClaimRefusal(run({ status, nextAttemptAt: NOW }), NOW, SKEW), status).toMatchObject({ kind: 'leased', retryAt: NOW + 1_000 });
+      expect(explainClaimRefusal(run({ status, nextAttemptAt: NOW + 1 }), NOW, SKEW), status).toMatchObject({ kind: 'not-due', retryAt: NOW + 1 });
+    }
+  });
+});

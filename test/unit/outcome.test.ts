@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { parseJobs, type Job } from '../../shared/core/job-schema.js';
-import { backoffMs, deadlineOf, refuseToStart, transitionFor, type AttemptEnd } from '../../shared/core/outcome.js';
+import { backoffMs, deadlineOf, endsRun, previousResultUnknown, refuseToStart, transitionFor, YIELD_WITHOUT_PROGRESS, type AttemptEnd } from '../../shared/core/outcome.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
 
 function job(overrides: Record<string, unknown> = {}): Job {
@@ -198,5 +198,65 @@ describe('refuseToStart: a claimed run whose budget is already spent must not ru
   it('deadlineOf is slot + deadline, or undefined', () => {
     expect(deadlineOf(job({ deadline: '90s' }), { slot: SLOT })).toBe(SLOT + 90_000);
     expect(deadlineOf(job(), { slot: SLOT })).toBeUndefined();
+  });
+});
+
+describe('a DEAD run whose last attempt may have had its effect says so (a revival must reconcile first)', () => {
+  it('the previous result is unknown exactly when the run was claimed out of UNKNOWN or from a vanished holder (RUNNING)', () => {
+    for (const status of [...Object.values(RunStatus), undefined]) {
+      expect(previousResultUnknown(status), String(status)).toBe(status === RunStatus.UNKNOWN || status === RunStatus.RUNNING);
+    }
+  });
+
+  it('a start refused after a takeover or out of UNKNOWN is DEAD with resultUnknown; out of READY or RETRY it is not', () => {
+    const spent = job({ retry: { maxAttempts: 1 } });
+    for (const claimedFrom of [RunStatus.RUNNING, RunStatus.UNKNOWN]) {
+      expect(refuseToStart(spent, { slot: SLOT, attempt: 2 }, NOW, claimedFrom), claimedFrom).toMatchObject({ status: RunStatus.DEAD, resultUnknown: true });
+    }
+    for (const claimedFrom of [RunStatus.READY, RunStatus.RETRY, undefined]) {
+      expect(refuseToStart(spent, { slot: SLOT, attempt: 2 }, NOW, claimedFrom)?.resultUnknown, String(claimedFrom)).toBeUndefined();
+    }
+    const late = refuseToStart(job({ deadline: '1m' }), { slot: SLOT, attempt: 1 }, SLOT + 60_001, RunStatus.RUNNING);
+    expect(late).toMatchObject({ status: RunStatus.DEAD, resultUnknown: true, lastError: { code: 'DEADLINE_EXCEEDED' } });
+  });
+
+  it('the refusals name what was spent: the deadline passed, or the attempt against maxAttempts', () => {
+    expect(refuseToStart(job({ deadline: '1m' }), { slot: SLOT, attempt: 2 }, SLOT + 60_001)?.lastError.message).toBe(`deadline ${new Date(SLOT + 60_000).toISOString()} passed before attempt 2`);
+    expect(refuseToStart(job({ retry: { maxAttempts: 3 } }), { slot: SLOT, attempt: 4 }, NOW)?.lastError.message).toBe('attempt 4 exceeds maxAttempts 3');
+  });
+
+  it('an unknown result that spends the budget or would pass the deadline is DEAD with resultUnknown; a retryable one is not', () => {
+    const unknown: AttemptEnd = { kind: 'unknown', code: 'E_X', message: 'boom' };
+    const retryable: AttemptEnd = { kind: 'retryable', code: 'E_X', message: 'boom' };
+    const atBudget = job({ retry: { maxAttempts: 2 } });
+    expect(transitionFor(atBudget, { slot: SLOT, attempt: 2 }, unknown, NOW, half)).toMatchObject({ status: RunStatus.DEAD, resultUnknown: true });
+    expect(transitionFor(atBudget, { slot: SLOT, attempt: 2 }, retryable, NOW, half)).not.toHaveProperty('resultUnknown', true);
+    const nearDeadline = job({ deadline: '6s', retry: { maxAttempts: 5, backoff: { base: '10s', max: '10s', jitter: 'none' } } });
+    expect(transitionFor(nearDeadline, { slot: SLOT, attempt: 1 }, unknown, NOW, half)).toMatchObject({ status: RunStatus.DEAD, resultUnknown: true });
+    expect(transitionFor(nearDeadline, { slot: SLOT, attempt: 1 }, retryable, NOW, half)).not.toHaveProperty('resultUnknown', true);
+  });
+});
+
+describe('the other ways an attempt ends', () => {
+  it('a yield without a checkpoint counts as a failed attempt: RETRY with backoff and no refund, DEAD at the budget', () => {
+    const j = job({ retry: { maxAttempts: 2, backoff: { base: '1s', max: '1s', jitter: 'none' } } });
+    const t = transitionFor(j, { slot: SLOT, attempt: 1 }, { kind: 'yielded', progress: false }, NOW, never);
+    expect(t).toEqual({ status: RunStatus.RETRY, nextAttemptAt: NOW + 1_000, lastError: { ...YIELD_WITHOUT_PROGRESS } });
+    expect(transitionFor(j, { slot: SLOT, attempt: 2 }, { kind: 'yielded', progress: false }, NOW, never)).toMatchObject({ status: RunStatus.DEAD, lastError: { code: YIELD_WITHOUT_PROGRESS.code } });
+  });
+
+  it('a yield with a checkpoint says so in its lastError', () => {
+    expect(transitionFor(job(), { slot: SLOT, attempt: 1 }, { kind: 'yielded', progress: true }, NOW, never)).toMatchObject({ lastError: { code: 'YIELDED', message: 'yielded before the time limit' } });
+  });
+
+  it('superseded (a newer slot wrote first) → SUPERSEDED with the refusal as its error', () => {
+    expect(transitionFor(job(), { slot: SLOT, attempt: 1 }, { kind: 'superseded', code: 'FENCED_OUT', message: 'newer' }, NOW, never)).toEqual({
+      status: RunStatus.SUPERSEDED,
+      lastError: { code: 'FENCED_OUT', message: 'newer' },
+    });
+  });
+
+  it('SUCCEEDED, DEAD and SUPERSEDED end the run (and free an exclusive lane); RETRY and UNKNOWN do not', () => {
+    expect([RunStatus.SUCCEEDED, RunStatus.DEAD, RunStatus.SUPERSEDED, RunStatus.RETRY, RunStatus.UNKNOWN].map((s) => endsRun(s))).toEqual([true, true, true, false, false]);
   });
 });

@@ -37,4 +37,13 @@ describe('planner partitions', () => {
     expect(partitionRefError(null)).toContain('object');
     expect(() => partitionOf('x', 0)).toThrow(RangeError);
   });
+
+  it('each way a planner input can be wrong is refused, with the value as written', () => {
+    expect(partitionRefError(5)).toBe('planner input must be an object { partition, of }');
+    expect(partitionRefError('0/1')).toBe('planner input must be an object { partition, of }');
+    for (const of of ['2', 1.5, 0, -1, undefined]) expect(partitionRefError({ partition: 0, of }), String(of)).toBe(`"of" must be a positive integer, got ${JSON.stringify(of)}`);
+    for (const partition of ['0', 0.5, -1, 4, undefined]) expect(partitionRefError({ partition, of: 4 }), String(partition)).toBe(`"partition" must be an integer in [0, 4), got ${JSON.stringify(partition)}`);
+    expect(partitionRefError({ partition: 3, of: 4 })).toBeUndefined();
+    expect(() => partitionOf('x', 1.5)).toThrow('partitions must be a positive integer, got 1.5');
+  });
 });

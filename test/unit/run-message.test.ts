@@ -6,8 +6,10 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { parseJobs } from '../../shared/core/job-schema.js';
 import { jobsByName } from '../../shared/config.js';
-import { parseRunMessage } from '../../shared/core/run-message.js';
+import { messageFor, parseRunMessage } from '../../shared/core/run-message.js';
+import { MAX_FENCEABLE_SLOT } from '../../shared/core/fence.js';
 import { runKeyOf } from '../../shared/core/vocabulary.js';
+import { OverlapPolicy } from '../../shared/core/job-schema-core.js';
 
 const JOBS = jobsByName(
   parseJobs(
@@ -170,5 +172,48 @@ describe('parseRunMessage', () => {
       }),
       { numRuns: 1000 },
     );
+  });
+});
+
+describe('parseRunMessage: each field at its bounds, and a manual run\'s overlap override', () => {
+  const refused = (value: unknown) => parseRunMessage(typeof value === 'string' ? value : body(value), JOBS);
+
+  it('a body that is JSON but not an object is MALFORMED, saying so', () => {
+    for (const v of ['5', '"x"', '[1]', 'null']) expect(refused(v), v).toEqual({ ok: false, code: 'MALFORMED', reason: 'body is not a JSON object' });
+    expect(refused('{')).toEqual({ ok: false, code: 'MALFORMED', reason: 'body is not JSON' });
+  });
+
+  it('slot 0 and the largest fenceable slot are accepted; one past either end, or a fraction, is not', () => {
+    for (const slot of [0, MAX_FENCEABLE_SLOT]) expect(refused(valid({ slot, runKey: runKeyOf('solo', slot, 0, 1) })).ok, String(slot)).toBe(true);
+    for (const slot of [-1, MAX_FENCEABLE_SLOT + 1, SLOT + 0.5, String(SLOT)]) expect(refused(valid({ slot })), String(slot)).toMatchObject({ ok: false, code: 'MALFORMED', reason: expect.stringContaining('"slot"') });
+  });
+
+  it('a shard that is negative, fractional or not a number is MALFORMED', () => {
+    for (const shard of [-1, 0.5, '0']) expect(refused(valid({ shard })), String(shard)).toMatchObject({ ok: false, code: 'MALFORMED', reason: 'field "shard" must be a non-negative integer' });
+  });
+
+  it('an unknown job names the run it orphans; an inconsistent runKey names both keys', () => {
+    expect(refused(valid({ job: 'gone', runKey: runKeyOf('gone', SLOT, 0, 1) }))).toEqual({ ok: false, code: 'UNKNOWN_JOB', reason: 'job "gone" is not configured', orphan: { job: 'gone', slot: SLOT, shard: 0 } });
+    expect(refused(valid({ runKey: 'x' }))).toEqual({ ok: false, code: 'INCONSISTENT', reason: `runKey "x" does not match "${runKeyOf('solo', SLOT, 0, 1)}"` });
+  });
+
+  it('a manual run\'s overlap override is applied to the job the worker runs; the job\'s own policy, or none, leaves it as configured', () => {
+    const solo = JOBS.get('solo')!;
+    const other = solo.overlap === 'replace' ? 'forbid-skip' : 'replace';
+    const overridden = refused(valid({ overlap: other }));
+    // Strict: a job or message carrying `overlap: undefined` would run as if it had no policy.
+    expect(overridden).toStrictEqual({ ok: true, message: valid({ overlap: other }), job: { ...solo, overlap: other } });
+    const same = refused(valid({ overlap: solo.overlap }));
+    expect(same).toStrictEqual({ ok: true, message: valid({ overlap: solo.overlap }), job: solo });
+    expect(refused(valid())).toStrictEqual({ ok: true, message: valid(), job: solo });
+    const policies = Object.values(OverlapPolicy).join(', ');
+    for (const overlap of ['sometimes', 3, null]) expect(refused(valid({ overlap })), String(overlap)).toEqual({ ok: false, code: 'MALFORMED', reason: `field "overlap" must be one of ${policies}` });
+  });
+
+  it('messageFor carries a run\'s overlap override, and none when it has none: it parses back to the same message', () => {
+    const run = { job: 'solo', slot: SLOT, shard: 0, runKey: runKeyOf('solo', SLOT, 0, 1) };
+    expect(messageFor(run)).toEqual(valid());
+    expect(messageFor({ ...run, overlap: 'replace' })).toEqual(valid({ overlap: 'replace' }));
+    expect(refused(body(messageFor({ ...run, overlap: 'replace' })))).toMatchObject({ ok: true, message: valid({ overlap: 'replace' }) });
   });
 });

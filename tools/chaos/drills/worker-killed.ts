@@ -6,7 +6,10 @@
  * Must hold: after the lease a successor takes every orphaned run over (claim from RUNNING with a
  * larger token) and completes it, and no business key is charged twice (the handler implements
  * both reconcile() and a business-key condition on its charge); the checker's five invariants.
+ * And the takeover is prompt: at most lease + clock allowance after the victim's last accepted
+ * heartbeat, plus the slack below (takeoverBound).
  */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { RunStatus } from '../../../shared/core/vocabulary.js';
 import type { ChildWorker } from '../child.js';
 import { invariantViolations, iterate, tracer, type Drill, type DrillViolation } from '../drill.js';
@@ -14,7 +17,26 @@ import type { HandlerConfig } from '../handlers.js';
 import { unit } from '../rng.js';
 import { KillSwitch } from '../switches.js';
 import { sleepMs, until, World, SETTLE_MS } from '../world.js';
-import { allSucceeded, claimsBy, loadFacts, pastSlots, randomOwner, startSuccessors, startVictim, victimJob } from './common.js';
+import { allSucceeded, claimsBy, leaseEnds, loadFacts, pastSlots, randomOwner, startSuccessors, startVictim, victimJob } from './common.js';
+
+/** The largest clock allowance a successor of this drill is given (startSuccessors' bound). */
+const SUCCESSOR_MAX_ALLOWANCE_MS = 500;
+
+/**
+ * How late after its lease a dead victim's run may be taken over: the successor's allowance, plus
+ * - one heartbeat period: the victim's last accepted heartbeat may be one the drill never saw (in
+ *   flight when the victim died: DynamoDB applied it, the report died with the process);
+ * - SQS redelivery: a message is hidden in whole seconds, and a victim that died before its first
+ *   visibility change leaves the message hidden for the queue's own 2 s (leases here are
+ *   ≥ 1.2 s, so up to 0.8 s past the lease), then the pollers look every ~50 ms: 1.5 s.
+ * A takeover later than this means the message came back late or was hidden again (a second
+ * lost), not a slow machine: the successors are idle pollers by then. A machine that stalls this
+ * process (the successors poll in it) delays every takeover alike: the drill adds the longest
+ * stall it saw to the bound.
+ */
+export function takeoverBound(heartbeatEvery: number): number {
+  return SUCCESSOR_MAX_ALLOWANCE_MS + heartbeatEvery + 1_500;
+}
 
 /** Raises `fraction` just enough that at least one of `keys` is chosen (the handler draws the same numbers). */
 export function atLeastOne(seed: number, keys: readonly string[], label: string, fraction: number): number {
@@ -45,8 +67,10 @@ export const workerKilledDrill: Drill = (options) =>
       const trace = tracer(`worker-killed #${index}`, options.log);
       const world = await World.create(options.base, { visibilityTimeoutSeconds: 2, maxReceiveCount: 100 }, options.log);
       let victimChild: ChildWorker | undefined;
+      const stalls = monitorEventLoopDelay({ resolution: 20 });
+      stalls.enable();
       try {
-        const { prefix, lease, input, job } = victimJob(world, rng, `b${index}`, 'charge', 1_200, 2_500);
+        const { prefix, lease, heartbeatEvery, input, job } = victimJob(world, rng, `b${index}`, 'charge', 1_200, 2_500);
         const count = Math.max(4, Math.min(budget, child ? rng.int(6, 10) : rng.int(25, 50)));
         const slots = pastSlots(count, rng);
         const keys = slots.map((slot) => `${job.name}@${new Date(slot).toISOString()}`);
@@ -83,7 +107,7 @@ export const workerKilledDrill: Drill = (options) =>
         } else kill.kill();
         trace('killed');
 
-        startSuccessors(world, rng, prefix, { seed, workMs: [0, 30] }, 500);
+        startSuccessors(world, rng, prefix, { seed, workMs: [0, 30] }, SUCCESSOR_MAX_ALLOWANCE_MS);
         const settled = await world.waitForRuns(ids, lease + SETTLE_MS);
         trace('settled');
         await world.stopPollers();
@@ -95,9 +119,28 @@ export const workerKilledDrill: Drill = (options) =>
         const victimTokens = new Set(claimsBy(world.events, victim).map((c) => `${c.runKey}|${c.token}`));
         const hung = world.notesOf('hang').filter((n) => victimTokens.has(`${n.runKey}|${n.token}`));
         const successorTokens = new Set(world.events.filter((e) => e.type === 'claimed' && e.owner !== victim).map((e) => `${e.runKey}|${'token' in e ? e.token : ''}`));
+        const ends = leaseEnds(world.events);
+        stalls.disable();
+        const stallMs = Math.round(stalls.max / 1e6);
+        const bound = takeoverBound(heartbeatEvery) + stallMs;
+        let maxTakeoverLateMs = 0;
         for (const note of hung) {
           const takeover = world.events.find((e) => e.type === 'claimed' && e.runKey === note.runKey && e.token > note.token && e.from === RunStatus.RUNNING);
-          if (!takeover) violations.push({ invariant: 'takeover', runKey: note.runKey, detail: 'the victim died holding this run after its charge, but no successor took it over from RUNNING' });
+          if (!takeover) {
+            violations.push({ invariant: 'takeover', runKey: note.runKey, detail: 'the victim died holding this run after its charge, but no successor took it over from RUNNING' });
+            continue;
+          }
+          const leaseEnd = ends.get(`${note.runKey}|${note.token}`);
+          if (leaseEnd === undefined) continue; // the claim's report died with the child: no lease to measure from
+          const late = takeover.at - leaseEnd;
+          maxTakeoverLateMs = Math.max(maxTakeoverLateMs, late);
+          if (late > bound) {
+            violations.push({
+              invariant: 'takeover-bound',
+              runKey: note.runKey,
+              detail: `taken over ${late} ms after the victim's lease ended (lease ${lease} ms, heartbeat ${heartbeatEvery} ms): more than the ${bound} ms allowance + slack (${stallMs} ms of it this process stalled)`,
+            });
+          }
         }
         const bySuccessor = (kind: 'charged' | 'reconcile') => world.notesOf(kind).filter((n) => successorTokens.has(`${n.runKey}|${n.token}`));
         const prevented = bySuccessor('charged').filter((n) => n.note === 'charged' && n.result === 'condition-failed').length;
@@ -118,11 +161,14 @@ export const workerKilledDrill: Drill = (options) =>
             victimClaims: victimTokens.size,
             secondChargePrevented: prevented,
             reconcileOnTakeover: reconciled,
+            maxTakeoverLateMs,
+            stallMs,
             ...loadFacts(world, runs),
           },
           observations: [],
         };
       } finally {
+        stalls.disable();
         victimChild?.kill();
         await world.destroy();
       }

@@ -1,0 +1,169 @@
+/**
+ * What a lease lost or held by someone else does to a worker, against the real local stack, with
+ * clocks the test controls so that the outcome does not depend on the machine's load:
+ * - a holder whose heartbeat is refused stops its handler through ctx.signal at that very
+ *   heartbeat, long before its own lease (much longer than the heartbeat) would have ended;
+ * - a message whose run another owner leases live is not dropped: it comes back, and once that
+ *   owner is gone the run is taken over and completes.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { jobsByName } from '../../shared/config.js';
+import type { HistorySink } from '../../shared/core/history.js';
+import { RunStatus, runKeyOf, type Run, type RunId } from '../../shared/core/vocabulary.js';
+import { AttemptAbort, AttemptAbortedError, type JobHandler, type RunContext } from '../../shared/handler-api.js';
+import { InMemoryMetrics } from '../../shared/observability.js';
+import { messageFor } from '../../shared/planner.js';
+import { processBatch, type WorkerDeps } from '../../shared/worker.js';
+import { LocalPoller } from '../../tools/local-poller.js';
+import { silentLogger, testJobs, VirtualTime, waitFor } from '../support/helpers.js';
+import { sandbox, type Sandbox } from '../support/stack.js';
+
+const LEASE = 20_000;
+const HEARTBEAT = 300;
+
+function deps(box: Sandbox, jobs: ReturnType<typeof testJobs>, handlers: Record<string, JobHandler>, owner: string, metrics = new InMemoryMetrics()): WorkerDeps {
+  return {
+    ledger: box.ledger,
+    queue: box.queue,
+    doc: box.clients.doc,
+    jobs: jobsByName(jobs),
+    handlers,
+    tables: { ledger: box.endpoints.ledgerTable, payments: box.endpoints.paymentsTable },
+    owner,
+    clock: Date.now,
+    logger: silentLogger(),
+    metrics,
+  };
+}
+
+const unique = (stem: string) => `${stem}-${Math.random().toString(36).slice(2, 8)}`;
+
+describe('lease loss', () => {
+  let box: Sandbox;
+  beforeAll(async () => {
+    box = await sandbox({ visibilityTimeoutSeconds: 2 });
+  });
+  afterAll(() => box.destroy());
+
+  // Both ways a live holder loses its run: a successor's claim (its clock says the lease is over:
+  // the holder froze, or its clock is slow) and overlap `replace` advancing the fence.
+  // Virtual time (the worker's clock and timers): time moves one heartbeat at a time, and only once
+  // the heartbeat of the step before has had its answer, so how soon the holder stops is counted
+  // in heartbeats, whatever the machine's load (ledger calls take real time, no virtual time).
+  it.each([
+    ['a successor claims the run', (id: RunId, now: number) => box.ledger.claim(id, 'successor', now + LEASE + 10_000, LEASE, 2_000).then((c) => c.kind === 'claimed'), { status: RunStatus.RUNNING, owner: 'successor' }],
+    ['overlap replace advances its fence', async (id: RunId, now: number) => box.ledger.replaceRunning((await box.ledger.getRun(id))!, 'a newer run', now), { status: RunStatus.SUPERSEDED }],
+  ] as const)('%s: the holder\'s ctx.signal aborts at the first refused heartbeat, one heartbeat after the loss, long before its lease ends', async (_how, takeOver, after) => {
+    const name = unique('lost');
+    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'wait', lease: LEASE, heartbeatEvery: HEARTBEAT, startLead: 0, timeout: '60s' }], ['wait']);
+    const time = new VirtualTime(Date.now());
+    const slot = Math.floor(time.now / 1000) * 1000 - 60_000;
+    const id = { job: name, slot, shard: 0 };
+    await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, time.now);
+    let running!: (ctx: RunContext) => void;
+    const started = new Promise<RunContext>((resolve) => (running = resolve));
+    let abortedAt: number | undefined;
+    const wait: JobHandler = {
+      async run(ctx) {
+        ctx.signal.addEventListener('abort', () => (abortedAt = time.now), { once: true });
+        running(ctx);
+        await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+      },
+    };
+    const heartbeats: Array<{ at: number; ok: boolean }> = [];
+    const history: HistorySink = { record: (e) => void (e.type === 'heartbeat' && e.runKey.startsWith(`${name}@`) && heartbeats.push({ at: e.at, ok: e.ok })) };
+    const metrics = new InMemoryMetrics();
+    const record = { messageId: `m-${name}`, receiptHandle: `r-${name}`, body: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })) };
+    const holder = processBatch({ ...deps(box, jobs, { wait }, 'holder', metrics), clock: time.read, timers: time.port, history }, [record]);
+    const ctx = await started;
+    try {
+      // One accepted heartbeat first: the holder is live and heartbeating.
+      time.advance(HEARTBEAT);
+      await waitFor(async () => heartbeats.length >= 1 || undefined, 120_000, 'the first heartbeat to be answered');
+      expect(heartbeats).toEqual([{ at: time.now, ok: true }]);
+      expect(ctx.signal.aborted).toBe(false);
+
+      expect(await takeOver(id, time.now)).toBe(true);
+      const lostAt = time.now;
+      time.advance(HEARTBEAT);
+      await waitFor(async () => heartbeats.length >= 2 || undefined, 120_000, 'the heartbeat after the loss to be answered');
+      // The very heartbeat that was refused stops the handler: one heartbeat after the loss, with
+      // ~66 heartbeats of the holder's own lease left. A holder that only logs the refusal, or
+      // ignores it, is still running here.
+      expect(heartbeats[1]).toEqual({ at: lostAt + HEARTBEAT, ok: false });
+      expect(ctx.signal.aborted, 'ctx.signal did not abort on the refused heartbeat').toBe(true);
+      expect(abortedAt).toBe(lostAt + HEARTBEAT);
+      expect(ctx.signal.reason).toBeInstanceOf(AttemptAbortedError);
+      expect((ctx.signal.reason as AttemptAbortedError).why).toBe(AttemptAbort.LEASE_LOST);
+    } finally {
+      // Whatever happened above, let the holder's lease run out so its invocation ends.
+      if (!ctx.signal.aborted) time.advance(LEASE);
+    }
+    const result = await holder;
+    // Nothing recorded: the message is left to come back, the run is the new holder's.
+    expect(result.batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(metrics.get('LeaseLost')).toBe(1);
+    expect(metrics.get('RunsSucceeded')).toBe(0);
+    expect(heartbeats).toHaveLength(2);
+    expect(await box.ledger.getRun(id)).toMatchObject(after);
+  });
+
+  it('a message that finds its run leased by a live owner comes back: once that owner is gone, the run is taken over and completes', async () => {
+    const name = unique('leased');
+    // heartbeatEvery 500 ms → clock allowance 250 ms.
+    const lease = 2_000;
+    const allowance = 250;
+    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'count', lease, heartbeatEvery: 500, startLead: 0 }], ['count']);
+    const slot = Math.floor(Date.now() / 1000) * 1000 - 60_000;
+    const id = { job: name, slot, shard: 0 };
+    await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, Date.now());
+    // Another worker holds the run, then vanishes without a heartbeat (its invocation was killed).
+    const claimedAt = Date.now();
+    const held = await box.ledger.claim(id, 'vanished', claimedAt, lease, allowance);
+    if (held.kind !== 'claimed') throw new Error(`setup: claim refused (${held.kind})`);
+    const leaseUntil = held.run.leaseUntil!;
+    // The successor's clock stands at the claim until its first delivery has been answered, so that
+    // delivery finds the lease live however long the machine takes to get there; then it tells
+    // the time again, at least the lease's end (SQS's redelivery is real time throughout).
+    let clock = () => claimedAt;
+    await box.clients.sqs.send(new SendMessageCommand({ QueueUrl: box.endpoints.runQueueUrl, MessageBody: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })) }));
+    const startedAt: number[] = [];
+    const count: JobHandler = { run: async () => void startedAt.push(clock()) };
+    const metrics = new InMemoryMetrics();
+    // What each delivery answered: a message left out of batchItemFailures is deleted.
+    const answers: Array<{ conflict: boolean; acked: boolean }> = [];
+    const poller = new LocalPoller(
+      box.clients.sqs,
+      async (records) => {
+        const conflicts = metrics.get('ClaimConflicts');
+        const result = await processBatch({ ...deps(box, jobs, { count }, 'successor', metrics), clock: () => clock() }, records);
+        answers.push({ conflict: metrics.get('ClaimConflicts') > conflicts, acked: !result.batchItemFailures.some((f) => records.some((r) => r.messageId === f.itemIdentifier)) });
+        clock = () => Math.max(Date.now(), leaseUntil + allowance + 1);
+        return result;
+      },
+      { queueUrl: box.endpoints.runQueueUrl },
+    );
+    poller.start();
+    let done: Run | null;
+    try {
+      // A worker that acknowledged the message instead leaves the run RUNNING forever (nothing
+      // brings the message back): stop waiting as soon as a delivery was acknowledged and the run
+      // is still not done.
+      done = await waitFor(async () => {
+        const acked = answers.some((a) => a.acked);
+        const run = await box.ledger.getRun(id);
+        if (run?.status === RunStatus.SUCCEEDED) return run;
+        return acked ? null : undefined;
+      }, 300_000, 'the run to be taken over and completed');
+    } finally {
+      await poller.stop();
+    }
+    expect(answers[0], 'the delivery that found a live lease acknowledged its message').toEqual({ conflict: true, acked: false });
+    expect(done, 'a message was acknowledged while its run was still RUNNING').not.toBeNull();
+    expect(done).toMatchObject({ owner: 'successor', claimedFrom: RunStatus.RUNNING });
+    expect(startedAt).toHaveLength(1);
+    // Never before the live owner's lease (plus the allowance) was over, by the successor's clock.
+    expect(startedAt[0]!).toBeGreaterThan(leaseUntil + allowance);
+  });
+});

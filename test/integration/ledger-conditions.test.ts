@@ -1,0 +1,461 @@
+/**
+ * The ledger's conditions judged by DynamoDB Local, clause by clause: for generated item states
+ * (around every boundary a clause draws) the write lands exactly when the rule says it may, and a
+ * refused write changes nothing. These are the behaviour tests of the condition text; the adapter
+ * tests with a mocked SDK (test/unit/ledger.test.ts) only test the mapping of what comes back.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { initialFence, MAX_CLAIMS_PER_SLOT } from '../../shared/core/fence.js';
+import { explainClaimRefusal } from '../../shared/core/lease.js';
+import { isTerminal, RunStatus, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
+import { runFromItem, watchKeys } from '../../shared/adapters/ledger.js';
+import { LedgerKeys } from '../../shared/resources.js';
+import { LaneStore } from '../../shared/adapters/lane-store.js';
+import { faultyClient } from '../support/faults.js';
+import { sandbox, type Sandbox } from '../support/stack.js';
+
+const BASE = Date.UTC(2026, 5, 1, 0, 0);
+const NOW = BASE + 3_600_000;
+const LEASE = 30_000;
+const SKEW = 2_000;
+const ALL_STATUSES = Object.values(RunStatus);
+const CLAIMABLE = [RunStatus.READY, RunStatus.RETRY, RunStatus.UNKNOWN] as const;
+
+let nextSlot = 0;
+/** A fresh slot per generated case: every case writes its own item. */
+const freshSlot = () => BASE + ++nextSlot * 1_000;
+
+/** A value at, just before or just after `at`, or far from it: the boundaries a clause draws. */
+const around = (at: number) => fc.oneof(fc.constantFrom(at - 1, at, at + 1), fc.integer({ min: at - 60_000, max: at + 60_000 }));
+
+interface State {
+  readonly status: RunStatus;
+  readonly owner?: string;
+  readonly leaseUntil?: number;
+  readonly nextAttemptAt?: number;
+  readonly claims: number;
+  readonly watched: boolean;
+}
+
+const stateArb: fc.Arbitrary<State> = fc.record(
+  {
+    status: fc.constantFrom(...ALL_STATUSES),
+    owner: fc.constantFrom('me', 'other'),
+    leaseUntil: around(NOW - SKEW),
+    nextAttemptAt: around(NOW),
+    claims: fc.oneof(fc.constantFrom(0, 1, MAX_CLAIMS_PER_SLOT - 1, MAX_CLAIMS_PER_SLOT), fc.integer({ min: 0, max: MAX_CLAIMS_PER_SLOT })),
+    watched: fc.boolean(),
+  },
+  { requiredKeys: ['status', 'claims', 'watched'] },
+);
+
+describe('the ledger\'s conditions on DynamoDB Local', () => {
+  let box: Sandbox;
+  beforeAll(async () => {
+    box = await sandbox();
+  });
+  afterAll(() => box.destroy());
+
+  /** Writes a run item in `state` directly, as earlier writes would have left it. */
+  async function put(job: string, state: State, extra: Record<string, unknown> = {}): Promise<Run> {
+    const slot = freshSlot();
+    const item = {
+      pk: LedgerKeys.jobPk(job),
+      sk: LedgerKeys.runSk(slot, 0),
+      job,
+      slot,
+      shard: 0,
+      shards: 1,
+      runKey: runKeyOf(job, slot, 0, 1),
+      status: state.status,
+      fencingToken: initialFence(slot) + state.claims,
+      attempt: state.claims,
+      createdAt: BASE,
+      attempts: {},
+      ...(state.owner !== undefined ? { owner: state.owner } : {}),
+      ...(state.leaseUntil !== undefined ? { leaseUntil: state.leaseUntil } : {}),
+      ...(state.nextAttemptAt !== undefined ? { nextAttemptAt: state.nextAttemptAt } : {}),
+      ...(state.watched ? watchKeys({ job, slot, shard: 0 }) : {}),
+      ...extra,
+    };
+    await box.clients.doc.send(new PutCommand({ TableName: box.endpoints.ledgerTable, Item: item }));
+    return runFromItem(item);
+  }
+
+  it('claim: lands exactly on a claimable run past its backoff, or a RUNNING one past lease + allowance, within its fence range', async () => {
+    await fc.assert(
+      fc.asyncProperty(stateArb, async (state) => {
+        const before = await put('claim', state);
+        const result = await box.ledger.claim(before, 'claimer', NOW, LEASE, SKEW);
+        const backoffOver = state.nextAttemptAt === undefined || state.nextAttemptAt <= NOW;
+        const leaseOver = state.leaseUntil === undefined || state.leaseUntil < NOW - SKEW;
+        const claimable =
+          ((CLAIMABLE as readonly RunStatus[]).includes(state.status) && backoffOver) || (state.status === RunStatus.RUNNING && state.leaseUntil !== undefined && leaseOver);
+        const expected = claimable && state.claims < MAX_CLAIMS_PER_SLOT;
+        const after = await box.ledger.getRun(before);
+        if (!expected) {
+          expect(result).toEqual(explainClaimRefusal(before, NOW, SKEW));
+          expect(after).toEqual(before);
+          return;
+        }
+        expect(result).toMatchObject({ kind: 'claimed', claimedFrom: state.status });
+        expect(after).toMatchObject({
+          status: RunStatus.RUNNING,
+          owner: 'claimer',
+          leaseUntil: NOW + LEASE,
+          startedAt: NOW,
+          fencingToken: before.fencingToken + 1,
+          attempt: before.attempt + 1,
+          claimedFrom: state.status,
+        });
+        expect(after?.nextAttemptAt).toBeUndefined();
+      }),
+      { numRuns: 80 },
+    );
+  });
+
+  it('claim of a run that does not exist creates nothing', async () => {
+    const id = { job: 'claim-missing', slot: freshSlot(), shard: 0 };
+    expect(await box.ledger.claim(id, 'claimer', NOW, LEASE, SKEW)).toEqual({ kind: 'missing' });
+    expect(await box.ledger.getRun(id)).toBeUndefined();
+  });
+
+  /** Every combination of the given choices (small, finite spaces are tested whole, not sampled). */
+  function* everyCombination<T extends Record<string, readonly unknown[]>>(choices: T): Generator<{ [K in keyof T]: T[K][number] }> {
+    const keys = Object.keys(choices) as Array<keyof T>;
+    const pick = function* (i: number, acc: Partial<{ [K in keyof T]: T[K][number] }>): Generator<{ [K in keyof T]: T[K][number] }> {
+      if (i === keys.length) return yield acc as { [K in keyof T]: T[K][number] };
+      for (const value of choices[keys[i]!]!) yield* pick(i + 1, { ...acc, [keys[i]!]: value });
+    };
+    yield* pick(0, {});
+  }
+
+  /** Runs `check` on every case, a few at a time (each case writes its own item). */
+  async function eachCase<C>(cases: Iterable<C>, check: (c: C) => Promise<void>): Promise<void> {
+    const all = [...cases];
+    for (let i = 0; i < all.length; i += 8) await Promise.all(all.slice(i, i + 8).map(check));
+  }
+
+  it('heartbeat, checkpoint and complete: land only for the same owner, the same token and a RUNNING run; a refusal changes nothing', async () => {
+    const cases = everyCombination({ status: ALL_STATUSES, owner: ['me', 'other'], tokenOffset: [-1, 0, 1], write: ['heartbeat', 'checkpoint', 'complete'] } as const);
+    await eachCase(cases, async ({ status, owner, tokenOffset, write }) => {
+      const stored = await put('held', { status, owner, leaseUntil: NOW + LEASE, claims: 2, watched: true });
+      // What the writer believes it holds: owner 'me' at the stored token + offset.
+      const mine: Run = { ...stored, status: RunStatus.RUNNING, owner: 'me', fencingToken: stored.fencingToken + tokenOffset };
+      const check =
+        write === 'heartbeat'
+          ? await box.ledger.heartbeat(mine, NOW + 2 * LEASE)
+          : write === 'checkpoint'
+            ? await box.ledger.checkpoint(mine, { cursor: 'c' })
+            : await box.ledger.complete(mine, { status: RunStatus.SUCCEEDED, evidence: { ok: 1 } }, NOW);
+      const holds = owner === 'me' && tokenOffset === 0 && status === RunStatus.RUNNING;
+      const after = await box.ledger.getRun(stored);
+      const label = `${write} by me at token ${tokenOffset} of a ${status} run owned by ${owner}`;
+      expect(check.ok, label).toBe(holds);
+      if (!holds) {
+        expect(check, label).toEqual({ ok: false, current: stored });
+        expect(after, label).toEqual(stored);
+        return;
+      }
+      if (write === 'heartbeat') expect(after?.leaseUntil).toBe(NOW + 2 * LEASE);
+      if (write === 'checkpoint') expect(after?.checkpoint).toEqual({ cursor: 'c' });
+      if (write === 'complete') expect(after).toMatchObject({ status: RunStatus.SUCCEEDED, evidence: { ok: 1 }, finishedAt: NOW });
+    });
+  });
+
+  it('complete: an outcome that ends the run takes it out of the watch index and drops its lease; RETRY keeps it watched', async () => {
+    for (const [outcome, stillWatched] of [
+      [{ status: RunStatus.SUCCEEDED }, false],
+      [{ status: RunStatus.DEAD, lastError: { code: 'X', message: 'x' } }, false],
+      [{ status: RunStatus.RETRY, nextAttemptAt: NOW + 5_000, lastError: { code: 'X', message: 'x' } }, true],
+    ] as const) {
+      const held = await put('index', { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims: 1, watched: true });
+      expect((await box.ledger.complete(held, outcome, NOW)).ok).toBe(true);
+      const { Item } = await box.clients.doc.send(new GetCommand({ TableName: box.endpoints.ledgerTable, Key: box.ledger.runKeyOf(held), ConsistentRead: true }));
+      expect(Item !== undefined && 'openPk' in Item && 'openSk' in Item, `${outcome.status} still watched`).toBe(stillWatched);
+      expect(Item).not.toHaveProperty('leaseUntil');
+    }
+  });
+
+  it('complete RETRY of a yield gives the attempt back and adds the time spent; a plain RETRY spends it', async () => {
+    const yielded = await put('yield', { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims: 3, watched: false });
+    await box.ledger.complete(yielded, { status: RunStatus.RETRY, nextAttemptAt: NOW, lastError: { code: 'YIELDED', message: 'y' }, refundAttempt: true }, NOW, { elapsedMs: 1_234 });
+    expect(await box.ledger.getRun(yielded)).toMatchObject({ status: RunStatus.RETRY, attempt: 2, attemptElapsedMs: 1_234 });
+    const failed = await put('yield', { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims: 3, watched: false });
+    await box.ledger.complete(failed, { status: RunStatus.RETRY, nextAttemptAt: NOW, lastError: { code: 'FLAKY', message: 'f' } }, NOW, { elapsedMs: 1_234 });
+    const after = await box.ledger.getRun(failed);
+    expect(after).toMatchObject({ status: RunStatus.RETRY, attempt: 3 });
+    expect(after?.attemptElapsedMs).toBeUndefined();
+  });
+
+  it('createRun: a second create of the same (job, slot, shard) never replaces the first, whatever happened to it', async () => {
+    const slot = freshSlot();
+    const first = await box.ledger.createRun({ job: 'create', slot, shard: 0, shards: 1, status: RunStatus.READY }, NOW);
+    if (!first.created) throw new Error('setup: not created');
+    const claimed = await box.ledger.claim(first.run, 'w', NOW, LEASE, SKEW);
+    expect(claimed.kind).toBe('claimed');
+    const again = await box.ledger.createRun({ job: 'create', slot, shard: 0, shards: 1, status: RunStatus.SKIPPED, reason: 'late' }, NOW + 1);
+    expect(again).toMatchObject({ created: false, existing: { status: RunStatus.RUNNING, owner: 'w' } });
+    expect(await box.ledger.getRun(first.run)).toMatchObject({ status: RunStatus.RUNNING, owner: 'w' });
+  });
+
+  it('settleWaiting: ends only a waiting run (READY, RETRY, UNKNOWN) at the token read; a held or ended one is left alone', async () => {
+    await eachCase(everyCombination({ status: ALL_STATUSES, tokenOffset: [-1, 0, 1, undefined] } as const), async ({ status, tokenOffset }) => {
+      const stored = await put('settle', { status, owner: 'o', leaseUntil: NOW + LEASE, claims: 1, watched: true });
+      const as = tokenOffset === undefined ? { job: stored.job, slot: stored.slot, shard: 0 } : { ...stored, fencingToken: stored.fencingToken + tokenOffset };
+      const settled = await box.ledger.settleWaiting(as, RunStatus.SKIPPED, 'skipped by policy', NOW);
+      const waiting = (CLAIMABLE as readonly RunStatus[]).includes(status) && (tokenOffset === undefined || tokenOffset === 0);
+      const label = `settle ${tokenOffset === undefined ? 'without a token' : `at token ${tokenOffset}`} of a ${status} run`;
+      expect(settled, label).toBe(waiting);
+      const after = await box.ledger.getRun(stored);
+      if (waiting) expect(after).toMatchObject({ status: RunStatus.SKIPPED, finishedAt: NOW, lastError: { code: RunStatus.SKIPPED, message: 'skipped by policy' } });
+      else expect(after, label).toEqual(stored);
+    });
+  });
+
+  it('replaceRunning: ends a RUNNING run at the token read SUPERSEDED and advances its fence; anything else is left alone', async () => {
+    await eachCase(everyCombination({ status: ALL_STATUSES, tokenOffset: [-1, 0, 1] } as const), async ({ status, tokenOffset }) => {
+      const stored = await put('replace', { status, owner: 'o', leaseUntil: NOW + LEASE, claims: 1, watched: true });
+      const replaced = await box.ledger.replaceRunning({ ...stored, fencingToken: stored.fencingToken + tokenOffset }, 'newer', NOW);
+      const holds = status === RunStatus.RUNNING && tokenOffset === 0;
+      const label = `replace at token ${tokenOffset} of a ${status} run`;
+      expect(replaced, label).toBe(holds);
+      const after = await box.ledger.getRun(stored);
+      if (holds) {
+        expect(after).toMatchObject({ status: RunStatus.SUPERSEDED, fencingToken: stored.fencingToken + 1, lastError: { code: 'REPLACED' } });
+        // The old holder's heartbeat is refused from now on.
+        expect((await box.ledger.heartbeat(stored, NOW + LEASE)).ok).toBe(false);
+      } else expect(after, label).toEqual(stored);
+    });
+  });
+
+  /** The item as stored (every attribute, not only the ones a Run carries). */
+  async function raw(run: Pick<Run, 'job' | 'slot' | 'shard'>): Promise<Record<string, unknown> | undefined> {
+    const { Item } = await box.clients.doc.send(new GetCommand({ TableName: box.endpoints.ledgerTable, Key: { pk: LedgerKeys.jobPk(run.job), sk: LedgerKeys.runSk(run.slot, run.shard) }, ConsistentRead: true }));
+    return Item;
+  }
+
+  it('markRedispatch: at most once per grace period, only a run that has not moved since it was read, and never past its budget', async () => {
+    const GRACE = 60_000;
+    const MAX = 10;
+    const cases = everyCombination({
+      moved: ['no', 'status', 'token'],
+      dispatchedAt: [undefined, NOW - GRACE - 1, NOW - GRACE, NOW - GRACE + 1],
+      redispatches: [undefined, MAX - 1, MAX],
+    } as const);
+    await eachCase(cases, async ({ moved, dispatchedAt, redispatches }) => {
+      const stored = await put('redispatch', { status: RunStatus.READY, claims: 1, watched: false }, { ...(dispatchedAt !== undefined ? { dispatchedAt } : {}), ...(redispatches !== undefined ? { redispatches } : {}) });
+      const before = await raw(stored);
+      // What the sweeper read: the run as stored, or as it was before someone moved it on.
+      const read: Run = moved === 'status' ? { ...stored, status: RunStatus.RETRY } : moved === 'token' ? { ...stored, fencingToken: stored.fencingToken - 1 } : stored;
+      const result = await box.ledger.markRedispatch(read, NOW, GRACE, MAX);
+      const label = `moved ${moved}, dispatched at ${dispatchedAt === undefined ? 'never' : dispatchedAt - NOW}, ${redispatches ?? 'no'} re-dispatches`;
+      const graceOver = dispatchedAt === undefined || dispatchedAt < NOW - GRACE;
+      const budgetLeft = redispatches === undefined || redispatches < MAX;
+      const expected = moved === 'no' && graceOver && budgetLeft ? 'marked' : moved === 'no' && !budgetLeft ? 'exhausted' : 'moved';
+      expect(result, label).toBe(expected);
+      const after = await raw(stored);
+      if (expected === 'marked') {
+        expect(after, label).toMatchObject({ dispatchedAt: NOW, redispatches: (redispatches ?? 0) + 1, ...watchKeys(stored) });
+      } else expect(after, label).toEqual(before);
+    });
+  });
+
+  describe('lane markers', () => {
+    const laneJob = () => `lane-${++nextSlot}`;
+    const holder = (slot: number) => ({ slot, shard: 0 });
+    const markers = ['none', 'mine', 'other'] as const;
+    /** Puts the lane's marker as `marker` says: absent, naming slot `mine`, or naming `other`. */
+    async function mark(job: string, marker: (typeof markers)[number], mine: number, other: number): Promise<void> {
+      if (marker === 'none') return;
+      expect(await box.ledger.lanes.acquire(job, holder(marker === 'mine' ? mine : other), NOW)).toEqual({ kind: 'acquired' });
+    }
+
+    it('acquire takes a free lane, keeps one its holder already has, and is blocked by another holder\'s', async () => {
+      await eachCase(markers, async (marker) => {
+        const job = laneJob();
+        await mark(job, marker, BASE + 1_000, BASE);
+        const result = await box.ledger.lanes.acquire(job, holder(BASE + 1_000), NOW + 1);
+        expect(result, marker).toEqual(marker === 'none' ? { kind: 'acquired' } : marker === 'mine' ? { kind: 'held' } : { kind: 'blocked', holderSlot: BASE, since: NOW });
+        expect((await box.ledger.lanes.read(job, 0))?.holderSlot, marker).toBe(marker === 'other' ? BASE : BASE + 1_000);
+      });
+    });
+
+    it('release frees only its own holder\'s marker: a run that never held the lane cannot free it for another', async () => {
+      await eachCase(markers, async (marker) => {
+        const job = laneJob();
+        await mark(job, marker, BASE + 1_000, BASE);
+        expect(await box.ledger.lanes.release(job, holder(BASE + 1_000)), marker).toBe(marker === 'mine');
+        expect((await box.ledger.lanes.read(job, 0))?.holderSlot, marker).toBe(marker === 'other' ? BASE : undefined);
+      });
+    });
+
+    it('takeFromEnded takes the lane only from the holder named, and only once that holder\'s run has ended or is gone', async () => {
+      const cases = everyCombination({ staleRun: [...ALL_STATUSES, 'gone'], marker: ['stale', 'other', 'none'] } as const);
+      await eachCase(cases, async ({ staleRun, marker }) => {
+        const job = laneJob();
+        const stale = staleRun === 'gone' ? holder(freshSlot()) : holder((await put(job, { status: staleRun, owner: 'o', leaseUntil: NOW + LEASE, claims: 1, watched: false })).slot);
+        const other = freshSlot();
+        if (marker !== 'none') expect(await box.ledger.lanes.acquire(job, marker === 'stale' ? stale : holder(other), NOW)).toEqual({ kind: 'acquired' });
+        const next = holder(freshSlot());
+        const taken = await box.ledger.lanes.takeFromEnded(job, next, stale, NOW + 1);
+        const label = `marker ${marker}, stale holder's run ${staleRun}`;
+        const expected = marker === 'stale' && (staleRun === 'gone' || isTerminal(staleRun));
+        expect(taken, label).toBe(expected);
+        const now = (await box.ledger.lanes.read(job, 0))?.holderSlot;
+        expect(now, label).toBe(expected ? next.slot : marker === 'stale' ? stale.slot : marker === 'other' ? other : undefined);
+      });
+    });
+
+    // Faults a local server cannot produce (test/support/faults.ts): the adapter's own mapping.
+    it('a takeover whose response was lost after it committed is recognised as ours; one that lost the race is not', async () => {
+      const job = laneJob();
+      const stale = holder((await put(job, { status: RunStatus.SUCCEEDED, claims: 1, watched: false })).slot);
+      expect(await box.ledger.lanes.acquire(job, stale, NOW)).toEqual({ kind: 'acquired' });
+      const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: (command) => command === 'TransactWriteItemsCommand', fault: 'lost-response' }]);
+      try {
+        const lanes = new LaneStore(faulty.doc, box.endpoints.ledgerTable);
+        const next = holder(freshSlot());
+        expect(await lanes.takeFromEnded(job, next, stale, NOW + 1)).toBe(true);
+        expect(faulty.injected).toEqual(['TransactWriteItemsCommand']);
+        expect((await lanes.read(job, 0))?.holderSlot).toBe(next.slot);
+        // A second claimer naming the same stale holder finds the lane taken: not ours.
+        expect(await lanes.takeFromEnded(job, holder(freshSlot()), stale, NOW + 2)).toBe(false);
+      } finally {
+        faulty.destroy();
+      }
+    });
+
+    it('a lane call the store refuses (throttled past the SDK\'s retries) throws: it is never taken for a refusal of the condition', async () => {
+      const job = laneJob();
+      const stale = holder((await put(job, { status: RunStatus.SUCCEEDED, claims: 1, watched: false })).slot);
+      expect(await box.ledger.lanes.acquire(job, stale, NOW)).toEqual({ kind: 'acquired' });
+      const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: () => true, fault: 'refused', times: 100 }], 1);
+      try {
+        const lanes = new LaneStore(faulty.doc, box.endpoints.ledgerTable);
+        await expect(lanes.acquire(job, holder(freshSlot()), NOW)).rejects.toMatchObject({ name: 'ThrottlingException' });
+        await expect(lanes.release(job, stale)).rejects.toMatchObject({ name: 'ThrottlingException' });
+        await expect(lanes.takeFromEnded(job, holder(freshSlot()), stale, NOW)).rejects.toMatchObject({ name: 'ThrottlingException' });
+      } finally {
+        faulty.destroy();
+      }
+      expect((await box.ledger.lanes.read(job, 0))?.holderSlot).toBe(stale.slot);
+    });
+  });
+});
+
+describe('the planner\'s watermarks on DynamoDB Local', () => {
+  let box: Sandbox;
+  beforeAll(async () => {
+    box = await sandbox();
+  });
+  afterAll(() => box.destroy());
+
+  const step = fc.record({ gen: fc.constantFrom(1, 1, 1, 2), kind: fc.constantFrom('planned', 'swept') as fc.Arbitrary<'planned' | 'swept'>, to: fc.integer({ min: 0, max: 20 }) });
+
+  it('plannedUntil and sweptUntil only move forward, within their layout generation, whatever order concurrent ticks finish in', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 12 }), async (steps) => {
+        const partition = ++nextSlot;
+        // A layout of generation 1 with this partition at 5 (planned) and 5 (swept).
+        const layout = await box.ledger.planning.readLayout();
+        const partitions = new Map(layout?.partitions ?? []);
+        partitions.set(partition, { plannedUntil: BASE + 5, sweptUntil: BASE + 5 });
+        expect(await box.ledger.planning.writeLayout(layout, { of: 1, gen: 1, partitions }, NOW)).toBe(true);
+        const model = { planned: BASE + 5, swept: BASE + 5 };
+        for (const { gen, kind, to } of steps) {
+          const until = BASE + to;
+          const moved = kind === 'planned' ? await box.ledger.planning.advancePartition(gen, partition, until) : await box.ledger.planning.saveSweep(gen, partition, { sweptUntil: until });
+          const expected = gen === 1 && until >= model[kind];
+          expect(moved, `${kind} ${model[kind]} → ${until} in gen ${gen}`).toBe(expected);
+          if (expected) model[kind] = until;
+        }
+        const cursor = (await box.ledger.planning.readLayout())!.partitions.get(partition)!;
+        expect(cursor).toMatchObject({ plannedUntil: model.planned, sweptUntil: model.swept });
+        // Put the layout back to generation 0 for the next case (its writeLayout expects gen 1 or none).
+        const now = await box.ledger.planning.readLayout();
+        expect(await box.ledger.planning.writeLayout(now, { ...now!, gen: 0 }, NOW)).toBe(true);
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('a layout is replaced only by a planner that read the current one: two switching at once agree on one', async () => {
+    const own = await sandbox();
+    try {
+      const empty = { of: 1, gen: 1, partitions: new Map() };
+      expect(await own.ledger.planning.writeLayout(undefined, empty, NOW)).toBe(true);
+      expect(await own.ledger.planning.writeLayout(undefined, { ...empty, of: 2 }, NOW)).toBe(false);
+      const current = await own.ledger.planning.readLayout();
+      const [a, b] = await Promise.all([
+        own.ledger.planning.writeLayout(current, { of: 4, gen: 2, partitions: new Map() }, NOW),
+        own.ledger.planning.writeLayout(current, { of: 8, gen: 2, partitions: new Map() }, NOW),
+      ]);
+      expect([a, b].filter(Boolean)).toHaveLength(1);
+      expect((await own.ledger.planning.readLayout())?.of).toBe(a ? 4 : 8);
+    } finally {
+      own.destroy();
+    }
+  });
+});
+
+describe('a job\'s planning state on DynamoDB Local', () => {
+  let box: Sandbox;
+  beforeAll(async () => {
+    box = await sandbox();
+  });
+  afterAll(() => box.destroy());
+  const job = () => `plan-${++nextSlot}`;
+
+  it('a catch-up cursor moves only from the value read, and never while the job is paused', async () => {
+    const name = job();
+    const planning = box.ledger.planning;
+    expect(await planning.setCatchUp(name, BASE + 1, BASE + 9, undefined)).toBe(true);
+    // A concurrent tick that read no cursor, or an older one, loses.
+    expect(await planning.setCatchUp(name, BASE + 2, BASE + 9, undefined)).toBe(false);
+    expect(await planning.setCatchUp(name, BASE + 2, BASE + 9, BASE)).toBe(false);
+    expect(await planning.setCatchUp(name, BASE + 2, BASE + 9, BASE + 1)).toBe(true);
+    expect(await planning.clearCatchUp(name, BASE + 1)).toBe(false);
+    expect(await planning.readJobPlan(name)).toMatchObject({ cursor: BASE + 2, edge: BASE + 9 });
+    // Paused: the pause keeps the cursor it found; no tick moves or clears it.
+    expect(await planning.pause(name, BASE + 5, { by: 'op', at: NOW, note: 'hold' })).toBe(true);
+    expect(await planning.pause(name, BASE + 6, { by: 'other', at: NOW })).toBe(false);
+    expect(await planning.setCatchUp(name, BASE + 3, BASE + 9, BASE + 2)).toBe(false);
+    expect(await planning.clearCatchUp(name, BASE + 2)).toBe(false);
+    expect(await planning.readJobPlan(name)).toMatchObject({ cursor: BASE + 2, pause: { by: 'op', note: 'hold' } });
+    expect((await planning.readTickState()).paused.has(name)).toBe(true);
+    // Resumed: listed as behind, and the cursor moves on again.
+    expect(await planning.resume(name)).toBe(true);
+    expect(await planning.resume(name)).toBe(false);
+    const state = await planning.readTickState();
+    expect([state.paused.has(name), state.behind.has(name)]).toEqual([false, true]);
+    expect(await planning.clearCatchUp(name, BASE + 2)).toBe(true);
+    expect((await planning.readJobPlan(name))?.cursor).toBeUndefined();
+  });
+
+  it('a pause of a job that was not behind starts its cursor where the job was planned to', async () => {
+    const name = job();
+    expect(await box.ledger.planning.pause(name, BASE + 7, { by: 'op', at: NOW })).toBe(true);
+    expect(await box.ledger.planning.readJobPlan(name)).toMatchObject({ cursor: BASE + 7 });
+  });
+
+  it('a maxRuns bound is recorded once: the first tick\'s wins', async () => {
+    const name = job();
+    expect(await box.ledger.planning.setRunBound(name, BASE + 1, BASE + 100)).toBe(true);
+    expect(await box.ledger.planning.setRunBound(name, BASE + 2, BASE + 200)).toBe(false);
+    expect(await box.ledger.planning.readJobPlan(name)).toMatchObject({ firstSlot: BASE + 1, lastSlot: BASE + 100 });
+    const unbounded = job();
+    expect(await box.ledger.planning.setRunBound(unbounded, BASE + 1, Number.POSITIVE_INFINITY)).toBe(true);
+    expect((await box.ledger.planning.readJobPlan(unbounded))?.lastSlot).toBe(Number.POSITIVE_INFINITY);
+  });
+
+  it('the behind lists take and drop names, several per call', async () => {
+    const names = Array.from({ length: 6 }, job);
+    await box.ledger.planning.listBehind(names, []);
+    await box.ledger.planning.listBehind(names.slice(3), names.slice(0, 2));
+    const { behind } = await box.ledger.planning.readTickState();
+    expect(names.map((n) => behind.has(n))).toEqual([false, false, true, true, true, true]);
+  });
+});
