@@ -8,7 +8,7 @@ import { REQUIRED_KEYS, runBench } from '../../tools/bench/run.js';
 import { sharedEndpoints } from '../support/stack.js';
 
 describe('benchmark smoke mode', () => {
-  // About a minute on an idle machine, 457 s beside the suite at load 8-9: the timeout only catches a hang.
+  // 457 s beside the rest of the suite with the load average at 8-9: the timeout only catches a hang.
   it('produces every figure as a number', { timeout: 1_500_000 }, async () => {
     const result = await runBench({ mode: 'smoke', endpoints: sharedEndpoints() });
     for (const key of REQUIRED_KEYS) {
