@@ -1,0 +1,800 @@
+/**
+ * One scenario's world: fresh tables and queues on the shared local stack, virtual time, the
+ * actors (planner, worker lanes as Lambda containers, the operator) with their real SDK clients
+ * behind the model's gate and faults, the model queue, the config timeline and the history.
+ * Commands (commands.ts) act on it through the methods below; `quiesce` then lets time run on
+ * without faults and `check` reads the final tables and runs the checker.
+ *
+ * Every store call of every actor passes the gate, and the gate lets one call through at a time,
+ * in the order the scenario's fc.scheduler picks: a scenario is a pure function of its commands
+ * and its scheduler seed, so a failure replays and shrinks.
+ */
+import { randomUUID } from 'node:crypto';
+import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
+import { DeleteMessageBatchCommand, DeleteQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { Scheduler } from 'fast-check';
+import { backfill } from '../../shared/backfill.js';
+import { Ledger } from '../../shared/adapters/ledger.js';
+import { LedgerOps } from '../../shared/adapters/ledger-ops.js';
+import { RunQueue } from '../../shared/adapters/run-queue.js';
+import { jobsByName } from '../../shared/config.js';
+import { checkScenario, formatViolations, type CheckResult, type CheckViolation } from '../../shared/core/checker.js';
+import type { HistoryEvent, HistorySink } from '../../shared/core/history.js';
+import { parseJobs, type Job, type JobInput } from '../../shared/core/job-schema.js';
+import { partitionOf } from '../../shared/core/partition.js';
+import { isTerminal, RunStatus, type Run, type RunId } from '../../shared/core/vocabulary.js';
+import { InMemoryMetrics, JsonLineLogger } from '../../shared/observability.js';
+import { defaultLookaheadMs, runPlannerTick } from '../../shared/planner.js';
+import { PLANNER_SCHEDULE, RUN_QUEUES } from '../../shared/resources.js';
+import { processBatch, type QueueRecord, type WorkerDeps } from '../../shared/worker.js';
+import { redrive } from '../ops/redrive.js';
+import { resolveRun } from '../ops/resolve.js';
+import { createQueues, createTables, localClientConfig, type LocalEndpoints } from '../local-stack.js';
+import { createClients, type Clients } from '../../shared/runtime.js';
+import { actorClients, type ActorClients, type Gate } from './actor-io.js';
+import { FaultPlan, prng, type CallInfo, type FaultKind, type FaultProfile } from './faults.js';
+import { BehaviourKind, MODEL_HANDLER, MODEL_HANDLER_NAMES, MODEL_RECONCILING_HANDLER, modelHandlers, type Behaviour } from './handlers.js';
+import { readFinal, type FinalTables } from './ledger-view.js';
+import { ModelQueue } from './model-queue.js';
+import { computeOwed, type TimelineEvent } from './owed.js';
+import { opsRetry } from './ops-retry.js';
+import { VirtualTime } from './virtual-time.js';
+
+export interface JobSpec {
+  readonly name: string;
+  readonly schedule: string;
+  readonly overlap: 'forbid-skip' | 'forbid-queue' | 'coalesce' | 'parallel';
+  readonly misfire: { readonly policy: 'skip' | 'latest' | 'all'; readonly afterMs: number; readonly maxPerTick: number };
+  readonly shards: number;
+  readonly maxAttempts: number;
+  readonly backoffBaseMs: number;
+  readonly backoffMaxMs: number;
+  readonly leaseMs: number;
+  readonly timeoutMs: number;
+  readonly deadlineMs?: number;
+  readonly startLeadMs: number;
+  readonly reconcile: boolean;
+  /** Jobs with the same group write the same business items. */
+  readonly group: string;
+  readonly behaviours: readonly Behaviour[];
+}
+
+export interface LaneSpec {
+  readonly skewMs: number;
+  /** SDK attempts per call. */
+  readonly sdkAttempts: number;
+  readonly batchSize: number;
+}
+
+export interface ScenarioSetup {
+  /** Virtual start instant. */
+  readonly start: number;
+  readonly lanes: readonly LaneSpec[];
+  readonly plannerSkewMs: number;
+  readonly plannerSdkAttempts: number;
+  readonly opsSkewMs: number;
+  /** The workers' and operators' clock allowance. */
+  readonly clockAllowanceMs: number;
+  readonly partitions: number;
+  readonly jobs: readonly JobSpec[];
+  readonly faults: FaultProfile;
+  readonly seed: number;
+}
+
+export interface ModelStack {
+  readonly endpoints: LocalEndpoints;
+  readonly clients: Clients;
+}
+
+export function modelStack(endpoints: LocalEndpoints): ModelStack {
+  return { endpoints, clients: createClients({ dynamo: localClientConfig(endpoints.dynamoEndpoint), sqs: localClientConfig(endpoints.sqsEndpoint) }) };
+}
+
+interface Lane {
+  readonly name: string;
+  readonly spec: LaneSpec;
+  generation: number;
+  container: string;
+  clients?: ActorClients;
+  busy: boolean;
+  invocations: number;
+  owner: string;
+  held: string[];
+  paused: boolean;
+}
+
+const QUIET_LOGGER = new JsonLineLogger(() => undefined, {}, 'error');
+const never = () => new Promise<never>(() => undefined);
+const iso = (ms: number) => new Date(ms).toISOString().slice(11, 19);
+const SWEEP_GRACE_MS = 120_000;
+const HARNESS = 'harness';
+
+export function jobInput(spec: JobSpec, schedule = spec.schedule): JobInput {
+  return {
+    name: spec.name,
+    schedule,
+    handler: spec.reconcile ? MODEL_RECONCILING_HANDLER : MODEL_HANDLER,
+    overlap: spec.overlap,
+    misfire: { policy: spec.misfire.policy, after: spec.misfire.afterMs, maxPerTick: spec.misfire.maxPerTick },
+    shards: spec.shards,
+    lease: spec.leaseMs,
+    timeout: spec.timeoutMs,
+    retry: { maxAttempts: spec.maxAttempts, backoff: { base: spec.backoffBaseMs, max: spec.backoffMaxMs, jitter: 'full' } },
+    ...(spec.deadlineMs !== undefined ? { deadline: spec.deadlineMs } : {}),
+    startLead: spec.startLeadMs,
+  };
+}
+
+export class ScenarioFailure extends Error {
+  override readonly name = 'ScenarioFailure';
+  constructor(
+    readonly violations: readonly CheckViolation[],
+    readonly story: string,
+  ) {
+    super(`${violations.length} violation(s):\n${formatViolations(violations.slice(0, 12))}\n\nstory:\n${story}`);
+  }
+}
+
+export class World implements Gate {
+  readonly time: VirtualTime;
+  readonly faults: FaultPlan;
+  readonly queue: ModelQueue;
+  readonly events: HistoryEvent[] = [];
+  readonly storyLines: string[] = [];
+  readonly timeline: TimelineEvent[] = [];
+  readonly metrics = new InMemoryMetrics();
+  specs = new Map<string, JobSpec>();
+  jobs: Job[] = [];
+  partitions: number;
+  quiescent = false;
+  faultPhaseEnd: number | undefined;
+  operations = 0;
+  private readonly lanes: Lane[];
+  private readonly cursors = new Map<string, number>();
+  private readonly holds = new Map<string, (() => void)[]>();
+  private inflight = 0;
+  private readonly idleWaiters: (() => void)[] = [];
+  private readonly activities = new Set<Promise<unknown>>();
+  private readonly random: () => number;
+  private planner!: ActorClients;
+  private ops!: ActorClients;
+  private destroyed = false;
+  private nextJob = 0;
+
+  private constructor(
+    readonly stack: ModelStack,
+    readonly setup: ScenarioSetup,
+    readonly scheduler: Scheduler,
+    readonly tables: { readonly ledger: string; readonly payments: string },
+    readonly queues: { readonly runQueueUrl: string; readonly deadLetterQueueUrl: string; readonly runQueueArn: string; readonly deadLetterQueueArn: string },
+  ) {
+    this.time = new VirtualTime(setup.start);
+    this.faults = new FaultPlan(setup.faults, setup.seed);
+    this.random = prng(setup.seed ^ 0x5bd1e995);
+    this.partitions = setup.partitions;
+    this.queue = new ModelQueue(stack.clients.sqs, this.time, {
+      queueUrl: queues.runQueueUrl,
+      deadLetterQueueUrl: queues.deadLetterQueueUrl,
+      visibilityMs: RUN_QUEUES.visibilityTimeoutSeconds * 1000,
+      maxReceiveCount: RUN_QUEUES.maxReceiveCount,
+    });
+    this.lanes = setup.lanes.map((spec, i) => ({ name: `w${i}`, spec, generation: 0, container: `w${i}#0`, busy: false, invocations: 0, owner: '', held: [], paused: false }));
+  }
+
+  static async create(stack: ModelStack, setup: ScenarioSetup, scheduler: Scheduler): Promise<World> {
+    const suffix = randomUUID().slice(0, 12);
+    const tables = { ledger: `model-ledger-${suffix}`, payments: `model-items-${suffix}` };
+    await createTables(stack.clients.dynamo, { ledgerTable: tables.ledger, paymentsTable: tables.payments });
+    const queues = await createQueues(stack.clients.sqs, { nameSuffix: `-m${suffix}`, visibilityTimeoutSeconds: RUN_QUEUES.visibilityTimeoutSeconds });
+    const arn = async (url: string) =>
+      (await stack.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes?.QueueArn ?? '';
+    const world = new World(stack, setup, scheduler, tables, { ...queues, runQueueArn: await arn(queues.runQueueUrl), deadLetterQueueArn: await arn(queues.deadLetterQueueUrl) });
+    world.planner = world.clientsFor('planner', setup.plannerSdkAttempts);
+    world.ops = world.clientsFor('ops', 3);
+    for (const spec of setup.jobs) world.addJobNow(spec, true);
+    return world;
+  }
+
+  // ---------------------------------------------------------------- gate (actor-io.ts)
+
+  async enter(actor: string, call: CallInfo, latencyMs: number): Promise<void> {
+    if (latencyMs > 0) {
+      this.disturbed(actor, 'delayed');
+      this.say(`${actor} ${call.kind}: +${Math.round(latencyMs / 1000)} s latency`);
+      await this.time.sleepOf(actor)(latencyMs);
+    }
+    for (let released = false; ; ) {
+      const state = this.time.state(actor);
+      if (state === 'dead') return never();
+      if (state === 'frozen') {
+        await new Promise<void>((resolve) => this.holds.set(actor, [...(this.holds.get(actor) ?? []), resolve]));
+        continue;
+      }
+      if (released) break;
+      await this.scheduler.schedule(Promise.resolve(), `${actor} ${call.kind}`);
+      released = true;
+    }
+    this.inflight++;
+  }
+
+  leave(): void {
+    this.inflight--;
+    if (this.inflight === 0) for (const waiter of this.idleWaiters.splice(0)) waiter();
+  }
+
+  note(actor: string, call: CallInfo, fault: FaultKind): void {
+    this.say(`${actor} ${call.kind} (${call.command.replace('Command', '')}): ${fault}`);
+  }
+
+  private async ioIdle(): Promise<void> {
+    for (let i = 0; i < 1_000; i++) {
+      if (this.inflight > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (this.inflight === 0) return;
+    }
+  }
+
+  /** Lets every released call land, one at a time in the scheduler's order, until nothing can move. */
+  async settle(): Promise<void> {
+    for (let steps = 0; steps < 20_000; steps++) {
+      await this.ioIdle();
+      if (this.scheduler.count() === 0) return;
+      await this.scheduler.waitNext(1);
+    }
+    throw new Error('the world did not settle within 20,000 steps');
+  }
+
+  // ---------------------------------------------------------------- actors
+
+  private clientsFor(actor: string, attempts: number): ActorClients {
+    return actorClients(
+      actor,
+      { dynamoEndpoint: this.stack.endpoints.dynamoEndpoint, sqsEndpoint: this.stack.endpoints.sqsEndpoint, maxAttempts: attempts, runQueueUrl: this.queues.runQueueUrl },
+      this,
+      this.faults,
+      this.queue,
+    );
+  }
+
+  /** A history sink for an actor whose clock is skewed: instants become true virtual time. */
+  private sinkFor(skewMs: number): HistorySink {
+    return {
+      record: (event) => {
+        const at = this.time.now();
+        if (event.type === 'claimed' || event.type === 'heartbeat') this.events.push({ ...event, at, leaseUntil: event.leaseUntil - skewMs });
+        else this.events.push({ ...event, at });
+      },
+    };
+  }
+
+  private disturbed(actor: string, kind: 'killed' | 'paused' | 'delayed'): void {
+    const lane = this.lanes.find((l) => l.container === actor);
+    const owner = lane?.owner ?? actor;
+    const runKeys = lane && lane.busy ? lane.held : [''];
+    for (const runKey of runKeys.length > 0 ? runKeys : ['']) this.events.push({ type: 'actor-disturbed', at: this.time.now(), owner, kind, runKey });
+  }
+
+  say(line: string): void {
+    this.storyLines.push(`${iso(this.time.now())} ${line}`);
+  }
+
+  private track(activity: Promise<unknown>): void {
+    const tracked = activity.finally(() => this.activities.delete(tracked));
+    this.activities.add(tracked);
+  }
+
+  private lane(index: number): Lane {
+    return this.lanes[index % this.lanes.length]!;
+  }
+
+  get laneCount(): number {
+    return this.lanes.length;
+  }
+
+  // ---------------------------------------------------------------- config
+
+  private addJobNow(spec: JobSpec, initial = false): void {
+    const [job] = parseJobs([jobInput(spec)], { handlers: [...MODEL_HANDLER_NAMES] });
+    this.specs.set(spec.name, spec);
+    this.jobs = [...this.jobs, job!];
+    this.timeline.push({ kind: 'add', at: this.time.now(), job: job! });
+    if (!initial) this.say(`config: job ${spec.name} added (${spec.schedule}, ${spec.overlap}, ${spec.shards} shard(s))`);
+  }
+
+  newJobName(): string {
+    return `j${this.setup.jobs.length + this.nextJob++}`;
+  }
+
+  addJob(spec: JobSpec): void {
+    if (this.specs.has(spec.name)) return;
+    this.addJobNow(spec);
+  }
+
+  removeJob(index: number): void {
+    if (this.jobs.length <= 1) return;
+    const job = this.jobs[index % this.jobs.length]!;
+    this.jobs = this.jobs.filter((j) => j !== job);
+    this.timeline.push({ kind: 'remove', at: this.time.now(), job: job.name });
+    this.say(`config: job ${job.name} removed`);
+  }
+
+  changeSchedule(index: number, schedule: string): void {
+    if (this.jobs.length === 0) return;
+    const job = this.jobs[index % this.jobs.length]!;
+    const spec = this.specs.get(job.name)!;
+    if (job.schedule === schedule) return;
+    const [changed] = parseJobs([jobInput(spec, schedule)], { handlers: [...MODEL_HANDLER_NAMES] });
+    this.jobs = this.jobs.map((j) => (j === job ? changed! : j));
+    this.timeline.push({ kind: 'schedule', at: this.time.now(), job: changed! });
+    this.say(`config: job ${job.name} schedule ${job.schedule} → ${schedule}`);
+  }
+
+  setPartitions(of: number): void {
+    if (of === this.partitions) return;
+    this.say(`config: plannerPartitions ${this.partitions} → ${of}`);
+    this.partitions = of;
+    this.timeline.push({ kind: 'partitions', at: this.time.now(), of });
+  }
+
+  groupOf(job: string): string {
+    return this.specs.get(job)?.group ?? job;
+  }
+
+  behaviourFor(job: string): Behaviour {
+    const spec = this.specs.get(job);
+    if (this.quiescent || !spec || spec.behaviours.length === 0) return { kind: BehaviourKind.OK, workMs: 100, writes: 1 };
+    const cursor = this.cursors.get(job) ?? 0;
+    this.cursors.set(job, cursor + 1);
+    return spec.behaviours[cursor % spec.behaviours.length]!;
+  }
+
+  // ---------------------------------------------------------------- time
+
+  async advance(ms: number): Promise<void> {
+    await this.time.advanceTo(this.time.now() + ms, () => this.settle());
+  }
+
+  /** Advances to the next instant at `offsetMs` past a whole minute. */
+  async advanceToMinute(offsetMs: number): Promise<void> {
+    const minute = PLANNER_SCHEDULE.tickMs;
+    const now = this.time.now();
+    let target = Math.floor(now / minute) * minute + offsetMs;
+    while (target <= now) target += minute;
+    await this.time.advanceTo(target, () => this.settle());
+  }
+
+  // ---------------------------------------------------------------- planner
+
+  /** One planner invocation per partition of the current config (`copies` at once). */
+  async tick(copies = 1): Promise<void> {
+    const of = this.partitions;
+    const jobs = this.jobs;
+    const clock = this.time.clockOf({ skewMs: this.setup.plannerSkewMs });
+    const sink = this.sinkFor(this.setup.plannerSkewMs);
+    const started = this.time.now();
+    this.say(`tick${copies > 1 ? ` ×${copies}` : ''} (${of} partition(s))`);
+    for (let copy = 0; copy < copies; copy++) {
+      const ledger = new Ledger(this.planner.doc, { tableName: this.tables.ledger });
+      const queue = new RunQueue(this.planner.sqs, this.queues.runQueueUrl);
+      const run = Promise.all(
+        Array.from({ length: of }, (_, partition) =>
+          runPlannerTick({ ledger, queue, jobs, clock, logger: QUIET_LOGGER, metrics: this.metrics, history: sink, options: { sweepGraceMs: SWEEP_GRACE_MS } }, { partition, of }).then(
+            (report) => report,
+            (error: unknown) => {
+              this.say(`tick ${partition}/${of} failed: ${short(error)}`);
+              throw error;
+            },
+          ),
+        ),
+      ).then(
+        () => void this.timeline.push({ kind: 'tick', at: started }),
+        () => undefined,
+      );
+      this.track(run);
+    }
+    await this.settle();
+  }
+
+  // ---------------------------------------------------------------- workers
+
+  private workerDeps(lane: Lane, clients: ActorClients, deadline: number): WorkerDeps {
+    const clock = this.time.clockOf({ skewMs: lane.spec.skewMs });
+    const timers = this.time.timersOf(lane.container);
+    return {
+      ledger: new Ledger(clients.doc, { tableName: this.tables.ledger }),
+      queue: new RunQueue(clients.sqs, this.queues.runQueueUrl),
+      doc: clients.doc,
+      jobs: jobsByName(this.jobs),
+      handlers: modelHandlers({ behaviourFor: (job) => this.behaviourFor(job), groupOf: (job) => this.groupOf(job), history: this.sinkFor(lane.spec.skewMs), now: () => this.time.now() }, lane.owner, timers),
+      tables: { ledger: this.tables.ledger, payments: this.tables.payments },
+      owner: lane.owner,
+      clock,
+      random: this.random,
+      logger: QUIET_LOGGER,
+      metrics: this.metrics,
+      history: this.sinkFor(lane.spec.skewMs),
+      remainingTimeMs: () => deadline - this.time.now(),
+      timers,
+      options: { clockSkewMs: this.setup.clockAllowanceMs },
+    };
+  }
+
+  /**
+   * The event source mapping hands a batch of due messages to lane `index` (a Lambda container:
+   * thawed if it was frozen between invocations, started afresh if it was killed). `duplicateTo`
+   * hands a copy of the batch's first message to a second lane at the same time.
+   */
+  async deliver(index: number, duplicateTo?: number): Promise<void> {
+    const lane = this.lane(index);
+    if (lane.busy) return;
+    await this.queue.pull();
+    const records = await this.queue.take(lane.spec.batchSize);
+    if (records.length === 0) return;
+    await this.invoke(lane, records);
+    if (duplicateTo !== undefined) {
+      const other = this.lane(duplicateTo);
+      if (other !== lane && !other.busy) await this.invoke(other, [this.queue.duplicateOf(records[0]!)]);
+    }
+    await this.settle();
+  }
+
+  private async invoke(lane: Lane, records: QueueRecord[]): Promise<void> {
+    if (this.time.state(lane.container) === 'dead' || !lane.clients) {
+      lane.clients?.destroy();
+      lane.generation++;
+      lane.container = `${lane.name}#${lane.generation}`;
+      lane.clients = this.clientsFor(lane.container, lane.spec.sdkAttempts);
+    }
+    lane.invocations++;
+    lane.owner = `${lane.name}.${lane.invocations}`;
+    lane.busy = true;
+    lane.held = records.map((r) => runKeyIn(r.body));
+    this.say(`${lane.owner} receives ${lane.held.map((k, i) => `${k}${records[i]!.attributes?.ApproximateReceiveCount !== '1' ? ` (receive ${records[i]!.attributes?.ApproximateReceiveCount})` : ''}`).join(', ')}`);
+    // Lambda thaws the container: timers of earlier invocations (zombies) run again.
+    this.time.setState(lane.container, 'running');
+    await this.time.fireOverdue(lane.container, () => this.settle());
+    const container = lane.container;
+    const clients = lane.clients;
+    const deadline = this.time.now() + RUN_QUEUES.workerTimeoutSeconds * 1000;
+    const owner = lane.owner;
+    // The Lambda service ends an invocation that outlives its timeout (the container dies).
+    const timeoutTimer = this.time.timersOf(HARNESS).setTimeout(() => {
+      if (lane.busy && lane.owner === owner) {
+        this.say(`${owner}: Lambda timeout, container killed`);
+        this.kill(this.lanes.indexOf(lane));
+      }
+    }, deadline - this.time.now());
+    const deps = this.workerDeps(lane, clients, deadline);
+    const invocation = processBatch(deps, records)
+      .then(async (result) => {
+        const failed = new Set(result.batchItemFailures.map((f) => f.itemIdentifier));
+        const done = records.filter((r, i) => !failed.has(r.messageId) && records.findIndex((o) => o.messageId === r.messageId) === i);
+        if (done.length > 0 && this.time.state(container) !== 'dead') {
+          // The event source mapping deletes what the invocation reported done.
+          await clients.sqs
+            .send(new DeleteMessageBatchCommand({ QueueUrl: this.queues.runQueueUrl, Entries: done.map((r, i) => ({ Id: String(i), ReceiptHandle: r.receiptHandle })) }))
+            .catch((error: unknown) => this.say(`${owner}: delete failed: ${short(error)}`));
+        }
+      })
+      .catch((error: unknown) => this.say(`${owner}: invocation failed: ${short(error)}`))
+      .finally(() => {
+        this.time.timersOf(HARNESS).clearTimeout(timeoutTimer);
+        if (lane.owner === owner && lane.container === container) {
+          lane.busy = false;
+          lane.held = [];
+          // Between invocations Lambda freezes the container: nothing of it runs until the next one.
+          this.time.setState(container, 'frozen');
+        }
+      });
+    this.track(invocation);
+  }
+
+  /** The lane's container dies at once (SIGKILL, OOM, Lambda timeout). */
+  kill(index: number): void {
+    const lane = this.lane(index);
+    if (this.time.state(lane.container) === 'dead') return;
+    if (lane.busy) {
+      this.disturbed(lane.container, 'killed');
+      this.say(`${lane.owner} killed`);
+    }
+    this.time.setState(lane.container, 'dead');
+    lane.busy = false;
+    lane.held = [];
+    for (const resolve of this.holds.get(lane.container) ?? []) resolve();
+    this.holds.delete(lane.container);
+  }
+
+  /** The lane's container stops for `ms` of virtual time (a GC pause, SIGSTOP, a slow host). */
+  async pause(index: number, ms: number): Promise<void> {
+    const lane = this.lane(index);
+    if (!lane.busy || this.time.state(lane.container) !== 'running') return;
+    this.disturbed(lane.container, 'paused');
+    this.say(`${lane.owner} paused for ${Math.round(ms / 1000)} s`);
+    const container = lane.container;
+    this.time.setState(container, 'frozen');
+    lane.paused = true;
+    this.time.timersOf(HARNESS).setTimeout(() => {
+      if (this.time.state(container) !== 'frozen' || !lane.paused) return;
+      lane.paused = false;
+      this.thaw(lane);
+    }, ms);
+    await this.settle();
+  }
+
+  private thaw(lane: Lane): void {
+    this.time.setState(lane.container, 'running');
+    this.say(`${lane.owner} resumes`);
+    for (const resolve of this.holds.get(lane.container) ?? []) resolve();
+    this.holds.delete(lane.container);
+    const container = lane.container;
+    this.track(this.time.fireOverdue(container, () => this.settle()));
+  }
+
+  // ---------------------------------------------------------------- operator
+
+  private opsDeps() {
+    const clock = this.time.clockOf({ skewMs: this.setup.opsSkewMs });
+    const ledger = new Ledger(this.ops.doc, { tableName: this.tables.ledger });
+    const ops = new LedgerOps(this.ops.doc, { tableName: this.tables.ledger, clockSkewMs: this.setup.clockAllowanceMs });
+    return { clock, ledger, ops };
+  }
+
+  private async opsActivity(label: string, work: () => Promise<void>): Promise<void> {
+    this.track(
+      work().catch((error: unknown) => {
+        this.say(`ops ${label} failed: ${short(error)}`);
+      }),
+    );
+    await this.settle();
+  }
+
+  async pauseJob(index: number): Promise<void> {
+    if (this.jobs.length === 0) return;
+    const job = this.jobs[index % this.jobs.length]!;
+    const of = this.partitions;
+    await this.opsActivity(`pause ${job.name}`, async () => {
+      const { clock, ledger } = this.opsDeps();
+      await ledger.pauseJob(partitionOf(job.name, of), of, job.name, clock());
+      this.timeline.push({ kind: 'pause', at: this.time.now(), job: job.name });
+      this.say(`ops pause ${job.name}`);
+    });
+  }
+
+  async resumeJob(index: number): Promise<void> {
+    if (this.jobs.length === 0) return;
+    const job = this.jobs[index % this.jobs.length]!;
+    const of = this.partitions;
+    await this.opsActivity(`resume ${job.name}`, async () => {
+      const { ledger } = this.opsDeps();
+      if (await ledger.resumeJob(partitionOf(job.name, of), of, job.name)) {
+        this.timeline.push({ kind: 'resume', at: this.time.now(), job: job.name });
+        this.say(`ops resume ${job.name}`);
+      }
+    });
+  }
+
+  async backfill(index: number, agoMs: number, spanMs: number): Promise<void> {
+    if (this.jobs.length === 0) return;
+    const job = this.jobs[index % this.jobs.length]!;
+    await this.opsActivity(`backfill ${job.name}`, async () => {
+      const { clock, ledger } = this.opsDeps();
+      const to = clock() - agoMs;
+      const from = to - spanMs;
+      const report = await backfill(
+        { ledger, queue: new RunQueue(this.ops.sqs, this.queues.runQueueUrl), clock, sleep: this.time.sleepOf('ops') },
+        { job, from, to, maxPerSecond: 20 },
+      );
+      this.timeline.push({ kind: 'backfill', at: this.time.now(), job: job.name, from, to });
+      this.say(`ops backfill ${job.name} [${iso(from)}, ${iso(to)}): ${report.created} created`);
+    });
+  }
+
+  async redrive(): Promise<void> {
+    await this.opsActivity('redrive', async () => {
+      const { clock, ledger, ops } = this.opsDeps();
+      if ((await this.queue.deadLetterDepth()) === 0) return;
+      const report = await redrive(
+        {
+          sqs: this.ops.sqs,
+          ledger,
+          ops,
+          jobs: this.jobs,
+          deadLetterQueueUrl: this.queues.deadLetterQueueUrl,
+          deadLetterQueueArn: async () => this.queues.deadLetterQueueArn,
+          runQueueArn: async () => this.queues.runQueueArn,
+          clock,
+        },
+        { maxPerSecond: 500, by: 'model' },
+      );
+      for (const entry of report.entries) {
+        if (entry.action === 'revived' && entry.runKey && entry.status) this.events.push({ type: 'ops', at: this.time.now(), runKey: entry.runKey, action: 'redrive', from: entry.status, to: RunStatus.READY });
+      }
+      this.say(`ops redrive: ${report.messages} message(s), ${report.revived} revived`);
+      if (report.taskHandle) await this.queue.afterRedrive(this.queues.deadLetterQueueArn);
+    });
+  }
+
+  /** Picks the `pick`-th run an operator might act on (DEAD, or open), from a consistent read. */
+  private async candidate(pick: number, statuses: readonly RunStatus[]): Promise<Run | undefined> {
+    const { runs } = await readFinal(this.stack.clients.doc, { ledger: this.tables.ledger, business: this.tables.payments });
+    const candidates = runs.filter((r) => statuses.includes(r.status));
+    return candidates[pick % Math.max(1, candidates.length)];
+  }
+
+  async resolve(pick: number, as: 'succeeded' | 'dead'): Promise<void> {
+    const run = await this.candidate(pick, [RunStatus.DEAD, RunStatus.RUNNING, RunStatus.RETRY, RunStatus.UNKNOWN, RunStatus.READY]);
+    if (!run) return;
+    await this.opsActivity(`resolve ${run.runKey}`, async () => {
+      const { clock, ledger, ops } = this.opsDeps();
+      const id: RunId = { job: run.job, slot: run.slot, shard: run.shard };
+      const { before, after } = await resolveRun({ ledger, ops, clock }, { id, as, reason: 'model: resolved by hand', by: 'model' });
+      this.events.push({ type: 'ops', at: this.time.now(), runKey: after.runKey, action: 'resolve', from: before.status, to: after.status });
+      this.say(`ops resolve ${after.runKey}: ${before.status} → ${after.status}`);
+    });
+  }
+
+  async retry(pick: number): Promise<void> {
+    const run = await this.candidate(pick, [RunStatus.DEAD]);
+    if (!run) return;
+    await this.opsActivity(`retry ${run.runKey}`, async () => {
+      const { clock, ledger, ops } = this.opsDeps();
+      const result = await opsRetry({ ledger, ops, queue: new RunQueue(this.ops.sqs, this.queues.runQueueUrl), clock, jobs: this.jobs }, { job: run.job, slot: run.slot, shard: run.shard });
+      if (result === undefined) return; // `ops retry` is not available in this build
+      this.events.push({ type: 'ops', at: this.time.now(), runKey: run.runKey, action: 'retry', from: run.status, to: result });
+      this.say(`ops retry ${run.runKey}: ${run.status} → ${result}`);
+    });
+  }
+
+  // ---------------------------------------------------------------- faults
+
+  armFault(laneOrActor: number | 'planner' | 'ops', kind: CallInfo['kind'], fault: FaultKind, count: number, latencyMs?: number): void {
+    const actor = typeof laneOrActor === 'number' ? this.lane(laneOrActor).container : laneOrActor;
+    this.faults.arm({ actor, kind, fault, count, latencyMs });
+  }
+
+  /** Arms a fault for whichever container the lane runs next (a container started later too). */
+  armLaneFault(index: number, kind: CallInfo['kind'], fault: FaultKind, count: number, latencyMs?: number): void {
+    const lane = this.lane(index);
+    for (let g = lane.generation; g <= lane.generation + 2; g++) this.faults.arm({ actor: `${lane.name}#${g}`, kind, fault, count, latencyMs });
+  }
+
+  // ---------------------------------------------------------------- quiescence and check
+
+  /**
+   * Stops injecting faults, thaws every paused lane, and lets time run on: planner ticks every
+   * minute, every due message delivered to a free lane, handlers well-behaved from now on, until
+   * no run owed by the fault phase is open (at least the sweeper's grace and a few ticks), or the
+   * bound is reached.
+   */
+  async quiesce(): Promise<void> {
+    this.faultPhaseEnd = this.time.now();
+    this.faults.enabled = false;
+    this.quiescent = true;
+    this.say('— faults stop; time runs on —');
+    for (const lane of this.lanes) {
+      if (lane.paused) {
+        lane.paused = false;
+        this.thaw(lane);
+      }
+    }
+    await this.settle();
+    const start = this.time.now();
+    const minEnd = start + SWEEP_GRACE_MS + 3 * PLANNER_SCHEDULE.tickMs;
+    const maxEnd = start + 40 * PLANNER_SCHEDULE.tickMs;
+    let nextTick = start;
+    let nextScan = minEnd;
+    for (let round = 0; round < 5_000; round++) {
+      const now = this.time.now();
+      if (now >= nextTick) {
+        await this.tick();
+        nextTick = now + PLANNER_SCHEDULE.tickMs;
+      }
+      await this.queue.pull();
+      for (let i = 0; i < this.lanes.length && this.queue.hasDue(); i++) if (!this.lane(i).busy) await this.deliver(i);
+      await this.settle();
+      if (this.time.now() >= nextScan) {
+        if (this.time.now() >= maxEnd || !(await this.openOwed())) break;
+        nextScan = this.time.now() + 2 * PLANNER_SCHEDULE.tickMs;
+      }
+      const candidates = [nextTick, this.queue.nextVisibleAt(), this.time.nextTimerAt(), nextScan].filter((t): t is number => t !== undefined);
+      const next = Math.max(this.time.now() + 1, Math.min(...candidates));
+      await this.time.advanceTo(Math.min(next, maxEnd), () => this.settle());
+      if (this.time.now() >= maxEnd) break;
+    }
+  }
+
+  /** Whether any run whose slot the fault phase owed is still open. */
+  private async openOwed(): Promise<boolean> {
+    const { runs } = await readFinal(this.stack.clients.doc, { ledger: this.tables.ledger, business: this.tables.payments });
+    const configured = new Set(this.jobs.map((j) => j.name));
+    return runs.some((r) => configured.has(r.job) && !isTerminal(r.status) && r.slot <= (this.faultPhaseEnd ?? 0));
+  }
+
+  private clockTolerance(): number {
+    const skews = [...this.setup.lanes.map((l) => l.skewMs), this.setup.plannerSkewMs, this.setup.opsSkewMs];
+    return Math.max(...skews) - Math.min(...skews) + this.setup.clockAllowanceMs + 1_000;
+  }
+
+  async check(): Promise<{ result: CheckResult; final: FinalTables }> {
+    const final = await readFinal(this.stack.clients.doc, { ledger: this.tables.ledger, business: this.tables.payments });
+    const tolerance = this.clockTolerance();
+    const lookahead = defaultLookaheadMs(this.jobs);
+    const owed = computeOwed({ timeline: this.timeline, until: this.faultPhaseEnd ?? this.time.now(), lookaheadMs: lookahead, toleranceMs: tolerance });
+    const skews = [...this.setup.lanes.map((l) => l.skewMs), this.setup.opsSkewMs];
+    const pairwise = Math.max(...skews) - Math.min(...skews);
+    const paused = new Set<string>();
+    for (const e of this.timeline) {
+      if (e.kind === 'pause') paused.add(e.job);
+      if (e.kind === 'resume') paused.delete(e.job);
+    }
+    const jobsByPartition: Record<number, string[]> = {};
+    for (const job of this.jobs) (jobsByPartition[partitionOf(job.name, this.partitions)] ??= []).push(job.name);
+    const all = [...this.specs.values()];
+    const result = checkScenario(
+      this.events,
+      final,
+      {
+        slots: owed.slots,
+        clockAllowanceMs: Math.max(0, pairwise - this.setup.clockAllowanceMs),
+        model: {
+          reconciling: all.filter((s) => s.reconcile).map((s) => s.name),
+          itemGroups: Object.fromEntries(all.map((s) => [s.name, s.group])),
+          overlap: Object.fromEntries(all.map((s) => [s.name, s.overlap])),
+          clockToleranceMs: tolerance,
+          forbidden: owed.forbidden,
+        },
+      },
+      {
+        now: this.time.now(),
+        clockToleranceMs: tolerance,
+        partitions: this.partitions,
+        jobsByPartition,
+        paused: [...paused],
+        jobs: this.jobs.map((j) => j.name),
+        queue: this.queue.remaining(),
+        withMessage: [...this.queue.runKeysWithMessage()],
+        sweepGraceMs: SWEEP_GRACE_MS + PLANNER_SCHEDULE.tickMs + tolerance,
+      },
+    );
+    return { result, final };
+  }
+
+  story(): string {
+    return this.storyLines.join('\n');
+  }
+
+  async destroy(): Promise<void> {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    for (const lane of this.lanes) this.time.setState(lane.container, 'dead');
+    this.time.clearAll();
+    for (const lane of this.lanes) lane.clients?.destroy();
+    this.planner.destroy();
+    this.ops.destroy();
+    const { dynamo, sqs } = this.stack.clients;
+    await Promise.all([
+      dynamo.send(new DeleteTableCommand({ TableName: this.tables.ledger })).catch(() => undefined),
+      dynamo.send(new DeleteTableCommand({ TableName: this.tables.payments })).catch(() => undefined),
+      deleteQueue(sqs, this.queues.runQueueUrl),
+      deleteQueue(sqs, this.queues.deadLetterQueueUrl),
+    ]);
+  }
+}
+
+function deleteQueue(sqs: SQSClient, url: string): Promise<unknown> {
+  return sqs.send(new DeleteQueueCommand({ QueueUrl: url })).catch(() => undefined);
+}
+
+function runKeyIn(body: string): string {
+  try {
+    const parsed = JSON.parse(body) as { runKey?: unknown };
+    return typeof parsed.runKey === 'string' ? parsed.runKey : '?';
+  } catch {
+    return '?';
+  }
+}
+
+function short(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message.split('\n')[0]!.slice(0, 160)}` : String(error);
+}
+
