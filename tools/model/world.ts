@@ -234,6 +234,26 @@ export class World implements Gate {
     }
   }
 
+  private batching = 0;
+
+  private async settleUnlessBatched(): Promise<void> {
+    if (this.batching === 0) await this.settle();
+  }
+
+  /**
+   * Starts several actions at once and only then lets the world settle: their store calls
+   * interleave in the scheduler's order (two ticks at once, a resolve racing a takeover, …).
+   */
+  async together(actions: readonly (() => Promise<void>)[]): Promise<void> {
+    this.batching++;
+    try {
+      for (const action of actions) await action();
+    } finally {
+      this.batching--;
+    }
+    await this.settleUnlessBatched();
+  }
+
   /** Lets every released call land, one at a time in the scheduler's order, until nothing can move. */
   async settle(): Promise<void> {
     for (let steps = 0; steps < 20_000; steps++) {
@@ -392,7 +412,7 @@ export class World implements Gate {
       );
       this.track(run);
     }
-    await this.settle();
+    await this.settleUnlessBatched();
   }
 
   // ---------------------------------------------------------------- workers
@@ -435,7 +455,7 @@ export class World implements Gate {
       const other = this.lane(duplicateTo);
       if (other !== lane && !other.busy) await this.invoke(other, [this.queue.duplicateOf(records[0]!)]);
     }
-    await this.settle();
+    await this.settleUnlessBatched();
   }
 
   private async invoke(lane: Lane, records: QueueRecord[]): Promise<void> {
@@ -518,7 +538,7 @@ export class World implements Gate {
       lane.paused = false;
       this.thaw(lane);
     }, ms);
-    await this.settle();
+    await this.settleUnlessBatched();
   }
 
   private thaw(lane: Lane): void {
@@ -545,7 +565,7 @@ export class World implements Gate {
         this.say(`ops ${label} failed: ${short(error)}`);
       }),
     );
-    await this.settle();
+    await this.settleUnlessBatched();
   }
 
   async pauseJob(index: number): Promise<void> {

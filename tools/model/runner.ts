@@ -1,0 +1,136 @@
+/**
+ * Runs scenarios: fc.asyncProperty over (setup, commands, scheduler), each scenario on its own
+ * tables and queues of one local stack, several scenarios at once (independent fc.check lanes,
+ * each with its own seed derived from the run's seed), and a summary with the replay line of
+ * every failure: seed, path and the shrunk story.
+ */
+import fc from 'fast-check';
+import type { CheckViolation } from '../../shared/core/checker.js';
+import { commandsArb, setupArb, type ModelState } from './commands.js';
+import { ScenarioFailure, World, type ModelStack } from './world.js';
+
+export interface ModelRunOptions {
+  readonly scenarios: number;
+  readonly seed: number;
+  /** Replay one failure: the `path` fast-check printed (with its seed). */
+  readonly path?: string;
+  /** Scenarios run at once (fc.check lanes). @default 4 */
+  readonly concurrency?: number;
+  /** Commands per scenario at most. @default 40 */
+  readonly maxCommands?: number;
+  /** Which violations fail a scenario (default: all). */
+  readonly counts?: (violation: CheckViolation) => boolean;
+  /** Stop at the first failure (after shrinking it). @default true */
+  readonly stopOnFailure?: boolean;
+  readonly log?: (line: string) => void;
+}
+
+export interface ModelFailure {
+  readonly seed: number;
+  readonly path: string;
+  /** Scenarios this lane ran up to and including the first failing one. */
+  readonly scenariosToFailure: number;
+  readonly shrinks: number;
+  /** Commands in the shrunk scenario. */
+  readonly shrunkLength: number;
+  readonly violations: readonly CheckViolation[];
+  readonly commands: string;
+  readonly story: string;
+}
+
+export interface ModelRunSummary {
+  readonly scenarios: number;
+  readonly operations: number;
+  readonly faults: number;
+  readonly violations: number;
+  readonly seed: number;
+  readonly durationMs: number;
+  readonly failures: readonly ModelFailure[];
+}
+
+interface Counters {
+  scenarios: number;
+  operations: number;
+  faults: number;
+}
+
+function property(stack: ModelStack, options: ModelRunOptions, counters: Counters, stopped: () => boolean) {
+  return fc.asyncProperty(setupArb, commandsArb(options.maxCommands ?? 40), fc.scheduler(), async (setup, commands, scheduler) => {
+    // Another lane found a failure: let the rest of this lane pass quickly.
+    if (stopped()) return;
+    const world = await World.create(stack, setup, scheduler);
+    counters.scenarios++;
+    try {
+      await fc.asyncModelRun(() => ({ model: { commands: 0 } as ModelState, real: world }), commands);
+      await world.quiesce();
+      const { result } = await world.check();
+      counters.operations += world.operations;
+      counters.faults += world.faults.injected;
+      const counted = result.violations.filter(options.counts ?? (() => true));
+      if (counted.length > 0) throw new ScenarioFailure(counted, world.story());
+    } finally {
+      await world.destroy();
+    }
+  });
+}
+
+export async function runModel(stack: ModelStack, options: ModelRunOptions): Promise<ModelRunSummary> {
+  const started = Date.now();
+  const concurrency = options.path ? 1 : Math.max(1, options.concurrency ?? 4);
+  const counters: Counters = { scenarios: 0, operations: 0, faults: 0 };
+  const failures: ModelFailure[] = [];
+  const perLane = Math.ceil(options.scenarios / concurrency);
+  let stop = false;
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, lane) => {
+      const seed = (options.seed + lane * 7919) | 0;
+      const laneCounters: Counters = { scenarios: 0, operations: 0, faults: 0 };
+      const result = await fc.check(property(stack, options, laneCounters, () => stop), { numRuns: options.path ? 1 : perLane, seed, path: options.path, endOnFailure: false });
+      counters.scenarios += laneCounters.scenarios;
+      counters.operations += laneCounters.operations;
+      counters.faults += laneCounters.faults;
+      if (result.failed && result.counterexample) {
+        const error = result.errorInstance;
+        const [, commands] = result.counterexample as [unknown, Iterable<unknown>, unknown];
+        const list = [...commands].map(String);
+        const failure: ModelFailure = {
+          seed,
+          path: result.counterexamplePath ?? '',
+          scenariosToFailure: result.numRuns,
+          shrinks: result.numShrinks,
+          shrunkLength: list.length,
+          violations: error instanceof ScenarioFailure ? error.violations : [{ invariant: 'no-lost-slot', runKey: '-', detail: `scenario error: ${String(error)}` }],
+          commands: list.join('\n'),
+          story: error instanceof ScenarioFailure ? error.story : String(error),
+        };
+        failures.push(failure);
+        options.log?.(`lane ${lane}: failure after ${failure.scenariosToFailure} scenario(s), shrunk to ${failure.shrunkLength} command(s) (replay: --seed ${seed} --path ${failure.path})`);
+        if (options.stopOnFailure !== false) stop = true;
+      } else {
+        options.log?.(`lane ${lane}: ${result.numRuns} scenario(s), no failure`);
+      }
+    }),
+  );
+  return {
+    scenarios: counters.scenarios,
+    operations: counters.operations,
+    faults: counters.faults,
+    violations: failures.reduce((n, f) => n + f.violations.length, 0),
+    seed: options.seed,
+    durationMs: Date.now() - started,
+    failures,
+  };
+}
+
+/** A failure as a human reads it: violations, the shrunk commands, the story, and the replay line. */
+export function formatFailure(failure: ModelFailure): string {
+  return [
+    `violations (${failure.violations.length}):`,
+    ...failure.violations.slice(0, 10).map((v) => `  [${v.invariant}] ${v.runKey}: ${v.detail}`),
+    `shrunk scenario (${failure.shrunkLength} command(s)):`,
+    ...failure.commands.split('\n').map((c) => `  ${c}`),
+    'story:',
+    ...failure.story.split('\n').map((l) => `  ${l}`),
+    `replay: npm run chaos -- --model --seed ${failure.seed} --path ${failure.path}`,
+  ].join('\n');
+}
