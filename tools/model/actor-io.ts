@@ -17,9 +17,12 @@ import { classifyCall, type CallKind } from './ledger-view.js';
 import { HIDDEN_SECONDS, type ModelQueue } from './model-queue.js';
 
 export interface Gate {
+  /** A call was sent (it is on its way to the gate). */
+  started(): void;
+  /** A call's promise settled. */
+  finished(): void;
   /** Resolves when the call may go to the store; never resolves for a dead actor. */
   enter(actor: string, call: CallInfo, latencyMs: number): Promise<void>;
-  leave(): void;
   /** A call finished its attempt with a fault injected: reported to the story. */
   note(actor: string, call: CallInfo, fault: FaultKind): void;
 }
@@ -68,11 +71,7 @@ export function actorClients(actor: string, options: ActorIoOptions, gate: Gate,
         if (input.QueueUrl === options.runQueueUrl) input = rewriteSqsInput(command, input, state);
         const latency = faults.decide({ ...call, phase: 'call' });
         await gate.enter(actor, call, latency?.fault === FaultKind.LATENCY ? latency.latencyMs : 0);
-        try {
-          return await next({ ...args, input });
-        } finally {
-          gate.leave();
-        }
+        return next({ ...args, input });
       },
       { step: 'initialize', name: 'modelGate', priority: 'high' },
     );
@@ -93,10 +92,19 @@ export function actorClients(actor: string, options: ActorIoOptions, gate: Gate,
         }
         return result;
       },
-      { step: 'deserialize', name: 'modelFaults' },
+      { step: 'deserialize', name: 'modelFaults', priority: 'high' },
     );
   }
   const doc = DynamoDBDocumentClient.from(dynamo, { marshallOptions: { removeUndefinedValues: true } });
+  // Count every call from the moment it is sent: the SDK does asynchronous work before the gate,
+  // and the world must not mistake a call on its way for an idle actor.
+  for (const client of [dynamo, sqs, doc] as const) {
+    const send = client.send.bind(client) as (...args: unknown[]) => Promise<unknown>;
+    (client as unknown as { send: (...args: unknown[]) => Promise<unknown> }).send = (...args: unknown[]) => {
+      gate.started();
+      return send(...args).finally(() => gate.finished());
+    };
+  }
   return {
     dynamo,
     doc,

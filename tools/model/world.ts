@@ -152,7 +152,8 @@ export class World implements Gate {
   private readonly lanes: Lane[];
   private readonly cursors = new Map<string, number>();
   private readonly holds = new Map<string, (() => void)[]>();
-  private inflight = 0;
+  /** Calls sent and not parked at the gate (on their way to it, or at the store). */
+  private moving = 0;
   private readonly idleWaiters: (() => void)[] = [];
   private readonly activities = new Set<Promise<unknown>>();
   private readonly random: () => number;
@@ -197,7 +198,30 @@ export class World implements Gate {
 
   // ---------------------------------------------------------------- gate (actor-io.ts)
 
+  started(): void {
+    this.moving++;
+  }
+
+  finished(): void {
+    this.moving--;
+    this.wakeIfIdle();
+  }
+
+  private park(): void {
+    this.moving--;
+    this.wakeIfIdle();
+  }
+
+  private unpark(): void {
+    this.moving++;
+  }
+
+  private wakeIfIdle(): void {
+    if (this.moving === 0) for (const waiter of this.idleWaiters.splice(0)) waiter();
+  }
+
   async enter(actor: string, call: CallInfo, latencyMs: number): Promise<void> {
+    this.park();
     if (latencyMs > 0) {
       this.disturbed(actor, 'delayed');
       this.say(`${actor} ${call.kind}: +${Math.round(latencyMs / 1000)} s latency`);
@@ -214,12 +238,7 @@ export class World implements Gate {
       await this.scheduler.schedule(Promise.resolve(), `${actor} ${call.kind}`);
       released = true;
     }
-    this.inflight++;
-  }
-
-  leave(): void {
-    this.inflight--;
-    if (this.inflight === 0) for (const waiter of this.idleWaiters.splice(0)) waiter();
+    this.unpark();
   }
 
   note(actor: string, call: CallInfo, fault: FaultKind): void {
@@ -227,10 +246,10 @@ export class World implements Gate {
   }
 
   private async ioIdle(): Promise<void> {
-    for (let i = 0; i < 1_000; i++) {
-      if (this.inflight > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    for (let i = 0; i < 10_000; i++) {
+      if (this.moving > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
       await new Promise<void>((resolve) => setImmediate(resolve));
-      if (this.inflight === 0) return;
+      if (this.moving === 0) return;
     }
   }
 
