@@ -300,6 +300,8 @@ export class World implements Gate {
     return {
       record: (event) => {
         const at = this.time.now();
+        const line = storyOf(event);
+        if (line) this.say(line);
         if (event.type === 'claimed' || event.type === 'heartbeat') this.events.push({ ...event, at, leaseUntil: event.leaseUntil - skewMs });
         else this.events.push({ ...event, at });
       },
@@ -817,6 +819,26 @@ export class World implements Gate {
       deleteQueue(sqs, this.queues.runQueueUrl),
       deleteQueue(sqs, this.queues.deadLetterQueueUrl),
     ]);
+  }
+}
+
+/** The history events a reader of a failure's story needs, one line each. */
+function storyOf(event: HistoryEvent): string | undefined {
+  switch (event.type) {
+    case 'claimed':
+      return `${event.owner} claims ${event.runKey} (token …${event.token % 1000}, from ${event.from})`;
+    case 'outcome':
+      return `${event.owner} records ${event.runKey} ${event.status}${event.accepted ? '' : ' — refused'}`;
+    case 'handler-finished':
+      return `${event.owner} handler of ${event.runKey} ended ${event.result}`;
+    case 'reconciled':
+      return `${event.owner} reconciles ${event.runKey}: ${event.outcome}`;
+    case 'effect':
+      return event.result === 'accepted' ? undefined : `write of ${event.runKey} (token …${event.token % 1000}) ${event.result}`;
+    case 'run-created':
+      return event.status === RunStatus.SKIPPED ? `planner creates ${event.runKey} SKIPPED` : undefined;
+    default:
+      return undefined;
   }
 }
 
