@@ -1,7 +1,9 @@
 /**
  * Outbox relay Lambda: DynamoDB Streams (ledger table, NEW_IMAGE) → EventBridge. Reports the
  * first failed record so the event source retries from there (ReportBatchItemFailures): a retry
- * republishes rows under their own stable event keys, never new ones. Wiring only.
+ * republishes rows under their own stable event keys, never new ones. The event source filter
+ * passes only INSERTs of outbox rows; outboxEventsFrom skips anything else too (a MODIFY is a
+ * re-execution, a REMOVE the row's TTL expiry). Wiring only.
  */
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { unmarshall } from '@aws-sdk/util-dynamodb';

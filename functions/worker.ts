@@ -24,6 +24,7 @@ export async function handler(event: SQSEvent, context: Context): Promise<SQSBat
         jobs,
         handlers,
         tables: { ledger: resources.ledgerTable, payments: resources.paymentsTable },
+        outboxRetentionDays: resources.outboxRetentionDays,
         // One owner per invocation: a retried invocation must not inherit a lease it never held.
         owner: `${context.awsRequestId ?? randomUUID()}`,
         clock: Date.now,

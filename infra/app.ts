@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /** CDK entry point (cdk.json "app"): `npm run synth`, `npx cdk deploy`. */
 import { createSchedulerApp } from './scheduler-app.js';
+import { synthOrExit } from './synth-cli.js';
 
-const { app } = createSchedulerApp();
-app.synth();
+synthOrExit(() => createSchedulerApp().app);

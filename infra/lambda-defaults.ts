@@ -44,9 +44,18 @@ export function runResourcesEnvironment(ledger: LedgerTable, runQueues: RunQueue
   return {
     [ENV.ledgerTable]: ledger.table.tableName,
     [ENV.runQueueUrl]: runQueues.runQueue.queueUrl,
-    [ENV.deadLetterQueueUrl]: runQueues.deadLetterQueue.queueUrl,
     [ENV.runRetentionDays]: String(ledger.runRetentionDays),
+    // Cold starts validate every job's attempt against the worker's time limit, as synth did.
+    [ENV.workerTimeoutSeconds]: String(runQueues.workerTimeout.toSeconds()),
   };
+}
+
+/**
+ * Which job definitions the planner and the worker load at cold start (shared/worker-config.ts):
+ * both get the same value, so they always agree on the job set.
+ */
+export function jobConfigEnvironment(exampleJobs: boolean): Record<string, string> {
+  return { [ENV.exampleJobs]: String(exampleJobs) };
 }
 
 /** Props every scheduler function accepts. */

@@ -9,6 +9,7 @@ export const DEFAULT_STACK_NAME = 'FencedScheduler';
 /** CloudFormation output keys of the scheduler stack. */
 export const StackOutput = {
   LedgerTableName: 'LedgerTableName',
+  /** Only with the example jobs (`-c exampleJobs=true`). */
   PaymentsTableName: 'PaymentsTableName',
   RunQueueUrl: 'RunQueueUrl',
   DeadLetterQueueUrl: 'DeadLetterQueueUrl',
@@ -23,5 +24,13 @@ export const StackOutput = {
   /** EventBridge bus the outbox relay publishes to. */
   EventBusName: 'EventBusName',
   EventBusArn: 'EventBusArn',
+  /** "true" when the example jobs are deployed. */
+  ExampleJobs: 'ExampleJobs',
+  /** Days outbox rows are kept before TTL deletes them. */
+  OutboxRetentionDays: 'OutboxRetentionDays',
+  /** Records of planner ticks that failed or were dropped as stale. */
+  PlannerFailureQueueUrl: 'PlannerFailureQueueUrl',
+  /** The operators' managed policy: what every ops command needs (docs/operating.md). */
+  OperatorPolicyArn: 'OperatorPolicyArn',
 } as const;
 export type StackOutput = (typeof StackOutput)[keyof typeof StackOutput];

@@ -1,8 +1,9 @@
 /**
- * The scheduler stack: ledger table, run queues, planner, worker, outbox relay and observability, composed from
- * the constructs in infra/constructs/. The job config (shared/jobs.ts) is validated here, at
- * synth: an invalid job fails `cdk synth` with the job and the field named. The functions bundle
- * the same config and validate it again at cold start.
+ * The scheduler stack: ledger table, run queues, planner, worker, outbox relay, observability and
+ * the operators' policy, composed from the constructs in infra/constructs/. The job config
+ * (shared/jobs.ts, plus shared/example-jobs.ts with `exampleJobs`) is validated here, at synth: an
+ * invalid job fails `cdk synth` with the job and the field named. The functions bundle the same
+ * config, are told by EXAMPLE_JOBS which definitions apply, and validate them again at cold start.
  */
 import { CfnOutput, Duration, RemovalPolicy, Stack, Validations, type StackProps } from 'aws-cdk-lib';
 import type * as events from 'aws-cdk-lib/aws-events';
@@ -10,13 +11,14 @@ import type * as kms from 'aws-cdk-lib/aws-kms';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
-import { loadJobs } from '../shared/config.js';
+import { configuredJobDefinitions, loadJobs } from '../shared/config.js';
 import { JobConfigError, type Job } from '../shared/core/job-schema.js';
 import { partitionOf } from '../shared/core/partition.js';
 import { RUN_QUEUES } from '../shared/resources.js';
 import { BusinessTable } from './constructs/business-table.js';
 import { LedgerTable } from './constructs/ledger-table.js';
 import { Observability } from './constructs/observability.js';
+import { OperatorPolicy } from './constructs/operator-policy.js';
 import { OutboxRelay } from './constructs/outbox-relay.js';
 import { PlannerFunction } from './constructs/planner-function.js';
 import { RunQueues, VISIBILITY_TIMEOUT_FACTOR } from './constructs/run-queues.js';
@@ -28,9 +30,15 @@ export interface SchedulerStackProps extends StackProps {
   /**
    * Job definitions validated at synth. The functions always bundle shared/jobs.ts; pass this
    * only to check other definitions (tests).
-   * @default jobDefinitions from shared/jobs.ts
+   * @default jobDefinitions from shared/jobs.ts (and the example jobs with exampleJobs)
    */
   readonly jobs?: readonly unknown[];
+  /**
+   * Deploy the example jobs (shared/example-jobs.ts: cache-refresh every 10 s, payments-reconcile
+   * every minute) and the payments table they own. The functions learn it from EXAMPLE_JOBS.
+   * @default false
+   */
+  readonly exampleJobs?: boolean;
   /**
    * Planner partitions: one scheduled invocation `{ partition, of }` per partition per minute.
    * @default 1
@@ -41,6 +49,11 @@ export interface SchedulerStackProps extends StackProps {
    * @default 30
    */
   readonly runRetentionDays?: number;
+  /**
+   * Days outbox rows are kept (for republishing) before TTL deletes them; at least 14.
+   * @default 14
+   */
+  readonly outboxRetentionDays?: number;
   /**
    * Removal policy of the tables (RETAIN also turns on deletion protection). Use DESTROY only for
    * throwaway stacks.
@@ -102,21 +115,30 @@ export interface SchedulerStackProps extends StackProps {
 /** Thrown when the job config cannot be deployed; the message names the job and the field. */
 export class InvalidJobConfigError extends Error {
   override readonly name = 'InvalidJobConfigError';
+  constructor(source: string, problems: readonly string[], options: { cause?: unknown } = {}) {
+    // One problem: one line (what synth prints); several: one line each under the header.
+    super(`invalid job configuration (${source}):${problems.length === 1 ? ' ' : '\n'}${problems.join('\n')}`, options);
+  }
 }
 
 /**
  * Validates the jobs for this deployment: the schema (via loadJobs) and the constraints that
  * depend on infrastructure, e.g. the DLQ must only see messages the retry budget gave up on.
  */
-export function validateJobsForDeployment(definitions: readonly unknown[] | undefined, maxReceiveCount: number): readonly Job[] {
-  const source = definitions === undefined ? 'shared/jobs.ts' : 'jobs prop';
+export function validateJobsForDeployment(
+  definitions: readonly unknown[] | undefined,
+  maxReceiveCount: number,
+  options: { readonly exampleJobs?: boolean; readonly workerTimeout?: Duration } = {},
+): readonly Job[] {
+  const exampleJobs = options.exampleJobs ?? false;
+  const source = definitions !== undefined ? 'jobs prop' : exampleJobs ? 'shared/jobs.ts and shared/example-jobs.ts' : 'shared/jobs.ts';
   let jobs: readonly Job[];
   try {
-    jobs = loadJobs(definitions);
+    jobs = loadJobs(definitions ?? configuredJobDefinitions({ exampleJobs }), {
+      workerTimeoutMs: options.workerTimeout?.toMilliseconds() ?? RUN_QUEUES.workerTimeoutSeconds * 1000,
+    });
   } catch (error) {
-    if (error instanceof JobConfigError) {
-      throw new InvalidJobConfigError(`invalid job configuration (${source}):\n${error.message}`, { cause: error });
-    }
+    if (error instanceof JobConfigError) throw new InvalidJobConfigError(source, error.message.split('\n'), { cause: error });
     throw error;
   }
   const problems = jobs
@@ -125,32 +147,37 @@ export function validateJobsForDeployment(definitions: readonly unknown[] | unde
       (job) =>
         `job "${job.name}": field "retry.maxAttempts": must be below the run queue's maxReceiveCount (${maxReceiveCount}) so only poison messages reach the DLQ (value: ${job.retry.maxAttempts})`,
     );
-  if (problems.length > 0) throw new InvalidJobConfigError(`invalid job configuration (${source}):\n${problems.join('\n')}`);
+  if (problems.length > 0) throw new InvalidJobConfigError(source, problems);
   return jobs;
 }
 
 export class SchedulerStack extends Stack {
   readonly jobs: readonly Job[];
   readonly ledger: LedgerTable;
-  readonly payments: BusinessTable;
+  /** The example jobs' payments table: only with exampleJobs. */
+  readonly payments?: BusinessTable;
+  readonly exampleJobs: boolean;
   readonly runQueues: RunQueues;
   readonly planner: PlannerFunction;
   readonly worker: WorkerFunction;
   readonly outboxRelay: OutboxRelay;
   readonly observability: Observability;
+  readonly operatorPolicy: OperatorPolicy;
 
   constructor(scope: Construct, id: string, props: SchedulerStackProps = {}) {
     super(scope, id, props);
-    this.jobs = validateJobsForDeployment(props.jobs, RUN_QUEUES.maxReceiveCount);
-    const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
+    this.exampleJobs = props.exampleJobs ?? false;
     const workerTimeout = props.workerTimeout ?? Duration.seconds(RUN_QUEUES.workerTimeoutSeconds);
+    this.jobs = validateJobsForDeployment(props.jobs, RUN_QUEUES.maxReceiveCount, { exampleJobs: this.exampleJobs, workerTimeout });
+    const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
 
     this.ledger = new LedgerTable(this, 'Ledger', {
       runRetentionDays: props.runRetentionDays,
+      outboxRetentionDays: props.outboxRetentionDays,
       encryptionKey: props.tableEncryptionKey,
       removalPolicy,
     });
-    this.payments = new BusinessTable(this, 'Payments', { encryptionKey: props.tableEncryptionKey, removalPolicy });
+    if (this.exampleJobs) this.payments = new BusinessTable(this, 'Payments', { encryptionKey: props.tableEncryptionKey, removalPolicy });
     this.runQueues = new RunQueues(this, 'Queues', {
       workerTimeout,
       visibilityTimeout: Duration.seconds(Math.max(RUN_QUEUES.visibilityTimeoutSeconds, VISIBILITY_TIMEOUT_FACTOR * workerTimeout.toSeconds())),
@@ -160,12 +187,14 @@ export class SchedulerStack extends Stack {
       ledger: this.ledger,
       runQueues: this.runQueues,
       plannerPartitions: props.plannerPartitions,
+      exampleJobs: this.exampleJobs,
       logRetention: props.logRetention,
     });
     this.worker = new WorkerFunction(this, 'Worker', {
       ledger: this.ledger,
       runQueues: this.runQueues,
       paymentsTable: this.payments,
+      exampleJobs: this.exampleJobs,
       batchSize: props.workerBatchSize,
       maxConcurrency: props.workerMaxConcurrency,
       timeout: workerTimeout,
@@ -178,6 +207,7 @@ export class SchedulerStack extends Stack {
     });
     this.observability = new Observability(this, 'Observability', {
       plannerFunction: this.planner.function,
+      plannerFailureQueue: this.planner.failureQueue,
       workerFunction: this.worker.function,
       runQueue: this.runQueues.runQueue,
       deadLetterQueue: this.runQueues.deadLetterQueue,
@@ -188,6 +218,7 @@ export class SchedulerStack extends Stack {
       triggerLagThreshold: props.triggerLagThreshold,
       oldestOpenRunAgeThreshold: props.oldestOpenRunAgeThreshold,
     });
+    this.operatorPolicy = new OperatorPolicy(this, 'Operators', { ledger: this.ledger, runQueues: this.runQueues });
 
     this.addOutputs();
     this.addNagSuppressions(props);
@@ -201,7 +232,7 @@ export class SchedulerStack extends Stack {
   private addOutputs(): void {
     const output = (key: string, value: string, description: string) => new CfnOutput(this, key, { value, description });
     output(StackOutput.LedgerTableName, this.ledger.table.tableName, 'Ledger table (runs, watermarks, fenced state)');
-    output(StackOutput.PaymentsTableName, this.payments.table.tableName, 'Sample business table of the payments job');
+    if (this.payments) output(StackOutput.PaymentsTableName, this.payments.table.tableName, 'Business table of the payments-reconcile example job');
     output(StackOutput.RunQueueUrl, this.runQueues.runQueue.queueUrl, 'Run queue URL');
     output(StackOutput.DeadLetterQueueUrl, this.runQueues.deadLetterQueue.queueUrl, 'Run dead-letter queue URL');
     output(StackOutput.DeadLetterQueueArn, this.runQueues.deadLetterQueue.queueArn, 'Run dead-letter queue ARN (StartMessageMoveTask source)');
@@ -212,6 +243,10 @@ export class SchedulerStack extends Stack {
     output(StackOutput.RunRetentionDays, String(this.ledger.runRetentionDays), 'Days terminal runs are kept before TTL deletes them');
     output(StackOutput.EventBusName, this.outboxRelay.eventBus.eventBusName, 'EventBridge bus the outbox relay publishes to');
     output(StackOutput.EventBusArn, this.outboxRelay.eventBus.eventBusArn, 'EventBridge bus ARN (rules and cross-account targets)');
+    output(StackOutput.ExampleJobs, String(this.exampleJobs), 'Whether the example jobs are deployed (-c exampleJobs=true)');
+    output(StackOutput.OutboxRetentionDays, String(this.ledger.outboxRetentionDays), 'Days outbox rows are kept before TTL deletes them');
+    output(StackOutput.PlannerFailureQueueUrl, this.planner.failureQueue.queueUrl, 'Records of planner ticks that failed or were dropped as stale');
+    output(StackOutput.OperatorPolicyArn, this.operatorPolicy.policy.managedPolicyArn, 'Managed policy for the ops CLI (attach it to the operators\' role)');
   }
 
   /**
@@ -225,6 +260,7 @@ export class SchedulerStack extends Stack {
     }
     Validations.of(this.outboxRelay.role).acknowledge(NAG_ACKNOWLEDGMENTS.streamListStreams);
     Validations.of(this.outboxRelay.failureQueue).acknowledge(NAG_ACKNOWLEDGMENTS.streamFailureQueue);
+    Validations.of(this.planner.failureQueue).acknowledge(NAG_ACKNOWLEDGMENTS.plannerFailureQueue);
     if (props.tableEncryptionKey) {
       for (const fn of [this.planner.function, this.worker.function]) {
         Validations.of(fn.role!).acknowledge(...NAG_ACKNOWLEDGMENTS.customerManagedTableKey);
@@ -246,6 +282,10 @@ export const NAG_ACKNOWLEDGMENTS = {
   streamFailureQueue: {
     id: 'AwsSolutions-SQS3',
     reason: 'This queue is the outbox relay event source on-failure destination (its DLQ); nothing consumes it that could fail.',
+  },
+  plannerFailureQueue: {
+    id: 'AwsSolutions-SQS3',
+    reason: 'This queue is the planner async invocation on-failure destination (its DLQ); nothing consumes it that could fail.',
   },
   customerManagedTableKey: [
     {

@@ -1,5 +1,5 @@
 /**
- * Backfill (issue 3, point 7): create the runs of a past range of a job's slots, idempotently and
+ * Backfill: create the runs of a past range of a job's slots, idempotently and
  * rate-limited, and dispatch them.
  *
  * - Slots come from exactly the planner's slot code (`slotsBetween` on the job's spec), so a

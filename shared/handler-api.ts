@@ -10,9 +10,17 @@
  *   A takeover (a RUNNING run whose holder's lease expired) calls `reconcile(ctx)` first too: the
  *   holder may have died after its effect and before recording it.
  * - any other thrown error is treated as retryable.
- * - `FencedOutError` / `LeaseLostError`: this worker is stale; it stops and records nothing.
+ * - `FencedOutError`: a fenced write was refused because the item has seen a higher fence. If a
+ *   later slot wrote it (`error.refusal === 'newer-slot'`) this run's work is superseded: thrown
+ *   out of `run`, the run is recorded SUPERSEDED at once (never retried into the newer state). If a
+ *   later claim of this same slot wrote it (`'newer-claim'`) this worker lost its lease: it stops
+ *   and records nothing.
+ * - `LeaseLostError`: this worker is stale; it stops and records nothing.
+ * - `AttemptEndedError`: a `ctx` call made after the attempt ended (timeout, yield, lost lease,
+ *   or the handler already returned): refused, so nothing of an ended attempt lands.
  */
-import type { Job } from './core/job-schema.js';
+import type { Job } from './core/job-schema-core.js';
+import { slotOfFence, type FenceRefusal } from './core/fence.js';
 
 export interface RunLogger {
   debug(message: string, ...extra: Record<string, unknown>[]): void;
@@ -75,13 +83,19 @@ export interface RunContext {
   readonly runKey: string;
   readonly fencingToken: number;
   readonly attempt: number;
-  /** Fires when a heartbeat fails or the lease is about to run out: stop promptly. */
+  /**
+   * Fires when the attempt ends without the handler returning: a heartbeat refused (lease lost),
+   * the lease about to run out, the timeout, or the invocation about to end (yield). Its `reason`
+   * is an `AttemptAbortedError` saying which. Stop promptly: every `ctx` call after that is refused.
+   */
   readonly signal: AbortSignal;
   readonly logger: RunLogger;
   readonly fenced: FencedStore;
   readonly reader: ItemReader;
   /** Names of the tables handlers may write, resolved from the environment. */
   readonly tables: { readonly ledger: string; readonly payments: string };
+  /** Days an outbox row written by this run is kept (`outboxPut` stamps its TTL from it). */
+  readonly outboxRetentionDays: number;
   /** The last checkpoint saved by any attempt of this run, or undefined. */
   readonly resumeFrom: unknown;
   /** Saves a resume point for this run, fenced by the run's lease. */
@@ -152,14 +166,26 @@ export class ResultUnknownError extends Error {
 /** A fenced write was rejected: the item has seen a higher fencing token. */
 export class FencedOutError extends Error {
   override readonly name = 'FencedOutError';
+  /** Whether a later slot (`newer-slot`: this run is superseded) or a later claim of this slot (`newer-claim`: lease lost) wrote the item. */
+  readonly refusal: FenceRefusal;
+  /** The slot the item's fence belongs to (UTC ms). */
+  readonly seenSlot: number;
   constructor(
     readonly table: string,
     readonly key: { readonly pk: string; readonly sk: string },
     readonly fence: number,
-    readonly seenFence: number | undefined,
+    readonly seenFence: number,
+    refusal: FenceRefusal,
     options: { cause?: unknown } = {},
   ) {
-    super(`fenced out: ${table} ${key.pk}/${key.sk} has seen fence ${seenFence ?? '?'} > ${fence}`, options);
+    super(
+      `fenced out: ${table} ${key.pk}/${key.sk} has seen fence ${seenFence} > ${fence} (${
+        refusal === 'newer-slot' ? `written by the run of a later slot, ${new Date(slotOfFence(seenFence)).toISOString()}` : 'written by a later claim of this slot'
+      })`,
+      options,
+    );
+    this.refusal = refusal;
+    this.seenSlot = slotOfFence(seenFence);
   }
 }
 
@@ -185,5 +211,58 @@ export class LeaseLostError extends Error {
     options: { cause?: unknown } = {},
   ) {
     super(`lease lost on ${runKey} (token ${fencingToken})`, options);
+  }
+}
+
+/** Why an attempt ended before its handler returned; the reason of `ctx.signal`. */
+export const AttemptAbort = {
+  /** A heartbeat or checkpoint was refused: another worker holds the run now. */
+  LEASE_LOST: 'lease-lost',
+  /** The ledger stayed unreachable until the lease was about to run out. */
+  LEASE_EXPIRING: 'lease-expiring',
+  /** The job's `timeout` elapsed (the result is unknown: the next attempt reconciles). */
+  TIMEOUT: 'timeout',
+  /** The invocation is about to time out: the attempt yields (resumes from its checkpoint). */
+  YIELD: 'yield',
+  /** A fenced write was refused by a newer slot's fence: the run is superseded. */
+  SUPERSEDED: 'superseded',
+  /** The attempt is over (its outcome is being recorded). */
+  ENDED: 'ended',
+} as const;
+export type AttemptAbort = (typeof AttemptAbort)[keyof typeof AttemptAbort];
+
+/** `ctx.signal.reason`: the attempt ended before the handler returned, and why. */
+export class AttemptAbortedError extends Error {
+  override readonly name = 'AttemptAbortedError';
+  constructor(
+    readonly why: AttemptAbort,
+    message: string,
+    options: { cause?: unknown } = {},
+  ) {
+    super(message, options);
+  }
+}
+
+/** A `ctx` call (fenced write, read, checkpoint) made after the attempt ended: refused. */
+export class AttemptEndedError extends Error {
+  override readonly name = 'AttemptEndedError';
+  constructor(
+    readonly runKey: string,
+    readonly fencingToken: number,
+    readonly why: AttemptAbort,
+    options: { cause?: unknown } = {},
+  ) {
+    super(`attempt of ${runKey} (token ${fencingToken}) has ended (${why}): no further reads or writes`, options);
+  }
+}
+
+/** `ctx.checkpoint` refused a cursor too large to store on the run item. */
+export class CheckpointTooLargeError extends Error {
+  override readonly name = 'CheckpointTooLargeError';
+  constructor(
+    readonly runKey: string,
+    message: string,
+  ) {
+    super(`checkpoint of ${runKey} refused: ${message}`);
   }
 }

@@ -36,6 +36,18 @@ export const MetricName = {
   RunsSuperseded: 'RunsSuperseded',
   RunsSkippedByOverlap: 'RunsSkippedByOverlap',
   OldestOpenRunAge: 'OldestOpenRunAge',
+  /** Open runs of jobs no longer in the config, seen by the sweeper (they need `ops resolve`). */
+  OrphanedOpenRuns: 'OrphanedOpenRuns',
+  /** Runs the sweeper re-dispatched maxRedispatches times without a claim: left for an operator. */
+  RunsStuck: 'RunsStuck',
+  /** A newer slot's fence refused a run's write: the run ended SUPERSEDED. */
+  RunsSupersededByFence: 'RunsSupersededByFence',
+  /** Catch-up runs a tick left for later ticks (its catch-up budget was spent). */
+  CatchUpDeferred: 'CatchUpDeferred',
+  /** How late the first attempt of a catch-up, backfilled, manual or revived run started (not trigger lag). */
+  LateStartLag: 'LateStartLag',
+  /** An outcome write that failed and was retried while the lease held. */
+  OutcomeWriteRetries: 'OutcomeWriteRetries',
 } as const;
 
 export interface MetricsSink {

@@ -1,8 +1,9 @@
 /**
  * The planner's I/O loop (DESIGN §7). Order per tick:
- *   read the partition watermark (consistent) → plan (pure) → put runs (bounded parallelism),
+ *   read the layout and the exception lists (one BatchGet) → switch layout if the partition count
+ *   changed → read the exceptional jobs' plans → plan (pure) → put runs (bounded parallelism),
  *   sending one message per run this tick created as the puts complete (batches of 10, in plan
- *   order: on-time first) → advance the watermark (forward only) → sweep.
+ *   order: on-time first) → record catch-up cursors → advance the watermark (forward only) → sweep.
  *
  * No leader election: EventBridge may invoke twice, and a slow tick may overlap the next. Every
  * write is conditional, so a concurrent planner only loses conditional checks, and only the
@@ -12,16 +13,19 @@
 import { randomUUID } from 'node:crypto';
 import type { Ledger } from './adapters/ledger.js';
 import { SEND_BATCH_SIZE, type OutgoingRun, type RunQueue } from './adapters/run-queue.js';
+import type { JobPlan } from './adapters/planner-store.js';
 import type { HistorySink } from './core/history.js';
 import { NO_HISTORY } from './core/history.js';
 import type { Job } from './core/job-schema.js';
-import { partitionOf, type PartitionRef } from './core/partition.js';
+import type { PartitionRef } from './core/partition.js';
 import { planTick, type PlannedRun } from './core/plan.js';
-import { RunStatus } from './core/vocabulary.js';
+import { jobsOfPartition, relayout, type PlannerLayout } from './core/planner-state.js';
+import { RunOrigin, RunStatus } from './core/vocabulary.js';
 import { messageFor } from './core/run-message.js';
 import { MetricName, type MetricsSink, type RunLogger } from './observability.js';
 import { mapBounded } from './core/concurrency.js';
 import { PLANNER_SCHEDULE } from './resources.js';
+import { sweep, type SweepOptions } from './sweeper.js';
 
 /**
  * Beyond one tick and the jobs' startLead: EventBridge delivers a scheduled invocation up to a
@@ -31,9 +35,9 @@ const TICK_DELAY_MARGIN_MS = 3_500;
 
 /**
  * The default horizon of a tick: one tick interval, plus the largest startLead among the jobs,
- * plus a margin (65 s with the default startLead of 1.5 s). A slot just past one tick's horizon is
- * planned by the next tick; with a horizon of exactly one tick, a next tick that fires late sends
- * such a slot with less notice than its startLead and it starts late.
+ * plus a margin. A slot just past one tick's horizon is planned by the next tick; with a horizon
+ * of exactly one tick, a next tick that fires late sends such a slot with less notice than its
+ * startLead and it starts late.
  */
 export function defaultLookaheadMs(jobs: readonly Pick<Job, 'startLead'>[]): number {
   const longestStartLead = jobs.reduce((longest, job) => Math.max(longest, job.startLead), 0);
@@ -41,16 +45,20 @@ export function defaultLookaheadMs(jobs: readonly Pick<Job, 'startLead'>[]): num
 }
 
 export interface PlannerOptions {
-  /** How far past `now` a tick materializes slots. @default defaultLookaheadMs(the partition's jobs): 65 s with default startLead */
+  /** How far past `now` a tick materializes slots. @default defaultLookaheadMs(the partition's jobs) */
   readonly lookaheadMs?: number;
   /** Concurrent PutItem calls. @default 16 */
   readonly putConcurrency?: number;
   /** Concurrent SendMessageBatch calls while the puts go on. @default 4 */
   readonly sendConcurrency?: number;
+  /** Most catch-up runs one tick creates (on-time runs are never limited). @default 2,000 */
+  readonly catchUpBudget?: number;
   /** Sweeper: how late an open run must be before its message counts as lost. @default 120 s */
   readonly sweepGraceMs?: number;
-  /** Sweeper: most runs examined per tick. @default 100 */
+  /** Sweeper: most watch-index entries examined per tick. @default 1,000 */
   readonly sweepLimit?: number;
+  /** Sweeper: the rest of its knobs. */
+  readonly sweep?: Omit<SweepOptions, 'graceMs' | 'watchBudget'>;
 }
 
 export interface PlannerDeps {
@@ -74,34 +82,77 @@ export interface TickReport {
   readonly swept: number;
   readonly plannedUntil: number;
   readonly watermarkAdvanced: boolean;
+  /** Catch-up runs left for later ticks by the catch-up budget. */
+  readonly deferred: number;
+  /** Jobs still catching up after this tick. */
+  readonly behind: number;
+  /** Open runs of jobs no longer configured, seen by this tick's sweep. */
+  readonly orphans: number;
 }
 
 /**
  * SQS delays are whole seconds. Rounding up makes the message visible in
- * [slot − startLead, slot − startLead + 1 s), so the worker waits between startLead − 1 s and
- * startLead for the slot (default 1.5 s: 0.5–1.5 s, about 1 s of Lambda time per run) and the
- * handler starts on the slot's millisecond. startLead 0 skips the wait: up to ~1 s late.
+ * [fire − startLead, fire − startLead + 1 s), so the worker waits at most startLead for the fire
+ * time and the handler starts on its millisecond. startLead 0: up to ~1 s late, no wait.
  */
-export function delaySecondsFor(job: Job, slot: number, now: number): number {
-  return Math.max(0, Math.ceil((slot - job.startLead - now) / 1000));
+export function delaySecondsFor(job: Pick<Job, 'startLead'>, fireAt: number, now: number): number {
+  return Math.max(0, Math.ceil((fireAt - job.startLead - now) / 1000));
 }
 
 export { messageFor };
+
+/** The layout this tick works under, switching to `of` partitions if the stored one differs. */
+async function layoutFor(deps: PlannerDeps, stored: PlannerLayout | undefined, of: number, now: number): Promise<PlannerLayout | undefined> {
+  if (stored && stored.of === of) return stored;
+  const next = relayout(stored, of, now);
+  if (await deps.ledger.planning.writeLayout(stored, next, now)) {
+    deps.logger.info('planner layout changed', { from: stored?.of, to: of, gen: next.gen });
+    return next;
+  }
+  // Another planner switched first; take its layout if it agrees with ours.
+  const current = await deps.ledger.planning.readLayout();
+  return current?.of === of ? current : undefined;
+}
 
 export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Promise<TickReport> {
   const history = deps.history ?? NO_HISTORY;
   const options = deps.options ?? {};
   const now = deps.clock();
-  const jobs = deps.jobs.filter((job) => partitionOf(job.name, ref.of) === ref.partition);
-  const state = await deps.ledger.readPartition(ref.partition, ref.of);
+  const state = await deps.ledger.planning.readTickState();
+  const layout = await layoutFor(deps, state.layout, ref.of, now);
+  const jobs = jobsOfPartition(deps.jobs, ref.partition, ref.of);
+  const idle: TickReport = { partition: ref.partition, of: ref.of, created: 0, existing: 0, skipped: 0, sent: 0, swept: 0, plannedUntil: now, watermarkAdvanced: false, deferred: 0, behind: 0, orphans: 0 };
+  if (!layout) {
+    // Planners of two different partition counts are running (a deploy in progress): the newer
+    // layout wins the next tick; this one does nothing rather than fight over the watermarks.
+    deps.logger.warn('planner layout changed by a planner with another partition count: tick skipped', { of: ref.of });
+    return idle;
+  }
+  const cursor = layout.partitions.get(ref.partition) ?? {};
+  const mine = new Set(jobs.map((j) => j.name));
+  const paused = new Set([...state.paused].filter((name) => mine.has(name)));
+  const listedBehind = [...state.behind].filter((name) => mine.has(name) && !paused.has(name));
+  const plans = listedBehind.length > 0 ? await deps.ledger.planning.readJobPlans(listedBehind) : new Map<string, JobPlan>();
+  const behind = new Map<string, number>();
+  const edges = new Map<string, number>();
+  for (const plan of plans.values()) {
+    if (plan.cursor === undefined) continue;
+    behind.set(plan.job, plan.cursor);
+    if (plan.edge !== undefined) edges.set(plan.job, plan.edge);
+  }
+  // A job listed as behind whose plan has no cursor was interrupted between the two writes, or
+  // caught up: drop it from the list.
+  const staleListings = listedBehind.filter((name) => !behind.has(name));
+
   const plan = planTick({
     jobs,
-    plannedUntil: state.plannedUntil,
-    paused: state.paused,
-    behind: state.behind,
-    catchUpEdges: state.catchUpEdges,
+    plannedUntil: cursor.plannedUntil,
+    paused,
+    behind,
+    catchUpEdges: edges,
     now,
     lookaheadMs: options.lookaheadMs ?? defaultLookaheadMs(jobs),
+    catchUpBudget: options.catchUpBudget,
   });
 
   // Identifies this tick's puts, so a put retried after a lost response is still recognised as ours.
@@ -109,11 +160,22 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
   const dispatch = new OrderedDispatch(deps.queue, plan.runs.length, options.sendConcurrency ?? 4, (sent) => {
     for (const out of sent) history.record({ type: 'message-sent', at: deps.clock(), runKey: out.message.runKey, reason: 'planned' });
   });
+  // Runs whose slot the window sweep has already passed must be watched from the start.
+  const sweptUntil = cursor.sweptUntil ?? Number.NEGATIVE_INFINITY;
   let created = 0;
   let skipped = 0;
   await mapBounded(plan.runs, options.putConcurrency ?? 16, async (planned: PlannedRun, index) => {
     const result = await deps.ledger.createRun(
-      { job: planned.job.name, slot: planned.slot, shard: planned.shard, shards: planned.job.shards, status: planned.status, reason: planned.reason },
+      {
+        job: planned.job.name,
+        slot: planned.slot,
+        shard: planned.shard,
+        shards: planned.job.shards,
+        status: planned.status,
+        reason: planned.reason,
+        origin: planned.catchUp ? RunOrigin.CATCH_UP : RunOrigin.PLANNED,
+        watch: planned.catchUp || planned.slot <= sweptUntil,
+      },
       now,
       tickId,
     );
@@ -125,25 +187,28 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
       skipped++;
       return dispatch.settle(index, undefined);
     }
-    return dispatch.settle(index, { message: messageFor(result.run), delaySeconds: delaySecondsFor(planned.job, planned.slot, deps.clock()) });
+    return dispatch.settle(index, { message: messageFor(result.run), delaySeconds: delaySecondsFor(planned.job, result.run.fireAt ?? planned.slot, deps.clock()) });
   });
   // A refused send fails the tick before the watermark moves; the runs it left unsent exist and
   // are re-dispatched by the sweeper, as after a crash between put and send.
   const sent = await dispatch.finish();
 
-  const watermarkAdvanced = await deps.ledger.advancePartition(ref.partition, ref.of, plan.plannedUntil, {
-    set: plan.behindSet,
-    edges: plan.edgeSet,
-    clear: plan.behindClear,
-  });
+  await recordCatchUp(deps, plan.behindSet, plan.edgeSet, plan.behindClear, behind, staleListings);
 
-  const swept = await sweep(deps, jobs);
+  const watermarkAdvanced = await deps.ledger.planning.advancePartition(layout.gen, ref.partition, plan.plannedUntil);
+
+  const swept = await sweep(
+    { ledger: deps.ledger, queue: deps.queue, clock: deps.clock, logger: deps.logger, metrics: deps.metrics, history: deps.history },
+    { partition: ref.partition, of: ref.of, gen: layout.gen, jobs, configured: new Map(deps.jobs.map((j) => [j.name, j])), cursor },
+    { ...options.sweep, graceMs: options.sweepGraceMs, watchBudget: options.sweepLimit },
+  );
 
   deps.metrics.count(MetricName.SlotsMaterialized, created - skipped);
   deps.metrics.count(MetricName.SlotsSkipped, skipped);
   deps.metrics.count(MetricName.SlotsMisfired, [...plan.misfired.values()].reduce((a, b) => a + b, 0));
-  deps.metrics.count(MetricName.RunsSwept, swept);
-  deps.metrics.observe(MetricName.PlannerLag, state.plannedUntil === undefined ? 0 : Math.max(0, now - state.plannedUntil), 'Milliseconds');
+  deps.metrics.count(MetricName.CatchUpDeferred, plan.deferred);
+  deps.metrics.count(MetricName.RunsSwept, swept.swept);
+  deps.metrics.observe(MetricName.PlannerLag, cursor.plannedUntil === undefined ? 0 : Math.max(0, now - cursor.plannedUntil), 'Milliseconds');
   const report: TickReport = {
     partition: ref.partition,
     of: ref.of,
@@ -151,46 +216,36 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
     existing: plan.runs.length - created,
     skipped,
     sent,
-    swept,
+    swept: swept.swept,
     plannedUntil: plan.plannedUntil,
     watermarkAdvanced,
+    deferred: plan.deferred,
+    behind: plan.behindSet.size,
+    orphans: swept.orphans,
   };
   deps.logger.info('planner tick', { ...report });
   return report;
 }
 
 /**
- * Re-dispatches open runs whose message was lost: READY/RETRY/UNKNOWN runs overdue by more than
- * the grace period, and RUNNING runs whose lease expired that long ago (the worker died and its
- * message is gone). Re-sending is safe because claims stay conditional; `markRedispatch` keeps
- * concurrent sweepers from sending more than one replacement per grace period.
+ * Records where each catching-up job stands. Listing a job as behind comes before setting its
+ * cursor, and clearing its cursor before unlisting it, so an interruption leaves at worst a
+ * listed job without a cursor (dropped by the next tick), never a cursor nobody reads.
  */
-async function sweep(deps: PlannerDeps, jobs: readonly Job[]): Promise<number> {
-  const options = deps.options ?? {};
-  const graceMs = options.sweepGraceMs ?? 120_000;
-  const now = deps.clock();
-  const ours = new Map(jobs.map((job) => [job.name, job]));
-  const open = await deps.ledger.listOpenRuns(now - graceMs, options.sweepLimit ?? 100);
-  // The index is ordered by slot: its first entry is the oldest open run (0 when none is overdue).
-  deps.metrics.observe(MetricName.OldestOpenRunAge, open[0] ? now - open[0].slot : 0, 'Milliseconds');
-  const lost = open.filter((run) => {
-    if (!ours.has(run.job)) return false;
-    if (run.status === RunStatus.RUNNING) return (run.leaseUntil ?? 0) < now - graceMs;
-    // A catch-up or backfilled run is due when it was created or last sent, not at its old slot.
-    const dueAt = Math.max(run.nextAttemptAt ?? run.slot, run.createdAt, run.dispatchedAt ?? 0);
-    return dueAt < now - graceMs;
-  });
-  const toSend: OutgoingRun[] = [];
-  for (const run of lost) {
-    if (await deps.ledger.markRedispatch(run, now, graceMs)) toSend.push({ message: messageFor(run), delaySeconds: 0 });
-  }
-  await deps.queue.send(toSend);
-  const history = deps.history ?? NO_HISTORY;
-  for (const out of toSend) {
-    history.record({ type: 'message-sent', at: deps.clock(), runKey: out.message.runKey, reason: 'swept' });
-    deps.logger.warn('re-dispatched a run whose message was lost', { runKey: out.message.runKey });
-  }
-  return toSend.length;
+async function recordCatchUp(
+  deps: PlannerDeps,
+  set: ReadonlyMap<string, number>,
+  edges: ReadonlyMap<string, number>,
+  clear: readonly string[],
+  before: ReadonlyMap<string, number>,
+  staleListings: readonly string[],
+): Promise<void> {
+  const newlyBehind = [...set.keys()].filter((job) => !before.has(job));
+  if (newlyBehind.length > 0) await deps.ledger.planning.listBehind(newlyBehind, []);
+  await mapBounded([...set], 16, ([job, cursor]) => deps.ledger.planning.setCatchUp(job, cursor, edges.get(job) ?? cursor, before.get(job)));
+  const cleared = await mapBounded(clear, 16, async (job) => ((await deps.ledger.planning.clearCatchUp(job, before.get(job))) ? job : undefined));
+  const unlist = [...cleared.filter((job): job is string => job !== undefined), ...staleListings];
+  if (unlist.length > 0) await deps.ledger.planning.listBehind([], unlist);
 }
 
 /**

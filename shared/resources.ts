@@ -10,11 +10,16 @@ export const LEDGER_TABLE = {
   name: 'scheduler-ledger',
   partitionKey: 'pk',
   sortKey: 'sk',
-  /** TTL attribute set on terminal runs (epoch seconds). */
+  /** TTL attribute set on terminal runs and on outbox rows (epoch seconds). */
   ttlAttribute: 'expiresAt',
   /**
-   * Sparse index of open (non-terminal) runs, ordered by slot: the sweeper and `ops status` read
-   * it instead of scanning. A run leaves it when its terminal transition REMOVEs `openPk`.
+   * Sparse, keys-only index of the open runs the sweeper watches, spread over OPEN_BUCKETS
+   * partition keys and ordered by slot within each. A run is put in it only when it needs
+   * watching: still open when the sweep window passed its slot, created late (catch-up, backfill,
+   * manual), revived by ops, or waiting in an exclusive lane. On-time runs that simply run never
+   * enter it, so creating and finishing them writes no index at all. A run leaves it when a
+   * terminal transition REMOVEs `openPk`. Keys only: the sweeper reads candidates here and
+   * decides from a consistent read of the run (a GSI read is eventually consistent).
    */
   openRunsIndex: {
     name: 'open-runs',
@@ -30,19 +35,38 @@ export const PAYMENTS_TABLE = {
   sortKey: 'sk',
 } as const;
 
+/**
+ * Partition-key spread (DESIGN §12: one key value takes ~1,000 WCU/s). Both counts are fixed for
+ * the life of a table: items keyed by them never move when the planner's partition count changes.
+ */
+export const KEY_SPREAD = {
+  /**
+   * Partition keys of the watched-open-runs index; planner partition p sweeps buckets b with
+   * b % of = p (one Query each per tick). Only runs that need watching enter the index (two writes
+   * each, in and out): even if every run did, 2,000 runs/s spread over 16 keys is 250 WCU/s a key.
+   */
+  openBuckets: 16,
+  /** Items listing the jobs whose planning is exceptional (paused, or catching up). */
+  exceptionBuckets: 64,
+} as const;
+
+const pad = (n: number, width: number) => String(n).padStart(width, '0');
+
 /** Item key layout inside the ledger table. */
 export const LedgerKeys = {
   jobPk: (job: string) => `JOB#${job}`,
-  watermarkSk: '#WATERMARK',
-  /** The job's active-run marker (overlap policies other than parallel). */
-  activeSk: (shard: number) => `#ACTIVE#${String(shard).padStart(3, '0')}`,
-  runSk: (slot: number, shard: number) => `RUN#${new Date(slot).toISOString()}#${String(shard).padStart(3, '0')}`,
+  /** The job's planning state: pause (with note), catch-up cursor. Follows the job across planner partitions. */
+  jobPlanSk: '#PLAN',
+  /** The job's active-run marker for one shard's lane (overlap policies other than parallel). */
+  activeSk: (shard: number) => `#ACTIVE#${pad(shard, 3)}`,
+  runSk: (slot: number, shard: number) => `RUN#${new Date(slot).toISOString()}#${pad(shard, 3)}`,
   runSkPrefix: 'RUN#',
-  partitionPk: (partition: number, of: number) => `PLANNER#${partition}/${of}`,
-  /** All open runs share one index partition; buckets can be added if it ever gets hot. */
-  openPk: 'OPEN',
-  openSk: (slot: number, job: string, shard: number) =>
-    `${new Date(slot).toISOString()}#${job}#${String(shard).padStart(3, '0')}`,
+  /** The planner's own items: its layout and partition watermarks, and the exception lists. */
+  plannerPk: 'PLANNER',
+  plannerStateSk: '#STATE',
+  exceptionsSk: (bucket: number) => `#EXCEPTIONS#${pad(bucket, 2)}`,
+  openPk: (bucket: number) => `OPEN#${pad(bucket, 2)}`,
+  openSk: (slot: number, job: string, shard: number) => `${new Date(slot).toISOString()}#${job}#${pad(shard, 3)}`,
 } as const;
 
 /** Run queue and its dead-letter queue (DESIGN §8: visibility ≥ 6 × worker timeout). */
@@ -72,9 +96,14 @@ export const ENV = {
   ledgerTable: 'LEDGER_TABLE_NAME',
   paymentsTable: 'PAYMENTS_TABLE_NAME',
   runQueueUrl: 'RUN_QUEUE_URL',
-  deadLetterQueueUrl: 'DEAD_LETTER_QUEUE_URL',
   /** The EventBridge bus the outbox relay publishes to. */
   eventBusName: 'EVENT_BUS_NAME',
   /** Retention of terminal runs in days before TTL deletes them. */
   runRetentionDays: 'RUN_RETENTION_DAYS',
+  /** The worker Lambda's timeout: every job's attempt must fit in it (validated at cold start). */
+  workerTimeoutSeconds: 'WORKER_TIMEOUT_SECONDS',
+  /** Retention of outbox rows in days before TTL deletes them (the worker stamps `expiresAt`). */
+  outboxRetentionDays: 'OUTBOX_RETENTION_DAYS',
+  /** "true" adds the example jobs (shared/example-jobs.ts) to the job config. */
+  exampleJobs: 'EXAMPLE_JOBS',
 } as const;

@@ -33,11 +33,22 @@ export function requireEnv(name: string, env: NodeJS.ProcessEnv = process.env): 
   return value;
 }
 
+/** An optional numeric environment variable; a value that is not a positive number is refused, naming it. */
+function positiveNumberEnv(name: string, env: NodeJS.ProcessEnv): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value <= 0) throw new Error(`environment variable ${name} must be a positive number, got ${JSON.stringify(raw)}`);
+  return value;
+}
+
 export interface Resources {
   readonly ledgerTable: string;
   readonly paymentsTable: string;
   readonly runQueueUrl: string;
   readonly retentionDays: number;
+  /** Days outbox rows are kept (the worker's handlers stamp it on each row). */
+  readonly outboxRetentionDays?: number;
 }
 
 export function resourcesFromEnv(env: NodeJS.ProcessEnv = process.env): Resources {
@@ -46,6 +57,7 @@ export function resourcesFromEnv(env: NodeJS.ProcessEnv = process.env): Resource
     paymentsTable: env[ENV.paymentsTable] ?? '',
     runQueueUrl: requireEnv(ENV.runQueueUrl, env),
     retentionDays: Number(env[ENV.runRetentionDays] ?? '30'),
+    outboxRetentionDays: positiveNumberEnv(ENV.outboxRetentionDays, env),
   };
 }
 

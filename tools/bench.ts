@@ -1,5 +1,5 @@
 /**
- * `npm run bench` (issue 7): the scheduler's performance figures in one run on the embedded local
+ * `npm run bench`: the scheduler's performance figures in one run on the embedded local
  * stack. Prints a human table; with `--json` the last line is one JSON object with every figure.
  *
  *   npm run bench                 full mode (every phase on fresh stacks; about 9 minutes on 2 CPUs)

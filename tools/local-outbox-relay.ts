@@ -1,7 +1,9 @@
 /**
  * The local outbox relay: reads the ledger table's stream on DynamoDB Local and hands each outbox
  * event to a callback (the local runtime prints them), as the relay Lambda publishes to
- * EventBridge in AWS. Same mapping code: shared/core/outbox.ts.
+ * EventBridge in AWS. Same mapping code: shared/core/outbox.ts. There is no event source filter
+ * here, so it reads every record of the stream; the mapping publishes INSERTs of outbox rows only
+ * (a row's TTL delete, or a delete before a republish, is a REMOVE and publishes nothing).
  */
 import { DescribeTableCommand, type DynamoDBClient, type AttributeValue } from '@aws-sdk/client-dynamodb';
 import {
@@ -12,7 +14,7 @@ import {
   type _Record as StreamRecord,
 } from '@aws-sdk/client-dynamodb-streams';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
-import { outboxEventsFrom, type OutboxEvent } from '../shared/core/outbox.js';
+import { OUTBOX_PK_PREFIX, outboxEventsFrom, type OutboxEvent } from '../shared/core/outbox.js';
 import { localClientConfig } from './local-stack.js';
 
 export class LocalOutboxRelay {
@@ -63,12 +65,15 @@ export class LocalOutboxRelay {
     return ShardIterator;
   }
 
-  /** Stops after one last pass, so events written by the final runs are not left behind. */
+  /**
+   * Stops after reading to the end of every shard, so events written by the final runs are not
+   * left behind (a pass can end early: a page of a shard holds at most 1,000 records).
+   */
   async stop(): Promise<void> {
     this.running = false;
     await this.loop;
     try {
-      await this.pollOnce();
+      while ((await this.pollOnce()) > 0);
     } finally {
       this.streams.destroy();
     }
@@ -115,11 +120,17 @@ export class LocalOutboxRelay {
   }
 }
 
+/**
+ * Only outbox rows are unmarshalled: the ledger's other items (run items, the planner's state)
+ * are none of the relay's business, and DynamoDB Local writes some of their nested empty maps
+ * into stream images in a form `unmarshall` refuses.
+ */
 function toRecordLike(record: StreamRecord) {
   const image = record.dynamodb?.NewImage;
+  const outboxRow = typeof image?.pk?.S === 'string' && image.pk.S.startsWith(OUTBOX_PK_PREFIX);
   return {
     eventName: record.eventName,
     sequenceNumber: record.dynamodb?.SequenceNumber,
-    newImage: image ? unmarshall(image as Record<string, AttributeValue>) : undefined,
+    newImage: image && outboxRow ? unmarshall(image as Record<string, AttributeValue>) : undefined,
   };
 }

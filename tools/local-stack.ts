@@ -166,7 +166,9 @@ export async function createTables(
             { AttributeName: index.partitionKey, KeyType: 'HASH' as const },
             { AttributeName: index.sortKey, KeyType: 'RANGE' as const },
           ],
-          Projection: { ProjectionType: 'ALL' as const },
+          // Keys only: the sweeper decides from a consistent read, and heartbeats or claims of a
+          // watched run write no index.
+          Projection: { ProjectionType: 'KEYS_ONLY' as const },
         },
       ],
       StreamSpecification: { StreamEnabled: true, StreamViewType: 'NEW_IMAGE' as const },

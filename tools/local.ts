@@ -10,9 +10,10 @@
 import './quiet-sdk.js';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { loadJobs } from '../shared/config.js';
+import { configuredJobDefinitions, loadJobs } from '../shared/config.js';
 import { handlers } from '../shared/handlers/index.js';
 import { slotIso } from '../shared/core/vocabulary.js';
+import { describeSchedule } from '../shared/core/schedule-spec.js';
 import { JavaMissingError, LOCAL_ENDPOINTS_FILE, startLocalStack, type LocalStack } from './local-stack.js';
 import { LocalRuntime, percentile, seedPayments } from './local-runtime.js';
 
@@ -46,7 +47,8 @@ async function main(): Promise<number> {
   const workers = Math.floor(positive('workers', values.workers, 2));
   const duration = values.duration === undefined ? undefined : positive('duration', values.duration, 0);
   const partitions = Math.floor(positive('partitions', values.partitions, 1));
-  const jobs = loadJobs();
+  // The local runtime runs the example jobs beside the team's (a deployment only with -c exampleJobs=true).
+  const jobs = loadJobs(configuredJobDefinitions({ exampleJobs: true }));
 
   let stack: LocalStack;
   try {
@@ -60,9 +62,9 @@ async function main(): Promise<number> {
   }
   const { stop: _stop, dynamoPid: _pid, ...endpoints } = stack;
   mkdirSync('.local-data', { recursive: true });
-  writeFileSync(LOCAL_ENDPOINTS_FILE, JSON.stringify({ ...endpoints, partitions }, null, 2));
+  writeFileSync(LOCAL_ENDPOINTS_FILE, JSON.stringify({ ...endpoints, partitions, exampleJobs: true }, null, 2));
   console.log(`local stack up: DynamoDB Local ${stack.dynamoEndpoint}, SQS ${stack.sqsEndpoint} (ops: npm run ops -- status --local)`);
-  console.log(`jobs: ${jobs.map((j) => `${j.name} [${j.schedule}${j.timezone === 'UTC' ? '' : ` ${j.timezone}`}]`).join(', ')}`);
+  console.log(`jobs: ${jobs.map((j) => `${j.name} [${describeSchedule(j)}${j.timezone === 'UTC' ? '' : ` ${j.timezone}`}]`).join(', ')}`);
 
   const started = Date.now();
   const runtime = new LocalRuntime({

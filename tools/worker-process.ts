@@ -7,14 +7,14 @@
  *       [--batch-size N] [--poll-wait S] [--clock-skew MS]
  *
  * --handlers: a module exporting `handlers` (default: shared/handlers/index.ts).
- * --jobs: a JSON file with job definitions (default: shared/jobs.ts).
+ * --jobs: a JSON file with job definitions (default: shared/jobs.ts and the example jobs).
  */
 import './quiet-sdk.js';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { jobsByName, loadJobs } from '../shared/config.js';
+import { configuredJobDefinitions, jobsByName, loadJobs } from '../shared/config.js';
 import { parseJobs } from '../shared/core/job-schema.js';
 import type { JobHandler } from '../shared/handler-api.js';
 import { InMemoryMetrics, JsonLineLogger } from '../shared/observability.js';
@@ -44,8 +44,9 @@ const handlerModule = values.handlers
   : await import('../shared/handlers/index.js');
 const handlers = handlerModule.handlers;
 const jobs = values.jobs
-  ? parseJobs(JSON.parse(readFileSync(values.jobs, 'utf8')) as unknown[], { handlers: Object.keys(handlers) })
-  : loadJobs();
+  ? // A local child has no Lambda time limit: the drills' jobs need not fit one invocation.
+    parseJobs(JSON.parse(readFileSync(values.jobs, 'utf8')) as unknown[], { handlers: Object.keys(handlers), workerTimeoutMs: Number.POSITIVE_INFINITY })
+  : loadJobs(configuredJobDefinitions({ exampleJobs: true }));
 const clients = createClients({ dynamo: localClientConfig(endpoints.dynamoEndpoint), sqs: localClientConfig(endpoints.sqsEndpoint) });
 const { ledger, queue } = createAdapters(clients, { ledgerTable: endpoints.ledgerTable, paymentsTable: endpoints.paymentsTable, runQueueUrl: endpoints.runQueueUrl, retentionDays: 30 });
 const out = (line: object) => process.stdout.write(`${JSON.stringify(line)}\n`);

@@ -9,6 +9,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
 import { PAYMENTS_TABLE } from '../../shared/resources.js';
+import { FUNCTION_ACCESS } from '../iam-access.js';
 import { integerIn, validateProps, type PropRule } from '../validation.js';
 
 export interface BusinessTableProps {
@@ -52,16 +53,11 @@ const RULES: readonly PropRule<BusinessTableProps>[] = [
 ];
 
 /**
- * Item-level actions a job's fenced writes need: read, conditional put/update, and
- * ConditionCheckItem for TransactWriteItems. No Scan, no DeleteItem.
+ * Item-level actions the worker's handlers use on a business table: what `ctx.fenced` (conditional
+ * Put/Update, TransactWriteItems of Puts and Updates) and `ctx.reader` (GetItem, Query) call.
+ * No Scan, no DeleteItem. From FUNCTION_ACCESS.worker.code.handlerTables.
  */
-export const FENCED_WRITER_ACTIONS = [
-  'dynamodb:GetItem',
-  'dynamodb:PutItem',
-  'dynamodb:UpdateItem',
-  'dynamodb:Query',
-  'dynamodb:ConditionCheckItem',
-] as const;
+export const FENCED_WRITER_ACTIONS = FUNCTION_ACCESS.worker.code.handlerTables;
 
 export class BusinessTable extends Construct {
   readonly table: dynamodb.Table;

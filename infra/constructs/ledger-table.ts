@@ -8,7 +8,9 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
+import { OUTBOX_DEFAULT_RETENTION_DAYS, OUTBOX_MIN_RETENTION_DAYS } from '../../shared/core/outbox.js';
 import { LEDGER_TABLE } from '../../shared/resources.js';
+import { FUNCTION_ACCESS } from '../iam-access.js';
 import { integerIn, validateProps, type PropRule } from '../validation.js';
 
 export interface LedgerTableProps {
@@ -18,6 +20,14 @@ export interface LedgerTableProps {
    * @default 30
    */
   readonly runRetentionDays?: number;
+  /**
+   * Days an outbox row is kept before TTL deletes it: how long a batch the relay gave up on can
+   * still be republished from its rows. The worker stamps `expiresAt` on each row from this value
+   * (env OUTBOX_RETENTION_DAYS). At least 14: the relay's on-failure queue keeps a failed batch's
+   * metadata that long.
+   * @default 14
+   */
+  readonly outboxRetentionDays?: number;
   /**
    * Point-in-time recovery window in days.
    * @default 35
@@ -43,25 +53,20 @@ export interface LedgerTableProps {
 
 const RULES: readonly PropRule<LedgerTableProps>[] = [
   { prop: 'runRetentionDays', ...integerIn(1, 3650) },
+  { prop: 'outboxRetentionDays', ...integerIn(OUTBOX_MIN_RETENTION_DAYS, 3650) },
   { prop: 'pointInTimeRecoveryDays', ...integerIn(1, 35) },
 ];
 
-/** IAM actions the planner needs: create runs, advance watermarks, read them, find open runs. */
-export const PLANNER_LEDGER_ACTIONS = ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:Query'] as const;
-/** IAM actions the worker needs: claim/heartbeat/complete runs, fenced state, transactions. */
-export const WORKER_LEDGER_ACTIONS = [
-  'dynamodb:GetItem',
-  'dynamodb:PutItem',
-  'dynamodb:UpdateItem',
-  'dynamodb:Query',
-  'dynamodb:ConditionCheckItem',
-  // The overlap policies release the job's active-run marker with a Delete inside the completion transaction.
-  'dynamodb:DeleteItem',
-] as const;
+/** Actions on the ledger's items and on its open-runs index (rows of FUNCTION_ACCESS). */
+export interface LedgerAccess {
+  readonly ledgerTable?: readonly string[];
+  readonly openRunsIndex?: readonly string[];
+}
 
 export class LedgerTable extends Construct {
   readonly table: dynamodb.Table;
   readonly runRetentionDays: number;
+  readonly outboxRetentionDays: number;
   /** ARN of the open-runs index (the only index; granted by name, never `index/*`). */
   readonly openRunsIndexArn: string;
   private readonly encryptionKey?: kms.IKey;
@@ -70,6 +75,7 @@ export class LedgerTable extends Construct {
     super(scope, id);
     validateProps(`LedgerTable "${id}"`, props, RULES);
     this.runRetentionDays = props.runRetentionDays ?? 30;
+    this.outboxRetentionDays = props.outboxRetentionDays ?? OUTBOX_DEFAULT_RETENTION_DAYS;
     this.encryptionKey = props.encryptionKey;
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
 
@@ -93,26 +99,37 @@ export class LedgerTable extends Construct {
       indexName: LEDGER_TABLE.openRunsIndex.name,
       partitionKey: { name: LEDGER_TABLE.openRunsIndex.partitionKey, type: dynamodb.AttributeType.STRING },
       sortKey: { name: LEDGER_TABLE.openRunsIndex.sortKey, type: dynamodb.AttributeType.STRING },
-      // The sweeper and `ops status` rebuild whole runs from index items.
-      projectionType: dynamodb.ProjectionType.ALL,
+      // Keys only: the sweeper reads candidates here and decides from a consistent read of the
+      // run, so claims and heartbeats of a watched run write no index.
+      projectionType: dynamodb.ProjectionType.KEYS_ONLY,
     });
     this.openRunsIndexArn = `${this.table.tableArn}/index/${LEDGER_TABLE.openRunsIndex.name}`;
   }
 
-  /** Planner: get/put/update/query runs and watermarks, plus Query on the open-runs index. */
-  grantPlannerAccess(grantee: iam.IGrantable): iam.Grant {
-    this.grantKey(grantee);
-    iam.Grant.addToPrincipal({ grantee, actions: ['dynamodb:Query'], resourceArns: [this.openRunsIndexArn] });
-    return iam.Grant.addToPrincipal({ grantee, actions: [...PLANNER_LEDGER_ACTIONS], resourceArns: [this.table.tableArn] });
+  /**
+   * Planner (FUNCTION_ACCESS.planner): GetItem, PutItem, UpdateItem on the table (watermarks, run
+   * items) and Query on the open-runs index only (the sweeper never queries the table).
+   */
+  grantPlannerAccess(grantee: iam.IGrantable): void {
+    this.grantAccess(grantee, FUNCTION_ACCESS.planner.code);
   }
 
   /**
-   * Worker: claim, heartbeat and complete runs and write scheduler-owned fenced state. All writes
-   * are item-level; TransactWriteItems is authorized by these same actions.
+   * Worker (FUNCTION_ACCESS.worker): its own ledger calls (claim, heartbeat, completion and the
+   * active-run marker: GetItem, PutItem, UpdateItem, DeleteItem, Query on the table) plus what the
+   * handlers' `ctx.fenced` / `ctx.reader` do on the ledger. TransactWriteItems is authorized by the
+   * actions of its items.
    */
-  grantWorkerAccess(grantee: iam.IGrantable): iam.Grant {
+  grantWorkerAccess(grantee: iam.IGrantable): void {
+    const { ledgerTable, handlerTables } = FUNCTION_ACCESS.worker.code;
+    this.grantAccess(grantee, { ledgerTable: [...new Set([...ledgerTable, ...handlerTables])].sort() });
+  }
+
+  /** Exactly `access`: table actions on the table ARN, index actions on the open-runs index ARN. */
+  grantAccess(grantee: iam.IGrantable, access: LedgerAccess): void {
     this.grantKey(grantee);
-    return iam.Grant.addToPrincipal({ grantee, actions: [...WORKER_LEDGER_ACTIONS], resourceArns: [this.table.tableArn] });
+    if (access.ledgerTable?.length) iam.Grant.addToPrincipal({ grantee, actions: [...access.ledgerTable], resourceArns: [this.table.tableArn] });
+    if (access.openRunsIndex?.length) iam.Grant.addToPrincipal({ grantee, actions: [...access.openRunsIndex], resourceArns: [this.openRunsIndexArn] });
   }
 
   private grantKey(grantee: iam.IGrantable): void {

@@ -4,7 +4,7 @@
  * MetricName in shared/observability.ts. Alarms go to an SNS topic when one is given or an alarm
  * e-mail is set; their meaning and the response to each are in the README ("Operating").
  */
-import { Duration, Stack } from 'aws-cdk-lib';
+import { ArnFormat, Duration, Stack } from 'aws-cdk-lib';
 import * as cw from 'aws-cdk-lib/aws-cloudwatch';
 import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -62,6 +62,7 @@ export const AlarmKey = {
   RunsDead: 'runs-dead',
   PlannerErrors: 'planner-errors',
   PlannerSilent: 'planner-silent',
+  PlannerFailedTicks: 'planner-failed-ticks',
   TriggerLagHigh: 'trigger-lag-p99',
   OldestOpenRunAgeHigh: 'oldest-open-run-age',
   WorkerThrottles: 'worker-throttles',
@@ -73,11 +74,18 @@ export type AlarmKey = (typeof AlarmKey)[keyof typeof AlarmKey];
 
 /** Alarms that exist only when the outbox relay's function / failure queue are passed in. */
 export const OUTBOX_RELAY_ALARM_KEYS = [AlarmKey.OutboxRelayErrors, AlarmKey.OutboxRelayFailedBatches] as const;
-type OutboxRelayAlarmKey = (typeof OUTBOX_RELAY_ALARM_KEYS)[number];
+/** Alarms that exist only when the planner's failure queue is passed in. */
+export const PLANNER_FAILURE_ALARM_KEYS = [AlarmKey.PlannerFailedTicks] as const;
+type OptionalAlarmKey = (typeof OUTBOX_RELAY_ALARM_KEYS)[number] | (typeof PLANNER_FAILURE_ALARM_KEYS)[number];
 
 export interface ObservabilityProps {
   /** The planner function (errors and invocations). */
   readonly plannerFunction: lambda.IFunction;
+  /**
+   * The planner's on-failure destination: records of ticks that failed or were dropped as stale.
+   * @default no planner-failed-ticks alarm
+   */
+  readonly plannerFailureQueue?: sqs.IQueue;
   /** The worker function (errors, throttles). */
   readonly workerFunction: lambda.IFunction;
   /** The run queue (depth and age on the dashboard). */
@@ -163,7 +171,7 @@ export function schedulerMetric(metricName: string, options: { statistic?: strin
 
 export class Observability extends Construct {
   readonly dashboard: cw.Dashboard;
-  readonly alarms: Readonly<Record<Exclude<AlarmKey, OutboxRelayAlarmKey>, cw.Alarm> & Partial<Record<OutboxRelayAlarmKey, cw.Alarm>>>;
+  readonly alarms: Readonly<Record<Exclude<AlarmKey, OptionalAlarmKey>, cw.Alarm> & Partial<Record<OptionalAlarmKey, cw.Alarm>>>;
   /** Where alarms notify, if anywhere. */
   readonly alarmTopic?: sns.ITopic;
 
@@ -186,6 +194,7 @@ export class Observability extends Construct {
     // Alarms use unlabelled metrics (classic alarm form); the dashboard adds labels.
     const dlqDepth = props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: Duration.minutes(1) });
     const relayFailureDepth = props.outboxRelayFailureQueue?.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: Duration.minutes(1) });
+    const plannerFailureDepth = props.plannerFailureQueue?.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: Duration.minutes(1) });
     const oldestOpenRunAge = schedulerMetric(OLDEST_OPEN_RUN_AGE, { statistic: 'Maximum', period: fiveMinutes });
     const triggerLagP99 = schedulerMetric(MetricName.TriggerLag, { statistic: 'p99', period: fiveMinutes });
 
@@ -232,6 +241,13 @@ export class Observability extends Construct {
           treatMissingData: cw.TreatMissingData.BREACHING,
         },
       ),
+      ...(plannerFailureDepth && {
+        [AlarmKey.PlannerFailedTicks]: alarm(
+          AlarmKey.PlannerFailedTicks,
+          'A planner tick failed or waited longer than one tick and was dropped (no retries): its record is in the planner failure queue.',
+          { metric: plannerFailureDepth },
+        ),
+      }),
       [AlarmKey.TriggerLagHigh]: alarm(
         AlarmKey.TriggerLagHigh,
         `Runs start late: TriggerLag p99 over 5 minutes is above ${resolved.triggerLagThreshold.toHumanString()}.`,
@@ -335,6 +351,7 @@ export class Observability extends Construct {
         left: [
           props.plannerFunction.metricInvocations({ statistic: 'Sum', label: 'invocations' }),
           props.plannerFunction.metricErrors({ statistic: 'Sum', label: 'errors' }),
+          ...(plannerFailureDepth ? [plannerFailureDepth.with({ label: 'failed or dropped ticks (failure queue)' })] : []),
         ],
         right: [props.plannerFunction.metricDuration({ statistic: 'p99', label: 'duration p99' })],
         width: 8,
@@ -376,8 +393,19 @@ export class Observability extends Construct {
     }
   }
 
-  /** SNS requires a customer-managed key that CloudWatch may use to publish encrypted alarms. */
+  /**
+   * The alarm topic: KMS-encrypted (SNS requires a customer-managed key that CloudWatch may use)
+   * and TLS-only. The TLS rule is a topic policy, and a topic policy replaces SNS's default one,
+   * which is what lets CloudWatch publish to a topic of its account; so this policy allows
+   * cloudwatch.amazonaws.com to publish, but only for this stack's alarms (`<stack>-*`) in this
+   * account. Without that statement every alarm notification is refused and no e-mail arrives.
+   */
   private createAlarmTopic(): sns.Topic {
+    const stack = Stack.of(this);
+    const fromTheseAlarms = {
+      ArnLike: { 'aws:SourceArn': stack.formatArn({ service: 'cloudwatch', resource: 'alarm', resourceName: `${stack.stackName}-*`, arnFormat: ArnFormat.COLON_RESOURCE_NAME }) },
+      StringEquals: { 'aws:SourceAccount': stack.account },
+    };
     const key = new kms.Key(this, 'AlarmTopicKey', {
       description: 'Encrypts the scheduler alarm topic',
       enableKeyRotation: true,
@@ -388,13 +416,23 @@ export class Observability extends Construct {
         principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
         actions: ['kms:Decrypt', 'kms:GenerateDataKey'],
         resources: ['*'],
-        conditions: { StringEquals: { 'aws:SourceAccount': Stack.of(this).account } },
+        conditions: fromTheseAlarms,
       }),
     );
-    return new sns.Topic(this, 'AlarmTopic', {
+    const topic = new sns.Topic(this, 'AlarmTopic', {
       displayName: 'Scheduler alarms',
       masterKey: key,
       enforceSSL: true,
     });
+    topic.addToResourcePolicy(
+      new iam.PolicyStatement({
+        sid: 'AllowThisStacksAlarmsToPublish',
+        principals: [new iam.ServicePrincipal('cloudwatch.amazonaws.com')],
+        actions: ['sns:Publish'],
+        resources: [topic.topicArn],
+        conditions: fromTheseAlarms,
+      }),
+    );
+    return topic;
   }
 }

@@ -5,21 +5,25 @@
  * `OUTBOX#`; it retries from the first record the handler reports (ReportBatchItemFailures),
  * bisects a failing batch, and after the retries (or the record age) are exhausted it sends the
  * batch's metadata (shard, sequence numbers) to an on-failure queue. The outbox row itself stays
- * in the ledger, so a failed event can be republished from it.
+ * in the ledger for the ledger's outbox retention (at least 14 days, as long as the on-failure
+ * queue keeps a batch), so a failed event can be republished from it; its TTL delete is a REMOVE
+ * record, which the filter never lets through.
  */
 import { ENV } from '../../shared/resources.js';
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import type * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { DynamoEventSource, SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { DynamoEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { OUTBOX_PK_PREFIX } from '../../shared/core/outbox.js';
 import { LEDGER_TABLE } from '../../shared/resources.js';
+import { FUNCTION_ACCESS } from '../iam-access.js';
 import { createSchedulerFunction, type SchedulerFunctionOptions } from '../lambda-defaults.js';
+import { QueueEventSourceDlq } from '../queue-destinations.js';
 import { durationIn, integerIn, validateProps, type PropRule } from '../validation.js';
 import type { LedgerTable } from './ledger-table.js';
 
@@ -31,9 +35,9 @@ export const EVENT_BUS_NAME_ENV = ENV.eventBusName;
  * `dynamodb:ListStreams`, which CDK grants on `*`, and kms:Decrypt/DescribeKey on a
  * customer-managed table key). The relay reads no table items.
  */
-export const RELAY_STREAM_ACTIONS = ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator'] as const;
+export const RELAY_STREAM_ACTIONS = FUNCTION_ACCESS.outboxRelay.service.ledgerStream;
 /** IAM action the relay needs on the bus. */
-export const RELAY_BUS_ACTIONS = ['events:PutEvents'] as const;
+export const RELAY_BUS_ACTIONS = FUNCTION_ACCESS.outboxRelay.code.eventBus;
 
 export interface OutboxRelayProps extends SchedulerFunctionOptions {
   /** The ledger whose stream carries the outbox rows (its NEW_IMAGE stream must be enabled). */
@@ -153,7 +157,7 @@ export class OutboxRelay extends Construct {
 
     this.eventBus.grantPutEventsTo(fn);
 
-    // Binding grants RELAY_STREAM_ACTIONS on the stream ARN, ListStreams, and sqs:SendMessage on the failure queue.
+    // Binding grants RELAY_STREAM_ACTIONS on the stream ARN, ListStreams, and sqs:SendMessage (only) on the failure queue.
     this.eventSource = new DynamoEventSource(props.ledger.table, {
       startingPosition: lambda.StartingPosition.TRIM_HORIZON,
       batchSize: resolved.batchSize,
@@ -162,7 +166,7 @@ export class OutboxRelay extends Construct {
       bisectBatchOnError: true,
       reportBatchItemFailures: true,
       filters: [outboxFilter()],
-      onFailure: new SqsDlq(this.failureQueue),
+      onFailure: new QueueEventSourceDlq(this.failureQueue),
       enabled: props.enabled ?? true,
     });
     fn.addEventSource(this.eventSource);

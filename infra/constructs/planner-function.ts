@@ -3,17 +3,24 @@
  * per planner partition, each firing every minute with input `{ partition, of }`. Jobs hash into
  * partitions (shared/core/partition.ts), so each tick reads and writes only its partition's jobs;
  * concurrent or duplicate ticks are harmless because every planner write is conditional.
+ *
+ * EventBridge invokes the planner asynchronously. Lambda's own retries of a failed tick are off and
+ * a tick waiting longer than one tick interval is dropped: the next tick plans the same slots from
+ * the watermark, so a retried or late tick only adds load. A tick that failed or was dropped leaves
+ * a record in the failure queue (alarm planner-failed-ticks).
  */
-import { Duration } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import type * as iam from 'aws-cdk-lib/aws-iam';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type * as logs from 'aws-cdk-lib/aws-logs';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { PartitionRef } from '../../shared/core/partition.js';
 import { PLANNER_SCHEDULE } from '../../shared/resources.js';
-import { createSchedulerFunction, runResourcesEnvironment, type SchedulerFunctionOptions } from '../lambda-defaults.js';
+import { createSchedulerFunction, jobConfigEnvironment, runResourcesEnvironment, type SchedulerFunctionOptions } from '../lambda-defaults.js';
+import { QueueFailureDestination } from '../queue-destinations.js';
 import { durationIn, integerIn, validateProps, type PropRule } from '../validation.js';
 import type { LedgerTable } from './ledger-table.js';
 import type { RunQueues } from './run-queues.js';
@@ -41,15 +48,30 @@ export interface PlannerFunctionProps extends SchedulerFunctionOptions {
    * @default true
    */
   readonly enabled?: boolean;
+  /**
+   * Whether the example jobs are part of the job config (env EXAMPLE_JOBS).
+   * @default false
+   */
+  readonly exampleJobs?: boolean;
+  /**
+   * How long the failure queue keeps the record of a failed or dropped tick.
+   * @default Duration.days(14)
+   */
+  readonly failureRetentionPeriod?: Duration;
 }
+
+/** A tick older than this is superseded by the next one (Lambda's minimum is 60 s). */
+export const PLANNER_MAX_EVENT_AGE = Duration.millis(Math.max(60_000, PLANNER_SCHEDULE.tickMs));
 
 interface Resolved extends SchedulerFunctionOptions {
   readonly plannerPartitions: number;
   readonly timeout: Duration;
+  readonly failureRetentionPeriod: Duration;
 }
 
 const RULES: readonly PropRule<Resolved>[] = [
   { prop: 'plannerPartitions', ...integerIn(1, MAX_PLANNER_PARTITIONS) },
+  { prop: 'failureRetentionPeriod', ...durationIn(Duration.minutes(1), Duration.days(14)) },
   { prop: 'timeout', ...durationIn(Duration.seconds(5), Duration.minutes(15)) },
   { prop: 'memorySize', ...integerIn(128, 10240) },
 ];
@@ -65,6 +87,8 @@ export class PlannerFunction extends Construct {
   readonly logGroup: logs.ILogGroup;
   readonly rules: readonly events.Rule[];
   readonly plannerPartitions: number;
+  /** Receives a record of each tick that failed or was dropped as stale (on-failure destination). */
+  readonly failureQueue: sqs.Queue;
 
   constructor(scope: Construct, id: string, props: PlannerFunctionProps) {
     super(scope, id);
@@ -72,6 +96,7 @@ export class PlannerFunction extends Construct {
       ...props,
       plannerPartitions: props.plannerPartitions ?? 1,
       timeout: props.timeout ?? Duration.seconds(60),
+      failureRetentionPeriod: props.failureRetentionPeriod ?? Duration.days(14),
     };
     validateProps(`PlannerFunction "${id}"`, resolved, RULES);
     this.plannerPartitions = resolved.plannerPartitions;
@@ -83,6 +108,7 @@ export class PlannerFunction extends Construct {
       timeout: resolved.timeout,
       environment: {
         ...runResourcesEnvironment(props.ledger, props.runQueues),
+        ...jobConfigEnvironment(props.exampleJobs ?? false),
         ...props.environment,
       },
     });
@@ -93,6 +119,18 @@ export class PlannerFunction extends Construct {
     props.ledger.grantPlannerAccess(fn);
     props.runQueues.grantSendRuns(fn);
 
+    this.failureQueue = new sqs.Queue(this, 'FailureQueue', {
+      encryption: sqs.QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: resolved.failureRetentionPeriod,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    fn.configureAsyncInvoke({
+      retryAttempts: 0,
+      maxEventAge: PLANNER_MAX_EVENT_AGE,
+      onFailure: new QueueFailureDestination(this.failureQueue),
+    });
+
     this.rules = plannerInputs(resolved.plannerPartitions).map(
       (input) =>
         new events.Rule(this, `Tick${input.partition}`, {
@@ -102,8 +140,8 @@ export class PlannerFunction extends Construct {
           targets: [
             new targets.LambdaFunction(fn, {
               event: events.RuleTargetInput.fromObject(input),
-              // A tick older than two minutes is superseded by the next one.
-              maxEventAge: Duration.minutes(2),
+              // EventBridge's own delivery retries (the async Invoke call refused), bounded the same way.
+              maxEventAge: PLANNER_MAX_EVENT_AGE,
               retryAttempts: 2,
             }),
           ],

@@ -9,6 +9,7 @@ import type * as iam from 'aws-cdk-lib/aws-iam';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { RUN_QUEUES } from '../../shared/resources.js';
+import { FUNCTION_ACCESS } from '../iam-access.js';
 import { durationIn, integerIn, validateProps, type PropRule } from '../validation.js';
 
 /** Queue settings must be at least this multiple of the consumer's timeout (AWS guidance for Lambda). */
@@ -82,6 +83,8 @@ export class RunQueues extends Construct {
   readonly deadLetterQueue: sqs.Queue;
   readonly maxReceiveCount: number;
   readonly visibilityTimeout: Duration;
+  /** The worker timeout the queue was sized for. */
+  readonly workerTimeout: Duration;
 
   constructor(scope: Construct, id: string, props: RunQueuesProps = {}) {
     super(scope, id);
@@ -95,6 +98,7 @@ export class RunQueues extends Construct {
     validateProps(`RunQueues "${id}"`, resolved, RULES);
     this.maxReceiveCount = resolved.maxReceiveCount;
     this.visibilityTimeout = resolved.visibilityTimeout;
+    this.workerTimeout = resolved.workerTimeout;
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.DESTROY;
 
     this.deadLetterQueue = new sqs.Queue(this, 'DeadLetterQueue', {
@@ -113,24 +117,19 @@ export class RunQueues extends Construct {
     });
   }
 
-  /** Planner: sqs:SendMessage on the run queue (SendMessageBatch is authorized by it). */
+  /** Planner (FUNCTION_ACCESS.planner): sqs:SendMessage on the run queue (SendMessageBatch is authorized by it). */
   grantSendRuns(grantee: iam.IGrantable): iam.Grant {
-    return this.runQueue.grant(grantee, 'sqs:SendMessage');
+    return this.runQueue.grant(grantee, ...FUNCTION_ACCESS.planner.code.runQueue);
   }
 
   /**
-   * Worker: sqs:ChangeMessageVisibility on the run queue, for heartbeats and for hiding a message
-   * until its retry is due. (The event source mapping adds its own receive/delete grant.)
+   * Worker (FUNCTION_ACCESS.worker), on the run queue: its code's sqs:ChangeMessageVisibility
+   * (heartbeats, hiding a message until its retry is due) and sqs:SendMessage (dispatching the next
+   * waiting run of forbid-queue and coalesce), and the event source mapping's sqs:ReceiveMessage,
+   * sqs:DeleteMessage, sqs:GetQueueAttributes. No sqs:GetQueueUrl: nothing looks the queue up.
    */
-  grantVisibilityChanges(grantee: iam.IGrantable): iam.Grant {
-    return this.runQueue.grant(grantee, 'sqs:ChangeMessageVisibility');
-  }
-
-  /**
-   * Worker: sqs:SendMessage on the run queue, used by the forbid-queue and coalesce overlap
-   * policies to dispatch the next waiting run when the active one finishes.
-   */
-  grantDispatch(grantee: iam.IGrantable): iam.Grant {
-    return this.runQueue.grant(grantee, 'sqs:SendMessage');
+  grantWorkerAccess(grantee: iam.IGrantable): iam.Grant {
+    const actions = new Set<string>([...FUNCTION_ACCESS.worker.code.runQueue, ...FUNCTION_ACCESS.worker.service.runQueue]);
+    return this.runQueue.grant(grantee, ...[...actions].sort());
   }
 }

@@ -1,17 +1,18 @@
 /**
- * The worker (DESIGN §8): one NodejsFunction from functions/worker.ts fed by the run queue
- * through an SQS event source with ReportBatchItemFailures, so one failed message never
- * redelivers its whole batch. It claims, heartbeats and completes runs in the ledger, writes the
- * business items its jobs own, and changes message visibility.
+ * The worker (docs/design.md, "Worker"): one NodejsFunction from functions/worker.ts fed by the run
+ * queue through an SQS event source mapping with ReportBatchItemFailures, so one failed message
+ * never redelivers its whole batch. It claims, heartbeats and completes runs in the ledger, writes
+ * the business items its jobs own, and changes message visibility. Its IAM actions are the rows of
+ * FUNCTION_ACCESS.worker (infra/iam-access.ts), on the resources named there.
  */
 import { Duration } from 'aws-cdk-lib';
 import type * as iam from 'aws-cdk-lib/aws-iam';
-import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
 import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { ENV, RUN_QUEUES } from '../../shared/resources.js';
-import { createSchedulerFunction, runResourcesEnvironment, type SchedulerFunctionOptions } from '../lambda-defaults.js';
+import { createSchedulerFunction, jobConfigEnvironment, runResourcesEnvironment, type SchedulerFunctionOptions } from '../lambda-defaults.js';
 import { durationIn, integerIn, validateProps, type PropRule } from '../validation.js';
 import type { BusinessTable } from './business-table.js';
 import type { LedgerTable } from './ledger-table.js';
@@ -23,15 +24,21 @@ export interface WorkerFunctionProps extends SchedulerFunctionOptions {
   /** The run queue the worker consumes (and changes visibility on). */
   readonly runQueues: RunQueues;
   /**
-   * The payments table the sample jobs own (env PAYMENTS_TABLE_NAME).
+   * The payments table the example jobs own (env PAYMENTS_TABLE_NAME).
    * @default none: PAYMENTS_TABLE_NAME is not set
    */
   readonly paymentsTable?: BusinessTable;
   /**
-   * Other business tables the jobs write through `ctx.fenced`.
+   * Other business tables the jobs write through `ctx.fenced` (each granted FENCED_WRITER_ACTIONS).
+   * Their names reach the handlers through `environment`.
    * @default none
    */
   readonly businessTables?: readonly BusinessTable[];
+  /**
+   * Whether the example jobs are part of the job config (env EXAMPLE_JOBS).
+   * @default false
+   */
+  readonly exampleJobs?: boolean;
   /**
    * Messages per invocation.
    * @default 10
@@ -69,7 +76,7 @@ export class WorkerFunction extends Construct {
   readonly function: NodejsFunction;
   readonly role: iam.IRole;
   readonly logGroup: logs.ILogGroup;
-  readonly eventSource: SqsEventSource;
+  readonly eventSource: lambda.EventSourceMapping;
 
   constructor(scope: Construct, id: string, props: WorkerFunctionProps) {
     super(scope, id);
@@ -97,6 +104,8 @@ export class WorkerFunction extends Construct {
       timeout: resolved.timeout,
       environment: {
         ...runResourcesEnvironment(props.ledger, props.runQueues),
+        ...jobConfigEnvironment(props.exampleJobs ?? false),
+        [ENV.outboxRetentionDays]: String(props.ledger.outboxRetentionDays),
         ...(props.paymentsTable ? { [ENV.paymentsTable]: props.paymentsTable.table.tableName } : {}),
         ...props.environment,
       },
@@ -107,14 +116,16 @@ export class WorkerFunction extends Construct {
 
     props.ledger.grantWorkerAccess(fn);
     for (const table of [props.paymentsTable, ...(props.businessTables ?? [])]) table?.grantFencedWrites(fn);
-    props.runQueues.grantVisibilityChanges(fn);
-    props.runQueues.grantDispatch(fn);
+    // The code's visibility changes and dispatches, and the event source mapping's receive/delete.
+    props.runQueues.grantWorkerAccess(fn);
 
-    this.eventSource = new SqsEventSource(props.runQueues.runQueue, {
+    // Not SqsEventSource: it grants grantConsumeMessages, whose sqs:GetQueueUrl nothing calls.
+    this.eventSource = new lambda.EventSourceMapping(this, 'RunQueueSource', {
+      target: fn,
+      eventSourceArn: props.runQueues.runQueue.queueArn,
       batchSize: resolved.batchSize,
       maxConcurrency: resolved.maxConcurrency,
       reportBatchItemFailures: true,
     });
-    fn.addEventSource(this.eventSource);
   }
 }

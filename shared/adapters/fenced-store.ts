@@ -1,11 +1,24 @@
 /**
  * `ctx.fenced`: DynamoDB writes on business items that carry the run's fencing token (DESIGN §6).
- * Each write sets `lastFence` and is conditional on `lastFence <= :fence` joined with the caller's
- * business condition. On a failed check it tells a stale fence from a failed business condition
- * using the item returned with the failure, never an extra read.
+ *
+ * Each write stamps `lastFence = :fence` and a fresh write id (`lastWrite`), under the condition
+ *
+ *   fenceIsNew  OR  (sameFence AND notThisWrite)
+ *
+ * joined by AND with the caller's business condition: a lower fence is always refused, the same
+ * holder may write an item again, and the SDK's retry of a write whose response was lost after it
+ * committed is refused too, so an `ADD` or `x = x + 1` is never applied twice. That refusal comes
+ * back with the item, whose `lastWrite` is our id: the write is reported accepted (it landed once).
+ *
+ * Writes of one attempt to one item are serialized here, so no other write of the same holder can
+ * land between a write and its SDK retry and hide the retry's own commit.
+ *
+ * On a failed check the item returned with the failure tells a stale fence from a failed business
+ * condition, never an extra read.
  */
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { PutCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { fenceRefusal } from '../core/fence.js';
 import {
   ConditionFailedError,
   FencedOutError,
@@ -16,17 +29,26 @@ import {
   type FencedWrite,
 } from '../handler-api.js';
 import { isConditionalCheckFailure, unmarshallFailureItem } from './failure-item.js';
+import { newWriteId } from './write-id.js';
 
 export type FencedWriteResult = 'accepted' | 'fenced-out' | 'condition-failed';
 
 export interface FencedStoreHooks {
-  /** Called once per write attempt with where it landed; the worker counts and records it. */
-  onResult?(write: FencedWrite, result: FencedWriteResult): void;
+  /** Called once per write with where it landed; the worker counts and records it. */
+  onResult?(write: FencedWrite, result: FencedWriteResult, detail: { readonly writeId: string; readonly seenFence?: number }): void;
+  /**
+   * Wraps every call: the worker refuses calls of an attempt that has ended, and waits for the
+   * calls still in flight before recording the outcome. @default run the call as is
+   */
+  guard?<T>(call: () => Promise<T>): Promise<T>;
 }
 
 const FENCE = ':fence__';
-/** The same holder may write an item several times; any lower token is refused. */
-const fenceHolds = `(attribute_not_exists(lastFence) OR lastFence <= ${FENCE})`;
+const WRITE = ':write__';
+const fenceIsNew = `(attribute_not_exists(lastFence) OR lastFence < ${FENCE})`;
+const sameFence = `lastFence = ${FENCE}`;
+const notThisWrite = `(attribute_not_exists(lastWrite) OR lastWrite <> ${WRITE})`;
+const fenceHolds = `(${fenceIsNew} OR (${sameFence} AND ${notThisWrite}))`;
 
 function joinCondition(condition: Expression | undefined): string {
   return condition ? `${fenceHolds} AND (${condition.expression})` : fenceHolds;
@@ -36,24 +58,31 @@ function keyOf(write: FencedWrite): { pk: string; sk: string } {
   return write.kind === 'put' ? { pk: write.item.pk, sk: write.item.sk } : write.key;
 }
 
-function lastFenceOf(item: Record<string, unknown> | undefined): number | undefined {
-  const raw = item?.lastFence;
+function numberOf(raw: unknown): number | undefined {
   if (raw === undefined) return undefined;
   if (typeof raw === 'number') return raw;
   const n = (raw as { N?: string }).N;
   return n === undefined ? undefined : Number(n);
 }
 
+function stringOf(raw: unknown): string | undefined {
+  if (typeof raw === 'string') return raw;
+  return (raw as { S?: string } | undefined)?.S;
+}
+
 export class DynamoFencedStore implements FencedStore {
+  /** Per item (`table/pk/sk`): the tail of this attempt's writes to it. */
+  private readonly tails = new Map<string, Promise<unknown>>();
+
   constructor(
     private readonly doc: DynamoDBDocumentClient,
     readonly fence: number,
     private readonly hooks: FencedStoreHooks = {},
   ) {}
 
-  private params(write: FencedWrite) {
+  private params(write: FencedWrite, writeId: string) {
     const names = { ...write.condition?.names, ...(write.kind === 'update' ? write.set.names : {}) };
-    const values = { [FENCE]: this.fence, ...write.condition?.values, ...(write.kind === 'update' ? write.set.values : {}) };
+    const values = { [FENCE]: this.fence, [WRITE]: writeId, ...write.condition?.values, ...(write.kind === 'update' ? write.set.values : {}) };
     const base = {
       TableName: write.table,
       ConditionExpression: joinCondition(write.condition),
@@ -61,35 +90,60 @@ export class DynamoFencedStore implements FencedStore {
       ExpressionAttributeValues: values,
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
     };
-    if (write.kind === 'put') return { kind: 'put' as const, input: { ...base, Item: { ...write.item, lastFence: this.fence } } };
+    if (write.kind === 'put') return { kind: 'put' as const, input: { ...base, Item: { ...write.item, lastFence: this.fence, lastWrite: writeId } } };
     return {
       kind: 'update' as const,
-      input: { ...base, Key: write.key, UpdateExpression: `SET lastFence = ${FENCE}, ${write.set.expression}` },
+      input: { ...base, Key: write.key, UpdateExpression: `SET lastFence = ${FENCE}, lastWrite = ${WRITE}, ${write.set.expression}` },
     };
   }
 
-  private rejection(write: FencedWrite, current: Record<string, unknown> | undefined, cause: unknown): Error {
-    const seen = lastFenceOf(current);
+  /** The item as the failed check saw it is our own earlier commit of this very write. */
+  private isOwnCommit(current: Record<string, unknown> | undefined, writeId: string): boolean {
+    return numberOf(current?.lastFence) === this.fence && stringOf(current?.lastWrite) === writeId;
+  }
+
+  private rejection(write: FencedWrite, current: Record<string, unknown> | undefined, writeId: string, cause: unknown): Error {
+    const seen = numberOf(current?.lastFence);
     if (seen !== undefined && seen > this.fence) {
-      this.hooks.onResult?.(write, 'fenced-out');
-      return new FencedOutError(write.table, keyOf(write), this.fence, seen, { cause });
+      this.hooks.onResult?.(write, 'fenced-out', { writeId, seenFence: seen });
+      return new FencedOutError(write.table, keyOf(write), this.fence, seen, fenceRefusal(this.fence, seen), { cause });
     }
-    this.hooks.onResult?.(write, 'condition-failed');
+    this.hooks.onResult?.(write, 'condition-failed', { writeId, seenFence: seen });
     return new ConditionFailedError(write.table, keyOf(write), current === undefined ? undefined : unmarshallFailureItem(current), { cause });
   }
 
-  private async single(write: FencedWrite): Promise<void> {
-    const built = this.params(write);
-    try {
-      if (built.kind === 'put') await this.doc.send(new PutCommand(built.input));
-      else await this.doc.send(new UpdateCommand(built.input));
-      this.hooks.onResult?.(write, 'accepted');
-    } catch (error) {
-      if (isConditionalCheckFailure(error)) {
-        throw this.rejection(write, error.Item, error);
-      }
-      throw error;
-    }
+  /** Runs `call` after every earlier write of this store to any of `keys`, and before any later one. */
+  private serialized<T>(writes: readonly FencedWrite[], call: () => Promise<T>): Promise<T> {
+    const keys = [...new Set(writes.map((w) => `${w.table}/${keyOf(w).pk}/${keyOf(w).sk}`))];
+    const before = Promise.all(keys.map((k) => this.tails.get(k)));
+    const run = before.then(call, call);
+    const tail = run.catch(() => undefined);
+    for (const k of keys) this.tails.set(k, tail);
+    void tail.then(() => {
+      for (const k of keys) if (this.tails.get(k) === tail) this.tails.delete(k);
+    });
+    return run;
+  }
+
+  private guarded<T>(call: () => Promise<T>): Promise<T> {
+    return this.hooks.guard ? this.hooks.guard(call) : call();
+  }
+
+  private single(write: FencedWrite): Promise<void> {
+    return this.guarded(() =>
+      this.serialized([write], async () => {
+        const writeId = newWriteId();
+        const built = this.params(write, writeId);
+        try {
+          if (built.kind === 'put') await this.doc.send(new PutCommand(built.input));
+          else await this.doc.send(new UpdateCommand(built.input));
+        } catch (error) {
+          if (!isConditionalCheckFailure(error)) throw error;
+          if (!this.isOwnCommit(error.Item, writeId)) throw this.rejection(write, error.Item, writeId, error);
+        }
+        this.hooks.onResult?.(write, 'accepted', { writeId });
+      }),
+    );
   }
 
   put(write: Omit<FencedPut, 'kind'>): Promise<void> {
@@ -100,27 +154,35 @@ export class DynamoFencedStore implements FencedStore {
     return this.single({ kind: 'update', ...write });
   }
 
-  async transact(writes: readonly FencedWrite[]): Promise<void> {
-    const built = writes.map((write) => this.params(write));
-    try {
-      await this.doc.send(
-        new TransactWriteCommand({
-          TransactItems: built.map((b) => (b.kind === 'put' ? { Put: b.input } : { Update: b.input })),
-        }),
-      );
-      for (const write of writes) this.hooks.onResult?.(write, 'accepted');
-    } catch (error) {
-      if (error instanceof TransactionCanceledException || (error as { name?: string }).name === 'TransactionCanceledException') {
-        const reasons = (error as TransactionCanceledException).CancellationReasons ?? [];
-        const failedAt = reasons.findIndex((reason) => reason.Code === 'ConditionalCheckFailed');
-        if (failedAt >= 0) {
-          // A fence refusal anywhere in the transaction outranks a business condition elsewhere.
-          const fenced = reasons.findIndex((r) => r.Code === 'ConditionalCheckFailed' && (lastFenceOf(r.Item) ?? -Infinity) > this.fence);
-          const index = fenced >= 0 ? fenced : failedAt;
-          throw this.rejection(writes[index]!, reasons[index]!.Item as Record<string, unknown> | undefined, error);
+  transact(writes: readonly FencedWrite[]): Promise<void> {
+    return this.guarded(() =>
+      this.serialized(writes, async () => {
+        // One id for the whole transaction: it commits all or nothing, so any item carrying the id
+        // proves the whole transaction landed. It is also the idempotency token AWS honours for
+        // ten minutes on an identical retry.
+        const writeId = newWriteId();
+        const built = writes.map((write) => this.params(write, writeId));
+        try {
+          await this.doc.send(
+            new TransactWriteCommand({
+              ClientRequestToken: `fence-${this.fence}-${writeId}`,
+              TransactItems: built.map((b) => (b.kind === 'put' ? { Put: b.input } : { Update: b.input })),
+            }),
+          );
+        } catch (error) {
+          if (!(error instanceof TransactionCanceledException) && (error as { name?: string }).name !== 'TransactionCanceledException') throw error;
+          const reasons = (error as TransactionCanceledException).CancellationReasons ?? [];
+          const failedAt = reasons.findIndex((reason) => reason.Code === 'ConditionalCheckFailed');
+          if (failedAt < 0) throw error;
+          if (!reasons.some((r) => r.Code === 'ConditionalCheckFailed' && this.isOwnCommit(r.Item as Record<string, unknown> | undefined, writeId))) {
+            // A fence refusal anywhere in the transaction outranks a business condition elsewhere.
+            const fenced = reasons.findIndex((r) => r.Code === 'ConditionalCheckFailed' && (numberOf(r.Item?.lastFence) ?? -Infinity) > this.fence);
+            const index = fenced >= 0 ? fenced : failedAt;
+            throw this.rejection(writes[index]!, reasons[index]!.Item as Record<string, unknown> | undefined, writeId, error);
+          }
         }
-      }
-      throw error;
-    }
+        for (const write of writes) this.hooks.onResult?.(write, 'accepted', { writeId });
+      }),
+    );
   }
 }

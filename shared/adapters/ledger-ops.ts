@@ -9,11 +9,11 @@
  */
 import type { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { DEFAULT_CLOCK_SKEW_MS } from '../core/lease.js';
 import { isTerminal, RunStatus, type Run, type RunId } from '../core/vocabulary.js';
 import { LedgerKeys } from '../resources.js';
-import { runFromItem } from './ledger.js';
+import { runFromItem, watchKeys } from './ledger.js';
 import { failedItem, isConditionalCheckFailure } from './failure-item.js';
+import { newWriteId } from './write-id.js';
 
 type Item = Record<string, unknown>;
 
@@ -21,9 +21,15 @@ export interface LedgerOpsOptions {
   readonly tableName: string;
   /** Days resolved (terminal) runs stay before TTL removes them. @default 30 */
   readonly retentionDays?: number;
-  /** A RUNNING run's lease counts as expired only this long after `leaseUntil`. @default 2 s */
-  readonly clockSkewMs?: number;
+  /**
+   * An operator's clock is not a worker's: an ops command takes over a RUNNING run only once its
+   * lease is this long past its end by the operator's clock (unless forced). @default 60 s
+   */
+  readonly takeoverMarginMs?: number;
 }
+
+/** The operator's clock may be this far off the workers' before a live lease could be taken. */
+export const OPS_TAKEOVER_MARGIN_MS = 60_000;
 
 export interface RunQuery {
   /** Only runs whose slot is at or after this instant (UTC ms). */
@@ -54,10 +60,16 @@ export interface Resolution {
   readonly from: RunStatus;
 }
 
+/** Options of a repair that may take over a RUNNING run. */
+export interface TakeoverOptions {
+  /** Take over a RUNNING run even if its lease does not look expired by the margin. @default false */
+  readonly force?: boolean;
+}
+
 /** Why a run cannot be resolved as it stands (undefined: it can). */
-export function resolveRefusal(run: Run, now: number, skewMs: number = DEFAULT_CLOCK_SKEW_MS): string | undefined {
-  if (run.status === RunStatus.RUNNING && !leaseExpired(run, now, skewMs)) {
-    return `${run.runKey} is RUNNING with a live lease (owner ${run.owner ?? '?'}, until ${iso(run.leaseUntil)}): wait for it to finish or expire`;
+export function resolveRefusal(run: Run, now: number, marginMs: number = OPS_TAKEOVER_MARGIN_MS, options: TakeoverOptions = {}): string | undefined {
+  if (run.status === RunStatus.RUNNING && !options.force && !leaseExpired(run, now, marginMs)) {
+    return `${run.runKey} is RUNNING with a lease until ${iso(run.leaseUntil)} (owner ${run.owner ?? '?'}), not ${Math.round(marginMs / 1000)}s past by this machine's clock: wait for it to finish or expire, or pass --force if you know the worker is gone`;
   }
   if (run.status !== RunStatus.DEAD && isTerminal(run.status)) {
     return `${run.runKey} is already ${run.status}: only open runs and DEAD runs can be resolved`;
@@ -66,14 +78,22 @@ export function resolveRefusal(run: Run, now: number, skewMs: number = DEFAULT_C
 }
 
 /** Whether redrive should give the run a fresh attempt budget. */
-export function needsRevival(run: Run, maxAttempts: number | undefined, now: number, skewMs: number = DEFAULT_CLOCK_SKEW_MS): boolean {
+export function needsRevival(run: Run, maxAttempts: number | undefined, now: number, marginMs: number = OPS_TAKEOVER_MARGIN_MS): boolean {
   if (run.status === RunStatus.DEAD) return true;
   // A worker crash-looped on its last attempt: the lease lapsed and no attempt is left.
-  return run.status === RunStatus.RUNNING && leaseExpired(run, now, skewMs) && maxAttempts !== undefined && run.attempt >= maxAttempts;
+  return run.status === RunStatus.RUNNING && leaseExpired(run, now, marginMs) && maxAttempts !== undefined && run.attempt >= maxAttempts;
 }
 
-export function leaseExpired(run: Pick<Run, 'leaseUntil'>, now: number, skewMs: number): boolean {
-  return (run.leaseUntil ?? 0) < now - skewMs;
+export function leaseExpired(run: Pick<Run, 'leaseUntil'>, now: number, marginMs: number): boolean {
+  return (run.leaseUntil ?? 0) < now - marginMs;
+}
+
+/**
+ * The status a revived run restarts from: UNKNOWN (its next claim reconciles first) when its last
+ * attempt may have had its effect, else READY.
+ */
+export function revivalStatus(run: Pick<Run, 'status' | 'resultUnknown'>): typeof RunStatus.READY | typeof RunStatus.UNKNOWN {
+  return run.resultUnknown || run.status === RunStatus.RUNNING || run.status === RunStatus.UNKNOWN ? RunStatus.UNKNOWN : RunStatus.READY;
 }
 
 function iso(ms: number | undefined): string {
@@ -88,7 +108,7 @@ function failureRun(error: ConditionalCheckFailedException): Run | undefined {
 export class LedgerOps {
   readonly tableName: string;
   private readonly retentionSeconds: number;
-  readonly clockSkewMs: number;
+  readonly takeoverMarginMs: number;
 
   constructor(
     private readonly doc: DynamoDBDocumentClient,
@@ -96,7 +116,7 @@ export class LedgerOps {
   ) {
     this.tableName = options.tableName;
     this.retentionSeconds = (options.retentionDays ?? 30) * 86_400;
-    this.clockSkewMs = options.clockSkewMs ?? DEFAULT_CLOCK_SKEW_MS;
+    this.takeoverMarginMs = options.takeoverMarginMs ?? OPS_TAKEOVER_MARGIN_MS;
   }
 
   private key(id: RunId) {
@@ -176,43 +196,59 @@ export class LedgerOps {
   }
 
   /**
-   * Gives a DEAD run (or a RUNNING one whose lease lapsed with no attempt left) a fresh attempt
-   * budget, for redrive: READY, attempt 0, back in the open-runs index. The fencing token is kept,
-   * so the next claim's token is still larger than any the run has handed out. `dispatchedAt` is
-   * set to now so the sweeper leaves the run to the message being moved back for its grace period.
-   * Refused when the status or the token changed since `run` was read.
+   * Gives a DEAD run (or a RUNNING one whose lease lapsed) a fresh attempt budget: attempt 0, in
+   * the sweeper's watch index, dispatched now (the caller sends or moves its message). It restarts
+   * UNKNOWN when its last attempt's result is unknown (it ended UNKNOWN or timed out, or its
+   * holder vanished), so the next claim reconciles before running it again; else READY. Taking a
+   * RUNNING run advances its fence like a worker's takeover, so a holder that is alive after all
+   * has its heartbeats and outcome refused. Refused when the status or the token changed since
+   * `run` was read, or (unless forced) when a RUNNING run's lease is not past by the margin.
    */
-  async reviveRun(run: Run, options: { now: number; by?: string }): Promise<RepairResult> {
+  async reviveRun(run: Run, options: { now: number; by?: string; reason?: string } & TakeoverOptions): Promise<RepairResult> {
     const running = run.status === RunStatus.RUNNING;
+    const keys = watchKeys(run);
     const values: Record<string, unknown> = {
       ':seen': run.status,
       ':seenToken': run.fencingToken,
-      ':ready': RunStatus.READY,
+      ':to': revivalStatus(run),
       ':zero': 0,
-      ':openPk': LedgerKeys.openPk,
-      ':openSk': LedgerKeys.openSk(run.slot, run.job, run.shard),
+      ':openPk': keys.openPk,
+      ':openSk': keys.openSk,
       ':now': options.now,
       ':one': 1,
-      ':revival': { at: options.now, by: options.by ?? 'ops', from: run.status, attempts: run.attempt },
+      ':revival': { at: options.now, by: options.by ?? 'ops', from: run.status, attempts: run.attempt, ...(options.reason ? { reason: options.reason } : {}) },
     };
-    if (running) values[':expiredBefore'] = options.now - this.clockSkewMs;
+    const sets = [
+      '#status = :to',
+      'attempt = :zero',
+      'openPk = :openPk',
+      'openSk = :openSk',
+      'dispatchedAt = :now',
+      'revivals = if_not_exists(revivals, :zero) + :one',
+      'lastRevival = :revival',
+    ];
+    if (running) sets.push('fencingToken = fencingToken + :one');
+    const conditions = ['#status = :seen', 'fencingToken = :seenToken'];
+    if (running && !options.force) {
+      conditions.push('leaseUntil < :expiredBefore');
+      values[':expiredBefore'] = options.now - this.takeoverMarginMs;
+    }
     return this.repair(
       run,
-      'SET #status = :ready, attempt = :zero, openPk = :openPk, openSk = :openSk, dispatchedAt = :now, ' +
-        'revivals = if_not_exists(revivals, :zero) + :one, lastRevival = :revival ' +
-        'REMOVE nextAttemptAt, expiresAt, finishedAt, leaseUntil, #owner',
-      `#status = :seen AND fencingToken = :seenToken${running ? ' AND leaseUntil < :expiredBefore' : ''}`,
+      `SET ${sets.join(', ')} REMOVE nextAttemptAt, expiresAt, finishedAt, leaseUntil, #owner, redispatches, attemptElapsed`,
+      conditions.join(' AND '),
       values,
     );
   }
 
   /**
    * Closes a run by hand: `succeeded` → MANUAL with the resolution recorded; `dead` → DEAD with
-   * lastError RESOLVED. Either way it leaves the open-runs index and gets a TTL like any terminal
-   * run. Conditional on the status and token the operator saw (and, for RUNNING, on the lease
-   * still being expired), so a worker that claimed or heartbeated meanwhile wins.
+   * lastError RESOLVED. Either way it leaves the watch index and gets a TTL like any terminal run.
+   * Conditional on the status and token the operator saw, so a worker that claimed meanwhile
+   * wins. A RUNNING run is taken over like a worker would (its fence advances, so the old holder's
+   * heartbeats and outcome are refused), and only once its lease is past by the margin, unless forced.
    */
-  async resolveRun(run: Run, resolution: Omit<Resolution, 'from'>): Promise<RepairResult> {
+  async resolveRun(run: Run, resolution: Omit<Resolution, 'from'>, options: TakeoverOptions = {}): Promise<RepairResult> {
     const running = run.status === RunStatus.RUNNING;
     const record: Resolution = { ...resolution, from: run.status };
     const values: Record<string, unknown> = {
@@ -230,35 +266,42 @@ export class LedgerOps {
       values[':lastError'] = { code: 'RESOLVED', message: resolution.reason };
       sets.push('lastError = :lastError');
     }
-    if (running) values[':expiredBefore'] = resolution.at - this.clockSkewMs;
-    return this.repair(
-      run,
-      `SET ${sets.join(', ')} REMOVE openPk, openSk, nextAttemptAt, leaseUntil`,
-      `#status = :seen AND fencingToken = :seenToken${running ? ' AND leaseUntil < :expiredBefore' : ''}`,
-      values,
-    );
+    if (running) {
+      sets.push('fencingToken = fencingToken + :one');
+      values[':one'] = 1;
+    }
+    const conditions = ['#status = :seen', 'fencingToken = :seenToken'];
+    if (running && !options.force) {
+      conditions.push('leaseUntil < :expiredBefore');
+      values[':expiredBefore'] = resolution.at - this.takeoverMarginMs;
+    }
+    return this.repair(run, `SET ${sets.join(', ')} REMOVE openPk, openSk, nextAttemptAt, leaseUntil, redispatches`, conditions.join(' AND '), values);
   }
 
+  /** One conditional update; its write id makes a retry after a lost response find its own commit. */
   private async repair(run: Run, update: string, condition: string, values: Record<string, unknown>): Promise<RepairResult> {
     const names: Record<string, string> = { '#status': 'status' };
     if (update.includes('#owner')) names['#owner'] = 'owner';
+    const writeId = newWriteId();
     try {
       const { Attributes } = await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: this.key(run),
-          UpdateExpression: update,
+          UpdateExpression: update.replace(/^SET /, 'SET lastWrite = :write, '),
           ConditionExpression: `attribute_exists(pk) AND ${condition}`,
           ExpressionAttributeNames: names,
-          ExpressionAttributeValues: values,
+          ExpressionAttributeValues: { ...values, ':write': writeId },
           ReturnValues: 'ALL_NEW',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
       return { ok: true, run: runFromItem(Attributes ?? {}) };
     } catch (error) {
-      if (isConditionalCheckFailure(error)) return { ok: false, current: failureRun(error) };
-      throw error;
+      if (!isConditionalCheckFailure(error)) throw error;
+      const current = failedItem(error);
+      if (current?.lastWrite === writeId) return { ok: true, run: runFromItem(current) };
+      return { ok: false, current: failureRun(error) };
     }
   }
 }

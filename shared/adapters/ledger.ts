@@ -1,23 +1,36 @@
 /**
- * The ledger adapter: DynamoDB calls for watermarks and run items. It marshals, names each
+ * The ledger adapter for run items (DESIGN §5, §6): create, claim, heartbeat, checkpoint,
+ * complete, settle, and the queries the worker and sweeper need. It marshals, names each
  * condition clause, and maps ConditionalCheckFailedException to domain results using the item
  * DynamoDB returns with the failure (ReturnValuesOnConditionCheckFailure), never an extra read.
  * The rules themselves (what a refusal means, token composition) live in shared/core.
+ *
+ * Every write that may be retried after a lost response stamps a write id (`lastWrite`): a retry
+ * whose condition fails against our own earlier commit is recognised as ours (DESIGN §12).
+ *
+ * The planner's own items and the exclusive lanes' markers have their own adapters, reachable as
+ * `ledger.planning` and `ledger.lanes`, on the same table and client.
  */
-import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import {
+  BatchGetCommand,
   GetCommand,
   PutCommand,
   QueryCommand,
-  TransactWriteCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
-import { initialFence, MAX_CLAIMS_PER_SLOT } from '../core/fence.js';
+import { mapBounded } from '../core/concurrency.js';
+import { claimsOf, initialFence, MAX_CLAIMS_PER_SLOT } from '../core/fence.js';
 import { explainClaimRefusal, type ClaimResult } from '../core/lease.js';
-import { LedgerKeys, LEDGER_TABLE } from '../resources.js';
-import { failedItem, isConditionalCheckFailure, unmarshallFailureItem } from './failure-item.js';
-import { RunStatus, runKeyOf, type Run, type RunId } from '../core/vocabulary.js';
+import { ATTEMPT_HISTORY_LIMIT, boundMessage, MAX_HISTORY_MESSAGE_CHARS } from '../core/limits.js';
+import type { Transition } from '../core/outcome.js';
+import { openBucketOf } from '../core/planner-state.js';
+import { KEY_SPREAD, LedgerKeys, LEDGER_TABLE } from '../resources.js';
+import { failedItem, isConditionalCheckFailure } from './failure-item.js';
+import { LaneStore } from './lane-store.js';
+import { PlannerStore } from './planner-store.js';
+import { newWriteId } from './write-id.js';
+import { RunOrigin, RunStatus, runKeyOf, TERMINAL_STATUSES, type AttemptRecord, type Run, type RunId } from '../core/vocabulary.js';
 
 type Item = Record<string, unknown>;
 
@@ -29,34 +42,26 @@ export interface NewRun {
   /** READY for runs to execute; SKIPPED for slots a policy decided not to run (visible to ops). */
   readonly status: typeof RunStatus.READY | typeof RunStatus.SKIPPED;
   readonly reason?: string;
+  /** @default RunOrigin.PLANNED */
+  readonly origin?: RunOrigin;
+  /**
+   * Put the run in the sweeper's watch index at once: for runs the window sweep will not visit
+   * because their slot is already behind it (catch-up, backfill, manual). @default false
+   */
+  readonly watch?: boolean;
+  /** When the run should start, if not at its slot. */
+  readonly fireAt?: number;
+  /** An operator's note (manual runs). */
+  readonly note?: string;
 }
 
 export type CreateRunResult = { readonly created: true; readonly run: Run } | { readonly created: false; readonly existing: Run };
 
-export type Outcome =
-  | { readonly status: typeof RunStatus.SUCCEEDED; readonly evidence?: unknown }
-  | {
-      readonly status: typeof RunStatus.RETRY;
-      readonly nextAttemptAt: number;
-      readonly lastError: { code: string; message: string };
-      /** A yield (time ran low) gives the attempt back instead of spending it. */
-      readonly refundAttempt?: boolean;
-    }
-  | { readonly status: typeof RunStatus.UNKNOWN; readonly nextAttemptAt: number; readonly lastError: { code: string; message: string } }
-  | { readonly status: typeof RunStatus.DEAD; readonly lastError: { code: string; message: string } };
+/** The outcome an attempt records (the pure core's transition). */
+export type Outcome = Transition;
 
-/** A fenced write on a run was refused: the caller no longer holds the lease. */
+/** A write guarded by the lease was refused: the caller no longer holds it. */
 export type LeaseCheck = { readonly ok: true } | { readonly ok: false; readonly current: Run | undefined };
-
-export interface PartitionState {
-  /** Every job of the partition is planned up to this instant (UTC ms). */
-  readonly plannedUntil: number | undefined;
-  readonly paused: ReadonlySet<string>;
-  /** Jobs planned only up to an earlier slot (catch-up in progress, resumed after a pause). */
-  readonly behind: ReadonlyMap<string, number>;
-  /** Where each unfinished catch-up ends (absent right after a resume). */
-  readonly catchUpEdges: ReadonlyMap<string, number>;
-}
 
 export interface LedgerOptions {
   readonly tableName: string;
@@ -64,16 +69,19 @@ export interface LedgerOptions {
   readonly retentionDays?: number;
 }
 
-/** Per-item reasons of a cancelled transaction, with returned items unmarshalled; undefined for other errors. */
-function cancellationReasons(error: unknown): { Code?: string; Item?: Item }[] | undefined {
-  if (!(error instanceof TransactionCanceledException) && (error as { name?: string })?.name !== 'TransactionCanceledException') return undefined;
-  return ((error as TransactionCanceledException).CancellationReasons ?? []).map((reason) => ({
-    Code: reason.Code,
-    Item: reason.Item ? unmarshallFailureItem(reason.Item) : undefined,
-  }));
+/** What `complete` remembers of the attempt in the run's history. */
+export interface AttemptFacts {
+  /** The status the claim took the run from. */
+  readonly from?: RunStatus;
+  /** Handler time this invocation spent on the attempt (kept across a refunded yield). */
+  readonly elapsedMs?: number;
 }
 
+const OPEN_STATUSES = [RunStatus.READY, RunStatus.RETRY, RunStatus.UNKNOWN, RunStatus.RUNNING] as const;
+const WAITING = [RunStatus.READY, RunStatus.RETRY, RunStatus.UNKNOWN] as const;
+
 export function runFromItem(item: Item): Run {
+  const attempts = item.attempts as Record<string, AttemptRecord> | undefined;
   return {
     job: item.job as string,
     slot: item.slot as number,
@@ -94,152 +102,49 @@ export function runFromItem(item: Item): Run {
     checkpoint: item.checkpoint,
     evidence: item.evidence,
     expiresAt: item.expiresAt as number | undefined,
+    origin: item.origin as RunOrigin | undefined,
+    fireAt: item.fireAt as number | undefined,
+    claimedFrom: item.claimedFrom as RunStatus | undefined,
+    resultUnknown: item.resultUnknown === true ? true : undefined,
+    attempts: attempts ? Object.values(attempts).sort((a, b) => a.claim - b.claim) : undefined,
+    note: item.note as string | undefined,
+    redispatches: item.redispatches as number | undefined,
+    attemptElapsedMs: item.attemptElapsed as number | undefined,
   };
+}
+
+/** The watch-index keys of a run. */
+export function watchKeys(run: Pick<Run, 'job' | 'slot' | 'shard'>): { openPk: string; openSk: string } {
+  return { openPk: LedgerKeys.openPk(openBucketOf(run.job, run.slot, run.shard)), openSk: LedgerKeys.openSk(run.slot, run.job, run.shard) };
 }
 
 export class Ledger {
   readonly tableName: string;
-  private readonly retentionSeconds: number;
+  readonly retentionSeconds: number;
+  /** The planner's layout, watermarks, job planning state and exception lists. */
+  readonly planning: PlannerStore;
+  /** The exclusive lanes' active-run markers. */
+  readonly lanes: LaneStore;
 
   constructor(
-    private readonly doc: DynamoDBDocumentClient,
+    readonly doc: DynamoDBDocumentClient,
     options: LedgerOptions,
   ) {
     this.tableName = options.tableName;
     this.retentionSeconds = (options.retentionDays ?? 30) * 86_400;
+    this.planning = new PlannerStore(doc, this.tableName);
+    this.lanes = new LaneStore(doc, this.tableName);
   }
 
-  private runKey(id: RunId) {
+  runKeyOf(id: RunId): { pk: string; sk: string } {
     return { pk: LedgerKeys.jobPk(id.job), sk: LedgerKeys.runSk(id.slot, id.shard) };
   }
 
-  // ---------------------------------------------------------------- partition watermark
-
-  async readPartition(partition: number, of: number): Promise<PartitionState> {
-    const { Item } = await this.doc.send(
-      new GetCommand({
-        TableName: this.tableName,
-        Key: { pk: LedgerKeys.partitionPk(partition, of), sk: LedgerKeys.watermarkSk },
-        ConsistentRead: true,
-      }),
-    );
-    const paused = (Item?.paused as Set<string> | undefined) ?? new Set<string>();
-    const behind = new Map(Object.entries((Item?.behind as Record<string, number> | undefined) ?? {}));
-    const catchUpEdges = new Map(Object.entries((Item?.catchUpEdge as Record<string, number> | undefined) ?? {}));
-    return { plannedUntil: Item?.plannedUntil as number | undefined, paused, behind, catchUpEdges };
+  private expiresAt(now: number): number {
+    return Math.floor(now / 1000) + this.retentionSeconds;
   }
 
-  /**
-   * Moves the partition watermark forward only, and records which jobs are still behind it.
-   * Returns false when a concurrent planner already moved it further (harmless: its work is a
-   * superset of ours, every run write being conditional).
-   */
-  async advancePartition(
-    partition: number,
-    of: number,
-    plannedUntil: number,
-    behind: { readonly set: ReadonlyMap<string, number>; readonly edges: ReadonlyMap<string, number>; readonly clear: readonly string[] },
-  ): Promise<boolean> {
-    const names: Record<string, string> = {};
-    const values: Record<string, unknown> = { ':until': plannedUntil };
-    const sets = ['plannedUntil = :until'];
-    const removes: string[] = [];
-    let i = 0;
-    for (const [job, slot] of behind.set) {
-      names[`#j${i}`] = job;
-      values[`:b${i}`] = slot;
-      sets.push(`behind.#j${i} = :b${i}`);
-      const edge = behind.edges.get(job);
-      if (edge !== undefined) {
-        values[`:e${i}`] = edge;
-        sets.push(`catchUpEdge.#j${i} = :e${i}`);
-      }
-      i++;
-    }
-    for (const job of behind.clear) {
-      if (behind.set.has(job)) continue;
-      names[`#j${i}`] = job;
-      removes.push(`behind.#j${i}`, `catchUpEdge.#j${i}`);
-      i++;
-    }
-    // `behind` must exist as a map before nested SETs; create it on the first advance.
-    const firstAdvance = 'attribute_not_exists(plannedUntil)';
-    const onlyForward = 'plannedUntil <= :until';
-    try {
-      if (behind.set.size > 0) {
-        await this.doc.send(
-          new UpdateCommand({
-            TableName: this.tableName,
-            Key: { pk: LedgerKeys.partitionPk(partition, of), sk: LedgerKeys.watermarkSk },
-            UpdateExpression: 'SET behind = if_not_exists(behind, :emptyMap), catchUpEdge = if_not_exists(catchUpEdge, :emptyMap)',
-            ExpressionAttributeValues: { ':emptyMap': {} },
-          }),
-        );
-      }
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { pk: LedgerKeys.partitionPk(partition, of), sk: LedgerKeys.watermarkSk },
-          UpdateExpression: `SET ${sets.join(', ')}${removes.length ? ` REMOVE ${removes.join(', ')}` : ''}`,
-          ConditionExpression: `${firstAdvance} OR ${onlyForward}`,
-          ExpressionAttributeNames: Object.keys(names).length ? names : undefined,
-          ExpressionAttributeValues: values,
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionalCheckFailure(error)) return false;
-      throw error;
-    }
-  }
-
-  /**
-   * Pauses a job: the planner skips it, and `behind` remembers where it stopped so that resuming
-   * plans the missed slots under the job's misfire policy instead of dropping them silently.
-   */
-  async pauseJob(partition: number, of: number, job: string, now: number): Promise<void> {
-    const key = { pk: LedgerKeys.partitionPk(partition, of), sk: LedgerKeys.watermarkSk };
-    await this.doc.send(
-      new UpdateCommand({
-        TableName: this.tableName,
-        Key: key,
-        UpdateExpression: 'SET behind = if_not_exists(behind, :emptyMap), catchUpEdge = if_not_exists(catchUpEdge, :emptyMap), plannedUntil = if_not_exists(plannedUntil, :now)',
-        ExpressionAttributeValues: { ':emptyMap': {}, ':now': now },
-      }),
-    );
-    await this.doc.send(
-      new UpdateCommand({
-        TableName: this.tableName,
-        Key: key,
-        // The job's own place wins over the partition's: a job already catching up keeps its slot.
-        // Dropping the edge makes the resume tick fix a new one: slots after the pause were never planned.
-        UpdateExpression: 'ADD paused :job SET behind.#job = if_not_exists(behind.#job, plannedUntil) REMOVE catchUpEdge.#job',
-        ExpressionAttributeNames: { '#job': job },
-        ExpressionAttributeValues: { ':job': new Set([job]) },
-      }),
-    );
-  }
-
-  /** Resumes a paused job; returns false when it was not paused. */
-  async resumeJob(partition: number, of: number, job: string): Promise<boolean> {
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: { pk: LedgerKeys.partitionPk(partition, of), sk: LedgerKeys.watermarkSk },
-          UpdateExpression: 'DELETE paused :job',
-          ConditionExpression: 'contains(paused, :name)',
-          ExpressionAttributeValues: { ':job': new Set([job]), ':name': job },
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionalCheckFailure(error)) return false;
-      throw error;
-    }
-  }
-
-  // ---------------------------------------------------------------- runs
+  // ---------------------------------------------------------------- create and read
 
   /**
    * Conditional put: at most one run item per (job, slot, shard), whoever calls and however often.
@@ -249,8 +154,9 @@ export class Ledger {
    */
   async createRun(run: NewRun, now: number, creator?: string): Promise<CreateRunResult> {
     const open = run.status === RunStatus.READY;
+    const origin = run.origin ?? RunOrigin.PLANNED;
     const item: Item = {
-      ...this.runKey(run),
+      ...this.runKeyOf(run),
       ...(creator ? { createdBy: creator } : {}),
       job: run.job,
       slot: run.slot,
@@ -261,9 +167,12 @@ export class Ledger {
       fencingToken: initialFence(run.slot),
       attempt: 0,
       createdAt: now,
-      ...(open
-        ? { openPk: LedgerKeys.openPk, openSk: LedgerKeys.openSk(run.slot, run.job, run.shard) }
-        : { finishedAt: now, expiresAt: Math.floor(now / 1000) + this.retentionSeconds }),
+      ...(origin !== RunOrigin.PLANNED ? { origin } : {}),
+      ...(run.fireAt !== undefined && run.fireAt !== run.slot ? { fireAt: run.fireAt } : {}),
+      ...(run.note ? { note: run.note } : {}),
+      // The history map must exist before an attempt's entry can be set inside it.
+      ...(open ? { attempts: {} } : { finishedAt: now, expiresAt: this.expiresAt(now) }),
+      ...(open && run.watch ? watchKeys(run) : {}),
       ...(run.reason ? { lastError: { code: run.status, message: run.reason } } : {}),
     };
     try {
@@ -287,326 +196,277 @@ export class Ledger {
   }
 
   async getRun(id: RunId, consistent = true): Promise<Run | undefined> {
-    const { Item } = await this.doc.send(
-      new GetCommand({ TableName: this.tableName, Key: this.runKey(id), ConsistentRead: consistent }),
-    );
+    const { Item } = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: this.runKeyOf(id), ConsistentRead: consistent }));
     return Item ? runFromItem(Item) : undefined;
   }
 
-  /** One active-run marker per (job, shard): overlap policies apply to each shard's lane. */
-  private markerKey(job: string, shard: number) {
-    return { pk: LedgerKeys.jobPk(job), sk: LedgerKeys.activeSk(shard) };
+  /** Consistent reads of many runs (BatchGetItem, 100 keys per call, 8 at once); missing runs are left out. */
+  async getRuns(ids: readonly RunId[]): Promise<Run[]> {
+    const chunks = Array.from({ length: Math.ceil(ids.length / 100) }, (_, i) => ids.slice(i * 100, i * 100 + 100));
+    const pages = await mapBounded(chunks, 8, async (chunk) => {
+      const out: Run[] = [];
+      let keys: Record<string, unknown>[] = chunk.map((id) => this.runKeyOf(id));
+      for (let round = 0; keys.length > 0; round++) {
+        const { Responses = {}, UnprocessedKeys = {} } = await this.doc.send(
+          new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: keys, ConsistentRead: true } } }),
+        );
+        for (const item of Responses[this.tableName] ?? []) out.push(runFromItem(item));
+        keys = (UnprocessedKeys[this.tableName]?.Keys as Record<string, unknown>[] | undefined) ?? [];
+        // Unprocessed keys mean throttling: back off before asking again.
+        if (keys.length > 0) await new Promise((r) => setTimeout(r, Math.min(1_000, 25 * 2 ** round)));
+      }
+      return out;
+    });
+    return pages.flat();
   }
+
+  // ---------------------------------------------------------------- claim and hold
 
   /**
    * Claims the run in ONE conditional UpdateItem: sets owner, leaseUntil, status RUNNING,
    * attempt + 1 and fencingToken + 1, returning the new item. A RUNNING run whose lease expired
-   * (beyond the clock allowance) is claimable: that is a takeover.
+   * (beyond the clock allowance) is claimable: that is a takeover. An exclusive lane's marker is
+   * taken before this, by `lanes.acquire`.
    *
-   * With `exclusive` (overlap policies other than parallel) the claim also takes the job's
-   * active-run marker in the same transaction, so two runs of the job can never both hold it.
-   * Transactions return no item, so the claimed run is then read back (one consistent read).
+   * A claim whose response was lost after it committed is retried by the SDK; the retry fails
+   * its condition against our own claim, and the write id returned with the failure says so: it
+   * is reported claimed, not as someone else's lease.
    */
-  async claim(id: RunId, owner: string, now: number, leaseMs: number, skewMs: number, exclusive = false): Promise<ClaimResult> {
+  async claim(id: RunId, owner: string, now: number, leaseMs: number, skewMs: number): Promise<ClaimResult> {
+    const writeId = newWriteId();
     const claimableStatus = '#status IN (:ready, :retry, :unknown)';
     const backoffElapsed = '(attribute_not_exists(nextAttemptAt) OR nextAttemptAt <= :now)';
     const leaseExpired = '(#status = :running AND leaseUntil < :expiredBefore)';
     const fenceRangeLeft = 'fencingToken < :maxToken';
-    const update = {
-      TableName: this.tableName,
-      Key: this.runKey(id),
-      // Operands read the item as it was before this update, so claimedFrom records the
-      // status the claim started from (RUNNING means takeover, UNKNOWN means reconcile first).
-      UpdateExpression:
-        'SET claimedFrom = #status, #status = :running, #owner = :owner, leaseUntil = :leaseUntil, ' +
-        'startedAt = :now, fencingToken = fencingToken + :one, attempt = attempt + :one REMOVE nextAttemptAt',
-      ConditionExpression: `attribute_exists(pk) AND ((${claimableStatus} AND ${backoffElapsed}) OR ${leaseExpired}) AND ${fenceRangeLeft}`,
-      ExpressionAttributeNames: { '#status': 'status', '#owner': 'owner' },
-      ExpressionAttributeValues: {
-        ':ready': RunStatus.READY,
-        ':retry': RunStatus.RETRY,
-        ':unknown': RunStatus.UNKNOWN,
-        ':running': RunStatus.RUNNING,
-        ':owner': owner,
-        ':now': now,
-        ':leaseUntil': now + leaseMs,
-        ':expiredBefore': now - skewMs,
-        ':one': 1,
-        ':maxToken': initialFence(id.slot) + MAX_CLAIMS_PER_SLOT,
-      },
-      ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
-    };
-    const refusal = (item: Item | undefined) => explainClaimRefusal(item ? runFromItem(item) : undefined, now, skewMs);
-    if (!exclusive) {
-      try {
-        const { Attributes = {} } = await this.doc.send(new UpdateCommand({ ...update, ReturnValues: 'ALL_NEW' }));
-        return { kind: 'claimed', run: runFromItem(Attributes), claimedFrom: Attributes.claimedFrom as RunStatus };
-      } catch (error) {
-        if (isConditionalCheckFailure(error)) return refusal(failedItem(error));
-        throw error;
-      }
-    }
-    const markerFree = 'attribute_not_exists(pk)';
-    const markerOurs = 'holderSk = :holderSk';
     try {
-      await this.doc.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            { Update: update },
-            {
-              Put: {
-                TableName: this.tableName,
-                Item: { ...this.markerKey(id.job, id.shard), holderSk: LedgerKeys.runSk(id.slot, id.shard), holderSlot: id.slot, since: now },
-                ConditionExpression: `${markerFree} OR ${markerOurs}`,
-                ExpressionAttributeValues: { ':holderSk': LedgerKeys.runSk(id.slot, id.shard) },
-                ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-              },
-            },
-          ],
+      const { Attributes = {} } = await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: this.runKeyOf(id),
+          // Operands read the item as it was before this update, so claimedFrom records the
+          // status the claim started from (RUNNING means takeover, UNKNOWN means reconcile first).
+          UpdateExpression:
+            'SET claimedFrom = #status, #status = :running, #owner = :owner, leaseUntil = :leaseUntil, ' +
+            'startedAt = :now, fencingToken = fencingToken + :one, attempt = attempt + :one, lastWrite = :write ' +
+            'REMOVE nextAttemptAt, redispatches',
+          ConditionExpression: `attribute_exists(pk) AND ((${claimableStatus} AND ${backoffElapsed}) OR ${leaseExpired}) AND ${fenceRangeLeft}`,
+          ExpressionAttributeNames: { '#status': 'status', '#owner': 'owner' },
+          ExpressionAttributeValues: {
+            ':ready': RunStatus.READY,
+            ':retry': RunStatus.RETRY,
+            ':unknown': RunStatus.UNKNOWN,
+            ':running': RunStatus.RUNNING,
+            ':owner': owner,
+            ':now': now,
+            ':leaseUntil': now + leaseMs,
+            ':expiredBefore': now - skewMs,
+            ':one': 1,
+            ':write': writeId,
+            ':maxToken': initialFence(id.slot) + MAX_CLAIMS_PER_SLOT,
+          },
+          ReturnValues: 'ALL_NEW',
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
+      return { kind: 'claimed', run: runFromItem(Attributes), claimedFrom: Attributes.claimedFrom as RunStatus };
     } catch (error) {
-      const reasons = cancellationReasons(error);
-      if (!reasons) throw error;
-      if (reasons[0]?.Code === 'ConditionalCheckFailed') return refusal(reasons[0].Item);
-      if (reasons[1]?.Code === 'ConditionalCheckFailed' && reasons[1].Item) {
-        return { kind: 'blocked', holderSlot: reasons[1].Item.holderSlot as number };
-      }
-      throw error;
+      if (!isConditionalCheckFailure(error)) throw error;
+      const current = failedItem(error);
+      if (current?.lastWrite === writeId) return { kind: 'claimed', run: runFromItem(current), claimedFrom: current.claimedFrom as RunStatus };
+      return explainClaimRefusal(current ? runFromItem(current) : undefined, now, skewMs);
     }
-    const { Item } = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: this.runKey(id), ConsistentRead: true }));
-    if (!Item) throw new Error(`claimed run ${id.job}@${new Date(id.slot).toISOString()}#${id.shard} vanished`);
-    return { kind: 'claimed', run: runFromItem(Item), claimedFrom: Item.claimedFrom as RunStatus };
   }
 
-  private heldUpdate(
+  /**
+   * The lease holder's conditional update: owner, token and status RUNNING must all still match.
+   * With a `writeId`, a retry that finds its own earlier commit is reported done.
+   */
+  private async updateHeld(
     run: Pick<Run, 'job' | 'slot' | 'shard' | 'fencingToken' | 'owner'>,
-    update: string,
+    sets: readonly string[],
+    removes: readonly string[],
     names: Record<string, string>,
     values: Record<string, unknown>,
-  ) {
+    writeId?: string,
+  ): Promise<LeaseCheck> {
     const sameOwner = '#owner = :me';
     const sameToken = 'fencingToken = :token';
     const stillRunning = '#status = :running';
-    return {
-      TableName: this.tableName,
-      Key: this.runKey(run),
-      UpdateExpression: update,
-      ConditionExpression: `${sameOwner} AND ${sameToken} AND ${stillRunning}`,
-      ExpressionAttributeNames: { '#owner': 'owner', '#status': 'status', ...names },
-      ExpressionAttributeValues: { ':me': run.owner, ':token': run.fencingToken, ':running': RunStatus.RUNNING, ...values },
-      ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
-    };
-  }
-
-  /** Update guarded by the holder's lease: owner, token and status RUNNING must all still match. */
-  private async updateHeld(
-    run: Pick<Run, 'job' | 'slot' | 'shard' | 'fencingToken' | 'owner'>,
-    update: string,
-    names: Record<string, string>,
-    values: Record<string, unknown>,
-    releaseMarker = false,
-  ): Promise<LeaseCheck> {
-    const held = this.heldUpdate(run, update, names, values);
+    const allSets = writeId ? ['lastWrite = :write', ...sets] : sets;
     try {
-      if (!releaseMarker) {
-        await this.doc.send(new UpdateCommand(held));
-      } else {
-        // Release the job's active-run marker with the terminal transition, atomically.
-        const markerAbsent = 'attribute_not_exists(pk)';
-        const markerOurs = 'holderSk = :holderSk';
-        await this.doc.send(
-          new TransactWriteCommand({
-            TransactItems: [
-              { Update: held },
-              {
-                Delete: {
-                  TableName: this.tableName,
-                  Key: this.markerKey(run.job, run.shard),
-                  ConditionExpression: `${markerAbsent} OR ${markerOurs}`,
-                  ExpressionAttributeValues: { ':holderSk': LedgerKeys.runSk(run.slot, run.shard) },
-                },
-              },
-            ],
-          }),
-        );
-      }
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: this.runKeyOf(run),
+          UpdateExpression: `SET ${allSets.join(', ')}${removes.length > 0 ? ` REMOVE ${removes.join(', ')}` : ''}`,
+          ConditionExpression: `${sameOwner} AND ${sameToken} AND ${stillRunning}`,
+          ExpressionAttributeNames: { '#owner': 'owner', '#status': 'status', ...names },
+          ExpressionAttributeValues: { ':me': run.owner, ':token': run.fencingToken, ':running': RunStatus.RUNNING, ...(writeId ? { ':write': writeId } : {}), ...values },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
       return { ok: true };
     } catch (error) {
-      if (isConditionalCheckFailure(error)) {
-        const current = failedItem(error);
-        return { ok: false, current: current ? runFromItem(current) : undefined };
-      }
-      const reasons = cancellationReasons(error);
-      if (reasons?.[0]?.Code === 'ConditionalCheckFailed') {
-        const current = reasons[0].Item;
-        return { ok: false, current: current ? runFromItem(current) : undefined };
-      }
-      throw error;
+      if (!isConditionalCheckFailure(error)) throw error;
+      const current = failedItem(error);
+      // Our own write, committed before its response was lost and retried by the SDK.
+      if (writeId !== undefined && current?.lastWrite === writeId) return { ok: true };
+      return { ok: false, current: current ? runFromItem(current) : undefined };
     }
   }
 
+  /** Idempotent: a retried heartbeat sets the same lease end again. */
   heartbeat(run: Run, leaseUntil: number): Promise<LeaseCheck> {
-    return this.updateHeld(run, 'SET leaseUntil = :leaseUntil', {}, { ':leaseUntil': leaseUntil });
+    return this.updateHeld(run, ['leaseUntil = :leaseUntil'], [], {}, { ':leaseUntil': leaseUntil });
   }
 
+  /** Idempotent: a retried checkpoint stores the same cursor again. */
   checkpoint(run: Run, cursor: unknown): Promise<LeaseCheck> {
-    return this.updateHeld(run, 'SET #checkpoint = :checkpoint', { '#checkpoint': 'checkpoint' }, { ':checkpoint': cursor ?? null });
+    return this.updateHeld(run, ['#checkpoint = :checkpoint'], [], { '#checkpoint': 'checkpoint' }, { ':checkpoint': cursor ?? null });
   }
 
   /**
    * Records the attempt's outcome; every transition out of RUNNING is conditional on owner + token.
-   * `exclusive` runs release the job's active-run marker when they reach a terminal state.
+   * The attempt joins the run's history (the last ATTEMPT_HISTORY_LIMIT are kept). `writeId`
+   * makes a retry after a lost response recognise its own commit; pass the same id to every retry
+   * of one outcome. An exclusive lane's marker is released by the caller, after this succeeds.
    */
-  complete(run: Run, outcome: Outcome, now: number, exclusive = false): Promise<LeaseCheck> {
+  complete(run: Run, outcome: Outcome, now: number, facts: AttemptFacts = {}, writeId: string = newWriteId()): Promise<LeaseCheck> {
     const names: Record<string, string> = {};
-    const values: Record<string, unknown> = { ':outcome': outcome.status, ':now': now };
-    const sets = ['#status = :outcome', 'finishedAt = :now'];
+    const values: Record<string, unknown> = { ':outcome': outcome.status };
+    const sets = ['#status = :outcome'];
     const removes = ['leaseUntil'];
+    const ends = outcome.status === RunStatus.SUCCEEDED || outcome.status === RunStatus.DEAD || outcome.status === RunStatus.SUPERSEDED;
+    if (ends) {
+      sets.push('finishedAt = :now', 'expiresAt = :expiresAt');
+      values[':now'] = now;
+      values[':expiresAt'] = this.expiresAt(now);
+      // A finished run needs no watching: leaving the index is a write only if it was in it.
+      removes.push('openPk', 'openSk', 'nextAttemptAt');
+    }
     switch (outcome.status) {
       case RunStatus.SUCCEEDED:
-        sets.push('expiresAt = :expiresAt');
-        values[':expiresAt'] = Math.floor(now / 1000) + this.retentionSeconds;
         if (outcome.evidence !== undefined) {
           sets.push('evidence = :evidence');
           values[':evidence'] = outcome.evidence;
         }
-        removes.push('openPk');
+        // An earlier attempt's error is history (kept in `attempts`), not the run's state.
+        removes.push('lastError', 'resultUnknown');
         break;
       case RunStatus.DEAD:
-        sets.push('expiresAt = :expiresAt', 'lastError = :lastError');
-        values[':expiresAt'] = Math.floor(now / 1000) + this.retentionSeconds;
+        sets.push('lastError = :lastError');
         values[':lastError'] = outcome.lastError;
-        removes.push('openPk');
+        if (outcome.resultUnknown) {
+          sets.push('resultUnknown = :true');
+          values[':true'] = true;
+        } else removes.push('resultUnknown');
+        break;
+      case RunStatus.SUPERSEDED:
+        sets.push('lastError = :lastError');
+        values[':lastError'] = outcome.lastError;
+        removes.push('resultUnknown');
         break;
       case RunStatus.RETRY:
       case RunStatus.UNKNOWN:
         sets.push('nextAttemptAt = :next', 'lastError = :lastError');
         values[':next'] = outcome.nextAttemptAt;
         values[':lastError'] = outcome.lastError;
+        if (outcome.status === RunStatus.UNKNOWN) {
+          sets.push('resultUnknown = :true');
+          values[':true'] = true;
+        } else removes.push('resultUnknown');
         if (outcome.status === RunStatus.RETRY && outcome.refundAttempt) {
-          sets.push('attempt = attempt - :one');
+          // The attempt goes on in the next invocation: its timeout keeps counting there.
+          sets.push('attempt = attempt - :one', 'attemptElapsed = if_not_exists(attemptElapsed, :zero) + :elapsed');
           values[':one'] = 1;
+          values[':zero'] = 0;
+          values[':elapsed'] = Math.max(0, Math.round(facts.elapsedMs ?? 0));
         }
         break;
     }
-    const terminal = outcome.status === RunStatus.SUCCEEDED || outcome.status === RunStatus.DEAD;
-    return this.updateHeld(run, `SET ${sets.join(', ')} REMOVE ${removes.join(', ')}`, names, values, exclusive && terminal);
+    if (!(outcome.status === RunStatus.RETRY && outcome.refundAttempt)) removes.push('attemptElapsed');
+    // History: one map entry per claim, keyed by claim number; the oldest beyond the limit is dropped.
+    const claim = claimsOf(run.fencingToken, run.slot);
+    const lastError = 'lastError' in outcome ? outcome.lastError : undefined;
+    const entry: AttemptRecord = {
+      claim,
+      token: run.fencingToken,
+      owner: run.owner ?? '?',
+      ...(facts.from ? { from: facts.from } : {}),
+      claimedAt: run.startedAt ?? now,
+      endedAt: now,
+      outcome: outcome.status,
+      ...(lastError ? { code: lastError.code, message: boundMessage(lastError.message, MAX_HISTORY_MESSAGE_CHARS) } : {}),
+    };
+    names['#entry'] = `c${claim}`;
+    values[':entry'] = entry;
+    sets.push('attempts.#entry = :entry');
+    if (claim > ATTEMPT_HISTORY_LIMIT) {
+      names['#dropped'] = `c${claim - ATTEMPT_HISTORY_LIMIT}`;
+      removes.push('attempts.#dropped');
+    }
+    return this.updateHeld(run, sets, removes, names, values, writeId);
   }
 
   /**
-   * Settles a run that is waiting (READY or RETRY, nobody holds it) without running it:
-   * SKIPPED by forbid-skip, SUPERSEDED by coalesce. Returns false if it moved meanwhile.
+   * Ends a waiting run (READY, RETRY or UNKNOWN: nobody holds it) without running it: SKIPPED by
+   * forbid-skip, SUPERSEDED by coalesce, DEAD when its fencing range is spent. Returns false if it
+   * moved meanwhile (a claim bumped the token, or it ended).
    */
-  async settleWaiting(run: Run, status: typeof RunStatus.SKIPPED | typeof RunStatus.SUPERSEDED, reason: string, now: number): Promise<boolean> {
-    const waiting = '#status IN (:ready, :retry)';
-    const sameToken = 'fencingToken = :token';
+  async settleWaiting(
+    run: Pick<Run, 'job' | 'slot' | 'shard'> & { readonly fencingToken?: number },
+    status: typeof RunStatus.SKIPPED | typeof RunStatus.SUPERSEDED | typeof RunStatus.DEAD,
+    reason: string,
+    now: number,
+  ): Promise<boolean> {
+    const writeId = newWriteId();
+    const waiting = '#status IN (:ready, :retry, :unknown)';
+    // Without a token: whatever claims happened before, as long as nobody holds it now.
+    const sameToken = run.fencingToken === undefined ? undefined : 'fencingToken = :token';
     try {
       await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
-          Key: this.runKey(run),
-          UpdateExpression: 'SET #status = :settled, finishedAt = :now, expiresAt = :expiresAt, lastError = :reason REMOVE openPk, nextAttemptAt',
-          ConditionExpression: `${waiting} AND ${sameToken}`,
+          Key: this.runKeyOf(run),
+          UpdateExpression:
+            'SET #status = :settled, finishedAt = :now, expiresAt = :expiresAt, lastError = :reason, lastWrite = :write REMOVE openPk, openSk, nextAttemptAt',
+          ConditionExpression: sameToken ? `${waiting} AND ${sameToken}` : waiting,
           ExpressionAttributeNames: { '#status': 'status' },
           ExpressionAttributeValues: {
             ':ready': RunStatus.READY,
             ':retry': RunStatus.RETRY,
-            ':token': run.fencingToken,
+            ':unknown': RunStatus.UNKNOWN,
+            ...(sameToken ? { ':token': run.fencingToken } : {}),
             ':settled': status,
             ':now': now,
-            ':expiresAt': Math.floor(now / 1000) + this.retentionSeconds,
-            ':reason': { code: status, message: reason },
+            ':expiresAt': this.expiresAt(now),
+            ':reason': { code: status === RunStatus.DEAD ? 'FENCE_RANGE_EXHAUSTED' : status, message: reason },
+            ':write': writeId,
           },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
       return true;
     } catch (error) {
-      if (isConditionalCheckFailure(error)) return false;
-      throw error;
+      if (!isConditionalCheckFailure(error)) throw error;
+      return failedItem(error)?.lastWrite === writeId;
     }
   }
 
-  /**
-   * Open runs of one job on one side of a slot, nearest first, examining at most `window` run
-   * items (bounded work: the overlap policies only ever need the nearest neighbours).
-   */
-  async openRunsBeside(job: string, slot: number, side: 'before' | 'after', window = 100): Promise<Run[]> {
-    const before = side === 'before';
-    const { Items = [] } = await this.doc.send(
-      new QueryCommand({
-        TableName: this.tableName,
-        KeyConditionExpression: before ? 'pk = :pk AND sk BETWEEN :low AND :mine' : 'pk = :pk AND sk > :mine',
-        FilterExpression: '#status IN (:ready, :retry, :unknown, :running)',
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: {
-          ':pk': LedgerKeys.jobPk(job),
-          ':mine': before ? LedgerKeys.runSk(slot, 0) : `${LedgerKeys.runSk(slot, 0).slice(0, -3)}\uffff`,
-          ...(before ? { ':low': LedgerKeys.runSkPrefix } : {}),
-          ':ready': RunStatus.READY,
-          ':retry': RunStatus.RETRY,
-          ':unknown': RunStatus.UNKNOWN,
-          ':running': RunStatus.RUNNING,
-        },
-        ScanIndexForward: !before,
-        Limit: window,
-        ConsistentRead: true,
-      }),
-    );
-    return Items.filter((item) => (item.sk as string).startsWith(LedgerKeys.runSkPrefix) && item.slot !== slot).map(runFromItem);
-  }
+  // ---------------------------------------------------------------- watching (the sweeper's index)
 
-  /** Runs of one job, newest first unless `ascending`. */
-  async listRuns(job: string, options: { limit?: number; ascending?: boolean; sinceSlot?: number } = {}): Promise<Run[]> {
-    const sinceClause = options.sinceSlot !== undefined ? 'sk >= :since' : 'begins_with(sk, :prefix)';
-    const { Items = [] } = await this.doc.send(
-      new QueryCommand({
-        TableName: this.tableName,
-        KeyConditionExpression: `pk = :pk AND ${sinceClause}`,
-        ExpressionAttributeValues: {
-          ':pk': LedgerKeys.jobPk(job),
-          ...(options.sinceSlot !== undefined
-            ? { ':since': LedgerKeys.runSk(options.sinceSlot, 0) }
-            : { ':prefix': LedgerKeys.runSkPrefix }),
-        },
-        ScanIndexForward: options.ascending ?? false,
-        Limit: options.limit,
-        ConsistentRead: true,
-      }),
-    );
-    return Items.filter((item) => typeof item.sk === 'string' && item.sk.startsWith(LedgerKeys.runSkPrefix)).map(runFromItem);
-  }
-
-  /** Open (non-terminal) runs whose slot is at or before `slotBefore`, oldest first, from the sparse index. */
-  async listOpenRuns(slotBefore: number, limit: number): Promise<Run[]> {
-    const { Items = [] } = await this.doc.send(
-      new QueryCommand({
-        TableName: this.tableName,
-        IndexName: LEDGER_TABLE.openRunsIndex.name,
-        KeyConditionExpression: 'openPk = :open AND openSk <= :before',
-        ExpressionAttributeValues: { ':open': LedgerKeys.openPk, ':before': `${new Date(slotBefore).toISOString()}#\uffff` },
-        Limit: limit,
-      }),
-    );
-    return Items.map(runFromItem);
-  }
-
-  /**
-   * Marks a run as re-dispatched now, only if nobody else did within `graceMs`: concurrent
-   * sweepers then send at most one replacement message per grace period.
-   */
-  async markRedispatch(run: Run, now: number, graceMs: number): Promise<boolean> {
-    const sameStatus = '#status = :status';
-    const notRecentlyDispatched = '(attribute_not_exists(dispatchedAt) OR dispatchedAt < :recent)';
+  /** Puts an open run in the sweeper's watch index (no-op for a run that ended or vanished). */
+  async watch(id: RunId): Promise<boolean> {
+    const keys = watchKeys(id);
     try {
       await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
-          Key: this.runKey(run),
-          UpdateExpression: 'SET dispatchedAt = :now',
-          ConditionExpression: `${sameStatus} AND ${notRecentlyDispatched}`,
+          Key: this.runKeyOf(id),
+          UpdateExpression: 'SET openPk = :openPk, openSk = :openSk',
+          ConditionExpression: 'attribute_exists(pk) AND #status IN (:ready, :retry, :unknown, :running) AND attribute_not_exists(openPk)',
           ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: { ':status': run.status, ':now': now, ':recent': now - graceMs },
+          ExpressionAttributeValues: { ':openPk': keys.openPk, ':openSk': keys.openSk, ...openStatusValues() },
         }),
       );
       return true;
@@ -615,5 +475,228 @@ export class Ledger {
       throw error;
     }
   }
+
+  /**
+   * Marks a run as re-dispatched now, only if nobody else did within `graceMs` and it has not
+   * moved since the sweeper read it: concurrent sweepers then send at most one replacement per
+   * grace period. It also puts the run in the watch index. Refused once the run was re-dispatched
+   * `maxRedispatches` times without a claim in between: a message that never gets its run claimed
+   * stops looping and the run waits for an operator ('exhausted').
+   */
+  async markRedispatch(run: Run, now: number, graceMs: number, maxRedispatches: number): Promise<'marked' | 'moved' | 'exhausted'> {
+    const writeId = newWriteId();
+    const keys = watchKeys(run);
+    const sameStatus = '#status = :status';
+    const sameToken = 'fencingToken = :token';
+    const notRecentlyDispatched = '(attribute_not_exists(dispatchedAt) OR dispatchedAt < :recent)';
+    const budgetLeft = '(attribute_not_exists(redispatches) OR redispatches < :max)';
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: this.runKeyOf(run),
+          UpdateExpression: 'SET dispatchedAt = :now, redispatches = if_not_exists(redispatches, :zero) + :one, openPk = :openPk, openSk = :openSk, lastWrite = :write',
+          ConditionExpression: `${sameStatus} AND ${sameToken} AND ${notRecentlyDispatched} AND ${budgetLeft}`,
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':status': run.status,
+            ':token': run.fencingToken,
+            ':now': now,
+            ':recent': now - graceMs,
+            ':max': maxRedispatches,
+            ':zero': 0,
+            ':one': 1,
+            ':openPk': keys.openPk,
+            ':openSk': keys.openSk,
+            ':write': writeId,
+          },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return 'marked';
+    } catch (error) {
+      if (!isConditionalCheckFailure(error)) throw error;
+      const current = failedItem(error);
+      if (current?.lastWrite === writeId) return 'marked';
+      const moved = !current || current.status !== run.status || current.fencingToken !== run.fencingToken;
+      if (!moved && typeof current.redispatches === 'number' && current.redispatches >= maxRedispatches) return 'exhausted';
+      return 'moved';
+    }
+  }
+
+  /** Takes a run out of the watch index once it is found ended (a leftover of an interrupted write). */
+  async unwatch(id: RunId): Promise<void> {
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: this.runKeyOf(id),
+          UpdateExpression: 'REMOVE openPk, openSk',
+          ConditionExpression: `attribute_exists(openPk) AND #status IN (${TERMINAL_STATUSES.map((_, i) => `:t${i}`).join(', ')})`,
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: Object.fromEntries(TERMINAL_STATUSES.map((s, i) => [`:t${i}`, s])),
+        }),
+      );
+    } catch (error) {
+      if (!isConditionalCheckFailure(error)) throw error;
+    }
+  }
+
+  /** One page of watch-index entries of a bucket with slot ≤ `slotUpTo`, after `after` (an index sort key). */
+  async watchedPage(bucket: number, slotUpTo: number, after: { readonly openSk: string; readonly pk: string; readonly sk: string } | undefined, limit: number) {
+    const page = await this.doc.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        IndexName: LEDGER_TABLE.openRunsIndex.name,
+        KeyConditionExpression: 'openPk = :bucket AND openSk <= :upTo',
+        ExpressionAttributeValues: { ':bucket': LedgerKeys.openPk(bucket), ':upTo': `${new Date(slotUpTo).toISOString()}#\uffff` },
+        ExclusiveStartKey: after ? { openPk: LedgerKeys.openPk(bucket), openSk: after.openSk, pk: after.pk, sk: after.sk } : undefined,
+        Limit: limit,
+      }),
+    );
+    const entries = (page.Items ?? []).map((item) => ({ pk: item.pk as string, sk: item.sk as string, openSk: item.openSk as string }));
+    return { entries, more: page.LastEvaluatedKey !== undefined };
+  }
+
+  // ---------------------------------------------------------------- queries
+
+  /**
+   * The runs of one job nearest to a slot on one side, nearest first (the slot itself excluded),
+   * reading at most `limit` items: the overlap policies only ever need the nearest neighbours.
+   * With `shard` only that lane's runs are returned (filtered after the read).
+   */
+  async nearestRuns(job: string, slot: number, side: 'before' | 'after', limit: number, shard?: number): Promise<Run[]> {
+    const before = side === 'before';
+    const mine = LedgerKeys.runSk(slot, 0);
+    const { Items = [] } = await this.doc.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        KeyConditionExpression: before ? 'pk = :pk AND sk BETWEEN :low AND :mine' : 'pk = :pk AND sk > :mine',
+        ExpressionAttributeValues: {
+          ':pk': LedgerKeys.jobPk(job),
+          // After: past every shard of our slot; before: below shard 000 of our slot.
+          ':mine': before ? mine : `${mine.slice(0, -3)}\uffff`,
+          ...(before ? { ':low': LedgerKeys.runSkPrefix } : {}),
+        },
+        ScanIndexForward: !before,
+        Limit: limit,
+        ConsistentRead: true,
+      }),
+    );
+    return Items.filter((item) => (item.sk as string).startsWith(LedgerKeys.runSkPrefix) && item.slot !== slot && (shard === undefined || item.shard === shard)).map(runFromItem);
+  }
+
+  /**
+   * Runs of one lane (job, shard) with slot in (after, until] and one of `statuses`, oldest
+   * first, every page. The overlap policies read the runs just after a run's slot.
+   */
+  async laneRunsAfter(job: string, shard: number, after: number, until: number, statuses: readonly RunStatus[] = WAITING): Promise<Run[]> {
+    const out: Run[] = [];
+    if (until <= after) return out;
+    const statusValues = Object.fromEntries(statuses.map((status, i) => [`:s${i}`, status]));
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.doc.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: 'pk = :pk AND sk BETWEEN :low AND :high',
+          FilterExpression: `#status IN (${Object.keys(statusValues).join(', ')}) AND #shard = :shard`,
+          ExpressionAttributeNames: { '#status': 'status', '#shard': 'shard' },
+          ExpressionAttributeValues: {
+            ':pk': LedgerKeys.jobPk(job),
+            // Past every shard of `after`'s slot, up to every shard of `until`'s.
+            ':low': `${LedgerKeys.runSk(after, 0).slice(0, -3)}\uffff`,
+            ':high': `${LedgerKeys.runSk(until, 0).slice(0, -3)}\uffff`,
+            ':shard': shard,
+            ...statusValues,
+          },
+          ConsistentRead: true,
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      for (const item of page.Items ?? []) out.push(runFromItem(item));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+    return out;
+  }
+
+  /** Open runs of one job with slot in (after, until], every page (the window sweep). */
+  async openRunsInWindow(job: string, after: number, until: number): Promise<Run[]> {
+    const out: Run[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.doc.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: 'pk = :pk AND sk BETWEEN :low AND :high',
+          FilterExpression: '#status IN (:ready, :retry, :unknown, :running)',
+          ExpressionAttributeNames: { '#status': 'status' },
+          ExpressionAttributeValues: {
+            ':pk': LedgerKeys.jobPk(job),
+            ':low': LedgerKeys.runSk(after + 1, 0),
+            ':high': `${LedgerKeys.runSk(until, 0).slice(0, -3)}\uffff`,
+            ...openStatusValues(),
+          },
+          ConsistentRead: true,
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      for (const item of page.Items ?? []) out.push(runFromItem(item));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+    return out;
+  }
+
+  /** Runs of one job, newest first unless `ascending`. */
+  async listRuns(job: string, options: { limit?: number; ascending?: boolean; sinceSlot?: number } = {}): Promise<Run[]> {
+    const out: Run[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.doc.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: `pk = :pk AND sk BETWEEN :low AND :high`,
+          ExpressionAttributeValues: {
+            ':pk': LedgerKeys.jobPk(job),
+            ':low': options.sinceSlot !== undefined ? LedgerKeys.runSk(options.sinceSlot, 0) : LedgerKeys.runSkPrefix,
+            ':high': `${LedgerKeys.runSkPrefix}\uffff`,
+          },
+          ScanIndexForward: options.ascending ?? false,
+          Limit: options.limit,
+          ConsistentRead: true,
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      for (const item of page.Items ?? []) out.push(runFromItem(item));
+      startKey = options.limit !== undefined && out.length >= options.limit ? undefined : page.LastEvaluatedKey;
+    } while (startKey);
+    return options.limit !== undefined ? out.slice(0, options.limit) : out;
+  }
+
+  /** Watched open runs (every bucket) with slot at or before `slotBefore`, oldest first, read consistently. */
+  async listOpenRuns(slotBefore: number, limit: number): Promise<Run[]> {
+    const keys: RunId[] = [];
+    for (let bucket = 0; bucket < KEY_SPREAD.openBuckets; bucket++) {
+      let after: { openSk: string; pk: string; sk: string } | undefined;
+      for (;;) {
+        const { entries, more } = await this.watchedPage(bucket, slotBefore, after, Math.min(1_000, limit));
+        for (const e of entries) keys.push(idOfKey(e));
+        if (!more || entries.length === 0 || keys.length >= limit * 2) break;
+        after = entries[entries.length - 1];
+      }
+    }
+    const runs = (await this.getRuns(keys)).filter((run) => (OPEN_STATUSES as readonly string[]).includes(run.status));
+    return runs.sort((a, b) => a.slot - b.slot).slice(0, limit);
+  }
 }
 
+function openStatusValues(): Record<string, string> {
+  return { ':ready': RunStatus.READY, ':retry': RunStatus.RETRY, ':unknown': RunStatus.UNKNOWN, ':running': RunStatus.RUNNING };
+}
+
+/** A run id from its table keys (`JOB#job`, `RUN#slotISO#shard`). */
+export function idOfKey(key: { readonly pk: string; readonly sk: string }): RunId {
+  const job = key.pk.slice('JOB#'.length);
+  const [, slotIso = '', shard = '0'] = key.sk.split('#');
+  return { job, slot: Date.parse(slotIso), shard: Number(shard) };
+}

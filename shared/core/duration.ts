@@ -16,3 +16,18 @@ export function durationMs(value: unknown): number | undefined {
   const [, amount, unit] = match;
   return Math.round(Number(amount) * UNIT_MS[unit as keyof typeof UNIT_MS]);
 }
+
+const UNITS_DESCENDING = [
+  ['d', UNIT_MS.d],
+  ['h', UNIT_MS.h],
+  ['m', UNIT_MS.m],
+  ['s', UNIT_MS.s],
+] as const;
+
+/** The shortest exact way to write `ms` as a duration: 5400000 → "90m", 90000 → "90s", 1500 → "1500ms". */
+export function formatDuration(ms: number): string {
+  if (!Number.isFinite(ms)) return String(ms);
+  if (ms === 0) return '0s';
+  for (const [unit, size] of UNITS_DESCENDING) if (ms % size === 0) return `${ms / size}${unit}`;
+  return `${ms}ms`;
+}

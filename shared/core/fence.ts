@@ -25,3 +25,20 @@ export const MAX_CLAIMS_PER_SLOT = CLAIMS_PER_SLOT - 1;
 
 /** The last slot whose tokens stay safe integers through every claim (the year 2255). */
 export const MAX_FENCEABLE_SLOT = Math.floor((Number.MAX_SAFE_INTEGER - CLAIMS_PER_SLOT) / CLAIMS_PER_SLOT);
+
+/** The slot a fencing token was handed out for. */
+export function slotOfFence(token: number): number {
+  return Math.floor(token / CLAIMS_PER_SLOT);
+}
+
+/**
+ * Why a resource refused a write carrying `mine` after it had seen `seen` (> mine):
+ * - `newer-slot`: a run of a later slot (or a later manual run) wrote it. This run's work is
+ *   superseded: retrying it can never succeed, and the newer state must not be overwritten;
+ * - `newer-claim`: a later claim of this same slot (a takeover) wrote it: this worker lost its lease.
+ */
+export type FenceRefusal = 'newer-slot' | 'newer-claim';
+
+export function fenceRefusal(mine: number, seen: number): FenceRefusal {
+  return slotOfFence(seen) > slotOfFence(mine) ? 'newer-slot' : 'newer-claim';
+}

@@ -10,13 +10,29 @@
  */
 import * as z from 'zod/mini';
 import en from 'zod/v4/locales/en.js';
-import { durationMs } from './duration.js';
+import { durationMs, formatDuration } from './duration.js';
 import { DEFAULT_DST } from './dst.js';
+import { calendarDateErrors, dateTimeField, excludeField, MAX_JITTER_MS, scheduleField, type ExcludeEntry } from './schedule-schema.js';
+import { slotSpecOf, type SlotSpec, type SpecProblem } from './schedule-spec.js';
 
 // zod/mini ships without messages; English ones make "Too big: expected number to be <=10" readable.
 z.config(en());
 
 const JOB_NAME = /^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$/;
+
+/** The default per-attempt timeout: fits the default worker Lambda timeout with its margins. */
+export const DEFAULT_TIMEOUT_MS = 45_000;
+/** The worker Lambda's timeout unless the deployment says otherwise (RUN_QUEUES.workerTimeoutSeconds). */
+export const DEFAULT_WORKER_TIMEOUT_MS = 60_000;
+/** The worker yields an attempt this long before its invocation times out (WorkerOptions.yieldMarginMs). */
+export const WORKER_YIELD_MARGIN_MS = 10_000;
+/** The start wait (startLead) may run this much past startLead (SQS delays are whole seconds). */
+const START_WAIT_SLACK_MS = 1_000;
+
+/** The longest `timeout` a job that does not checkpoint can have under a worker timeout. */
+export function maxAttemptTimeoutMs(workerTimeoutMs: number, startLeadMs: number): number {
+  return workerTimeoutMs - WORKER_YIELD_MARGIN_MS - startLeadMs - START_WAIT_SLACK_MS;
+}
 
 const duration = (field: string) =>
   z.pipe(
@@ -49,12 +65,8 @@ export type MisfirePolicy = (typeof MisfirePolicy)[keyof typeof MisfirePolicy];
 function jobShapeWith(checks: ScheduleChecks) {
   return z.strictObject({
   name: z.string().check(z.regex(JOB_NAME, 'name must match [a-z0-9-], 1-64 characters, no leading or trailing dash')),
-  schedule: z.string().check(
-    z.superRefine((value, ctx) => {
-      const problem = checks.scheduleError(value);
-      if (problem) ctx.issues.push({ code: 'custom', input: value, message: problem });
-    }),
-  ),
+  /** A cron expression, `{ every, phase? }` or `{ at }` (schedule-schema.ts). */
+  schedule: scheduleField((value) => checks.scheduleError(value)),
   timezone: z._default(
     z.string().check(
       z.superRefine((value, ctx) => {
@@ -91,8 +103,18 @@ function jobShapeWith(checks: ScheduleChecks) {
   lease: z._default(duration('lease'), 30_000),
   /** @default lease / 3 */
   heartbeatEvery: z.optional(duration('heartbeatEvery')),
-  /** Per-attempt timeout. @default 5 min */
-  timeout: z._default(duration('timeout'), 300_000),
+  /**
+   * Per-attempt timeout; with the start wait it must fit in one worker invocation (Lambda
+   * timeout − yield margin), unless the job `checkpoints`. @default 45 s
+   */
+  timeout: z._default(duration('timeout'), DEFAULT_TIMEOUT_MS),
+  /**
+   * The handler saves progress with `ctx.checkpoint` and resumes from `ctx.resumeFrom`: an attempt
+   * that reaches the invocation's time limit yields and goes on in the next invocation (a yield
+   * without a new checkpoint spends the attempt), so `timeout` may exceed one invocation and counts
+   * across them. @default false
+   */
+  checkpoints: z._default(z.boolean(), false),
   /** @default { maxAttempts: 3, backoff: { base: '1s', max: '5m', jitter: 'full' } } */
   retry: z._default(
     z.strictObject({
@@ -118,14 +140,36 @@ function jobShapeWith(checks: ScheduleChecks) {
    * ~1 s late). @default '1500ms'
    */
   startLead: z._default(duration('startLead'), 1_500),
+  /**
+   * Fire each run up to this long after its slot, by an offset fixed per (job, slot) (jitter.ts):
+   * spreads jobs sharing a schedule. Never past the next slot. At most 10m. @default none
+   */
+  jitter: z.optional(
+    duration('jitter').check(
+      z.refine((ms) => ms <= MAX_JITTER_MS, 'jitter must be at most 10m (SQS delays a message at most 15 minutes)'),
+    ),
+  ),
+  /** No slot before this. @default unbounded */
+  startAt: z.optional(dateTimeField('startAt')),
+  /** No slot at or after this. @default unbounded */
+  endAt: z.optional(dateTimeField('endAt')),
+  /** Local dates, and named calendars of them, on which the job does not fire. @default none */
+  exclude: z.optional(excludeField),
   });
 }
 
 export type JobInput = z.input<ReturnType<typeof jobShapeWith>>;
 type ParsedJob = z.output<ReturnType<typeof jobShapeWith>>;
-export interface Job extends Omit<ParsedJob, 'heartbeatEvery'> {
+export interface Job extends Omit<ParsedJob, 'heartbeatEvery' | 'exclude'> {
   readonly heartbeatEvery: number;
+  /** The excluded local dates, calendars expanded: sorted, no duplicates. Absent when none. */
+  readonly exclude?: readonly string[];
 }
+
+export type { ExcludeEntry };
+
+/** Named lists of local dates that jobs exclude with `{ calendar: name }` (e.g. holidays). */
+export type Calendars = Readonly<Record<string, readonly string[]>>;
 
 export interface JobConfigIssue {
   readonly job: string;
@@ -158,8 +202,11 @@ function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
 
 /** Checks of the schedule fields that need more than the schema. */
 export interface ScheduleChecks {
+  /** The cron grammar of a string schedule. */
   scheduleError(schedule: string): string | undefined;
   timezoneError(timezone: string): string | undefined;
+  /** What the fields refuse together, read in the zone (a one-time slot outside the window...). @default none */
+  specProblems?(spec: SlotSpec): readonly SpecProblem[];
 }
 
 /** A zone the runtime's Intl knows; no tables of our own. */
@@ -184,6 +231,10 @@ export const WORKER_SCHEDULE_CHECKS: ScheduleChecks = {
 export interface ParseJobsOptions {
   /** Names of the registered handlers; a job naming another one is rejected. */
   readonly handlers: readonly string[];
+  /** The worker Lambda's timeout the jobs must fit in. @default DEFAULT_WORKER_TIMEOUT_MS (60 s) */
+  readonly workerTimeoutMs?: number;
+  /** The calendars jobs may name in `exclude`. @default {} */
+  readonly calendars?: Calendars;
 }
 
 /**
@@ -192,11 +243,62 @@ export interface ParseJobsOptions {
  */
 export function createJobParser(checks: ScheduleChecks): (inputs: readonly unknown[], options: ParseJobsOptions) => Job[] {
   const jobShape = jobShapeWith(checks);
-  return (inputs, options) => parseWith(jobShape, inputs, options);
+  return (inputs, options) => parseWith(jobShape, checks, inputs, options);
 }
 
-function parseWith(jobShape: ReturnType<typeof jobShapeWith>, inputs: readonly unknown[], options: ParseJobsOptions): Job[] {
+/** The label calendar issues carry in place of a job name. */
+export const CALENDARS_LABEL = '(calendars)';
+
+function calendarIssues(calendars: Calendars): JobConfigIssue[] {
   const issues: JobConfigIssue[] = [];
+  for (const [name, dates] of Object.entries(calendars)) {
+    for (const { index, message } of calendarDateErrors(dates)) {
+      const field = index === undefined ? name : `${name}.${index}`;
+      issues.push({ job: CALENDARS_LABEL, field, value: index === undefined ? dates : dates[index], message });
+    }
+  }
+  return issues;
+}
+
+/** The job's excluded dates with calendars expanded, or issues naming the unknown calendars. */
+function expandExclude(
+  name: string,
+  entries: readonly ExcludeEntry[] | undefined,
+  calendars: Calendars,
+  issues: JobConfigIssue[],
+): readonly string[] | undefined {
+  if (entries === undefined) return undefined;
+  const dates = new Set<string>();
+  entries.forEach((entry, i) => {
+    if (typeof entry === 'string') {
+      dates.add(entry);
+      return;
+    }
+    const calendar = Object.hasOwn(calendars, entry.calendar) ? calendars[entry.calendar] : undefined;
+    if (calendar === undefined) {
+      const known = Object.keys(calendars);
+      issues.push({ job: name, field: `exclude.${i}.calendar`, value: entry.calendar, message: `unknown calendar; defined: ${known.join(', ') || '(none)'}` });
+      return;
+    }
+    for (const date of calendar) dates.add(date);
+  });
+  return [...dates].sort();
+}
+
+/** A duration field as the job wrote it (or its default), for messages that quote it. */
+function asWritten(input: unknown, field: string, fallback: string): string {
+  const value = valueAt(input, [field]);
+  return JSON.stringify(value === undefined ? fallback : value);
+}
+
+function parseWith(
+  jobShape: ReturnType<typeof jobShapeWith>,
+  checks: ScheduleChecks,
+  inputs: readonly unknown[],
+  options: ParseJobsOptions,
+): Job[] {
+  const calendars = options.calendars ?? {};
+  const issues: JobConfigIssue[] = calendarIssues(calendars);
   const jobs: Job[] = [];
   const seen = new Set<string>();
   inputs.forEach((input, index) => {
@@ -218,7 +320,15 @@ function parseWith(jobShape: ReturnType<typeof jobShapeWith>, inputs: readonly u
       }
       return;
     }
-    const job = result.data;
+    const { exclude: entries, ...parsed } = result.data;
+    const before = issues.length;
+    const exclude = expandExclude(parsed.name, entries, calendars, issues);
+    const job = exclude === undefined ? parsed : { ...parsed, exclude };
+    if (issues.length === before) {
+      for (const problem of checks.specProblems?.(slotSpecOf(job)) ?? []) {
+        issues.push({ job: job.name, field: problem.field, value: valueAt(input, problem.field.split('.')), message: problem.message });
+      }
+    }
     if (seen.has(job.name)) {
       issues.push({ job: job.name, field: 'name', value: job.name, message: 'duplicate job name' });
     }
@@ -232,15 +342,39 @@ function parseWith(jobShape: ReturnType<typeof jobShapeWith>, inputs: readonly u
       });
     }
     const heartbeatEvery = job.heartbeatEvery ?? Math.floor(job.lease / 3);
+    // Quote what the job wrote; when heartbeatEvery was left to its default, say it is lease / 3.
+    const written = valueAt(input, ['heartbeatEvery']);
+    const derived = written === undefined ? ' (the default, lease / 3)' : '';
     if (heartbeatEvery >= job.lease) {
       issues.push({
         job: job.name,
         field: 'heartbeatEvery',
-        value: heartbeatEvery,
-        message: `must be shorter than lease (${job.lease} ms)`,
+        value: written,
+        message: `must be shorter than lease ${asWritten(input, 'lease', '30s')}${derived}`,
       });
     } else if (heartbeatEvery < 1) {
-      issues.push({ job: job.name, field: 'heartbeatEvery', value: heartbeatEvery, message: 'must be at least 1 ms' });
+      issues.push({
+        job: job.name,
+        field: 'heartbeatEvery',
+        value: written,
+        message: `must be at least 1 ms${written === undefined ? `: lease ${asWritten(input, 'lease', '30s')} / 3 is less` : ''}`,
+      });
+    }
+    // An attempt that cannot finish within one invocation would yield before its timeout every
+    // time, and a yield without checkpoint progress spends the attempt: say so at synth instead.
+    const workerTimeoutMs = options.workerTimeoutMs ?? DEFAULT_WORKER_TIMEOUT_MS;
+    const fits = maxAttemptTimeoutMs(workerTimeoutMs, job.startLead);
+    if (!job.checkpoints && job.timeout > fits) {
+      const written = valueAt(input, ['timeout']);
+      issues.push({
+        job: job.name,
+        field: 'timeout',
+        value: written,
+        message:
+          `${written === undefined ? `the default timeout (${formatDuration(job.timeout)}) does not fit: ` : ''}` +
+          `an attempt must fit in one worker invocation: at most ${formatDuration(fits)} with the worker timeout of ${formatDuration(workerTimeoutMs)} ` +
+          `(minus the ${formatDuration(WORKER_YIELD_MARGIN_MS)} yield margin and a start wait of startLead + 1s); shorten it, raise the worker timeout, or set checkpoints: true if the handler checkpoints and resumes`,
+      });
     }
     jobs.push({ ...job, heartbeatEvery });
   });

@@ -3,11 +3,25 @@
  * one fenced transaction; the relay publishes each row once per stream record, under an event key
  * fixed when the row was written. A relay retry republishes the same key, never a new one, so
  * consumers dedupe on `eventKey`. Pure: row shape and stream-record → event mapping.
+ *
+ * Rows expire: each carries `expiresAt` (the ledger's TTL attribute), `retentionDays` after it was
+ * written. The relay publishes from the stream's INSERT record, not from the row, so expiry never
+ * loses an event; the row is kept only so that a batch the relay gave up on can be republished
+ * (its metadata waits in the relay's on-failure queue, at most 14 days). TTL deletes reach the
+ * stream as REMOVE records, which are never published.
  */
-import type { FencedPut } from '../handler-api.js';
+import type { FencedPut, RunContext } from '../handler-api.js';
 
 export const OUTBOX_PK_PREFIX = 'OUTBOX#';
 export const OUTBOX_SOURCE = 'fenced-scheduler';
+
+/**
+ * Shortest outbox retention: the relay's on-failure queue keeps a failed batch's metadata up to
+ * 14 days (SQS's maximum), and the rows it names must still be there to republish.
+ */
+export const OUTBOX_MIN_RETENTION_DAYS = 14;
+/** Default outbox retention in days. */
+export const OUTBOX_DEFAULT_RETENTION_DAYS = 14;
 
 export interface OutboxEvent {
   /** Stable across relay retries and worker re-executions of the same run: `runKey#name`. */
@@ -18,33 +32,40 @@ export interface OutboxEvent {
   readonly runKey: string;
 }
 
+/** What an outbox row needs from the run that writes it (a RunContext has all of it). */
+export type OutboxRunContext = Pick<RunContext, 'job' | 'runKey' | 'tables' | 'now' | 'outboxRetentionDays'>;
+
 export interface OutboxInput {
-  readonly table: string;
-  readonly job: string;
-  readonly runKey: string;
   /** Distinguishes several events of one run; with the run key it forms the event key. */
   readonly name: string;
   readonly detailType: string;
   readonly detail: Readonly<Record<string, unknown>>;
 }
 
+/** Epoch seconds at which a row written at `now` (epoch ms) expires. */
+export function outboxExpiresAt(now: number, retentionDays: number): number {
+  return Math.floor(now / 1000) + Math.round(retentionDays * 86_400);
+}
+
 /**
- * The fenced put of one outbox row. Its key derives from the run key, so a re-execution of the
- * same run overwrites the row (same event key) instead of adding a second event.
+ * The fenced put of one outbox row, in the ledger (the relay reads the ledger's stream). Its key
+ * derives from the run key, so a re-execution of the same run overwrites the row (same event key)
+ * instead of adding a second event.
  */
-export function outboxPut(input: OutboxInput): FencedPut {
-  const eventKey = `${input.runKey}#${input.name}`;
+export function outboxPut(ctx: OutboxRunContext, input: OutboxInput): FencedPut {
+  const eventKey = `${ctx.runKey}#${input.name}`;
   return {
     kind: 'put',
-    table: input.table,
+    table: ctx.tables.ledger,
     item: {
-      pk: `${OUTBOX_PK_PREFIX}${input.job}`,
+      pk: `${OUTBOX_PK_PREFIX}${ctx.job.name}`,
       sk: eventKey,
       eventKey,
-      job: input.job,
-      runKey: input.runKey,
+      job: ctx.job.name,
+      runKey: ctx.runKey,
       detailType: input.detailType,
       detail: input.detail,
+      expiresAt: outboxExpiresAt(ctx.now(), ctx.outboxRetentionDays),
     },
   };
 }
@@ -66,7 +87,8 @@ export interface StreamRecordLike {
 /**
  * Rows to publish from a batch of stream records: INSERTs only. A MODIFY of an outbox row is a
  * re-execution rewriting the same event key (already published); publishing it again would only
- * hand consumers a duplicate to drop.
+ * hand consumers a duplicate to drop. A REMOVE is the row's TTL expiry (or a delete before a
+ * republish): the event went out with the row's INSERT.
  */
 export function outboxEventsFrom(records: readonly StreamRecordLike[]): { event: OutboxEvent; sequenceNumber?: string }[] {
   const out: { event: OutboxEvent; sequenceNumber?: string }[] = [];

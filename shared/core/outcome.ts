@@ -2,7 +2,8 @@
  * What an attempt's end means for the run (DESIGN §5, §8), pure: the worker hands in how the
  * handler ended and gets the transition to record.
  */
-import type { Job } from './job-schema.js';
+import type { Job } from './job-schema-core.js';
+import { boundError, boundEvidence } from './limits.js';
 import { RunStatus, type Run } from './vocabulary.js';
 
 export type AttemptEnd =
@@ -10,14 +11,32 @@ export type AttemptEnd =
   | { readonly kind: 'retryable'; readonly code: string; readonly message: string }
   | { readonly kind: 'permanent'; readonly code: string; readonly message: string }
   | { readonly kind: 'unknown'; readonly code: string; readonly message: string }
-  /** Time ran low: give the attempt back and resume from the checkpoint. */
-  | { readonly kind: 'yielded' };
+  /**
+   * Time ran low (the invocation is about to end). With checkpoint progress the attempt is given
+   * back and the next claim resumes from the checkpoint; without it the yield counts as a failed
+   * attempt, so a handler that hangs cannot be re-claimed forever.
+   */
+  | { readonly kind: 'yielded'; readonly progress: boolean }
+  /** A newer slot already wrote a resource this run must write: its work is superseded. */
+  | { readonly kind: 'superseded'; readonly code: string; readonly message: string };
+
+export interface RunError {
+  readonly code: string;
+  readonly message: string;
+}
 
 export type Transition =
   | { readonly status: typeof RunStatus.SUCCEEDED; readonly evidence?: unknown }
-  | { readonly status: typeof RunStatus.RETRY; readonly nextAttemptAt: number; readonly lastError: { code: string; message: string }; readonly refundAttempt?: boolean }
-  | { readonly status: typeof RunStatus.UNKNOWN; readonly nextAttemptAt: number; readonly lastError: { code: string; message: string } }
-  | { readonly status: typeof RunStatus.DEAD; readonly lastError: { code: string; message: string } };
+  | { readonly status: typeof RunStatus.RETRY; readonly nextAttemptAt: number; readonly lastError: RunError; readonly refundAttempt?: boolean }
+  | { readonly status: typeof RunStatus.UNKNOWN; readonly nextAttemptAt: number; readonly lastError: RunError }
+  /** `resultUnknown`: the last attempt may have had its effect; a revival must reconcile first. */
+  | { readonly status: typeof RunStatus.DEAD; readonly lastError: RunError; readonly resultUnknown?: boolean }
+  | { readonly status: typeof RunStatus.SUPERSEDED; readonly lastError: RunError };
+
+/** Statuses whose recording ends the run (and releases an exclusive lane). */
+export function endsRun(status: Transition['status']): boolean {
+  return status === RunStatus.SUCCEEDED || status === RunStatus.DEAD || status === RunStatus.SUPERSEDED;
+}
 
 /**
  * Exponential backoff with full jitter: uniform in [0, min(max, base · 2^(attempt-1))].
@@ -33,40 +52,64 @@ export function deadlineOf(job: Job, run: Pick<Run, 'slot'>): number | undefined
   return job.deadline === undefined ? undefined : run.slot + job.deadline;
 }
 
-/** Why a claimed run must not start at all (budget or deadline already spent), if so. */
-export function refuseToStart(job: Job, run: Pick<Run, 'slot' | 'attempt'>, now: number): { code: string; message: string } | undefined {
+/** A claim out of these statuses finds the previous attempt's result unknown. */
+export function previousResultUnknown(claimedFrom: RunStatus | undefined): boolean {
+  return claimedFrom === RunStatus.UNKNOWN || claimedFrom === RunStatus.RUNNING;
+}
+
+/**
+ * Why a claimed run must not start at all (budget or deadline already spent), if so, as the DEAD
+ * transition to record. Claimed out of UNKNOWN or from a vanished holder, the last attempt's
+ * result stays unknown: the DEAD run says so, and a revival reconciles first.
+ */
+export function refuseToStart(
+  job: Job,
+  run: Pick<Run, 'slot' | 'attempt'>,
+  now: number,
+  claimedFrom?: RunStatus,
+): Extract<Transition, { status: typeof RunStatus.DEAD }> | undefined {
+  const resultUnknown = previousResultUnknown(claimedFrom) || undefined;
   const deadline = deadlineOf(job, run);
   if (deadline !== undefined && now > deadline) {
-    return { code: 'DEADLINE_EXCEEDED', message: `deadline ${new Date(deadline).toISOString()} passed before attempt ${run.attempt}` };
+    return { status: RunStatus.DEAD, resultUnknown, lastError: { code: 'DEADLINE_EXCEEDED', message: `deadline ${new Date(deadline).toISOString()} passed before attempt ${run.attempt}` } };
   }
   if (run.attempt > job.retry.maxAttempts) {
-    return { code: 'ATTEMPTS_EXHAUSTED', message: `attempt ${run.attempt} exceeds maxAttempts ${job.retry.maxAttempts}` };
+    return { status: RunStatus.DEAD, resultUnknown, lastError: { code: 'ATTEMPTS_EXHAUSTED', message: `attempt ${run.attempt} exceeds maxAttempts ${job.retry.maxAttempts}` } };
   }
   return undefined;
 }
 
+export const YIELD_WITHOUT_PROGRESS = {
+  code: 'YIELDED_WITHOUT_PROGRESS',
+  message: 'the attempt reached the invocation time limit without saving a checkpoint: it counts as a failed attempt',
+} as const;
+
 export function transitionFor(job: Job, run: Pick<Run, 'slot' | 'attempt'>, end: AttemptEnd, now: number, random: () => number): Transition {
   switch (end.kind) {
     case 'succeeded':
-      return { status: RunStatus.SUCCEEDED, evidence: end.evidence };
+      return { status: RunStatus.SUCCEEDED, evidence: boundEvidence(end.evidence) };
     case 'yielded':
-      return { status: RunStatus.RETRY, nextAttemptAt: now, lastError: { code: 'YIELDED', message: 'yielded before the time limit' }, refundAttempt: true };
+      if (end.progress) {
+        return { status: RunStatus.RETRY, nextAttemptAt: now, lastError: { code: 'YIELDED', message: 'yielded before the time limit' }, refundAttempt: true };
+      }
+      return transitionFor(job, run, { kind: 'retryable', ...YIELD_WITHOUT_PROGRESS }, now, random);
+    case 'superseded':
+      return { status: RunStatus.SUPERSEDED, lastError: boundError({ code: end.code, message: end.message }) };
     case 'permanent':
-      return { status: RunStatus.DEAD, lastError: { code: end.code, message: end.message } };
+      return { status: RunStatus.DEAD, lastError: boundError({ code: end.code, message: end.message }) };
     case 'retryable':
     case 'unknown': {
-      const lastError = { code: end.code, message: end.message };
+      const lastError = boundError({ code: end.code, message: end.message });
       const nextAttemptAt = now + backoffMs(job, run.attempt, random);
       const deadline = deadlineOf(job, run);
+      const resultUnknown = end.kind === 'unknown' || undefined;
       if (run.attempt >= job.retry.maxAttempts) {
-        return { status: RunStatus.DEAD, lastError: { code: end.code, message: `${end.message} (attempts exhausted: ${run.attempt}/${job.retry.maxAttempts})` } };
+        return { status: RunStatus.DEAD, resultUnknown, lastError: boundError({ code: end.code, message: `${end.message} (attempts exhausted: ${run.attempt}/${job.retry.maxAttempts})` }) };
       }
       if (deadline !== undefined && nextAttemptAt > deadline) {
-        return { status: RunStatus.DEAD, lastError: { code: end.code, message: `${end.message} (next attempt would pass the deadline)` } };
+        return { status: RunStatus.DEAD, resultUnknown, lastError: boundError({ code: end.code, message: `${end.message} (next attempt would pass the deadline)` }) };
       }
-      return end.kind === 'unknown'
-        ? { status: RunStatus.UNKNOWN, nextAttemptAt, lastError }
-        : { status: RunStatus.RETRY, nextAttemptAt, lastError };
+      return end.kind === 'unknown' ? { status: RunStatus.UNKNOWN, nextAttemptAt, lastError } : { status: RunStatus.RETRY, nextAttemptAt, lastError };
     }
   }
 }

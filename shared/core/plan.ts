@@ -1,10 +1,11 @@
 /**
- * What one planner tick should materialize, computed from the config, the partition watermark and
- * an injected `now` alone (DESIGN §7). Pure: the planner's I/O loop (shared/planner.ts) executes
- * the plan. A job with no slot in the window costs nothing but one `nextSlotAfter` call.
+ * What one planner tick should materialize, computed from the config, the partition watermark,
+ * the exceptional jobs' own state and an injected `now` alone (DESIGN §7). Pure: the planner's
+ * I/O loop (shared/planner.ts) executes the plan. A job with no slot in the window costs nothing
+ * but one `nextSlotAfter` call.
  */
 import type { Job } from './job-schema.js';
-import { nextSlotAfter, slotsBetween, type SlotSpec } from './slots.js';
+import { nextSlotAfter, slotSpecOf, slotsBetween, type SlotSpec } from './slots.js';
 import { RunStatus } from './vocabulary.js';
 
 export interface PlannedRun {
@@ -29,7 +30,12 @@ export interface TickPlan {
   readonly behindClear: readonly string[];
   /** Misfired slots seen this tick, by job (recorded as SKIPPED, run as catch-up, or dropped by `latest`). */
   readonly misfired: ReadonlyMap<string, number>;
+  /** Catch-up runs left for later ticks because this tick's catch-up budget was spent. */
+  readonly deferred: number;
 }
+
+/** Catch-up runs one tick creates at most, across all its jobs (on-time runs are never limited). */
+export const DEFAULT_CATCH_UP_BUDGET = 2_000;
 
 export interface PlanInput {
   readonly jobs: readonly Job[];
@@ -44,13 +50,17 @@ export interface PlanInput {
    */
   readonly catchUpEdges?: ReadonlyMap<string, number>;
   readonly now: number;
-  /** How far ahead of now runs are materialized. @default 60 s */
+  /** How far ahead of now runs are materialized. */
   readonly lookaheadMs: number;
+  /**
+   * Most catch-up runs (shards counted) this tick may create, so a partition with thousands of
+   * jobs behind keeps each tick inside the Lambda timeout; the most-behind jobs go first.
+   * @default DEFAULT_CATCH_UP_BUDGET
+   */
+  readonly catchUpBudget?: number;
 }
 
-export function slotSpecOf(job: Job): SlotSpec {
-  return { schedule: job.schedule, timezone: job.timezone, dst: job.dst };
-}
+export { slotSpecOf } from './slots.js';
 
 /** How far back `latest` looks for the newest misfired slot before giving up (bounded work). */
 const LATEST_SEARCH_WINDOWS_MS = [3_600_000, 86_400_000, 31 * 86_400_000, 366 * 86_400_000];
@@ -69,6 +79,17 @@ function runsOf(job: Job, slot: number, status: PlannedRun['status'], catchUp: b
   return Array.from({ length: job.shards }, (_, shard) => ({ job, slot, shard, status, catchUp, reason }));
 }
 
+/** A job with misfired slots to plan, waiting for its share of the catch-up budget. */
+interface CatchUpCandidate {
+  readonly job: Job;
+  readonly spec: SlotSpec;
+  /** Slots in (from, edge] are misfires not planned yet. */
+  readonly from: number;
+  readonly edge: number;
+  /** The job was already behind (else it falls behind this tick). */
+  readonly wasBehind: boolean;
+}
+
 export function planTick(input: PlanInput): TickPlan {
   const { now } = input;
   const horizon = now + input.lookaheadMs;
@@ -80,54 +101,78 @@ export function planTick(input: PlanInput): TickPlan {
   const edgeSet = new Map<string, number>();
   const behindClear: string[] = [];
   const misfired = new Map<string, number>();
+  const candidates: CatchUpCandidate[] = [];
 
   for (const job of input.jobs) {
-    // A paused job keeps its place in `behind`; resuming plans from there under its misfire policy.
+    // A paused job keeps its cursor; resuming plans from there under its misfire policy.
     if (!job.enabled || input.paused.has(job.name)) continue;
     const spec = slotSpecOf(job);
     // Slots due more than `misfire.after` ago when first seen are misfires.
     const lateEdge = now - job.misfire.after - 1;
     const cursor = input.behind.get(job.name);
     const knownEdge = input.catchUpEdges?.get(job.name);
-    // Where unplanned history ends and on-time planning starts. A job catching up keeps its edge
-    // unless the planner was down again (then the new misfires join the catch-up); a job without
-    // an edge (just resumed) never had its recent slots planned, so on-time starts at the late edge.
-    const edge = cursor === undefined ? Math.max(base, lateEdge) : knownEdge === undefined ? lateEdge : base < lateEdge ? lateEdge : knownEdge;
-    const onTimeFrom = cursor !== undefined && knownEdge === undefined ? lateEdge : Math.max(base, lateEdge);
-    const catchUpFrom = cursor ?? base;
+    // Everything up to `from` is planned for this job already.
+    const from = cursor ?? base;
+    // Where catch-up ends and on-time planning starts. A job catching up keeps its edge unless the
+    // planner was down again (the new misfires then join the catch-up). A job without an edge (just
+    // resumed) never had its recent slots planned: on-time starts at the late edge, but never
+    // before its cursor, so a resume cannot plan slots from before the job was first planned.
+    const keepsEdge = cursor !== undefined && knownEdge !== undefined && base >= lateEdge;
+    const edge = keepsEdge ? knownEdge : Math.max(from, lateEdge);
+    const onTimeFrom = cursor !== undefined && knownEdge === undefined ? edge : Math.max(base, lateEdge);
 
-    const next = nextSlotAfter(spec, Math.min(catchUpFrom, onTimeFrom));
+    const next = nextSlotAfter(spec, Math.min(from, onTimeFrom));
     if (next === undefined || next > horizon) {
       if (cursor !== undefined) behindClear.push(job.name);
       continue;
     }
     for (const slot of slotsBetween(spec, onTimeFrom, horizon)) onTime.push(...runsOf(job, slot, RunStatus.READY, false));
+    if (from < edge) candidates.push({ job, spec, from, edge, wasBehind: cursor !== undefined });
+    else if (cursor !== undefined) behindClear.push(job.name);
+  }
 
-    let caughtUpTo: number | undefined;
-    if (catchUpFrom < edge) {
-      const limit = job.misfire.maxPerTick;
-      if (job.misfire.policy === 'latest') {
-        const newest = newestSlotIn(spec, catchUpFrom, edge);
-        if (newest !== undefined) {
-          catchUp.push(...runsOf(job, newest, RunStatus.READY, true));
-          misfired.set(job.name, slotsBetween(spec, catchUpFrom, edge, 10_000).length);
-        }
-      } else {
-        const late = slotsBetween(spec, catchUpFrom, edge, limit);
-        const status = job.misfire.policy === 'skip' ? RunStatus.SKIPPED : RunStatus.READY;
-        const reason = job.misfire.policy === 'skip' ? 'misfired: skipped by policy' : undefined;
-        for (const slot of late) catchUp.push(...runsOf(job, slot, status, true, reason));
-        if (late.length > 0) misfired.set(job.name, late.length);
-        // A full page may mean more remain: stay behind at the last slot planned, up to this edge.
-        if (late.length === limit && late[late.length - 1]! < edge) caughtUpTo = late[late.length - 1];
-      }
-    }
-    if (caughtUpTo !== undefined) {
-      behindSet.set(job.name, caughtUpTo);
+  // The most-behind jobs first, so that a budget smaller than the backlog still moves every
+  // job forward over a bounded number of ticks.
+  candidates.sort((a, b) => a.from - b.from || (a.job.name < b.job.name ? -1 : 1));
+  let budget = Math.max(0, input.catchUpBudget ?? DEFAULT_CATCH_UP_BUDGET);
+  let deferred = 0;
+  for (const { job, spec, from, edge, wasBehind } of candidates) {
+    const stayBehind = (at: number) => {
+      behindSet.set(job.name, at);
       edgeSet.set(job.name, edge);
-    } else if (cursor !== undefined) behindClear.push(job.name);
+    };
+    const room = Math.floor(budget / job.shards);
+    if (room < 1) {
+      deferred += job.shards;
+      // Not planned this tick: a job that was already behind keeps its cursor as it is; one that
+      // falls behind now records where its catch-up starts.
+      if (!wasBehind) stayBehind(from);
+      continue;
+    }
+    if (job.misfire.policy === 'latest') {
+      const newest = newestSlotIn(spec, from, edge);
+      if (newest !== undefined) {
+        catchUp.push(...runsOf(job, newest, RunStatus.READY, true));
+        budget -= job.shards;
+        misfired.set(job.name, slotsBetween(spec, from, edge, 10_000).length);
+      }
+      if (wasBehind) behindClear.push(job.name);
+      continue;
+    }
+    const limit = Math.min(job.misfire.maxPerTick, room);
+    // One slot past the page tells whether more remain, so a job whose backlog fits the page is
+    // caught up now rather than one tick (and one state write) later.
+    const page = slotsBetween(spec, from, edge, limit + 1);
+    const late = page.slice(0, limit);
+    const status = job.misfire.policy === 'skip' ? RunStatus.SKIPPED : RunStatus.READY;
+    const reason = job.misfire.policy === 'skip' ? 'misfired: skipped by policy' : undefined;
+    for (const slot of late) catchUp.push(...runsOf(job, slot, status, true, reason));
+    budget -= late.length * job.shards;
+    if (late.length > 0) misfired.set(job.name, late.length);
+    if (page.length > limit) stayBehind(late[late.length - 1]!);
+    else if (wasBehind) behindClear.push(job.name);
   }
 
   onTime.sort((a, b) => a.slot - b.slot || a.shard - b.shard);
-  return { runs: [...onTime, ...catchUp], plannedUntil: horizon, behindSet, edgeSet, behindClear, misfired };
+  return { runs: [...onTime, ...catchUp], plannedUntil: horizon, behindSet, edgeSet, behindClear, misfired, deferred };
 }

@@ -4,11 +4,17 @@
  */
 import type { Job } from './job-schema-core.js';
 import { MAX_FENCEABLE_SLOT } from './fence.js';
-import { RUN_MESSAGE_VERSION, runKeyOf, type Run, type RunMessage } from './vocabulary.js';
+import { RUN_MESSAGE_VERSION, runKeyOf, type Run, type RunId, type RunMessage } from './vocabulary.js';
 
 export type ParsedRunMessage =
   | { readonly ok: true; readonly message: RunMessage; readonly job: Job }
-  | { readonly ok: false; readonly code: 'MALFORMED' | 'UNSUPPORTED_VERSION' | 'UNKNOWN_JOB' | 'INCONSISTENT'; readonly reason: string };
+  | {
+      readonly ok: false;
+      readonly code: 'MALFORMED' | 'UNSUPPORTED_VERSION' | 'UNKNOWN_JOB' | 'INCONSISTENT';
+      readonly reason: string;
+      /** For UNKNOWN_JOB: the run the message names (its job was removed from the config). */
+      readonly orphan?: RunId;
+    };
 
 export function parseRunMessage(body: string, jobs: ReadonlyMap<string, Job>): ParsedRunMessage {
   let value: unknown;
@@ -29,7 +35,7 @@ export function parseRunMessage(body: string, jobs: ReadonlyMap<string, Job>): P
   if (typeof shard !== 'number' || !Number.isInteger(shard) || shard < 0) return { ok: false, code: 'MALFORMED', reason: 'field "shard" must be a non-negative integer' };
   if (typeof runKey !== 'string') return { ok: false, code: 'MALFORMED', reason: 'field "runKey" must be a string' };
   const definition = jobs.get(job);
-  if (!definition) return { ok: false, code: 'UNKNOWN_JOB', reason: `job "${job}" is not configured` };
+  if (!definition) return { ok: false, code: 'UNKNOWN_JOB', reason: `job "${job}" is not configured`, orphan: { job, slot, shard } };
   if (shard >= definition.shards) return { ok: false, code: 'INCONSISTENT', reason: `shard ${shard} out of range for ${definition.shards} shard(s)` };
   const expected = runKeyOf(job, slot, shard, definition.shards);
   if (runKey !== expected) return { ok: false, code: 'INCONSISTENT', reason: `runKey "${runKey}" does not match "${expected}"` };

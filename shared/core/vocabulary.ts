@@ -25,9 +25,47 @@ export const TERMINAL_STATUSES: readonly RunStatus[] = [
 ];
 /** Statuses a claim may take without a takeover. */
 export const CLAIMABLE_STATUSES: readonly RunStatus[] = [RunStatus.READY, RunStatus.RETRY, RunStatus.UNKNOWN];
+/** Statuses of a run that is neither terminal nor held: it waits for its (next) claim. */
+export const WAITING_STATUSES: readonly RunStatus[] = CLAIMABLE_STATUSES;
 
 export function isTerminal(status: RunStatus): boolean {
   return TERMINAL_STATUSES.includes(status);
+}
+
+export function isWaiting(status: RunStatus): boolean {
+  return WAITING_STATUSES.includes(status);
+}
+
+/**
+ * Where a run came from. Only the first attempt of a `planned` run measures trigger lag (how late
+ * the scheduler started an on-time slot); the others were late by construction.
+ */
+export const RunOrigin = {
+  /** Materialized on time by the planner. */
+  PLANNED: 'planned',
+  /** A misfired slot planned late by the misfire policy. */
+  CATCH_UP: 'catch-up',
+  /** Created by `ops backfill`. */
+  BACKFILL: 'backfill',
+  /** Created by `ops trigger`. */
+  MANUAL: 'manual',
+} as const;
+export type RunOrigin = (typeof RunOrigin)[keyof typeof RunOrigin];
+
+/** One attempt as the run item remembers it (the last few are kept; see ATTEMPT_HISTORY_LIMIT). */
+export interface AttemptRecord {
+  /** Claim number within the run (1, 2, …): the fencing token's low digits. */
+  readonly claim: number;
+  readonly token: number;
+  readonly owner: string;
+  /** The status the claim took the run from (RUNNING: a takeover; UNKNOWN: reconciled first). */
+  readonly from?: RunStatus;
+  readonly claimedAt: number;
+  readonly endedAt: number;
+  /** The status the attempt recorded. */
+  readonly outcome: RunStatus;
+  readonly code?: string;
+  readonly message?: string;
 }
 
 /** One run of a job: the ledger item for (job, slot, shard). */
@@ -52,6 +90,28 @@ export interface Run {
   readonly checkpoint?: unknown;
   readonly evidence?: unknown;
   readonly expiresAt?: number;
+  /** @default RunOrigin.PLANNED (runs written before origins were recorded) */
+  readonly origin?: RunOrigin;
+  /** When the run should start, if not at its slot (jitter). */
+  readonly fireAt?: number;
+  /** The status the latest claim took the run from. */
+  readonly claimedFrom?: RunStatus;
+  /**
+   * The last attempt may have had its effect without recording it (it ended UNKNOWN, timed out, or
+   * its holder vanished): whoever revives the run must reconcile before running it again.
+   */
+  readonly resultUnknown?: boolean;
+  /** The last attempts, oldest first. */
+  readonly attempts?: readonly AttemptRecord[];
+  /** Operator's note (manual runs, pauses) . */
+  readonly note?: string;
+  /** Times the sweeper re-dispatched the run since its last claim. */
+  readonly redispatches?: number;
+  /**
+   * Handler time the current attempt already spent in earlier invocations (a checkpointing job
+   * that yielded with progress): its timeout counts across them.
+   */
+  readonly attemptElapsedMs?: number;
 }
 
 export interface RunId {

@@ -44,14 +44,7 @@ export const paymentsReconcile: JobHandler = {
             condition: { expression: '#status = :processing', names: { '#status': 'status' }, values: { ':processing': 'PROCESSING' } },
           },
           moveCursor,
-          outboxPut({
-            table: ctx.tables.ledger,
-            job: ctx.job.name,
-            runKey: ctx.runKey,
-            name: id,
-            detailType: 'PaymentSettled',
-            detail: { paymentId: id, amountCents: payment.amountCents },
-          }),
+          outboxPut(ctx, { name: id, detailType: 'PaymentSettled', detail: { paymentId: id, amountCents: payment.amountCents } }),
         ]);
         settled.push(id);
       } catch (error) {

@@ -3,7 +3,8 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import { describe, expect, it } from 'vitest';
-import { LedgerTable, PLANNER_LEDGER_ACTIONS, WORKER_LEDGER_ACTIONS } from '../../infra/constructs/ledger-table.js';
+import { LedgerTable } from '../../infra/constructs/ledger-table.js';
+import { FUNCTION_ACCESS } from '../../infra/iam-access.js';
 import { LEDGER_TABLE } from '../../shared/resources.js';
 import { actionsOfRole, constructStack, isWildcardResource, statementsOfRole } from './support.js';
 
@@ -30,7 +31,7 @@ describe('LedgerTable', () => {
             { AttributeName: LEDGER_TABLE.openRunsIndex.partitionKey, KeyType: 'HASH' },
             { AttributeName: LEDGER_TABLE.openRunsIndex.sortKey, KeyType: 'RANGE' },
           ],
-          Projection: { ProjectionType: 'ALL' },
+          Projection: { ProjectionType: 'KEYS_ONLY' },
         },
       ],
       TimeToLiveSpecification: { AttributeName: LEDGER_TABLE.ttlAttribute, Enabled: true },
@@ -70,31 +71,43 @@ describe('LedgerTable', () => {
     [{ runRetentionDays: 0 }, /LedgerTable "Ledger": prop "runRetentionDays" must be an integer in \[1, 3650\], got 0/],
     [{ runRetentionDays: 1.5 }, /prop "runRetentionDays".*got 1\.5/],
     [{ pointInTimeRecoveryDays: 36 }, /prop "pointInTimeRecoveryDays" must be an integer in \[1, 35\], got 36/],
+    // Shorter than the relay's on-failure queue keeps a failed batch: its rows could not be republished.
+    [{ outboxRetentionDays: 13 }, /prop "outboxRetentionDays" must be an integer in \[14, 3650\], got 13/],
   ])('rejects %o naming the prop and value', (props, message) => {
     expect(() => ledger(props)).toThrow(message);
   });
 
-  it('grants the planner only item actions on the table and Query on the open-runs index by name', () => {
+  it('keeps outbox rows 14 days by default, and as configured', () => {
+    expect(ledger().construct.outboxRetentionDays).toBe(14);
+    expect(ledger({ outboxRetentionDays: 30 }).construct.outboxRetentionDays).toBe(30);
+  });
+
+  it('grants the planner its table actions on the table (the window sweep queries due jobs there) and Query on the open-runs index', () => {
     const { stack, construct } = ledger();
     const role = new iam.Role(stack, 'PlannerRole', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
     construct.grantPlannerAccess(role);
     const template = Template.fromStack(stack);
-    expect(actionsOfRole(template, 'PlannerRole')).toEqual([...PLANNER_LEDGER_ACTIONS].sort());
     const statements = statementsOfRole(template, 'PlannerRole');
     const indexStatement = statements.find((s) => JSON.stringify(s.resources).includes('/index/'));
+    const tableStatement = statements.find((s) => !JSON.stringify(s.resources).includes('/index/'));
     expect(indexStatement?.actions).toEqual(['dynamodb:Query']);
     expect(JSON.stringify(indexStatement?.resources)).toContain(`/index/${LEDGER_TABLE.openRunsIndex.name}`);
+    expect(tableStatement?.actions).toEqual(['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
+    expect(tableStatement?.actions).toEqual(FUNCTION_ACCESS.planner.code.ledgerTable);
     for (const s of statements) expect(s.resources.some(isWildcardResource)).toBe(false);
   });
 
-  it('grants the worker item-level actions incl. ConditionCheckItem, never Scan', () => {
+  it('grants the worker its own and its handlers\' item actions on the table: ConditionCheckItem for the lane takeover\'s check, never Scan', () => {
     const { stack, construct } = ledger();
     const role = new iam.Role(stack, 'WorkerRole', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
     construct.grantWorkerAccess(role);
     const template = Template.fromStack(stack);
     const actions = actionsOfRole(template, 'WorkerRole');
-    expect(actions).toEqual([...WORKER_LEDGER_ACTIONS].sort());
+    expect(actions).toEqual(['dynamodb:ConditionCheckItem', 'dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
     expect(actions).not.toContain('dynamodb:Scan');
-    for (const s of statementsOfRole(template, 'WorkerRole')) expect(s.resources.some(isWildcardResource)).toBe(false);
+    for (const s of statementsOfRole(template, 'WorkerRole')) {
+      expect(s.resources.some(isWildcardResource)).toBe(false);
+      expect(JSON.stringify(s.resources)).not.toContain('/index/');
+    }
   });
 });

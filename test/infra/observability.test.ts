@@ -9,7 +9,7 @@ import { MetricName } from '../../shared/observability.js';
 import { METRICS_NAMESPACE, SERVICE_NAME } from '../../shared/powertools.js';
 import { constructStack } from './support.js';
 
-type Extra = Partial<Omit<ObservabilityProps, 'plannerFunction' | 'workerFunction' | 'runQueue' | 'deadLetterQueue' | 'outboxRelayFunction' | 'outboxRelayFailureQueue'>>;
+type Extra = Partial<Omit<ObservabilityProps, 'plannerFunction' | 'plannerFailureQueue' | 'workerFunction' | 'runQueue' | 'deadLetterQueue' | 'outboxRelayFunction' | 'outboxRelayFailureQueue'>>;
 
 function observability(props: Extra = {}, withTopic = false, withRelay = true) {
   const stack = constructStack();
@@ -19,6 +19,7 @@ function observability(props: Extra = {}, withTopic = false, withRelay = true) {
   const runQueue = new sqs.Queue(stack, 'RunQueue', { deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: 10 } });
   const construct = new Observability(stack, 'Observability', {
     plannerFunction: fn('Planner'),
+    plannerFailureQueue: new sqs.Queue(stack, 'PlannerFailures'),
     workerFunction: fn('Worker'),
     runQueue,
     deadLetterQueue,
@@ -83,6 +84,19 @@ describe('Observability', () => {
       ComparisonOperator: 'LessThanThreshold',
       Threshold: 1,
       TreatMissingData: 'breaching',
+    });
+  });
+
+  it('alarms on a record in the planner failure queue: a tick that failed or was dropped as stale', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: Match.stringLikeRegexp(`-${AlarmKey.PlannerFailedTicks}$`),
+      Namespace: 'AWS/SQS',
+      MetricName: 'ApproximateNumberOfMessagesVisible',
+      Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [Match.stringLikeRegexp('^PlannerFailures'), 'QueueName'] } }],
+      Statistic: 'Maximum',
+      ComparisonOperator: 'GreaterThanThreshold',
+      Threshold: 0,
+      TreatMissingData: 'notBreaching',
     });
   });
 
@@ -154,6 +168,15 @@ describe('Observability', () => {
     });
   });
 
+  it('has no planner-failed-ticks alarm without a planner failure queue', () => {
+    const stack = constructStack();
+    const fn = (id: string) =>
+      new lambda.Function(stack, id, { runtime: lambda.Runtime.NODEJS_22_X, handler: 'index.handler', code: lambda.Code.fromInline('exports.handler=()=>{}') });
+    const deadLetterQueue = new sqs.Queue(stack, 'Dlq');
+    const construct = new Observability(stack, 'Observability', { plannerFunction: fn('P'), workerFunction: fn('W'), runQueue: new sqs.Queue(stack, 'Q'), deadLetterQueue });
+    expect(construct.alarms[AlarmKey.PlannerFailedTicks]).toBeUndefined();
+  });
+
   it('has no outbox relay alarms or widget when no relay is given', () => {
     const { construct, template: without } = observability({}, false, false);
     const t = without();
@@ -196,6 +219,33 @@ describe('Observability', () => {
       AlarmActions: [{ Ref: Match.stringLikeRegexp('AlarmTopic') }],
       OKActions: [{ Ref: Match.stringLikeRegexp('AlarmTopic') }],
     });
+  });
+
+  it('lets CloudWatch publish to the TLS-only topic, for this stack\'s alarms in this account only (the topic policy replaces SNS\'s default one)', () => {
+    const withEmail = observability({ alarmEmail: 'ops@example.com' }).template();
+    const [policy] = Object.values(withEmail.findResources('AWS::SNS::TopicPolicy'));
+    const statements = (policy as { Properties: { PolicyDocument: { Statement: Record<string, unknown>[] } } }).Properties.PolicyDocument.Statement;
+    const allows = statements.filter((s) => s.Effect === 'Allow');
+    expect(allows).toHaveLength(1);
+    expect(allows[0]).toEqual({
+      Sid: 'AllowThisStacksAlarmsToPublish',
+      Effect: 'Allow',
+      Principal: { Service: 'cloudwatch.amazonaws.com' },
+      Action: 'sns:Publish',
+      Resource: { Ref: expect.stringMatching(/^ObservabilityAlarmTopic/) },
+      Condition: {
+        ArnLike: {
+          'aws:SourceArn': { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':cloudwatch:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':alarm:Test-*']] },
+        },
+        StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } },
+      },
+    });
+    // Every alarm of the stack is named `<stack>-<key>`, so the ArnLike pattern covers each one and nothing else.
+    for (const alarm of Object.values(withEmail.findResources('AWS::CloudWatch::Alarm'))) {
+      expect((alarm as { Properties: { AlarmName: string } }).Properties.AlarmName).toMatch(/^Test-/);
+    }
+    // The TLS rule is still there beside it.
+    expect(statements.some((s) => s.Effect === 'Deny' && JSON.stringify(s.Condition) === JSON.stringify({ Bool: { 'aws:SecureTransport': 'false' } }))).toBe(true);
   });
 
   it('sends alarms to a given topic', () => {

@@ -86,8 +86,7 @@ describe('OutboxRelay', () => {
       'events:PutEvents',
       'logs:CreateLogStream',
       'logs:PutLogEvents',
-      'sqs:GetQueueAttributes',
-      'sqs:GetQueueUrl',
+      // Only what the on-failure destination needs (CDK's SqsDlq would add GetQueueAttributes and GetQueueUrl).
       'sqs:SendMessage',
     ]);
     // The one wildcard resource is ListStreams (CDK's stream grant; it reads no data).

@@ -40,12 +40,41 @@ describe('PlannerFunction', () => {
           POWERTOOLS_METRICS_NAMESPACE: 'FencedScheduler',
           [ENV.ledgerTable]: Match.anyValue(),
           [ENV.runQueueUrl]: Match.anyValue(),
-          [ENV.deadLetterQueueUrl]: Match.anyValue(),
           [ENV.runRetentionDays]: '30',
+          [ENV.exampleJobs]: 'false',
         }),
       },
     });
     template.hasResourceProperties('AWS::Logs::LogGroup', { RetentionInDays: 30 });
+  });
+
+  it('has no DEAD_LETTER_QUEUE_URL (nothing in the planner reads it) and EXAMPLE_JOBS=true only when asked', () => {
+    const variables = (t: Template) =>
+      (Object.values(t.findResources('AWS::Lambda::Function'))[0] as { Properties: { Environment: { Variables: Record<string, unknown> } } }).Properties.Environment.Variables;
+    expect(Object.keys(variables(planner().template()))).not.toContain('DEAD_LETTER_QUEUE_URL');
+    expect(variables(planner({ exampleJobs: true }).template())[ENV.exampleJobs]).toBe('true');
+  });
+
+  it('does not retry a failed tick, drops one older than a tick, and records both in an encrypted failure queue', () => {
+    const template = planner().template();
+    template.hasResourceProperties('AWS::Lambda::EventInvokeConfig', {
+      FunctionName: { Ref: Match.stringLikeRegexp('^PlannerFunction') },
+      Qualifier: '$LATEST',
+      MaximumRetryAttempts: 0,
+      MaximumEventAgeInSeconds: 60,
+      DestinationConfig: { OnFailure: { Destination: { 'Fn::GetAtt': [Match.stringLikeRegexp('^PlannerFailureQueue'), 'Arn'] } } },
+    });
+    template.hasResourceProperties('AWS::SQS::Queue', { SqsManagedSseEnabled: true, MessageRetentionPeriod: 14 * 24 * 3600 });
+    template.hasResourceProperties('AWS::SQS::QueuePolicy', {
+      PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]) },
+      Queues: [{ Ref: Match.stringLikeRegexp('^PlannerFailureQueue') }],
+    });
+    // The destination needs sqs:SendMessage only (not CDK's grantSendMessages trio).
+    const toFailureQueue = statementsOfRole(template, 'PlannerRole').filter((s) => JSON.stringify(s.resources).includes('PlannerFailureQueue'));
+    expect(toFailureQueue.map((s) => s.actions)).toEqual([['sqs:SendMessage']]);
+    // EventBridge's delivery retries stop at the same age.
+    const [rule] = Object.values(template.findResources('AWS::Events::Rule'));
+    expect((rule as { Properties: { Targets: { RetryPolicy: unknown }[] } }).Properties.Targets[0]!.RetryPolicy).toEqual({ MaximumEventAgeInSeconds: 60, MaximumRetryAttempts: 2 });
   });
 
   it('has one rate(1 minute) rule by default with input { partition: 0, of: 1 }', () => {
@@ -69,9 +98,10 @@ describe('PlannerFunction', () => {
     }
   });
 
-  it('grants GetItem/PutItem/UpdateItem/Query on the ledger, Query on the index, SendMessage on the run queue; nothing else', () => {
+  it('grants item reads and writes and Query on the ledger, Query on the index, SendMessage on the run queue and the failure queue; nothing else', () => {
     const template = planner().template();
     expect(actionsOfRole(template, 'PlannerRole')).toEqual([
+      'dynamodb:BatchGetItem',
       'dynamodb:GetItem',
       'dynamodb:PutItem',
       'dynamodb:Query',
@@ -80,6 +110,8 @@ describe('PlannerFunction', () => {
       'logs:PutLogEvents',
       'sqs:SendMessage',
     ]);
+    const query = statementsOfRole(template, 'PlannerRole').filter((s) => s.actions.includes('dynamodb:Query'));
+    expect(query.some((s) => JSON.stringify(s.resources).includes('/index/open-runs'))).toBe(true);
     for (const s of statementsOfRole(template, 'PlannerRole')) expect(s.resources.some(isWildcardResource)).toBe(false);
     // No managed policy (AWSLambdaBasicExecutionRole would allow writing every log group).
     template.hasResourceProperties('AWS::IAM::Role', { ManagedPolicyArns: Match.absent() });

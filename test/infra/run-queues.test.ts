@@ -71,16 +71,22 @@ describe('RunQueues', () => {
     template.hasResourceProperties('AWS::SQS::Queue', { RedrivePolicy: Match.anyValue(), VisibilityTimeout: 720 });
   });
 
-  it('grants exactly sqs:SendMessage and sqs:ChangeMessageVisibility on the run queue', () => {
+  it('grants the planner sqs:SendMessage and the worker its code\'s and its event source\'s actions on the run queue, no GetQueueUrl', () => {
     const { stack, construct } = queues();
     const sender = new iam.Role(stack, 'Sender', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
     const worker = new iam.Role(stack, 'Worker', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
     construct.grantSendRuns(sender);
-    construct.grantVisibilityChanges(worker);
+    construct.grantWorkerAccess(worker);
     const template = Template.fromStack(stack);
     const runQueue = logicalId(template, construct, 'runQueue');
     expect(actionsOfRole(template, 'Sender')).toEqual(['sqs:SendMessage']);
-    expect(actionsOfRole(template, 'Worker')).toEqual(['sqs:ChangeMessageVisibility']);
+    expect(actionsOfRole(template, 'Worker')).toEqual([
+      'sqs:ChangeMessageVisibility',
+      'sqs:DeleteMessage',
+      'sqs:GetQueueAttributes',
+      'sqs:ReceiveMessage',
+      'sqs:SendMessage',
+    ]);
     for (const s of [...statementsOfRole(template, 'Sender'), ...statementsOfRole(template, 'Worker')]) {
       expect(s.resources).toEqual([{ 'Fn::GetAtt': [runQueue, 'Arn'] }]);
       expect(s.resources.some(isWildcardResource)).toBe(false);

@@ -11,11 +11,13 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { CloudAssembly } from 'aws-cdk-lib/cx-api';
+import { operatorActions } from '../../infra/constructs/operator-policy.js';
+import { OPS_ACCESS } from '../../infra/iam-access.js';
 import { StackOutput } from '../../infra/outputs.js';
-import { ContextKey, stackPropsFromContext } from '../../infra/scheduler-app.js';
+import { CONTEXT_PARAMETERS, ContextError, ContextKey, createSchedulerApp, stackPropsFromContext } from '../../infra/scheduler-app.js';
 import { NAG_ACKNOWLEDGMENTS, SchedulerStack, validateJobsForDeployment } from '../../infra/scheduler-stack.js';
-import { jobDefinitions } from '../../shared/jobs.js';
-import { RUN_QUEUES } from '../../shared/resources.js';
+import { exampleJobDefinitions } from '../../shared/example-jobs.js';
+import { ENV, RUN_QUEUES } from '../../shared/resources.js';
 import { FAST_APP, iamStatements, isWildcardResource, schedulerApp, testContext } from './support.js';
 
 function nagViolations(scope: Parameters<AwsSolutionsChecks['validateScope']>[0]) {
@@ -57,9 +59,9 @@ describe('SchedulerStack (bundled synth)', () => {
       [stack.planner.function, stack.worker.function, stack.outboxRelay.function].map((fn) => fn.node.path).sort(),
     );
     expect(where(NAG_ACKNOWLEDGMENTS.streamListStreams.id)).toEqual([stack.outboxRelay.role.node.path]);
-    expect(where(NAG_ACKNOWLEDGMENTS.streamFailureQueue.id)).toEqual([stack.outboxRelay.failureQueue.node.path]);
+    expect(where(NAG_ACKNOWLEDGMENTS.streamFailureQueue.id)).toEqual([stack.outboxRelay.failureQueue.node.path, stack.planner.failureQueue.node.path].sort());
     // No CMK in this stack, so nothing else is acknowledged.
-    expect(acknowledged).toHaveLength(5);
+    expect(acknowledged).toHaveLength(6);
   });
 
   it('bundles each function into one minified ESM file with a source map', () => {
@@ -84,8 +86,12 @@ describe('SchedulerStack (bundled synth)', () => {
     }
   });
 
-  it('exports the names the ops CLI needs', () => {
-    for (const key of Object.values(StackOutput)) template.hasOutput(key, { Value: Match.anyValue() });
+  it('exports the names the ops CLI needs (the payments table only with the example jobs)', () => {
+    for (const key of Object.values(StackOutput).filter((k) => k !== StackOutput.PaymentsTableName)) template.hasOutput(key, { Value: Match.anyValue() });
+    expect(Object.keys(template.findOutputs(StackOutput.PaymentsTableName))).toEqual([]);
+    template.hasOutput(StackOutput.ExampleJobs, { Value: 'false' });
+    template.hasOutput(StackOutput.OutboxRetentionDays, { Value: '14' });
+    template.hasOutput(StackOutput.OperatorPolicyArn, { Value: { Ref: Match.stringLikeRegexp('^OperatorsPolicy') } });
     template.hasOutput(StackOutput.DeadLetterQueueArn, { Value: { 'Fn::GetAtt': [Match.stringLikeRegexp('^QueuesDeadLetterQueue'), 'Arn'] } });
     template.hasOutput(StackOutput.PlannerPartitions, { Value: '1' });
     template.hasOutput(StackOutput.RunRetentionDays, { Value: '30' });
@@ -139,8 +145,18 @@ describe('SchedulerStack (bundled synth)', () => {
     expect(JSON.stringify(template.toJSON())).not.toContain('dynamodb:Scan');
   });
 
-  it('has the ten alarms (one per AlarmKey) and the dashboard', () => {
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 10);
+  it('deploys no example job, no payments table and no PAYMENTS_TABLE_NAME by default; the functions are told EXAMPLE_JOBS=false', () => {
+    expect(stack.jobs).toEqual([]);
+    template.resourceCountIs('AWS::DynamoDB::Table', 1);
+    for (const fn of Object.values(template.findResources('AWS::Lambda::Function'))) {
+      const variables = (fn as { Properties: { Description: string; Environment: { Variables: Record<string, unknown> } } }).Properties;
+      expect(Object.keys(variables.Environment.Variables)).not.toContain(ENV.paymentsTable);
+      if (!/outbox/.test(variables.Description)) expect(variables.Environment.Variables[ENV.exampleJobs]).toBe('false');
+    }
+  });
+
+  it('has the eleven alarms (one per AlarmKey) and the dashboard', () => {
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 11);
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       MetricName: 'Errors',
       Dimensions: [{ Name: 'FunctionName', Value: { Ref: Match.stringLikeRegexp('^OutboxRelayFunction') } }],
@@ -153,19 +169,62 @@ describe('SchedulerStack (bundled synth)', () => {
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'Invocations', TreatMissingData: 'breaching' });
   });
 
-  it('maps each configured job to exactly one scheduled planner partition', () => {
-    const inputs = Object.values(template.findResources('AWS::Events::Rule')).map(
-      (rule) => JSON.parse((rule as { Properties: { Targets: { Input: string }[] } }).Properties.Targets[0]!.Input) as { partition: number; of: number },
-    );
-    for (const [job, partition] of Object.entries(stack.partitionOfJobs())) {
-      expect(inputs.filter((i) => i.partition === partition), job).toHaveLength(1);
-    }
-  });
 });
 
 describe('SchedulerStack (configuration)', () => {
+  it('maps each configured job to exactly one scheduled planner partition', () => {
+    const examples = schedulerApp({ exampleJobs: true, plannerPartitions: 3 }).stack;
+    expect(examples.jobs.length).toBeGreaterThan(0);
+    const inputs = Object.values(Template.fromStack(examples).findResources('AWS::Events::Rule')).map(
+      (rule) => JSON.parse((rule as { Properties: { Targets: { Input: string }[] } }).Properties.Targets[0]!.Input) as { partition: number; of: number },
+    );
+    for (const [job, partition] of Object.entries(examples.partitionOfJobs())) {
+      expect(inputs.filter((i) => i.partition === partition), job).toHaveLength(1);
+    }
+  });
+
+  it('deploys the example jobs with -c exampleJobs=true: their payments table, its env var and output, EXAMPLE_JOBS=true', () => {
+    const { stack } = schedulerApp({}, { context: { [ContextKey.exampleJobs]: 'true' } });
+    expect(stack.jobs.map((job) => job.name).sort()).toEqual(exampleJobDefinitions.map((job) => job.name).sort());
+    const template = Template.fromStack(stack);
+    template.resourceCountIs('AWS::DynamoDB::Table', 2);
+    template.hasOutput(StackOutput.PaymentsTableName, { Value: { Ref: Match.stringLikeRegexp('^PaymentsTable') } });
+    template.hasOutput(StackOutput.ExampleJobs, { Value: 'true' });
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Description: Match.stringLikeRegexp('worker'),
+      Environment: { Variables: Match.objectLike({ [ENV.paymentsTable]: { Ref: Match.stringLikeRegexp('^PaymentsTable') }, [ENV.exampleJobs]: 'true' }) },
+    });
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      Description: Match.stringLikeRegexp('planner'),
+      Environment: { Variables: Match.objectLike({ [ENV.exampleJobs]: 'true' }) },
+    });
+  });
+
+  it('rejects an unknown context key that looks like ours, naming it, a near key and the valid ones; CDK\'s own keys pass', () => {
+    const attempt = (context: Record<string, unknown>) => () => createSchedulerApp({ appProps: { ...FAST_APP, context: testContext({ extra: context }) } });
+    expect(attempt({ triggerLagThreshold: '5' })).toThrow(ContextError);
+    expect(attempt({ triggerLagThreshold: '5' })).toThrow(
+      `unknown context key "triggerLagThreshold" (did you mean "triggerLagThresholdSeconds"?); valid keys: ${Object.keys(CONTEXT_PARAMETERS).join(', ')}`,
+    );
+    expect(attempt({ partitions: '2' })).toThrow(/unknown context key "partitions"; valid keys: stackName, /);
+    // Feature flags, CDK's namespaced keys and its unnamespaced cli-telemetry are not ours.
+    expect(() => attempt({ '@aws-cdk/core:newStyleStackSynthesis': true, 'aws:cdk:enable-path-metadata': true, 'availability-zones:account=1:region=r': ['a'], 'cli-telemetry': false })()).not.toThrow();
+  });
+
+  it.each([
+    [{ plannerPartitions: '0' }, 'context "plannerPartitions" must be an integer in [1, 64], got "0"'],
+    [{ workerBatchSize: '50' }, 'context "workerBatchSize" must be an integer in [1, 10], got "50"'],
+    [{ triggerLagThresholdSeconds: '7200' }, 'context "triggerLagThresholdSeconds" must be a duration in [1 ms, 1 hour], got "7200"'],
+    [{ outboxRetentionDays: '7' }, 'context "outboxRetentionDays" must be an integer in [14, 3650], got "7"'],
+    [{ alarmEmail: 'ops' }, 'context "alarmEmail" must be an e-mail address, got "ops"'],
+    [{ exampleJobs: 'yes' }, 'context "exampleJobs" must be true or false, got "yes"'],
+    [{ stackName: 'has space' }, /context "stackName" must be a stack name .*got "has space"/],
+  ])('names the context key and the value as written when a construct refuses it: %o', (context, message) => {
+    expect(() => schedulerApp({}, { context })).toThrow(message);
+  });
+
   it('fails synth for an invalid job, naming the job and the field', () => {
-    const bad = [...jobDefinitions, { name: 'broken-job', schedule: '* *', handler: 'payments-reconcile' }];
+    const bad = [...exampleJobDefinitions, { name: 'broken-job', schedule: '* *', handler: 'payments-reconcile' }];
     expect(() => schedulerApp({ jobs: bad })).toThrow(/invalid job configuration[\s\S]*job "broken-job": field "schedule"/);
   });
 
@@ -229,10 +288,28 @@ describe('SchedulerStack (configuration)', () => {
     expect(() => stackPropsFromContext(app2)).toThrow(/context "removalPolicy" must be "retain" or "destroy", got "keep"/);
   });
 
-  it('has zero unacknowledged cdk-nag findings with every option on (CMK tables, alarm e-mail, partitions)', () => {
+  it('exports an operators\' managed policy granting exactly the ops commands\' actions, each on this stack\'s resource', () => {
+    const { stack } = schedulerApp();
+    const template = Template.fromStack(stack);
+    const [policy] = Object.values(template.findResources('AWS::IAM::ManagedPolicy'));
+    const statements = (policy as { Properties: { PolicyDocument: { Statement: { Action: string | string[]; Resource: unknown }[] } } }).Properties.PolicyDocument.Statement;
+    const expected = operatorActions(Object.keys(OPS_ACCESS) as (keyof typeof OPS_ACCESS)[]);
+    const granted = Object.fromEntries(statements.map((s) => [JSON.stringify(s.Resource), [s.Action].flat().sort()]));
+    const ref = (value: unknown) => JSON.stringify(stack.resolve(value));
+    expect(granted).toEqual({
+      [ref(stack.stackId)]: expected.stack,
+      [ref(stack.ledger.table.tableArn)]: expected.ledgerTable,
+      [ref(stack.ledger.openRunsIndexArn)]: expected.openRunsIndex,
+      [ref(stack.runQueues.runQueue.queueArn)]: expected.runQueue,
+      [ref(stack.runQueues.deadLetterQueue.queueArn)]: expected.deadLetterQueue,
+    });
+    expect(expected.ledgerTable).not.toContain('dynamodb:Scan');
+  });
+
+  it('has zero unacknowledged cdk-nag findings with every option on (CMK tables, alarm e-mail, partitions, example jobs)', () => {
     const app = new App({ ...FAST_APP, context: testContext() });
     const key = new kms.Key(new Stack(app, 'Keys'), 'TableKey', { enableKeyRotation: true });
-    const stack = new SchedulerStack(app, 'AllOptions', { tableEncryptionKey: key, alarmEmail: 'ops@example.com', plannerPartitions: 4 });
+    const stack = new SchedulerStack(app, 'AllOptions', { tableEncryptionKey: key, alarmEmail: 'ops@example.com', plannerPartitions: 4, exampleJobs: true });
     expect(nagViolations(app)).toEqual([]);
     // The CMK grants are on the key only; the wildcard actions are the acknowledged kms ones.
     const kmsStatements = iamStatements(Template.fromStack(stack)).filter((st) => st.actions.some((action) => action.startsWith('kms:')));

@@ -58,7 +58,7 @@ function asArray<T>(value: T | readonly T[] | undefined): readonly T[] {
   return Array.isArray(value) ? value : [value as T];
 }
 
-/** Every statement of every IAM policy (AWS::IAM::Policy and role inline policies) in the template. */
+/** Every statement of every IAM policy (AWS::IAM::Policy, AWS::IAM::ManagedPolicy and role inline policies) in the template. */
 export function iamStatements(template: Template): Statement[] {
   const out: Statement[] = [];
   const push = (policy: string, document: { Statement?: unknown[] } | undefined) => {
@@ -67,8 +67,10 @@ export function iamStatements(template: Template): Statement[] {
       out.push({ policy, effect: s.Effect, actions: asArray(s.Action), resources: asArray(s.Resource) });
     }
   };
-  for (const [id, resource] of Object.entries(template.findResources('AWS::IAM::Policy'))) {
-    push(id, (resource as { Properties: { PolicyDocument: { Statement: unknown[] } } }).Properties.PolicyDocument);
+  for (const type of ['AWS::IAM::Policy', 'AWS::IAM::ManagedPolicy']) {
+    for (const [id, resource] of Object.entries(template.findResources(type))) {
+      push(id, (resource as { Properties: { PolicyDocument: { Statement: unknown[] } } }).Properties.PolicyDocument);
+    }
   }
   for (const [id, resource] of Object.entries(template.findResources('AWS::IAM::Role'))) {
     const policies = (resource as { Properties: { Policies?: { PolicyDocument: { Statement: unknown[] } }[] } }).Properties.Policies ?? [];

@@ -49,12 +49,14 @@ describe('WorkerFunction', () => {
           [ENV.paymentsTable]: Match.anyValue(),
           [ENV.runQueueUrl]: Match.anyValue(),
           [ENV.runRetentionDays]: '30',
+          [ENV.outboxRetentionDays]: '14',
+          [ENV.exampleJobs]: 'false',
         }),
       },
     });
   });
 
-  it('grants item-level ledger and payments actions, visibility changes and the event source consume actions; no Scan', () => {
+  it('grants item-level ledger and payments actions, visibility changes and the event source consume actions; no Scan, no GetQueueUrl', () => {
     const template = worker().template();
     const actions = actionsOfRole(template, 'WorkerRole');
     expect(actions).toEqual([
@@ -69,10 +71,12 @@ describe('WorkerFunction', () => {
       'sqs:ChangeMessageVisibility',
       'sqs:DeleteMessage',
       'sqs:GetQueueAttributes',
-      'sqs:GetQueueUrl',
       'sqs:ReceiveMessage',
       'sqs:SendMessage',
     ]);
+    // DeleteItem is the active-run marker's release in the ledger; business tables never get it.
+    const payments = statementsOfRole(template, 'WorkerRole').filter((s) => JSON.stringify(s.resources).includes('PaymentsTable'));
+    expect(payments.flatMap((s) => s.actions).sort()).toEqual(['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
     const statements = statementsOfRole(template, 'WorkerRole');
     for (const s of statements) expect(s.resources.some(isWildcardResource)).toBe(false);
     const dynamoResources = JSON.stringify(statements.filter((s) => s.actions.some((a) => a.startsWith('dynamodb:'))).map((s) => s.resources));

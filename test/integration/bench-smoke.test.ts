@@ -1,5 +1,5 @@
 /**
- * The benchmark's smoke mode (issue 7), in-process on the shared local stack, so `npm run bench`
+ * The benchmark's smoke mode, in-process on the shared local stack, so `npm run bench`
  * cannot rot. It checks that every figure is produced and numeric, never that a target is met:
  * performance is judged by the full bench (docs/performance.md), not by timed tests.
  */

@@ -57,7 +57,7 @@ describe('ops status, runs, show', () => {
     await box.ledger.claim({ job: 'alpha', slot: slots[2]!, shard: 0 }, 'worker-2', NOW - 1_000, 60_000, 2_000);
     // A run far outside the default 24 h window: not counted by status.
     await box.ledger.createRun({ job: 'alpha', slot: NOW - 3 * 86_400_000, shard: 0, shards: 1, status: RunStatus.SKIPPED, reason: 'old' }, NOW);
-    await box.ledger.pauseJob(0, 1, 'beta', NOW);
+    await box.ledger.planning.pause('beta', NOW, { by: 'alice', note: 'vendor outage', at: NOW });
     for (const body of ['{"not":"a run"}', 'garbage']) {
       await box.clients.sqs.send(new SendMessageCommand({ QueueUrl: box.endpoints.deadLetterQueueUrl, MessageBody: body }));
     }

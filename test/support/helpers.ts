@@ -3,10 +3,15 @@ import { ReceiveMessageCommand, type Message } from '@aws-sdk/client-sqs';
 import type { SQSClient } from '@aws-sdk/client-sqs';
 import { parseJobs, type Job, type JobInput } from '../../shared/core/job-schema.js';
 import { InMemoryMetrics, JsonLineLogger } from '../../shared/observability.js';
+import type { Timers } from '../../shared/core/concurrency.js';
 
-/** Jobs validated exactly as the config is, with the handler names the test registers. */
-export function testJobs(inputs: readonly JobInput[], handlerNames: readonly string[] = ['noop']): Job[] {
-  return parseJobs(inputs, { handlers: [...handlerNames] });
+/**
+ * Jobs validated exactly as the config is, with the handler names the test registers. The
+ * in-process worker has no invocation time limit, so a job need not fit one Lambda invocation
+ * unless the test says so (`workerTimeoutMs`).
+ */
+export function testJobs(inputs: readonly JobInput[], handlerNames: readonly string[] = ['noop'], options: { workerTimeoutMs?: number } = {}): Job[] {
+  return parseJobs(inputs, { handlers: [...handlerNames], workerTimeoutMs: options.workerTimeoutMs ?? Number.POSITIVE_INFINITY });
 }
 
 export const silentLogger = () => new JsonLineLogger(() => undefined);
@@ -57,3 +62,11 @@ export async function waitFor<T>(probe: () => Promise<T | undefined>, timeoutMs:
     await new Promise((r) => setTimeout(r, 100));
   }
 }
+
+/** Timers that never fire: a worker frozen between invocations (its heartbeats and watchdog never run). */
+export const FROZEN_TIMERS: Timers = {
+  setTimeout: () => undefined,
+  clearTimeout: () => undefined,
+  setInterval: () => undefined,
+  clearInterval: () => undefined,
+};

@@ -4,6 +4,8 @@
  * so the exact choices (and their order) decide which configs they replay.
  */
 import fc from 'fast-check';
+import { durationMs } from '../../shared/core/duration.js';
+import { DEFAULT_TIMEOUT_MS, DEFAULT_WORKER_TIMEOUT_MS, maxAttemptTimeoutMs } from '../../shared/core/job-schema-core.js';
 
 /** Schedules both schema tests draw from first; each adds its own after them. */
 export const COMMON_SCHEDULES = ['* * * * *', '*/5 * * * *', '0 * * * *', '30 2 * * 1-5', '*/10 * * * * *', '0 0 12 1 * *', '15 3 L * *'] as const;
@@ -35,13 +37,39 @@ export interface JobInputArbOptions {
   readonly minutes: boolean;
 }
 
+const two = (n: number) => String(n).padStart(2, '0');
+
+/** `{ every, phase? }`: 1 s to 1 day in whole seconds, in each form the schema reads; phase below every. */
+export function intervalScheduleArb(): fc.Arbitrary<{ every: number | string; phase?: number | string }> {
+  return fc
+    .tuple(fc.integer({ min: 1, max: 86_400 }), fc.option(fc.nat(), { nil: undefined }), fc.constantFrom('s', 'ms', 'n'))
+    .map(([every, phaseSeed, form]) => {
+      const write = (sec: number) => (form === 's' ? `${sec}s` : form === 'ms' ? `${sec * 1000}ms` : sec * 1000);
+      return phaseSeed === undefined ? { every: write(every) } : { every: write(every), phase: write(phaseSeed % every) };
+    });
+}
+
+/**
+ * `{ at }` in 2027, midday (no DST gap at noon in the test zones), local or with Z: always inside
+ * the windows and outside the excluded dates windowFieldsArb makes.
+ */
+export function onceScheduleArb(): fc.Arbitrary<{ at: string }> {
+  return fc
+    .tuple(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 28 }), fc.integer({ min: 11, max: 13 }), fc.boolean())
+    .map(([m, d, h, utc]) => ({ at: `2027-${two(m)}-${two(d)}T${two(h)}:${two((m * 7) % 60)}:00${utc ? 'Z' : ''}` }));
+}
+
 /** Valid job inputs: name, schedule and handler always, each other field present or left to its default. */
 export function validJobInputArb(options: JobInputArbOptions) {
   const duration = (minMs: number, maxMs: number) => durationArb(minMs, maxMs, { minutes: options.minutes });
   return fc.record(
     {
       name: options.names,
-      schedule: fc.constantFrom(...options.schedules),
+      schedule: fc.oneof(
+        { weight: 6, arbitrary: fc.constantFrom<string | { every: number | string; phase?: number | string } | { at: string }>(...options.schedules) },
+        { weight: 2, arbitrary: intervalScheduleArb() },
+        { weight: 1, arbitrary: onceScheduleArb() },
+      ),
       handler: fc.constantFrom(...options.handlers),
       timezone: fc.constantFrom(...options.timezones),
       enabled: fc.boolean(),
@@ -63,7 +91,23 @@ export function validJobInputArb(options: JobInputArbOptions) {
       ),
       deadline: duration(0, 86_400_000),
       startLead: duration(0, 10_000),
+      jitter: duration(0, 600_000),
+      // A window around 2027 (every one-time slot is in 2027) and exclusions in 2029.
+      startAt: fc.constantFrom('2026-01-01', '2026-06-01T08:00:00', '2026-06-01T08:00:00Z', '2026-06-01T08:00:00+05:30'),
+      endAt: fc.constantFrom('2028-01-01', '2031-12-31T23:59:59', '2040-01-01T00:00:00Z'),
+      exclude: fc.uniqueArray(fc.tuple(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 28 })).map(([m, d]) => `2029-${two(m)}-${two(d)}`), { maxLength: 12 }),
+      checkpoints: fc.boolean(),
     },
     { requiredKeys: ['name', 'schedule', 'handler'] },
-  );
+  ).map(fitInvocation);
+}
+
+/**
+ * A job whose attempt (timeout + start wait) would not fit in one default worker invocation is
+ * valid only if it checkpoints: generated valid jobs say so.
+ */
+function fitInvocation<J extends { timeout?: number | string; startLead?: number | string; checkpoints?: boolean }>(job: J): J {
+  const timeout = job.timeout === undefined ? DEFAULT_TIMEOUT_MS : (durationMs(job.timeout) ?? 0);
+  const startLead = job.startLead === undefined ? 1_500 : (durationMs(job.startLead) ?? 0);
+  return timeout > maxAttemptTimeoutMs(DEFAULT_WORKER_TIMEOUT_MS, startLead) ? { ...job, checkpoints: true } : job;
 }

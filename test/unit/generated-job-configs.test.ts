@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
+import { durationMs } from '../../shared/core/duration.js';
 import { JobConfigError, parseJobs } from '../../shared/core/job-schema.js';
 import { COMMON_SCHEDULES, jobNameArb, validJobInputArb } from '../support/job-config-arbitraries.js';
 
@@ -47,6 +48,11 @@ const set = (path: string, value: unknown) => (job: Job): Job => {
   return { ...job, [head!]: set(rest.join('.'), value)(inner) };
 };
 const breakWith = (field: string, values: fc.Arbitrary<unknown>): Breakage => ({ field, arb: values.map((value) => set(field, value)) });
+/** A breakage that replaces whole fields (for paths inside a union or a list, where `set` cannot reach). */
+const whole = <T>(field: string, values: fc.Arbitrary<T>, fields: (value: T) => Job): Breakage => ({
+  field,
+  arb: values.map((value) => (job: Job): Job => ({ ...job, ...fields(value) })),
+});
 const notADuration = fc.oneof(
   fc.constantFrom('soon', 'forever', '5 minutes', '10x', '-5s', '', 'ms', '1.2.3s', 'P1D'),
   fc.integer({ max: -1 }),
@@ -60,7 +66,24 @@ const notAnInt = fc.oneof(
 const breakages: readonly Breakage[] = [
   breakWith('name', fc.constantFrom('Has-Caps', 'under_score', '-leading', 'trailing-', 'sp ace', 'dot.ted', 'x'.repeat(65), 'ünïcode')),
   breakWith('schedule', fc.constantFrom('* *', '61 * * * *', '* * * * * * *', 'every minute', '', 'H * * * *', '* * 32 * *', '*/0 * * * *', '0 0 30 2 *')),
-  breakWith('schedule', fc.constantFrom(42, null, true, ['* * * * *'])),
+  breakWith('schedule', fc.constantFrom(42, null, true, ['* * * * *'], {}, { every: '1m', at: '2027-01-01' }, { cron: '* * * * *' })),
+  whole('schedule.every', fc.oneof(notADuration, fc.constantFrom('500ms', '1.5s', 999, 0, '0s')), (every) => ({ schedule: { every } })),
+  {
+    field: 'schedule.phase',
+    arb: fc.oneof(notADuration, fc.constantFrom('1h', '2h', '61m', '1500ms', 500)).map((phase) => (job: Job) => ({ ...job, schedule: { every: '1h', phase } })),
+  },
+  whole('schedule.at', fc.constantFrom('tomorrow', '2027-02-30T12:00:00', '2027-01-01T24:00:00', '2027-01-01T12:00:00.5Z', '27-01-01', '2027-01-01Z', 5), (at) => ({ schedule: { at } })),
+  whole('schedule.when', fc.constant('2027-01-01'), (when) => ({ schedule: { at: '2027-01-01T12:00:00', when } })),
+  breakWith('jitter', fc.oneof(notADuration, fc.constantFrom('11m', '1h', 600_001))),
+  breakWith('startAt', fc.constantFrom('yesterday', '2026-13-01', '2026-01-01T25:00:00', 20260101, '')),
+  breakWith('endAt', fc.constantFrom('never', '2026-02-29', '2026-01-01T00:00:00+15:00', null)),
+  breakWith('exclude', fc.constantFrom('2026-12-25', 5, { calendar: 'x' })),
+  whole('exclude.0', fc.constantFrom('2026-12-32', 'Dec 25', 20261225, null, { calendar: 'x', extra: 1 }), (entry) => ({ exclude: [entry] })),
+  { field: 'exclude.0.calendar', arb: fc.constantFrom('us-holidays', 'none').map((calendar) => (job: Job) => ({ ...job, exclude: [{ calendar }] })) },
+  {
+    field: 'endAt',
+    arb: fc.constantFrom('2025-12-31', '2025-01-01T00:00:00Z').map((endAt) => (job: Job) => ({ ...job, schedule: '* * * * *', startAt: '2026-01-01', endAt })),
+  },
   breakWith('timezone', fc.constantFrom('Atlantis/Capital', 'Mars/Olympus', 'utc+25', 'Europe/', '', 'GMT+99')),
   breakWith('handler', fc.constantFrom('unregistered', 'RECONCILE', 'reconcile ', '')),
   breakWith('enabled', fc.constantFrom('yes', 1, 0, null, 'true')),
@@ -110,7 +133,10 @@ describe('generated job configs through parseJobs (> 10,000 configs)', () => {
         expect(jobs.map((j) => j.name)).toEqual(inputs.map((j) => j.name));
         for (const [i, job] of jobs.entries()) {
           const input = inputs[i]!;
-          expect(job.schedule).toBe(input.schedule);
+          if (typeof input.schedule === 'string' || 'at' in input.schedule) expect(job.schedule).toEqual(input.schedule);
+          else expect(job.schedule).toEqual({ every: durationMs(input.schedule.every), phase: durationMs(input.schedule.phase ?? 0) });
+          expect(job.jitter).toBe(input.jitter === undefined ? undefined : durationMs(input.jitter));
+          expect(job.exclude).toEqual(input.exclude === undefined ? undefined : [...(input.exclude as string[])].sort());
           expect(job.handler).toBe(input.handler);
           expect(job.timezone).toBe(input.timezone ?? 'UTC');
           expect(job.shards).toBe(input.shards ?? 1);

@@ -4,9 +4,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { JobConfigError, parseJobs, type Job, type JobConfigIssue } from '../../shared/core/job-schema.js';
-import { loadJobs } from '../../shared/config.js';
+import { createJobParser, JobConfigError, parseJobs, WORKER_SCHEDULE_CHECKS, type Job, type JobConfigIssue } from '../../shared/core/job-schema.js';
+import { configuredJobDefinitions, exampleJobsEnabled, loadJobs } from '../../shared/config.js';
+import { exampleJobDefinitions } from '../../shared/example-jobs.js';
 import { jobDefinitions } from '../../shared/jobs.js';
+import { loadWorkerJobs } from '../../shared/worker-config.js';
 import { slotsBetween } from '../../shared/core/slots.js';
 import { slotSpecOf } from '../../shared/core/plan.js';
 import { COMMON_SCHEDULES, jobNameArb, validJobInputArb } from '../support/job-config-arbitraries.js';
@@ -51,7 +53,8 @@ describe('parseJobs defaults: an omitted policy never leaves an undefined the pl
       shards: 1,
       lease: 30_000,
       heartbeatEvery: 10_000,
-      timeout: 300_000,
+      timeout: 45_000,
+      checkpoints: false,
       retry: { maxAttempts: 3, backoff: { base: 1_000, max: 300_000, jitter: 'full' } },
       startLead: 1_500,
     });
@@ -75,7 +78,7 @@ describe('parseJobs defaults: an omitted policy never leaves an undefined the pl
 
   it('parses duration strings into milliseconds (ms, s, m, h, d) and keeps numbers as ms', () => {
     const [job] = parseJobs(
-      [minimal({ lease: '2m', heartbeatEvery: '500ms', timeout: '1h', deadline: '1d', startLead: 0, misfire: { after: 90_000 } })],
+      [minimal({ lease: '2m', heartbeatEvery: '500ms', timeout: '1h', checkpoints: true, deadline: '1d', startLead: 0, misfire: { after: 90_000 } })],
       HANDLERS,
     );
     expect(job).toMatchObject({ lease: 120_000, heartbeatEvery: 500, timeout: 3_600_000, deadline: 86_400_000, startLead: 0 });
@@ -89,14 +92,25 @@ describe('parseJobs defaults: an omitted policy never leaves an undefined the pl
   });
 });
 
-describe('the shipped config (shared/jobs.ts): a broken example would fail every deploy', () => {
-  it('loadJobs() validates the real config against the real handler registry', () => {
-    const jobs = loadJobs();
-    expect(jobs.map((j) => j.name).sort()).toEqual(['cache-refresh', 'payments-reconcile']);
+const withExamples = () => loadJobs(configuredJobDefinitions({ exampleJobs: true }));
+
+describe('the shipped config (shared/jobs.ts, shared/example-jobs.ts): a broken example would fail every deploy', () => {
+  it('loadJobs() validates the team\'s config against the real handler registry; the example jobs only when opted in', () => {
+    expect(loadJobs(configuredJobDefinitions({ exampleJobs: false })).map((j) => j.name)).toEqual(jobDefinitions.map((j) => j.name));
+    expect(withExamples().map((j) => j.name).sort()).toEqual([...jobDefinitions.map((j) => j.name), 'cache-refresh', 'payments-reconcile'].sort());
+  });
+
+  it('EXAMPLE_JOBS decides the default job set ("true", "false" or unset), and anything else is refused naming the variable', () => {
+    expect(exampleJobsEnabled({})).toBe(false);
+    expect(exampleJobsEnabled({ EXAMPLE_JOBS: 'false' })).toBe(false);
+    expect(exampleJobsEnabled({ EXAMPLE_JOBS: 'true' })).toBe(true);
+    expect(() => exampleJobsEnabled({ EXAMPLE_JOBS: 'yes' })).toThrow('environment variable EXAMPLE_JOBS must be "true" or "false", got "yes"');
+    // The worker's loader (no cron parser) gets the same set as the planner's.
+    expect(loadWorkerJobs(configuredJobDefinitions({ exampleJobs: true })).map((j) => j.name)).toEqual(withExamples().map((j) => j.name));
   });
 
   it('payments-reconcile fires every minute, on the minute', () => {
-    const job = loadJobs().find((j) => j.name === 'payments-reconcile')!;
+    const job = withExamples().find((j) => j.name === 'payments-reconcile')!;
     expect(job.handler).toBe('payments-reconcile');
     const t0 = Date.UTC(2024, 5, 1, 12, 0, 0);
     const slots = slotsBetween(slotSpecOf(job), t0, t0 + 5 * 60_000);
@@ -104,19 +118,19 @@ describe('the shipped config (shared/jobs.ts): a broken example would fail every
   });
 
   it('cache-refresh uses a 6-field cron and fires every 10 seconds', () => {
-    const job = loadJobs().find((j) => j.name === 'cache-refresh')!;
-    expect(job.schedule.trim().split(/\s+/)).toHaveLength(6);
+    const job = withExamples().find((j) => j.name === 'cache-refresh')!;
+    expect(typeof job.schedule === 'string' && job.schedule.trim().split(/\s+/)).toHaveLength(6);
     const t0 = Date.UTC(2024, 5, 1, 12, 0, 0);
     const slots = slotsBetween(slotSpecOf(job), t0, t0 + 60_000);
     expect(slots).toEqual([1, 2, 3, 4, 5, 6].map((k) => t0 + k * 10_000));
   });
 
   it('every shipped job has a heartbeat strictly shorter than its lease', () => {
-    for (const job of loadJobs()) expect(job.heartbeatEvery).toBeLessThan(job.lease);
+    for (const job of withExamples()) expect(job.heartbeatEvery).toBeLessThan(job.lease);
   });
 
   it('loadJobs(definitions) validates other definitions against the same registry (unknown handler rejected)', () => {
-    const error = configError(() => loadJobs([...jobDefinitions, minimal({ name: 'extra', handler: 'no-such-handler' })]));
+    const error = configError(() => loadJobs([...exampleJobDefinitions, minimal({ name: 'extra', handler: 'no-such-handler' })]));
     expectNamed(error, 'extra', 'handler');
     expect(error.message).toContain('payments-reconcile');
   });
@@ -248,6 +262,94 @@ describe('each invalid field fails with a message naming the job and the field (
   it('heartbeatEvery of 0 ms is rejected (a zero-interval heartbeat would hammer the ledger)', () => {
     const explicit = configError(() => parseJobs([minimal({ name: 'hb0', heartbeatEvery: 0 })], HANDLERS));
     expectNamed(explicit, 'hb0', 'heartbeatEvery');
+  });
+});
+
+describe('schedules beyond cron, window, exclusions and jitter are validated like every other field', () => {
+  const CALENDARS = { handlers: ['h'], calendars: { 'us-holidays': ['2026-12-25', '2026-01-01'], 'plant-shutdown': ['2026-12-24', '2026-12-25'] } } as const;
+
+  it('accepts each kind and keeps what the slot engine needs: durations in ms, dates expanded and sorted', () => {
+    const [interval, once, windowed] = parseJobs(
+      [
+        minimal({ name: 'interval', schedule: { every: '6h', phase: '1h' }, jitter: '30s' }),
+        minimal({ name: 'once', schedule: { at: '2026-12-24T18:00:00' }, timezone: 'America/New_York' }),
+        minimal({
+          name: 'windowed',
+          startAt: '2026-01-01',
+          endAt: '2027-01-01T00:00:00Z',
+          exclude: ['2026-07-04', { calendar: 'us-holidays' }, { calendar: 'plant-shutdown' }],
+        }),
+      ],
+      CALENDARS,
+    );
+    expect(interval!.schedule).toEqual({ every: 21_600_000, phase: 3_600_000 });
+    expect(interval!.jitter).toBe(30_000);
+    expect(once!.schedule).toEqual({ at: '2026-12-24T18:00:00' });
+    expect(windowed!.exclude).toEqual(['2026-01-01', '2026-07-04', '2026-12-24', '2026-12-25']);
+    expect(windowed!.startAt).toBe('2026-01-01');
+    expect(slotsBetween(slotSpecOf(once!), 0, Date.UTC(2030, 0, 1))).toEqual([Date.UTC(2026, 11, 24, 23)]);
+  });
+
+  it.each([
+    ['schedule.every', { schedule: { every: '500ms' } }, '500ms', /at least 1s/],
+    ['schedule.every', { schedule: { every: '1500ms' } }, '1500ms', /whole number of seconds/],
+    ['schedule.every', { schedule: { every: 'often' } }, 'often', /duration/],
+    ['schedule.phase', { schedule: { every: '6h', phase: '6h' } }, '6h', /shorter than every "6h"/],
+    ['schedule.phase', { schedule: { every: 90_000, phase: '2m' } }, '2m', /shorter than every 90000/],
+    ['schedule.extra', { schedule: { every: '1m', extra: true } }, true, /unknown field/],
+    ['schedule', { schedule: { every: '1m', at: '2026-12-24T18:00:00' } }, { every: '1m', at: '2026-12-24T18:00:00' }, /cron expression.*interval.*instant/],
+    ['schedule.at', { schedule: { at: '2026-02-30T18:00:00' } }, '2026-02-30T18:00:00', /local date-time/],
+    ['schedule.at', { schedule: { at: '2026-12-24T18:00:00.250Z' } }, '2026-12-24T18:00:00.250Z', /whole second/],
+    [
+      'schedule.at',
+      { schedule: { at: '2026-03-08T02:30:00' }, timezone: 'America/New_York', dst: { gap: 'skip' } },
+      '2026-03-08T02:30:00',
+      /skips it for DST.*never run/,
+    ],
+    ['schedule.at', { schedule: { at: '2026-12-24T18:00:00Z' }, endAt: '2026-12-01' }, '2026-12-24T18:00:00Z', /not before endAt "2026-12-01"/],
+    ['schedule.at', { schedule: { at: '2026-12-24T18:00:00Z' }, startAt: '2027-01-01' }, '2026-12-24T18:00:00Z', /before startAt "2027-01-01"/],
+    ['schedule.at', { schedule: { at: '2026-12-25T09:00:00' }, exclude: [{ calendar: 'us-holidays' }] }, '2026-12-25T09:00:00', /excluded date/],
+    ['jitter', { jitter: '15m' }, '15m', /at most 10m/],
+    ['jitter', { jitter: 'a bit' }, 'a bit', /duration/],
+    ['startAt', { startAt: 'next monday' }, 'next monday', /local date-time/],
+    ['endAt', { startAt: '2027-01-01', endAt: '2026-01-01' }, '2026-01-01', /after startAt "2027-01-01"/],
+    ['exclude', { exclude: '2026-12-25' }, '2026-12-25', /list of dates/],
+    ['exclude.1', { exclude: ['2026-12-25', '2026-12-32'] }, '2026-12-32', /real date/],
+    ['exclude.0', { exclude: [{ calendar: 'us-holidays', year: 2026 }] }, { calendar: 'us-holidays', year: 2026 }, /date.*calendar/],
+    ['exclude.1.calendar', { exclude: ['2026-12-25', { calendar: 'uk-holidays' }] }, 'uk-holidays', /unknown calendar; defined: us-holidays, plant-shutdown/],
+  ] as const)('%s: %j is refused, naming job, field and the value as written', (field, overrides, value, message) => {
+    const error = configError(() => parseJobs([minimal({ name: 'new-fields', ...overrides })], CALENDARS));
+    const issue = expectNamed(error, 'new-fields', field);
+    expect(issue.value).toEqual(value);
+    expect(issue.message).toMatch(message);
+    expect(error.message).toContain(`(value: ${JSON.stringify(value)})`);
+  });
+
+  it('a bad date in a calendar is reported once, by calendar name and position, even if no job uses it', () => {
+    const error = configError(() => parseJobs([minimal()], { handlers: ['h'], calendars: { 'us-holidays': ['2026-12-25', '12/26/2026'] } }));
+    expect(error.issues).toEqual([{ job: '(calendars)', field: 'us-holidays.1', value: '12/26/2026', message: 'not a real date YYYY-MM-DD' }]);
+  });
+
+  it('callers that pass no calendars keep working; a calendar reference then names "(none)"', () => {
+    const error = configError(() => parseJobs([minimal({ name: 'cal', exclude: [{ calendar: 'us-holidays' }] })], HANDLERS));
+    expect(expectNamed(error, 'cal', 'exclude.0.calendar').message).toMatch(/defined: \(none\)/);
+    expect(parseJobs([minimal({ exclude: ['2026-12-25'] })], HANDLERS)[0]!.exclude).toEqual(['2026-12-25']);
+  });
+
+  it('a duration in a message is the one the job wrote (lease "5s"), never milliseconds', () => {
+    const error = configError(() => parseJobs([minimal({ name: 'hb', lease: '5s', heartbeatEvery: '9s' })], HANDLERS));
+    const issue = expectNamed(error, 'hb', 'heartbeatEvery');
+    expect(issue.message).toBe('must be shorter than lease "5s"');
+    expect(issue.value).toBe('9s');
+    expect(error.message).not.toMatch(/5000|9000/);
+  });
+
+  it('the worker parser (no slot engine) accepts the same jobs and refuses the same formats', () => {
+    const workerParse = createJobParser(WORKER_SCHEDULE_CHECKS);
+    const good = [minimal({ name: 'a', schedule: { every: '90s' }, jitter: '5s' }), minimal({ name: 'b', schedule: { at: '2026-12-24T18:00:00' }, exclude: [{ calendar: 'us-holidays' }] })];
+    expect(workerParse(good, CALENDARS)).toEqual(parseJobs(good, CALENDARS));
+    const error = configError(() => workerParse([minimal({ name: 'c', schedule: { every: '90s', phase: '2m' } })], CALENDARS));
+    expectNamed(error, 'c', 'schedule.phase');
   });
 });
 

@@ -2,6 +2,9 @@
  * The ops CLI's pure parts: argument parsers, dispatch and exit codes, the repair rules
  * (who may be revived or resolved) and backfill's range checks. No stack needed.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { needsRevival, resolveRefusal } from '../../shared/adapters/ledger-ops.js';
 import { BACKFILL_MAX_SLOTS, BackfillRequestError, planBackfill, slotsInRange } from '../../shared/backfill.js';
@@ -109,11 +112,13 @@ describe('dispatch and exit codes', () => {
 
 describe('repair rules', () => {
   const now = 1_000_000;
-  it('resolve refuses a live lease and terminal runs other than DEAD', () => {
-    expect(resolveRefusal(run({ status: RunStatus.RUNNING, leaseUntil: now + 10_000 }), now)).toMatch(/live lease/);
-    // Within the clock allowance a lease still counts as live.
-    expect(resolveRefusal(run({ status: RunStatus.RUNNING, leaseUntil: now - 1_000 }), now, 2_000)).toMatch(/live lease/);
+  it('resolve refuses a lease not past its end by the takeover margin (an operator clock may be off) unless forced, and terminal runs other than DEAD', () => {
+    expect(resolveRefusal(run({ status: RunStatus.RUNNING, leaseUntil: now + 10_000 }), now)).toMatch(/not 60s past by this machine's clock/);
+    // A laptop clock 25 s fast sees a lease with 20 s left as 5 s expired: still inside the 60 s margin.
+    expect(resolveRefusal(run({ status: RunStatus.RUNNING, leaseUntil: now - 5_000 }), now)).toMatch(/--force/);
+    expect(resolveRefusal(run({ status: RunStatus.RUNNING, leaseUntil: now - 1_000 }), now, 2_000)).toMatch(/not 2s past/);
     expect(resolveRefusal(run({ status: RunStatus.RUNNING, leaseUntil: now - 3_000 }), now, 2_000)).toBeUndefined();
+    expect(resolveRefusal(run({ status: RunStatus.RUNNING, leaseUntil: now + 10_000 }), now, 60_000, { force: true })).toBeUndefined();
     for (const status of [RunStatus.SUCCEEDED, RunStatus.SKIPPED, RunStatus.SUPERSEDED, RunStatus.MANUAL]) {
       expect(resolveRefusal(run({ status }), now)).toMatch(/already/);
     }
@@ -122,8 +127,10 @@ describe('repair rules', () => {
 
   it('redrive revives DEAD runs and RUNNING ones with an expired lease and no attempt left, nothing else', () => {
     expect(needsRevival(run({ status: RunStatus.DEAD }), 3, now)).toBe(true);
-    expect(needsRevival(run({ status: RunStatus.RUNNING, leaseUntil: now - 10_000, attempt: 3 }), 3, now)).toBe(true);
-    expect(needsRevival(run({ status: RunStatus.RUNNING, leaseUntil: now - 10_000, attempt: 2 }), 3, now)).toBe(false);
+    expect(needsRevival(run({ status: RunStatus.RUNNING, leaseUntil: now - 61_000, attempt: 3 }), 3, now)).toBe(true);
+    // Expired by a worker's allowance but not by the operator's margin: left alone.
+    expect(needsRevival(run({ status: RunStatus.RUNNING, leaseUntil: now - 10_000, attempt: 3 }), 3, now)).toBe(false);
+    expect(needsRevival(run({ status: RunStatus.RUNNING, leaseUntil: now - 61_000, attempt: 2 }), 3, now)).toBe(false);
     expect(needsRevival(run({ status: RunStatus.RUNNING, leaseUntil: now + 10_000, attempt: 3 }), 3, now)).toBe(false);
     for (const status of [RunStatus.SUCCEEDED, RunStatus.READY, RunStatus.RETRY, RunStatus.MANUAL, RunStatus.SKIPPED]) {
       expect(needsRevival(run({ status }), 3, now)).toBe(false);
@@ -155,5 +162,34 @@ describe('backfill range', () => {
     expect(check(T, T + tooMany, T + tooMany)).toBe('to');
     expect(check(T, T + tooMany, T + tooMany, true)).toBeUndefined();
     expect(check(T, T + BACKFILL_MAX_SLOTS * 60_000, T + tooMany)).toBeUndefined();
+  });
+});
+
+describe('which jobs the CLI knows', () => {
+  const preview = (io: OpsIo, ...target: string[]) =>
+    runOps(['preview', '--job', 'cache-refresh', '--from', '2026-01-01T00:00:00Z', '--to', '2026-01-01T00:00:30Z', '--json', ...target], io);
+  const plain = () => {
+    const out: string[] = [];
+    const err: string[] = [];
+    return { io: { stdout: (l: string) => out.push(l), stderr: (l: string) => err.push(l), env: {} } as OpsIo, out, err };
+  };
+
+  it('the example jobs on a local target whose endpoints file says so (npm start), in both --endpoints forms', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ops-jobs-'));
+    const file = join(dir, 'endpoints.json');
+    writeFileSync(file, JSON.stringify({ exampleJobs: true }));
+    for (const target of [['--endpoints', file], [`--endpoints=${file}`]]) {
+      const c = plain();
+      expect(await preview(c.io, ...target), c.err.join('\n')).toBe(0);
+      expect(JSON.parse(c.out.join('\n'))).toEqual(['2026-01-01T00:00:00.000Z', '2026-01-01T00:00:10.000Z', '2026-01-01T00:00:20.000Z']);
+    }
+  });
+
+  it('only the team\'s jobs otherwise, unless EXAMPLE_JOBS=true', async () => {
+    const off = plain();
+    expect(await preview(off.io)).toBe(2);
+    expect(off.err.join('\n')).toMatch(/no configured job "cache-refresh"/);
+    const on = plain();
+    expect(await preview({ ...on.io, env: { EXAMPLE_JOBS: 'true' } })).toBe(0);
   });
 });

@@ -136,7 +136,7 @@ describe('transitionFor: every way an attempt ends maps to exactly one recorded 
   });
 
   it('yielded → RETRY immediately (nextAttemptAt = now) with refundAttempt: a long job is not killed by its own checkpoints', () => {
-    const t = transitionFor(job({ retry: { maxAttempts: 1 } }), { slot: SLOT, attempt: 1 }, { kind: 'yielded' }, NOW, never);
+    const t = transitionFor(job({ retry: { maxAttempts: 1 } }), { slot: SLOT, attempt: 1 }, { kind: 'yielded', progress: true }, NOW, never);
     expect(t).toMatchObject({ status: RunStatus.RETRY, nextAttemptAt: NOW, refundAttempt: true });
     expect((t as { lastError: { code: string } }).lastError.code).toBe('YIELDED');
   });
@@ -144,7 +144,7 @@ describe('transitionFor: every way an attempt ends maps to exactly one recorded 
   it('property: the transition is always a valid state with a sane nextAttemptAt', () => {
     const endArb: fc.Arbitrary<AttemptEnd> = fc.oneof(
       fc.constant<AttemptEnd>({ kind: 'succeeded' }),
-      fc.constant<AttemptEnd>({ kind: 'yielded' }),
+      fc.constant<AttemptEnd>({ kind: 'yielded', progress: true }),
       fc.constantFrom('retryable', 'permanent', 'unknown').map((kind) => ({ kind, code: 'C', message: 'm' }) as AttemptEnd),
     );
     fc.assert(
@@ -183,12 +183,12 @@ describe('refuseToStart: a claimed run whose budget is already spent must not ru
 
   it('refuses past the deadline (DEADLINE_EXCEEDED)', () => {
     const r = refuseToStart(job({ deadline: '1m' }), { slot: SLOT, attempt: 1 }, SLOT + 60_001);
-    expect(r?.code).toBe('DEADLINE_EXCEEDED');
+    expect(r?.lastError.code).toBe('DEADLINE_EXCEEDED');
   });
 
   it('refuses beyond maxAttempts (ATTEMPTS_EXHAUSTED), e.g. after repeated takeovers of crashed workers', () => {
     const r = refuseToStart(job({ retry: { maxAttempts: 3 } }), { slot: SLOT, attempt: 4 }, NOW);
-    expect(r?.code).toBe('ATTEMPTS_EXHAUSTED');
+    expect(r?.lastError.code).toBe('ATTEMPTS_EXHAUSTED');
   });
 
   it('without a deadline, time alone never refuses', () => {

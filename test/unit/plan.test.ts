@@ -87,7 +87,7 @@ describe('default lookahead: a late tick still gives every slot its startLead of
   const notices = (startLead: number, lateBy: number) => {
     // Ticks every minute; every other one fires `lateBy` after its minute (EventBridge delivery,
     // a cold start), right after one that fired on time: the worst pair for the notice.
-    const jobs = [job({ schedule: '* * * * * *', startLead })];
+    const jobs = [job({ schedule: '* * * * * *', startLead, timeout: '30s' })];
     const lookaheadMs = defaultLookaheadMs(jobs);
     let plannedUntil: number | undefined;
     const worst: number[] = [];
@@ -102,7 +102,7 @@ describe('default lookahead: a late tick still gives every slot its startLead of
 
   it('is one tick + the largest startLead + 3.5 s (65 s with the default startLead)', () => {
     expect(defaultLookaheadMs([job()])).toBe(65 * SEC);
-    expect(defaultLookaheadMs([job(), job({ startLead: '10s' })])).toBe(TICK + 10 * SEC + 3_500);
+    expect(defaultLookaheadMs([job(), job({ startLead: '10s', timeout: '30s' })])).toBe(TICK + 10 * SEC + 3_500);
     expect(defaultLookaheadMs([])).toBe(TICK + 3_500);
   });
 
@@ -267,13 +267,22 @@ describe('misfire policies after the planner was down 10 minutes (per-minute job
     expect(p.behindSet.size).toBe(0);
   });
 
-  it('a backlog of exactly maxPerTick stays behind one more tick, then clears (a full page may mean more)', () => {
+  it('a backlog of exactly maxPerTick is planned in one tick and the job is caught up at once (no extra tick, no state write)', () => {
     const jobs = [job({ misfire: { after: '1m', policy: 'all', maxPerTick: 8 } })];
     const first = plan({ jobs, now, plannedUntil });
-    expect(first.behindSet.get('j')).toBe(T(12, 9));
-    const second = plan({ jobs, now: now + 30 * SEC, plannedUntil: first.plannedUntil, behind: first.behindSet });
+    expect(catchUp(first)).toHaveLength(8);
+    expect(first.behindSet.size).toBe(0);
+    expect(first.behindClear).toEqual([]);
+  });
+
+  it('a backlog of maxPerTick + 1 stays behind after the first page, then clears', () => {
+    const jobs = [job({ misfire: { after: '1m', policy: 'all', maxPerTick: 7 } })];
+    const first = plan({ jobs, now, plannedUntil });
+    expect(catchUp(first)).toHaveLength(7);
+    expect(first.behindSet.get('j')).toBe(T(12, 8));
+    const second = plan({ jobs, now: now + 30 * SEC, plannedUntil: first.plannedUntil, behind: first.behindSet, catchUpEdges: first.edgeSet });
+    expect(catchUp(second)).toHaveLength(1);
     expect(second.behindClear).toEqual(['j']);
-    expect(second.behindSet.size).toBe(0);
   });
 });
 

@@ -331,10 +331,9 @@ describe('America/Santiago: transitions at local midnight', () => {
   });
 });
 
-describe('day-of-month / day-of-week semantics match cron-parser', () => {
+describe('day-of-month / day-of-week semantics (cron-parser where the dialects agree)', () => {
   it.each([
     '0 0 1 * 1', // both restricted: day 1 OR Monday
-    '0 0 */2 * 1',
     '0 0 L * *', // last day of month
     '0 0 1,L * *',
     '0 0 * * 5L', // last Friday
@@ -348,6 +347,77 @@ describe('day-of-month / day-of-week semantics match cron-parser', () => {
     const a = Z('2026-01-01T00:00:00Z');
     const b = Z('2028-01-01T00:00:00Z');
     expect(slotsBetween(spec(expr, 'UTC'), a, b)).toEqual(cronParserUtc(expr, a, b, 10_000));
+  });
+});
+
+describe("Vixie's rule: a day field starting with `*` ANDs the two day fields, otherwise they OR", () => {
+  const a = Z('2026-06-01T00:00:00Z');
+  const b = Z('2026-08-01T00:00:00Z');
+  const days = (expr: string) => slotsBetween(spec(expr, 'UTC'), a, b).map((t) => new Date(t).toISOString().slice(0, 10));
+
+  it('0 16 */2 * sat: odd days that are Saturdays (Vixie and cronie; croniter and robfig would OR)', () => {
+    expect(days('0 16 */2 * sat')).toEqual(['2026-06-13', '2026-06-27', '2026-07-11', '2026-07-25']);
+  });
+
+  it('0 16 1,15 * sat: neither starts with `*`, so the 1st, the 15th and every Saturday', () => {
+    expect(days('0 16 1,15 * sat')).toEqual([
+      '2026-06-01', '2026-06-06', '2026-06-13', '2026-06-15', '2026-06-20', '2026-06-27',
+      '2026-07-01', '2026-07-04', '2026-07-11', '2026-07-15', '2026-07-18', '2026-07-25',
+    ]);
+  });
+
+  it('a step in day-of-week ANDs too (0 12 1-7 * */3: the first week, Sun/Wed/Sat only)', () => {
+    expect(days('0 12 1-7 * */3')).toEqual(['2026-06-03', '2026-06-06', '2026-06-07', '2026-07-01', '2026-07-04', '2026-07-05']);
+  });
+
+  it('`?` is a star: 0 12 ? * 1 is every Monday, 0 12 1 ? * the 1st only', () => {
+    expect(days('0 12 ? * 1')).toEqual(days('0 12 * * 1'));
+    expect(days('0 12 ? * 1')).toHaveLength(9);
+    expect(days('0 12 1 ? *')).toEqual(['2026-06-01', '2026-07-01']);
+  });
+});
+
+describe('cron syntax other crons accept and cron-parser alone refuses', () => {
+  const a = Z('2026-01-01T00:00:00Z');
+  const b = Z('2026-03-01T00:00:00Z');
+  it.each([
+    ['0 9 * * 0,7', '0 9 * * 0'], // Sunday twice
+    ['0 9 * * sun,7', '0 9 * * 0'],
+    ['1 1 0-6,1,10 * * *', '1 1 0-6,10 * * *'], // overlapping list (6 fields)
+    ['0 9 1-5,3 * *', '0 9 1-5 * *'],
+    ['0 9 L,L * *', '0 9 L * *'],
+    ['0 9 * * mon-sun', '0 9 * * *'],
+    ['0 9 * * MON-SUN', '0 9 * * *'],
+    ['0 9 * * sat-sun', '0 9 * * 0,6'],
+    ['0 9 * * 5-0', '0 9 * * 0,5,6'],
+    ['0 9 * * mon-sun/2', '0 9 * * 1,3,5,0'],
+  ])('%s fires exactly like %s', (expr, same) => {
+    expect(scheduleError(expr)).toBeUndefined();
+    expect(slotsBetween(spec(expr, 'UTC'), a, b)).toEqual(slotsBetween(spec(same, 'UTC'), a, b));
+  });
+
+  it('a list field is the union of its elements (generated lists with repeats and overlaps)', () => {
+    const element = fc.oneof(
+      fc.integer({ min: 0, max: 59 }).map(String),
+      fc.tuple(fc.integer({ min: 0, max: 59 }), fc.integer({ min: 0, max: 59 })).map(([x, y]) => `${Math.min(x, y)}-${Math.max(x, y)}`),
+      fc.integer({ min: 1, max: 30 }).map((n) => `*/${n}`),
+    );
+    fc.assert(
+      fc.property(fc.array(element, { minLength: 1, maxLength: 4 }), fc.constantFrom(0, 1), (elements, position) => {
+        // In the minute field (position 0) or the second field of a 6-field expression (position 1).
+        const expr = (m: string) => (position === 0 ? `${m} 3 * * *` : `${m} 0 3 * * *`);
+        const one = slotsBetween(spec(expr(elements.join(',')), 'UTC'), a, a + 3 * DAY);
+        const union = [...new Set(elements.flatMap((e) => slotsBetween(spec(expr(e), 'UTC'), a, a + 3 * DAY)))].sort((x, y) => x - y);
+        expect(one).toEqual(union);
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('`#` stays alone in its field, and W is refused (named in the message)', () => {
+    expect(scheduleError('0 0 * * 1#2,3')).toMatch(/day-of-week.*#/);
+    expect(scheduleError('0 0 15W * *')).toMatch(/day-of-month/);
+    expect(scheduleError('0 0 1,,2 * *')).toMatch(/empty list element/);
   });
 });
 
@@ -457,7 +527,25 @@ const utcExpr = fc
   .map((fields) => fields.join(' '));
 
 describe('properties', () => {
-  it('UTC: slotsBetween equals the naive cron-parser enumeration', () => {
+  /**
+   * cron-parser ORs the day fields whenever both are restricted; Vixie ANDs them when one starts
+   * with `*`. The oracle then enumerates the expression with day-of-week `*` and keeps the days
+   * whose weekday is in day-of-week's set (cron-parser's own expansion of that field alone).
+   */
+  function vixieUtc(expr: string, after: number, until: number, max: number): number[] {
+    const f = expr.split(' ');
+    const dom = f[2]!;
+    const dow = f[4]!;
+    const starRule = dom.startsWith('*') || dow.startsWith('*');
+    if (!starRule || dom === '*' || dow === '*') return cronParserUtc(expr, after, until, max);
+    const weekdays = new Set(
+      (CronExpressionParser.parse(`0 0 * * ${dow}`, { tz: 'UTC' }).fields.dayOfWeek.values as number[]).map((d) => d % 7),
+    );
+    const dayOnly = [f[0], f[1], dom, f[3], '*'].join(' ');
+    return cronParserUtc(dayOnly, after, until, 100_000).filter((t) => weekdays.has(new Date(t).getUTCDay())).slice(0, max);
+  }
+
+  it("UTC: slotsBetween equals cron-parser's enumeration under Vixie's day rule", () => {
     fc.assert(
       fc.property(
         utcExpr,
@@ -468,7 +556,7 @@ describe('properties', () => {
           const a = aSec * 1000;
           const b = a + lenSec * 1000;
           const max = 300;
-          expect(slotsBetween(spec(expr, 'UTC'), a, b, max)).toEqual(cronParserUtc(expr, a, b, max));
+          expect(slotsBetween(spec(expr, 'UTC'), a, b, max)).toEqual(vixieUtc(expr, a, b, max));
         },
       ),
       { numRuns: 150 },

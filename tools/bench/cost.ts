@@ -1,6 +1,6 @@
 /**
  * Cost per million short runs from measured counts and public list prices (us-east-1, on-demand,
- * as stated in issue 7). Marginal cost per run only: the planner's own invocations (one per
+ * as docs/performance.md states them). Marginal cost per run only: the planner's own invocations (one per
  * partition per minute) and the event source mapping's empty polls are fixed costs, reported apart.
  */
 export const PRICES = {

@@ -1,5 +1,5 @@
 /**
- * The benchmark (issue 7): every figure in one run. In full mode each phase gets its own fresh
+ * The benchmark: every figure in one run. In full mode each phase gets its own fresh
  * local stack (DynamoDB Local + local SQS) and fresh tables and queues; smoke mode (and the smoke
  * test, which passes the test run's endpoints) shares one stack, with fresh tables and queues per
  * phase. `runBench` is the library entry point; tools/bench.ts is the CLI (`npm run bench`).
@@ -118,7 +118,7 @@ export const SIZES: Readonly<Record<BenchMode, BenchSizes>> = {
   },
 };
 
-/** The figures every bench run reports (issue 7 plus the brief); `runBench` fills each with a number. */
+/** The figures every bench run reports (the targets of docs/performance.md and the reported figures); `runBench` fills each with a number. */
 export const REQUIRED_KEYS = [
   'rawWritesPerSec',
   'runsPerSec',
@@ -186,7 +186,7 @@ export interface BenchResult {
   };
 }
 
-/** True when the worker enforces the exclusive overlap policies (they landed in a separate issue). */
+/** True when the worker enforces the exclusive overlap policies (a worker without them has no active-run marker to measure). */
 export function overlapPoliciesImplemented(): boolean {
   try {
     const worker = readFileSync(join(ROOT, 'shared', 'worker.ts'), 'utf8');
@@ -336,7 +336,7 @@ function collectFigures(mode: BenchMode, sizes: BenchSizes, d: BenchResult['deta
   const rawPuts1k = small ? ceiling(small.before.putsPerSec, small.after.putsPerSec) : undefined;
   const rawPuts10k = large ? ceiling(large.before.putsPerSec, large.after.putsPerSec) : undefined;
   const f: Record<string, Figure> = {};
-  // Required figures first (issue 7 and the brief).
+  // Figures with a target first, then the reported ones.
   f.rawWritesPerSec = num(rawWrites);
   f.runsPerSec = num(e2e?.runsPerSec);
   f.efficiency = e2e && rawWrites ? round((e2e.runsPerSec * e2e.writesPerRun) / rawWrites, 3) : NA;

@@ -92,7 +92,8 @@ export async function measureTakeover(options: TakeoverOptions): Promise<Takeove
   };
   writeFileSync(endpointsFile, JSON.stringify(endpoints));
   writeFileSync(jobsFile, JSON.stringify([jobInput]));
-  const [job] = parseJobs([jobInput], { handlers: Object.keys(holdHandlers) });
+  // The holder runs as a local child process, with no Lambda time limit: its long hold need not fit one invocation.
+  const [job] = parseJobs([jobInput], { handlers: Object.keys(holdHandlers), workerTimeoutMs: Number.POSITIVE_INFINITY });
   const clients = benchClients(endpoints);
   const { ledger, queue } = createAdapters(clients, { ledgerTable: endpoints.ledgerTable, paymentsTable: endpoints.paymentsTable, runQueueUrl: endpoints.runQueueUrl, retentionDays: 1 });
   // A successor may claim up to the allowance early by its own clock; same machine here, so none.

@@ -87,7 +87,8 @@ export class World {
   }
 
   setJobs(inputs: readonly JobInput[]): Job[] {
-    this.jobs = parseJobs(inputs, { handlers: [...HANDLER_NAMES] });
+    // The drills' workers run in process or as local children: no Lambda time limit applies.
+    this.jobs = parseJobs(inputs, { handlers: [...HANDLER_NAMES], workerTimeoutMs: Number.POSITIVE_INFINITY });
     return this.jobs;
   }
 
@@ -167,9 +168,9 @@ export class World {
     );
   }
 
-  /** Forgets the planner watermark (a fresh partition starts at `now`). */
+  /** Forgets the planner's layout and watermarks (a fresh partition starts at `now`). */
   async resetWatermark(): Promise<void> {
-    await this.box.clients.doc.send(new DeleteCommand({ TableName: this.endpoints.ledgerTable, Key: { pk: LedgerKeys.partitionPk(0, 1), sk: LedgerKeys.watermarkSk } }));
+    await this.box.clients.doc.send(new DeleteCommand({ TableName: this.endpoints.ledgerTable, Key: { pk: LedgerKeys.plannerPk, sk: LedgerKeys.plannerStateSk } }));
   }
 
   /**

@@ -4,7 +4,7 @@
  * UsageError naming the field.
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
-import { loadJobs } from '../../shared/config.js';
+import { configuredJobDefinitions, exampleJobsEnabled, loadJobs } from '../../shared/config.js';
 import { durationMs } from '../../shared/core/duration.js';
 import type { Job } from '../../shared/core/job-schema.js';
 import { RunStatus, type RunId } from '../../shared/core/vocabulary.js';
@@ -43,14 +43,42 @@ export function parseCommand<const T extends Options>(
   args: readonly string[],
   options: T,
 ): { values: CommonValues & Record<string, string | boolean | undefined>; positionals: string[] } {
+  const all: Options = { ...COMMON_OPTIONS, ...options };
   try {
-    const { values, positionals } = parseArgs({ args: [...args], options: { ...COMMON_OPTIONS, ...options }, allowPositionals: true, strict: true });
+    const { values, positionals } = parseArgs({ args: joinDashValues(args, all), options: all, allowPositionals: true, strict: true });
     return { values: values as CommonValues & Record<string, string | boolean | undefined>, positionals };
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     const option = /'(-{1,2}[^' ,]+)/.exec(message)?.[1]?.replace(/^-+/, '');
     throw new UsageError(option, message.split('\n')[0]!.replace(/\. To specify.*$/, ''));
   }
+}
+
+/**
+ * `--opt value` where the value starts with a dash (`--from -1d`, `--schedule "-5 * * * *"`)
+ * becomes `--opt=value` for options that take a string. parseArgs refuses such a value as
+ * "ambiguous", which would hide the real problem (or the real answer) behind a parser message.
+ * A following token that is itself one of the command's options is left alone, so a forgotten
+ * value (`--from --to X`) is still reported.
+ */
+export function joinDashValues(args: readonly string[], options: Options): string[] {
+  const isOption = (token: string): boolean => {
+    const long = /^--([^=]+)/.exec(token);
+    if (long) return long[1]! in options;
+    const short = /^-([A-Za-z])$/.exec(token);
+    return short !== null && Object.values(options).some((o) => o.short === short[1]);
+  };
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    const name = /^--([^=]+)$/.exec(arg)?.[1];
+    const next = args[i + 1];
+    if (name !== undefined && options[name]?.type === 'string' && next !== undefined && next.startsWith('-') && next !== '--' && !isOption(next)) {
+      out.push(`${arg}=${next}`);
+      i++;
+    } else out.push(arg);
+  }
+  return out;
 }
 
 export function stringOption(values: Record<string, unknown>, name: string): string | undefined {
@@ -123,7 +151,7 @@ export function parseRunKey(raw: string | undefined): RunId {
 }
 
 export function jobsOf(io: OpsIo): readonly Job[] {
-  return io.jobs ?? loadJobs();
+  return io.jobs ?? loadJobs(configuredJobDefinitions({ exampleJobs: io.exampleJobs ?? exampleJobsEnabled(io.env ?? process.env) }));
 }
 
 /** A configured job by name; an unknown name is a usage error listing the configured ones. */

@@ -10,9 +10,11 @@ import { pauseCommand, pauseUsage, resumeCommand, resumeUsage } from './pause.js
 import { previewCommand, previewUsage } from './preview.js';
 import { redriveCommand, redriveUsage } from './redrive.js';
 import { resolveCommand, resolveUsage } from './resolve.js';
+import { retryCommand, retryUsage } from './retry.js';
 import { runsCommand, runsUsage } from './runs.js';
 import { showCommand, showUsage } from './show.js';
 import { statusCommand } from './status.js';
+import { exampleJobsOfLocalTarget } from './target.js';
 
 export type OpsCommand = (args: readonly string[], io: OpsIo) => Promise<number>;
 
@@ -25,6 +27,7 @@ export const COMMANDS: Readonly<Record<string, { readonly run: OpsCommand; reado
   backfill: { run: backfillCommand, usage: backfillUsage, summary: 'create and dispatch the runs of a past range, idempotently, rate-limited' },
   preview: { run: previewCommand, usage: previewUsage, summary: 'list the slots of a schedule (no stack needed)' },
   redrive: { run: redriveCommand, usage: redriveUsage, summary: 'revive DEAD runs of the DLQ messages, then move them back to the run queue' },
+  retry: { run: retryCommand, usage: retryUsage, summary: 'run DEAD runs again with a fresh attempt budget (reconciling first where the last result is unknown)' },
   resolve: { run: resolveCommand, usage: resolveUsage, summary: 'close a run by hand as succeeded (MANUAL) or dead' },
 };
 
@@ -38,6 +41,12 @@ export function usage(): string[] {
     `target (every command but preview): ${COMMON_USAGE}`,
     '  default: AWS, default credential chain, stack FencedScheduler outputs; --local: the running `npm start`',
   ];
+}
+
+/** The positional right after the option at `index` (`--endpoints FILE`). */
+function valueAfter(tokens: ReturnType<typeof parseArgs>['tokens'], index: number): string | undefined {
+  const next = tokens?.find((t) => t.index === index + 1);
+  return next?.kind === 'positional' ? next.value : undefined;
 }
 
 function oneLine(error: unknown): string {
@@ -79,8 +88,14 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
     io.stdout(`usage: npm run ops -- ${command.usage}${name === 'preview' ? '' : ` ${COMMON_USAGE}`}`);
     return EXIT_OK;
   }
+  // A local target says whether it runs the example jobs; the commands' job lists follow it.
+  const local = tokens.some((t) => t.kind === 'option' && t.name === 'local');
+  const endpointsToken = tokens.find((t) => t.kind === 'option' && t.name === 'endpoints');
+  const endpoints = endpointsToken?.kind === 'option' ? (endpointsToken.value ?? valueAfter(tokens, endpointsToken.index)) : undefined;
+  const exampleJobs = io.exampleJobs ?? exampleJobsOfLocalTarget({ local, endpoints }, io);
+  const commandIo: OpsIo = exampleJobs === undefined ? io : { ...io, exampleJobs };
   try {
-    return await command.run(rest, io);
+    return await command.run(rest, commandIo);
   } catch (error) {
     if (error instanceof UsageError) {
       io.stderr(`ops ${name}: ${oneLine(error)}`);

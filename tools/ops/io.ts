@@ -4,7 +4,8 @@
  * `UsageError` (exit 2: bad arguments or input, one line naming the field) and `OpsFailure`
  * (exit 1: the operation was refused or failed).
  */
-import type { Job } from '../../shared/core/job-schema.js';
+import type { Calendars, Job } from '../../shared/core/job-schema.js';
+import type { Clients } from '../../shared/runtime.js';
 
 export interface OpsIo {
   stdout(line: string): void;
@@ -13,12 +14,21 @@ export interface OpsIo {
   readonly now?: () => number;
   /** @default setTimeout */
   readonly sleep?: (ms: number) => Promise<void>;
-  /** The configured jobs. @default loadJobs() from shared/config.ts */
+  /** The configured jobs. @default loadJobs() from shared/config.ts, example jobs per `exampleJobs` */
   readonly jobs?: readonly Job[];
+  /** The calendars `preview --definition` may exclude. @default calendars from shared/jobs.ts */
+  readonly calendars?: Calendars;
+  /**
+   * Whether the target runs the example jobs (shared/example-jobs.ts).
+   * @default the local target's endpoints file says (`npm start` writes true), else EXAMPLE_JOBS
+   */
+  readonly exampleJobs?: boolean;
   /** @default process.env */
   readonly env?: NodeJS.ProcessEnv;
   /** Where `--local` looks for .local-data/endpoints.json. @default process.cwd() */
   readonly cwd?: string;
+  /** Called with the target's SDK clients before any call (tests record calls with middleware). @default none */
+  readonly instrument?: (clients: Clients) => void;
 }
 
 /** Exit code 2: the command line or its input is wrong; `field` names what. */

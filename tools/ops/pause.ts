@@ -1,20 +1,22 @@
 /**
- * `ops pause <job>` / `ops resume <job>`: flip the job in its planner partition's watermark item
- * (Ledger.pauseJob / resumeJob, partition = partitionOf(name, partitions)).
+ * `ops pause <job> [--note TEXT] [--by NAME]` / `ops resume <job>`: flip the job's own planning
+ * state (PlannerStore.pause / resume): it follows the job whatever the planner's partition count.
  *
- * While paused the planner materializes nothing for the job, and the item remembers where the job
- * stopped (`behind`). On resume the planner plans from there: slots older than `misfire.after` are
- * misfires and follow the job's misfire policy (skip → SKIPPED runs, latest → the newest one only,
- * all → every one, at most maxPerTick per tick); the newer ones run as on-time slots. Runs already
- * materialized before the pause (up to the lookahead) still execute.
+ * While paused the planner materializes nothing for the job, and the job's plan item remembers
+ * where it stopped and who paused it and why (shown by `status` and `jobs`). On resume the planner
+ * plans from there: slots older than `misfire.after` are misfires and follow the job's misfire
+ * policy (skip → SKIPPED runs, latest → the newest one only, all → every one, at most maxPerTick
+ * per tick); the newer ones run as on-time slots, never one from before the job was first planned.
+ * Runs already materialized before the pause (up to the lookahead) still execute.
  */
+import { jobPlanning } from '../../shared/adapters/planner-store.js';
 import type { Job } from '../../shared/core/job-schema.js';
 import { partitionOf } from '../../shared/core/partition.js';
-import { configuredJob, noExtraPositionals, parseCommand } from './args.js';
+import { configuredJob, noExtraPositionals, parseCommand, stringOption } from './args.js';
 import { clockOf, EXIT_OK, iso, printJson, type OpsIo } from './io.js';
 import { withTarget } from './target.js';
 
-export const pauseUsage = 'pause <job>';
+export const pauseUsage = 'pause <job> [--note TEXT] [--by NAME]';
 export const resumeUsage = 'resume <job>';
 
 export function misfireSummary(job: Job): string {
@@ -29,35 +31,26 @@ export function misfireSummary(job: Job): string {
 }
 
 async function flip(args: readonly string[], io: OpsIo, action: 'pause' | 'resume'): Promise<number> {
-  const { values, positionals } = parseCommand(args, {});
+  const { values, positionals } = parseCommand(args, action === 'pause' ? { note: { type: 'string' }, by: { type: 'string' } } : {});
   noExtraPositionals(positionals, 1);
   const job = configuredJob(io, positionals[0]);
   const now = clockOf(io)();
+  const by = stringOption(values, 'by') ?? (io.env ?? process.env).USER ?? 'ops';
+  const note = stringOption(values, 'note')?.trim() || undefined;
   const result = await withTarget(values, io, async (target) => {
-    if (!target.partitionsKnown) io.stderr(`warning: planner partition count unknown, assuming 1 (pass --partitions N to match the deployed planner)`);
-    const of = target.partitions;
-    const partition = partitionOf(job.name, of);
-    const before = await target.ledger.readPartition(partition, of);
-    if (before.plannedUntil === undefined) {
-      io.stderr(`warning: partition ${partition}/${of} has never been planned: check --partitions matches the deployed planner`);
-    }
-    const wasPaused = before.paused.has(job.name);
-    let changed: boolean;
-    if (action === 'pause') {
-      await target.ledger.pauseJob(partition, of, job.name, now);
-      changed = !wasPaused;
-    } else {
-      changed = await target.ledger.resumeJob(partition, of, job.name);
-    }
-    const after = await target.ledger.readPartition(partition, of);
+    const planning = target.ledger.planning;
+    const before = (await jobPlanning(planning, [job.name], partitionOf)).get(job.name)!;
+    if (before.of === undefined) io.stderr('warning: the planner has never run against this ledger: the pause applies from its first tick');
+    const changed = action === 'pause' ? await planning.pause(job.name, before.plannedUntil ?? now, { by, note, at: now }) : await planning.resume(job.name);
+    const after = (await jobPlanning(planning, [job.name], partitionOf)).get(job.name)!;
     return {
       job: job.name,
       action,
-      partition,
-      of,
       changed,
-      paused: after.paused.has(job.name),
-      plannedUntil: iso(after.behind.get(job.name) ?? after.plannedUntil),
+      paused: after.pause !== undefined,
+      pausedBy: after.pause?.by,
+      note: after.pause?.note,
+      plannedUntil: iso(after.plannedUntil),
       misfire: job.misfire,
     };
   });
@@ -68,13 +61,13 @@ async function flip(args: readonly string[], io: OpsIo, action: 'pause' | 'resum
   if (action === 'pause') {
     io.stdout(
       result.changed
-        ? `paused ${job.name} (planner partition ${result.partition}/${result.of}): nothing new is materialized until \`ops resume ${job.name}\`; planned up to ${result.plannedUntil ?? '-'}`
-        : `${job.name} was already paused (planned up to ${result.plannedUntil ?? '-'})`,
+        ? `paused ${job.name}${note ? ` (${note})` : ''}: nothing new is materialized until \`ops resume ${job.name}\`; planned up to ${result.plannedUntil ?? '-'}`
+        : `${job.name} was already paused by ${result.pausedBy ?? '?'}${result.note ? ` (${result.note})` : ''}; planned up to ${result.plannedUntil ?? '-'}`,
     );
   } else {
     io.stdout(
       result.changed
-        ? `resumed ${job.name} (planner partition ${result.partition}/${result.of}): the next tick plans from ${result.plannedUntil ?? 'now'}; ${misfireSummary(job)}`
+        ? `resumed ${job.name}: the next tick plans from ${result.plannedUntil ?? 'now'}; ${misfireSummary(job)}`
         : `${job.name} was not paused`,
     );
   }

@@ -4,8 +4,10 @@
  *
  * 1. Receive every DLQ message (hidden for the duration), parse it as a run message, read its run
  *    (consistent).
- * 2. DEAD, or RUNNING with an expired lease and no attempt left → `LedgerOps.reviveRun`
- *    (conditional on the status and token seen): READY, attempt 0, token kept.
+ * 2. DEAD, or RUNNING with a lease past its end by the takeover margin and no attempt left →
+ *    `LedgerOps.reviveRun` (conditional on the status and token seen): attempt 0, READY, or UNKNOWN
+ *    when the last attempt's result is unknown (its next claim reconciles first); a RUNNING run's
+ *    fence advances like a takeover.
  *    SUCCEEDED → not revived: when its message comes back the worker acks it as a duplicate, so it
  *    never executes again; likewise other terminal runs (SKIPPED, SUPERSEDED, MANUAL).
  *    READY/RETRY/UNKNOWN, or RUNNING with attempts left → left as they are (the claim handles them).
@@ -196,10 +198,10 @@ async function decide(
   if (!run) return { messageId, runKey, action: 'unknown', detail: 'no such run in the ledger' };
   const now = deps.clock();
   const base = { messageId, runKey, status: run.status };
-  if (needsRevival(run, job.retry.maxAttempts, now, deps.ops.clockSkewMs)) {
+  if (needsRevival(run, job.retry.maxAttempts, now, deps.ops.takeoverMarginMs)) {
     if (options.dryRun) return { ...base, action: 'revived', detail: 'would be revived (dry run)' };
     const result = await deps.ops.reviveRun(run, { now, by: options.by });
-    if (result.ok) return { ...base, action: 'revived', detail: `READY, attempt 0 (was ${run.status}, attempt ${run.attempt})` };
+    if (result.ok) return { ...base, action: 'revived', detail: `${result.run.status}, attempt 0 (was ${run.status}, attempt ${run.attempt})${result.run.status === RunStatus.UNKNOWN ? ': reconciles before running again' : ''}` };
     return { ...base, action: 'changed', detail: `changed meanwhile: now ${result.current?.status ?? 'gone'}, token ${result.current?.fencingToken ?? '?'}` };
   }
   if (run.status === RunStatus.SUCCEEDED) return { ...base, action: 'skipped-succeeded', detail: 'already SUCCEEDED: the worker will ack it as a duplicate' };

@@ -4,7 +4,7 @@
  * open-runs index), whether it is paused; and the DLQ depth.
  */
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
-import type { PartitionState } from '../../shared/adapters/ledger.js';
+import { jobPlanning } from '../../shared/adapters/planner-store.js';
 import type { Job } from '../../shared/core/job-schema.js';
 import { partitionOf } from '../../shared/core/partition.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
@@ -18,8 +18,13 @@ export const STATUS_OPEN_RUNS_LIMIT = 1_000;
 export interface JobStatus {
   readonly job: string;
   readonly enabled: boolean;
-  readonly partition: number;
+  readonly partition?: number;
   readonly paused: boolean;
+  /** Who paused it and why. */
+  readonly pausedBy?: string;
+  readonly pauseNote?: string;
+  /** Catching up on misfired slots. */
+  readonly behind: boolean;
   /** The job is planned up to here (the partition watermark, or its own place while behind/paused). */
   readonly plannedUntil?: string;
   /** The newest slot with a run in the ledger. */
@@ -36,7 +41,7 @@ export interface StatusReport {
   readonly target: string;
   readonly now: string;
   readonly since: string;
-  readonly partitions: number;
+  readonly partitions?: number;
   readonly jobs: readonly JobStatus[];
   readonly deadLetterQueue: { readonly url: string; readonly visible: number; readonly inFlight: number };
   /** True when the open-runs read hit its limit (oldest ages are then lower bounds for unseen jobs). */
@@ -54,29 +59,30 @@ export async function dlqDepth(target: Target): Promise<{ visible: number; inFli
 }
 
 export async function collectStatus(target: Target, jobs: readonly Job[], now: number, since: number): Promise<StatusReport> {
-  const of = target.partitions;
-  const partitionIds = [...new Set(jobs.map((job) => partitionOf(job.name, of)))];
-  const states = new Map<number, PartitionState>(
-    await Promise.all(partitionIds.map(async (p) => [p, await target.ledger.readPartition(p, of)] as const)),
-  );
+  const planning = await jobPlanning(target.ledger.planning, jobs.map((j) => j.name), partitionOf);
   const open = await target.ledger.listOpenRuns(now, STATUS_OPEN_RUNS_LIMIT);
   const openByJob = new Map<string, typeof open>();
   for (const run of open) openByJob.set(run.job, [...(openByJob.get(run.job) ?? []), run]);
 
   const statuses = await Promise.all(
     jobs.map(async (job): Promise<JobStatus> => {
-      const partition = partitionOf(job.name, of);
-      const state = states.get(partition)!;
+      const plan = planning.get(job.name)!;
       const [latest] = await target.ops.queryRuns(job.name, { limit: 1 });
       const runs = await target.ops.countRuns(job.name, { sinceSlot: since });
-      const jobOpen = openByJob.get(job.name) ?? [];
+      // Open runs whose slot has come: those of the window, and older ones the sweeper watches.
+      const recent = await target.ops.queryRuns(job.name, { sinceSlot: since, untilSlot: now + 1, statuses: OPEN_STATUSES, ascending: true });
+      const byKey = new Map([...(openByJob.get(job.name) ?? []), ...recent].map((r) => [r.runKey, r]));
+      const jobOpen = [...byKey.values()].sort((a, b) => a.slot - b.slot);
       const oldest = jobOpen[0];
       return {
         job: job.name,
         enabled: job.enabled,
-        partition,
-        paused: state.paused.has(job.name),
-        plannedUntil: iso(state.behind.get(job.name) ?? state.plannedUntil),
+        partition: plan.partition,
+        paused: plan.pause !== undefined,
+        pausedBy: plan.pause?.by,
+        pauseNote: plan.pause?.note,
+        behind: plan.behind,
+        plannedUntil: iso(plan.plannedUntil),
         lastSlot: iso(latest?.slot),
         runs,
         openDue: jobOpen.length,
@@ -90,12 +96,14 @@ export async function collectStatus(target: Target, jobs: readonly Job[], now: n
     target: target.description,
     now: new Date(now).toISOString(),
     since: new Date(since).toISOString(),
-    partitions: of,
+    partitions: [...planning.values()][0]?.of,
     jobs: statuses,
     deadLetterQueue: { url: target.deadLetterQueueUrl, ...depth },
     openRunsTruncated: open.length >= STATUS_OPEN_RUNS_LIMIT,
   };
 }
+
+const OPEN_STATUSES: readonly RunStatus[] = [RunStatus.READY, RunStatus.RUNNING, RunStatus.RETRY, RunStatus.UNKNOWN];
 
 const STATE_ORDER: readonly RunStatus[] = [
   RunStatus.READY,
@@ -120,10 +128,7 @@ export async function statusCommand(args: readonly string[], io: OpsIo): Promise
   const now = clockOf(io)();
   const since = parseSince(stringOption(values, 'since') ?? '24h', now, 'since');
   const jobs = jobsOf(io);
-  const report = await withTarget(values, io, (target) => {
-    if (!target.partitionsKnown) io.stderr(`warning: planner partition count unknown, assuming 1 (pass --partitions N)`);
-    return collectStatus(target, jobs, now, since);
-  });
+  const report = await withTarget(values, io, (target) => collectStatus(target, jobs, now, since));
   if (values.json) {
     printJson(io, report);
     return EXIT_OK;
@@ -134,7 +139,7 @@ export async function statusCommand(args: readonly string[], io: OpsIo): Promise
     ['JOB', 'PAUSED', 'PLANNED UNTIL', 'LAST SLOT', 'RUNS', 'OPEN DUE', 'OLDEST OPEN'],
     report.jobs.map((j) => [
       j.enabled ? j.job : `${j.job} (disabled)`,
-      j.paused ? 'PAUSED' : 'no',
+      j.paused ? `PAUSED by ${j.pausedBy ?? '?'}${j.pauseNote ? `: ${j.pauseNote}` : ''}` : j.behind ? 'no (catching up)' : 'no',
       j.plannedUntil,
       j.lastSlot,
       formatCounts(j.runs),

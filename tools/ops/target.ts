@@ -32,6 +32,8 @@ export interface EndpointsFile {
   readonly deadLetterQueueUrl: string;
   readonly paymentsTable?: string;
   readonly partitions?: number;
+  /** `npm start` runs the example jobs and says so here. */
+  readonly exampleJobs?: boolean;
   readonly deadLetterQueueArn?: string;
   readonly runQueueArn?: string;
 }
@@ -73,6 +75,21 @@ export function readEndpointsFile(path: string, field: string): EndpointsFile {
   return record as unknown as EndpointsFile;
 }
 
+/**
+ * Whether a local target (`--local`, `--endpoints FILE`) runs the example jobs, from its endpoints
+ * file; undefined for AWS or an unreadable file (the command itself reports that).
+ */
+export function exampleJobsOfLocalTarget(target: { readonly local: boolean; readonly endpoints?: string }, io: OpsIo): boolean | undefined {
+  if (!target.local && target.endpoints === undefined) return undefined;
+  const path = resolve(io.cwd ?? process.cwd(), target.local ? LOCAL_ENDPOINTS_FILE : target.endpoints!);
+  try {
+    const parsed: unknown = JSON.parse(readFileSync(path, 'utf8'));
+    return typeof parsed === 'object' && parsed !== null && (parsed as EndpointsFile).exampleJobs === true;
+  } catch {
+    return undefined;
+  }
+}
+
 function explicitPartitions(values: CommonValues): number | undefined {
   return values.partitions === undefined ? undefined : parsePositive(values.partitions, 'partitions', 1, { integer: true, max: 1000 });
 }
@@ -91,6 +108,7 @@ export async function openTarget(values: CommonValues, io: OpsIo): Promise<Targe
     }
     const file = readEndpointsFile(path, values.local ? 'local' : 'endpoints');
     const clients = createClients({ dynamo: localClientConfig(file.dynamoEndpoint), sqs: localClientConfig(file.sqsEndpoint) });
+    io.instrument?.(clients);
     return build(clients, {
       description: `local stack (${path})`,
       ledgerTable: file.ledgerTable,
@@ -133,6 +151,7 @@ async function openStack(values: CommonValues, io: OpsIo, partitions: number | u
   const fromOutput = outputs.get(StackOutput.PlannerPartitions);
   const outputPartitions = fromOutput !== undefined && /^\d+$/.test(fromOutput) && Number(fromOutput) >= 1 ? Number(fromOutput) : undefined;
   const clients = createClients(region ? { dynamo: { region }, sqs: { region } } : {});
+  io.instrument?.(clients);
   return build(clients, {
     description: `stack ${stackName} (${resolvedRegion})`,
     ledgerTable: need(StackOutput.LedgerTableName),

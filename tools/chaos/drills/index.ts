@@ -9,7 +9,7 @@ import { workerPausedDrill } from './worker-paused.js';
 
 export interface DrillEntry {
   readonly name: string;
-  /** DESIGN §9 / issue letter. */
+  /** The drill's letter (docs/design.md §9 lists the drills). */
   readonly letter: string;
   readonly drill: Drill;
   /** Share of the total run budget. Cheap in-process drills carry most runs. */

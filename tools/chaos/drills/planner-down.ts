@@ -12,6 +12,8 @@
  *  - catch-up ends: once the missed slots are planned the job is no longer "behind";
  *  - the checker's five invariants.
  */
+import { jobPlanning } from '../../../shared/adapters/planner-store.js';
+import { partitionOf } from '../../../shared/core/partition.js';
 import type { HistoryEvent } from '../../../shared/core/history.js';
 import type { ExpectedSlot } from '../../../shared/core/checker.js';
 import { RunStatus } from '../../../shared/core/vocabulary.js';
@@ -134,11 +136,11 @@ export async function plannerDownScenario(input: {
       watermark = Math.max(watermark ?? -Infinity, now + LOOKAHEAD);
       ticks.push(now);
       await world.tick(clock, plannerOptions);
-      const state = await world.ledger.readPartition(0, 1);
+      const planning = await jobPlanning(world.ledger.planning, plans.map((p) => p.name), partitionOf);
       if (process.env.CHAOS_DEBUG) {
-        input.log?.(`tick ${k} now=${new Date(now).toISOString()} plannedUntil=${state.plannedUntil && new Date(state.plannedUntil).toISOString()} behind=${JSON.stringify([...state.behind].map(([j, t]) => [j, new Date(t).toISOString()]))}`);
+        input.log?.(`tick ${k} now=${new Date(now).toISOString()} behind=${JSON.stringify([...planning.values()].filter((p) => p.behind).map((p) => [p.job, p.plannedUntil && new Date(p.plannedUntil).toISOString()]))}`);
       }
-      behindAt.push({ tick: k, behind: new Set(plans.filter((p) => state.behind.has(p.name)).map((p) => p.name)) });
+      behindAt.push({ tick: k, behind: new Set(plans.filter((p) => planning.get(p.name)?.behind).map((p) => p.name)) });
       now += LOOKAHEAD + rng.int(-3_000, 3_000);
       await world.drain(lanes);
       trace(`tick ${k}`);

@@ -1,0 +1,57 @@
+/**
+ * The lifetime of one attempt's `ctx` (DESIGN §12: nothing of an ended attempt may still write
+ * when it thaws). Every read, fenced write and checkpoint of a handler goes through `guard`:
+ * once the attempt has ended (the handler returned or threw, the timeout fired, the lease was
+ * lost, or it yielded) every new call is refused with AttemptEndedError, and the worker waits for
+ * the calls still in flight to settle before it records the outcome, so a zombie handler that
+ * keeps going after its attempt cannot land a write the recorded outcome does not account for.
+ */
+import { AttemptEndedError, type AttemptAbortedError } from './handler-api.js';
+import { REAL_TIMERS, type Timers } from './core/concurrency.js';
+
+export class AttemptScope {
+  private endedBy: AttemptAbortedError | undefined;
+  private readonly inFlight = new Set<Promise<unknown>>();
+
+  constructor(
+    readonly runKey: string,
+    readonly fencingToken: number,
+  ) {}
+
+  get ended(): boolean {
+    return this.endedBy !== undefined;
+  }
+
+  /** Runs `call` unless the attempt has ended; tracks it until it settles. */
+  guard<T>(call: () => Promise<T>): Promise<T> {
+    if (this.endedBy) return Promise.reject(new AttemptEndedError(this.runKey, this.fencingToken, this.endedBy.why, { cause: this.endedBy }));
+    const running = call();
+    this.inFlight.add(running);
+    const forget = () => this.inFlight.delete(running);
+    running.then(forget, forget);
+    return running;
+  }
+
+  /** Refuses every later call. The first reason wins. */
+  end(reason: AttemptAbortedError): void {
+    this.endedBy ??= reason;
+  }
+
+  /** Waits until every call admitted before the end has settled, at most `timeoutMs`; true when none is left. */
+  async drain(timeoutMs: number, timers: Timers = REAL_TIMERS): Promise<boolean> {
+    if (this.inFlight.size === 0) return true;
+    let timer: unknown;
+    const timedOut = new Promise<false>((resolve) => {
+      timer = timers.setTimeout(() => resolve(false), Math.max(0, timeoutMs));
+    });
+    const settled = (async () => {
+      while (this.inFlight.size > 0) await Promise.allSettled([...this.inFlight]);
+      return true as const;
+    })();
+    try {
+      return await Promise.race([settled, timedOut]);
+    } finally {
+      timers.clearTimeout(timer);
+    }
+  }
+}

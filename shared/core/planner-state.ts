@@ -1,0 +1,79 @@
+/**
+ * The planner's state, independent of how many planner partitions there are (DESIGN §7, §11).
+ *
+ * - One layout record holds the partition count in force and, per partition, how far it has
+ *   planned (`plannedUntil`) and swept (`sweptUntil`, plus where its watch-index sweep stopped).
+ * - A job's own planning state (paused with its note, a catch-up cursor) lives on the job, not on
+ *   a partition, and the names of such exceptional jobs are listed in EXCEPTION buckets chosen by
+ *   a hash of the job name alone.
+ * So changing `plannerPartitions` moves no job state: a new layout starts every partition from
+ * the earliest point any partition of the previous layout had reached. Slots between that point
+ * and where a job's old partition had got are planned again, which creates nothing (every run
+ * put is conditional), and the slots of the deploy gap are planned, not dropped.
+ *
+ * Pure: no I/O, `now` passed in.
+ */
+import { partitionOf, stableHash } from './partition.js';
+import { KEY_SPREAD } from '../resources.js';
+
+/** Where one planner partition stands. */
+export interface PartitionCursor {
+  /** Every job of the partition is planned up to here (UTC ms), except the exceptional ones. */
+  readonly plannedUntil?: number;
+  /** The window sweep has visited every slot up to here. */
+  readonly sweptUntil?: number;
+  /** Where the watch-index sweep resumes in the buckets it did not finish (encoded by the sweeper). */
+  readonly watchAfter?: string;
+}
+
+export interface PlannerLayout {
+  readonly of: number;
+  /** Bumped on every change of `of`: a tick of an older layout can no longer move a watermark. */
+  readonly gen: number;
+  readonly partitions: ReadonlyMap<number, PartitionCursor>;
+}
+
+function earliest(values: readonly (number | undefined)[]): number | undefined {
+  const known = values.filter((v): v is number => v !== undefined);
+  return known.length === 0 ? undefined : Math.min(...known);
+}
+
+/**
+ * The layout after a tick of a `partitions`-way planner found `previous` (undefined: the first tick
+ * ever) at `now`. Every partition of a new layout starts where the slowest old one stood; a first
+ * layout starts with nothing planned (each partition's first tick starts at its `now`) and its
+ * sweep starts at `now` too: no run of this deployment is older.
+ */
+export function relayout(previous: PlannerLayout | undefined, partitions: number, now: number): PlannerLayout {
+  const cursors = previous ? [...previous.partitions.values()] : [];
+  const start: PartitionCursor = {
+    plannedUntil: earliest(cursors.map((c) => c.plannedUntil)),
+    sweptUntil: earliest(cursors.map((c) => c.sweptUntil)) ?? now,
+  };
+  return {
+    of: partitions,
+    gen: (previous?.gen ?? 0) + 1,
+    partitions: new Map(Array.from({ length: partitions }, (_, p) => [p, start])),
+  };
+}
+
+/** The exception bucket that lists `job` while it is paused or catching up. */
+export function exceptionBucketOf(job: string): number {
+  // A different hash input than partitionOf's, so a partition's jobs spread over every bucket.
+  return stableHash(`exceptions/${job}`) % KEY_SPREAD.exceptionBuckets;
+}
+
+/** The watch-index bucket of one run. */
+export function openBucketOf(job: string, slot: number, shard: number): number {
+  return stableHash(`open/${job}/${slot}/${shard}`) % KEY_SPREAD.openBuckets;
+}
+
+/** The watch-index buckets partition `partition` of `of` sweeps; together the partitions sweep each bucket once. */
+export function ownedOpenBuckets(partition: number, of: number): number[] {
+  return Array.from({ length: KEY_SPREAD.openBuckets }, (_, b) => b).filter((b) => b % of === partition);
+}
+
+/** The jobs of one partition. */
+export function jobsOfPartition<J extends { readonly name: string }>(jobs: readonly J[], partition: number, of: number): J[] {
+  return jobs.filter((job) => partitionOf(job.name, of) === partition);
+}

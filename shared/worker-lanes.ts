@@ -1,0 +1,159 @@
+/**
+ * Overlap policies (DESIGN §4, §8, §11), enforced at claim time for the exclusive policies. The
+ * per-(job, shard) active-run marker (adapters/lane-store.ts) guarantees one run at a time in a
+ * lane; these rules decide what a run does when it cannot be the one, and who runs next:
+ * - forbid-skip: SKIPPED while another run holds the lane;
+ * - forbid-queue: runs in slot order: a run with an older open run acks its message and waits;
+ *   the holder dispatches the next waiting run when it ends;
+ * - coalesce: only the newest due run executes: an older one that finds a newer due run is
+ *   SUPERSEDED, and the holder dispatches the newest due waiting run when it ends (superseding
+ *   the ones in between).
+ * A run that waits is put in the sweeper's watch index, so that if its lane's holder dies before
+ * dispatching it, the sweeper does. A marker whose holder has ended never blocks a lane: the next
+ * claimer takes it over (atomically with a check that the holder ended).
+ */
+import type { Ledger } from './adapters/ledger.js';
+import type { RunQueue } from './adapters/run-queue.js';
+import { initialFence } from './core/fence.js';
+import { OverlapPolicy, type Job } from './core/job-schema-core.js';
+import type { ClaimResult } from './core/lease.js';
+import { messageFor } from './core/run-message.js';
+import { isTerminal, RunStatus, type Run, type RunId } from './core/vocabulary.js';
+import type { RunLogger } from './handler-api.js';
+import { MetricName, type MetricsSink } from './observability.js';
+
+export interface LaneDeps {
+  readonly ledger: Ledger;
+  readonly queue: Pick<RunQueue, 'send'>;
+  readonly clock: () => number;
+  readonly metrics: MetricsSink;
+}
+
+type Outcome = 'ack' | 'retry';
+
+/** Runs whose existence makes an older coalesce run superfluous: all but those a policy skipped. */
+const SUPERSEDING = Object.values(RunStatus).filter((s) => s !== RunStatus.SKIPPED);
+
+/** How many older neighbours forbid-queue looks at (the nearest ones decide the order). */
+const ORDER_NEIGHBOURS = 5;
+
+export function isExclusive(job: Pick<Job, 'overlap'>): boolean {
+  return job.overlap !== OverlapPolicy.PARALLEL;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** The latest instant a run counts as due (it may start within its startLead). */
+function dueBy(deps: LaneDeps, job: Job): number {
+  return deps.clock() + job.startLead;
+}
+
+/** What the policy decides before any claim: wait (forbid-queue) or give way (coalesce). */
+export async function beforeClaim(deps: LaneDeps, job: Job, id: RunId, logger: RunLogger): Promise<Outcome | undefined> {
+  if (job.overlap === OverlapPolicy.FORBID_QUEUE) {
+    const older = (await deps.ledger.nearestRuns(job.name, id.slot, 'before', ORDER_NEIGHBOURS, id.shard)).filter((r) => !isTerminal(r.status));
+    if (older.length > 0) {
+      deps.metrics.count(MetricName.OverlapWaits);
+      await deps.ledger.watch(id);
+      logger.info('waiting: an earlier run of the job is still open (forbid-queue)', { earlierSlot: iso(older[0]!.slot) });
+      return 'ack';
+    }
+  }
+  if (job.overlap === OverlapPolicy.COALESCE) {
+    // Only a run that is due can supersede: one whose slot is still ahead (the planner creates
+    // runs a tick early) would leave the lane without a run to execute now. A newer due run that
+    // already ran (or runs) supersedes too: executed slots only move forward.
+    const newer = await deps.ledger.laneRunsAfter(job.name, id.shard, id.slot, dueBy(deps, job), SUPERSEDING);
+    const newest = newer.at(-1);
+    if (newest && (await supersede(deps, job, id, `superseded by ${newest.runKey} (coalesce)`))) {
+      logger.info('superseded by a newer due run (coalesce)', { by: newest.runKey });
+      return 'ack';
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Ends a waiting run SUPERSEDED (or SKIPPED) and, if it held its lane (a RETRY or UNKNOWN run
+ * keeps the lane between attempts), frees the lane and dispatches the next run.
+ */
+async function settle(
+  deps: LaneDeps,
+  job: Job,
+  id: RunId,
+  status: typeof RunStatus.SUPERSEDED | typeof RunStatus.SKIPPED,
+  reason: string,
+): Promise<boolean> {
+  const run = await deps.ledger.getRun(id);
+  if (!run || (run.status !== RunStatus.READY && run.status !== RunStatus.RETRY && run.status !== RunStatus.UNKNOWN)) return false;
+  if (!(await deps.ledger.settleWaiting(run, status, reason, deps.clock()))) return false;
+  deps.metrics.count(status === RunStatus.SUPERSEDED ? MetricName.RunsSuperseded : MetricName.RunsSkippedByOverlap);
+  // A run claimed before (its token moved) may hold the lane; one never claimed does not.
+  if (run.fencingToken > initialFence(run.slot)) await afterRunEnded(deps, job, run);
+  return true;
+}
+
+function supersede(deps: LaneDeps, job: Job, id: RunId, reason: string): Promise<boolean> {
+  return settle(deps, job, id, RunStatus.SUPERSEDED, reason);
+}
+
+/**
+ * Takes the lane, then claims the run. A lane held by a run that has ended (or vanished) is taken
+ * over; one held by an open run blocks. If the claim then finds the run ended or missing, a lane
+ * taken for it is given back at once.
+ */
+export async function claimInLane(deps: LaneDeps, job: Job, id: RunId, logger: RunLogger, claim: () => Promise<ClaimResult>): Promise<ClaimResult> {
+  const holder = { slot: id.slot, shard: id.shard };
+  let lane = await deps.ledger.lanes.acquire(job.name, holder, deps.clock());
+  if (lane.kind === 'blocked') {
+    const current = await deps.ledger.getRun({ job: job.name, slot: lane.holderSlot, shard: id.shard });
+    if (current && !isTerminal(current.status)) return { kind: 'blocked', holderSlot: lane.holderSlot };
+    const stale = { slot: lane.holderSlot, shard: id.shard };
+    if (!(await deps.ledger.lanes.takeFromEnded(job.name, holder, stale, deps.clock()))) return { kind: 'blocked', holderSlot: lane.holderSlot };
+    logger.warn('took over the lane from a holder that had ended without releasing it', { holderSlot: iso(lane.holderSlot), holderStatus: current?.status ?? 'gone' });
+    lane = { kind: 'acquired' };
+  }
+  const result = await claim();
+  if (lane.kind === 'acquired' && (result.kind === 'terminal' || result.kind === 'missing')) await deps.ledger.lanes.release(job.name, holder);
+  return result;
+}
+
+/** The lane is held by another run. */
+export async function onBlocked(deps: LaneDeps, job: Job, id: RunId, holderSlot: number, logger: RunLogger): Promise<Outcome> {
+  if (job.overlap === OverlapPolicy.FORBID_SKIP) {
+    if (await settle(deps, job, id, RunStatus.SKIPPED, `skipped: run of ${iso(holderSlot)} still open (forbid-skip)`)) {
+      logger.info('skipped: an earlier run of the job is still open (forbid-skip)', { holderSlot: iso(holderSlot) });
+    }
+    return 'ack';
+  }
+  // forbid-queue and coalesce: the holder dispatches the next waiting run when it ends; the
+  // sweeper watches this one in case the holder dies first.
+  deps.metrics.count(MetricName.OverlapWaits);
+  await deps.ledger.watch(id);
+  logger.info('waiting: another run of the job holds the lane', { holderSlot: iso(holderSlot) });
+  return 'ack';
+}
+
+/** After an exclusive run ended (SUCCEEDED, DEAD, SUPERSEDED, SKIPPED, MANUAL): free the lane, dispatch what comes next. */
+export async function afterRunEnded(deps: LaneDeps, job: Job, run: Pick<Run, 'job' | 'slot' | 'shard'>, logger?: RunLogger): Promise<void> {
+  await deps.ledger.lanes.release(job.name, { slot: run.slot, shard: run.shard });
+  await dispatchNextWaiting(deps, job, run, logger);
+}
+
+/** Dispatches the lane's next due waiting run, per policy (forbid-skip has no queue: nothing). */
+async function dispatchNextWaiting(deps: LaneDeps, job: Job, run: Pick<Run, 'job' | 'slot' | 'shard'>, logger?: RunLogger): Promise<void> {
+  if (job.overlap === OverlapPolicy.FORBID_SKIP || job.overlap === OverlapPolicy.PARALLEL) return;
+  const due = await deps.ledger.laneRunsAfter(job.name, run.shard, run.slot, dueBy(deps, job));
+  if (due.length === 0) return;
+  const coalesce = job.overlap === OverlapPolicy.COALESCE;
+  const next = coalesce ? due[due.length - 1]! : due[0]!;
+  if (coalesce) {
+    // The skipped-over ones acked their messages while they waited: settle them now.
+    for (const older of due.slice(0, -1)) {
+      if (await deps.ledger.settleWaiting(older, RunStatus.SUPERSEDED, `superseded by ${next.runKey} (coalesce)`, deps.clock())) deps.metrics.count(MetricName.RunsSuperseded);
+    }
+  }
+  const startAt = Math.max(next.fireAt ?? next.slot, next.nextAttemptAt ?? 0) - job.startLead;
+  await deps.queue.send([{ message: messageFor(next), delaySeconds: Math.max(0, Math.floor((startAt - deps.clock()) / 1000)) }]);
+  logger?.info('dispatched the next waiting run', { next: next.runKey });
+}

@@ -1,0 +1,235 @@
+/**
+ * Fences and effects: an older slot fenced out by a newer slot's write ends SUPERSEDED at once
+ * (never retried into the newer state, never looping to DEAD); a write whose response was lost
+ * after it committed is applied once (increments included); nothing of an ended attempt lands.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoItemReader } from '../../shared/adapters/item-reader.js';
+import { DynamoFencedStore } from '../../shared/adapters/fenced-store.js';
+import { RunStatus } from '../../shared/core/vocabulary.js';
+import { AttemptAbortedError, AttemptEndedError, ConditionFailedError, FencedOutError, type JobHandler, type RunContext } from '../../shared/handler-api.js';
+import { faultyClient } from '../support/faults.js';
+import { FROZEN_TIMERS, testJobs, waitFor } from '../support/helpers.js';
+import { Lab } from '../support/lab.js';
+import { sandbox, type Sandbox } from '../support/stack.js';
+
+const SEC = 1_000;
+const T0 = Date.UTC(2026, 11, 1, 12, 0);
+
+describe('fenced effects', () => {
+  let box: Sandbox;
+  beforeAll(async () => {
+    box = await sandbox();
+  });
+  afterAll(() => box.destroy());
+
+  describe('a refusal by a newer slot supersedes the run; one by a newer claim of the same slot is a lost lease', () => {
+    const item = (name: string) => ({ pk: `CACHE#${name}`, sk: 'CURRENT' });
+    function cacheLab(overlap: 'parallel' | 'forbid-queue' = 'parallel') {
+      const name = `cache-${Math.random().toString(36).slice(2, 8)}`;
+      const refusals: string[] = [];
+      const handler: JobHandler = {
+        async run(ctx) {
+          try {
+            await ctx.fenced.put({ table: ctx.tables.ledger, item: { ...item(name), slot: ctx.slot } });
+          } catch (error) {
+            if (error instanceof FencedOutError) refusals.push(error.refusal);
+            throw error;
+          }
+        },
+      };
+      const jobs = testJobs([{ name, schedule: '*/10 * * * * *', handler: 'h', overlap, startLead: 0, retry: { maxAttempts: 3, backoff: { base: 0, max: 0 } } }], ['h']);
+      return { name, refusals, lab: new Lab(box, jobs, { h: handler }, T0) };
+    }
+
+    it('an older slot whose item a newer slot already wrote ends SUPERSEDED on its first attempt, naming the item and the newer fence', async () => {
+      const { name, refusals, lab } = cacheLab();
+      const [older, newer] = [T0, T0 + 10 * SEC];
+      await lab.create(name, older);
+      await lab.create(name, newer);
+      lab.clock.now = newer + 50;
+      expect(await lab.deliver(name, newer)).toBe('ack');
+      // The older slot comes late (a retry, a takeover, a catch-up, a backfill, a redrive).
+      expect(await lab.deliver(name, older)).toBe('ack');
+      const run = (await lab.run(name, older))!;
+      expect(run).toMatchObject({ status: RunStatus.SUPERSEDED, attempt: 1, lastError: { code: 'SUPERSEDED_BY_NEWER_SLOT' } });
+      expect(run.lastError!.message).toContain(`CACHE#${name}/CURRENT`);
+      expect(run.lastError!.message).toContain(new Date(newer).toISOString());
+      expect(refusals).toEqual(['newer-slot']);
+      expect(lab.metrics.get('RunsSupersededByFence')).toBe(1);
+      // The newer state stands.
+      expect((await new DynamoItemReader(box.clients.doc).get(box.endpoints.ledgerTable, item(name)))?.slot).toBe(newer);
+      // A later message of the superseded run is a duplicate: no claim, no loop.
+      expect(await lab.deliver(name, older)).toBe('ack');
+      expect(lab.events.filter((e) => e.type === 'claimed' && e.runKey === run.runKey)).toHaveLength(1);
+    });
+
+    it('a superseded run of an exclusive job frees its lane: the next run executes', async () => {
+      const { name, lab } = cacheLab('forbid-queue');
+      const [s1, s2, s3] = [T0, T0 + 10 * SEC, T0 + 20 * SEC];
+      for (const s of [s1, s2, s3]) await lab.create(name, s);
+      // s3 wrote the item already (out of order: e.g. it was backfilled later).
+      await new DynamoFencedStore(box.clients.doc, s3 * 1000 + 1).put({ table: box.endpoints.ledgerTable, item: { ...item(name), slot: s3 } });
+      lab.clock.now = s3 + 50;
+      await lab.deliver(name, s1);
+      expect(await lab.status(name, s1)).toBe(RunStatus.SUPERSEDED);
+      await lab.deliverSent();
+      // s2 is superseded in turn (s3's write is newer still); the lane moves on each time.
+      expect(await lab.status(name, s2)).toBe(RunStatus.SUPERSEDED);
+      expect(await box.ledger.lanes.read(name, 0)).toBeUndefined();
+    });
+
+    it('a newer claim of the same slot wrote the item: the stale holder lost its lease and records nothing', async () => {
+      const { name, refusals, lab } = cacheLab();
+      const slot = T0;
+      await lab.create(name, slot);
+      lab.clock.now = slot + 50;
+      // A is frozen right after its claim (no heartbeats): B takes over after the lease and writes.
+      let releaseA!: () => void;
+      const hold = new Promise<void>((r) => (releaseA = r));
+      const frozen: JobHandler = {
+        async run(ctx) {
+          await hold;
+          try {
+            await ctx.fenced.put({ table: ctx.tables.ledger, item: { ...item(name), slot: ctx.slot, by: 'A' } });
+          } catch (error) {
+            if (error instanceof FencedOutError) refusals.push(error.refusal);
+            throw error;
+          }
+        },
+      };
+      const a = lab.deliver(name, slot, 'A', { timers: FROZEN_TIMERS, handlers: { h: frozen } });
+      await waitFor(async () => (lab.events.some((e) => e.type === 'handler-started') ? true : undefined), 5_000, 'A to start');
+      lab.clock.now = slot + 50 + 30 * SEC + 3 * SEC;
+      expect(await lab.deliver(name, slot, 'B')).toBe('ack');
+      releaseA();
+      expect(await a).toBe('retry');
+      expect(refusals).toEqual(['newer-claim']);
+      expect(await lab.run(name, slot)).toMatchObject({ status: RunStatus.SUCCEEDED, owner: 'B' });
+      expect(lab.metrics.get('RunsSupersededByFence')).toBe(0);
+    });
+  });
+
+  describe('a write whose response was lost after it committed is applied once', () => {
+    const COUNTER = { pk: 'COUNTER#credits', sk: 'TOTAL' };
+
+    async function readCounter(key = COUNTER) {
+      return new DynamoItemReader(box.clients.doc).get(box.endpoints.ledgerTable, key);
+    }
+
+    it.each([
+      ['update', 'UpdateItemCommand'],
+      ['transact', 'TransactWriteItemsCommand'],
+    ] as const)('an increment by %s, retried by the SDK after a lost response, counts once', async (kind, command) => {
+      const key = { pk: `COUNTER#${kind}`, sk: 'TOTAL' };
+      const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: (c) => c === command, fault: 'lost-response' }]);
+      const store = new DynamoFencedStore(faulty.doc, T0 * 1000 + 1);
+      const increment = { table: box.endpoints.ledgerTable, key, set: { expression: 'credits = if_not_exists(credits, :zero) + :one', values: { ':zero': 0, ':one': 1 } } };
+      if (kind === 'update') await store.update(increment);
+      else await store.transact([{ kind: 'update', ...increment }]);
+      expect(faulty.injected).toEqual([command]);
+      expect(faulty.matched.length).toBeGreaterThanOrEqual(2);
+      expect((await readCounter(key))?.credits).toBe(1);
+      // The same holder's next increment is a new write: it counts.
+      await store.update(increment);
+      expect((await readCounter(key))?.credits).toBe(2);
+      faulty.destroy();
+    });
+
+    it('a put under a business condition whose commit response was lost is reported accepted, not ConditionFailedError', async () => {
+      const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: (c) => c === 'PutItemCommand', fault: 'lost-response' }]);
+      const store = new DynamoFencedStore(faulty.doc, T0 * 1000 + 1);
+      const charge = { table: box.endpoints.ledgerTable, item: { pk: 'CHARGE#inv-1', sk: 'ONCE', amount: 5 }, condition: { expression: 'attribute_not_exists(pk)' } };
+      await expect(store.put(charge)).resolves.toBeUndefined();
+      expect(faulty.injected).toEqual(['PutItemCommand']);
+      // A second holder (a re-execution) is refused by the business condition, as it should be.
+      await expect(new DynamoFencedStore(box.clients.doc, T0 * 1000 + 2).put(charge)).rejects.toBeInstanceOf(ConditionFailedError);
+      faulty.destroy();
+    });
+
+    it('the worker path: a handler\'s counter increment with a lost response still counts once', async () => {
+      const name = `counter-${Math.random().toString(36).slice(2, 8)}`;
+      const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: (c, input) => c === 'UpdateItemCommand' && JSON.stringify(input.Key ?? {}).includes('COUNTER#credits'), fault: 'lost-response' }]);
+      const handler: JobHandler = {
+        async run(ctx) {
+          await ctx.fenced.update({ table: ctx.tables.ledger, key: COUNTER, set: { expression: 'credits = if_not_exists(credits, :zero) + :one', values: { ':zero': 0, ':one': 1 } } });
+        },
+      };
+      const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0 }], ['h']);
+      const lab = new Lab(box, jobs, { h: handler }, T0 + 10);
+      await lab.create(name, T0);
+      expect(await lab.deliver(name, T0, 'w', { doc: faulty.doc })).toBe('ack');
+      expect(faulty.injected).toEqual(['UpdateItemCommand']);
+      expect((await readCounter())?.credits).toBe(1);
+      expect(lab.events.filter((e) => e.type === 'effect' && e.result === 'accepted')).toHaveLength(1);
+      faulty.destroy();
+    });
+  });
+
+  describe('nothing of an ended attempt lands', () => {
+    it('a handler that ignores its timeout keeps going: every later ctx call is refused, none of its writes lands, and ctx.signal says why', async () => {
+      const name = `zombie-${Math.random().toString(36).slice(2, 8)}`;
+      const late: string[] = [];
+      let context: RunContext | undefined;
+      let done!: () => void;
+      const finished = new Promise<void>((r) => (done = r));
+      const zombie: JobHandler = {
+        async run(ctx) {
+          context = ctx;
+          // Ignores ctx.signal: waits past its timeout, then tries to write, read and checkpoint.
+          await new Promise((r) => setTimeout(r, 600));
+          for (const call of [
+            () => ctx.fenced.put({ table: ctx.tables.ledger, item: { pk: `ZOMBIE#${name}`, sk: 'W' } }),
+            () => ctx.fenced.transact([{ kind: 'put', table: ctx.tables.ledger, item: { pk: `ZOMBIE#${name}`, sk: 'T' } }]),
+            () => ctx.reader.get(ctx.tables.ledger, { pk: `ZOMBIE#${name}`, sk: 'W' }),
+            () => ctx.checkpoint({ at: 'late' }),
+          ]) {
+            try {
+              await call();
+              late.push('landed');
+            } catch (error) {
+              late.push(error instanceof AttemptEndedError ? 'refused' : String(error));
+            }
+          }
+          done();
+        },
+      };
+      const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, timeout: 200, lease: '30s' }], ['h']);
+      const lab = new Lab(box, jobs, { h: zombie }, T0 + 10);
+      await lab.create(name, T0);
+      expect(await lab.deliver(name, T0)).toBe('retry');
+      expect(await lab.run(name, T0)).toMatchObject({ status: RunStatus.UNKNOWN, lastError: { code: 'TIMEOUT' } });
+      await finished;
+      expect(late).toEqual(['refused', 'refused', 'refused', 'refused']);
+      const reason = context!.signal.reason as unknown;
+      expect(reason).toBeInstanceOf(AttemptAbortedError);
+      expect((reason as AttemptAbortedError).why).toBe('timeout');
+      const reader = new DynamoItemReader(box.clients.doc);
+      expect(await reader.get(box.endpoints.ledgerTable, { pk: `ZOMBIE#${name}`, sk: 'W' })).toBeUndefined();
+      expect(await reader.get(box.endpoints.ledgerTable, { pk: `ZOMBIE#${name}`, sk: 'T' })).toBeUndefined();
+      expect((await lab.run(name, T0))!.checkpoint).toBeUndefined();
+    });
+
+    it('a write in flight when the attempt ends lands before the outcome is recorded, never after it', async () => {
+      const name = `inflight-${Math.random().toString(36).slice(2, 8)}`;
+      // The handler's write is slow (latency at the store); the timeout fires while it is in flight.
+      const slow = faultyClient(box.endpoints.dynamoEndpoint, []);
+      slow.dynamo.middlewareStack.add((next) => async (args) => {
+        await new Promise((r) => setTimeout(r, 400));
+        return next(args);
+      }, { step: 'finalizeRequest', name: 'latency' });
+      const handler: JobHandler = {
+        async run(ctx) {
+          await ctx.fenced.put({ table: ctx.tables.ledger, item: { pk: `INFLIGHT#${name}`, sk: 'W' } });
+        },
+      };
+      const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, timeout: 100, lease: '30s' }], ['h']);
+      const lab = new Lab(box, jobs, { h: handler }, T0 + 10);
+      await lab.create(name, T0);
+      await lab.deliver(name, T0, 'w', { doc: slow.doc });
+      const order = lab.events.filter((e) => (e.type === 'effect' || e.type === 'outcome') && e.runKey.startsWith(name)).map((e) => e.type);
+      expect(order).toEqual(['effect', 'outcome']);
+      slow.destroy();
+    });
+  });
+});

@@ -1,0 +1,293 @@
+/**
+ * Liveness of the exclusive overlap policies (forbid-skip, forbid-queue, coalesce): a lane always
+ * moves on. Every path that ends or revives a run of an exclusive job frees its lane or leaves a
+ * marker the next claim takes over, and the lane's next waiting run is dispatched; a run created
+ * ahead of its slot never supersedes one that is due. Decisions are driven one message at a time
+ * under a manual clock (test/support/lab.ts), against the real ledger.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { LedgerOps } from '../../shared/adapters/ledger-ops.js';
+import { initialFence, MAX_CLAIMS_PER_SLOT } from '../../shared/core/fence.js';
+import { RunStatus } from '../../shared/core/vocabulary.js';
+import { PermanentError, RetryableError, type JobHandler, type RunContext } from '../../shared/handler-api.js';
+import { LedgerKeys } from '../../shared/resources.js';
+import { laneHandOn, resolveRun } from '../../tools/ops/resolve.js';
+import { retryRuns } from '../../tools/ops/retry.js';
+import { testJobs } from '../support/helpers.js';
+import { Lab } from '../support/lab.js';
+import { sandbox, type Sandbox } from '../support/stack.js';
+
+const MIN = 60_000;
+const T0 = Date.UTC(2026, 11, 1, 12, 0);
+
+/** A handler whose behaviour the test picks per slot, and that can be held until released. */
+class Script {
+  readonly behaviour = new Map<number, 'ok' | 'retry' | 'permanent' | 'hold'>();
+  private readonly gates = new Map<number, () => void>();
+  readonly handler: JobHandler = {
+    run: async (ctx: RunContext) => {
+      const what = this.behaviour.get(ctx.slot) ?? 'ok';
+      if (what === 'retry') {
+        this.behaviour.set(ctx.slot, 'ok');
+        throw new RetryableError('transient', { code: 'FLAKY' });
+      }
+      if (what === 'permanent') throw new PermanentError('broken for good', { code: 'BROKEN' });
+      if (what === 'hold') await new Promise<void>((resolve) => this.gates.set(ctx.slot, resolve));
+    },
+  };
+  release(slot: number): void {
+    this.gates.get(slot)?.();
+  }
+  async waitHeld(slot: number): Promise<void> {
+    for (let i = 0; i < 200 && !this.gates.has(slot); i++) await new Promise((r) => setTimeout(r, 10));
+    if (!this.gates.has(slot)) throw new Error(`run of ${new Date(slot).toISOString()} never started`);
+  }
+}
+
+describe('exclusive lanes always move on', () => {
+  let box: Sandbox;
+  beforeAll(async () => {
+    box = await sandbox();
+  });
+  afterAll(() => box.destroy());
+
+  function lab(overlap: 'forbid-skip' | 'forbid-queue' | 'coalesce', script: Script, schedule = '* * * * *', extra: Record<string, unknown> = {}) {
+    const name = `${overlap}-${Math.random().toString(36).slice(2, 8)}`;
+    const jobs = testJobs([{ name, schedule, handler: 'h', overlap, startLead: 0, lease: '30s', retry: { maxAttempts: 3, backoff: { base: 0, max: 0 } }, ...extra }], ['h']);
+    return { name, lab: new Lab(box, jobs, { h: script.handler }, T0) };
+  }
+
+  describe('coalesce: only a due run can supersede another', () => {
+    it('a tick just before every minute leaves the next minute\'s run READY ahead of time: each minute still runs (none SUPERSEDED)', async () => {
+      const script = new Script();
+      const { name, lab: l } = lab('coalesce', script);
+      for (let m = 0; m < 5; m++) {
+        // The tick at hh:mm-3.5s materializes this minute's slot and the next one (65 s ahead).
+        l.clock.now = T0 + m * MIN - 3_500;
+        for (const slot of [T0 + m * MIN, T0 + (m + 1) * MIN]) if (!(await l.run(name, slot))) await l.create(name, slot);
+        l.clock.now = T0 + m * MIN + 40;
+        expect(await l.deliver(name, T0 + m * MIN)).toBe('ack');
+        expect(await l.status(name, T0 + m * MIN)).toBe(RunStatus.SUCCEEDED);
+      }
+      expect(l.started()).toHaveLength(5);
+      expect(l.metrics.get('RunsSuperseded')).toBe(0);
+    });
+
+    it('every 30 s with two runs always ahead: every slot runs', async () => {
+      const script = new Script();
+      const { name, lab: l } = lab('coalesce', script, '*/30 * * * * *');
+      for (let k = 0; k < 6; k++) {
+        l.clock.now = T0 + k * 30_000 - 3_500;
+        for (let ahead = 0; ahead < 3; ahead++) {
+          const slot = T0 + (k + ahead) * 30_000;
+          if (!(await l.run(name, slot))) await l.create(name, slot);
+        }
+        l.clock.now = T0 + k * 30_000 + 40;
+        await l.deliver(name, T0 + k * 30_000);
+      }
+      expect(l.started()).toHaveLength(6);
+    });
+
+    it('an older run that arrives after a newer due one ran is superseded (executed slots only move forward)', async () => {
+      const script = new Script();
+      const { name, lab: l } = lab('coalesce', script);
+      await l.create(name, T0);
+      await l.create(name, T0 + MIN);
+      l.clock.now = T0 + MIN + 10;
+      await l.deliver(name, T0 + MIN);
+      await l.deliver(name, T0);
+      expect(await l.status(name, T0)).toBe(RunStatus.SUPERSEDED);
+      expect(l.started()).toHaveLength(1);
+    });
+  });
+
+  describe('every path that ends or revives a lane holder hands the lane on', () => {
+    /** S1 holds the lane (RETRY between attempts); S2 arrives, waits, and acks its message. */
+    async function retryingHolderWithWaiter(overlap: 'forbid-queue' | 'coalesce') {
+      const script = new Script();
+      const { name, lab: l } = lab(overlap, script);
+      const [s1, s2] = [T0, T0 + MIN];
+      await l.create(name, s1);
+      await l.create(name, s2);
+      script.behaviour.set(s1, 'retry');
+      l.clock.now = s1 + 10;
+      expect(await l.deliver(name, s1)).toBe('retry');
+      expect(await l.status(name, s1)).toBe(RunStatus.RETRY);
+      l.clock.now = s2 + 10;
+      expect(await l.deliver(name, s2)).toBe('ack');
+      expect(await l.status(name, s2)).toBe(RunStatus.READY);
+      expect(l.started()).toHaveLength(1);
+      return { script, name, l, s1, s2 };
+    }
+
+    it('holder SUCCEEDED: the waiting run is dispatched and runs', async () => {
+      const script = new Script();
+      const { name, lab: l } = lab('forbid-queue', script);
+      const [s1, s2] = [T0, T0 + MIN];
+      await l.create(name, s1);
+      await l.create(name, s2);
+      script.behaviour.set(s1, 'hold');
+      l.clock.now = s2 + 10;
+      const first = l.deliver(name, s1, 'a');
+      await script.waitHeld(s1);
+      expect(await l.deliver(name, s2, 'b')).toBe('ack');
+      script.release(s1);
+      expect(await first).toBe('ack');
+      expect(await l.deliverSent()).toEqual([`${name}@${new Date(s2).toISOString()}`]);
+      expect(await l.status(name, s2)).toBe(RunStatus.SUCCEEDED);
+    });
+
+    it('holder DEAD (permanent error): the waiting run runs', async () => {
+      const script = new Script();
+      const { name, lab: l } = lab('forbid-queue', script);
+      const [s1, s2] = [T0, T0 + MIN];
+      await l.create(name, s1);
+      await l.create(name, s2);
+      script.behaviour.set(s1, 'permanent');
+      l.clock.now = s2 + 10;
+      await l.deliver(name, s1);
+      expect(await l.status(name, s1)).toBe(RunStatus.DEAD);
+      await l.deliver(name, s2);
+      expect(await l.status(name, s2)).toBe(RunStatus.SUCCEEDED);
+    });
+
+    it('an exclusive run that fails once is retried through its own marker, runs and succeeds; so does the waiting one after it', async () => {
+      const { name, l, s1, s2 } = await retryingHolderWithWaiter('forbid-queue');
+      l.clock.now = s2 + 1_000;
+      expect(await l.deliver(name, s1)).toBe('ack');
+      expect(await l.status(name, s1)).toBe(RunStatus.SUCCEEDED);
+      await l.deliverSent();
+      expect(await l.status(name, s2)).toBe(RunStatus.SUCCEEDED);
+    });
+
+    it('a holder taken over after its worker died keeps the lane for its successor, which runs it and hands the lane on', async () => {
+      const script = new Script();
+      const { name, lab: l } = lab('forbid-queue', script);
+      const [s1, s2] = [T0, T0 + MIN];
+      await l.create(name, s1);
+      await l.create(name, s2);
+      // The first worker claims the lane and the run, then dies (nothing recorded).
+      l.clock.now = s1 + 10;
+      expect(await l.box.ledger.lanes.acquire(name, { slot: s1, shard: 0 }, l.clock.now)).toEqual({ kind: 'acquired' });
+      expect((await l.box.ledger.claim(l.id(name, s1), 'dead-worker', l.clock.now, 30_000, 2_000)).kind).toBe('claimed');
+      l.clock.now = s2 + 10;
+      expect(await l.deliver(name, s2, 'b')).toBe('ack');
+      // After the lease: a takeover of s1 through its own marker.
+      l.clock.now = s2 + 20;
+      expect(await l.deliver(name, s1, 'successor')).toBe('ack');
+      expect(await l.status(name, s1)).toBe(RunStatus.SUCCEEDED);
+      expect(l.metrics.get('Takeovers')).toBe(1);
+      await l.deliverSent();
+      expect(await l.status(name, s2)).toBe(RunStatus.SUCCEEDED);
+    });
+
+    it('holder SUPERSEDED by coalesce while between attempts: the lane is freed and the newer run runs', async () => {
+      const { name, l, s1, s2 } = await retryingHolderWithWaiter('coalesce');
+      // The holder's retry message comes back: a newer due run exists, so it gives way.
+      expect(await l.deliver(name, s1)).toBe('ack');
+      expect(await l.status(name, s1)).toBe(RunStatus.SUPERSEDED);
+      expect(await l.deliverSent()).toEqual([`${name}@${new Date(s2).toISOString()}`]);
+      expect(await l.status(name, s2)).toBe(RunStatus.SUCCEEDED);
+    });
+
+    it('holder closed by ops resolve: the lane is freed and the waiting run dispatched', async () => {
+      const { name, l, s1, s2 } = await retryingHolderWithWaiter('forbid-queue');
+      const ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
+      await resolveRun(
+        { ledger: box.ledger, ops, clock: l.clock.read, handOn: laneHandOn(box.ledger, l.queue, l.jobs, l.clock.read) },
+        { id: l.id(name, s1), as: 'dead', reason: 'cancelled', by: 'test' },
+      );
+      expect(await l.status(name, s1)).toBe(RunStatus.DEAD);
+      expect(await l.deliverSent()).toEqual([`${name}@${new Date(s2).toISOString()}`]);
+      expect(await l.status(name, s2)).toBe(RunStatus.SUCCEEDED);
+    });
+
+    it('holder DEAD, then revived by ops retry: it runs again; the lane is not stuck either way', async () => {
+      const script = new Script();
+      const { name, lab: l } = lab('forbid-queue', script);
+      const [s1, s2] = [T0, T0 + MIN];
+      await l.create(name, s1);
+      script.behaviour.set(s1, 'permanent');
+      l.clock.now = s1 + 10;
+      await l.deliver(name, s1);
+      expect(await l.status(name, s1)).toBe(RunStatus.DEAD);
+      script.behaviour.set(s1, 'ok');
+      const ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
+      const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: l.queue, clock: l.clock.read }, [(await l.run(name, s1))!]);
+      expect(entry).toMatchObject({ action: 'revived', to: RunStatus.READY });
+      await l.deliverSent();
+      expect(await l.status(name, s1)).toBe(RunStatus.SUCCEEDED);
+      await l.create(name, s2);
+      l.clock.now = s2 + 10;
+      await l.deliver(name, s2);
+      expect(await l.status(name, s2)).toBe(RunStatus.SUCCEEDED);
+    });
+
+    it('a marker its holder left behind when it ended (a crash between outcome and release) is taken over by the next claim', async () => {
+      const script = new Script();
+      const { name, lab: l } = lab('forbid-queue', script);
+      const [s1, s2] = [T0, T0 + MIN];
+      await l.create(name, s1);
+      await l.create(name, s2);
+      l.clock.now = s1 + 10;
+      await box.ledger.lanes.acquire(name, { slot: s1, shard: 0 }, l.clock.now);
+      const claim = await box.ledger.claim(l.id(name, s1), 'w', l.clock.now, 30_000, 2_000);
+      if (claim.kind !== 'claimed') throw new Error(claim.kind);
+      expect((await box.ledger.complete(claim.run, { status: RunStatus.SUCCEEDED }, l.clock.now)).ok).toBe(true);
+      expect(await box.ledger.lanes.read(name, 0)).toMatchObject({ holderSlot: s1 });
+      l.clock.now = s2 + 10;
+      expect(await l.deliver(name, s2)).toBe('ack');
+      expect(await l.status(name, s2)).toBe(RunStatus.SUCCEEDED);
+      expect(await box.ledger.lanes.read(name, 0)).toBeUndefined();
+    });
+
+    it('a run whose fencing range is spent ends DEAD and hands the lane on (it never loops)', async () => {
+      const script = new Script();
+      const { name, lab: l } = lab('forbid-queue', script);
+      const [s1, s2] = [T0, T0 + MIN];
+      await l.create(name, s1);
+      await l.create(name, s2);
+      await box.clients.doc.send(
+        new UpdateCommand({
+          TableName: box.endpoints.ledgerTable,
+          Key: { pk: LedgerKeys.jobPk(name), sk: LedgerKeys.runSk(s1, 0) },
+          UpdateExpression: 'SET fencingToken = :spent',
+          ExpressionAttributeValues: { ':spent': initialFence(s1) + MAX_CLAIMS_PER_SLOT },
+        }),
+      );
+      l.clock.now = s2 + 10;
+      expect(await l.deliver(name, s1)).toBe('ack');
+      expect(await l.run(name, s1)).toMatchObject({ status: RunStatus.DEAD, lastError: { code: 'FENCE_RANGE_EXHAUSTED' } });
+      await l.deliver(name, s2);
+      expect(await l.status(name, s2)).toBe(RunStatus.SUCCEEDED);
+    });
+  });
+
+  describe('forbid-skip and coalesce run the next due slot once the holder finished', () => {
+    it.each(['forbid-skip', 'coalesce'] as const)('%s: a slot due after the holder ended runs', async (overlap) => {
+      const script = new Script();
+      const { name, lab: l } = lab(overlap, script);
+      const [s1, s2, s3] = [T0, T0 + MIN, T0 + 2 * MIN];
+      for (const s of [s1, s2, s3]) await l.create(name, s);
+      script.behaviour.set(s1, 'hold');
+      l.clock.now = s1 + 10;
+      const first = l.deliver(name, s1, 'a');
+      await script.waitHeld(s1);
+      // s2 arrives while s1 runs: skipped (forbid-skip) or waits (coalesce).
+      l.clock.now = s2 + 10;
+      await l.deliver(name, s2, 'b');
+      script.release(s1);
+      await first;
+      if (overlap === 'forbid-skip') expect(await l.status(name, s2)).toBe(RunStatus.SKIPPED);
+      else {
+        await l.deliverSent();
+        expect(await l.status(name, s2)).toBe(RunStatus.SUCCEEDED);
+      }
+      // s3 comes due after the holder finished: it runs.
+      l.clock.now = s3 + 10;
+      expect(await l.deliver(name, s3, 'c')).toBe('ack');
+      expect(await l.status(name, s3)).toBe(RunStatus.SUCCEEDED);
+    });
+  });
+});

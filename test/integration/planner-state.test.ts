@@ -1,0 +1,208 @@
+/**
+ * The planner's state at scale and across changes: a partition with 10,000 jobs catching up stays
+ * within DynamoDB's limits and catches up; the sweeper pages through every open run it watches;
+ * changing plannerPartitions loses and doubles nothing and forgets no pause; resuming a job never
+ * plans slots from before its first planning; a stale tick never moves the watermark back.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { jobPlanning } from '../../shared/adapters/planner-store.js';
+import type { HistoryEvent } from '../../shared/core/history.js';
+import { partitionOf } from '../../shared/core/partition.js';
+import { slotSpecOf } from '../../shared/core/plan.js';
+import { slotsBetween } from '../../shared/core/slots.js';
+import { RunStatus, type Run } from '../../shared/core/vocabulary.js';
+import { InMemoryMetrics } from '../../shared/observability.js';
+import { runPlannerTick, type PlannerOptions, type TickReport } from '../../shared/planner.js';
+import type { Job } from '../../shared/core/job-schema.js';
+import { ManualClock, silentLogger, testJobs } from '../support/helpers.js';
+import { RecordingQueue } from '../support/lab.js';
+import { sandbox, type Sandbox } from '../support/stack.js';
+
+const SEC = 1_000;
+const MIN = 60 * SEC;
+const T0 = Date.UTC(2026, 11, 1, 12, 0);
+
+interface World {
+  readonly box: Sandbox;
+  readonly clock: ManualClock;
+  readonly queue: RecordingQueue;
+  readonly events: HistoryEvent[];
+  readonly metrics: InMemoryMetrics;
+  tick(jobs: readonly Job[], of?: number, options?: PlannerOptions): Promise<TickReport[]>;
+}
+
+function world(box: Sandbox, now: number): World {
+  const clock = new ManualClock(now);
+  const queue = new RecordingQueue();
+  const events: HistoryEvent[] = [];
+  const metrics = new InMemoryMetrics();
+  return {
+    box,
+    clock,
+    queue,
+    events,
+    metrics,
+    async tick(jobs, of = 1, options = {}) {
+      const reports: TickReport[] = [];
+      for (let partition = 0; partition < of; partition++) {
+        reports.push(
+          await runPlannerTick(
+            { ledger: box.ledger, queue, jobs, clock: clock.read, logger: silentLogger(), metrics, history: { record: (e) => events.push(e) }, options: { lookaheadMs: 65 * SEC, ...options } },
+            { partition, of },
+          ),
+        );
+      }
+      return reports;
+    },
+  };
+}
+
+/** Every run of `job`, by slot. */
+async function runsBySlot(box: Sandbox, job: string): Promise<Map<number, Run>> {
+  return new Map((await box.ledger.listRuns(job, { ascending: true })).map((r) => [r.slot, r]));
+}
+
+describe('planner state', () => {
+  let box: Sandbox;
+  beforeAll(async () => {
+    box = await sandbox();
+  });
+  afterAll(() => box.destroy());
+
+  it('a stale tick finishing last never moves the watermark back, and reports it did not advance', async () => {
+    const own = await sandbox();
+    const w = world(own, T0 + 60 * SEC);
+    const jobs = testJobs([{ name: 'wm', schedule: '* * * * *', handler: 'noop' }]);
+    const [late] = await w.tick(jobs);
+    expect(late!.watermarkAdvanced).toBe(true);
+    // The tick that started a minute earlier finishes now.
+    w.clock.now = T0;
+    const [stale] = await w.tick(jobs);
+    expect(stale!.watermarkAdvanced).toBe(false);
+    const layout = await own.ledger.planning.readLayout();
+    expect(layout!.partitions.get(0)!.plannedUntil).toBe(late!.plannedUntil);
+    own.destroy();
+  });
+
+  it('a partition with 10,000 jobs all catching up stays within every DynamoDB limit, works to its budget and catches up', async () => {
+    const own = await sandbox();
+    const jobs = testJobs(
+      Array.from({ length: 10_000 }, (_, i) => ({ name: `h-${String(i).padStart(5, '0')}`, schedule: `${i % 60} * * * *`, handler: 'noop', misfire: { after: '1m', policy: 'all' as const, maxPerTick: 1 } })),
+    );
+    const w = world(own, T0 + 30 * SEC);
+    await w.tick(jobs);
+    // The planner is down an hour: every job has a misfired slot, twice one tick's share.
+    const down = T0 + 65 * MIN + 30 * SEC;
+    w.clock.now = down;
+    const budget = 5_000;
+    let ticks = 0;
+    let report: TickReport;
+    do {
+      const started = Date.now();
+      [report] = (await w.tick(jobs, 1, { catchUpBudget: budget })) as [TickReport];
+      if (process.env.TICK_DEBUG) console.log('tick', ticks, report, Date.now() - started, 'ms');
+      ticks++;
+      // Half the jobs wait for the next tick's budget; a few that fire again in the hour stay behind too.
+      if (ticks === 1) expect(report.deferred).toBe(5_000);
+      if (ticks === 1) expect(report.behind).toBeGreaterThanOrEqual(5_000);
+      w.clock.advance(MIN);
+    } while (report.behind > 0 && ticks < 20);
+    expect(report.behind).toBe(0);
+    // About 10,500 misfired slots at 5,000 a tick: three catch-up ticks.
+    expect(ticks).toBeLessThanOrEqual(3);
+    const created = w.events.filter((e) => e.type === 'run-created');
+    expect(new Set(created.map((e) => e.runKey)).size).toBe(created.length);
+    // Every misfired slot of a sample of jobs got its run.
+    for (const job of [jobs[0]!, jobs[4_321]!, jobs[9_999]!]) {
+      const expected = slotsBetween(slotSpecOf(job), T0 + 95 * SEC, down - MIN - 1);
+      expect(expected).toHaveLength(1);
+      const runs = await runsBySlot(own, job.name);
+      for (const slot of expected) expect(runs.get(slot)?.status, `${job.name}@${new Date(slot).toISOString()}`).toBe(RunStatus.READY);
+    }
+    own.destroy();
+  }, 300_000);
+
+  it('the sweeper pages through every watched open run: 150 old open runs of a removed job hide no newer lost run, and are reported', async () => {
+    const own = await sandbox();
+    const w = world(own, T0);
+    const jobs = testJobs([{ name: 'kept', schedule: '0 0 1 1 *', handler: 'noop' }]);
+    await w.tick(jobs);
+    // Runs of a job no longer configured, watched (old), and one lost run of a configured job, newer.
+    for (let i = 0; i < 150; i++) await own.ledger.createRun({ job: 'removed', slot: T0 - 60 * MIN + i * SEC, shard: 0, shards: 1, status: RunStatus.READY, watch: true }, T0 - 60 * MIN);
+    await own.ledger.createRun({ job: 'kept', slot: T0 - 10 * MIN, shard: 0, shards: 1, status: RunStatus.READY, watch: true }, T0 - 10 * MIN);
+    let orphans = 0;
+    let resent: string[] = [];
+    for (let k = 0; k < 4 && resent.length === 0; k++) {
+      w.clock.advance(MIN);
+      const [report] = await w.tick(jobs, 1, { sweepLimit: 100 });
+      orphans += report!.orphans;
+      resent = w.queue.take().map((s) => s.message.runKey);
+    }
+    expect(resent).toEqual([`kept@${new Date(T0 - 10 * MIN).toISOString()}`]);
+    expect(orphans).toBeGreaterThanOrEqual(100);
+    expect(w.metrics.get('OrphanedOpenRuns')).toBe(orphans);
+    own.destroy();
+  });
+
+  it('changing plannerPartitions (1 → 4 → 1) across a deploy gap plans every slot once and keeps a job paused', async () => {
+    const own = await sandbox();
+    const jobs = testJobs(Array.from({ length: 20 }, (_, i) => ({ name: `p-${i}`, schedule: '* * * * *', handler: 'noop', misfire: { after: '5m', policy: 'all' as const, maxPerTick: 20 } })));
+    const w = world(own, T0 + 30 * SEC);
+    await w.tick(jobs, 1);
+    w.clock.advance(MIN);
+    await w.tick(jobs, 1);
+    await own.ledger.planning.pause('p-7', (await jobPlanning(own.ledger.planning, ['p-7'], partitionOf)).get('p-7')!.plannedUntil!, { by: 'test', at: w.clock.now });
+    // Deploy gap: ten minutes without any tick, then four partitions.
+    w.clock.advance(10 * MIN);
+    for (let k = 0; k < 3; k++) {
+      const started = Date.now();
+      await w.tick(jobs, 4);
+      if (process.env.TICK_DEBUG) console.log('4-way tick', k, Date.now() - started, 'ms');
+      w.clock.advance(MIN);
+    }
+    // And back to one.
+    w.clock.advance(5 * MIN);
+    for (let k = 0; k < 3; k++) {
+      await w.tick(jobs, 1);
+      w.clock.advance(MIN);
+    }
+    const end = w.clock.now - MIN + 65 * SEC;
+    const created = w.events.filter((e) => e.type === 'run-created');
+    expect(new Set(created.map((e) => e.runKey)).size).toBe(created.length);
+    for (const job of jobs) {
+      const runs = await runsBySlot(own, job.name);
+      const slots = slotsBetween(slotSpecOf(job), T0 + 30 * SEC, end);
+      if (job.name === 'p-7') {
+        // Paused before the gap: nothing after its pause point, under every layout.
+        expect([...runs.keys()].every((slot) => slot <= T0 + 2 * MIN + 35 * SEC)).toBe(true);
+        continue;
+      }
+      for (const slot of slots) expect(runs.has(slot), `${job.name}@${new Date(slot).toISOString()}`).toBe(true);
+    }
+    expect((await jobPlanning(own.ledger.planning, ['p-7'], partitionOf)).get('p-7')!.pause).toMatchObject({ by: 'test' });
+    own.destroy();
+  });
+
+  it('a job paused and resumed minutes after its first planning never gets a run from before that planning', async () => {
+    const own = await sandbox();
+    const jobs = testJobs([{ name: 'fresh', schedule: '*/10 * * * * *', handler: 'noop', misfire: { after: '5m', policy: 'all' } }]);
+    const w = world(own, T0 + 10 * SEC);
+    const firstPlanning = w.clock.now;
+    await w.tick(jobs);
+    w.clock.now = T0 + 20 * SEC;
+    const planning = (await jobPlanning(own.ledger.planning, ['fresh'], partitionOf)).get('fresh')!;
+    await own.ledger.planning.pause('fresh', planning.plannedUntil!, { by: 'test', at: w.clock.now });
+    w.clock.now = T0 + 3 * MIN;
+    expect(await own.ledger.planning.resume('fresh')).toBe(true);
+    await w.tick(jobs);
+    w.clock.advance(MIN);
+    await w.tick(jobs);
+    const slots = [...(await runsBySlot(own, 'fresh')).keys()];
+    expect(slots.length).toBeGreaterThan(0);
+    expect(Math.min(...slots)).toBeGreaterThan(firstPlanning);
+    // And no slot was planned twice or skipped between the first planning and the last horizon.
+    const expected = slotsBetween(slotSpecOf(jobs[0]!), firstPlanning, w.clock.now + 65 * SEC);
+    expect(slots.sort((a, b) => a - b)).toEqual(expected);
+    own.destroy();
+  });
+});

@@ -1,0 +1,118 @@
+/**
+ * Time limits: a job whose attempt cannot fit in one worker invocation is refused at synth and
+ * at cold start (unless it checkpoints); a handler that yields without saving progress spends its
+ * attempts and ends DEAD instead of being re-claimed forever; a checkpointing job's timeout counts
+ * across the invocations its attempt spans.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Duration } from 'aws-cdk-lib';
+import { JobConfigError, parseJobs } from '../../shared/core/job-schema.js';
+import { loadWorkerJobs } from '../../shared/worker-config.js';
+import { RunStatus } from '../../shared/core/vocabulary.js';
+import type { JobHandler } from '../../shared/handler-api.js';
+import { validateJobsForDeployment } from '../../infra/scheduler-stack.js';
+import { testJobs } from '../support/helpers.js';
+import { Lab } from '../support/lab.js';
+import { sandbox, type Sandbox } from '../support/stack.js';
+
+const T0 = Date.UTC(2026, 11, 1, 12, 0);
+
+describe('an attempt must fit in one worker invocation', () => {
+  const job = (extra: Record<string, unknown>) => [{ name: 'long', schedule: '* * * * *', handler: 'h', ...extra }];
+
+  it('a timeout longer than the worker allows is refused, naming job, field and the value as written', () => {
+    let error: unknown;
+    try {
+      parseJobs(job({ timeout: '5m' }), { handlers: ['h'] });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(JobConfigError);
+    expect((error as JobConfigError).issues).toEqual([expect.objectContaining({ job: 'long', field: 'timeout', value: '5m' })]);
+    expect((error as Error).message).toMatch(/job "long": field "timeout": an attempt must fit in one worker invocation: at most 47500ms with the worker timeout of 1m/);
+  });
+
+  it('the default timeout fits the default worker, and a checkpointing job may run longer', () => {
+    expect(() => parseJobs(job({}), { handlers: ['h'] })).not.toThrow();
+    expect(parseJobs(job({ timeout: '30m', checkpoints: true }), { handlers: ['h'] })[0]).toMatchObject({ timeout: 1_800_000, checkpoints: true });
+  });
+
+  it('synth validates against the stack\'s worker timeout', () => {
+    const real = job({ timeout: '40s', handler: 'payments-reconcile' });
+    expect(() => validateJobsForDeployment(real, 15, { workerTimeout: Duration.seconds(30) })).toThrow(/field "timeout"/);
+    expect(() => validateJobsForDeployment(real, 15, { workerTimeout: Duration.seconds(60) })).not.toThrow();
+  });
+
+  it('the worker\'s cold start validates against its own timeout (WORKER_TIMEOUT_SECONDS)', () => {
+    expect(() => loadWorkerJobs(job({ timeout: '40s' }).map((j) => ({ ...j, handler: 'payments-reconcile' })), { WORKER_TIMEOUT_SECONDS: '30' })).toThrow(/field "timeout"/);
+    expect(() => loadWorkerJobs(job({ timeout: '40s' }).map((j) => ({ ...j, handler: 'payments-reconcile' })), { WORKER_TIMEOUT_SECONDS: '60' })).not.toThrow();
+  });
+});
+
+describe('yields and timeouts across invocations', () => {
+  let box: Sandbox;
+  beforeAll(async () => {
+    box = await sandbox();
+  });
+  afterAll(() => box.destroy());
+
+  /** Each delivery is one invocation with `budgetMs` of time; the worker yields with `marginMs` left. */
+  const invocation = (budgetMs: number, marginMs: number) => {
+    const started = Date.now();
+    return { remainingTimeMs: () => budgetMs - (Date.now() - started), options: { yieldMarginMs: marginMs } };
+  };
+
+  it('a hung handler that never checkpoints spends an attempt on every yield and ends DEAD (not re-claimed forever)', async () => {
+    const name = `hung-${Math.random().toString(36).slice(2, 8)}`;
+    let runs = 0;
+    const hung: JobHandler = {
+      async run() {
+        runs++;
+        await new Promise(() => undefined); // never returns, never checkpoints
+      },
+    };
+    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, timeout: '30s', lease: '30s', retry: { maxAttempts: 3, backoff: { base: 0, max: 0 } } }], ['h']);
+    const lab = new Lab(box, jobs, { h: hung }, T0 + 10);
+    await lab.create(name, T0);
+    for (let k = 0; k < 5 && (await lab.status(name, T0)) !== RunStatus.DEAD; k++) await lab.deliver(name, T0, `w${k}`, invocation(400, 200));
+    const run = (await lab.run(name, T0))!;
+    expect(run.status).toBe(RunStatus.DEAD);
+    expect(run.lastError!.code).toBe('YIELDED_WITHOUT_PROGRESS');
+    expect(runs).toBe(3);
+    expect(run.attempts!.map((a) => a.code)).toEqual(['YIELDED_WITHOUT_PROGRESS', 'YIELDED_WITHOUT_PROGRESS', 'YIELDED_WITHOUT_PROGRESS']);
+  });
+
+  it('a checkpointing job yields with progress without spending attempts, and its timeout counts across invocations', async () => {
+    const name = `ckpt-${Math.random().toString(36).slice(2, 8)}`;
+    let runs = 0;
+    const forever: JobHandler = {
+      async run(ctx) {
+        runs++;
+        let n = typeof ctx.resumeFrom === 'number' ? ctx.resumeFrom : 0;
+        while (!ctx.signal.aborted) {
+          await ctx.checkpoint(++n);
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      },
+    };
+    const jobs = testJobs(
+      // A short lease: the worker's watchdog (which yields) looks every half heartbeat, 100 ms.
+      [{ name, schedule: '* * * * *', handler: 'h', startLead: 0, timeout: 1_000, checkpoints: true, lease: '600ms', retry: { maxAttempts: 2, backoff: { base: 0, max: 0 } } }],
+      ['h'],
+    );
+    // Real time here: the attempt's handler time is measured by the worker's clock.
+    const slot = Math.floor(Date.now() / 1000) * 1000 - 1_000;
+    const lab = new Lab(box, jobs, { h: forever }, Date.now());
+    await lab.create(name, slot);
+    const waiting = async () => [RunStatus.READY, RunStatus.RETRY].includes((await lab.status(name, slot))!);
+    for (let k = 0; k < 10 && (await waiting()); k++) {
+      await lab.deliver(name, slot, `w${k}`, { clock: Date.now, ...invocation(600, 200) });
+    }
+    const run = (await lab.run(name, slot))!;
+    // 1 s of handler time at ~0.4 s an invocation: the timeout ends the attempt in its third invocation.
+    expect(run).toMatchObject({ status: RunStatus.UNKNOWN, attempt: 1, lastError: { code: 'TIMEOUT' } });
+    expect(runs).toBeGreaterThanOrEqual(3);
+    expect(lab.metrics.get('RunsYielded')).toBeGreaterThanOrEqual(2);
+    expect(typeof run.checkpoint).toBe('number');
+  });
+});
