@@ -51,6 +51,7 @@ export const Invariant = {
   NO_EXPIRED_RUNNING: 'no-expired-running',
   NO_LOOPING_MESSAGE: 'no-looping-message',
   OPEN_RUN_SWEPT: 'open-run-swept',
+  PAUSE_KEPT: 'pause-kept',
 } as const;
 export type Invariant = (typeof Invariant)[keyof typeof Invariant];
 
@@ -126,15 +127,9 @@ export interface Expected {
   readonly model?: ModelExpectations;
 }
 
-/** A window in which no run of `job` should have been created (paused, not yet added, removed). */
-export interface ForbiddenWindow {
-  readonly job: string;
-  /** Runs whose slot is in [slotFrom, slotTo) … */
-  readonly slotFrom: number;
-  readonly slotTo: number;
-  /** … and that were created in [createdFrom, createdTo). */
-  readonly createdFrom: number;
-  readonly createdTo: number;
+/** A run the model says no actor could have created (a paused job's, a removed job's, …), and why. */
+export interface UnexpectedRun {
+  readonly runKey: string;
   readonly why: string;
 }
 
@@ -147,7 +142,8 @@ export interface ModelExpectations {
   readonly overlap: Readonly<Record<string, string>>;
   /** Tolerance for instants the actors wrote with their own (skewed) clocks, ms. */
   readonly clockToleranceMs: number;
-  readonly forbidden?: readonly ForbiddenWindow[];
+  /** Runs that must not exist, if they do. */
+  readonly unexpected?: readonly UnexpectedRun[];
 }
 
 export interface CheckStats {

@@ -9,10 +9,14 @@
  *                        only paused jobs are still behind it;
  *  no-expired-running    nothing stays RUNNING past its lease (plus the clock tolerance);
  *  no-looping-message    no message is still being redelivered at the end (each one left in the
- *                        queue is hidden until a later instant, for a run that is still open);
+ *                        queue is hidden until a later instant, or due only since `dueGraceMs`);
  *  open-run-swept        an open run left without any message (lost send, lost delete) is seen by
  *                        a sweep and re-sent within the grace period, unless its lane is held by
- *                        another open run that will dispatch it (forbid-queue, coalesce).
+ *                        another open run that will dispatch it (forbid-queue, coalesce), or the
+ *                        sweeper gave up on it after its re-dispatch budget (`stuck`: left for an
+ *                        operator, counted RunsStuck);
+ *  pause-kept            the planner's paused jobs are exactly those an operator paused and did
+ *                        not resume (whatever happened to the partition count).
  */
 import type { CheckViolation, FinalState, Invariant as InvariantType } from './checker.js';
 import { isTerminal, RunStatus, type Run } from './vocabulary.js';
@@ -26,6 +30,7 @@ const I = {
   NO_EXPIRED_RUNNING: 'no-expired-running',
   NO_LOOPING_MESSAGE: 'no-looping-message',
   OPEN_RUN_SWEPT: 'open-run-swept',
+  PAUSE_KEPT: 'pause-kept',
 } as const satisfies Record<string, InvariantType>;
 
 /** A message still in the run queue when quiescence ended. */
@@ -54,6 +59,14 @@ export interface LivenessExpectations {
   readonly withMessage?: readonly string[];
   /** How long an open run may go without a message before a sweep must have re-sent one. */
   readonly sweepGraceMs?: number;
+  /** A message may be due this long at the end before it counts as left behind (workers busy). @default 0 */
+  readonly dueGraceMs?: number;
+  /** Open runs the sweeper stopped re-dispatching (their budget is spent): waiting for an operator. */
+  readonly stuck?: readonly string[];
+  /** Behind jobs whose catch-up cursor still moved in the last ticks (a long backlog, not a wedge). */
+  readonly progressing?: readonly string[];
+  /** Jobs the planner's state lists as paused, when the caller read them (pause-kept). */
+  readonly pausedInLedger?: readonly string[];
 }
 
 export function checkLiveness(final: FinalState, expected: LivenessExpectations): CheckViolation[] {
@@ -95,12 +108,22 @@ export function checkLiveness(final: FinalState, expected: LivenessExpectations)
       continue;
     }
     if (state.plannedUntil < now) flag(I.WATERMARK_CAUGHT_UP, label, `planned only up to ${iso(state.plannedUntil)}, ${Math.round((now - state.plannedUntil) / 1000)} s behind the end of quiescence`);
-    const lagging = state.behind.filter((job) => configured.has(job) && !expected.paused.includes(job));
+    const lagging = state.behind.filter((job) => configured.has(job) && !expected.paused.includes(job) && !(expected.progressing ?? []).includes(job));
     if (lagging.length > 0) flag(I.WATERMARK_CAUGHT_UP, label, `${lagging.length} job(s) still behind the watermark: ${lagging.slice(0, 5).join(', ')}`);
   }
 
+  if (expected.pausedInLedger) {
+    const inLedger = new Set(expected.pausedInLedger);
+    for (const job of expected.jobs) {
+      const want = expected.paused.includes(job);
+      if (want !== inLedger.has(job)) {
+        flag(I.PAUSE_KEPT, job, want ? 'an operator paused the job and never resumed it, yet the planner does not list it as paused' : 'the planner lists the job as paused, yet it was never paused or was resumed');
+      }
+    }
+  }
+
   if (expected.withMessage && expected.sweepGraceMs !== undefined) {
-    const messaged = new Set(expected.withMessage);
+    const messaged = new Set([...expected.withMessage, ...(expected.stuck ?? [])]);
     const heldBy = new Map((final.markers ?? []).map((m) => [`${m.job}|${m.shard}`, m.holderSlot]));
     for (const run of final.runs) {
       if (isTerminal(run.status) || !configured.has(run.job) || expected.paused.includes(run.job) || messaged.has(run.runKey)) continue;
@@ -114,9 +137,11 @@ export function checkLiveness(final: FinalState, expected: LivenessExpectations)
     }
   }
 
+  // A message due this long without being received is not being consumed: it waits for nothing.
+  const stale = now - (expected.dueGraceMs ?? 0);
   for (const message of expected.queue ?? []) {
     const run = message.runKey ? byKey.get(message.runKey) : undefined;
-    if (message.visibleAt <= now && run && configured.has(run.job)) {
+    if (message.visibleAt <= stale && run && configured.has(run.job)) {
       flag(I.NO_LOOPING_MESSAGE, message.runKey ?? message.messageId, `message ${message.messageId} still due after ${message.receives} receive(s) (run ${run.status})`);
     }
   }

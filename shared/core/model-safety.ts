@@ -21,8 +21,8 @@
  *  fenced-out-superseded    a run whose write was fenced out by a newer slot's write settles
  *                           SUPERSEDED (DESIGN §11.9), not DEAD after a loop of takeovers, nor open;
  *  superseded-by-due        a run is only superseded by a newer run that was already due;
- *  no-unexpected-run        no run is created in a window where none may be (paused job, before the
- *                           job existed, after it was removed).
+ *  no-unexpected-run        no run exists that the model says nobody could have created (a paused
+ *                           job's, a removed job's, a slot from before the job existed).
  */
 import type { CheckViolation, FinalState, Invariant as InvariantType, ModelExpectations } from './checker.js';
 import type { HistoryEvent } from './history.js';
@@ -225,12 +225,10 @@ export function checkModelSafety(events: readonly HistoryEvent[], final: FinalSt
   }
 
   // ---------------------------------------------------------------- runs where none may be
-  for (const window of model.forbidden ?? []) {
-    for (const run of all) {
-      if (run.job !== window.job || run.slot < window.slotFrom || run.slot >= window.slotTo) continue;
-      if (run.createdAt < window.createdFrom || run.createdAt >= window.createdTo) continue;
-      flag(I.NO_UNEXPECTED_RUN, run.runKey, `created at ${iso(run.createdAt)} (${run.status}) although ${window.why}`);
-    }
+  const existing = new Map(all.map((r) => [r.runKey, r]));
+  for (const unexpected of model.unexpected ?? []) {
+    const run = existing.get(unexpected.runKey);
+    if (run) flag(I.NO_UNEXPECTED_RUN, run.runKey, `created at ${iso(run.createdAt)} (${run.status}) although ${unexpected.why}`);
   }
   return violations;
 }

@@ -104,7 +104,8 @@ describe('yields and timeouts across invocations', () => {
     const slot = Math.floor(Date.now() / 1000) * 1000 - 1_000;
     const lab = new Lab(box, jobs, { h: forever }, Date.now());
     await lab.create(name, slot);
-    const waiting = async () => [RunStatus.READY, RunStatus.RETRY].includes((await lab.status(name, slot))!);
+    const open: readonly RunStatus[] = [RunStatus.READY, RunStatus.RETRY];
+    const waiting = async () => open.includes((await lab.status(name, slot))!);
     for (let k = 0; k < 10 && (await waiting()); k++) {
       await lab.deliver(name, slot, `w${k}`, { clock: Date.now, ...invocation(600, 200) });
     }

@@ -85,9 +85,10 @@ describe('model safety invariants', () => {
     expect(invariants([], due, model())).not.toContain(`superseded-by-due:${KEY}`);
   });
 
-  it('no-unexpected-run: a run created while its job was paused', () => {
-    const forbidden = [{ job: 'pay', slotFrom: T - 1, slotTo: Infinity, createdFrom: T - 120_000, createdTo: T + 600_000, why: 'paused' }];
-    expect(invariants([], [run()], model({ forbidden }))).toContain(`no-unexpected-run:${KEY}`);
+  it('no-unexpected-run: a run the model says nobody could have created exists', () => {
+    const unexpected = [{ runKey: KEY, why: 'the job was paused throughout the tick' }];
+    expect(invariants([], [run()], model({ unexpected }))).toContain(`no-unexpected-run:${KEY}`);
+    expect(invariants([], [], model({ unexpected }))).not.toContain(`no-unexpected-run:${KEY}`);
   });
 });
 
@@ -113,6 +114,23 @@ describe('liveness invariants', () => {
   it('open-run-swept: an open run with no message past the sweep grace', () => {
     const v = checkLiveness({ runs: [run({ status: RunStatus.READY })], planner: [{ partition: 0, of: 1, plannedUntil: T + 4_000_000, paused: [], behind: [] }] }, { ...base, withMessage: [], sweepGraceMs: 180_000 });
     expect(names(v)).toEqual(['open-run-swept']);
+  });
+
+  it('open-run-swept: a run the sweeper gave up on (stuck, left for an operator) is not flagged', () => {
+    const v = checkLiveness({ runs: [run({ status: RunStatus.READY, redispatches: 10 })], planner: [{ partition: 0, of: 1, plannedUntil: T + 4_000_000, paused: [], behind: [] }] }, { ...base, withMessage: [], sweepGraceMs: 180_000, stuck: [KEY] });
+    expect(names(v)).toEqual([]);
+  });
+
+  it('pause-kept: the planner forgot a pause, or lists a job nobody paused', () => {
+    const planner = [{ partition: 0, of: 1, plannedUntil: T + 4_000_000, paused: [], behind: [] }];
+    expect(names(checkLiveness({ runs: [], planner }, { ...base, paused: ['pay'], pausedInLedger: [] }))).toEqual(['pause-kept']);
+    expect(names(checkLiveness({ runs: [], planner }, { ...base, paused: [], pausedInLedger: ['pay'] }))).toEqual(['pause-kept']);
+    expect(names(checkLiveness({ runs: [], planner }, { ...base, paused: ['pay'], pausedInLedger: ['pay'] }))).toEqual([]);
+  });
+
+  it('watermark-caught-up: a job still catching up whose cursor moves is a long backlog, not a wedge', () => {
+    const v = checkLiveness({ runs: [], planner: [{ partition: 0, of: 1, plannedUntil: T + 4_000_000, paused: [], behind: ['pay'] }] }, { ...base, progressing: ['pay'] });
+    expect(names(v)).toEqual([]);
   });
 
   it('no-looping-message: a message still due at the end', () => {

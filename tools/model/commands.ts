@@ -9,7 +9,8 @@ import fc from 'fast-check';
 import { DYNAMO_CALL_KINDS, SQS_CALL_KINDS, type CallKind } from './ledger-view.js';
 import { FaultKind, type FaultProfile } from './faults.js';
 import { BehaviourKind, type Behaviour } from './handlers.js';
-import type { JobSpec, LaneSpec, ScenarioSetup, World } from './world.js';
+import { maxAttemptTimeoutMs } from '../../shared/core/job-schema-core.js';
+import { MODEL_WORKER_TIMEOUT_MS, type JobSpec, type LaneSpec, type ScenarioSetup, type World } from './world.js';
 
 /** fc.commands needs a model; ours only counts (every command is valid in every state). */
 export interface ModelState {
@@ -306,7 +307,7 @@ class Together extends Base {
 // ------------------------------------------------------------------ arbitraries
 
 export const SCHEDULES = ['* * * * *', '*/2 * * * *', '*/30 * * * * *', '*/20 * * * * *', '*/15 * * * * *', '*/5 * * * *', '0 * * * *'] as const;
-const RARE_SCHEDULES = ['* * * * * *', '*/5 * * * * *'] as const;
+const RARE_SCHEDULES = ['*/5 * * * * *'] as const;
 
 const MANY_TEMPLATE: Omit<JobSpec, 'name' | 'group'> = {
   schedule: '0 * * * *',
@@ -319,6 +320,7 @@ const MANY_TEMPLATE: Omit<JobSpec, 'name' | 'group'> = {
   leaseMs: 20_000,
   timeoutMs: 10_000,
   startLeadMs: 1_500,
+  checkpoints: false,
   reconcile: false,
   behaviours: [{ kind: BehaviourKind.OK, workMs: 50, writes: 0 }],
 };
@@ -349,14 +351,16 @@ export const jobSpecArb: fc.Arbitrary<Omit<JobSpec, 'name'>> = fc
     backoffBaseMs: fc.constantFrom(200, 1_000, 5_000),
     backoffMaxMs: fc.constantFrom(2_000, 10_000, 30_000),
     leaseMs: fc.constantFrom(6_000, 15_000, 30_000),
-    timeoutMs: fc.constantFrom(4_000, 20_000, 45_000, 90_000),
+    timeoutMs: fc.constantFrom(4_000, 20_000, 40_000, 90_000),
     deadlineMs: fc.option(fc.constantFrom(60_000, 300_000), { nil: undefined, freq: 4 }),
     startLeadMs: fc.constantFrom(0, 1_500, 5_000),
+    checkpoints: fc.boolean(),
     reconcile: fc.boolean(),
     group: fc.constantFrom('a', 'b', 'c', 'own'),
     behaviours: fc.array(behaviourArb, { minLength: 1, maxLength: 4 }),
   })
-  .map((spec) => ({ ...spec, group: spec.group }));
+  // A timeout longer than one invocation allows is only valid for a job that checkpoints.
+  .map((spec) => ({ ...spec, checkpoints: spec.checkpoints || spec.timeoutMs > maxAttemptTimeoutMs(MODEL_WORKER_TIMEOUT_MS, spec.startLeadMs) }));
 
 const laneArb = (allowance: number): fc.Arbitrary<LaneSpec> =>
   fc.record({

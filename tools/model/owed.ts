@@ -1,129 +1,205 @@
 /**
- * Which slots a scenario owes, and where no run may appear, from the config timeline alone (the
- * jobs, their schedule changes, pauses and removals, the planner ticks that succeeded, backfills).
+ * Which slots a scenario owes, and which runs may not exist, from the model's own record of what
+ * happened: the config timeline (jobs added, removed, their schedule changed, pauses and resumes as
+ * an operator confirmed them, backfills) and every planner tick with the config it ran with, its
+ * clock and the horizon it reported. Nothing here reads the planner's stored state: a planner that
+ * forgets a pause or drops a watermark must not be able to lower what it owes.
  *
- * A slot is owed (must end terminal: SUCCEEDED, SKIPPED, SUPERSEDED, MANUAL, or DEAD for a person)
- * when its job was in the config, unpaused, under that schedule, after the planner first planned
- * it, and before the fault phase ended. Deliberately conservative where the design leaves room:
- * a lookahead's width after a job is added or its schedule changes, and around pauses, is not
- * owed; under misfire policy `latest` a planner outage's misfired slots are not owed (only the
- * newest runs). Everything else, partition changes included, is owed: a deploy must not drop slots.
+ * The planner contract this encodes (README "Misfires", "Pause, resume, backfill"; DESIGN §7): a
+ * tick at planner instant `now` that planned (its report's horizon is past `now`) materializes, for
+ * every unpaused job of its partition, every slot from where that job was planned through up to the
+ * horizon; slots more than `misfire.after` old are misfires: `all` runs them and `skip` records
+ * them SKIPPED, both at most `maxPerTick` per tick (the job is then "behind" with a cursor), `latest`
+ * keeps only the newest. A paused job is not planned; on resume it is planned from where it
+ * stopped. So, per job, the slots owed are the union over its planning ticks of
+ *   on-time   (max(through, now − after), horizon]
+ *   misfired  (through, now − after]      (policy all or skip; up to the job's final cursor while it
+ *                                          is still behind)
+ * where `through` is an upper bound of how far the job was planned before that tick: the horizon
+ * of the last tick that planned it, or for its first tick the highest horizon any tick reported
+ * (or `now` when that is earlier). Upper bounds only ever shrink what is owed. A tick that may
+ * have seen the job either paused or not (a pause racing the tick) owes nothing for it.
+ *
+ * Runs that may not exist (no-unexpected-run): a planned run (not in a range an operator asked to
+ * backfill) attributed to ticks (by its createdAt,
+ * the tick's clock) none of which could have created it: the job was not in the tick's config
+ * (removed, or not added yet), or it was paused throughout the tick, or the slot is at or before
+ * the watermark every partition had reached when the job was added (a slot from before the job
+ * existed that the planner had already passed).
  */
-import type { ExpectedSlot, ForbiddenWindow } from '../../shared/core/checker.js';
+import type { ExpectedSlot, UnexpectedRun } from '../../shared/core/checker.js';
 import type { Job } from '../../shared/core/job-schema.js';
 import { slotSpecOf } from '../../shared/core/plan.js';
+import { jobsOfPartition } from '../../shared/core/planner-state.js';
 import { slotsBetween } from '../../shared/core/slots.js';
+import { RunOrigin, type Run } from '../../shared/core/vocabulary.js';
 
+/** Sequence numbers order the model's events; an operator's action spans [from, to] (its call to its confirmation). */
 export type TimelineEvent =
-  | { readonly kind: 'add'; readonly at: number; readonly job: Job }
-  | { readonly kind: 'remove'; readonly at: number; readonly job: string }
-  | { readonly kind: 'schedule'; readonly at: number; readonly job: Job }
-  | { readonly kind: 'pause'; readonly at: number; readonly job: string }
-  | { readonly kind: 'resume'; readonly at: number; readonly job: string }
-  | { readonly kind: 'partitions'; readonly at: number; readonly of: number }
-  | { readonly kind: 'tick'; readonly at: number }
-  | { readonly kind: 'backfill'; readonly at: number; readonly job: string; readonly from: number; readonly to: number };
+  | { readonly kind: 'add'; readonly seq: number; readonly job: Job }
+  | { readonly kind: 'remove'; readonly seq: number; readonly job: string }
+  | { readonly kind: 'schedule'; readonly seq: number; readonly job: Job }
+  | { readonly kind: 'pause'; readonly seq: number; readonly from: number; readonly job: string }
+  | { readonly kind: 'resume'; readonly seq: number; readonly from: number; readonly job: string }
+  | { readonly kind: 'backfill'; readonly seq: number; readonly job: string; readonly slotFrom: number; readonly slotTo: number }
+  /** A backfill was asked for (it may create runs in its range whether or not it returns). */
+  | { readonly kind: 'backfill-started'; readonly seq: number; readonly job: string; readonly slotFrom: number; readonly slotTo: number };
+
+/** One partition's planner invocation, as the model saw it. */
+export interface TickRecord {
+  readonly id: number;
+  /** The planner invocation set (one command, one copy) this partition's tick belonged to. */
+  readonly command: number;
+  readonly partition: number;
+  readonly of: number;
+  /** Sequence numbers at its start and when it settled. */
+  readonly seqStart: number;
+  readonly seqEnd: number;
+  /** The planner's clock when the tick started (its `now`). */
+  readonly now: number;
+  /** The config the tick ran with. */
+  readonly jobs: readonly Job[];
+  /** Resolved (every put and send of its plan succeeded). */
+  readonly ok: boolean;
+  /** The horizon it reported (undefined when it failed). */
+  readonly horizon?: number;
+  /** Its watermark write landed. */
+  readonly advanced?: boolean;
+}
 
 export interface OwedInput {
   readonly timeline: readonly TimelineEvent[];
-  /** Slots after this are not owed (the end of the fault phase). */
+  readonly ticks: readonly TickRecord[];
+  /** Slots after this are not owed (the end of the fault phase, true time). */
   readonly until: number;
-  readonly lookaheadMs: number;
-  /** Slack for instants written with skewed clocks. */
-  readonly toleranceMs: number;
+  /** The planner's clock skew: tick instants are the planner's clock, `until` is true time. */
+  readonly plannerSkewMs: number;
+  /** Jobs in the final config. */
+  readonly configured: ReadonlySet<string>;
+  /** Final catch-up cursors of jobs still behind (from the final tables): misfires past them are not planned yet. */
+  readonly behindCursors: ReadonlyMap<string, number>;
   /** At most this many owed slots per job (bounded checker work). @default 500 */
   readonly maxPerJob?: number;
 }
 
 export interface Owed {
   readonly slots: ExpectedSlot[];
-  readonly forbidden: ForbiddenWindow[];
 }
 
-interface Interval {
-  readonly from: number;
-  readonly to: number;
-}
+type PauseView = 'unpaused' | 'paused' | 'ambiguous';
 
-const within = (slot: number, intervals: readonly Interval[]) => intervals.some((i) => slot > i.from && slot < i.to);
+/** Whether `job` was paused throughout the interval [a, b] of sequence numbers. */
+export function pauseView(timeline: readonly TimelineEvent[], job: string, a: number, b: number): PauseView {
+  let paused = false;
+  for (const e of timeline) {
+    if ((e.kind !== 'pause' && e.kind !== 'resume') || e.job !== job) continue;
+    if (e.seq < a) paused = e.kind === 'pause';
+    else if (e.from <= b) return 'ambiguous';
+  }
+  return paused ? 'paused' : 'unpaused';
+}
 
 export function computeOwed(input: OwedInput): Owed {
-  const { timeline, until, lookaheadMs, toleranceMs } = input;
-  const ticks = timeline.filter((e) => e.kind === 'tick').map((e) => e.at).sort((a, b) => a - b);
-  const names = [...new Set(timeline.filter((e) => e.kind === 'add').map((e) => (e as { job: Job }).job.name))];
-  const slots: ExpectedSlot[] = [];
-  const forbidden: ForbiddenWindow[] = [];
+  const until = input.until + input.plannerSkewMs;
+  const cap = input.maxPerJob ?? 500;
+  const planning = input.ticks.filter((t) => t.ok && t.horizon !== undefined && t.horizon > t.now).sort((a, b) => a.seqStart - b.seqStart || a.id - b.id);
+  const owed = new Map<string, Map<number, Job>>();
+  const through = new Map<string, number>();
+  const owe = (job: Job, after: number, upTo: number, limitTo?: number) => {
+    const to = Math.min(upTo, until, limitTo ?? Number.POSITIVE_INFINITY);
+    if (to <= after) return;
+    const slots = owed.get(job.name) ?? new Map<number, Job>();
+    owed.set(job.name, slots);
+    for (const slot of slotsBetween(slotSpecOf(job), after, to, cap)) if (slots.size < cap) slots.set(slot, job);
+  };
 
-  for (const name of names) {
-    const events = timeline.filter((e) => 'job' in e && (typeof e.job === 'string' ? e.job === name : e.job.name === name));
-    const added = events.find((e) => e.kind === 'add') as Extract<TimelineEvent, { kind: 'add' }>;
-    const removed = events.find((e) => e.kind === 'remove');
-    const backfilled = events.some((e) => e.kind === 'backfill');
-
-    // Pauses, as intervals; a pause still on at the end runs to infinity.
-    const pauses: Interval[] = [];
-    let pausedAt: number | undefined;
-    for (const e of events) {
-      if (e.kind === 'pause' && pausedAt === undefined) pausedAt = e.at;
-      if (e.kind === 'resume' && pausedAt !== undefined) {
-        pauses.push({ from: pausedAt, to: e.at });
-        pausedAt = undefined;
-      }
-    }
-    if (pausedAt !== undefined) pauses.push({ from: pausedAt, to: Number.POSITIVE_INFINITY });
-
-    if (!backfilled) {
-      forbidden.push({ job: name, slotFrom: Number.NEGATIVE_INFINITY, slotTo: added.at - toleranceMs, createdFrom: added.at + toleranceMs, createdTo: Number.POSITIVE_INFINITY, why: `the slot is before the job was added (${new Date(added.at).toISOString()})` });
-      for (const pause of pauses) {
-        forbidden.push({
-          job: name,
-          slotFrom: pause.from + lookaheadMs + toleranceMs,
-          slotTo: Number.POSITIVE_INFINITY,
-          createdFrom: pause.from + toleranceMs,
-          createdTo: pause.to - toleranceMs,
-          why: `the job was paused from ${new Date(pause.from).toISOString()}${Number.isFinite(pause.to) ? ` to ${new Date(pause.to).toISOString()}` : ''}`,
-        });
-      }
-    }
-    if (removed) {
-      forbidden.push({ job: name, slotFrom: Number.NEGATIVE_INFINITY, slotTo: Number.POSITIVE_INFINITY, createdFrom: removed.at + toleranceMs, createdTo: Number.POSITIVE_INFINITY, why: `the job was removed at ${new Date(removed.at).toISOString()}` });
-      continue; // a removed job's open runs can no longer run: nothing is owed
-    }
-
-    // The first tick that planned the job: the first tick at all for a job of the first config
-    // (a partition seen for the first time starts then), else the first tick after it was added
-    // plus a lookahead (slots inside the watermark it joined were never its to plan).
-    const firstTick = ticks.find((t) => t >= added.at);
-    if (firstTick === undefined) continue;
-    const initial = ticks[0] !== undefined && added.at <= ticks[0];
-    let from = initial ? firstTick : firstTick + lookaheadMs;
-
-    const segments: { job: Job; from: number; to: number }[] = [];
-    let current = added.job;
-    for (const e of events) {
-      if (e.kind !== 'schedule') continue;
-      segments.push({ job: current, from, to: Math.min(e.at, until) });
-      current = e.job;
-      from = Math.max(from, e.at + lookaheadMs);
-    }
-    segments.push({ job: current, from, to: until });
-
-    const excluded: Interval[] = pauses.map((p) => ({ from: p.from - lookaheadMs - toleranceMs, to: p.to + lookaheadMs + toleranceMs }));
-    for (const segment of segments) {
-      if (segment.to <= segment.from) continue;
-      const job = segment.job;
-      if (job.misfire.policy === 'latest') {
-        // A planner outage: slots missed by more than misfire.after are collapsed into one.
-        for (let i = 0; i + 1 < ticks.length; i++) {
-          excluded.push({ from: ticks[i]! + lookaheadMs - toleranceMs, to: ticks[i + 1]! - job.misfire.after + toleranceMs });
-        }
-      }
-      const found = slotsBetween(slotSpecOf(job), segment.from, segment.to, input.maxPerJob ?? 500);
-      for (const slot of found) {
-        if (within(slot, excluded)) continue;
-        for (let shard = 0; shard < job.shards; shard++) slots.push({ job: name, slot, shard, shards: job.shards });
-      }
+  for (const tick of planning) {
+    // Upper bound of any partition's watermark when this tick read it: every horizon reported by
+    // a tick that settled before this one did.
+    const highest = Math.max(tick.now, ...planning.filter((t) => t.seqEnd < tick.seqEnd && t !== tick).map((t) => t.horizon!));
+    for (const job of jobsOfPartition(tick.jobs, tick.partition, tick.of)) {
+      if (!input.configured.has(job.name) || !job.enabled) continue;
+      const view = pauseView(input.timeline, job.name, tick.seqStart, tick.seqEnd);
+      if (view === 'paused') continue;
+      const from = through.get(job.name) ?? highest;
+      through.set(job.name, Math.max(from, tick.horizon!));
+      if (view === 'ambiguous') continue;
+      const lateEdge = tick.now - job.misfire.after - 1;
+      owe(job, Math.max(from, lateEdge), tick.horizon!);
+      if (job.misfire.policy !== 'latest') owe(job, from, lateEdge, input.behindCursors.get(job.name));
     }
   }
-  return { slots, forbidden };
+  // Backfilled ranges: every slot in them has a run once the backfill returned.
+  for (const e of input.timeline) {
+    if (e.kind !== 'backfill' || !input.configured.has(e.job)) continue;
+    const job = latestJob(input.timeline, e.job, e.seq);
+    if (job) owe(job, e.slotFrom - 1, e.slotTo - 1);
+  }
+
+  const slots: ExpectedSlot[] = [];
+  for (const [name, bySlot] of owed) {
+    for (const [slot, job] of [...bySlot].sort((a, b) => a[0] - b[0])) {
+      for (let shard = 0; shard < job.shards; shard++) slots.push({ job: name, slot, shard, shards: job.shards });
+    }
+  }
+  return { slots };
+}
+
+/** The job's definition in force at sequence number `seq`. */
+function latestJob(timeline: readonly TimelineEvent[], name: string, seq: number): Job | undefined {
+  let job: Job | undefined;
+  for (const e of timeline) if ((e.kind === 'add' || e.kind === 'schedule') && e.job.name === name && e.seq <= seq) job = e.job;
+  return job;
+}
+
+/**
+ * Planned runs no tick could have created. A run's createdAt is the clock of the tick that put it,
+ * so the ticks with that `now` are its only possible creators; backfilled runs are left out.
+ */
+export function unexpectedRuns(runs: readonly Run[], timeline: readonly TimelineEvent[], ticks: readonly TickRecord[]): UnexpectedRun[] {
+  const out: UnexpectedRun[] = [];
+  const byNow = new Map<number, TickRecord[]>();
+  for (const tick of ticks) byNow.set(tick.now, [...(byNow.get(tick.now) ?? []), tick]);
+  const added = new Map<string, number>();
+  for (const e of timeline) if (e.kind === 'add' && !added.has(e.job.name)) added.set(e.job.name, e.seq);
+  const backfilled = (run: Run) => timeline.some((e) => e.kind === 'backfill-started' && e.job === run.job && run.slot >= e.slotFrom && run.slot < e.slotTo);
+  for (const run of runs) {
+    if (run.origin === RunOrigin.BACKFILL || run.origin === RunOrigin.MANUAL || backfilled(run)) continue;
+    const addedAt = added.get(run.job);
+    const passed = addedAt === undefined ? undefined : watermarkFloor(ticks, addedAt);
+    if (passed !== undefined && run.slot <= passed) {
+      out.push({ runKey: run.runKey, why: `its slot is from before the job was added, and every partition had already planned past it (to ${new Date(passed).toISOString()})` });
+      continue;
+    }
+    const candidates = byNow.get(run.createdAt) ?? [];
+    if (candidates.length === 0) {
+      out.push({ runKey: run.runKey, why: `no planner tick ran at its createdAt ${new Date(run.createdAt).toISOString()}` });
+      continue;
+    }
+    const reasons = candidates.map((tick) => {
+      if (!jobsOfPartition(tick.jobs, tick.partition, tick.of).some((j) => j.name === run.job)) return `the job was not in the config of the tick at ${new Date(tick.now).toISOString()} (${tick.partition}/${tick.of})`;
+      if (pauseView(timeline, run.job, tick.seqStart, tick.seqEnd) === 'paused') return `the job was paused throughout the tick at ${new Date(tick.now).toISOString()}`;
+      return undefined;
+    });
+    if (reasons.every((r) => r !== undefined)) out.push({ runKey: run.runKey, why: reasons[0]! });
+  }
+  return out;
+}
+
+/**
+ * A lower bound of every partition's watermark at sequence number `seq`: the lowest horizon of the
+ * last tick command before `seq` whose every partition planned and advanced its watermark.
+ */
+function watermarkFloor(ticks: readonly TickRecord[], seq: number): number | undefined {
+  const commands = new Map<number, TickRecord[]>();
+  for (const t of ticks) commands.set(t.command, [...(commands.get(t.command) ?? []), t]);
+  let floor: number | undefined;
+  for (const parts of commands.values()) {
+    const of = parts[0]!.of;
+    const full = parts.length >= of && parts.every((t) => t.seqEnd < seq && t.ok && t.advanced && t.horizon !== undefined && t.horizon > t.now);
+    if (!full) continue;
+    const low = Math.min(...parts.map((t) => t.horizon!));
+    floor = floor === undefined ? low : Math.max(floor, low);
+  }
+  return floor;
 }

@@ -18,17 +18,20 @@ import { Ledger } from '../../shared/adapters/ledger.js';
 import { LedgerOps } from '../../shared/adapters/ledger-ops.js';
 import { RunQueue } from '../../shared/adapters/run-queue.js';
 import { jobsByName } from '../../shared/config.js';
-import { checkScenario, formatViolations, type CheckResult, type CheckViolation } from '../../shared/core/checker.js';
+import { checkScenario, formatViolations, SETTLED_STATUSES, type CheckResult, type CheckViolation } from '../../shared/core/checker.js';
 import type { HistoryEvent, HistorySink } from '../../shared/core/history.js';
 import { parseJobs, type Job, type JobInput } from '../../shared/core/job-schema.js';
 import { partitionOf } from '../../shared/core/partition.js';
-import { isTerminal, RunStatus, type Run, type RunId } from '../../shared/core/vocabulary.js';
+import { isTerminal, isWaiting, RunStatus, runKeyOf, type Run, type RunId } from '../../shared/core/vocabulary.js';
+import { SWEEP_DEFAULTS } from '../../shared/sweeper.js';
 import { InMemoryMetrics, JsonLineLogger } from '../../shared/observability.js';
 import { defaultLookaheadMs, runPlannerTick } from '../../shared/planner.js';
 import { PLANNER_SCHEDULE, RUN_QUEUES } from '../../shared/resources.js';
 import { processBatch, type QueueRecord, type WorkerDeps } from '../../shared/worker.js';
 import { redrive } from '../ops/redrive.js';
-import { resolveRun } from '../ops/resolve.js';
+import { laneHandOn, resolveRun } from '../ops/resolve.js';
+import { RETRYABLE_STATES, retryRuns } from '../ops/retry.js';
+import { jobPlanning } from '../../shared/adapters/planner-store.js';
 import { createQueues, createTables, localClientConfig, type LocalEndpoints } from '../local-stack.js';
 import { createClients, type Clients } from '../../shared/runtime.js';
 import { actorClients, type ActorClients, type Gate } from './actor-io.js';
@@ -36,8 +39,7 @@ import { FaultPlan, prng, type CallInfo, type FaultKind, type FaultProfile } fro
 import { BehaviourKind, MODEL_HANDLER, MODEL_HANDLER_NAMES, MODEL_RECONCILING_HANDLER, modelHandlers, type Behaviour } from './handlers.js';
 import { readFinal, type FinalTables } from './ledger-view.js';
 import { ModelQueue } from './model-queue.js';
-import { computeOwed, type TimelineEvent } from './owed.js';
-import { opsRetry } from './ops-retry.js';
+import { computeOwed, unexpectedRuns, type TickRecord, type TimelineEvent } from './owed.js';
 import { VirtualTime } from './virtual-time.js';
 
 export interface JobSpec {
@@ -53,6 +55,8 @@ export interface JobSpec {
   readonly timeoutMs: number;
   readonly deadlineMs?: number;
   readonly startLeadMs: number;
+  /** The handler checkpoints and resumes: its timeout may exceed one invocation. */
+  readonly checkpoints: boolean;
   readonly reconcile: boolean;
   /** Jobs with the same group write the same business items. */
   readonly group: string;
@@ -107,6 +111,10 @@ const QUIET_LOGGER = new JsonLineLogger(() => undefined, {}, 'error');
 const never = () => new Promise<never>(() => undefined);
 const iso = (ms: number) => new Date(ms).toISOString().slice(11, 19);
 const SWEEP_GRACE_MS = 120_000;
+/** Quiescence ends at the latest this long after the fault phase (virtual time). */
+const QUIESCENCE_MAX_MS = 40 * PLANNER_SCHEDULE.tickMs;
+/** Containers Lambda may add during quiescence when every lane is busy. */
+const MAX_EXTRA_LANES = 4;
 const HARNESS = 'harness';
 
 export function jobInput(spec: JobSpec, schedule = spec.schedule): JobInput {
@@ -122,7 +130,16 @@ export function jobInput(spec: JobSpec, schedule = spec.schedule): JobInput {
     retry: { maxAttempts: spec.maxAttempts, backoff: { base: spec.backoffBaseMs, max: spec.backoffMaxMs, jitter: 'full' } },
     ...(spec.deadlineMs !== undefined ? { deadline: spec.deadlineMs } : {}),
     startLead: spec.startLeadMs,
+    checkpoints: spec.checkpoints,
   };
+}
+
+/** The model's worker Lambda timeout: every job's attempt must fit it (unless it checkpoints). */
+export const MODEL_WORKER_TIMEOUT_MS = RUN_QUEUES.workerTimeoutSeconds * 1000;
+
+/** Jobs validated as the config is, for the model's handlers and worker timeout. */
+function parseModelJobs(inputs: readonly JobInput[]): Job[] {
+  return parseJobs(inputs, { handlers: [...MODEL_HANDLER_NAMES], workerTimeoutMs: MODEL_WORKER_TIMEOUT_MS });
 }
 
 export class ScenarioFailure extends Error {
@@ -149,6 +166,9 @@ export class World implements Gate {
   quiescent = false;
   faultPhaseEnd: number | undefined;
   operations = 0;
+  /** Store calls of every actor (each SDK call once, whatever its retries). */
+  calls = 0;
+  readonly callsByKind = new Map<string, number>();
   private readonly lanes: Lane[];
   private readonly cursors = new Map<string, number>();
   private readonly holds = new Map<string, (() => void)[]>();
@@ -161,6 +181,17 @@ export class World implements Gate {
   private ops!: ActorClients;
   private destroyed = false;
   private nextJob = 0;
+  private seq = 0;
+  private tickCommands = 0;
+  readonly ticks: TickRecord[] = [];
+  /** Jobs paused as the operator last confirmed. */
+  readonly pausedJobs = new Set<string>();
+  private readonly extraLanes: Lane[] = [];
+  private lastCursors = new Map<string, number>();
+  private progressing: string[] = [];
+  quiescenceEnd: number | undefined;
+  /** What kept quiescence going at its last check (for the story). */
+  private unsettled: string[] = [];
 
   private constructor(
     readonly stack: ModelStack,
@@ -221,6 +252,8 @@ export class World implements Gate {
   }
 
   async enter(actor: string, call: CallInfo, latencyMs: number): Promise<void> {
+    this.calls++;
+    this.callsByKind.set(call.kind, (this.callsByKind.get(call.kind) ?? 0) + 1);
     this.park();
     if (latencyMs > 0) {
       this.disturbed(actor, 'delayed');
@@ -334,11 +367,16 @@ export class World implements Gate {
 
   // ---------------------------------------------------------------- config
 
+  /** The model's event order (ticks, config changes, operator actions). */
+  nextSeq(): number {
+    return this.seq++;
+  }
+
   private addJobNow(spec: JobSpec, initial = false): void {
-    const [job] = parseJobs([jobInput(spec)], { handlers: [...MODEL_HANDLER_NAMES] });
+    const [job] = parseModelJobs([jobInput(spec)]);
     this.specs.set(spec.name, spec);
     this.jobs = [...this.jobs, job!];
-    this.timeline.push({ kind: 'add', at: this.time.now(), job: job! });
+    this.timeline.push({ kind: 'add', seq: this.nextSeq(), job: job! });
     if (!initial) this.say(`config: job ${spec.name} added (${spec.schedule}, ${spec.overlap}, ${spec.shards} shard(s))`);
   }
 
@@ -355,7 +393,7 @@ export class World implements Gate {
     if (this.jobs.length <= 1) return;
     const job = this.jobs[index % this.jobs.length]!;
     this.jobs = this.jobs.filter((j) => j !== job);
-    this.timeline.push({ kind: 'remove', at: this.time.now(), job: job.name });
+    this.timeline.push({ kind: 'remove', seq: this.nextSeq(), job: job.name });
     this.say(`config: job ${job.name} removed`);
   }
 
@@ -364,9 +402,9 @@ export class World implements Gate {
     const job = this.jobs[index % this.jobs.length]!;
     const spec = this.specs.get(job.name)!;
     if (job.schedule === schedule) return;
-    const [changed] = parseJobs([jobInput(spec, schedule)], { handlers: [...MODEL_HANDLER_NAMES] });
+    const [changed] = parseModelJobs([jobInput(spec, schedule)]);
     this.jobs = this.jobs.map((j) => (j === job ? changed! : j));
-    this.timeline.push({ kind: 'schedule', at: this.time.now(), job: changed! });
+    this.timeline.push({ kind: 'schedule', seq: this.nextSeq(), job: changed! });
     this.say(`config: job ${job.name} schedule ${job.schedule} → ${schedule}`);
   }
 
@@ -374,7 +412,6 @@ export class World implements Gate {
     if (of === this.partitions) return;
     this.say(`config: plannerPartitions ${this.partitions} → ${of}`);
     this.partitions = of;
-    this.timeline.push({ kind: 'partitions', at: this.time.now(), of });
   }
 
   groupOf(job: string): string {
@@ -406,32 +443,38 @@ export class World implements Gate {
 
   // ---------------------------------------------------------------- planner
 
-  /** One planner invocation per partition of the current config (`copies` at once). */
+  /**
+   * One planner invocation per partition of the current config (`copies` at once). Each is
+   * recorded with the config it ran with, its clock and the horizon it reported: what it owes
+   * (owed.ts) follows from that, not from what the planner stored.
+   */
   async tick(copies = 1): Promise<void> {
     const of = this.partitions;
     const jobs = this.jobs;
     const clock = this.time.clockOf({ skewMs: this.setup.plannerSkewMs });
     const sink = this.sinkFor(this.setup.plannerSkewMs);
-    const started = this.time.now();
     this.say(`tick${copies > 1 ? ` ×${copies}` : ''} (${of} partition(s))`);
     for (let copy = 0; copy < copies; copy++) {
       const ledger = new Ledger(this.planner.doc, { tableName: this.tables.ledger });
       const queue = new RunQueue(this.planner.sqs, this.queues.runQueueUrl);
-      const run = Promise.all(
-        Array.from({ length: of }, (_, partition) =>
-          runPlannerTick({ ledger, queue, jobs, clock, logger: QUIET_LOGGER, metrics: this.metrics, history: sink, options: { sweepGraceMs: SWEEP_GRACE_MS } }, { partition, of }).then(
-            (report) => report,
-            (error: unknown) => {
-              this.say(`tick ${partition}/${of} failed: ${short(error)}`);
-              throw error;
-            },
-          ),
-        ),
-      ).then(
-        () => void this.timeline.push({ kind: 'tick', at: started }),
-        () => undefined,
-      );
-      this.track(run);
+      const command = this.tickCommands++;
+      for (let partition = 0; partition < of; partition++) {
+        const seqStart = this.nextSeq();
+        const now = clock();
+        const record = (outcome: Pick<TickRecord, 'ok' | 'horizon' | 'advanced'>) =>
+          this.ticks.push({ id: this.ticks.length, command, partition, of, seqStart, seqEnd: this.nextSeq(), now, jobs, ...outcome });
+        const tick = runPlannerTick(
+          { ledger, queue, jobs, clock, logger: QUIET_LOGGER, metrics: this.metrics, history: sink, options: { sweepGraceMs: SWEEP_GRACE_MS } },
+          { partition, of },
+        ).then(
+          (report) => record({ ok: true, horizon: report.plannedUntil, advanced: report.watermarkAdvanced }),
+          (error: unknown) => {
+            record({ ok: false });
+            this.say(`tick ${partition}/${of} failed: ${short(error)}`);
+          },
+        );
+        this.track(tick);
+      }
     }
     await this.settleUnlessBatched();
   }
@@ -576,8 +619,9 @@ export class World implements Gate {
   private opsDeps() {
     const clock = this.time.clockOf({ skewMs: this.setup.opsSkewMs });
     const ledger = new Ledger(this.ops.doc, { tableName: this.tables.ledger });
-    const ops = new LedgerOps(this.ops.doc, { tableName: this.tables.ledger, clockSkewMs: this.setup.clockAllowanceMs });
-    return { clock, ledger, ops };
+    const ops = new LedgerOps(this.ops.doc, { tableName: this.tables.ledger });
+    const queue = new RunQueue(this.ops.sqs, this.queues.runQueueUrl);
+    return { clock, ledger, ops, queue };
   }
 
   private async opsActivity(label: string, work: () => Promise<void>): Promise<void> {
@@ -589,29 +633,51 @@ export class World implements Gate {
     await this.settleUnlessBatched();
   }
 
+  /** Whether the planner's state lists `job` as paused (a harness read: no gate, no faults). */
+  private async pausedInLedger(job: string): Promise<boolean> {
+    const { paused } = await readFinal(this.stack.clients.doc, { ledger: this.tables.ledger, business: this.tables.payments });
+    return paused.includes(job);
+  }
+
+  /**
+   * An operator pauses or resumes a job, then checks the outcome as `ops status` would: the model
+   * records the change it sees (a call whose response was lost may have paused the job although
+   * it reported failure, or "already paused" on its retry). The change happened somewhere between
+   * the call and the check: both sequence numbers are kept.
+   */
+  private async flipPause(job: Job, action: 'pause' | 'resume'): Promise<void> {
+    const from = this.nextSeq();
+    await this.opsActivity(`${action} ${job.name}`, async () => {
+      try {
+        const { clock, ledger } = this.opsDeps();
+        if (action === 'pause') {
+          // As `ops pause` does: the job's plan item remembers how far it was planned.
+          const now = clock();
+          const before = (await jobPlanning(ledger.planning, [job.name], partitionOf)).get(job.name);
+          await ledger.planning.pause(job.name, before?.plannedUntil ?? now, { by: 'model', note: 'model pause', at: now });
+        } else {
+          await ledger.planning.resume(job.name);
+        }
+      } finally {
+        const paused = await this.pausedInLedger(job.name);
+        if (paused !== this.pausedJobs.has(job.name)) {
+          if (paused) this.pausedJobs.add(job.name);
+          else this.pausedJobs.delete(job.name);
+          this.timeline.push({ kind: paused ? 'pause' : 'resume', seq: this.nextSeq(), from, job: job.name });
+          this.say(`ops ${paused ? 'pause' : 'resume'} ${job.name}`);
+        }
+      }
+    });
+  }
+
   async pauseJob(index: number): Promise<void> {
     if (this.jobs.length === 0) return;
-    const job = this.jobs[index % this.jobs.length]!;
-    const of = this.partitions;
-    await this.opsActivity(`pause ${job.name}`, async () => {
-      const { clock, ledger } = this.opsDeps();
-      await ledger.pauseJob(partitionOf(job.name, of), of, job.name, clock());
-      this.timeline.push({ kind: 'pause', at: this.time.now(), job: job.name });
-      this.say(`ops pause ${job.name}`);
-    });
+    await this.flipPause(this.jobs[index % this.jobs.length]!, 'pause');
   }
 
   async resumeJob(index: number): Promise<void> {
     if (this.jobs.length === 0) return;
-    const job = this.jobs[index % this.jobs.length]!;
-    const of = this.partitions;
-    await this.opsActivity(`resume ${job.name}`, async () => {
-      const { ledger } = this.opsDeps();
-      if (await ledger.resumeJob(partitionOf(job.name, of), of, job.name)) {
-        this.timeline.push({ kind: 'resume', at: this.time.now(), job: job.name });
-        this.say(`ops resume ${job.name}`);
-      }
-    });
+    await this.flipPause(this.jobs[index % this.jobs.length]!, 'resume');
   }
 
   async backfill(index: number, agoMs: number, spanMs: number): Promise<void> {
@@ -621,11 +687,12 @@ export class World implements Gate {
       const { clock, ledger } = this.opsDeps();
       const to = clock() - agoMs;
       const from = to - spanMs;
+      this.timeline.push({ kind: 'backfill-started', seq: this.nextSeq(), job: job.name, slotFrom: from, slotTo: to });
       const report = await backfill(
         { ledger, queue: new RunQueue(this.ops.sqs, this.queues.runQueueUrl), clock, sleep: this.time.sleepOf('ops') },
         { job, from, to, maxPerSecond: 20 },
       );
-      this.timeline.push({ kind: 'backfill', at: this.time.now(), job: job.name, from, to });
+      this.timeline.push({ kind: 'backfill', seq: this.nextSeq(), job: job.name, slotFrom: from, slotTo: to });
       this.say(`ops backfill ${job.name} [${iso(from)}, ${iso(to)}): ${report.created} created`);
     });
   }
@@ -648,7 +715,9 @@ export class World implements Gate {
         { maxPerSecond: 500, by: 'model' },
       );
       for (const entry of report.entries) {
-        if (entry.action === 'revived' && entry.runKey && entry.status) this.events.push({ type: 'ops', at: this.time.now(), runKey: entry.runKey, action: 'redrive', from: entry.status, to: RunStatus.READY });
+        if (entry.action !== 'revived' || !entry.runKey || !entry.status) continue;
+        const after = await this.harnessRun(entry.runKey);
+        this.events.push({ type: 'ops', at: this.time.now(), runKey: entry.runKey, action: 'redrive', from: entry.status, to: after?.status ?? RunStatus.READY });
       }
       this.say(`ops redrive: ${report.messages} message(s), ${report.revived} revived`);
       if (report.taskHandle) await this.queue.afterRedrive(this.queues.deadLetterQueueArn);
@@ -666,24 +735,37 @@ export class World implements Gate {
     const run = await this.candidate(pick, [RunStatus.DEAD, RunStatus.RUNNING, RunStatus.RETRY, RunStatus.UNKNOWN, RunStatus.READY]);
     if (!run) return;
     await this.opsActivity(`resolve ${run.runKey}`, async () => {
-      const { clock, ledger, ops } = this.opsDeps();
+      const { clock, ledger, ops, queue } = this.opsDeps();
       const id: RunId = { job: run.job, slot: run.slot, shard: run.shard };
-      const { before, after } = await resolveRun({ ledger, ops, clock }, { id, as, reason: 'model: resolved by hand', by: 'model' });
+      const handOn = laneHandOn(ledger, queue, this.jobs, clock);
+      const { before, after } = await resolveRun({ ledger, ops, clock, handOn }, { id, as, reason: 'model: resolved by hand', by: 'model' });
       this.events.push({ type: 'ops', at: this.time.now(), runKey: after.runKey, action: 'resolve', from: before.status, to: after.status });
       this.say(`ops resolve ${after.runKey}: ${before.status} → ${after.status}`);
     });
   }
 
+  /** `ops retry <runKey>`: a fresh attempt budget for an ended run (DEAD, or SKIPPED/SUPERSEDED on request). */
   async retry(pick: number): Promise<void> {
-    const run = await this.candidate(pick, [RunStatus.DEAD]);
-    if (!run) return;
-    await this.opsActivity(`retry ${run.runKey}`, async () => {
-      const { clock, ledger, ops } = this.opsDeps();
-      const result = await opsRetry({ ledger, ops, queue: new RunQueue(this.ops.sqs, this.queues.runQueueUrl), clock, jobs: this.jobs }, { job: run.job, slot: run.slot, shard: run.shard });
-      if (result === undefined) return; // `ops retry` is not available in this build
-      this.events.push({ type: 'ops', at: this.time.now(), runKey: run.runKey, action: 'retry', from: run.status, to: result });
-      this.say(`ops retry ${run.runKey}: ${run.status} → ${result}`);
+    const candidate = await this.candidate(pick, RETRYABLE_STATES);
+    if (!candidate) return;
+    await this.opsActivity(`retry ${candidate.runKey}`, async () => {
+      const { clock, ledger, ops, queue } = this.opsDeps();
+      const run = await ledger.getRun({ job: candidate.job, slot: candidate.slot, shard: candidate.shard });
+      if (!run) return;
+      const [entry] = await retryRuns({ ledger, ops, queue, clock }, [run], { by: 'model', states: RETRYABLE_STATES });
+      if (entry?.action !== 'revived' || !entry.to) {
+        this.say(`ops retry ${run.runKey}: ${entry?.action ?? 'nothing'}${entry?.detail ? ` (${entry.detail})` : ''}`);
+        return;
+      }
+      this.events.push({ type: 'ops', at: this.time.now(), runKey: run.runKey, action: 'retry', from: run.status, to: entry.to });
+      this.say(`ops retry ${run.runKey}: ${run.status} → ${entry.to}`);
     });
+  }
+
+  /** One run as the harness reads it (not an actor's call: no gate, no faults). */
+  private async harnessRun(runKey: string): Promise<Run | undefined> {
+    const { runs } = await readFinal(this.stack.clients.doc, { ledger: this.tables.ledger, business: this.tables.payments });
+    return runs.find((r) => r.runKey === runKey);
   }
 
   // ---------------------------------------------------------------- faults
@@ -703,9 +785,10 @@ export class World implements Gate {
 
   /**
    * Stops injecting faults, thaws every paused lane, and lets time run on: planner ticks every
-   * minute, every due message delivered to a free lane, handlers well-behaved from now on, until
-   * no run owed by the fault phase is open (at least the sweeper's grace and a few ticks), or the
-   * bound is reached.
+   * minute, every due message delivered at once (to a free lane, or to a fresh container as Lambda
+   * scales out), handlers well-behaved from now on. It ends as soon as the world has settled down
+   * (no run of the fault phase open but those left for an operator, no job catching up, nothing
+   * due or in progress, the watermark fresh from a tick), or at the bound.
    */
   async quiesce(): Promise<void> {
     this.faultPhaseEnd = this.time.now();
@@ -720,35 +803,75 @@ export class World implements Gate {
     }
     await this.settle();
     const start = this.time.now();
-    const minEnd = start + SWEEP_GRACE_MS + 3 * PLANNER_SCHEDULE.tickMs;
-    const maxEnd = start + 40 * PLANNER_SCHEDULE.tickMs;
+    const maxEnd = start + QUIESCENCE_MAX_MS;
     let nextTick = start;
-    let nextScan = minEnd;
-    for (let round = 0; round < 5_000; round++) {
+    for (let round = 0; round < 20_000; round++) {
       const now = this.time.now();
+      let ticked = false;
       if (now >= nextTick) {
         await this.tick();
         nextTick = now + PLANNER_SCHEDULE.tickMs;
+        ticked = true;
       }
       await this.queue.pull();
-      for (let i = 0; i < this.lanes.length && this.queue.hasDue(); i++) if (!this.lane(i).busy) await this.deliver(i);
+      await this.deliverAllDue();
       await this.settle();
-      if (this.time.now() >= nextScan) {
-        if (this.time.now() >= maxEnd || !(await this.openOwed())) break;
-        nextScan = this.time.now() + 2 * PLANNER_SCHEDULE.tickMs;
-      }
-      const candidates = [nextTick, this.queue.nextVisibleAt(), this.time.nextTimerAt(), nextScan].filter((t): t is number => t !== undefined);
+      const idle = !this.queue.hasDue() && this.lanes.every((l) => !l.busy) && this.extraLanes.every((l) => !l.busy);
+      const nextTimer = this.time.nextTimerAt();
+      const quietUntilTick = idle && (nextTimer === undefined || nextTimer >= nextTick) && (this.queue.nextVisibleAt() ?? Infinity) >= nextTick;
+      if ((ticked || quietUntilTick) && (await this.settledDown())) break;
+      if (this.time.now() >= maxEnd) break;
+      const candidates = [nextTick, this.queue.nextVisibleAt(), nextTimer].filter((t): t is number => t !== undefined);
       const next = Math.max(this.time.now() + 1, Math.min(...candidates));
       await this.time.advanceTo(Math.min(next, maxEnd), () => this.settle());
-      if (this.time.now() >= maxEnd) break;
+    }
+    this.quiescenceEnd = this.time.now();
+    const took = Math.round((this.quiescenceEnd - start) / 1000);
+    this.say(this.quiescenceEnd >= maxEnd ? `— quiescence bound reached after ${took} s; still open: ${this.unsettled.join('; ')} —` : `— settled after ${took} s —`);
+  }
+
+  /** Every due message to a free lane; when all are busy, to a fresh container (Lambda scales out). */
+  private async deliverAllDue(): Promise<void> {
+    for (let i = 0; i < this.lanes.length && this.queue.hasDue(); i++) if (!this.lane(i).busy) await this.deliver(i);
+    while (this.queue.hasDue()) {
+      let lane = this.extraLanes.find((l) => !l.busy);
+      if (!lane) {
+        if (this.extraLanes.length >= MAX_EXTRA_LANES) return;
+        const name = `q${this.extraLanes.length}`;
+        lane = { name, spec: { skewMs: 0, sdkAttempts: 3, batchSize: 10 }, generation: 0, container: `${name}#0`, busy: false, invocations: 0, owner: '', held: [], paused: false };
+        this.extraLanes.push(lane);
+      }
+      const records = await this.queue.take(lane.spec.batchSize);
+      if (records.length === 0) return;
+      await this.invoke(lane, records);
     }
   }
 
-  /** Whether any run whose slot the fault phase owed is still open. */
-  private async openOwed(): Promise<boolean> {
-    const { runs } = await readFinal(this.stack.clients.doc, { ledger: this.tables.ledger, business: this.tables.payments });
+  /**
+   * Whether quiescence may end: no open run of a configured job with a slot of the fault phase
+   * (except runs the sweeper stopped re-dispatching: left for an operator), and no unpaused job
+   * still catching up. Also remembers the catch-up cursors, to tell a long backlog from a wedge.
+   */
+  private async settledDown(): Promise<boolean> {
+    const final = await readFinal(this.stack.clients.doc, { ledger: this.tables.ledger, business: this.tables.payments });
     const configured = new Set(this.jobs.map((j) => j.name));
-    return runs.some((r) => configured.has(r.job) && !isTerminal(r.status) && r.slot <= (this.faultPhaseEnd ?? 0));
+    const stuck = new Set(this.stuckRuns(final).map((r) => r.runKey));
+    const open = final.runs.some((r) => configured.has(r.job) && !isTerminal(r.status) && !stuck.has(r.runKey) && r.slot <= (this.faultPhaseEnd ?? 0) + this.setup.plannerSkewMs);
+    const behind = [...final.cursors].filter(([job]) => configured.has(job) && !this.pausedJobs.has(job));
+    this.unsettled = [
+      ...final.runs.filter((r) => configured.has(r.job) && !isTerminal(r.status) && !stuck.has(r.runKey) && r.slot <= (this.faultPhaseEnd ?? 0) + this.setup.plannerSkewMs).slice(0, 3).map((r) => `${r.runKey} ${r.status}`),
+      ...behind.map(([job, cursor]) => `${job} behind at ${iso(cursor)}`),
+    ];
+    const moved = behind.filter(([job, cursor]) => this.lastCursors.get(job) !== undefined && this.lastCursors.get(job) !== cursor).map(([job]) => job);
+    this.progressing = moved;
+    this.lastCursors = new Map(behind);
+    return !open && behind.length === 0;
+  }
+
+  /** Open runs the sweeper gave up re-dispatching (budget spent, nobody claimed them): waiting for an operator. */
+  private stuckRuns(final: FinalTables): Run[] {
+    const messaged = this.queue.runKeysWithMessage();
+    return final.runs.filter((r) => isWaiting(r.status) && (r.redispatches ?? 0) >= SWEEP_DEFAULTS.maxRedispatches && !messaged.has(r.runKey));
   }
 
   private clockTolerance(): number {
@@ -759,15 +882,19 @@ export class World implements Gate {
   async check(): Promise<{ result: CheckResult; final: FinalTables }> {
     const final = await readFinal(this.stack.clients.doc, { ledger: this.tables.ledger, business: this.tables.payments });
     const tolerance = this.clockTolerance();
-    const lookahead = defaultLookaheadMs(this.jobs);
-    const owed = computeOwed({ timeline: this.timeline, until: this.faultPhaseEnd ?? this.time.now(), lookaheadMs: lookahead, toleranceMs: tolerance });
+    const configured = new Set(this.jobs.map((j) => j.name));
+    const behindCursors = new Map([...final.cursors].filter(([job]) => final.planner.some((p) => p.behind.includes(job))));
+    const owed = computeOwed({ timeline: this.timeline, ticks: this.ticks, until: this.faultPhaseEnd ?? this.time.now(), plannerSkewMs: this.setup.plannerSkewMs, configured, behindCursors });
+    const stuck = this.stuckRuns(final);
+    const stuckKeys = new Set(stuck.map((r) => r.runKey));
+    const runsByKey = new Map(final.runs.map((r) => [r.runKey, r]));
+    // An owed run the sweeper left for an operator may stay as it is (README: waiting for a person).
+    const slots = owed.slots.map((slot) => {
+      const run = runsByKey.get(runKeyOf(slot.job, slot.slot, slot.shard ?? 0, slot.shards ?? 1));
+      return run && stuckKeys.has(run.runKey) ? { ...slot, statuses: [...SETTLED_STATUSES, run.status] } : slot;
+    });
     const skews = [...this.setup.lanes.map((l) => l.skewMs), this.setup.opsSkewMs];
     const pairwise = Math.max(...skews) - Math.min(...skews);
-    const paused = new Set<string>();
-    for (const e of this.timeline) {
-      if (e.kind === 'pause') paused.add(e.job);
-      if (e.kind === 'resume') paused.delete(e.job);
-    }
     const jobsByPartition: Record<number, string[]> = {};
     for (const job of this.jobs) (jobsByPartition[partitionOf(job.name, this.partitions)] ??= []).push(job.name);
     const all = [...this.specs.values()];
@@ -775,14 +902,14 @@ export class World implements Gate {
       this.events,
       final,
       {
-        slots: owed.slots,
+        slots,
         clockAllowanceMs: Math.max(0, pairwise - this.setup.clockAllowanceMs),
         model: {
           reconciling: all.filter((s) => s.reconcile).map((s) => s.name),
           itemGroups: Object.fromEntries(all.map((s) => [s.name, s.group])),
           overlap: Object.fromEntries(all.map((s) => [s.name, s.overlap])),
           clockToleranceMs: tolerance,
-          forbidden: owed.forbidden,
+          unexpected: unexpectedRuns(final.runs, this.timeline, this.ticks),
         },
       },
       {
@@ -790,11 +917,16 @@ export class World implements Gate {
         clockToleranceMs: tolerance,
         partitions: this.partitions,
         jobsByPartition,
-        paused: [...paused],
+        paused: [...this.pausedJobs],
         jobs: this.jobs.map((j) => j.name),
         queue: this.queue.remaining(),
         withMessage: [...this.queue.runKeysWithMessage()],
         sweepGraceMs: SWEEP_GRACE_MS + PLANNER_SCHEDULE.tickMs + tolerance,
+        // Quiescence delivers every due message at once: one due for a minute was left behind.
+        dueGraceMs: PLANNER_SCHEDULE.tickMs,
+        stuck: [...stuckKeys],
+        progressing: this.progressing,
+        pausedInLedger: final.paused,
       },
     );
     return { result, final };
