@@ -191,12 +191,15 @@ export function checkModelSafety(events: readonly HistoryEvent[], final: FinalSt
 
   // ---------------------------------------------------------------- fenced out by a newer slot → SUPERSEDED
   const acceptedBy = new Map<string, { token: number; runKey: string }[]>();
+  // An operator's retry, redrive or resolve after the refusal starts the run over: its end is theirs.
+  const repairedAfter = (runKey: string, at: number) => events.some((o) => o.type === 'ops' && o.runKey === runKey && o.at >= at);
   for (const e of events) {
     if (e.type !== 'effect') continue;
     if (e.result === 'accepted') acceptedBy.set(e.resource, [...(acceptedBy.get(e.resource) ?? []), { token: e.token, runKey: e.runKey }]);
     if (e.result !== 'fenced-out') continue;
     const run = finalRuns.get(e.runKey);
     if (!run || run.status === RunStatus.SUPERSEDED || run.status === RunStatus.SUCCEEDED || run.status === RunStatus.MANUAL || run.status === RunStatus.SKIPPED) continue;
+    if (repairedAfter(run.runKey, e.at)) continue;
     const newer = (acceptedBy.get(e.resource) ?? []).find((w) => w.token > e.token && (finalRuns.get(w.runKey)?.slot ?? -Infinity) > run.slot);
     if (!newer) continue;
     flag(

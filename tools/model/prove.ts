@@ -54,7 +54,7 @@ export async function proveDefects(
       defect: defect.defect,
       title: defect.title,
       found: first !== undefined,
-      scenariosToFailure: first ? first.scenariosToFailure * options.concurrency : undefined,
+      scenariosToFailure: first?.scenariosToFailure,
       shrunkLength: first?.shrunkLength,
       seed: first?.seed ?? options.seed,
       path: first?.path,

@@ -22,6 +22,8 @@ export interface ModelRunOptions {
   readonly counts?: (violation: CheckViolation) => boolean;
   /** Stop at the first failure (after shrinking it). @default true */
   readonly stopOnFailure?: boolean;
+  /** Scenario runs spent shrinking one failure at most (then the smallest failure so far is reported). @default 150 */
+  readonly shrinkBudget?: number;
   readonly log?: (line: string) => void;
 }
 
@@ -29,6 +31,8 @@ export interface ModelFailure {
   readonly seed: number;
   readonly path: string;
   /** Scenarios this lane ran up to and including the first failing one. */
+  readonly laneScenariosToFailure: number;
+  /** Scenarios all lanes had run when this failure was first seen (before shrinking). */
   readonly scenariosToFailure: number;
   readonly shrinks: number;
   /** Commands in the shrunk scenario. */
@@ -42,6 +46,8 @@ export interface ModelRunSummary {
   readonly scenarios: number;
   readonly operations: number;
   readonly faults: number;
+  /** Store calls (DynamoDB and SQS) the actors made in those scenarios. */
+  readonly calls: number;
   readonly violations: number;
   readonly seed: number;
   readonly durationMs: number;
@@ -52,22 +58,38 @@ interface Counters {
   scenarios: number;
   operations: number;
   faults: number;
+  calls: number;
 }
 
-function property(stack: ModelStack, options: ModelRunOptions, counters: Counters, stopped: () => boolean) {
+/** One lane's state: once a scenario failed, every later run of the property is a shrink attempt. */
+interface LaneState {
+  failedAt?: number;
+  shrinkRuns: number;
+}
+
+function property(stack: ModelStack, options: ModelRunOptions, counters: Counters, lane: LaneState, stopped: () => boolean) {
   return fc.asyncProperty(setupArb, commandsArb(options.maxCommands ?? 40), fc.scheduler(), async (setup, commands, scheduler) => {
-    // Another lane found a failure: let the rest of this lane pass quickly.
-    if (stopped()) return;
+    const shrinking = lane.failedAt !== undefined;
+    // Another lane found a failure, or this lane's shrink budget is spent: pass at once (fast-check
+    // then reports the smallest failure found so far).
+    if ((!shrinking && stopped()) || (shrinking && lane.shrinkRuns >= (options.shrinkBudget ?? 150))) return;
+    if (shrinking) lane.shrinkRuns++;
     const world = await World.create(stack, setup, scheduler);
-    counters.scenarios++;
     try {
       await fc.asyncModelRun(() => ({ model: { commands: 0 } as ModelState, real: world }), commands);
       await world.quiesce();
       const { result } = await world.check();
-      counters.operations += world.operations;
-      counters.faults += world.faults.injected;
+      if (!shrinking) {
+        counters.scenarios++;
+        counters.operations += world.operations;
+        counters.faults += world.faults.injected;
+        counters.calls += world.calls;
+      }
       const counted = result.violations.filter(options.counts ?? (() => true));
-      if (counted.length > 0) throw new ScenarioFailure(counted, world.story());
+      if (counted.length > 0) {
+        lane.failedAt ??= counters.scenarios;
+        throw new ScenarioFailure(counted, world.story());
+      }
     } finally {
       await world.destroy();
     }
@@ -77,18 +99,18 @@ function property(stack: ModelStack, options: ModelRunOptions, counters: Counter
 export async function runModel(stack: ModelStack, options: ModelRunOptions): Promise<ModelRunSummary> {
   const started = Date.now();
   const concurrency = options.path ? 1 : Math.max(1, options.concurrency ?? 4);
-  const counters: Counters = { scenarios: 0, operations: 0, faults: 0 };
+  const counters: Counters = { scenarios: 0, operations: 0, faults: 0, calls: 0 };
   const failures: ModelFailure[] = [];
   const perLane = Math.ceil(options.scenarios / concurrency);
   let stop = false;
+  const progress = setInterval(() => options.log?.(`… ${counters.scenarios} scenario(s), ${counters.operations} operation(s), ${counters.calls} store call(s), ${Math.round((Date.now() - started) / 1000)} s`), 60_000);
+  progress.unref();
   await Promise.all(
     Array.from({ length: concurrency }, async (_, lane) => {
       const seed = (options.seed + lane * 7919) | 0;
-      const laneCounters: Counters = { scenarios: 0, operations: 0, faults: 0 };
-      const result = await fc.check(property(stack, options, laneCounters, () => stop), { numRuns: options.path ? 1 : perLane, seed, path: options.path, endOnFailure: false });
-      counters.scenarios += laneCounters.scenarios;
-      counters.operations += laneCounters.operations;
-      counters.faults += laneCounters.faults;
+      const state: LaneState = { shrinkRuns: 0 };
+      const before = counters.scenarios;
+      const result = await fc.check(property(stack, options, counters, state, () => stop), { numRuns: options.path ? 1 : perLane, seed, path: options.path, endOnFailure: false });
       if (result.failed && result.counterexample) {
         const error = result.errorInstance;
         const [, commands] = result.counterexample as [unknown, Iterable<unknown>, unknown];
@@ -96,7 +118,8 @@ export async function runModel(stack: ModelStack, options: ModelRunOptions): Pro
         const failure: ModelFailure = {
           seed,
           path: result.counterexamplePath ?? '',
-          scenariosToFailure: result.numRuns,
+          laneScenariosToFailure: result.numRuns,
+          scenariosToFailure: state.failedAt ?? counters.scenarios - before,
           shrinks: result.numShrinks,
           shrunkLength: list.length,
           violations: error instanceof ScenarioFailure ? error.violations : [{ invariant: 'no-lost-slot', runKey: '-', detail: `scenario error: ${String(error)}` }],
@@ -104,17 +127,21 @@ export async function runModel(stack: ModelStack, options: ModelRunOptions): Pro
           story: error instanceof ScenarioFailure ? error.story : String(error),
         };
         failures.push(failure);
-        options.log?.(`lane ${lane}: failure after ${failure.scenariosToFailure} scenario(s), shrunk to ${failure.shrunkLength} command(s) (replay: --seed ${seed} --path ${failure.path})`);
+        options.log?.(
+          `lane ${lane}: failure in its scenario ${failure.laneScenariosToFailure} (${failure.scenariosToFailure} scenario(s) run in all), shrunk in ${state.shrinkRuns} run(s) to ${failure.shrunkLength} command(s) (replay: --seed ${seed} --path ${failure.path})`,
+        );
         if (options.stopOnFailure !== false) stop = true;
       } else {
         options.log?.(`lane ${lane}: ${result.numRuns} scenario(s), no failure`);
       }
     }),
   );
+  clearInterval(progress);
   return {
     scenarios: counters.scenarios,
     operations: counters.operations,
     faults: counters.faults,
+    calls: counters.calls,
     violations: failures.reduce((n, f) => n + f.violations.length, 0),
     seed: options.seed,
     durationMs: Date.now() - started,
