@@ -9,6 +9,9 @@ import type { CheckViolation } from '../../shared/core/checker.js';
 import { commandsArb, setupArb, type ModelState } from './commands.js';
 import { ScenarioFailure, World, type ModelStack } from './world.js';
 
+/** Commands per scenario at most, by default. */
+export const MAX_COMMANDS = 60;
+
 export interface ModelRunOptions {
   readonly scenarios: number;
   readonly seed: number;
@@ -16,7 +19,7 @@ export interface ModelRunOptions {
   readonly path?: string;
   /** Scenarios run at once (fc.check lanes). @default 4 */
   readonly concurrency?: number;
-  /** Commands per scenario at most. @default 40 */
+  /** Commands per scenario at most. @default MAX_COMMANDS */
   readonly maxCommands?: number;
   /** Which violations fail a scenario (default: all). */
   readonly counts?: (violation: CheckViolation) => boolean;
@@ -68,7 +71,7 @@ interface LaneState {
 }
 
 function property(stack: ModelStack, options: ModelRunOptions, counters: Counters, lane: LaneState, stopped: () => boolean) {
-  return fc.asyncProperty(setupArb, commandsArb(options.maxCommands ?? 40), fc.scheduler(), async (setup, commands, scheduler) => {
+  return fc.asyncProperty(setupArb, commandsArb(options.maxCommands ?? MAX_COMMANDS), fc.scheduler(), async (setup, commands, scheduler) => {
     const shrinking = lane.failedAt !== undefined;
     // Another lane found a failure, or this lane's shrink budget is spent: pass at once (fast-check
     // then reports the smallest failure found so far).
