@@ -406,7 +406,7 @@ export const setupArb: fc.Arbitrary<ScenarioSetup> = fc
     laneCount: fc.integer({ min: 1, max: 4 }),
     plannerSdkAttempts: fc.constantFrom(1, 3),
     partitions: fc.oneof({ weight: 3, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.integer({ min: 2, max: 3 }) }),
-    jobs: fc.array(jobSpecArb, { minLength: 1, maxLength: 3 }),
+    jobs: fc.oneof({ weight: 5, arbitrary: fc.array(jobSpecArb, { minLength: 1, maxLength: 1 }) }, { weight: 4, arbitrary: fc.array(jobSpecArb, { minLength: 2, maxLength: 2 }) }, { weight: 2, arbitrary: fc.array(jobSpecArb, { minLength: 3, maxLength: 3 }) }),
     faults: faultProfileArb,
     seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
   })
@@ -441,9 +441,16 @@ function weighted(weight: number, arbitrary: fc.Arbitrary<ModelCommand>): fc.Wei
 }
 
 const timeCommands = [
-  weighted(9, fc.record({ phase, late: fc.oneof({ weight: 5, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1_000, max: 20_000 }) }), copies: fc.oneof({ weight: 9, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.constant(2) }) }).map((t) => new TickOnTime(t.phase, t.late, t.copies))),
+  weighted(7, fc.record({ phase, late: fc.oneof({ weight: 5, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1_000, max: 20_000 }) }), copies: fc.oneof({ weight: 9, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.constant(2) }) }).map((t) => new TickOnTime(t.phase, t.late, t.copies))),
   weighted(1, fc.constantFrom(1, 2).map((copies) => new TickNow(copies))),
-  weighted(8, fc.oneof({ weight: 6, arbitrary: fc.integer({ min: 500, max: 45_000 }) }, { weight: 1, arbitrary: fc.integer({ min: 120_000, max: 600_000 }) }, { weight: 1, arbitrary: fc.constant(3 * 3_600_000) }).map((ms) => new Advance(ms))),
+  // Mostly seconds; sometimes minutes (a short planner outage: no tick runs while time passes);
+  // rarely hours (a long outage, whose catch-up is paged by maxPerTick).
+  weighted(
+    8,
+    fc
+      .oneof({ weight: 30, arbitrary: fc.integer({ min: 500, max: 45_000 }) }, { weight: 5, arbitrary: fc.integer({ min: 120_000, max: 600_000 }) }, { weight: 1, arbitrary: fc.constantFrom(3_600_000, 3 * 3_600_000) })
+      .map((ms) => new Advance(ms)),
+  ),
 ];
 const workerCommands = [
   weighted(18, fc.tuple(lane, fc.option(lane, { nil: undefined, freq: 6 })).map(([l, d]) => new Deliver(l, d))),

@@ -113,6 +113,8 @@ const iso = (ms: number) => new Date(ms).toISOString().slice(11, 19);
 const SWEEP_GRACE_MS = 120_000;
 /** Quiescence ends at the latest this long after the fault phase (virtual time). */
 const QUIESCENCE_MAX_MS = 40 * PLANNER_SCHEDULE.tickMs;
+/** Checks in a row a backlog must move before quiescence may end with it unfinished. */
+const CATCH_UP_STREAK = 3;
 /** Containers Lambda may add during quiescence when every lane is busy. */
 const MAX_EXTRA_LANES = 4;
 const HARNESS = 'harness';
@@ -189,6 +191,7 @@ export class World implements Gate {
   private readonly extraLanes: Lane[] = [];
   private lastCursors = new Map<string, number>();
   private progressing: string[] = [];
+  private readonly streaks = new Map<string, number>();
   quiescenceEnd: number | undefined;
   /** What kept quiescence going at its last check (for the story). */
   private unsettled: string[] = [];
@@ -819,7 +822,7 @@ export class World implements Gate {
       const idle = !this.queue.hasDue() && this.lanes.every((l) => !l.busy) && this.extraLanes.every((l) => !l.busy);
       const nextTimer = this.time.nextTimerAt();
       const quietUntilTick = idle && (nextTimer === undefined || nextTimer >= nextTick) && (this.queue.nextVisibleAt() ?? Infinity) >= nextTick;
-      if ((ticked || quietUntilTick) && (await this.settledDown())) break;
+      if ((ticked || quietUntilTick) && (await this.settledDown(ticked))) break;
       if (this.time.now() >= maxEnd) break;
       const candidates = [nextTick, this.queue.nextVisibleAt(), nextTimer].filter((t): t is number => t !== undefined);
       const next = Math.max(this.time.now() + 1, Math.min(...candidates));
@@ -852,7 +855,7 @@ export class World implements Gate {
    * (except runs the sweeper stopped re-dispatching: left for an operator), and no unpaused job
    * still catching up. Also remembers the catch-up cursors, to tell a long backlog from a wedge.
    */
-  private async settledDown(): Promise<boolean> {
+  private async settledDown(ticked: boolean): Promise<boolean> {
     const final = await readFinal(this.stack.clients.doc, { ledger: this.tables.ledger, business: this.tables.payments });
     const configured = new Set(this.jobs.map((j) => j.name));
     const stuck = new Set(this.stuckRuns(final).map((r) => r.runKey));
@@ -862,10 +865,16 @@ export class World implements Gate {
       ...final.runs.filter((r) => configured.has(r.job) && !isTerminal(r.status) && !stuck.has(r.runKey) && r.slot <= (this.faultPhaseEnd ?? 0) + this.setup.plannerSkewMs).slice(0, 3).map((r) => `${r.runKey} ${r.status}`),
       ...behind.map(([job, cursor]) => `${job} behind at ${iso(cursor)}`),
     ];
-    const moved = behind.filter(([job, cursor]) => this.lastCursors.get(job) !== undefined && this.lastCursors.get(job) !== cursor).map(([job]) => job);
-    this.progressing = moved;
-    this.lastCursors = new Map(behind);
-    return !open && behind.length === 0;
+    if (ticked) {
+      // Progress is measured tick to tick: a check between two ticks sees nothing move.
+      const moved = behind.filter(([job, cursor]) => this.lastCursors.get(job) !== undefined && this.lastCursors.get(job) !== cursor).map(([job]) => job);
+      this.progressing = moved;
+      for (const [job] of behind) this.streaks.set(job, moved.includes(job) ? (this.streaks.get(job) ?? 0) + 1 : 0);
+      this.lastCursors = new Map(behind);
+    }
+    // A long backlog paged by maxPerTick: once it has moved for a few ticks in a row, the planner
+    // is shown to catch up (a wedged one does not move) and waiting for the rest proves nothing more.
+    return !open && behind.every(([job]) => (this.streaks.get(job) ?? 0) >= CATCH_UP_STREAK);
   }
 
   /** Open runs the sweeper gave up re-dispatching (budget spent, nobody claimed them): waiting for an operator. */
