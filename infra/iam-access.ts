@@ -127,6 +127,10 @@ export const OPS_ACCESS = {
       deadLetterQueue: ['sqs:GetQueueAttributes'],
     },
   },
+  // As status: the planner's state and the watched runs (BatchGet), each job's runs (Query).
+  jobs: {
+    calls: { stack: READ_STACK, ledgerTable: ['dynamodb:BatchGetItem', 'dynamodb:Query'], openRunsIndex: ['dynamodb:Query'] },
+  },
   runs: { calls: { stack: READ_STACK, ledgerTable: ['dynamodb:Query'] } },
   show: { calls: { stack: READ_STACK, ledgerTable: ['dynamodb:GetItem'] } },
   // The job's plan item and its exception list, read together and changed in one transaction.

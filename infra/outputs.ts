@@ -17,7 +17,7 @@ export const StackOutput = {
   DashboardName: 'DashboardName',
   PlannerFunctionName: 'PlannerFunctionName',
   WorkerFunctionName: 'WorkerFunctionName',
-  /** Planner partition count (`of`); pause/resume must write to the job's partition. */
+  /** Planner partition count (`plannerPartitions`), for reference: no ops command needs it. */
   PlannerPartitions: 'PlannerPartitions',
   /** Days terminal runs are kept before TTL deletes them. */
   RunRetentionDays: 'RunRetentionDays',

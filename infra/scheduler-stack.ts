@@ -239,7 +239,7 @@ export class SchedulerStack extends Stack {
     output(StackOutput.DashboardName, this.observability.dashboard.dashboardName, 'CloudWatch dashboard');
     output(StackOutput.PlannerFunctionName, this.planner.function.functionName, 'Planner function');
     output(StackOutput.WorkerFunctionName, this.worker.function.functionName, 'Worker function');
-    output(StackOutput.PlannerPartitions, String(this.planner.plannerPartitions), 'Planner partition count (ops pause/resume write to the job partition)');
+    output(StackOutput.PlannerPartitions, String(this.planner.plannerPartitions), 'Planner partition count (one scheduled planner invocation each)');
     output(StackOutput.RunRetentionDays, String(this.ledger.runRetentionDays), 'Days terminal runs are kept before TTL deletes them');
     output(StackOutput.EventBusName, this.outboxRelay.eventBus.eventBusName, 'EventBridge bus the outbox relay publishes to');
     output(StackOutput.EventBusArn, this.outboxRelay.eventBus.eventBusArn, 'EventBridge bus ARN (rules and cross-account targets)');

@@ -12,11 +12,12 @@
  *   with messages sent per one-second batch, so neither DynamoDB nor the workers see a burst.
  */
 import type { Ledger } from './adapters/ledger.js';
+import { newWriteId } from './adapters/write-id.js';
 import type { OutgoingRun, RunQueue } from './adapters/run-queue.js';
 import type { Job } from './core/job-schema.js';
 import { slotSpecOf } from './core/plan.js';
 import { slotsBetween } from './core/slots.js';
-import { RunStatus } from './core/vocabulary.js';
+import { RunOrigin, RunStatus } from './core/vocabulary.js';
 import { messageFor } from './planner.js';
 
 /** Above this many slots a backfill needs `force`. */
@@ -123,13 +124,22 @@ export async function backfill(deps: BackfillDeps, request: BackfillRequest): Pr
   let existing = 0;
   let sent = 0;
   const started = deps.clock();
+  // Recognises our own put when the SDK retries one whose response was lost after it committed:
+  // the run is then ours to dispatch now, not an existing one left to the sweeper.
+  const creator = newWriteId();
   for (let start = 0, window = 0; start < runs.length; start += batchSize, window++) {
     const due = started + window * windowMs;
     const wait = due - deps.clock();
     if (wait > 0) await deps.sleep(wait);
     const toSend: OutgoingRun[] = [];
     for (const { slot, shard } of runs.slice(start, start + batchSize)) {
-      const result = await deps.ledger.createRun({ job: job.name, slot, shard, shards: job.shards, status: RunStatus.READY }, deps.clock());
+      // Backfilled slots are older than the window the sweeper scans behind the planner, so the run
+      // goes into the watch index at once: a lost message is then still found and re-sent.
+      const result = await deps.ledger.createRun(
+        { job: job.name, slot, shard, shards: job.shards, status: RunStatus.READY, origin: RunOrigin.BACKFILL, watch: true },
+        deps.clock(),
+        creator,
+      );
       const runKey = result.created ? result.run.runKey : result.existing.runKey;
       deps.onCreate?.({ runKey, created: result.created, at: deps.clock() });
       if (result.created) {

@@ -55,9 +55,13 @@ export type FencedWrite = FencedPut | FencedUpdate;
 
 /**
  * Writes on business items that carry the run's fencing token (DESIGN §6). Each write sets
- * `lastFence = :fence` on the item under the condition `lastFence <= :fence` (the same holder may
- * write an item repeatedly; a holder with a lower token never can). A rejected write throws
- * `FencedOutError`; a failed business condition throws `ConditionFailedError`.
+ * `lastFence = :fence` and a fresh write id `lastWrite` on the item, under the condition that the
+ * fence is new (`lastFence` absent or lower) or it is the same fence and `lastWrite` is not this
+ * write's id, joined by AND with the write's own condition. So a holder with a lower token never
+ * writes, the same holder may write an item repeatedly, and an SDK retry of a write that already
+ * committed is not applied twice: the refusal returns the item, and a `lastWrite` equal to the
+ * write's id reports it accepted. A write refused by a higher fence throws `FencedOutError`; a
+ * failed business condition throws `ConditionFailedError`.
  */
 export interface FencedStore {
   put(write: Omit<FencedPut, 'kind'>): Promise<void>;
@@ -224,8 +228,6 @@ export const AttemptAbort = {
   TIMEOUT: 'timeout',
   /** The invocation is about to time out: the attempt yields (resumes from its checkpoint). */
   YIELD: 'yield',
-  /** A fenced write was refused by a newer slot's fence: the run is superseded. */
-  SUPERSEDED: 'superseded',
   /** The attempt is over (its outcome is being recorded). */
   ENDED: 'ended',
 } as const;

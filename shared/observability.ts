@@ -40,11 +40,20 @@ export const MetricName = {
   OrphanedOpenRuns: 'OrphanedOpenRuns',
   /** Runs the sweeper re-dispatched maxRedispatches times without a claim: left for an operator. */
   RunsStuck: 'RunsStuck',
+  /** Overlap `replace`: a newer run ended a running (or waiting) older one through the fence. */
+  RunsReplaced: 'RunsReplaced',
+  /** A job paused itself after pauseOnFailure consecutive DEAD runs (alarmed). */
+  JobsPausedOnFailure: 'JobsPausedOnFailure',
   /** A newer slot's fence refused a run's write: the run ended SUPERSEDED. */
   RunsSupersededByFence: 'RunsSupersededByFence',
   /** Catch-up runs a tick left for later ticks (its catch-up budget was spent). */
   CatchUpDeferred: 'CatchUpDeferred',
-  /** How late the first attempt of a catch-up, backfilled, manual or revived run started (not trigger lag). */
+  /**
+   * Handler start − fire time of a catch-up, backfilled or manual run (origin not planned), on the
+   * run's first claim only (claim 1 by its fencing token) and only when that claim took it from
+   * READY. Retries, takeovers and the claims of a revived run that had been claimed before are not
+   * measured; a planned run's first claim is TriggerLag.
+   */
   LateStartLag: 'LateStartLag',
   /** An outcome write that failed and was retried while the lease held. */
   OutcomeWriteRetries: 'OutcomeWriteRetries',

@@ -132,17 +132,25 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
   const mine = new Set(jobs.map((j) => j.name));
   const paused = new Set([...state.paused].filter((name) => mine.has(name)));
   const listedBehind = [...state.behind].filter((name) => mine.has(name) && !paused.has(name));
-  const plans = listedBehind.length > 0 ? await deps.ledger.planning.readJobPlans(listedBehind) : new Map<string, JobPlan>();
+  const listed = new Set(listedBehind);
+  // maxRuns jobs carry their bound on their plan item: read those too (few jobs set it).
+  const bounded = jobs.filter((job) => job.maxRuns !== undefined && !paused.has(job.name)).map((job) => job.name);
+  const toRead = [...new Set([...listedBehind, ...bounded])];
+  const plans = toRead.length > 0 ? await deps.ledger.planning.readJobPlans(toRead) : new Map<string, JobPlan>();
+  const runBounds = new Map<string, number>();
+  for (const plan of plans.values()) if (plan.lastSlot !== undefined) runBounds.set(plan.job, plan.lastSlot);
   const behind = new Map<string, number>();
   const edges = new Map<string, number>();
   for (const plan of plans.values()) {
-    if (plan.cursor === undefined) continue;
+    // Only a listed job is behind: a job read for its maxRuns bound alone is not.
+    if (plan.cursor === undefined || !listed.has(plan.job)) continue;
     behind.set(plan.job, plan.cursor);
     if (plan.edge !== undefined) edges.set(plan.job, plan.edge);
   }
   // A job listed as behind whose plan has no cursor was interrupted between the two writes, or
   // caught up: drop it from the list.
   const staleListings = listedBehind.filter((name) => !behind.has(name));
+
 
   const plan = planTick({
     jobs,
@@ -153,7 +161,10 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
     now,
     lookaheadMs: options.lookaheadMs ?? defaultLookaheadMs(jobs),
     catchUpBudget: options.catchUpBudget,
+    runBounds,
   });
+  // A maxRuns job's bound is fixed by its first planning, before any of its runs is created.
+  await mapBounded([...plan.newRunBounds], 16, ([job, b]) => deps.ledger.planning.setRunBound(job, b.firstSlot, b.lastSlot));
 
   // Identifies this tick's puts, so a put retried after a lost response is still recognised as ours.
   const tickId = randomUUID();
@@ -175,6 +186,7 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
         reason: planned.reason,
         origin: planned.catchUp ? RunOrigin.CATCH_UP : RunOrigin.PLANNED,
         watch: planned.catchUp || planned.slot <= sweptUntil,
+        fireAt: planned.fireAt,
       },
       now,
       tickId,
@@ -187,7 +199,7 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
       skipped++;
       return dispatch.settle(index, undefined);
     }
-    return dispatch.settle(index, { message: messageFor(result.run), delaySeconds: delaySecondsFor(planned.job, result.run.fireAt ?? planned.slot, deps.clock()) });
+    return dispatch.settle(index, { message: messageFor(result.run), delaySeconds: delaySecondsFor(planned.job, planned.fireAt, deps.clock()) });
   });
   // A refused send fails the tick before the watermark moves; the runs it left unsent exist and
   // are re-dispatched by the sweeper, as after a crash between put and send.

@@ -180,8 +180,10 @@ async function dispatchable(deps: SweepDeps, lost: readonly Run[], configured: R
   const out: Run[] = [];
   const lanes = new Map<string, { job: Job; runs: Run[] }>();
   for (const run of lost) {
-    const job = configured.get(run.job);
-    if (!job) continue;
+    const configuredJob = configured.get(run.job);
+    if (!configuredJob) continue;
+    // A manual run may carry its own overlap policy.
+    const job = run.overlap ? { ...configuredJob, overlap: run.overlap as Job['overlap'] } : configuredJob;
     if (job.overlap === OverlapPolicy.PARALLEL || run.status === RunStatus.RUNNING) {
       out.push(run);
       continue;

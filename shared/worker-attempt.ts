@@ -32,6 +32,7 @@ import {
 import { MetricName } from './observability.js';
 import type { ChildLogger, QueueRecord, RecordOutcome, WorkerDeps } from './worker.js';
 import { afterRunEnded, isExclusive } from './worker-lanes.js';
+import { pauseOnRepeatedFailure } from './worker-pause.js';
 
 /** Retries of a failed outcome write back off from this, doubling, up to a second. */
 const OUTCOME_RETRY_BASE_MS = 50;
@@ -421,6 +422,7 @@ async function recordOutcome(
       return 'ack';
     case RunStatus.DEAD:
       deps.metrics.count(MetricName.RunsDead);
+      await pauseOnRepeatedFailure(deps, job, run, transition.lastError, logger).catch((error: unknown) => logger.warn('could not apply pauseOnFailure', { error: String(error) }));
       return 'ack';
     case RunStatus.SUPERSEDED:
       deps.metrics.count(MetricName.RunsSuperseded);

@@ -7,7 +7,11 @@
  *   the holder dispatches the next waiting run when it ends;
  * - coalesce: only the newest due run executes: an older one that finds a newer due run is
  *   SUPERSEDED, and the holder dispatches the newest due waiting run when it ends (superseding
- *   the ones in between).
+ *   the ones in between);
+ * - replace: a newer due run takes over at once: a holder that is still RUNNING is ended
+ *   SUPERSEDED through the fence (its token advances: its heartbeat is refused, its signal aborts,
+ *   its outcome is refused, and the newer run's larger token fences out its writes), a waiting
+ *   holder is superseded; an older run gives way as under coalesce.
  * A run that waits is put in the sweeper's watch index, so that if its lane's holder dies before
  * dispatching it, the sweeper does. A marker whose holder has ended never blocks a lane: the next
  * claimer takes it over (atomically with a check that the holder ended).
@@ -18,7 +22,7 @@ import { initialFence } from './core/fence.js';
 import { OverlapPolicy, type Job } from './core/job-schema-core.js';
 import type { ClaimResult } from './core/lease.js';
 import { messageFor } from './core/run-message.js';
-import { isTerminal, RunStatus, type Run, type RunId } from './core/vocabulary.js';
+import { isTerminal, runKeyOf, RunStatus, type Run, type RunId } from './core/vocabulary.js';
 import type { RunLogger } from './handler-api.js';
 import { MetricName, type MetricsSink } from './observability.js';
 
@@ -59,14 +63,14 @@ export async function beforeClaim(deps: LaneDeps, job: Job, id: RunId, logger: R
       return 'ack';
     }
   }
-  if (job.overlap === OverlapPolicy.COALESCE) {
+  if (job.overlap === OverlapPolicy.COALESCE || job.overlap === OverlapPolicy.REPLACE) {
     // Only a run that is due can supersede: one whose slot is still ahead (the planner creates
     // runs a tick early) would leave the lane without a run to execute now. A newer due run that
     // already ran (or runs) supersedes too: executed slots only move forward.
     const newer = await deps.ledger.laneRunsAfter(job.name, id.shard, id.slot, dueBy(deps, job), SUPERSEDING);
     const newest = newer.at(-1);
-    if (newest && (await supersede(deps, job, id, `superseded by ${newest.runKey} (coalesce)`))) {
-      logger.info('superseded by a newer due run (coalesce)', { by: newest.runKey });
+    if (newest && (await supersede(deps, job, id, `superseded by ${newest.runKey} (${job.overlap})`))) {
+      logger.info('superseded by a newer due run', { by: newest.runKey, policy: job.overlap });
       return 'ack';
     }
   }
@@ -107,7 +111,7 @@ export async function claimInLane(deps: LaneDeps, job: Job, id: RunId, logger: R
   let lane = await deps.ledger.lanes.acquire(job.name, holder, deps.clock());
   if (lane.kind === 'blocked') {
     const current = await deps.ledger.getRun({ job: job.name, slot: lane.holderSlot, shard: id.shard });
-    if (current && !isTerminal(current.status)) return { kind: 'blocked', holderSlot: lane.holderSlot };
+    if (current && !isTerminal(current.status) && !(await replaced(deps, job, id, current, logger))) return { kind: 'blocked', holderSlot: lane.holderSlot };
     const stale = { slot: lane.holderSlot, shard: id.shard };
     if (!(await deps.ledger.lanes.takeFromEnded(job.name, holder, stale, deps.clock()))) return { kind: 'blocked', holderSlot: lane.holderSlot };
     logger.warn('took over the lane from a holder that had ended without releasing it', { holderSlot: iso(lane.holderSlot), holderStatus: current?.status ?? 'gone' });
@@ -118,12 +122,37 @@ export async function claimInLane(deps: LaneDeps, job: Job, id: RunId, logger: R
   return result;
 }
 
+/**
+ * Overlap `replace`: ends the lane's older holder so that `id` can take the lane. A RUNNING holder
+ * is superseded through the fence (ledger.replaceRunning), a waiting one settled. False when the
+ * policy is another, the holder is not older, or it moved meanwhile.
+ */
+async function replaced(deps: LaneDeps, job: Job, id: RunId, holder: Run, logger: RunLogger): Promise<boolean> {
+  if (job.overlap !== OverlapPolicy.REPLACE || holder.slot >= id.slot) return false;
+  const by = runKeyOf(id.job, id.slot, id.shard, job.shards);
+  const done =
+    holder.status === RunStatus.RUNNING
+      ? await deps.ledger.replaceRunning(holder, by, deps.clock())
+      : await deps.ledger.settleWaiting(holder, RunStatus.SUPERSEDED, `replaced by ${by}`, deps.clock());
+  if (done) {
+    deps.metrics.count(MetricName.RunsSuperseded);
+    deps.metrics.count(MetricName.RunsReplaced);
+    logger.warn('replaced the lane\'s older run', { replaced: holder.runKey, wasStatus: holder.status, replacedToken: holder.fencingToken });
+  }
+  return done;
+}
+
 /** The lane is held by another run. */
 export async function onBlocked(deps: LaneDeps, job: Job, id: RunId, holderSlot: number, logger: RunLogger): Promise<Outcome> {
   if (job.overlap === OverlapPolicy.FORBID_SKIP) {
     if (await settle(deps, job, id, RunStatus.SKIPPED, `skipped: run of ${iso(holderSlot)} still open (forbid-skip)`)) {
       logger.info('skipped: an earlier run of the job is still open (forbid-skip)', { holderSlot: iso(holderSlot) });
     }
+    return 'ack';
+  }
+  if (job.overlap === OverlapPolicy.REPLACE) {
+    // The holder is newer (or could not be replaced): this run gives way.
+    if (await supersede(deps, job, id, `superseded by the run of ${iso(holderSlot)} (replace)`)) logger.info('superseded: a newer run holds the lane (replace)');
     return 'ack';
   }
   // forbid-queue and coalesce: the holder dispatches the next waiting run when it ends; the
@@ -145,7 +174,7 @@ async function dispatchNextWaiting(deps: LaneDeps, job: Job, run: Pick<Run, 'job
   if (job.overlap === OverlapPolicy.FORBID_SKIP || job.overlap === OverlapPolicy.PARALLEL) return;
   const due = await deps.ledger.laneRunsAfter(job.name, run.shard, run.slot, dueBy(deps, job));
   if (due.length === 0) return;
-  const coalesce = job.overlap === OverlapPolicy.COALESCE;
+  const coalesce = job.overlap === OverlapPolicy.COALESCE || job.overlap === OverlapPolicy.REPLACE;
   const next = coalesce ? due[due.length - 1]! : due[0]!;
   if (coalesce) {
     // The skipped-over ones acked their messages while they waited: settle them now.

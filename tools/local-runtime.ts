@@ -5,16 +5,19 @@
  * the benchmark and the chaos drills all build on this class.
  */
 import { randomUUID } from 'node:crypto';
-import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
+import { BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { Ledger, type AttemptFacts, type CreateRunResult, type LeaseCheck, type LedgerOptions, type NewRun, type Outcome } from '../shared/adapters/ledger.js';
+import { RunQueue } from '../shared/adapters/run-queue.js';
 import type { Job } from '../shared/core/job-schema.js';
 import type { HistoryEvent, HistorySink } from '../shared/core/history.js';
 import { InvariantMonitor, teeHistory, type Violation } from '../shared/core/invariants.js';
 import { jobsByName } from '../shared/config.js';
 import type { JobHandler } from '../shared/handler-api.js';
 import { PAYMENTS_PK } from '../shared/handlers/payments-reconcile.js';
-import { InMemoryMetrics, JsonLineLogger, type RunLogger } from '../shared/observability.js';
+import { InMemoryMetrics, JsonLineLogger, MetricName, type RunLogger } from '../shared/observability.js';
 import { runPlannerTick, type PlannerOptions, type TickReport } from '../shared/planner.js';
-import { createAdapters, createClients, type Clients } from '../shared/runtime.js';
+import { createClients, type Clients } from '../shared/runtime.js';
+import { RunStatus, runKeyOf, type Run } from '../shared/core/vocabulary.js';
 import { processBatch, type ChildLogger, type WorkerOptions } from '../shared/worker.js';
 import { localClientConfig, type LocalEndpoints } from './local-stack.js';
 import { LocalPoller } from './local-poller.js';
@@ -29,6 +32,101 @@ export interface RunOutcomeLine {
   readonly token: number;
   readonly status: string;
   readonly durationMs: number;
+  /** The error the attempt recorded (RETRY, UNKNOWN, DEAD, SUPERSEDED). */
+  readonly error?: { readonly code: string; readonly message: string };
+}
+
+/** A run ended without an attempt: SKIPPED (misfire skip, forbid-skip), SUPERSEDED (coalesce), DEAD (fencing range spent). */
+export interface RunSettledLine {
+  readonly job: string;
+  readonly slot: number;
+  readonly runKey: string;
+  readonly status: typeof RunStatus.SKIPPED | typeof RunStatus.SUPERSEDED | typeof RunStatus.DEAD;
+  readonly reason?: string;
+}
+
+/** A fenced write refused: the item had seen a higher fence (a newer slot, or a takeover of this one). */
+export interface FencedOutLine {
+  readonly runKey: string;
+  readonly token: number;
+  readonly resource: string;
+}
+
+/** A claim that took a run over from a worker whose lease expired. */
+export interface TakeoverLine {
+  readonly runKey: string;
+  readonly token: number;
+  readonly owner: string;
+  /** Who held the lease before, if this runtime saw that claim. */
+  readonly previousOwner?: string;
+}
+
+/** `npm start`'s summary figures (also its last line with --duration). */
+export interface RuntimeSummary {
+  readonly uptimeSeconds: number;
+  readonly ticks: number;
+  readonly runsSucceeded: number;
+  readonly runsFailed: number;
+  readonly runsSkipped: number;
+  readonly runsSuperseded: number;
+  readonly duplicatesAcked: number;
+  readonly takeovers: number;
+  readonly fencingRejections: number;
+  readonly fencedOutWrites: number;
+  readonly poisonMessages: number;
+  readonly outboxEvents: number;
+  /** First attempts of on-time (planned) slots only: handler start − fire time (MetricName.TriggerLag). */
+  readonly triggerLagSamples: number;
+  readonly triggerLagP50Ms: number;
+  readonly triggerLagP99Ms: number;
+  /** First attempts of catch-up, backfilled and manual runs (MetricName.LateStartLag): late by construction. */
+  readonly lateStarts: number;
+  readonly lateStartLagP99Ms: number;
+  readonly violations: number;
+}
+
+/** What the local runtime's ledger reports beyond the history events: errors recorded, runs ended without an attempt. */
+export interface LedgerObserver {
+  completed(run: Run, outcome: Outcome): void;
+  settled(run: Pick<Run, 'job' | 'slot' | 'shard'>, status: RunSettledLine['status'], reason: string | undefined): void;
+}
+
+/**
+ * The ledger the local runtime hands the planner and workers: the real adapter, telling `npm start`
+ * what an outcome's error was and which runs ended without an attempt (SKIPPED, SUPERSEDED, DEAD),
+ * which the history events do not carry.
+ */
+export class ObservedLedger extends Ledger {
+  constructor(
+    doc: DynamoDBDocumentClient,
+    options: LedgerOptions,
+    private readonly observer: LedgerObserver,
+  ) {
+    super(doc, options);
+  }
+
+  override async createRun(run: NewRun, now: number, creator?: string): Promise<CreateRunResult> {
+    const result = await super.createRun(run, now, creator);
+    if (result.created && run.status === RunStatus.SKIPPED) this.observer.settled(run, RunStatus.SKIPPED, run.reason);
+    return result;
+  }
+
+  override async complete(run: Run, outcome: Outcome, now: number, facts?: AttemptFacts, writeId?: string): Promise<LeaseCheck> {
+    const check = await super.complete(run, outcome, now, facts, writeId);
+    if (check.ok) this.observer.completed(run, outcome);
+    return check;
+  }
+
+  override async settleWaiting(
+    run: Pick<Run, 'job' | 'slot' | 'shard'> & { readonly fencingToken?: number },
+    status: RunSettledLine['status'],
+    reason: string,
+    now: number,
+  ): Promise<boolean> {
+    const settled = await super.settleWaiting(run, status, reason, now);
+    if (settled) this.observer.settled(run, status, reason);
+    return settled;
+  }
 }
 
 export interface LocalRuntimeOptions {
@@ -47,6 +145,9 @@ export interface LocalRuntimeOptions {
   /** Structured JSON log lines of the planner and workers; silent by default. */
   readonly log?: (line: string) => void;
   readonly onOutcome?: (line: RunOutcomeLine) => void;
+  readonly onSettled?: (line: RunSettledLine) => void;
+  readonly onFencedOut?: (line: FencedOutLine) => void;
+  readonly onTakeover?: (line: TakeoverLine) => void;
   readonly onViolation?: (violation: Violation) => void;
   readonly history?: HistorySink;
   /** Receives every outbox event the local relay reads from the ledger's stream. */
@@ -59,9 +160,15 @@ export class LocalRuntime {
   readonly monitor: InvariantMonitor;
   readonly events: HistoryEvent[] = [];
   readonly pollers: LocalPoller[] = [];
-  readonly triggerLags: number[] = [];
   private readonly history: HistorySink;
   private readonly claims = new Map<string, { attempt: number; at: number }>();
+  /** The owner of each run's latest claim seen, to name whom a takeover took the run from. */
+  private readonly holders = new Map<string, string>();
+  /** Errors recorded by accepted outcomes, by `runKey/token`, until their outcome event is reported. */
+  private readonly errors = new Map<string, { code: string; message: string }>();
+  private readonly started = Date.now();
+  private readonly ledger: ObservedLedger;
+  private readonly queue: RunQueue;
   private timer: NodeJS.Timeout | undefined;
   private relay: LocalOutboxRelay | undefined;
   readonly outboxEvents: OutboxEvent[] = [];
@@ -69,6 +176,9 @@ export class LocalRuntime {
   private readonly logger: ChildLogger;
   runsSucceeded = 0;
   runsFailed = 0;
+  runsSkipped = 0;
+  runsSuperseded = 0;
+  fencedOutWrites = 0;
   ticks = 0;
 
   constructor(readonly options: LocalRuntimeOptions) {
@@ -77,6 +187,13 @@ export class LocalRuntime {
     this.monitor = new InvariantMonitor(0, options.onViolation);
     this.history = teeHistory(this.monitor, { record: (event) => this.observe(event) }, ...(options.history ? [options.history] : []));
     this.logger = new JsonLineLogger(options.log ?? (() => undefined));
+    this.ledger = new ObservedLedger(this.clients.doc, { tableName: e.ledgerTable, retentionDays: 30 }, {
+      completed: (run, outcome) => {
+        if ('lastError' in outcome && outcome.lastError) this.errors.set(`${run.runKey}/${run.fencingToken}`, outcome.lastError);
+      },
+      settled: (run, status, reason) => this.settled(run, status, reason),
+    });
+    this.queue = new RunQueue(this.clients.sqs, e.runQueueUrl);
   }
 
   private get clock(): () => number {
@@ -84,22 +201,42 @@ export class LocalRuntime {
   }
 
   private adapters() {
-    const e = this.options.endpoints;
-    return createAdapters(this.clients, { ledgerTable: e.ledgerTable, paymentsTable: e.paymentsTable, runQueueUrl: e.runQueueUrl, retentionDays: 30 });
+    return { ledger: this.ledger, queue: this.queue };
+  }
+
+  private settled(run: Pick<Run, 'job' | 'slot' | 'shard'>, status: RunSettledLine['status'], reason: string | undefined): void {
+    if (status === RunStatus.SKIPPED) this.runsSkipped++;
+    if (status === RunStatus.SUPERSEDED) this.runsSuperseded++;
+    if (status === RunStatus.DEAD) this.runsFailed++;
+    const shards = this.options.jobs.find((j) => j.name === run.job)?.shards ?? 1;
+    this.options.onSettled?.({ job: run.job, slot: run.slot, runKey: runKeyOf(run.job, run.slot, run.shard, shards), status, reason });
   }
 
   private observe(event: HistoryEvent): void {
     this.events.push(event);
-    if (event.type === 'claimed') this.claims.set(`${event.runKey}/${event.token}`, { attempt: event.attempt, at: event.at });
+    const key = (e: { runKey: string; token: number }) => `${e.runKey}/${e.token}`;
+    if (event.type === 'claimed') {
+      this.claims.set(key(event), { attempt: event.attempt, at: event.at });
+      const previousOwner = this.holders.get(event.runKey);
+      this.holders.set(event.runKey, event.owner);
+      if (event.from === RunStatus.RUNNING) this.options.onTakeover?.({ runKey: event.runKey, token: event.token, owner: event.owner, previousOwner });
+    }
     if (event.type === 'handler-started') {
-      this.triggerLags.push(event.at - event.slot);
-      const claim = this.claims.get(`${event.runKey}/${event.token}`);
+      const claim = this.claims.get(key(event));
       if (claim) claim.at = event.at;
     }
+    if (event.type === 'effect' && event.result === 'fenced-out') {
+      this.fencedOutWrites++;
+      this.options.onFencedOut?.({ runKey: event.runKey, token: event.token, resource: event.resource });
+    }
     if (event.type === 'outcome' && event.accepted) {
-      const claim = this.claims.get(`${event.runKey}/${event.token}`);
-      if (event.status === 'SUCCEEDED') this.runsSucceeded++;
-      if (event.status === 'DEAD') this.runsFailed++;
+      const claim = this.claims.get(key(event));
+      const error = this.errors.get(key(event));
+      this.errors.delete(key(event));
+      this.claims.delete(key(event));
+      if (event.status === RunStatus.SUCCEEDED) this.runsSucceeded++;
+      if (event.status === RunStatus.DEAD) this.runsFailed++;
+      if (event.status === RunStatus.SUPERSEDED) this.runsSuperseded++;
       const [job = '', slotIso = ''] = event.runKey.split('@');
       this.options.onOutcome?.({
         job,
@@ -109,8 +246,39 @@ export class LocalRuntime {
         token: event.token,
         status: event.status,
         durationMs: claim ? event.at - claim.at : 0,
+        ...(error ? { error } : {}),
       });
     }
+  }
+
+  /**
+   * The figures `npm start` prints. Trigger lag is the worker's own TriggerLag metric: first
+   * attempts of on-time (planned) slots only; a backfilled or caught-up run's start is LateStartLag,
+   * so one backfill of last week does not read as a p99 of days.
+   */
+  summary(now = Date.now()): RuntimeSummary {
+    const lags = this.metrics.observations.get(MetricName.TriggerLag) ?? [];
+    const late = this.metrics.observations.get(MetricName.LateStartLag) ?? [];
+    return {
+      uptimeSeconds: Math.round((now - this.started) / 1000),
+      ticks: this.ticks,
+      runsSucceeded: this.runsSucceeded,
+      runsFailed: this.runsFailed,
+      runsSkipped: this.runsSkipped,
+      runsSuperseded: this.runsSuperseded,
+      duplicatesAcked: this.metrics.get(MetricName.DuplicateDeliveries),
+      takeovers: this.metrics.get(MetricName.Takeovers),
+      fencingRejections: this.metrics.get(MetricName.FencingRejections),
+      fencedOutWrites: this.fencedOutWrites,
+      poisonMessages: this.metrics.get(MetricName.PoisonMessages),
+      outboxEvents: this.outboxEvents.length,
+      triggerLagSamples: lags.length,
+      triggerLagP50Ms: percentile(lags, 50),
+      triggerLagP99Ms: percentile(lags, 99),
+      lateStarts: late.length,
+      lateStartLagP99Ms: percentile(late, 99),
+      violations: this.violations.length,
+    };
   }
 
   /** One planner invocation per partition, as EventBridge would trigger them. */

@@ -10,6 +10,7 @@ import { createServer as createHttpServer, type Server } from 'node:http';
 import { createRequire } from 'node:module';
 import { mkdirSync, readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import {
   CreateTableCommand,
   DynamoDBClient,
@@ -20,8 +21,16 @@ import {
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { LEDGER_TABLE, PAYMENTS_TABLE, RUN_QUEUES } from '../shared/resources.js';
 
-/** Where `npm start` publishes its endpoints for `npm run ops -- --local` (removed on exit). */
+/** Where `npm start` publishes its endpoints for `fsched ops --local` (removed on exit), in the project. */
 export const LOCAL_ENDPOINTS_FILE = '.local-data/endpoints.json';
+
+/** The project's root folder (where package.json is), whatever the current directory. */
+export const PROJECT_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+
+/** The endpoints file of `npm start` in the project at `root`. */
+export function localEndpointsPath(root: string = PROJECT_ROOT): string {
+  return resolve(root, LOCAL_ENDPOINTS_FILE);
+}
 
 export const LOCAL_REGION = 'us-east-1';
 export const LOCAL_CREDENTIALS = { accessKeyId: 'local', secretAccessKey: 'local' } as const;

@@ -1,21 +1,30 @@
 /**
  * `npm start`: the whole scheduler on this machine. Starts DynamoDB Local and local-aws-sqs on
  * free ports, creates the table and queues, ticks the planner every `--tick` seconds and runs
- * `--workers` pollers. Prints one line per run outcome and a summary every minute; with
- * `--duration` it stops by itself and its last line is one JSON object. Exits 0 only if no
- * invariant violation was observed.
+ * `--workers` pollers. Prints one line per run outcome (with its error), per run ended without an
+ * attempt (SKIPPED, SUPERSEDED), per takeover and per fenced-out write, and a summary every
+ * minute (tools/local-lines.ts); with `--duration` it stops by itself and its last line is one
+ * JSON object. Ctrl-C, SIGTERM and SIGHUP (the terminal closed) all stop it the same way: pollers,
+ * planner, then the Java process, and the endpoints file is removed. Exits 0 only if no invariant
+ * violation was observed.
  *
- *   npm start -- [--tick 60] [--workers 2] [--duration S] [--data-dir DIR] [--partitions 1] [--verbose]
+ *   npm start -- [--tick 60] [--workers 2] [--duration S] [--data-dir DIR] [--partitions 1] [--endpoints FILE] [--verbose]
  */
 import './quiet-sdk.js';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { configuredJobDefinitions, loadJobs } from '../shared/config.js';
 import { handlers } from '../shared/handlers/index.js';
-import { slotIso } from '../shared/core/vocabulary.js';
 import { describeSchedule } from '../shared/core/schedule-spec.js';
-import { JavaMissingError, LOCAL_ENDPOINTS_FILE, startLocalStack, type LocalStack } from './local-stack.js';
-import { LocalRuntime, percentile, seedPayments } from './local-runtime.js';
+import { JavaMissingError, localEndpointsPath, startLocalStack, type LocalStack } from './local-stack.js';
+import { fencedOutLine, outcomeLine, settledLine, summaryLine, takeoverLine } from './local-lines.js';
+import { LocalRuntime, seedPayments } from './local-runtime.js';
+
+const USAGE = 'usage: npm start -- [--tick 60] [--workers 2] [--duration S] [--data-dir DIR] [--partitions 1] [--endpoints FILE] [--verbose]';
+
+/** Signals that stop the runtime cleanly: Ctrl-C, a kill, and the terminal closing. */
+const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 function positive(name: string, raw: string | undefined, fallback: number): number {
   if (raw === undefined) return fallback;
@@ -35,13 +44,27 @@ async function main(): Promise<number> {
       duration: { type: 'string' },
       'data-dir': { type: 'string' },
       partitions: { type: 'string' },
+      endpoints: { type: 'string' },
       verbose: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
   });
   if (values.help) {
-    console.log('usage: npm start -- [--tick 60] [--workers 2] [--duration S] [--data-dir DIR] [--partitions 1] [--verbose]');
+    console.log(USAGE);
     return 0;
+  }
+  // Once the terminal is gone (SIGHUP) writes fail with EIO/EPIPE: that must not cut the shutdown short.
+  for (const stream of [process.stdout, process.stderr]) stream.on('error', () => undefined);
+  const endpointsFile = values.endpoints === undefined ? localEndpointsPath() : resolve(values.endpoints);
+  // Handled from the start: a signal's default (dying at once) would leave Java running, as it
+  // runs in its own process group. `on`, not `once`: a second signal waits for the same stop.
+  let shutdown: ((reason: string) => Promise<number>) | undefined;
+  let requested: string | undefined;
+  for (const signal of STOP_SIGNALS) {
+    process.on(signal, () => {
+      if (shutdown) void shutdown(signal).then((code) => process.exit(code));
+      else requested ??= signal;
+    });
   }
   const tick = positive('tick', values.tick, 60);
   const workers = Math.floor(positive('workers', values.workers, 2));
@@ -60,13 +83,13 @@ async function main(): Promise<number> {
     }
     throw error;
   }
-  const { stop: _stop, dynamoPid: _pid, ...endpoints } = stack;
-  mkdirSync('.local-data', { recursive: true });
-  writeFileSync(LOCAL_ENDPOINTS_FILE, JSON.stringify({ ...endpoints, partitions, exampleJobs: true }, null, 2));
-  console.log(`local stack up: DynamoDB Local ${stack.dynamoEndpoint}, SQS ${stack.sqsEndpoint} (ops: npm run ops -- status --local)`);
+  const { stop: _stop, dynamoPid, ...endpoints } = stack;
+  mkdirSync(dirname(endpointsFile), { recursive: true });
+  writeFileSync(endpointsFile, JSON.stringify({ ...endpoints, partitions, exampleJobs: true }, null, 2));
+  const opsTarget = values.endpoints === undefined ? '--local' : `--endpoints ${values.endpoints}`;
+  console.log(`local stack up: DynamoDB Local ${stack.dynamoEndpoint} (pid ${dynamoPid ?? '?'}), SQS ${stack.sqsEndpoint} (ops: npx fsched ops jobs ${opsTarget})`);
   console.log(`jobs: ${jobs.map((j) => `${j.name} [${describeSchedule(j)}${j.timezone === 'UTC' ? '' : ` ${j.timezone}`}]`).join(', ')}`);
 
-  const started = Date.now();
   const runtime = new LocalRuntime({
     endpoints,
     jobs,
@@ -74,40 +97,22 @@ async function main(): Promise<number> {
     workers,
     partitions,
     log: values.verbose ? (line) => console.log(line) : undefined,
-    onOutcome: (o) =>
-      console.log(`${o.status.padEnd(9)} ${o.job.padEnd(20)} slot=${slotIso(o.slot)} runKey=${o.runKey} attempt=${o.attempt} token=${o.token} duration=${o.durationMs}ms`),
+    onOutcome: (o) => console.log(outcomeLine(o)),
+    onSettled: (s) => console.log(settledLine(s)),
+    onTakeover: (t) => console.log(takeoverLine(t)),
+    onFencedOut: (f) => console.log(fencedOutLine(f)),
     onViolation: (v) => console.error(`VIOLATION ${v.invariant} ${v.runKey}: ${v.detail}`),
     onOutboxEvent: (e) => console.log(`EVENT     ${e.detailType.padEnd(20)} eventKey=${e.eventKey} ${JSON.stringify(e.detail)}`),
   });
   await runtime.startRelay();
   await seedPayments(runtime.clients, endpoints.paymentsTable, 25);
 
-  const summary = () => ({
-    uptimeSeconds: Math.round((Date.now() - started) / 1000),
-    ticks: runtime.ticks,
-    runsSucceeded: runtime.runsSucceeded,
-    runsFailed: runtime.runsFailed,
-    duplicatesAcked: runtime.metrics.get('DuplicateDeliveries'),
-    takeovers: runtime.metrics.get('Takeovers'),
-    fencingRejections: runtime.metrics.get('FencingRejections'),
-    poisonMessages: runtime.metrics.get('PoisonMessages'),
-    outboxEvents: runtime.outboxEvents.length,
-    triggerLagP50Ms: percentile(runtime.triggerLags, 50),
-    triggerLagP99Ms: percentile(runtime.triggerLags, 99),
-    violations: runtime.violations.length,
-  });
-  const printSummary = () => {
-    const s = summary();
-    console.log(
-      `summary: ${s.uptimeSeconds}s up, ${s.ticks} ticks, ${s.runsSucceeded} succeeded, ${s.runsFailed} dead, ${s.duplicatesAcked} duplicates acked, ` +
-        `${s.takeovers} takeovers, trigger lag p50 ${s.triggerLagP50Ms} ms / p99 ${s.triggerLagP99Ms} ms, ${s.violations} violations`,
-    );
-  };
+  const printSummary = () => console.log(summaryLine(runtime.summary()));
   runtime.start(tick);
   const minutely = setInterval(printSummary, 60_000);
 
   let stopping: Promise<number> | undefined;
-  const shutdown = (reason: string) => {
+  shutdown = (reason: string) => {
     stopping ??= (async () => {
       clearInterval(minutely);
       console.log(`stopping (${reason})…`);
@@ -115,17 +120,17 @@ async function main(): Promise<number> {
         await runtime.stop();
       } finally {
         await stack.stop();
-        rmSync(LOCAL_ENDPOINTS_FILE, { force: true });
+        rmSync(endpointsFile, { force: true });
       }
       printSummary();
-      const final = summary();
+      const final = runtime.summary();
       console.log(JSON.stringify(final));
       return final.violations === 0 ? 0 : 1;
     })();
     return stopping;
   };
-  process.once('SIGINT', () => void shutdown('SIGINT').then((code) => process.exit(code)));
-  process.once('SIGTERM', () => void shutdown('SIGTERM').then((code) => process.exit(code)));
+  // A signal that came while starting: stop now that there is something to stop.
+  if (requested !== undefined) return shutdown(requested);
   if (duration !== undefined) {
     await new Promise((r) => setTimeout(r, duration * 1000));
     return shutdown(`--duration ${duration}`);

@@ -1,7 +1,8 @@
 /**
- * `npm run ops -- <command>`: the ops CLI (status, runs, show, pause, resume, backfill, preview,
- * redrive, resolve). Human tables by default, `--json` for scripts (exactly one JSON document on
- * stdout). See docs/operating.md, and tools/ops/cli.ts for the in-process entry point.
+ * `npm run ops -- <command>`: the ops CLI as an npm script (npm prints its banner unless given
+ * `--silent`). The command operators use is `fsched ops <command>` (bin/fsched, tools/fsched.ts),
+ * whose stdout is the command's output only. See docs/operating.md, and tools/ops/cli.ts for the
+ * in-process entry point.
  */
 import './quiet-sdk.js';
 import { runOps } from './ops/cli.js';

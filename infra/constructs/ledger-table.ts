@@ -107,8 +107,13 @@ export class LedgerTable extends Construct {
   }
 
   /**
-   * Planner (FUNCTION_ACCESS.planner): GetItem, PutItem, UpdateItem on the table (watermarks, run
-   * items) and Query on the open-runs index only (the sweeper never queries the table).
+   * Planner (FUNCTION_ACCESS.planner), on the table: BatchGetItem (the layout and exception lists
+   * in one read, job plans, the sweep's consistent reads of the watched runs), GetItem (the layout
+   * after a lost layout switch, lane markers and holders of idle exclusive lanes), PutItem
+   * (createRun), Query (the window sweep reads each due job's runs of the window: the sweeper does
+   * query the table) and UpdateItem (layout, catch-up cursors, watermark and sweep cursor, watch
+   * marks, re-dispatch marks); on the open-runs index, Query only (the watch sweep pages through
+   * its share of the buckets).
    */
   grantPlannerAccess(grantee: iam.IGrantable): void {
     this.grantAccess(grantee, FUNCTION_ACCESS.planner.code);
@@ -116,9 +121,9 @@ export class LedgerTable extends Construct {
 
   /**
    * Worker (FUNCTION_ACCESS.worker): its own ledger calls (claim, heartbeat, completion and the
-   * active-run marker: GetItem, PutItem, UpdateItem, DeleteItem, Query on the table) plus what the
-   * handlers' `ctx.fenced` / `ctx.reader` do on the ledger. TransactWriteItems is authorized by the
-   * actions of its items.
+   * active-run marker: GetItem, PutItem, UpdateItem, DeleteItem, Query, and ConditionCheckItem in
+   * the transaction that takes a lane from an ended holder) plus what the handlers' `ctx.fenced` /
+   * `ctx.reader` do on the ledger. TransactWriteItems is authorized by the actions of its items.
    */
   grantWorkerAccess(grantee: iam.IGrantable): void {
     const { ledgerTable, handlerTables } = FUNCTION_ACCESS.worker.code;

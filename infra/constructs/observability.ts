@@ -19,10 +19,11 @@ import { METRICS_NAMESPACE, SERVICE_NAME } from '../../shared/powertools.js';
 import { durationIn, validateProps, type PropRule } from '../validation.js';
 
 /**
- * Age in ms of the oldest open (non-terminal) run, published by the planner's sweep. Not (yet)
- * in MetricName; the name is fixed here so the alarm and the publisher agree.
+ * MetricName.OldestOpenRunAge: age in ms of the oldest open (non-terminal) run whose slot is past
+ * the sweep grace, among those a planner partition's sweep read in its tick (0 when none); one
+ * value per partition and tick. A gauge, not a count: alarmed on its Maximum, with its own widget.
  */
-export const OLDEST_OPEN_RUN_AGE = 'OldestOpenRunAge';
+export const OLDEST_OPEN_RUN_AGE = MetricName.OldestOpenRunAge;
 
 /** Metrics observed in milliseconds (shown as percentiles); every other MetricName is a count. */
 const LATENCY_METRICS: ReadonlySet<string> = new Set([
@@ -69,6 +70,12 @@ export const AlarmKey = {
   WorkerRecordErrors: 'worker-record-errors',
   OutboxRelayErrors: 'outbox-relay-errors',
   OutboxRelayFailedBatches: 'outbox-relay-failed-batches',
+  /** A job paused itself after `pauseOnFailure` consecutive DEAD runs. */
+  JobPausedOnFailure: 'job-paused-on-failure',
+  /** The sweeper stopped re-dispatching a run nobody ever claimed (it waits for an operator). */
+  RunsStuck: 'runs-stuck',
+  /** Open runs of a job removed from the config (they wait for `ops resolve`). */
+  OrphanedOpenRuns: 'orphaned-open-runs',
 } as const;
 export type AlarmKey = (typeof AlarmKey)[keyof typeof AlarmKey];
 
@@ -227,6 +234,15 @@ export class Observability extends Construct {
       [AlarmKey.RunsDead]: alarm(AlarmKey.RunsDead, 'A run went DEAD (attempts or deadline exhausted, or a non-retryable error).', {
         metric: schedulerMetric(MetricName.RunsDead, { statistic: 'Sum', period: Duration.minutes(1) }),
       }),
+      [AlarmKey.JobPausedOnFailure]: alarm(AlarmKey.JobPausedOnFailure, 'A job paused itself after pauseOnFailure consecutive DEAD runs: it plans nothing until ops resume.', {
+        metric: schedulerMetric(MetricName.JobsPausedOnFailure, { statistic: 'Sum', period: Duration.minutes(1) }),
+      }),
+      [AlarmKey.RunsStuck]: alarm(AlarmKey.RunsStuck, 'The sweeper re-dispatched a run many times and nobody ever claimed it: it waits for an operator.', {
+        metric: schedulerMetric(MetricName.RunsStuck, { statistic: 'Sum', period: fiveMinutes }),
+      }),
+      [AlarmKey.OrphanedOpenRuns]: alarm(AlarmKey.OrphanedOpenRuns, 'Open runs of a job no longer in the config: no worker can run them; close them with ops resolve.', {
+        metric: schedulerMetric(MetricName.OrphanedOpenRuns, { statistic: 'Maximum', period: fiveMinutes }),
+      }),
       [AlarmKey.PlannerErrors]: alarm(AlarmKey.PlannerErrors, 'The planner function failed.', {
         metric: props.plannerFunction.metricErrors({ statistic: 'Sum', period: fiveMinutes }),
       }),
@@ -288,7 +304,7 @@ export class Observability extends Construct {
       new cw.AlarmStatusWidget({ title: 'Scheduler alarms', alarms: Object.values(this.alarms), width: 24, height: 3 }),
     );
     const grouped = new Set(COUNT_GROUPS.flatMap((group) => group.names));
-    // OldestOpenRunAge has its own widget, should it join MetricName.
+    // OldestOpenRunAge is a gauge with its own widget, not a counter.
     const others = Object.values(MetricName as Record<string, string>).filter(
       (name) => !grouped.has(name) && !LATENCY_METRICS.has(name) && name !== OLDEST_OPEN_RUN_AGE,
     );

@@ -53,6 +53,10 @@ export interface NewRun {
   readonly fireAt?: number;
   /** An operator's note (manual runs). */
   readonly note?: string;
+  /** Who triggered a manual run. */
+  readonly triggeredBy?: string;
+  /** A manual run's overlap policy, when it overrides the job's. */
+  readonly overlap?: string;
 }
 
 export type CreateRunResult = { readonly created: true; readonly run: Run } | { readonly created: false; readonly existing: Run };
@@ -108,6 +112,8 @@ export function runFromItem(item: Item): Run {
     resultUnknown: item.resultUnknown === true ? true : undefined,
     attempts: attempts ? Object.values(attempts).sort((a, b) => a.claim - b.claim) : undefined,
     note: item.note as string | undefined,
+    triggeredBy: item.triggeredBy as string | undefined,
+    overlap: item.overlap as string | undefined,
     redispatches: item.redispatches as number | undefined,
     attemptElapsedMs: item.attemptElapsed as number | undefined,
   };
@@ -170,6 +176,8 @@ export class Ledger {
       ...(origin !== RunOrigin.PLANNED ? { origin } : {}),
       ...(run.fireAt !== undefined && run.fireAt !== run.slot ? { fireAt: run.fireAt } : {}),
       ...(run.note ? { note: run.note } : {}),
+      ...(run.triggeredBy ? { triggeredBy: run.triggeredBy } : {}),
+      ...(run.overlap ? { overlap: run.overlap } : {}),
       // The history map must exist before an attempt's entry can be set inside it.
       ...(open ? { attempts: {} } : { finishedAt: now, expiresAt: this.expiresAt(now) }),
       ...(open && run.watch ? watchKeys(run) : {}),
@@ -441,6 +449,56 @@ export class Ledger {
             ':now': now,
             ':expiresAt': this.expiresAt(now),
             ':reason': { code: status === RunStatus.DEAD ? 'FENCE_RANGE_EXHAUSTED' : status, message: reason },
+            ':write': writeId,
+          },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (!isConditionalCheckFailure(error)) throw error;
+      return failedItem(error)?.lastWrite === writeId;
+    }
+  }
+
+  /**
+   * Overlap `replace`: ends a RUNNING run SUPERSEDED by a newer one, through the fence. The token
+   * advances, so its holder's next heartbeat and its outcome are refused (it stops, and records
+   * nothing), and the replacing run, with a later slot's larger token, fences out its writes on
+   * every item it then writes. Conditional on the status and token read; false when it moved.
+   */
+  async replaceRunning(run: Run, by: string, now: number): Promise<boolean> {
+    const writeId = newWriteId();
+    const claim = claimsOf(run.fencingToken, run.slot);
+    const entry: AttemptRecord = {
+      claim,
+      token: run.fencingToken,
+      owner: run.owner ?? '?',
+      claimedAt: run.startedAt ?? now,
+      endedAt: now,
+      outcome: RunStatus.SUPERSEDED,
+      code: 'REPLACED',
+      message: boundMessage(`replaced by ${by}`, MAX_HISTORY_MESSAGE_CHARS),
+    };
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: this.runKeyOf(run),
+          UpdateExpression:
+            'SET #status = :superseded, fencingToken = fencingToken + :one, finishedAt = :now, expiresAt = :expiresAt, lastError = :reason, ' +
+            'attempts.#entry = :entry, lastWrite = :write REMOVE leaseUntil, openPk, openSk, nextAttemptAt',
+          ConditionExpression: '#status = :running AND fencingToken = :token',
+          ExpressionAttributeNames: { '#status': 'status', '#entry': `c${claim}` },
+          ExpressionAttributeValues: {
+            ':superseded': RunStatus.SUPERSEDED,
+            ':running': RunStatus.RUNNING,
+            ':token': run.fencingToken,
+            ':one': 1,
+            ':now': now,
+            ':expiresAt': this.expiresAt(now),
+            ':reason': { code: 'REPLACED', message: `replaced by ${by}` },
+            ':entry': entry,
             ':write': writeId,
           },
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',

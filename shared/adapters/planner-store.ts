@@ -28,6 +28,9 @@ export interface JobPlan {
   readonly cursor?: number;
   /** Where its catch-up ends. */
   readonly edge?: number;
+  /** `maxRuns` jobs: the first slot ever planned, and the last slot the job may have. */
+  readonly firstSlot?: number;
+  readonly lastSlot?: number;
 }
 
 /** What a tick reads first: the layout and the exception lists, in one request. */
@@ -243,6 +246,29 @@ export class PlannerStore {
     }
   }
 
+  /**
+   * Records a `maxRuns` job's first planned slot and the last slot it may have, once: a concurrent
+   * tick that recorded them first wins (its numbers are the same slot math on the same first slot,
+   * or on an earlier one, which is the right one).
+   */
+  async setRunBound(job: string, firstSlot: number, lastSlot: number): Promise<boolean> {
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: this.planKey(job),
+          UpdateExpression: 'SET firstSlot = :first, lastSlot = :last',
+          ConditionExpression: 'attribute_not_exists(firstSlot)',
+          ExpressionAttributeValues: { ':first': firstSlot, ':last': Number.isFinite(lastSlot) ? lastSlot : -1 },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionalCheckFailure(error)) return false;
+      throw error;
+    }
+  }
+
   /** Adds and removes names in the exception lists' `behind` sets: one update per bucket touched. */
   async listBehind(add: readonly string[], remove: readonly string[]): Promise<void> {
     const byBucket = new Map<number, { add: string[]; remove: string[] }>();
@@ -355,12 +381,14 @@ export interface JobPlanning {
   readonly behind: boolean;
   /** The job is planned up to here. */
   readonly plannedUntil?: number;
+  /** A `maxRuns` job's last allowed slot, once it was first planned (+∞: never reached). */
+  readonly lastSlot?: number;
 }
 
 /** Per job: paused (who, why), behind, and how far it is planned, from one read of the planner's state. */
 export async function jobPlanning(store: PlannerStore, jobs: readonly string[], partitionOf: (job: string, of: number) => number): Promise<Map<string, JobPlanning>> {
   const state = await store.readTickState();
-  const exceptional = jobs.filter((job) => state.paused.has(job) || state.behind.has(job));
+  const exceptional = jobs;
   const plans = exceptional.length > 0 ? await store.readJobPlans(exceptional) : new Map<string, JobPlan>();
   const out = new Map<string, JobPlanning>();
   for (const job of jobs) {
@@ -375,6 +403,7 @@ export async function jobPlanning(store: PlannerStore, jobs: readonly string[], 
       pause: state.paused.has(job) ? (plan?.pause ?? { at: 0, by: '?' }) : undefined,
       behind: plan?.cursor !== undefined && !state.paused.has(job),
       plannedUntil: plan?.cursor ?? partitionUntil,
+      lastSlot: plan?.lastSlot,
     });
   }
   return out;
@@ -390,6 +419,9 @@ function planFromItem(item: Item): JobPlan {
     pause: item.pause as JobPlan['pause'],
     cursor: item.cursor as number | undefined,
     edge: item.edge as number | undefined,
+    firstSlot: item.firstSlot as number | undefined,
+    // +∞ (fewer scheduled slots than maxRuns) is stored as its absence of a bound: -1.
+    lastSlot: typeof item.lastSlot === 'number' ? (item.lastSlot < 0 ? Number.POSITIVE_INFINITY : item.lastSlot) : undefined,
   };
 }
 

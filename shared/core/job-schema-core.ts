@@ -11,6 +11,7 @@
 import * as z from 'zod/mini';
 import en from 'zod/v4/locales/en.js';
 import { durationMs, formatDuration } from './duration.js';
+import { MAX_RUNS_LIMIT } from './limits.js';
 import { DEFAULT_DST } from './dst.js';
 import { calendarDateErrors, dateTimeField, excludeField, MAX_JITTER_MS, scheduleField, type ExcludeEntry } from './schedule-schema.js';
 import { slotSpecOf, type SlotSpec, type SpecProblem } from './schedule-spec.js';
@@ -55,6 +56,8 @@ export const OverlapPolicy = {
   FORBID_SKIP: 'forbid-skip',
   FORBID_QUEUE: 'forbid-queue',
   COALESCE: 'coalesce',
+  /** A newer due run takes over from the one still running: stopped through the fence, SUPERSEDED. */
+  REPLACE: 'replace',
   PARALLEL: 'parallel',
 } as const;
 export type OverlapPolicy = (typeof OverlapPolicy)[keyof typeof OverlapPolicy];
@@ -96,7 +99,14 @@ function jobShapeWith(checks: ScheduleChecks) {
     { after: 300_000, policy: 'all', maxPerTick: 10 },
   ),
   /** @default 'parallel' */
-  overlap: z._default(z.enum(['forbid-skip', 'forbid-queue', 'coalesce', 'parallel']), 'parallel'),
+  overlap: z._default(z.enum(['forbid-skip', 'forbid-queue', 'coalesce', 'replace', 'parallel']), 'parallel'),
+  /**
+   * Pause the job after this many consecutive DEAD runs (a run an operator resolved does not
+   * count); `ops resume` clears it. @default never
+   */
+  pauseOnFailure: z.optional(z.int().check(z.gte(1), z.lte(1_000))),
+  /** End the job after this many scheduled runs (manual triggers and backfills do not count; at most MAX_RUNS_LIMIT). @default unbounded */
+  maxRuns: z.optional(z.int().check(z.gte(1), z.lte(MAX_RUNS_LIMIT))),
   /** @default 1 */
   shards: z._default(z.int().check(z.gte(1), z.lte(100)), 1),
   /** Lease length. @default 30 s */

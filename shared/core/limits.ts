@@ -67,3 +67,9 @@ export function checkpointProblem(cursor: unknown): string | undefined {
   if (chars > MAX_CHECKPOINT_CHARS) return `the checkpoint is ${chars} JSON characters; at most ${MAX_CHECKPOINT_CHARS} are stored (keep a cursor, not the data)`;
   return undefined;
 }
+
+/**
+ * Largest `maxRuns`: the planner finds a job's last allowed slot by enumerating its slots once,
+ * when it first plans the job, and that must stay a bounded piece of one tick's work.
+ */
+export const MAX_RUNS_LIMIT = 100_000;

@@ -7,10 +7,13 @@
 import type { Job } from './job-schema.js';
 import { nextSlotAfter, slotSpecOf, slotsBetween, type SlotSpec } from './slots.js';
 import { RunStatus } from './vocabulary.js';
+import { fireTimeOf } from './jitter.js';
 
 export interface PlannedRun {
   readonly job: Job;
   readonly slot: number;
+  /** When the run fires: the slot, or later by the job's jitter (never at or past its next slot). */
+  readonly fireAt: number;
   readonly shard: number;
   readonly status: typeof RunStatus.READY | typeof RunStatus.SKIPPED;
   /** Catch-up of a misfired slot: created after every on-time run of the tick. */
@@ -32,6 +35,8 @@ export interface TickPlan {
   readonly misfired: ReadonlyMap<string, number>;
   /** Catch-up runs left for later ticks because this tick's catch-up budget was spent. */
   readonly deferred: number;
+  /** `maxRuns` jobs planned for the first time: their first slot and the last slot they may have. */
+  readonly newRunBounds: ReadonlyMap<string, { readonly firstSlot: number; readonly lastSlot: number }>;
 }
 
 /** Catch-up runs one tick creates at most, across all its jobs (on-time runs are never limited). */
@@ -58,6 +63,17 @@ export interface PlanInput {
    * @default DEFAULT_CATCH_UP_BUDGET
    */
   readonly catchUpBudget?: number;
+  /**
+   * For `maxRuns` jobs planned before: the last slot each may have (its maxRuns-th scheduled slot).
+   * A `maxRuns` job missing here is planned for the first time: its bound comes back in newRunBounds.
+   */
+  readonly runBounds?: ReadonlyMap<string, number>;
+}
+
+/** The maxRuns-th slot counted from `firstSlot` (inclusive), or +∞ when the schedule has fewer. */
+export function lastAllowedSlot(spec: SlotSpec, firstSlot: number, maxRuns: number): number {
+  const slots = slotsBetween(spec, firstSlot - 1, Number.MAX_SAFE_INTEGER, maxRuns);
+  return slots.length < maxRuns ? Number.POSITIVE_INFINITY : slots[slots.length - 1]!;
 }
 
 export { slotSpecOf } from './slots.js';
@@ -75,8 +91,10 @@ function newestSlotIn(spec: SlotSpec, after: number, until: number): number | un
   return undefined;
 }
 
-function runsOf(job: Job, slot: number, status: PlannedRun['status'], catchUp: boolean, reason?: string): PlannedRun[] {
-  return Array.from({ length: job.shards }, (_, shard) => ({ job, slot, shard, status, catchUp, reason }));
+function runsOf(job: Job, spec: SlotSpec, slot: number, status: PlannedRun['status'], catchUp: boolean, reason?: string): PlannedRun[] {
+  // Jitter needs the next slot to stay below it; only a jittered job pays for the lookup.
+  const fireAt = job.jitter ? fireTimeOf(job, slot, nextSlotAfter(spec, slot)) : slot;
+  return Array.from({ length: job.shards }, (_, shard) => ({ job, slot, fireAt, shard, status, catchUp, reason }));
 }
 
 /** A job with misfired slots to plan, waiting for its share of the catch-up budget. */
@@ -102,6 +120,7 @@ export function planTick(input: PlanInput): TickPlan {
   const behindClear: string[] = [];
   const misfired = new Map<string, number>();
   const candidates: CatchUpCandidate[] = [];
+  const newRunBounds = new Map<string, { firstSlot: number; lastSlot: number }>();
 
   for (const job of input.jobs) {
     // A paused job keeps its cursor; resuming plans from there under its misfire policy.
@@ -126,8 +145,20 @@ export function planTick(input: PlanInput): TickPlan {
       if (cursor !== undefined) behindClear.push(job.name);
       continue;
     }
-    for (const slot of slotsBetween(spec, onTimeFrom, horizon)) onTime.push(...runsOf(job, slot, RunStatus.READY, false));
-    if (from < edge) candidates.push({ job, spec, from, edge, wasBehind: cursor !== undefined });
+    // maxRuns: no slot past the job's maxRuns-th scheduled slot, counted from its first planned one.
+    let bound = Number.POSITIVE_INFINITY;
+    if (job.maxRuns !== undefined) {
+      const known = input.runBounds?.get(job.name);
+      if (known !== undefined) bound = known;
+      else {
+        const firstSlot = from < edge ? next : (nextSlotAfter(spec, onTimeFrom) ?? next);
+        bound = lastAllowedSlot(spec, firstSlot, job.maxRuns);
+        newRunBounds.set(job.name, { firstSlot, lastSlot: bound });
+      }
+    }
+    for (const slot of slotsBetween(spec, onTimeFrom, Math.min(horizon, bound))) onTime.push(...runsOf(job, spec, slot, RunStatus.READY, false));
+    const cappedEdge = Math.min(edge, bound);
+    if (from < cappedEdge) candidates.push({ job, spec, from, edge: cappedEdge, wasBehind: cursor !== undefined });
     else if (cursor !== undefined) behindClear.push(job.name);
   }
 
@@ -152,7 +183,7 @@ export function planTick(input: PlanInput): TickPlan {
     if (job.misfire.policy === 'latest') {
       const newest = newestSlotIn(spec, from, edge);
       if (newest !== undefined) {
-        catchUp.push(...runsOf(job, newest, RunStatus.READY, true));
+        catchUp.push(...runsOf(job, spec, newest, RunStatus.READY, true));
         budget -= job.shards;
         misfired.set(job.name, slotsBetween(spec, from, edge, 10_000).length);
       }
@@ -166,13 +197,14 @@ export function planTick(input: PlanInput): TickPlan {
     const late = page.slice(0, limit);
     const status = job.misfire.policy === 'skip' ? RunStatus.SKIPPED : RunStatus.READY;
     const reason = job.misfire.policy === 'skip' ? 'misfired: skipped by policy' : undefined;
-    for (const slot of late) catchUp.push(...runsOf(job, slot, status, true, reason));
+    for (const slot of late) catchUp.push(...runsOf(job, spec, slot, status, true, reason));
     budget -= late.length * job.shards;
     if (late.length > 0) misfired.set(job.name, late.length);
     if (page.length > limit) stayBehind(late[late.length - 1]!);
     else if (wasBehind) behindClear.push(job.name);
   }
 
-  onTime.sort((a, b) => a.slot - b.slot || a.shard - b.shard);
-  return { runs: [...onTime, ...catchUp], plannedUntil: horizon, behindSet, edgeSet, behindClear, misfired, deferred };
+  // On-time runs go out in firing order (jitter can reorder the slots of different jobs).
+  onTime.sort((a, b) => a.fireAt - b.fireAt || a.slot - b.slot || a.shard - b.shard);
+  return { runs: [...onTime, ...catchUp], plannedUntil: horizon, behindSet, edgeSet, behindClear, misfired, deferred, newRunBounds };
 }

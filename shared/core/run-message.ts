@@ -2,7 +2,7 @@
  * Validation of run messages read from the queue (DESIGN §8). A message that fails here is
  * poison: logged with its id, counted, and left to reach the DLQ; it never crashes the batch.
  */
-import type { Job } from './job-schema-core.js';
+import { OverlapPolicy, type Job } from './job-schema-core.js';
 import { MAX_FENCEABLE_SLOT } from './fence.js';
 import { RUN_MESSAGE_VERSION, runKeyOf, type Run, type RunId, type RunMessage } from './vocabulary.js';
 
@@ -24,7 +24,7 @@ export function parseRunMessage(body: string, jobs: ReadonlyMap<string, Job>): P
     return { ok: false, code: 'MALFORMED', reason: 'body is not JSON' };
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return { ok: false, code: 'MALFORMED', reason: 'body is not a JSON object' };
-  const { v, job, slot, shard, runKey } = value as Record<string, unknown>;
+  const { v, job, slot, shard, runKey, overlap } = value as Record<string, unknown>;
   if (v !== RUN_MESSAGE_VERSION) {
     return typeof v === 'number'
       ? { ok: false, code: 'UNSUPPORTED_VERSION', reason: `message version ${v} is not supported (expected ${RUN_MESSAGE_VERSION})` }
@@ -39,10 +39,15 @@ export function parseRunMessage(body: string, jobs: ReadonlyMap<string, Job>): P
   if (shard >= definition.shards) return { ok: false, code: 'INCONSISTENT', reason: `shard ${shard} out of range for ${definition.shards} shard(s)` };
   const expected = runKeyOf(job, slot, shard, definition.shards);
   if (runKey !== expected) return { ok: false, code: 'INCONSISTENT', reason: `runKey "${runKey}" does not match "${expected}"` };
-  return { ok: true, message: { v: RUN_MESSAGE_VERSION, job, slot, shard, runKey }, job: definition };
+  if (overlap !== undefined && !(typeof overlap === 'string' && (Object.values(OverlapPolicy) as string[]).includes(overlap))) {
+    return { ok: false, code: 'MALFORMED', reason: `field "overlap" must be one of ${Object.values(OverlapPolicy).join(', ')}` };
+  }
+  // A manual run may override the job's overlap policy; the worker applies the run's.
+  const effective = overlap === undefined || overlap === definition.overlap ? definition : { ...definition, overlap: overlap as Job['overlap'] };
+  return { ok: true, message: { v: RUN_MESSAGE_VERSION, job, slot, shard, runKey, ...(overlap === undefined ? {} : { overlap }) }, job: effective };
 }
 
 /** The message that asks a worker to execute `run`. */
-export function messageFor(run: Pick<Run, 'job' | 'slot' | 'shard' | 'runKey'>): RunMessage {
-  return { v: RUN_MESSAGE_VERSION, job: run.job, slot: run.slot, shard: run.shard, runKey: run.runKey };
+export function messageFor(run: Pick<Run, 'job' | 'slot' | 'shard' | 'runKey' | 'overlap'>): RunMessage {
+  return { v: RUN_MESSAGE_VERSION, job: run.job, slot: run.slot, shard: run.shard, runKey: run.runKey, ...(run.overlap ? { overlap: run.overlap } : {}) };
 }

@@ -33,10 +33,10 @@ export function sweepVerdict(run: Run, jobConfigured: boolean, now: number, grac
 /**
  * Of the lost-looking waiting runs of one exclusive lane whose lane is idle, the one to dispatch:
  * the lane's holder would have dispatched exactly this one (forbid-queue: the oldest; coalesce:
- * the newest, which supersedes the others when it claims; forbid-skip: the oldest).
+ * the newest, which supersedes the others when it claims; replace: the newest too; forbid-skip: the oldest).
  */
-export function laneHead<R extends Pick<Run, 'slot'>>(runs: readonly R[], overlap: 'forbid-skip' | 'forbid-queue' | 'coalesce'): R | undefined {
+export function laneHead<R extends Pick<Run, 'slot'>>(runs: readonly R[], overlap: 'forbid-skip' | 'forbid-queue' | 'coalesce' | 'replace'): R | undefined {
   if (runs.length === 0) return undefined;
   const sorted = [...runs].sort((a, b) => a.slot - b.slot);
-  return overlap === 'coalesce' ? sorted[sorted.length - 1] : sorted[0];
+  return overlap === 'coalesce' || overlap === 'replace' ? sorted[sorted.length - 1] : sorted[0];
 }

@@ -103,8 +103,12 @@ export interface Run {
   readonly resultUnknown?: boolean;
   /** The last attempts, oldest first. */
   readonly attempts?: readonly AttemptRecord[];
-  /** Operator's note (manual runs, pauses) . */
+  /** Operator's note (manual runs). */
   readonly note?: string;
+  /** Who triggered a manual run. */
+  readonly triggeredBy?: string;
+  /** A manual run's overlap policy, when it overrides the job's. */
+  readonly overlap?: string;
   /** Times the sweeper re-dispatched the run since its last claim. */
   readonly redispatches?: number;
   /**
@@ -140,5 +144,7 @@ export interface RunMessage {
   readonly slot: number;
   readonly shard: number;
   readonly runKey: string;
+  /** A manual run's overlap policy when it overrides the job's (`ops trigger --overlap`). */
+  readonly overlap?: string;
 }
 export const RUN_MESSAGE_VERSION = 1 as const;

@@ -52,6 +52,21 @@ describe('Observability', () => {
     });
   });
 
+  it.each([
+    [AlarmKey.JobPausedOnFailure, MetricName.JobsPausedOnFailure, 'Sum'],
+    [AlarmKey.RunsStuck, MetricName.RunsStuck, 'Sum'],
+    [AlarmKey.OrphanedOpenRuns, MetricName.OrphanedOpenRuns, 'Maximum'],
+  ])('alarms on %s (%s > 0): a state that waits for an operator', (key, metric, statistic) => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      AlarmName: Match.stringLikeRegexp(`-${key}$`),
+      Namespace: METRICS_NAMESPACE,
+      MetricName: metric,
+      Dimensions: schedulerDimension,
+      Statistic: statistic,
+      Threshold: 0,
+    });
+  });
+
   it('alarms on RunsDead > 0 in the scheduler namespace and dimension', () => {
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       AlarmName: Match.stringLikeRegexp(`-${AlarmKey.RunsDead}$`),

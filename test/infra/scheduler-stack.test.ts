@@ -156,7 +156,7 @@ describe('SchedulerStack (bundled synth)', () => {
   });
 
   it('has the eleven alarms (one per AlarmKey) and the dashboard', () => {
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 11);
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 14);
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       MetricName: 'Errors',
       Dimensions: [{ Name: 'FunctionName', Value: { Ref: Match.stringLikeRegexp('^OutboxRelayFunction') } }],

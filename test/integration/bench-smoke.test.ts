@@ -8,7 +8,7 @@ import { REQUIRED_KEYS, runBench } from '../../tools/bench/run.js';
 import { sharedEndpoints } from '../support/stack.js';
 
 describe('benchmark smoke mode', () => {
-  it('produces every figure as a number', { timeout: 180_000 }, async () => {
+  it('produces every figure as a number', { timeout: 600_000 }, async () => {
     const result = await runBench({ mode: 'smoke', endpoints: sharedEndpoints() });
     for (const key of REQUIRED_KEYS) {
       expect(result.figures, key).toHaveProperty(key);

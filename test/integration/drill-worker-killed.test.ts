@@ -18,5 +18,5 @@ describe('drill (b): worker killed after its side effect, before recording the o
     // Every run that died after its charge was taken over, and its charge was not repeated.
     expect(result.takeovers).toBeGreaterThanOrEqual(result.facts.chargedThenKilled!);
     expect(result.facts.secondChargePrevented! + result.facts.reconcileOnTakeover!).toBeGreaterThanOrEqual(result.facts.chargedThenKilled!);
-  }, 120_000);
+  }, 600_000);
 });

@@ -72,7 +72,7 @@ describe('effect safety', () => {
     // A is frozen (a paused process, a Lambda frozen between invocations): its heartbeats and
     // watchdog never run, so it never notices it lost the lease. Only the fence can stop its writes.
     const workerA = processRecord(harness.deps('A', { timers: FROZEN_TIMERS }), harness.record('fenced', slot1201));
-    await waitFor(async () => contextA, 5_000, 'A to start');
+    await waitFor(async () => contextA, 120_000, 'A to start');
     const tokenA = contextA!.fencingToken;
     // B's clock runs ahead: A's lease looks expired to it, so B takes 12:01 over and writes.
     const ahead = () => Date.now() + 5_000;
@@ -83,7 +83,7 @@ describe('effect safety', () => {
     expect(await processRecord(harness.deps('C'), harness.record('fenced', slot1202, 'm-c'))).toBe('ack');
     // A thaws and tries its writes: every one is fenced out; its outcome is refused, it records nothing.
     releaseA();
-    await waitFor(async () => (rejectionsOfA.length === 3 ? true : undefined), 5_000, 'A to try its writes');
+    await waitFor(async () => (rejectionsOfA.length === 3 ? true : undefined), 120_000, 'A to try its writes');
     expect(rejectionsOfA).toEqual(['fenced-out', 'fenced-out', 'fenced-out']);
     expect(await workerA).toBe('retry');
     const staleRun: Run = { ...(await box.ledger.getRun({ job: 'fenced', slot: slot1201, shard: 0 }))!, owner: 'A', fencingToken: tokenA, status: RunStatus.RUNNING };
@@ -175,7 +175,7 @@ describe('effect safety', () => {
       expect(report.swept).toBe(1);
       const poller = harness.poller('w');
       poller.start();
-      await waitFor(async () => ((await own.ledger.getRun(id))?.status === RunStatus.SUCCEEDED ? true : undefined), 15_000, 'the swept run to succeed');
+      await waitFor(async () => ((await own.ledger.getRun(id))?.status === RunStatus.SUCCEEDED ? true : undefined), 120_000, 'the swept run to succeed');
       await poller.stop();
       // The original message finally shows up: acknowledged as a duplicate, not run again.
       const late = await processBatch(harness.deps('late'), [harness.record(job, slot, 'late-original')]);

@@ -40,7 +40,7 @@ describe('end to end with the example jobs', () => {
       const all = [...(await box.ledger.listRuns('payments-reconcile')), ...(await box.ledger.listRuns('cache-refresh'))];
       return all.every((r) => isTerminal(r.status)) ? all : undefined;
     };
-    const runs = await waitFor(wanted, 40_000, 'every planned run to finish');
+    const runs = await waitFor(wanted, 120_000, 'every planned run to finish');
     await runtime.stop();
 
     const bySlot = (job: string) => runs.filter((r) => r.job === job).map((r) => r.slot).sort();

@@ -99,7 +99,7 @@ describe('fenced effects', () => {
         },
       };
       const a = lab.deliver(name, slot, 'A', { timers: FROZEN_TIMERS, handlers: { h: frozen } });
-      await waitFor(async () => (lab.events.some((e) => e.type === 'handler-started') ? true : undefined), 5_000, 'A to start');
+      await waitFor(async () => (lab.events.some((e) => e.type === 'handler-started') ? true : undefined), 120_000, 'A to start');
       lab.clock.now = slot + 50 + 30 * SEC + 3 * SEC;
       expect(await lab.deliver(name, slot, 'B')).toBe('ack');
       releaseA();

@@ -144,6 +144,8 @@ describe('ops commands call exactly what OPS_ACCESS grants', () => {
     // Every command, through the paths an operator takes.
     await ops('status');
     await ops('status', '--since', '2h');
+    await ops('jobs');
+    await ops('jobs', '--job', 'alpha');
     await ops('runs', '--job', 'alpha');
     await ops('runs', '--job', 'alpha', '--state', 'DEAD,READY', '--since', '2h', '--limit', '1');
     await ops('show', key(slot.open));
@@ -162,7 +164,7 @@ describe('ops commands call exactly what OPS_ACCESS grants', () => {
     await ops('resolve', runKeyOf('beta', slot.dead, 0, 1), '--as', 'succeeded', '--reason', 'done by hand');
     await ops('retry', key(slot.open), '--dry-run');
     await ops('retry', '--job', 'alpha', '--state', 'DEAD');
-  }, 120_000);
+  }, 600_000);
   afterAll(() => box.destroy());
 
   it('every call names a resource of the stack', () => {

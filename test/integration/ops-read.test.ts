@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -15,6 +15,7 @@ import { runOps } from '../../tools/ops/cli.js';
 import type { OpsIo } from '../../tools/ops/io.js';
 import { testJobs } from '../support/helpers.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
+import { freePort } from '../../tools/local-stack.js';
 
 const run = promisify(execFile);
 const MINUTE = 60_000;
@@ -55,9 +56,13 @@ describe('ops status, runs, show', () => {
     await box.ledger.complete(await claim(slots[0]!), { status: RunStatus.SUCCEEDED, evidence: { settled: 5 } }, slots[0]! + 1_000);
     await box.ledger.complete(await claim(slots[1]!), { status: RunStatus.DEAD, lastError: { code: 'BOOM', message: 'exploded' } }, slots[1]! + 1_000);
     await box.ledger.claim({ job: 'alpha', slot: slots[2]!, shard: 0 }, 'worker-2', NOW - 1_000, 60_000, 2_000);
+    // A run the planner made ahead of its slot: not the job's last run.
+    await box.ledger.createRun({ job: 'alpha', slot: NOW + MINUTE, shard: 0, shards: 1, status: RunStatus.READY }, NOW - 5_000);
     // A run far outside the default 24 h window: not counted by status.
     await box.ledger.createRun({ job: 'alpha', slot: NOW - 3 * 86_400_000, shard: 0, shards: 1, status: RunStatus.SKIPPED, reason: 'old' }, NOW);
     await box.ledger.planning.pause('beta', NOW, { by: 'alice', note: 'vendor outage', at: NOW });
+    // A run of a job since removed from the config, watched by the sweeper.
+    await box.ledger.createRun({ job: 'removed-job', slot: NOW - 10 * MINUTE, shard: 0, shards: 1, status: RunStatus.READY, watch: true }, NOW - 10 * MINUTE);
     for (const body of ['{"not":"a run"}', 'garbage']) {
       await box.clients.sqs.send(new SendMessageCommand({ QueueUrl: box.endpoints.deadLetterQueueUrl, MessageBody: body }));
     }
@@ -69,20 +74,24 @@ describe('ops status, runs, show', () => {
     expect(await runOps(['status', '--endpoints', endpoints, '--json'], c.io)).toBe(0);
     expect(c.out).toHaveLength(1);
     const report = c.json() as {
-      jobs: { job: string; paused: boolean; runs: Record<string, number>; openDue: number; oldestOpenRunKey?: string; oldestOpenAgeMs?: number; lastSlot?: string }[];
+      jobs: { job: string; paused: boolean; pausedBy?: string; pausedAt?: string; pauseNote?: string; runs: Record<string, number>; openDue: number; oldestOpenRunKey?: string; oldestOpenAgeMs?: number; lastRun?: { runKey: string; slot: string; status: string; finishedAt?: string } }[];
       deadLetterQueue: { visible: number };
+      orphans: { count: number; oldestRunKey?: string; jobs: string[] };
     };
     const alpha = report.jobs.find((j) => j.job === 'alpha')!;
     const beta = report.jobs.find((j) => j.job === 'beta')!;
-    expect(alpha.runs).toEqual({ SUCCEEDED: 1, DEAD: 1, RUNNING: 1, READY: 1 });
+    // The window's runs include the one planned ahead (slot after now); the open-due count does not.
+    expect(alpha.runs).toEqual({ SUCCEEDED: 1, DEAD: 1, RUNNING: 1, READY: 2 });
     expect(alpha.paused).toBe(false);
     expect(alpha.openDue).toBe(2);
     expect(alpha.oldestOpenRunKey).toBe(runKeyOf('alpha', slots[2]!, 0, 1));
     expect(alpha.oldestOpenAgeMs).toBe(2 * MINUTE);
-    expect(alpha.lastSlot).toBe(new Date(slots[3]!).toISOString());
-    expect(beta.paused).toBe(true);
+    // The last run is the newest whose slot has come, with its state: not the run planned ahead.
+    expect(alpha.lastRun).toEqual({ runKey: runKeyOf('alpha', slots[3]!, 0, 1), slot: new Date(slots[3]!).toISOString(), status: 'READY' });
+    expect(beta).toMatchObject({ paused: true, pausedBy: 'alice', pausedAt: new Date(NOW).toISOString(), pauseNote: 'vendor outage' });
     expect(beta.runs).toEqual({});
     expect(report.deadLetterQueue.visible).toBe(2);
+    expect(report.orphans).toEqual({ count: 1, oldestRunKey: runKeyOf('removed-job', NOW - 10 * MINUTE, 0, 1), jobs: ['removed-job'] });
 
     // --since widens the window; the human table names the paused job and the DLQ.
     const wide = capture();
@@ -91,7 +100,11 @@ describe('ops status, runs, show', () => {
     const human = capture();
     expect(await runOps(['status', '--endpoints', endpoints], human.io)).toBe(0);
     const text = human.out.join('\n');
-    expect(text).toMatch(/beta\s+PAUSED/);
+    expect(text).toMatch(/beta\s+PAUSED by alice 0s ago: vendor outage/);
+    expect(text).toMatch(/^JOB\s+PAUSED\s+PLANNED UNTIL\s+LAST RUN\s/m);
+    expect(text).toContain(`${new Date(slots[3]!).toISOString()} READY`);
+    expect(text).not.toContain(new Date(NOW + MINUTE).toISOString());
+    expect(text).toMatch(/orphaned: 1 open run\(s\) of job\(s\) no longer configured \(removed-job\)/);
     expect(text).toContain('succeeded 1, dead 1');
     expect(text).toContain('DLQ: 2 visible');
   });
@@ -103,15 +116,15 @@ describe('ops status, runs, show', () => {
 
     const open = capture();
     expect(await runOps(['runs', '--job', 'alpha', '--state', 'READY,RUNNING', '--endpoints', endpoints, '--json'], open.io)).toBe(0);
-    expect((open.json() as { slot: number }[]).map((r) => r.slot)).toEqual([slots[3], slots[2]]);
+    expect((open.json() as { slot: number }[]).map((r) => r.slot)).toEqual([NOW + MINUTE, slots[3], slots[2]]);
 
     const recent = capture();
     expect(await runOps(['runs', '--job', 'alpha', '--since', '150s', '--endpoints', endpoints, '--json'], recent.io)).toBe(0);
-    expect((recent.json() as { slot: number }[]).map((r) => r.slot)).toEqual([slots[3], slots[2]]);
+    expect((recent.json() as { slot: number }[]).map((r) => r.slot)).toEqual([NOW + MINUTE, slots[3], slots[2]]);
 
     const limited = capture();
     expect(await runOps(['runs', '--job', 'alpha', '--limit', '1', '--endpoints', endpoints, '--json'], limited.io)).toBe(0);
-    expect((limited.json() as { slot: number }[]).map((r) => r.slot)).toEqual([slots[3]]);
+    expect((limited.json() as { slot: number }[]).map((r) => r.slot)).toEqual([NOW + MINUTE]);
 
     const table = capture();
     expect(await runOps(['runs', '--job', 'alpha', '--endpoints', endpoints], table.io)).toBe(0);
@@ -125,6 +138,11 @@ describe('ops status, runs, show', () => {
     const noJob = capture();
     expect(await runOps(['runs', '--endpoints', endpoints], noJob.io)).toBe(2);
     expect(noJob.err[0]).toContain('"job"');
+    // An unknown job is a usage error (exit 2), not an empty list.
+    const unknown = capture();
+    expect(await runOps(['runs', '--job', 'nope', '--endpoints', endpoints], unknown.io)).toBe(2);
+    expect(unknown.out).toEqual([]);
+    expect(unknown.err).toEqual([expect.stringMatching(/^ops runs: field "job": no configured job "nope"; configured: alpha, beta$/)]);
   });
 
   it('show prints every field of the run, times also as ISO', async () => {
@@ -154,7 +172,31 @@ describe('ops status, runs, show', () => {
     const c = capture({ cwd: mkdtempSync(join(tmpdir(), 'ops-nolocal-')) });
     expect(await runOps(['status', '--local'], c.io)).toBe(1);
     expect(c.err).toHaveLength(1);
-    expect(c.err[0]).toContain('npm start');
+    expect(c.err[0]).toContain('`npm start` is not running');
+  });
+
+  it('a stale endpoints file (its `npm start` is gone, its ports answer nothing): exit 1, one line saying `npm start` is not running, in every command', async () => {
+    // Ports that were free a moment ago and nobody listens on.
+    const [dynamoPort, sqsPort] = [await freePort(), await freePort()];
+    const project = mkdtempSync(join(tmpdir(), 'ops-stale-'));
+    mkdirSync(join(project, '.local-data'));
+    const stale = { ...box.endpoints, dynamoEndpoint: `http://127.0.0.1:${dynamoPort}`, sqsEndpoint: `http://127.0.0.1:${sqsPort}`, exampleJobs: true };
+    writeFileSync(join(project, '.local-data', 'endpoints.json'), JSON.stringify(stale));
+    for (const args of [['status'], ['jobs'], ['runs', '--job', 'alpha'], ['show', runKeyOf('alpha', slots[0]!, 0, 1)], ['pause', 'alpha'], ['redrive', '--dry-run']]) {
+      const c = capture({ cwd: project });
+      const started = Date.now();
+      expect(await runOps([...args, '--local'], c.io), args.join(' ')).toBe(1);
+      expect(c.out).toEqual([]);
+      expect(c.err, args.join(' ')).toHaveLength(1);
+      expect(c.err[0]).toMatch(/`npm start` is not running \(\.local-data\/endpoints\.json is left from an earlier run\): DynamoDB Local at http:\/\/127\.0\.0\.1:\d+ and local SQS at .* do not answer/);
+      // Told at once, not after the SDK's retries.
+      expect(Date.now() - started).toBeLessThan(5_000);
+    }
+    // The same file given with --endpoints: the same check, naming the file.
+    const file = join(project, '.local-data', 'endpoints.json');
+    const c = capture();
+    expect(await runOps(['status', '--endpoints', file], c.io)).toBe(1);
+    expect(c.err[0]).toContain(`the local stack of ${file} is not running`);
   });
 });
 
@@ -202,11 +244,10 @@ describe('ops preview', () => {
     }
   });
 
-  it('the real CLI: JSON on stdout and exit 0; bad zone exits 2 with one line on stderr', async () => {
-    const cli = ['tsx', 'tools/ops.ts', 'preview', ...NY, '--json'];
-    const ok = await run('npx', cli, { cwd: process.cwd() });
+  it('the real CLI (bin/fsched): JSON on stdout and exit 0; bad zone exits 2 with one line on stderr', async () => {
+    const ok = await run('./bin/fsched', ['ops', 'preview', ...NY, '--json'], { cwd: process.cwd() });
     expect(JSON.parse(ok.stdout)).toEqual(['2026-03-07T07:30:00.000Z', '2026-03-08T07:30:00.000Z', '2026-03-09T06:30:00.000Z']);
-    const bad = await run('npx', ['tsx', 'tools/ops.ts', 'preview', '--schedule', '30 2 * * *', '--timezone', 'Nowhere/Land', '--from', '2026-03-07', '--to', '2026-03-08', '--json']).then(
+    const bad = await run('./bin/fsched', ['ops', 'preview', '--schedule', '30 2 * * *', '--timezone', 'Nowhere/Land', '--from', '2026-03-07', '--to', '2026-03-08', '--json']).then(
       () => undefined,
       (error: { code: number; stdout: string; stderr: string }) => error,
     );

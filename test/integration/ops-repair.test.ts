@@ -81,7 +81,7 @@ describe('ops redrive', () => {
     // Straight to the DLQ: a message naming a run that does not exist, and a poison body.
     await box.clients.sqs.send(new SendMessageCommand({ QueueUrl: box.endpoints.deadLetterQueueUrl, MessageBody: JSON.stringify(messageFor({ job: 'rd', slot: slot.missing, shard: 0, runKey: key(slot.missing) })) }));
     await box.clients.sqs.send(new SendMessageCommand({ QueueUrl: box.endpoints.deadLetterQueueUrl, MessageBody: 'not json' }));
-    await waitFor(async () => ((await depth(box, box.endpoints.deadLetterQueueUrl)) === 6 ? true : undefined), 10_000, 'six messages in the DLQ');
+    await waitFor(async () => ((await depth(box, box.endpoints.deadLetterQueueUrl)) === 6 ? true : undefined), 120_000, 'six messages in the DLQ');
   });
   afterAll(() => box.destroy());
 

@@ -132,14 +132,14 @@ describe('ops revival and takeover', () => {
     const slot = Math.floor(Date.now() / 1000) * 1000 - MIN;
     await lab.create(name, slot);
     const holder = lab.deliver(name, slot, 'holder', { clock: Date.now });
-    await waitFor(async () => (started ? true : undefined), 5_000, 'the holder to start');
+    await waitFor(async () => (started ? true : undefined), 120_000, 'the holder to start');
     await resolveRun({ ledger: box.ledger, ops, clock: Date.now, handOn: laneHandOn(box.ledger, lab.queue, jobs, Date.now) }, { id: lab.id(name, slot), as: 'succeeded', reason: 'done by hand', by: 'op', force: true });
     // The holder's next heartbeat is refused: the signal aborts, the attempt ends.
-    await waitFor(async () => (lab.events.some((e) => e.type === 'heartbeat' && !e.ok) ? true : undefined), 5_000, 'a refused heartbeat');
+    await waitFor(async () => (lab.events.some((e) => e.type === 'heartbeat' && !e.ok) ? true : undefined), 120_000, 'a refused heartbeat');
     expect(await holder).toBe('retry');
     // The handler was left behind (it ignores its signal); when it wakes, its write is refused.
     release();
-    await waitFor(async () => (late.length > 0 ? true : undefined), 5_000, 'the stale write');
+    await waitFor(async () => (late.length > 0 ? true : undefined), 120_000, 'the stale write');
     expect(late).toEqual(['refused']);
     expect(await lab.run(name, slot)).toMatchObject({ status: RunStatus.MANUAL });
   });

@@ -38,7 +38,7 @@ describe('outbox relay', () => {
       return all.length > 0 && all.every((r) => isTerminal(r.status)) ? all : undefined;
     }, 20_000, 'the payments run');
     expect(runs.map((r) => [r.status, r.lastError])).toEqual([['SUCCEEDED', undefined]]);
-    await waitFor(async () => (runtime.outboxEvents.length >= 5 ? true : undefined), 10_000, 'outbox events');
+    await waitFor(async () => (runtime.outboxEvents.length >= 5 ? true : undefined), 120_000, 'outbox events');
     await runtime.stop();
 
     const keys = runtime.outboxEvents.map((e) => e.eventKey);

@@ -120,7 +120,8 @@ describe('planner state', () => {
       for (const slot of expected) expect(runs.get(slot)?.status, `${job.name}@${new Date(slot).toISOString()}`).toBe(RunStatus.READY);
     }
     own.destroy();
-  }, 300_000);
+    // ~30,000 DynamoDB calls: 30-60 s on an idle machine, minutes on a loaded one. The timeout only catches a hang.
+  }, 900_000);
 
   it('the sweeper pages through every watched open run: 150 old open runs of a removed job hide no newer lost run, and are reported', async () => {
     const own = await sandbox();
@@ -141,6 +142,33 @@ describe('planner state', () => {
     expect(resent).toEqual([`kept@${new Date(T0 - 10 * MIN).toISOString()}`]);
     expect(orphans).toBeGreaterThanOrEqual(100);
     expect(w.metrics.get('OrphanedOpenRuns')).toBe(orphans);
+    own.destroy();
+  });
+
+  it('a run whose messages never reach a worker is re-dispatched 10 times, then sent no more and counted stuck every tick until someone acts', async () => {
+    const own = await sandbox();
+    const w = world(own, T0);
+    const jobs = testJobs([{ name: 'unheard', schedule: '0 0 1 1 *', handler: 'noop' }]);
+    await w.tick(jobs);
+    const created = await own.ledger.createRun({ job: 'unheard', slot: T0 - 10 * MIN, shard: 0, shards: 1, status: RunStatus.READY, watch: true }, T0 - 10 * MIN);
+    const runKey = created.created ? created.run.runKey : '';
+    const sends: number[] = [];
+    const stuck: number[] = [];
+    for (let k = 0; k < 14; k++) {
+      // Past the grace period each time: every tick may re-dispatch once.
+      w.clock.advance(3 * MIN);
+      const before = w.metrics.get('RunsStuck');
+      await w.tick(jobs);
+      sends.push(w.queue.take().filter((s) => s.message.runKey === runKey).length);
+      stuck.push(w.metrics.get('RunsStuck') - before);
+    }
+    expect(sends).toEqual([...Array(10).fill(1), 0, 0, 0, 0]);
+    expect(stuck).toEqual([...Array(10).fill(0), 1, 1, 1, 1]);
+    expect(await own.ledger.getRun({ job: 'unheard', slot: T0 - 10 * MIN, shard: 0 })).toMatchObject({ status: RunStatus.READY, redispatches: 10 });
+    // A claim (a worker finally got a message) clears the count: the run is no longer stuck.
+    const claim = await own.ledger.claim({ job: 'unheard', slot: T0 - 10 * MIN, shard: 0 }, 'w-1', w.clock.now, 30_000, 2_000);
+    expect(claim.kind).toBe('claimed');
+    expect((await own.ledger.getRun({ job: 'unheard', slot: T0 - 10 * MIN, shard: 0 }))?.redispatches).toBeUndefined();
     own.destroy();
   });
 
@@ -181,7 +209,8 @@ describe('planner state', () => {
     }
     expect((await jobPlanning(own.ledger.planning, ['p-7'], partitionOf)).get('p-7')!.pause).toMatchObject({ by: 'test' });
     own.destroy();
-  });
+    // ~1,500 DynamoDB calls: ~10 s idle; the timeout only catches a hang on a loaded machine.
+  }, 300_000);
 
   it('a job paused and resumed minutes after its first planning never gets a run from before that planning', async () => {
     const own = await sandbox();

@@ -11,7 +11,7 @@ import { loadWorkerJobs } from '../../shared/worker-config.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
 import type { JobHandler } from '../../shared/handler-api.js';
 import { validateJobsForDeployment } from '../../infra/scheduler-stack.js';
-import { testJobs } from '../support/helpers.js';
+import { testJobs, VirtualTime } from '../support/helpers.js';
 import { Lab } from '../support/lab.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
 
@@ -84,6 +84,9 @@ describe('yields and timeouts across invocations', () => {
 
   it('a checkpointing job yields with progress without spending attempts, and its timeout counts across invocations', async () => {
     const name = `ckpt-${Math.random().toString(36).slice(2, 8)}`;
+    // Virtual time: the handler works 250 ms (virtual) per checkpoint, so how many checkpoints fit
+    // in an invocation, and when the timeout strikes, do not depend on the machine's load.
+    const time = new VirtualTime(Date.UTC(2026, 11, 1, 12, 0, 5));
     let runs = 0;
     const forever: JobHandler = {
       async run(ctx) {
@@ -91,29 +94,29 @@ describe('yields and timeouts across invocations', () => {
         let n = typeof ctx.resumeFrom === 'number' ? ctx.resumeFrom : 0;
         while (!ctx.signal.aborted) {
           await ctx.checkpoint(++n);
-          await new Promise((r) => setTimeout(r, 50));
+          time.advance(250);
         }
       },
     };
     const jobs = testJobs(
-      // A short lease: the worker's watchdog (which yields) looks every half heartbeat, 100 ms.
-      [{ name, schedule: '* * * * *', handler: 'h', startLead: 0, timeout: 1_000, checkpoints: true, lease: '600ms', retry: { maxAttempts: 2, backoff: { base: 0, max: 0 } } }],
+      [{ name, schedule: '* * * * *', handler: 'h', startLead: 0, timeout: '8s', checkpoints: true, lease: '30s', retry: { maxAttempts: 2, backoff: { base: 0, max: 0 } } }],
       ['h'],
     );
-    // Real time here: the attempt's handler time is measured by the worker's clock.
-    const slot = Math.floor(Date.now() / 1000) * 1000 - 1_000;
-    const lab = new Lab(box, jobs, { h: forever }, Date.now());
+    const slot = Date.UTC(2026, 11, 1, 12, 0);
+    const lab = new Lab(box, jobs, { h: forever }, time.now);
     await lab.create(name, slot);
-    const open: readonly RunStatus[] = [RunStatus.READY, RunStatus.RETRY];
-    const waiting = async () => open.includes((await lab.status(name, slot))!);
-    for (let k = 0; k < 10 && (await waiting()); k++) {
-      await lab.deliver(name, slot, `w${k}`, { clock: Date.now, ...invocation(600, 200) });
-    }
+    // Each delivery is one invocation with 3 s (virtual) left; the worker yields with 1 s left.
+    const invocationOf3s = () => {
+      const started = time.now;
+      return { clock: time.read, timers: time.port, remainingTimeMs: () => 3_000 - (time.now - started), options: { yieldMarginMs: 1_000 } };
+    };
+    const waiting = async () => ([RunStatus.READY, RunStatus.RETRY] as RunStatus[]).includes((await lab.status(name, slot))!);
+    for (let k = 0; k < 10 && (await waiting()); k++) await lab.deliver(name, slot, `w${k}`, invocationOf3s());
     const run = (await lab.run(name, slot))!;
-    // 1 s of handler time at ~0.4 s an invocation: the timeout ends the attempt in its third invocation.
+    // 8 s of handler time at ~3 s an invocation: the timeout ends the attempt in its third invocation.
     expect(run).toMatchObject({ status: RunStatus.UNKNOWN, attempt: 1, lastError: { code: 'TIMEOUT' } });
-    expect(runs).toBeGreaterThanOrEqual(3);
-    expect(lab.metrics.get('RunsYielded')).toBeGreaterThanOrEqual(2);
+    expect(runs).toBe(3);
+    expect(lab.metrics.get('RunsYielded')).toBe(2);
     expect(typeof run.checkpoint).toBe('number');
   });
 });

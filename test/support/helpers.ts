@@ -70,3 +70,45 @@ export const FROZEN_TIMERS: Timers = {
   setInterval: () => undefined,
   clearInterval: () => undefined,
 };
+
+/**
+ * Time that moves only when the test moves it: a clock and the timers that tell the same time.
+ * `advance` fires every timer that falls due, in due order, with the clock set to its due time.
+ * The worker's watchdog, heartbeats and job timeout then depend on the work done, not on how
+ * fast a loaded machine does it (ledger calls still take real time, but no virtual time).
+ */
+export class VirtualTime {
+  private timers = new Map<number, { due: number; every?: number; fn: () => void }>();
+  private nextId = 0;
+  constructor(public now: number) {}
+  readonly read = (): number => this.now;
+
+  readonly port: Timers = {
+    setTimeout: (fn, ms) => this.add(fn, ms),
+    clearTimeout: (handle) => void this.timers.delete(handle as number),
+    setInterval: (fn, ms) => this.add(fn, ms, Math.max(1, ms)),
+    clearInterval: (handle) => void this.timers.delete(handle as number),
+  };
+
+  advance(ms: number): void {
+    const until = this.now + ms;
+    for (;;) {
+      const [id, next] = [...this.timers].reduce<[number, { due: number; every?: number; fn: () => void }] | []>(
+        (earliest, entry) => (earliest.length === 0 || entry[1].due < earliest[1]!.due ? entry : earliest),
+        [],
+      );
+      if (id === undefined || next === undefined || next.due > until) break;
+      this.now = Math.max(this.now, next.due);
+      if (next.every === undefined) this.timers.delete(id);
+      else next.due += next.every;
+      next.fn();
+    }
+    this.now = until;
+  }
+
+  private add(fn: () => void, ms: number, every?: number): number {
+    const id = ++this.nextId;
+    this.timers.set(id, { due: this.now + Math.max(0, ms), every, fn });
+    return id;
+  }
+}

@@ -218,6 +218,9 @@ describe('each invalid field fails with a message naming the job and the field (
     ['shards', 0],
     ['shards', 1.5],
     ['shards', 101],
+    ['maxRuns', 0],
+    ['maxRuns', 100_001], // past MAX_RUNS_LIMIT: the planner could not bound the job's last slot in one tick
+    ['pauseOnFailure', 0],
     ['overlap', 'sometimes'],
     ['enabled', 'yes'],
   ])('out-of-range or mistyped policy value %s = %j', (field, value) => {
@@ -247,9 +250,9 @@ describe('each invalid field fails with a message naming the job and the field (
     expect(error.issues.some((i) => i.job === 'typo')).toBe(true);
   });
 
-  // BUG (reported): zod's `unrecognized_keys` issue has the path of the OBJECT, not of the key, so
-  // the field comes out as "(job)" (or "retry" for nested) with the message "Invalid input": the
-  // message never names the unknown field. See the report for the fix in parseJobs.
+  // Regression: zod's `unrecognized_keys` issue has the path of the OBJECT, not of the key, so
+  // the field came out as "(job)" (or "retry" for nested) with the message "Invalid input": the
+  // message never named the unknown field. parseJobs now names the key itself.
   it('unknown field names the unknown key as the field (top level and nested)', () => {
     const top = configError(() => parseJobs([minimal({ name: 'typo', retries: 5 })], HANDLERS));
     expectNamed(top, 'typo', 'retries');
@@ -257,7 +260,7 @@ describe('each invalid field fails with a message naming the job and the field (
     expectNamed(nested, 'typo2', 'retry.maxAttempt');
   });
 
-  // BUG (reported): heartbeatEvery 0 (explicit, or derived from a lease under 3 ms) is accepted;
+  // Regression: heartbeatEvery 0 (explicit, or derived from a lease under 3 ms) was accepted;
   // a zero-interval heartbeat timer spins, issuing UpdateItem + ChangeMessageVisibility back to back.
   it('heartbeatEvery of 0 ms is rejected (a zero-interval heartbeat would hammer the ledger)', () => {
     const explicit = configError(() => parseJobs([minimal({ name: 'hb0', heartbeatEvery: 0 })], HANDLERS));

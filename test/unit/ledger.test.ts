@@ -476,9 +476,9 @@ describe('DynamoFencedStore: stale fences are rejected and told apart from busin
     expect(results).toEqual([]);
   });
 
-  // BUG (reported): ConditionFailedError.current is handed to handlers in the low-level
+  // Regression: ConditionFailedError.current was handed to handlers in the low-level
   // AttributeValue format ({ status: { S: 'SETTLED' } }) instead of a plain item like ctx.reader
-  // returns, so `error.current?.status === 'SETTLED'` in a handler is always false.
+  // returns, so `error.current?.status === 'SETTLED'` in a handler was always false.
   it('ConditionFailedError.current is a plain item (like ctx.reader results), not AttributeValues', async () => {
     ddb.on(UpdateCommand).rejects(conditionFailed({ pk: 'PAYMENTS', sk: 'p7', status: 'SETTLED', lastFence: FENCE - 1 }));
     const error = (await store.update(paymentUpdate).catch((e: unknown) => e)) as ConditionFailedError;

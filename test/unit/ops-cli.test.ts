@@ -10,7 +10,7 @@ import { needsRevival, resolveRefusal } from '../../shared/adapters/ledger-ops.j
 import { BACKFILL_MAX_SLOTS, BackfillRequestError, planBackfill, slotsInRange } from '../../shared/backfill.js';
 import { RunStatus, type Run } from '../../shared/core/vocabulary.js';
 import { parseInstant, parseRunKey, parseSince, parseStatuses } from '../../tools/ops/args.js';
-import { runOps } from '../../tools/ops/cli.js';
+import { COMMANDS, runOps } from '../../tools/ops/cli.js';
 import { formatAge, UsageError, type OpsIo } from '../../tools/ops/io.js';
 import { localTime } from '../../tools/ops/preview.js';
 import { testJobs } from '../support/helpers.js';
@@ -103,10 +103,83 @@ describe('dispatch and exit codes', () => {
     expect(two.err[0]).toContain('"target"');
   });
 
+  it('--partitions is not an ops option (pause follows the job whatever the partition count): exit 2 naming it, in every command', async () => {
+    for (const name of Object.keys(COMMANDS)) {
+      const c = capture();
+      expect(await runOps([name, '--partitions', '4'], c.io), name).toBe(2);
+      expect(c.err, name).toHaveLength(1);
+      expect(c.err[0], name).toContain('"partitions"');
+    }
+  });
+
   it('target options may come before the command', async () => {
     const c = capture();
     expect(await runOps(['--region', 'eu-west-1', 'preview', '--schedule', '0 0 * * *', '--from', '2026-01-01', '--to', '2026-01-03', '--json'], c.io)).toBe(0);
     expect(JSON.parse(c.out.join(''))).toEqual(['2026-01-01T00:00:00.000Z', '2026-01-02T00:00:00.000Z']);
+  });
+});
+
+describe('every command alike', () => {
+  const JOBS = testJobs([{ name: 'alpha', schedule: '* * * * *', handler: 'noop' }]);
+  const io = () => {
+    const c = capture();
+    return { ...c, io: { ...c.io, jobs: JOBS } as OpsIo };
+  };
+
+  it('an unknown job is exit 2 with one line naming field "job", before any stack is touched, in every command that takes one', async () => {
+    // No target is reachable here (the stack does not exist): the job is refused first.
+    const target = ['--endpoints', '/nonexistent/endpoints.json'];
+    const lines: string[][] = [
+      ['runs', '--job', 'nope', ...target],
+      ['jobs', '--job', 'nope', ...target],
+      ['pause', 'nope', ...target],
+      ['resume', 'nope', ...target],
+      ['backfill', 'nope', '--from', '2026-01-01', '--to', '2026-01-02', ...target],
+      ['retry', '--job', 'nope', ...target],
+      ['retry', 'nope@2026-01-01T00:00:00.000Z', ...target],
+      ['preview', '--job', 'nope'],
+    ];
+    for (const args of lines) {
+      const c = io();
+      expect(await runOps(args, c.io), args.join(' ')).toBe(2);
+      expect(c.out, args.join(' ')).toEqual([]);
+      expect(c.err, args.join(' ')).toHaveLength(1);
+      expect(c.err[0], args.join(' ')).toMatch(/field "job": no configured job "nope"; configured: alpha/);
+    }
+  });
+
+  it.each(Object.keys(COMMANDS))('%s --help: one line per flag it parses, each explained, defaults named; exit 0', async (name) => {
+    const c = io();
+    expect(await runOps([name, '--help'], c.io)).toBe(0);
+    expect(c.err).toEqual([]);
+    expect(c.out[0]).toMatch(new RegExp(`^usage: fsched ops ${name}\\b`));
+    const flagLines = c.out.filter((l) => /^  --/.test(l));
+    const flags = flagLines.map((l) => /^  --([a-z-]+)/.exec(l)![1]);
+    // Exactly once each, every one explained.
+    expect(new Set(flags).size).toBe(flags.length);
+    for (const line of flagLines) expect(line, line).not.toContain('(undocumented)');
+    for (const line of flagLines) expect(line, line).toMatch(/^  --\S+(?: \S+)?(?:, -h)?\s{2,}\S/);
+    // The target flags everywhere but in preview, which reads no stack.
+    for (const common of ['json', 'help']) expect(flags).toContain(common);
+    for (const target of ['local', 'endpoints', 'stack', 'region']) {
+      if (name === 'preview') expect(flags).not.toContain(target);
+      else expect(flags).toContain(target);
+    }
+    expect(c.out.find((l) => l.startsWith('  --stack')) ?? '(default: FencedScheduler)').toContain('(default: FencedScheduler)');
+  });
+
+  it('help names the defaults of the flags that have one', async () => {
+    const help = async (name: string) => {
+      const c = io();
+      expect(await runOps([name, '--help'], c.io)).toBe(0);
+      return c.out.join('\n');
+    };
+    expect(await help('status')).toMatch(/--since ISO\|DURATION .*\(default: 24h\)/);
+    expect(await help('runs')).toMatch(/--limit N .*\(default: 50\)/);
+    expect(await help('backfill')).toMatch(/--max-per-second N .*\(default: 10\)/);
+    expect(await help('preview')).toMatch(/--limit N .*\(default: 10 without --to/);
+    expect(await help('retry')).toMatch(/--state S\[,S\] .*\(default: DEAD\)/);
+    expect(await help('pause')).toMatch(/--by NAME .*\(default: \$USER\)/);
   });
 });
 

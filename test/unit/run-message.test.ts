@@ -111,9 +111,9 @@ describe('parseRunMessage', () => {
     ).toMatchObject({ ok: false, code: 'INCONSISTENT' });
   });
 
-  // BUG (reported): a safe-integer slot beyond the Date range (> 8.64e15) passes the slot check and
-  // then runKeyOf → new Date(slot).toISOString() throws RangeError: one such poison message
-  // rejects processBatch's Promise.all and fails the whole SQS batch.
+  // Regression: a safe-integer slot beyond the Date range (> 8.64e15) passed the slot check and
+  // then runKeyOf → new Date(slot).toISOString() threw RangeError: one such poison message
+  // rejected processBatch's Promise.all and failed the whole SQS batch.
   it('a slot beyond the Date range (9e15) is MALFORMED, not a thrown RangeError', () => {
     expect(() => parseRunMessage(body(valid({ slot: 9e15 })), JOBS)).not.toThrow();
     expect(parseRunMessage(body(valid({ slot: 9e15 })), JOBS)).toMatchObject({ ok: false, code: 'MALFORMED' });

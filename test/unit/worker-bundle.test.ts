@@ -18,15 +18,15 @@ describe('bundles', () => {
     const inputs = await inputsOf('functions/worker.ts');
     expect(inputs.filter((p) => p.includes('cron-parser') || /shared\/core\/(slots|cron|zone|schedule-resolve)\.ts$/.test(p))).toEqual([]);
     expect(inputs).toContain('shared/core/schedule-schema.ts');
-  }, 60_000);
+  });
 
   it('shared/core/jitter.ts alone imports nothing', async () => {
     expect(await inputsOf('shared/core/jitter.ts')).toEqual(['shared/core/jitter.ts']);
-  }, 60_000);
+  });
 
   it('functions/planner.ts does carry the slot engine (the check above would notice a renamed file)', async () => {
     const inputs = await inputsOf('functions/planner.ts');
     expect(inputs).toContain('shared/core/slots.ts');
     expect(inputs.some((p) => p.includes('cron-parser'))).toBe(true);
-  }, 60_000);
+  });
 });

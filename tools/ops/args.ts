@@ -19,11 +19,10 @@ export const COMMON_OPTIONS = {
   endpoints: { type: 'string' },
   stack: { type: 'string' },
   region: { type: 'string' },
-  partitions: { type: 'string' },
   help: { type: 'boolean', short: 'h', default: false },
 } as const satisfies Options;
 
-export const COMMON_USAGE = '[--json] [--local | --endpoints FILE | --stack NAME [--region R]] [--partitions N]';
+export const COMMON_USAGE = '[--json] [--local | --endpoints FILE | --stack NAME [--region R]]';
 
 export interface CommonValues {
   readonly json: boolean;
@@ -31,19 +30,32 @@ export interface CommonValues {
   readonly endpoints?: string;
   readonly stack?: string;
   readonly region?: string;
-  readonly partitions?: string;
   readonly help: boolean;
 }
 
 /**
+ * Thrown by parseCommand when the arguments ask for `--help`: it carries the command's own option
+ * table, so the help printed is generated from what the command really parses (tools/ops/help.ts
+ * adds a line of text per flag).
+ */
+export class HelpRequest extends Error {
+  override readonly name = 'HelpRequest';
+  constructor(readonly options: Options) {
+    super('help requested');
+  }
+}
+
+/**
  * Parses one command's arguments (strict: an unknown option is a usage error naming it). Returns
- * string/boolean values as parseArgs does, plus the positionals.
+ * string/boolean values as parseArgs does, plus the positionals. `--help` (or `-h`) anywhere
+ * throws a HelpRequest with the command's options instead.
  */
 export function parseCommand<const T extends Options>(
   args: readonly string[],
   options: T,
 ): { values: CommonValues & Record<string, string | boolean | undefined>; positionals: string[] } {
   const all: Options = { ...COMMON_OPTIONS, ...options };
+  if (args.some((arg) => arg === '--help' || arg === '-h')) throw new HelpRequest(options);
   try {
     const { values, positionals } = parseArgs({ args: joinDashValues(args, all), options: all, allowPositionals: true, strict: true });
     return { values: values as CommonValues & Record<string, string | boolean | undefined>, positionals };
@@ -154,12 +166,22 @@ export function jobsOf(io: OpsIo): readonly Job[] {
   return io.jobs ?? loadJobs(configuredJobDefinitions({ exampleJobs: io.exampleJobs ?? exampleJobsEnabled(io.env ?? process.env) }));
 }
 
-/** A configured job by name; an unknown name is a usage error listing the configured ones. */
+/** Configured names listed in an unknown-job error; a longer list is cut (the count says how many). */
+const JOBS_LISTED = 20;
+
+/**
+ * A configured job by name; an unknown name is a usage error (exit 2) listing the configured ones.
+ * Every command that takes a job name goes through here, so they all refuse an unknown job alike.
+ */
 export function configuredJob(io: OpsIo, name: string | undefined, field = 'job'): Job {
   if (name === undefined || name === '') throw new UsageError(field, 'a job name is required');
   const jobs = jobsOf(io);
   const job = jobs.find((j) => j.name === name);
-  if (!job) throw new UsageError(field, `no configured job "${name}"; configured: ${jobs.map((j) => j.name).join(', ') || '(none)'}`);
+  if (!job) {
+    const names = jobs.map((j) => j.name);
+    const listed = names.length > JOBS_LISTED ? `${names.slice(0, JOBS_LISTED).join(', ')} … (${names.length} in all)` : names.join(', ') || '(none)';
+    throw new UsageError(field, `no configured job "${name}"; configured: ${listed}`);
+  }
   return job;
 }
 

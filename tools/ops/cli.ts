@@ -3,14 +3,17 @@
  * 0 ok · 1 the operation failed or was refused · 2 usage error or bad input (one line naming the field).
  */
 import { parseArgs } from 'node:util';
-import { COMMON_OPTIONS, COMMON_USAGE } from './args.js';
+import { COMMON_OPTIONS, COMMON_USAGE, HelpRequest } from './args.js';
 import { backfillCommand, backfillUsage } from './backfill.js';
+import { commandHelp, PROGRAM } from './help.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, OpsFailure, UsageError, type OpsIo } from './io.js';
+import { jobsCommand, jobsUsage } from './jobs.js';
 import { pauseCommand, pauseUsage, resumeCommand, resumeUsage } from './pause.js';
 import { previewCommand, previewUsage } from './preview.js';
 import { redriveCommand, redriveUsage } from './redrive.js';
 import { resolveCommand, resolveUsage } from './resolve.js';
 import { retryCommand, retryUsage } from './retry.js';
+import { triggerCommand, triggerUsage } from './trigger.js';
 import { runsCommand, runsUsage } from './runs.js';
 import { showCommand, showUsage } from './show.js';
 import { statusCommand } from './status.js';
@@ -19,14 +22,16 @@ import { exampleJobsOfLocalTarget } from './target.js';
 export type OpsCommand = (args: readonly string[], io: OpsIo) => Promise<number>;
 
 export const COMMANDS: Readonly<Record<string, { readonly run: OpsCommand; readonly usage: string; readonly summary: string }>> = {
-  status: { run: statusCommand, usage: 'status [--since 24h]', summary: 'per job: watermark, runs by state, oldest open run, paused; DLQ depth' },
+  status: { run: statusCommand, usage: 'status [--since 24h]', summary: 'per job: watermark, last run, runs by state, oldest open run, paused (by whom, why); DLQ depth' },
+  jobs: { run: jobsCommand, usage: jobsUsage, summary: 'per job: schedule and zone, paused/finished, next 3 fire times, last run, open runs, DEAD runs in 24 h' },
   runs: { run: runsCommand, usage: runsUsage, summary: "a job's runs, newest first" },
-  show: { run: showCommand, usage: showUsage, summary: 'every field of one run' },
-  pause: { run: pauseCommand, usage: pauseUsage, summary: 'stop planning a job' },
+  show: { run: showCommand, usage: showUsage, summary: 'every field of one run, then its attempts (claim, owner, fence, how each ended)' },
+  pause: { run: pauseCommand, usage: pauseUsage, summary: 'stop planning a job (the note and who paused it show in status and jobs)' },
   resume: { run: resumeCommand, usage: resumeUsage, summary: 'plan a paused job again (missed slots follow its misfire policy)' },
   backfill: { run: backfillCommand, usage: backfillUsage, summary: 'create and dispatch the runs of a past range, idempotently, rate-limited' },
   preview: { run: previewCommand, usage: previewUsage, summary: 'list the slots of a schedule (no stack needed)' },
   redrive: { run: redriveCommand, usage: redriveUsage, summary: 'revive DEAD runs of the DLQ messages, then move them back to the run queue' },
+  trigger: { run: triggerCommand, usage: triggerUsage, summary: 'run a job now, once, outside its schedule (also while paused)' },
   retry: { run: retryCommand, usage: retryUsage, summary: 'run DEAD runs again with a fresh attempt budget (reconciling first where the last result is unknown)' },
   resolve: { run: resolveCommand, usage: resolveUsage, summary: 'close a run by hand as succeeded (MANUAL) or dead' },
 };
@@ -34,12 +39,13 @@ export const COMMANDS: Readonly<Record<string, { readonly run: OpsCommand; reado
 export function usage(): string[] {
   const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
   return [
-    'usage: npm run ops -- <command> [options]',
+    `usage: ${PROGRAM} <command> [options]   (in the project: npx ${PROGRAM} …, or ./bin/fsched ops …)`,
     '',
     ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}\n  ${' '.repeat(width)}  ${c.usage}`),
     '',
     `target (every command but preview): ${COMMON_USAGE}`,
     '  default: AWS, default credential chain, stack FencedScheduler outputs; --local: the running `npm start`',
+    `${PROGRAM} <command> --help: every flag of the command, with its default`,
   ];
 }
 
@@ -85,8 +91,16 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
   }
   const rest = [...argv.slice(0, first.index), ...argv.slice(first.index + 1)];
   if (wantsHelp) {
-    io.stdout(`usage: npm run ops -- ${command.usage}${name === 'preview' ? '' : ` ${COMMON_USAGE}`}`);
-    return EXIT_OK;
+    // The command parses its arguments first thing; asked for help, it hands over its option table.
+    try {
+      await command.run(['--help'], io);
+    } catch (error) {
+      if (!(error instanceof HelpRequest)) throw error;
+      for (const line of commandHelp(name, command, error.options)) io.stdout(line);
+      return EXIT_OK;
+    }
+    io.stderr(`ops ${name}: no help for this command`);
+    return EXIT_FAILURE;
   }
   // A local target says whether it runs the example jobs; the commands' job lists follow it.
   const local = tokens.some((t) => t.kind === 'option' && t.name === 'local');

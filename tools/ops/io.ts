@@ -25,7 +25,7 @@ export interface OpsIo {
   readonly exampleJobs?: boolean;
   /** @default process.env */
   readonly env?: NodeJS.ProcessEnv;
-  /** Where `--local` looks for .local-data/endpoints.json. @default process.cwd() */
+  /** The project folder whose .local-data/endpoints.json `--local` reads. @default the project root (PROJECT_ROOT) */
   readonly cwd?: string;
   /** Called with the target's SDK clients before any call (tests record calls with middleware). @default none */
   readonly instrument?: (clients: Clients) => void;
@@ -96,4 +96,10 @@ export function formatAge(ms: number | undefined): string | undefined {
   if (h > 0) return `${sign}${h}h${two(m)}m`;
   if (m > 0) return `${sign}${m}m${two(s)}s`;
   return `${sign}${s}s`;
+}
+
+/** A duration that may be short: 3ms, 850ms, then as formatAge (1s, 3m05s, 2h03m). */
+export function formatElapsed(ms: number | undefined): string | undefined {
+  if (ms === undefined || !Number.isFinite(ms)) return undefined;
+  return Math.abs(ms) < 1000 ? `${Math.round(ms)}ms` : formatAge(ms);
 }

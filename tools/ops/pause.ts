@@ -14,6 +14,7 @@ import type { Job } from '../../shared/core/job-schema.js';
 import { partitionOf } from '../../shared/core/partition.js';
 import { configuredJob, noExtraPositionals, parseCommand, stringOption } from './args.js';
 import { clockOf, EXIT_OK, iso, printJson, type OpsIo } from './io.js';
+import { PROGRAM } from './help.js';
 import { withTarget } from './target.js';
 
 export const pauseUsage = 'pause <job> [--note TEXT] [--by NAME]';
@@ -49,7 +50,8 @@ async function flip(args: readonly string[], io: OpsIo, action: 'pause' | 'resum
       changed,
       paused: after.pause !== undefined,
       pausedBy: after.pause?.by,
-      note: after.pause?.note,
+      pausedAt: after.pause?.at ? iso(after.pause.at) : undefined,
+      pauseNote: after.pause?.note,
       plannedUntil: iso(after.plannedUntil),
       misfire: job.misfire,
     };
@@ -61,8 +63,8 @@ async function flip(args: readonly string[], io: OpsIo, action: 'pause' | 'resum
   if (action === 'pause') {
     io.stdout(
       result.changed
-        ? `paused ${job.name}${note ? ` (${note})` : ''}: nothing new is materialized until \`ops resume ${job.name}\`; planned up to ${result.plannedUntil ?? '-'}`
-        : `${job.name} was already paused by ${result.pausedBy ?? '?'}${result.note ? ` (${result.note})` : ''}; planned up to ${result.plannedUntil ?? '-'}`,
+        ? `paused ${job.name}${note ? ` (${note})` : ''}: nothing new is materialized until \`${PROGRAM} resume ${job.name}\`; planned up to ${result.plannedUntil ?? '-'}`
+        : `${job.name} was already paused by ${result.pausedBy ?? '?'} at ${result.pausedAt ?? '?'}${result.pauseNote ? ` (${result.pauseNote})` : ''}: the first pause's note stays; planned up to ${result.plannedUntil ?? '-'}`,
     );
   } else {
     io.stdout(

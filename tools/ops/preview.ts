@@ -89,6 +89,20 @@ export function withFireTimes(target: PreviewTarget, slots: readonly number[]): 
   return slots.map((slot, i) => ({ slot, fireAt: fireTimeOf(target.jitter, slot, slots[i + 1] ?? nextSlotAfter(target.spec, slot)) }));
 }
 
+/**
+ * The next `count` fire times at or after `now`, in firing order. With jitter the slot just
+ * before `now` may still fire after it (its offset is capped below the next slot, so no older one
+ * can), hence the one look back over (now - jitter, now).
+ */
+export function nextFires(target: PreviewTarget, now: number, count: number): PreviewEntry[] {
+  const jitter = target.jitter.jitter ?? 0;
+  const before = jitter > 0 ? slotsBetween(target.spec, now - jitter, now - 1).at(-1) : undefined;
+  const slots = [...(before === undefined ? [] : [before]), ...nextSlots(target.spec, now, count)];
+  return withFireTimes(target, slots)
+    .filter((e) => e.fireAt >= now)
+    .slice(0, count);
+}
+
 /** `2026-03-08 03:30:00 -04:00` in the given zone. */
 export function localTime(slot: number, timezone: string): string {
   const parts = new Intl.DateTimeFormat('en-US', {

@@ -15,8 +15,9 @@
  * 3. Release the received messages (visibility 0), then StartMessageMoveTask from the DLQ to the
  *    run queue (DestinationArn given explicitly: messages sent to the DLQ by hand carry no source).
  *
- * A crash between 2 and 3 is safe: revived runs are READY in the open-runs index, so the planner's
- * sweeper re-dispatches them after its grace period even if no message moves.
+ * A crash between 2 and 3 is safe: revived runs are open (READY or UNKNOWN) and in the sweeper's
+ * watch index, dispatched now, so the planner's sweeper re-dispatches them after its grace period
+ * even if no message moves.
  */
 import {
   ChangeMessageVisibilityBatchCommand,

@@ -1,15 +1,22 @@
 /**
- * `ops runs --job J [--state S[,S…]] [--since ISO|duration] [--until ISO] [--limit N]`: a job's
- * runs, newest first (consistent reads, paginated).
+ * `ops runs --job J [--state S[,S…]] [--since ISO|duration] [--until ISO] [--limit N]`: a
+ * configured job's runs, newest first (consistent reads, paginated). The runs of a job no longer
+ * configured are reached by run key (`show`, `resolve`); `status` lists them as orphaned.
  */
-import type { Run } from '../../shared/core/vocabulary.js';
-import { noExtraPositionals, parseCommand, parsePositive, parseSince, parseInstant, parseStatuses, requireOption, stringOption } from './args.js';
-import { clockOf, EXIT_OK, formatAge, iso, printJson, printTable, UsageError, type OpsIo } from './io.js';
+import { RunOrigin, RunStatus, type Run } from '../../shared/core/vocabulary.js';
+import { configuredJob, noExtraPositionals, parseCommand, parsePositive, parseSince, parseInstant, parseStatuses, requireOption, stringOption } from './args.js';
+import { clockOf, EXIT_OK, formatAge, iso, printJson, printTable, type OpsIo } from './io.js';
 import { withTarget } from './target.js';
 
 export const runsUsage = 'runs --job NAME [--state S[,S]] [--since ISO|24h] [--until ISO] [--limit 50]';
 
-const JOB_NAME = /^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?$/;
+/** Where the run came from; a manual run adds who triggered it and the note. */
+function originOf(run: Run): string {
+  const origin = run.origin ?? RunOrigin.PLANNED;
+  if (origin !== RunOrigin.MANUAL) return origin;
+  const by = run.triggeredBy ? ` by ${run.triggeredBy}` : '';
+  return `${origin}${by}${run.note ? `: ${run.note.slice(0, 40)}` : ''}`;
+}
 
 export function runRow(run: Run, now: number): (string | number | undefined)[] {
   const lease =
@@ -17,17 +24,19 @@ export function runRow(run: Run, now: number): (string | number | undefined)[] {
   return [
     run.runKey,
     run.status,
+    originOf(run),
     run.attempt,
     run.fencingToken,
     run.owner,
     run.status === 'RUNNING' ? lease : undefined,
     iso(run.nextAttemptAt),
     iso(run.finishedAt),
-    run.lastError ? `${run.lastError.code}: ${run.lastError.message}`.slice(0, 80) : undefined,
+    // A run that ended well carries no current error (an older item may still hold an attempt's).
+    run.lastError && run.status !== RunStatus.SUCCEEDED && run.status !== RunStatus.MANUAL ? `${run.lastError.code}: ${run.lastError.message}`.slice(0, 80) : undefined,
   ];
 }
 
-export const RUN_HEADERS = ['RUN KEY', 'STATUS', 'ATTEMPT', 'TOKEN', 'OWNER', 'LEASE', 'NEXT ATTEMPT', 'FINISHED', 'LAST ERROR'];
+export const RUN_HEADERS = ['RUN KEY', 'STATUS', 'ORIGIN', 'ATTEMPT', 'TOKEN', 'OWNER', 'LEASE', 'NEXT ATTEMPT', 'FINISHED', 'LAST ERROR'];
 
 export async function runsCommand(args: readonly string[], io: OpsIo): Promise<number> {
   const { values, positionals } = parseCommand(args, {
@@ -38,8 +47,7 @@ export async function runsCommand(args: readonly string[], io: OpsIo): Promise<n
     limit: { type: 'string' },
   });
   noExtraPositionals(positionals, 0);
-  const job = requireOption(values, 'job');
-  if (!JOB_NAME.test(job)) throw new UsageError('job', `not a job name: "${job}"`);
+  const job = configuredJob(io, requireOption(values, 'job')).name;
   const now = clockOf(io)();
   const statuses = parseStatuses(stringOption(values, 'state'));
   const sinceRaw = stringOption(values, 'since');

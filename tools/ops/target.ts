@@ -6,11 +6,11 @@
  * - otherwise AWS: default credential chain, region from the environment/config (or `--region`),
  *   resources from the CloudFormation outputs of `--stack` (default FencedScheduler).
  *
- * `--partitions N` overrides the planner partition count the target reports (endpoints file
- * `partitions`, stack output `PlannerPartitions`). It must match the deployed planner: pause and
- * resume write to the job's partition item, which the planner reads.
+ * No command needs the planner's partition count: pause and resume write the job's own plan item,
+ * which follows the job whatever the count, and `status` reads the count from the planner's state.
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { resolve } from 'node:path';
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { Ledger } from '../../shared/adapters/ledger.js';
@@ -18,9 +18,8 @@ import { LedgerOps } from '../../shared/adapters/ledger-ops.js';
 import { RunQueue } from '../../shared/adapters/run-queue.js';
 import { createClients, type Clients } from '../../shared/runtime.js';
 import { DEFAULT_STACK_NAME, StackOutput } from '../../infra/outputs.js';
-import { localClientConfig } from '../local-stack.js';
-import { LOCAL_ENDPOINTS_FILE } from '../local-stack.js';
-import { parsePositive, type CommonValues } from './args.js';
+import { LOCAL_ENDPOINTS_FILE, localClientConfig, localEndpointsPath } from '../local-stack.js';
+import type { CommonValues } from './args.js';
 import { OpsFailure, UsageError, type OpsIo } from './io.js';
 
 /** The endpoints file: LocalEndpoints (tools/local-stack.ts) plus what `npm start` adds. */
@@ -31,6 +30,7 @@ export interface EndpointsFile {
   readonly runQueueUrl: string;
   readonly deadLetterQueueUrl: string;
   readonly paymentsTable?: string;
+  /** The local planner's partition count (`npm start --partitions`): accepted, never read. */
   readonly partitions?: number;
   /** `npm start` runs the example jobs and says so here. */
   readonly exampleJobs?: boolean;
@@ -47,9 +47,6 @@ export interface Target {
   readonly queue: RunQueue;
   readonly runQueueUrl: string;
   readonly deadLetterQueueUrl: string;
-  /** Planner partition count (`of`); `partitionsKnown` is false when it is a guessed default. */
-  readonly partitions: number;
-  readonly partitionsKnown: boolean;
   runQueueArn(): Promise<string>;
   deadLetterQueueArn(): Promise<string>;
   destroy(): void;
@@ -69,9 +66,6 @@ export function readEndpointsFile(path: string, field: string): EndpointsFile {
   for (const key of REQUIRED_ENDPOINT_FIELDS) {
     if (typeof record[key] !== 'string' || record[key] === '') throw new UsageError(field, `${path}: "${key}" is missing`);
   }
-  if (record.partitions !== undefined && !(Number.isInteger(record.partitions) && (record.partitions as number) >= 1)) {
-    throw new UsageError(field, `${path}: "partitions" must be a positive integer`);
-  }
   return record as unknown as EndpointsFile;
 }
 
@@ -81,7 +75,7 @@ export function readEndpointsFile(path: string, field: string): EndpointsFile {
  */
 export function exampleJobsOfLocalTarget(target: { readonly local: boolean; readonly endpoints?: string }, io: OpsIo): boolean | undefined {
   if (!target.local && target.endpoints === undefined) return undefined;
-  const path = resolve(io.cwd ?? process.cwd(), target.local ? LOCAL_ENDPOINTS_FILE : target.endpoints!);
+  const path = target.local ? localEndpointsPath(io.cwd) : resolve(process.cwd(), target.endpoints!);
   try {
     const parsed: unknown = JSON.parse(readFileSync(path, 'utf8'));
     return typeof parsed === 'object' && parsed !== null && (parsed as EndpointsFile).exampleJobs === true;
@@ -90,23 +84,56 @@ export function exampleJobsOfLocalTarget(target: { readonly local: boolean; read
   }
 }
 
-function explicitPartitions(values: CommonValues): number | undefined {
-  return values.partitions === undefined ? undefined : parsePositive(values.partitions, 'partitions', 1, { integer: true, max: 1000 });
+/** How long a local endpoint may take to accept a connection. */
+const PROBE_TIMEOUT_MS = 1_000;
+
+/** Whether something accepts TCP connections at the endpoint's host and port. */
+export function answers(endpoint: string, timeoutMs = PROBE_TIMEOUT_MS): Promise<boolean> {
+  const url = new URL(endpoint);
+  const port = Number(url.port || (url.protocol === 'https:' ? 443 : 80));
+  return new Promise((resolveProbe) => {
+    const socket = connect({ host: url.hostname, port });
+    const done = (ok: boolean) => {
+      socket.destroy();
+      resolveProbe(ok);
+    };
+    socket.setTimeout(timeoutMs, () => done(false));
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+  });
+}
+
+/**
+ * A local target's endpoints must answer before any command runs: an endpoints file left behind
+ * by an `npm start` that is gone would otherwise fail after the SDK's retries with a connection
+ * error that names neither.
+ */
+async function expectAnswer(file: EndpointsFile, problem: string, hint: string): Promise<void> {
+  const endpoints = [
+    ['DynamoDB Local', file.dynamoEndpoint],
+    ['local SQS', file.sqsEndpoint],
+  ] as const;
+  const results = await Promise.all(endpoints.map(async ([name, url]) => ({ name, url, ok: await answers(url) })));
+  const silent = results.filter((r) => !r.ok);
+  if (silent.length > 0) {
+    throw new OpsFailure(`${problem}: ${silent.map((r) => `${r.name} at ${r.url}`).join(' and ')} ${silent.length > 1 ? 'do' : 'does'} not answer${hint}`);
+  }
 }
 
 export async function openTarget(values: CommonValues, io: OpsIo): Promise<Target> {
   const chosen = [values.local, values.endpoints !== undefined, values.stack !== undefined].filter(Boolean).length;
   if (chosen > 1) throw new UsageError('target', 'choose one of --local, --endpoints FILE, --stack NAME');
-  const partitions = explicitPartitions(values);
   if (values.local || values.endpoints !== undefined) {
     let path: string;
     if (values.local) {
-      path = resolve(io.cwd ?? process.cwd(), LOCAL_ENDPOINTS_FILE);
-      if (!existsSync(path)) throw new OpsFailure(`no local runtime found (${LOCAL_ENDPOINTS_FILE} is missing): start it with \`npm start\` in another terminal`);
+      path = localEndpointsPath(io.cwd);
+      if (!existsSync(path)) throw new OpsFailure(`\`npm start\` is not running (${LOCAL_ENDPOINTS_FILE} is missing): start it in another terminal`);
     } else {
-      path = resolve(io.cwd ?? process.cwd(), values.endpoints!);
+      path = resolve(process.cwd(), values.endpoints!);
     }
     const file = readEndpointsFile(path, values.local ? 'local' : 'endpoints');
+    if (values.local) await expectAnswer(file, `\`npm start\` is not running (${LOCAL_ENDPOINTS_FILE} is left from an earlier run)`, '; start it with `npm start` in another terminal');
+    else await expectAnswer(file, `the local stack of ${path} is not running`, '');
     const clients = createClients({ dynamo: localClientConfig(file.dynamoEndpoint), sqs: localClientConfig(file.sqsEndpoint) });
     io.instrument?.(clients);
     return build(clients, {
@@ -116,14 +143,12 @@ export async function openTarget(values: CommonValues, io: OpsIo): Promise<Targe
       deadLetterQueueUrl: file.deadLetterQueueUrl,
       deadLetterQueueArn: file.deadLetterQueueArn,
       runQueueArn: file.runQueueArn,
-      partitions: partitions ?? file.partitions ?? 1,
-      partitionsKnown: partitions !== undefined || file.partitions !== undefined,
     });
   }
-  return openStack(values, io, partitions);
+  return openStack(values, io);
 }
 
-async function openStack(values: CommonValues, io: OpsIo, partitions: number | undefined): Promise<Target> {
+async function openStack(values: CommonValues, io: OpsIo): Promise<Target> {
   const stackName = values.stack ?? DEFAULT_STACK_NAME;
   const region = values.region;
   const { CloudFormationClient, DescribeStacksCommand } = await import('@aws-sdk/client-cloudformation');
@@ -148,8 +173,6 @@ async function openStack(values: CommonValues, io: OpsIo, partitions: number | u
     if (!value) throw new OpsFailure(`stack "${stackName}" has no output ${key}: deploy the current infra/ or use --endpoints`);
     return value;
   };
-  const fromOutput = outputs.get(StackOutput.PlannerPartitions);
-  const outputPartitions = fromOutput !== undefined && /^\d+$/.test(fromOutput) && Number(fromOutput) >= 1 ? Number(fromOutput) : undefined;
   const clients = createClients(region ? { dynamo: { region }, sqs: { region } } : {});
   io.instrument?.(clients);
   return build(clients, {
@@ -158,8 +181,6 @@ async function openStack(values: CommonValues, io: OpsIo, partitions: number | u
     runQueueUrl: need(StackOutput.RunQueueUrl),
     deadLetterQueueUrl: need(StackOutput.DeadLetterQueueUrl),
     deadLetterQueueArn: outputs.get(StackOutput.DeadLetterQueueArn),
-    partitions: partitions ?? outputPartitions ?? 1,
-    partitionsKnown: partitions !== undefined || outputPartitions !== undefined,
   });
 }
 
@@ -170,8 +191,6 @@ interface TargetSpec {
   readonly deadLetterQueueUrl: string;
   readonly deadLetterQueueArn?: string;
   readonly runQueueArn?: string;
-  readonly partitions: number;
-  readonly partitionsKnown: boolean;
 }
 
 function build(clients: Clients, spec: TargetSpec): Target {
@@ -189,8 +208,6 @@ function build(clients: Clients, spec: TargetSpec): Target {
     queue: new RunQueue(clients.sqs, spec.runQueueUrl),
     runQueueUrl: spec.runQueueUrl,
     deadLetterQueueUrl: spec.deadLetterQueueUrl,
-    partitions: spec.partitions,
-    partitionsKnown: spec.partitionsKnown,
     runQueueArn: () => (spec.runQueueArn ? Promise.resolve(spec.runQueueArn) : arnOf(spec.runQueueUrl)),
     deadLetterQueueArn: () => (spec.deadLetterQueueArn ? Promise.resolve(spec.deadLetterQueueArn) : arnOf(spec.deadLetterQueueUrl)),
     destroy: () => {

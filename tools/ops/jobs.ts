@@ -1,0 +1,161 @@
+/**
+ * `ops jobs [--job NAME]`: one row per configured job, like `kubectl get cronjob`: its schedule
+ * and zone, whether it is paused (by whom, when, why), disabled or finished, its next three fire
+ * times, its last run (the newest run whose slot has come: slot, state, finish time), its due open
+ * runs and its DEAD runs whose slot is in the last 24 h. `--json` prints an array of JobRow.
+ *
+ * Next fire times come from the planner's own slot code (nextSlotAfter / slotsBetween) mapped
+ * through fireTimeOf: for a job with jitter they are when its runs fire (slot + its offset), the
+ * slots themselves are alongside in `nextSlots`. They are the schedule's: a paused or disabled job
+ * fires none of them until it is resumed or enabled.
+ *
+ * A bounded job (a one-time `schedule: { at }`, an `endAt`, or `maxRuns`) is finished once its last
+ * slot has passed and every run of that slot has ended; one whose window holds no slot at all is
+ * finished from the start. A `maxRuns` job's last slot is the N-th, recorded by the planner.
+ */
+import { jobPlanning } from '../../shared/adapters/planner-store.js';
+import { mapBounded } from '../../shared/core/concurrency.js';
+import type { Job } from '../../shared/core/job-schema.js';
+import { partitionOf } from '../../shared/core/partition.js';
+import { describeSchedule, lastSlotOf, slotSpecOf } from '../../shared/core/slots.js';
+import { isTerminal, RunStatus } from '../../shared/core/vocabulary.js';
+import { configuredJob, jobsOf, noExtraPositionals, parseCommand, stringOption } from './args.js';
+import { clockOf, EXIT_OK, formatAge, iso, printJson, printTable, type OpsIo } from './io.js';
+import { nextFires } from './preview.js';
+import { dueOpenRuns, latestDueRun, lastRunOf, pauseCell, STATUS_OPEN_RUNS_LIMIT, type LastRun } from './status.js';
+import { withTarget, type Target } from './target.js';
+
+export const jobsUsage = 'jobs [--job NAME]';
+
+/** Fire times listed per job. */
+export const JOBS_NEXT_FIRES = 3;
+/** The window of the DEAD count. */
+const DEAD_WINDOW_MS = 24 * 3_600_000;
+/** Jobs read at once (each is a few queries). */
+const JOBS_IN_FLIGHT = 8;
+
+export interface JobRow {
+  readonly job: string;
+  readonly enabled: boolean;
+  /** describeSchedule: the cron expression, `every 6h`, `at 2026-12-24T18:00:00`, window and exclusions. */
+  readonly schedule: string;
+  readonly timezone: string;
+  /** The job's jitter (ms): when set, `nextFireTimes` are slot + offset. */
+  readonly jitterMs?: number;
+  readonly paused: boolean;
+  readonly pausedBy?: string;
+  readonly pausedAt?: string;
+  readonly pauseNote?: string;
+  /** Catching up on misfired slots. */
+  readonly behind: boolean;
+  readonly plannedUntil?: string;
+  /** A bounded job whose last slot has passed and whose runs of it have all ended. */
+  readonly finished: boolean;
+  /** When the next runs fire (ISO, UTC): the slots, plus the jitter offset if the job has jitter. */
+  readonly nextFireTimes: readonly string[];
+  readonly nextSlots: readonly string[];
+  readonly lastRun?: LastRun;
+  /** Open runs whose slot has come. */
+  readonly openRuns: number;
+  /** DEAD runs whose slot is in the last 24 h. */
+  readonly deadLast24h: number;
+}
+
+/**
+ * Whether a bounded job is done: its last slot passed and every run of it ended (or it has no slot
+ * at all). The last slot is the schedule's own, or, with `maxRuns`, the one the planner recorded
+ * when it first planned the job (its N-th slot), whichever comes first.
+ */
+async function isFinished(target: Target, job: Job, now: number, runBound: number | undefined): Promise<boolean> {
+  const own = lastSlotOf(slotSpecOf(job));
+  const bounded = runBound !== undefined && Number.isFinite(runBound) ? runBound : undefined;
+  const last = own === undefined ? bounded : bounded === undefined ? own : Math.min(own, bounded);
+  if (last === undefined) return false;
+  if (last === -Infinity) return true;
+  if (now <= last) return false;
+  const runs = await target.ops.queryRuns(job.name, { sinceSlot: last, untilSlot: last + 1 });
+  return runs.length >= job.shards && runs.every((run) => isTerminal(run.status));
+}
+
+export async function collectJobs(target: Target, jobs: readonly Job[], now: number): Promise<JobRow[]> {
+  const planning = await jobPlanning(target.ledger.planning, jobs.map((j) => j.name), partitionOf);
+  const watched = await target.ledger.listOpenRuns(now, STATUS_OPEN_RUNS_LIMIT);
+  const since = now - DEAD_WINDOW_MS;
+  return mapBounded(jobs, JOBS_IN_FLIGHT, async (job): Promise<JobRow> => {
+    const plan = planning.get(job.name)!;
+    const [finished, latest, open, counts] = await Promise.all([
+      isFinished(target, job, now, plan.lastSlot),
+      latestDueRun(target, job.name, now),
+      dueOpenRuns(target, job.name, watched, since, now),
+      target.ops.countRuns(job.name, { sinceSlot: since, untilSlot: now + 1 }),
+    ]);
+    const bound = plan.lastSlot ?? Number.POSITIVE_INFINITY;
+    const fires = finished ? [] : nextFires({ spec: slotSpecOf(job), jitter: job }, now, JOBS_NEXT_FIRES).filter((f) => f.slot <= bound);
+    return {
+      job: job.name,
+      enabled: job.enabled,
+      schedule: describeSchedule(job),
+      timezone: job.timezone,
+      ...(job.jitter ? { jitterMs: job.jitter } : {}),
+      paused: plan.pause !== undefined,
+      pausedBy: plan.pause?.by,
+      pausedAt: plan.pause?.at ? iso(plan.pause.at) : undefined,
+      pauseNote: plan.pause?.note,
+      behind: plan.behind,
+      plannedUntil: iso(plan.plannedUntil),
+      finished,
+      nextFireTimes: fires.map((f) => iso(f.fireAt)!),
+      nextSlots: fires.map((f) => iso(f.slot)!),
+      lastRun: lastRunOf(latest),
+      openRuns: open.length,
+      deadLast24h: counts[RunStatus.DEAD] ?? 0,
+    };
+  });
+}
+
+/** ISO without the milliseconds when they are zero: `2026-06-15T12:01:00Z`. */
+function short(instant: string): string {
+  return instant.replace(/\.000Z$/, 'Z');
+}
+
+function stateCell(row: JobRow, now: number): string {
+  if (row.paused) return pauseCell(row, now);
+  if (row.finished) return 'finished';
+  if (!row.enabled) return 'disabled';
+  return row.behind ? 'catching up' : 'active';
+}
+
+export async function jobsCommand(args: readonly string[], io: OpsIo): Promise<number> {
+  const { values, positionals } = parseCommand(args, { job: { type: 'string' } });
+  noExtraPositionals(positionals, 0);
+  const only = stringOption(values, 'job');
+  const jobs = only === undefined ? jobsOf(io) : [configuredJob(io, only)];
+  const now = clockOf(io)();
+  const rows = await withTarget(values, io, (target) => collectJobs(target, jobs, now));
+  if (values.json) {
+    printJson(io, rows);
+    return EXIT_OK;
+  }
+  if (rows.length === 0) {
+    io.stdout('no configured jobs');
+    return EXIT_OK;
+  }
+  printTable(
+    io,
+    ['JOB', 'SCHEDULE', 'TIMEZONE', 'JITTER', 'STATE', 'NEXT FIRES', 'LAST RUN', 'FINISHED', 'OPEN', 'DEAD 24H'],
+    rows.map((row) => [
+      row.job,
+      row.schedule,
+      row.timezone,
+      row.jitterMs === undefined ? undefined : formatAge(row.jitterMs),
+      stateCell(row, now),
+      row.nextFireTimes.map(short).join(', ') || (row.finished ? 'none (finished)' : 'none'),
+      row.lastRun === undefined ? undefined : `${short(row.lastRun.slot)} ${row.lastRun.status}`,
+      row.lastRun?.finishedAt === undefined ? undefined : short(row.lastRun.finishedAt),
+      row.openRuns,
+      row.deadLast24h,
+    ]),
+  );
+  if (rows.some((row) => row.jitterMs !== undefined)) io.stdout('NEXT FIRES: slot + the job\'s jitter offset where JITTER is set (the slots: --json nextSlots)');
+  return EXIT_OK;
+}
