@@ -140,6 +140,8 @@ export interface ModelExpectations {
   readonly itemGroups: Readonly<Record<string, string>>;
   /** Overlap policy of every job, by name. */
   readonly overlap: Readonly<Record<string, string>>;
+  /** Each job's startLead, by name: a run is due (may start, and supersede) that long before its slot. @default 0 */
+  readonly startLeadMs?: Readonly<Record<string, number>>;
   /** Tolerance for instants the actors wrote with their own (skewed) clocks, ms. */
   readonly clockToleranceMs: number;
   /** Runs that must not exist, if they do. */

@@ -216,13 +216,13 @@ export function checkModelSafety(events: readonly HistoryEvent[], final: FinalSt
     if (run.status !== RunStatus.SUPERSEDED) continue;
     const group = model.itemGroups[run.job] ?? run.job;
     const at = (run.finishedAt ?? Number.POSITIVE_INFINITY) + model.clockToleranceMs;
-    const due = all.some((other) => (model.itemGroups[other.job] ?? other.job) === group && other.runKey !== run.runKey && other.slot > run.slot && other.slot <= at && (other.job !== run.job || other.shard === run.shard));
+    const due = all.some((other) => (model.itemGroups[other.job] ?? other.job) === group && other.runKey !== run.runKey && other.slot > run.slot && other.slot - (model.startLeadMs?.[other.job] ?? 0) <= at && (other.job !== run.job || other.shard === run.shard));
     if (!due) {
       const next = all.filter((o) => o.job === run.job && o.shard === run.shard && o.slot > run.slot).sort((a, b) => a.slot - b.slot)[0];
       flag(
         I.SUPERSEDED_BY_DUE,
         run.runKey,
-        `SUPERSEDED at ${iso(run.finishedAt)} although no newer run was due yet${next ? ` (the next one, ${next.runKey}, was due only at ${iso(next.slot)})` : ''}`,
+        `SUPERSEDED at ${iso(run.finishedAt)} although no newer run was due yet${next ? ` (the next one, ${next.runKey}, was due only at ${iso(next.slot - (model.startLeadMs?.[next.job] ?? 0))})` : ''}`,
       );
     }
   }

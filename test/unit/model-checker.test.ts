@@ -83,6 +83,10 @@ describe('model safety invariants', () => {
     expect(invariants([], runs, model())).toContain(`superseded-by-due:${KEY}`);
     const due = [run({ status: RunStatus.SUPERSEDED, finishedAt: T + 61_000 }), runs[1]!];
     expect(invariants([], due, model())).not.toContain(`superseded-by-due:${KEY}`);
+    // A startLead makes the newer run due (it may start, and supersede) that long before its slot.
+    const early = [run({ status: RunStatus.SUPERSEDED, finishedAt: T + 55_000 }), runs[1]!];
+    expect(invariants([], early, model())).toContain(`superseded-by-due:${KEY}`);
+    expect(invariants([], early, model({ startLeadMs: { pay: 5_000 } }))).not.toContain(`superseded-by-due:${KEY}`);
   });
 
   it('no-unexpected-run: a run the model says nobody could have created exists', () => {

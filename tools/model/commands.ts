@@ -10,6 +10,8 @@ import { DYNAMO_CALL_KINDS, SQS_CALL_KINDS, type CallKind } from './ledger-view.
 import { FaultKind, type FaultProfile } from './faults.js';
 import { BehaviourKind, type Behaviour } from './handlers.js';
 import { maxAttemptTimeoutMs } from '../../shared/core/job-schema-core.js';
+import type { RunStatus } from '../../shared/core/vocabulary.js';
+import { RETRYABLE_STATES } from '../ops/retry.js';
 import { MODEL_WORKER_TIMEOUT_MS, type JobSpec, type LaneSpec, type ScenarioSetup, type World } from './world.js';
 
 /** fc.commands needs a model; ours only counts (every command is valid in every state). */
@@ -213,14 +215,17 @@ class Resolve extends Base {
 }
 
 class Retry extends Base {
-  constructor(readonly pick: number) {
+  constructor(
+    readonly pick: number,
+    readonly prefer: RunStatus,
+  ) {
     super();
   }
   act(world: World) {
-    return world.retry(this.pick);
+    return world.retry(this.pick, this.prefer);
   }
   toString() {
-    return `ops retry run#${this.pick}`;
+    return `ops retry run#${this.pick} (a ${this.prefer} one if any)`;
   }
 }
 
@@ -478,7 +483,9 @@ const opsCommands = [
   weighted(1, fc.tuple(jobRef, fc.integer({ min: 0, max: 600_000 }), fc.integer({ min: 60_000, max: 900_000 })).map(([j, ago, span]) => new Backfill(j, ago, span))),
   weighted(1, fc.constant(new Redrive())),
   weighted(1, fc.tuple(fc.nat(50), fc.constantFrom('succeeded' as const, 'dead' as const)).map(([p, as]) => new Resolve(p, as))),
-  weighted(1, fc.nat(50).map((p) => new Retry(p))),
+  // Every ended state a retry revives: a DEAD run, and (on request) a slot skipped or superseded,
+  // which the planner or a worker created terminal, without an attempt history.
+  weighted(2, fc.tuple(fc.nat(50), fc.constantFrom(...RETRYABLE_STATES)).map(([p, prefer]) => new Retry(p, prefer))),
 ];
 const configCommands = [
   weighted(1, jobSpecArb.map((spec) => new AddJob(spec))),

@@ -192,6 +192,8 @@ export class World implements Gate {
   private lastCursors = new Map<string, number>();
   private progressing: string[] = [];
   private readonly streaks = new Map<string, number>();
+  /** Planner ticks and operator actions in flight. */
+  private unkillableInFlight = 0;
   quiescenceEnd: number | undefined;
   /** What kept quiescence going at its last check (for the story). */
   private unsettled: string[] = [];
@@ -360,6 +362,15 @@ export class World implements Gate {
     this.activities.add(tracked);
   }
 
+  /**
+   * Tracks a planner tick or an operator action: actors that are never killed, so quiescence can
+   * wait for them (a tick whose response is delayed has already written what it planned).
+   */
+  private trackUnkillable(activity: Promise<unknown>): void {
+    this.unkillableInFlight++;
+    this.track(activity.finally(() => this.unkillableInFlight--));
+  }
+
   private lane(index: number): Lane {
     return this.lanes[index % this.lanes.length]!;
   }
@@ -476,7 +487,7 @@ export class World implements Gate {
             this.say(`tick ${partition}/${of} failed: ${short(error)}`);
           },
         );
-        this.track(tick);
+        this.trackUnkillable(tick);
       }
     }
     await this.settleUnlessBatched();
@@ -628,7 +639,7 @@ export class World implements Gate {
   }
 
   private async opsActivity(label: string, work: () => Promise<void>): Promise<void> {
-    this.track(
+    this.trackUnkillable(
       work().catch((error: unknown) => {
         this.say(`ops ${label} failed: ${short(error)}`);
       }),
@@ -747,9 +758,12 @@ export class World implements Gate {
     });
   }
 
-  /** `ops retry <runKey>`: a fresh attempt budget for an ended run (DEAD, or SKIPPED/SUPERSEDED on request). */
-  async retry(pick: number): Promise<void> {
-    const candidate = await this.candidate(pick, RETRYABLE_STATES);
+  /**
+   * `ops retry <runKey>`: a fresh attempt budget for an ended run (DEAD, or SKIPPED/SUPERSEDED on
+   * request), of the preferred state when there is one.
+   */
+  async retry(pick: number, prefer: RunStatus): Promise<void> {
+    const candidate = (await this.candidate(pick, [prefer])) ?? (await this.candidate(pick, RETRYABLE_STATES));
     if (!candidate) return;
     await this.opsActivity(`retry ${candidate.runKey}`, async () => {
       const { clock, ledger, ops, queue } = this.opsDeps();
@@ -822,7 +836,8 @@ export class World implements Gate {
       const idle = !this.queue.hasDue() && this.lanes.every((l) => !l.busy) && this.extraLanes.every((l) => !l.busy);
       const nextTimer = this.time.nextTimerAt();
       const quietUntilTick = idle && (nextTimer === undefined || nextTimer >= nextTick) && (this.queue.nextVisibleAt() ?? Infinity) >= nextTick;
-      if ((ticked || quietUntilTick) && (await this.settledDown(ticked))) break;
+      // A tick or an operator action still in flight (a delayed response) may yet write: wait for it.
+      if ((ticked || quietUntilTick) && this.unkillableInFlight === 0 && (await this.settledDown(ticked))) break;
       if (this.time.now() >= maxEnd) break;
       const candidates = [nextTick, this.queue.nextVisibleAt(), nextTimer].filter((t): t is number => t !== undefined);
       const next = Math.max(this.time.now() + 1, Math.min(...candidates));
@@ -917,6 +932,7 @@ export class World implements Gate {
           reconciling: all.filter((s) => s.reconcile).map((s) => s.name),
           itemGroups: Object.fromEntries(all.map((s) => [s.name, s.group])),
           overlap: Object.fromEntries(all.map((s) => [s.name, s.overlap])),
+          startLeadMs: Object.fromEntries(all.map((s) => [s.name, s.startLeadMs])),
           clockToleranceMs: tolerance,
           unexpected: unexpectedRuns(final.runs, this.timeline, this.ticks),
         },
