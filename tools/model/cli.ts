@@ -90,7 +90,7 @@ export async function modelMain(args: readonly string[]): Promise<number> {
       console.log(`${FIRST_FAILURE_PREFIX}${JSON.stringify(line)}`);
     }
     for (const failure of summary.failures) console.log(`${formatFailure(failure)}\n`);
-    log?.(`${summary.scenarios} scenario(s) in ${Math.round(summary.durationMs / 1000)} s`);
+    log?.(`${summary.scenarios} scenario(s), ${summary.calls} store call(s) in ${Math.round(summary.durationMs / 1000)} s; operator actions: ${JSON.stringify(summary.revivals)}`);
     console.log(JSON.stringify({ scenarios: summary.scenarios, operations: summary.operations, faults: summary.faults, violations: summary.violations, seed }));
     return summary.violations === 0 ? 0 : 1;
   } finally {

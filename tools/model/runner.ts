@@ -51,6 +51,8 @@ export interface ModelRunSummary {
   readonly faults: number;
   /** Store calls (DynamoDB and SQS) the actors made in those scenarios. */
   readonly calls: number;
+  /** Operator revivals (retry, redrive, resolve) by action and the state revived from, e.g. "retry SKIPPED". */
+  readonly revivals: Readonly<Record<string, number>>;
   readonly violations: number;
   readonly seed: number;
   readonly durationMs: number;
@@ -62,6 +64,7 @@ interface Counters {
   operations: number;
   faults: number;
   calls: number;
+  revivals: Record<string, number>;
 }
 
 /** One lane's state: once a scenario failed, every later run of the property is a shrink attempt. */
@@ -87,6 +90,7 @@ function property(stack: ModelStack, options: ModelRunOptions, counters: Counter
         counters.operations += world.operations;
         counters.faults += world.faults.injected;
         counters.calls += world.calls;
+        for (const e of world.events) if (e.type === 'ops') counters.revivals[`${e.action} ${e.from}`] = (counters.revivals[`${e.action} ${e.from}`] ?? 0) + 1;
       }
       const counted = result.violations.filter(options.counts ?? (() => true));
       if (counted.length > 0) {
@@ -102,7 +106,7 @@ function property(stack: ModelStack, options: ModelRunOptions, counters: Counter
 export async function runModel(stack: ModelStack, options: ModelRunOptions): Promise<ModelRunSummary> {
   const started = Date.now();
   const concurrency = options.path ? 1 : Math.max(1, options.concurrency ?? 4);
-  const counters: Counters = { scenarios: 0, operations: 0, faults: 0, calls: 0 };
+  const counters: Counters = { scenarios: 0, operations: 0, faults: 0, calls: 0, revivals: {} };
   const failures: ModelFailure[] = [];
   const perLane = Math.ceil(options.scenarios / concurrency);
   let stop = false;
@@ -145,6 +149,7 @@ export async function runModel(stack: ModelStack, options: ModelRunOptions): Pro
     operations: counters.operations,
     faults: counters.faults,
     calls: counters.calls,
+    revivals: counters.revivals,
     violations: failures.reduce((n, f) => n + f.violations.length, 0),
     seed: options.seed,
     durationMs: Date.now() - started,
