@@ -157,6 +157,8 @@ export const OPS_ACCESS = {
   },
   // Revive DEAD runs (one by key, or a job's by query) and send each a message.
   retry: { calls: { stack: READ_STACK, ledgerTable: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'], runQueue: ['sqs:SendMessage'] } },
+  // One run now under its own millisecond run key (a conditional put), and its message.
+  trigger: { calls: { stack: READ_STACK, ledgerTable: ['dynamodb:PutItem'], runQueue: ['sqs:SendMessage'] } },
 } as const satisfies Record<string, OpsCommandAccess>;
 
 export type OpsCommandName = keyof typeof OPS_ACCESS;

@@ -49,10 +49,11 @@ export const MetricName = {
   /** Catch-up runs a tick left for later ticks (its catch-up budget was spent). */
   CatchUpDeferred: 'CatchUpDeferred',
   /**
-   * Handler start − fire time of a catch-up, backfilled or manual run (origin not planned), on the
-   * run's first claim only (claim 1 by its fencing token) and only when that claim took it from
-   * READY. Retries, takeovers and the claims of a revived run that had been claimed before are not
-   * measured; a planned run's first claim is TriggerLag.
+   * Handler start − fire time of a catch-up, backfilled or manual run (origin not planned), or of
+   * a revived run that had never been claimed (a retried SKIPPED slot), on the run's first claim
+   * only (claim 1 by its fencing token) and only when that claim took it from READY. Retries,
+   * takeovers and the claims of a revived run that had been claimed before are not measured; an
+   * unrevived planned run's first claim is TriggerLag.
    */
   LateStartLag: 'LateStartLag',
   /** An outcome write that failed and was retried while the lease held. */

@@ -5,6 +5,7 @@
  */
 import { DynamoFencedStore } from './adapters/fenced-store.js';
 import { DynamoItemReader } from './adapters/item-reader.js';
+import { isMalformedRequest } from './adapters/failure-item.js';
 import { newWriteId } from './adapters/write-id.js';
 import { AttemptScope } from './attempt-scope.js';
 import { REAL_TIMERS, sleep } from './core/concurrency.js';
@@ -246,14 +247,16 @@ async function attempt(
 
 /**
  * Trigger lag is how late the scheduler started an on-time slot: only the first claim of a
- * planned run measures it. Retries, takeovers, catch-up, backfill and manual runs are late by
- * construction; their first start is a separate figure (LateStartLag) so normal recovery never
+ * planned run measures it. Retries, takeovers, catch-up, backfill, manual and revived runs are late
+ * by construction; their first start is a separate figure (LateStartLag) so normal recovery never
  * pages as trigger lag.
  */
 function observeStartLag(deps: WorkerDeps, run: Run, claimedFrom: RunStatus, started: number): void {
   const firstClaim = claimsOf(run.fencingToken, run.slot) === 1;
   if (!firstClaim || claimedFrom !== RunStatus.READY) return;
-  const onTime = (run.origin ?? RunOrigin.PLANNED) === RunOrigin.PLANNED;
+  // A revived run (a retried SKIPPED slot that never ran, say) starts hours after its slot by an
+  // operator's choice, not the scheduler's lateness.
+  const onTime = (run.origin ?? RunOrigin.PLANNED) === RunOrigin.PLANNED && (run.revivals ?? 0) === 0;
   deps.metrics.observe(onTime ? MetricName.TriggerLag : MetricName.LateStartLag, started - (run.fireAt ?? run.slot), 'Milliseconds');
 }
 
@@ -380,8 +383,11 @@ async function recordOutcome(
       break;
     } catch (error) {
       const leaseLeft = heartbeat.leaseUntil() - deps.clock();
-      if (heartbeat.lost || leaseLeft <= clockSkewFor(deps, job)) {
-        logger.error('outcome could not be recorded before the lease ran out: the next claim takes over and reconciles', {
+      // A malformed write fails identically every time: waiting out the lease for it would hold
+      // the run (and a hot loop of retries) for nothing; the takeover path is the same.
+      const malformed = isMalformedRequest(error);
+      if (heartbeat.lost || malformed || leaseLeft <= clockSkewFor(deps, job)) {
+        logger.error(malformed ? 'outcome write rejected as malformed: the next claim takes over and reconciles' : 'outcome could not be recorded before the lease ran out: the next claim takes over and reconciles', {
           wanted: transition.status,
           error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
         });

@@ -29,6 +29,7 @@ export const OLDEST_OPEN_RUN_AGE = MetricName.OldestOpenRunAge;
 const LATENCY_METRICS: ReadonlySet<string> = new Set([
   MetricName.PlannerLag,
   MetricName.TriggerLag,
+  MetricName.LateStartLag,
   MetricName.HeartbeatLatency,
   MetricName.RunDuration,
 ]);
@@ -322,12 +323,15 @@ export class Observability extends Construct {
     );
     this.dashboard.addWidgets(
       new cw.GraphWidget({
-        title: 'Trigger lag and planner lag (ms)',
+        title: 'Start lag and planner lag (ms)',
         left: [
           schedulerMetric(MetricName.TriggerLag, { statistic: 'p50', label: 'TriggerLag p50' }),
           schedulerMetric(MetricName.TriggerLag, { statistic: 'p99', label: 'TriggerLag p99' }),
           schedulerMetric(MetricName.PlannerLag, { statistic: 'p99', label: 'PlannerLag p99' }),
         ],
+        // Late starts (catch-up, backfill, manual, revived runs) are late by construction: their
+        // own axis, so hours-old backfills do not flatten the trigger lag the alarm watches.
+        right: [schedulerMetric(MetricName.LateStartLag, { statistic: 'p99', label: 'LateStartLag p99' })],
         leftAnnotations: [{ value: resolved.triggerLagThreshold.toMilliseconds(), label: 'trigger lag alarm' }],
         width: 8,
         height: 6,

@@ -36,3 +36,11 @@ export function isConditionalCheckFailure(error: unknown): error is ConditionalC
 export function failedItem(error: ConditionalCheckFailedException): Item | undefined {
   return error.Item ? unmarshallFailureItem(error.Item) : undefined;
 }
+
+/**
+ * A request the store rejected as malformed (an invalid document path, an expression too
+ * large): it fails the same way on every retry, so retrying it only burns the lease.
+ */
+export function isMalformedRequest(error: unknown): boolean {
+  return (error as { name?: string })?.name === 'ValidationException';
+}

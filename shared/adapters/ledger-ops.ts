@@ -216,6 +216,7 @@ export class LedgerOps {
       ':openSk': keys.openSk,
       ':now': options.now,
       ':one': 1,
+      ':noAttempts': {},
       ':revival': { at: options.now, by: options.by ?? 'ops', from: run.status, attempts: run.attempt, ...(options.reason ? { reason: options.reason } : {}) },
     };
     const sets = [
@@ -226,6 +227,9 @@ export class LedgerOps {
       'dispatchedAt = :now',
       'revivals = if_not_exists(revivals, :zero) + :one',
       'lastRevival = :revival',
+      // A run created terminal (a slot a policy skipped) has no history map, and an outcome's
+      // entry can only be set inside one: without it every outcome write of the revived run fails.
+      'attempts = if_not_exists(attempts, :noAttempts)',
     ];
     if (running) sets.push('fencingToken = fencingToken + :one');
     const conditions = ['#status = :seen', 'fencingToken = :seenToken'];

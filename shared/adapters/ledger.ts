@@ -115,6 +115,7 @@ export function runFromItem(item: Item): Run {
     triggeredBy: item.triggeredBy as string | undefined,
     overlap: item.overlap as string | undefined,
     redispatches: item.redispatches as number | undefined,
+    revivals: item.revivals as number | undefined,
     attemptElapsedMs: item.attemptElapsed as number | undefined,
   };
 }

@@ -111,6 +111,8 @@ export interface Run {
   readonly overlap?: string;
   /** Times the sweeper re-dispatched the run since its last claim. */
   readonly redispatches?: number;
+  /** Times an operator revived the run (`ops retry`, `ops redrive`). */
+  readonly revivals?: number;
   /**
    * Handler time the current attempt already spent in earlier invocations (a checkpointing job
    * that yielded with progress): its timeout counts across them.

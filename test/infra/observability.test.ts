@@ -279,6 +279,15 @@ describe('Observability', () => {
     expect(body).toMatch(/Dlq[0-9A-F]+/);
   });
 
+  it('graphs each start lag as percentiles in milliseconds, never as a sum (a sum of lags means nothing)', () => {
+    const body = JSON.stringify(Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0]);
+    for (const name of [MetricName.TriggerLag, MetricName.LateStartLag]) {
+      const graphed = [...body.matchAll(new RegExp(`\\\\"${name}\\\\",\\\\"service\\\\",\\\\"${SERVICE_NAME}\\\\",\\{([^}]*)\\}`, 'g'))].map((m) => m[1]);
+      expect(graphed.length, name).toBeGreaterThan(0);
+      for (const options of graphed) expect(options, name).toMatch(/stat\\":\\"p\d+/);
+    }
+  });
+
   it('shows the outbox relay errors, iterator age and failed batches on the dashboard', () => {
     const body = JSON.stringify(Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0]);
     expect(body).toContain('Outbox relay');

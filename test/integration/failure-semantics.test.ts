@@ -13,6 +13,7 @@ import { messageFor } from '../../shared/planner.js';
 import { runKeyOf } from '../../shared/core/vocabulary.js';
 import { silentLogger, testJobs, waitFor } from '../support/helpers.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
+import { Lab } from '../support/lab.js';
 import { WorkerHarness } from '../support/worker-harness.js';
 
 async function createAndEnqueue(box: Sandbox, job: string, slot: number): Promise<void> {
@@ -232,6 +233,17 @@ describe('run state machine', () => {
     await poller.stop();
     strict.destroy();
     expect(depth).toBe(3);
+  });
+
+  it('a message that keeps failing is hidden 2, 4, 8, 16, 32 s, then a minute per receive: poison reaches the DLQ in minutes, a transient fault is retried in seconds', async () => {
+    const jobs = testJobs([{ name: 'healthy', schedule: '* * * * *', handler: 'ok', startLead: 0 }], ['ok']);
+    const lab = new Lab(box, jobs, { ok: { run: async () => undefined } }, Date.now());
+    const receives: [string | undefined, number][] = [[undefined, 2], ['x', 2], ['1', 2], ['2', 4], ['3', 8], ['4', 16], ['5', 32], ['6', 60], ['50', 60]];
+    for (const [count] of receives) {
+      const record = { messageId: `p-${count}`, receiptHandle: `r-p-${count}`, body: '{not json', ...(count === undefined ? {} : { attributes: { ApproximateReceiveCount: count } }) };
+      expect(await processBatch(lab.deps('w'), [record])).toEqual({ batchItemFailures: [{ itemIdentifier: `p-${count}` }] });
+    }
+    expect(lab.queue.hidden.map((h) => h.seconds)).toEqual(receives.map(([, seconds]) => seconds));
   });
 
   it('every log line about a run carries the trace fields', async () => {

@@ -14,7 +14,7 @@ import { OPS_ACCESS, type OpsCommandName, type OpsResource } from '../../infra/i
 import { messageFor } from '../../shared/core/run-message.js';
 import { RunStatus, runKeyOf } from '../../shared/core/vocabulary.js';
 import type { Clients } from '../../shared/runtime.js';
-import { runOps } from '../../tools/ops/cli.js';
+import { COMMANDS, runOps } from '../../tools/ops/cli.js';
 import type { OpsIo } from '../../tools/ops/io.js';
 import { iamActionsOf } from '../infra/sdk-calls.js';
 import { drain, testJobs, waitFor } from '../support/helpers.js';
@@ -164,6 +164,7 @@ describe('ops commands call exactly what OPS_ACCESS grants', () => {
     await ops('resolve', runKeyOf('beta', slot.dead, 0, 1), '--as', 'succeeded', '--reason', 'done by hand');
     await ops('retry', key(slot.open), '--dry-run');
     await ops('retry', '--job', 'alpha', '--state', 'DEAD');
+    await ops('trigger', 'alpha', '--note', 'access check');
   }, 600_000);
   afterAll(() => box.destroy());
 
@@ -174,6 +175,10 @@ describe('ops commands call exactly what OPS_ACCESS grants', () => {
   it.each(Object.keys(OPS_ACCESS) as OpsCommandName[])('%s', (command) => {
     const calls = Object.fromEntries(Object.entries(recorded.get(command) ?? {}).map(([resource, actions]) => [resource, [...actions].sort()]));
     expect(calls).toEqual(expectedCalls(command));
+  });
+
+  it('every command of the CLI has a row (preview reads no stack), so none is left out of the operators\' policy', () => {
+    expect(Object.keys(OPS_ACCESS).sort()).toEqual(Object.keys(COMMANDS).filter((c) => c !== 'preview').sort());
   });
 
   it('every command but preview reads the stack outputs first, which is its only CloudFormation call', () => {

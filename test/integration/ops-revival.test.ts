@@ -144,6 +144,33 @@ describe('ops revival and takeover', () => {
     expect(await lab.run(name, slot)).toMatchObject({ status: RunStatus.MANUAL });
   });
 
+  it('ops retry of a slot the planner created SKIPPED (terminal from the start, with no attempt history) runs it and records its outcome', async () => {
+    const name = `ended-${Math.random().toString(36).slice(2, 8)}`;
+    let runs = 0;
+    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, retry: { maxAttempts: 2 } }], ['h']);
+    const now = Math.floor(Date.now() / MIN) * MIN;
+    const lab = new Lab(box, jobs, { h: { run: async () => void runs++ } }, now);
+    const ended = [
+      { slot: now - 3 * MIN, status: RunStatus.SKIPPED, reason: 'forbid-skip' },
+      { slot: now - 2 * MIN, status: RunStatus.SKIPPED, reason: 'misfire skip' },
+    ] as const;
+    for (const e of ended) {
+      const created = await box.ledger.createRun({ job: name, slot: e.slot, shard: 0, shards: 1, status: e.status, reason: e.reason }, now);
+      expect(created.created).toBe(true);
+      const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, [(await lab.run(name, e.slot))!], { states: [e.status] });
+      expect(entry).toMatchObject({ action: 'revived', to: RunStatus.READY });
+    }
+    // Without a history map every outcome write of these runs was rejected (an invalid document path).
+    expect(await lab.deliverSent()).toHaveLength(2);
+    for (const e of ended) {
+      const run = await lab.run(name, e.slot);
+      expect(run).toMatchObject({ status: RunStatus.SUCCEEDED, revivals: 1 });
+      expect(run?.attempts?.map((a) => a.outcome)).toEqual([RunStatus.SUCCEEDED]);
+    }
+    expect(runs).toBe(2);
+    expect(lab.logs.filter((l) => l.level === 'error')).toEqual([]);
+  });
+
   it('ops retry runs a DEAD run again once its cause is fixed (the CLI, by run key and by job)', async () => {
     const name = `fix-${Math.random().toString(36).slice(2, 8)}`;
     let broken = true;

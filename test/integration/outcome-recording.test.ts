@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_CHECKPOINT_CHARS, MAX_ERROR_MESSAGE_CHARS, MAX_EVIDENCE_CHARS, type TruncatedEvidence } from '../../shared/core/limits.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
 import { CheckpointTooLargeError, RetryableError, type JobHandler } from '../../shared/handler-api.js';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { Ledger } from '../../shared/adapters/ledger.js';
 import { faultyClient } from '../support/faults.js';
 import { testJobs } from '../support/helpers.js';
@@ -55,6 +56,22 @@ describe('outcome recording', () => {
     expect(executions()).toBe(1);
     expect(lab.metrics.get('OutcomeWriteRetries')).toBeGreaterThanOrEqual(1);
     faulty.destroy();
+  });
+
+  it('an outcome write the store rejects as malformed is not retried for the rest of the lease: the message comes back after the lease, nothing loops', async () => {
+    const { name, lab, executions } = setup({ run: async () => undefined });
+    await lab.create(name, T0);
+    // A run item without its attempt history map: the outcome's history entry is an invalid
+    // document path, the same ValidationException on every try (how a revived skipped slot failed).
+    await box.clients.doc.send(new UpdateCommand({ TableName: box.endpoints.ledgerTable, Key: box.ledger.runKeyOf({ job: name, slot: T0, shard: 0 }), UpdateExpression: 'REMOVE attempts' }));
+    expect(await lab.deliver(name, T0)).toBe('retry');
+    expect(executions()).toBe(1);
+    expect(lab.metrics.get('OutcomeWriteRetries') ?? 0).toBe(0);
+    expect(lab.logs.filter((l) => String(l.message).startsWith('outcome write rejected as malformed'))).toHaveLength(1);
+    // Hidden until the lease is over (plus the clock allowance), when the takeover reconciles.
+    const run = await lab.run(name, T0);
+    expect(run?.status).toBe(RunStatus.RUNNING);
+    expect(lab.queue.hidden.at(-1)!.seconds).toBeGreaterThanOrEqual(Math.ceil((run!.leaseUntil! - lab.clock.now) / 1000));
   });
 
   it('a completion whose response was lost after it committed is recognised as ours: no lease lost, no second execution', async () => {

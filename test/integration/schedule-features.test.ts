@@ -19,6 +19,7 @@ import { InMemoryMetrics } from '../../shared/observability.js';
 import { runPlannerTick } from '../../shared/planner.js';
 import { manualSlot, triggerRun } from '../../shared/trigger.js';
 import { resolveRun } from '../../tools/ops/resolve.js';
+import { retryRuns } from '../../tools/ops/retry.js';
 import { silentLogger, testJobs, waitFor } from '../support/helpers.js';
 import { faultyClient } from '../support/faults.js';
 import { Lab, RecordingQueue } from '../support/lab.js';
@@ -281,8 +282,15 @@ describe('schedule features', () => {
       // A manual run.
       await triggerRun({ ledger: box.ledger, queue: lab.queue, clock: lab.clock.read }, { job: jobs[0]!, by: 'op' });
       await lab.deliverSent();
+      // A planned slot a policy skipped, run hours later by `ops retry`: its first claim is the operator's choice.
+      const skipped = await box.ledger.createRun({ job: name, slot: T0 - 3 * 60 * MIN, shard: 0, shards: 1, status: RunStatus.SKIPPED, reason: 'forbid-skip' }, lab.clock.now);
+      const ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
+      const retried = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, [skipped.created ? skipped.run : skipped.existing], { states: [RunStatus.SKIPPED] });
+      expect(retried.map((r) => r.action)).toEqual(['revived']);
+      await lab.deliverSent();
+      expect(await lab.status(name, T0 - 3 * 60 * MIN)).toBe(RunStatus.SUCCEEDED);
       expect(lab.metrics.observations.get('TriggerLag')).toEqual([30]);
-      expect(lab.metrics.observations.get('LateStartLag')).toHaveLength(3);
+      expect(lab.metrics.observations.get('LateStartLag')).toHaveLength(4);
       expect(Math.min(...lab.metrics.observations.get('LateStartLag')!)).toBeGreaterThanOrEqual(0);
     });
   });

@@ -26,6 +26,13 @@ import { createSandbox, type ChaosSandbox, type SandboxOptions } from './sandbox
 export const sleepMs = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, Math.max(0, ms)));
 
 /** Polls `probe` until it returns true or `timeoutMs` passes; returns whether it held. */
+/**
+ * How long a drill waits for runs to settle after its fault. Drills end as soon as the runs
+ * settle; only a run that is stuck waits this long, and a loaded machine (every lease and
+ * backoff slower in wall time) must not turn into a lost-slot report.
+ */
+export const SETTLE_MS = 120_000;
+
 export async function until(probe: () => boolean | Promise<boolean>, timeoutMs: number, intervalMs = 50): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

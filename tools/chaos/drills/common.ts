@@ -19,7 +19,10 @@ export function workerJob(name: string, handler: string, lease: number, heartbea
     heartbeatEvery,
     startLead: 0,
     timeout: '60s',
-    retry: { maxAttempts: 8, backoff: { base: 100, max: 1_000, jitter: 'full' } },
+    // Leases of a second or two: on a starved machine a healthy worker can lose a lease to its own
+    // late heartbeat, which spends an attempt. The budget is large enough that such a run still
+    // ends SUCCEEDED once the machine breathes; a run that truly fails still ends DEAD.
+    retry: { maxAttempts: 10, backoff: { base: 100, max: 1_000, jitter: 'full' } },
   };
 }
 

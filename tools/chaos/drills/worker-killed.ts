@@ -13,7 +13,7 @@ import { invariantViolations, iterate, tracer, type Drill, type DrillViolation }
 import type { HandlerConfig } from '../handlers.js';
 import { unit } from '../rng.js';
 import { KillSwitch } from '../switches.js';
-import { sleepMs, until, World } from '../world.js';
+import { sleepMs, until, World, SETTLE_MS } from '../world.js';
 import { allSucceeded, claimsBy, loadFacts, pastSlots, randomOwner, startSuccessors, startVictim, victimJob } from './common.js';
 
 /** Raises `fraction` just enough that at least one of `keys` is chosen (the handler draws the same numbers). */
@@ -74,7 +74,7 @@ export const workerKilledDrill: Drill = (options) =>
         const ids = await world.createRuns(slots.map((slot) => ({ job, slot })));
 
         // Kill after a charge that hangs: at once, or once the victim has gone quiet.
-        await until(() => world.notesOf('hang').length > 0, 15_000);
+        await until(() => world.notesOf('hang').length > 0, SETTLE_MS);
         if (rng.chance(0.5)) await sleepMs(rng.int(0, 300));
         else await quiet(world, 300, 5_000);
         if (victimChild) {
@@ -84,14 +84,14 @@ export const workerKilledDrill: Drill = (options) =>
         trace('killed');
 
         startSuccessors(world, rng, prefix, { seed, workMs: [0, 30] }, 500);
-        const settled = await world.waitForRuns(ids, lease + 25_000);
+        const settled = await world.waitForRuns(ids, lease + SETTLE_MS);
         trace('settled');
         await world.stopPollers();
 
         await quiet(world, 300, 3_000); // let abandoned handlers finish (their writes are fenced)
         const { result, runs } = await world.check({ slots: allSucceeded(ids) });
         const violations: DrillViolation[] = invariantViolations(result);
-        if (!settled) violations.push({ invariant: 'no-lost-slot', runKey: prefix, detail: 'runs still open 25 s after the kill' });
+        if (!settled) violations.push({ invariant: 'no-lost-slot', runKey: prefix, detail: `runs still open ${SETTLE_MS / 1000} s after the kill` });
         const victimTokens = new Set(claimsBy(world.events, victim).map((c) => `${c.runKey}|${c.token}`));
         const hung = world.notesOf('hang').filter((n) => victimTokens.has(`${n.runKey}|${n.token}`));
         const successorTokens = new Set(world.events.filter((e) => e.type === 'claimed' && e.owner !== victim).map((e) => `${e.runKey}|${'token' in e ? e.token : ''}`));

@@ -15,7 +15,7 @@ import type { ChildWorker } from '../child.js';
 import { invariantViolations, iterate, tracer, type Drill, type DrillViolation } from '../drill.js';
 import type { HandlerConfig } from '../handlers.js';
 import { PauseSwitch } from '../switches.js';
-import { sleepMs, until, World } from '../world.js';
+import { sleepMs, until, World, SETTLE_MS } from '../world.js';
 import { quiet } from './worker-killed.js';
 import { allSucceeded, claimsBy, loadFacts, pastSlots, randomOwner, startSuccessors, startVictim, victimJob } from './common.js';
 
@@ -48,7 +48,7 @@ export const workerPausedDrill: Drill = (options) =>
         const ids = await world.createRuns(pastSlots(count, rng).map((slot) => ({ job, slot })));
 
         // Pause right after a first step landed (the charge is still to come), or a little later.
-        await until(() => world.notesOf('step').length > 0, 15_000, 10);
+        await until(() => world.notesOf('step').length > 0, SETTLE_MS, 10);
         await sleepMs(rng.int(0, 150));
         if (victimChild) victimChild.pause();
         else pause.pause();
@@ -59,14 +59,14 @@ export const workerPausedDrill: Drill = (options) =>
         startSuccessors(world, rng, prefix, { seed, stepGapMs: [0, 30] }, 400);
         // Resume once the successors finished what the victim held (its lease long gone).
         const heldIds = ids.filter((id) => victimRuns.has(`${id.job}@${new Date(id.slot).toISOString()}`));
-        const takenOver = await world.waitForRuns(heldIds, lease + 20_000);
+        const takenOver = await world.waitForRuns(heldIds, lease + SETTLE_MS);
         await sleepMs(rng.chance(0.5) ? rng.int(0, 1_000) : 0);
         if (victimChild) victimChild.resume();
         else pause.resume();
         const resumedAt = Date.now();
         trace('resumed');
 
-        const settled = await world.waitForRuns(ids, 20_000);
+        const settled = await world.waitForRuns(ids, SETTLE_MS);
         // Every paused run's stale attempt must come to light: a fenced-out write or a refused outcome.
         const staleSignals = () => {
           const victimTokens = new Set(claimsBy(world.events, victim).map((c) => `${c.runKey}|${c.token}`));
@@ -78,7 +78,7 @@ export const workerPausedDrill: Drill = (options) =>
           return seen;
         };
         const paused = () => pausedRuns(world, victim);
-        await until(() => [...paused()].every((k) => staleSignals().has(k)), 3_000 + lease, 50);
+        await until(() => [...paused()].every((k) => staleSignals().has(k)), SETTLE_MS + lease, 50);
         await world.stopPollers();
         const childMetrics = victimChild ? await victimChild.terminate() : undefined;
         trace('stopped');
@@ -86,7 +86,7 @@ export const workerPausedDrill: Drill = (options) =>
         await quiet(world, 300, 3_000); // let abandoned handlers finish (their writes are fenced)
         const { result, runs } = await world.check({ slots: allSucceeded(ids) });
         const violations: DrillViolation[] = invariantViolations(result);
-        if (!takenOver || !settled) violations.push({ invariant: 'no-lost-slot', runKey: prefix, detail: 'runs still open 20 s after the victim resumed' });
+        if (!takenOver || !settled) violations.push({ invariant: 'no-lost-slot', runKey: prefix, detail: `runs still open ${SETTLE_MS / 1000} s after the victim resumed` });
         const signals = staleSignals();
         const stale = [...paused()];
         const pausedTokens = pausedRunTokens(world, victim, pausedAt);
