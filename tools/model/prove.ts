@@ -33,6 +33,12 @@ export const DEFECT_CLASSES: readonly DefectClass[] = [
   { defect: 9, patch: '09-sweep-oldest-100', title: 'the sweeper sees only the 100 oldest open runs of the table', shows: ['open-run-swept', 'no-lost-slot'] },
   { defect: 10, patch: '10-relayout-at-now', title: 'changing plannerPartitions drops slots', shows: ['no-lost-slot'] },
   { defect: 13, patch: '13-revive-ready', title: 'a revived run forgets that its last result was unknown (no reconcile)', shows: ['reconcile-before-rerun'] },
+  {
+    defect: 15,
+    patch: '15-retry-skipped-without-history',
+    title: 'ops retry of a slot created terminal (SKIPPED, no attempt history): every outcome write rejected, the run stuck',
+    shows: ['no-expired-running', 'no-lost-slot', 'no-looping-message', 'open-run-swept', 'lane-not-blocked'],
+  },
 ];
 
 /** The line a `--counts` child run prints for its first failure (then the usual JSON line). */
