@@ -5,6 +5,7 @@
  * with 0 violations (for --prove: only when every defect class was found).
  *
  *   --scenarios N --seed S --concurrency C --max-commands M   the run
+ *   --minutes T                                               start no scenario after T minutes
  *   --seed S --path P                                         replay one (shrunk) failure
  *   --counts inv1,inv2                                        only these invariants fail a scenario
  *   --prove [--defects 1,2] [--scenarios N]                   per-defect proof (prove.ts)
@@ -39,6 +40,7 @@ export async function modelMain(args: readonly string[]): Promise<number> {
       defects: { type: 'string' },
       counts: { type: 'string' },
       'shrink-budget': { type: 'string' },
+      minutes: { type: 'string' },
       quiet: { type: 'boolean', default: false },
     },
   });
@@ -53,6 +55,7 @@ export async function modelMain(args: readonly string[]): Promise<number> {
       defects,
       concurrency: int('concurrency', values.concurrency, 4),
       maxCommands: values['max-commands'] === undefined ? undefined : int('max-commands', values['max-commands'], 60),
+      shrinkBudget: values['shrink-budget'] === undefined ? undefined : int('shrink-budget', values['shrink-budget'], 60),
       log,
     });
     console.log(formatProof(proof));
@@ -73,6 +76,7 @@ export async function modelMain(args: readonly string[]): Promise<number> {
       path: values.path,
       concurrency: int('concurrency', values.concurrency, 4),
       maxCommands: int('max-commands', values['max-commands'], MAX_COMMANDS),
+      timeBudgetMs: values.minutes === undefined ? undefined : int('minutes', values.minutes, 30) * 60_000,
       shrinkBudget: values['shrink-budget'] === undefined ? undefined : int('shrink-budget', values['shrink-budget'], 150),
       counts: counts ? (violation) => counts.includes(violation.invariant) : undefined,
       log,

@@ -25,6 +25,8 @@ export interface ModelRunOptions {
   readonly counts?: (violation: CheckViolation) => boolean;
   /** Stop at the first failure (after shrinking it). @default true */
   readonly stopOnFailure?: boolean;
+  /** Wall-clock budget: no new scenario starts after this many ms (the summary counts those that ran). @default none */
+  readonly timeBudgetMs?: number;
   /** Scenario runs spent shrinking one failure at most (then the smallest failure so far is reported). @default 150 */
   readonly shrinkBudget?: number;
   readonly log?: (line: string) => void;
@@ -65,6 +67,7 @@ interface Counters {
   faults: number;
   calls: number;
   revivals: Record<string, number>;
+  readonly started: number;
 }
 
 /** One lane's state: once a scenario failed, every later run of the property is a shrink attempt. */
@@ -79,6 +82,7 @@ function property(stack: ModelStack, options: ModelRunOptions, counters: Counter
     // Another lane found a failure, or this lane's shrink budget is spent: pass at once (fast-check
     // then reports the smallest failure found so far).
     if ((!shrinking && stopped()) || (shrinking && lane.shrinkRuns >= (options.shrinkBudget ?? 150))) return;
+    if (!shrinking && options.timeBudgetMs !== undefined && Date.now() - counters.started >= options.timeBudgetMs) return;
     if (shrinking) lane.shrinkRuns++;
     const world = await World.create(stack, setup, scheduler);
     try {
@@ -106,7 +110,7 @@ function property(stack: ModelStack, options: ModelRunOptions, counters: Counter
 export async function runModel(stack: ModelStack, options: ModelRunOptions): Promise<ModelRunSummary> {
   const started = Date.now();
   const concurrency = options.path ? 1 : Math.max(1, options.concurrency ?? 4);
-  const counters: Counters = { scenarios: 0, operations: 0, faults: 0, calls: 0, revivals: {} };
+  const counters: Counters = { scenarios: 0, operations: 0, faults: 0, calls: 0, revivals: {}, started };
   const failures: ModelFailure[] = [];
   const perLane = Math.ceil(options.scenarios / concurrency);
   let stop = false;
