@@ -10,7 +10,7 @@ import { formatFailure, runModel } from '../../tools/model/runner.js';
 import { modelStack } from '../../tools/model/world.js';
 import { sharedEndpoints } from '../support/stack.js';
 
-const SCENARIOS = 24;
+const SCENARIOS = 16;
 
 async function run(seed: number) {
   const stack = modelStack(sharedEndpoints());
