@@ -15,6 +15,12 @@
  * fencing rejections, violations), facts and observations per drill, the first violations, and
  * as its last line one JSON object with the totals. Exits 0 only with 0 violations.
  *
+ * Model-based mode (tools/model/): generated scenarios with faults at every I/O boundary and a
+ * safety + liveness checker; ends with one JSON line {scenarios, operations, faults, violations, seed}:
+ *
+ *   npm run chaos -- --model [--scenarios 5000] [--seed S] [--path P] [--concurrency 4]
+ *   npm run chaos -- --model --prove [--defects 1,2,...] [--scenarios N]   (per-defect proof, docs/testing.md)
+ *
  * Debugging: CHAOS_TRACE=1 prints step timings, CHAOS_DEBUG=1 the planner-down jobs and watermarks
  * per tick, CHAOS_VERBOSE=1 the in-process workers' error logs.
  */
@@ -26,6 +32,7 @@ import type { DrillResult } from './chaos/drill.js';
 import { DRILLS } from './chaos/drills/index.js';
 import { allocate, formatDetails, formatTable, runChaos, selectDrills, summarize, type ChaosReport } from './chaos/run.js';
 import { warmUp } from './chaos/sandbox.js';
+import { modelMain } from './model/cli.js';
 
 const RESULT_PREFIX = 'CHAOS_DRILL_RESULT ';
 
@@ -92,6 +99,7 @@ function drillInChildProcess(name: string, runs: number, seed: number, children:
 }
 
 async function main(): Promise<number> {
+  if (process.argv.includes('--model')) return modelMain(process.argv.slice(2).filter((a) => a !== '--model'));
   const { values } = parseArgs({
     options: {
       runs: { type: 'string' },

@@ -24,7 +24,11 @@
  *    log, not the event timestamps, decides the order of writes on it.
  */
 import type { HistoryEvent } from './history.js';
+import { checkLiveness, type LivenessExpectations } from './liveness.js';
+import { checkModelSafety } from './model-safety.js';
 import { isTerminal, RunStatus, runKeyOf, type Run } from './vocabulary.js';
+
+export type { LivenessExpectations, QueuedMessage } from './liveness.js';
 
 export const Invariant = {
   ONE_RUN_PER_SLOT: 'one-run-per-slot',
@@ -32,6 +36,22 @@ export const Invariant = {
   FENCE_MONOTONIC: 'fence-monotonic',
   ONE_IRREVERSIBLE_EFFECT: 'one-irreversible-effect',
   NO_LOST_SLOT: 'no-lost-slot',
+  // Model-based safety (checked when `expected.model` is given; see checkModelSafety).
+  NO_RERUN_AFTER_SUCCESS: 'no-rerun-after-success',
+  RECONCILE_BEFORE_RERUN: 'reconcile-before-rerun',
+  NO_LATE_FENCED_WRITE: 'no-late-fenced-write',
+  NO_DOUBLE_APPLY: 'no-double-apply',
+  OWN_WRITE_RECOGNISED: 'own-write-recognised',
+  FENCED_OUT_SUPERSEDED: 'fenced-out-superseded',
+  SUPERSEDED_BY_DUE: 'superseded-by-due',
+  NO_UNEXPECTED_RUN: 'no-unexpected-run',
+  // Liveness at quiescence (shared/core/liveness.ts).
+  LANE_NOT_BLOCKED: 'lane-not-blocked',
+  WATERMARK_CAUGHT_UP: 'watermark-caught-up',
+  NO_EXPIRED_RUNNING: 'no-expired-running',
+  NO_LOOPING_MESSAGE: 'no-looping-message',
+  OPEN_RUN_SWEPT: 'open-run-swept',
+  PAUSE_KEPT: 'pause-kept',
 } as const;
 export type Invariant = (typeof Invariant)[keyof typeof Invariant];
 
@@ -49,6 +69,8 @@ export interface BusinessEffect {
   /** Present on irreversible effects (a charge, an e-mail): each key may land once. */
   readonly businessKey?: string;
   readonly kind?: string;
+  /** Identifies one logical write (e.g. one increment): an item applying it twice double-counted. */
+  readonly writeId?: string;
 }
 
 export interface BusinessState {
@@ -57,11 +79,32 @@ export interface BusinessState {
   readonly lastFence?: number;
   /** The writes the item accepted, oldest first, when the item keeps such a log. */
   readonly effects?: readonly BusinessEffect[];
+  /** A counter the item keeps (one per increment in `effects`), when it keeps one. */
+  readonly counter?: number;
+}
+
+/** A (job, shard) lane's active-run marker (exclusive overlap policies), as left in the ledger. */
+export interface LaneMarker {
+  readonly job: string;
+  readonly shard: number;
+  readonly holderSlot: number;
+}
+
+/** One planner partition's state, as left in the ledger. */
+export interface PlannerState {
+  readonly partition: number;
+  readonly of: number;
+  readonly plannedUntil: number | undefined;
+  readonly paused: readonly string[];
+  /** Jobs still catching up (or paused) behind the watermark. */
+  readonly behind: readonly string[];
 }
 
 export interface FinalState {
   readonly runs: readonly Run[];
   readonly business?: readonly BusinessState[];
+  readonly markers?: readonly LaneMarker[];
+  readonly planner?: readonly PlannerState[];
 }
 
 /** A slot the misfire policy keeps, with the statuses it may end in. */
@@ -80,6 +123,29 @@ export interface Expected {
   readonly slots?: readonly ExpectedSlot[];
   /** A claim this close to the end of the previous lease is not counted as overlap. @default 0 */
   readonly clockAllowanceMs?: number;
+  /** What a model-based scenario knows beyond the history; enables the model safety checks. */
+  readonly model?: ModelExpectations;
+}
+
+/** A run the model says no actor could have created (a paused job's, a removed job's, …), and why. */
+export interface UnexpectedRun {
+  readonly runKey: string;
+  readonly why: string;
+}
+
+export interface ModelExpectations {
+  /** Jobs whose handler has a reconcile. */
+  readonly reconciling: readonly string[];
+  /** Jobs whose handlers write the same business items, by job name (a job alone is its own group). */
+  readonly itemGroups: Readonly<Record<string, string>>;
+  /** Overlap policy of every job, by name. */
+  readonly overlap: Readonly<Record<string, string>>;
+  /** Each job's startLead, by name: a run is due (may start, and supersede) that long before its slot. @default 0 */
+  readonly startLeadMs?: Readonly<Record<string, number>>;
+  /** Tolerance for instants the actors wrote with their own (skewed) clocks, ms. */
+  readonly clockToleranceMs: number;
+  /** Runs that must not exist, if they do. */
+  readonly unexpected?: readonly UnexpectedRun[];
 }
 
 export interface CheckStats {
@@ -125,7 +191,10 @@ function ordered(history: readonly HistoryEvent[]): HistoryEvent[] {
     while (end < out.length && out[end]!.at === out[start]!.at) end++;
     if (end - start > 1) {
       const positions = new Map<string, number[]>();
-      for (let i = start; i < end; i++) positions.set(out[i]!.runKey, [...(positions.get(out[i]!.runKey) ?? []), i]);
+      for (let i = start; i < end; i++) {
+        const event = out[i]!;
+        positions.set(event.runKey, [...(positions.get(event.runKey) ?? []), i]);
+      }
       for (const slots of positions.values()) {
         if (slots.length < 2) continue;
         const events = slots.map((i) => out[i]!).map((e, order) => ({ e, order })).sort((a, b) => tokenOf(a.e) - tokenOf(b.e) || a.order - b.order);
@@ -325,6 +394,8 @@ export function checkHistory(history: readonly HistoryEvent[], final: FinalState
     }
   }
 
+  if (expected.model) violations.push(...checkModelSafety(events, final, expected.model));
+
   return {
     ok: violations.length === 0,
     violations,
@@ -339,6 +410,16 @@ export function checkHistory(history: readonly HistoryEvent[], final: FinalState
       expectedSlots: expected.slots?.length ?? 0,
     },
   };
+}
+
+/**
+ * A model-based scenario's full check: the safety invariants (DESIGN §9 and the model's own, with
+ * `expected.model`) over the history and final tables, then liveness at quiescence (§11).
+ */
+export function checkScenario(history: readonly HistoryEvent[], final: FinalState, expected: Expected, liveness: LivenessExpectations): CheckResult {
+  const safety = checkHistory(history, final, expected);
+  const violations = [...safety.violations, ...checkLiveness(final, liveness)];
+  return { ok: violations.length === 0, violations, stats: safety.stats };
 }
 
 /** One line per violation, for test failures and the chaos report. */

@@ -12,7 +12,22 @@ export type HistoryEvent =
   | { readonly type: 'handler-started'; readonly at: number; readonly runKey: string; readonly owner: string; readonly token: number; readonly slot: number }
   | { readonly type: 'effect'; readonly at: number; readonly runKey: string; readonly token: number; readonly resource: string; readonly result: 'accepted' | 'fenced-out' | 'condition-failed'; readonly businessKey?: string }
   | { readonly type: 'outcome'; readonly at: number; readonly runKey: string; readonly owner: string; readonly token: number; readonly status: RunStatus; readonly accepted: boolean; readonly nextAttemptAt?: number }
-  | { readonly type: 'duplicate'; readonly at: number; readonly runKey: string; readonly messageId: string };
+  | { readonly type: 'duplicate'; readonly at: number; readonly runKey: string; readonly messageId: string }
+  // Reported by handler wrappers (the model tester's handlers), which see what the worker cannot:
+  // how the handler itself ended, and that a reconcile ran before it.
+  | { readonly type: 'handler-finished'; readonly at: number; readonly runKey: string; readonly owner: string; readonly token: number; readonly result: HandlerResult }
+  | { readonly type: 'reconciled'; readonly at: number; readonly runKey: string; readonly owner: string; readonly token: number; readonly outcome: string }
+  // Reported by a test harness: an operator's repair of a run, and an actor the environment stopped
+  // (killed, paused, a call delayed) while it held this run's message ('' when it held none).
+  | { readonly type: 'ops'; readonly at: number; readonly runKey: string; readonly action: 'resolve' | 'redrive' | 'retry'; readonly from: RunStatus; readonly to: RunStatus }
+  | { readonly type: 'actor-disturbed'; readonly at: number; readonly owner: string; readonly kind: 'killed' | 'paused' | 'delayed'; readonly runKey: string };
+
+/**
+ * How a handler's own code ended: `succeeded` (returned), `retryable`/`permanent` (threw before its
+ * irreversible effect: known not done), `unknown` (threw ResultUnknownError, or may have had its
+ * effect), `aborted` (stopped by ctx.signal).
+ */
+export type HandlerResult = 'succeeded' | 'retryable' | 'permanent' | 'unknown' | 'aborted';
 
 export interface HistorySink {
   record(event: HistoryEvent): void;

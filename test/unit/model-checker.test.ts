@@ -1,0 +1,144 @@
+/**
+ * The model-based invariants of the checker (shared/core/model-safety.ts, liveness.ts): each one,
+ * fed a deliberately broken history or final state, is caught and names the run at fault.
+ */
+import { describe, expect, it } from 'vitest';
+import { checkHistory, type Expected, type ModelExpectations } from '../../shared/core/checker.js';
+import { checkLiveness } from '../../shared/core/liveness.js';
+import type { HistoryEvent } from '../../shared/core/history.js';
+import { RunStatus, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
+
+const T = Date.UTC(2031, 0, 1, 12, 0, 0);
+const KEY = runKeyOf('pay', T, 0, 1);
+const model = (over: Partial<ModelExpectations> = {}): Expected => ({ model: { reconciling: [], itemGroups: {}, overlap: {}, clockToleranceMs: 0, ...over } });
+const run = (over: Partial<Run> = {}): Run => ({ job: 'pay', slot: T, shard: 0, shards: 1, runKey: KEY, status: RunStatus.SUCCEEDED, fencingToken: 2, attempt: 1, createdAt: T - 60_000, ...over });
+const claimed = (token: number, owner: string, at: number, from: RunStatus = RunStatus.READY): HistoryEvent => ({ type: 'claimed', at, runKey: KEY, owner, token, attempt: 1, from, leaseUntil: at + 30_000 });
+const started = (token: number, owner: string, at: number): HistoryEvent => ({ type: 'handler-started', at, runKey: KEY, owner, token, slot: T });
+const invariants = (history: HistoryEvent[], runs: Run[], expected: Expected) => checkHistory(history, { runs }, expected).violations.map((v) => `${v.invariant}:${v.runKey}`);
+
+describe('model safety invariants', () => {
+  it('no-late-fenced-write: a zombie write landing after its attempt recorded its outcome', () => {
+    const history: HistoryEvent[] = [
+      claimed(1, 'A', T),
+      { type: 'outcome', at: T + 5_000, runKey: KEY, owner: 'A', token: 1, status: RunStatus.UNKNOWN, accepted: true },
+      { type: 'effect', at: T + 9_000, runKey: KEY, token: 1, resource: 'items/X/S', result: 'accepted' },
+    ];
+    expect(invariants(history, [run({ status: RunStatus.UNKNOWN, fencingToken: 1 })], model())).toContain(`no-late-fenced-write:${KEY}`);
+  });
+
+  it('reconcile-before-rerun: a run whose attempt ended unknown is run again without a reconcile', () => {
+    const history: HistoryEvent[] = [
+      claimed(1, 'A', T),
+      started(1, 'A', T),
+      { type: 'handler-finished', at: T + 1_000, runKey: KEY, owner: 'A', token: 1, result: 'unknown' },
+      { type: 'ops', at: T + 2_000, runKey: KEY, action: 'redrive', from: RunStatus.DEAD, to: RunStatus.READY },
+      claimed(2, 'B', T + 3_000),
+      started(2, 'B', T + 3_000),
+    ];
+    expect(invariants(history, [run()], model({ reconciling: ['pay'] }))).toContain(`reconcile-before-rerun:${KEY}`);
+    // With the reconcile first, it is fine.
+    const reconciled = [...history.slice(0, 5), { type: 'reconciled', at: T + 3_000, runKey: KEY, owner: 'B', token: 2, outcome: 'not-done' } as HistoryEvent, history[5]!];
+    expect(invariants(reconciled, [run()], model({ reconciling: ['pay'] }))).not.toContain(`reconcile-before-rerun:${KEY}`);
+  });
+
+  it('no-rerun-after-success: a handler that succeeded under an undisturbed worker that recorded nothing is run again', () => {
+    const history: HistoryEvent[] = [
+      claimed(1, 'A', T),
+      started(1, 'A', T),
+      { type: 'handler-finished', at: T + 1_000, runKey: KEY, owner: 'A', token: 1, result: 'succeeded' },
+      claimed(2, 'B', T + 40_000, RunStatus.RUNNING),
+      started(2, 'B', T + 40_000),
+    ];
+    expect(invariants(history, [run()], model())).toContain(`no-rerun-after-success:${KEY}`);
+    const killed: HistoryEvent[] = [...history.slice(0, 3), { type: 'actor-disturbed', at: T + 1_500, owner: 'A', kind: 'killed', runKey: KEY }, ...history.slice(3)];
+    expect(invariants(killed, [run()], model())).not.toContain(`no-rerun-after-success:${KEY}`);
+  });
+
+  it('own-write-recognised: an outcome refused although nobody else touched the run', () => {
+    const history: HistoryEvent[] = [claimed(1, 'A', T), { type: 'outcome', at: T + 1_000, runKey: KEY, owner: 'A', token: 1, status: RunStatus.SUCCEEDED, accepted: false }];
+    expect(invariants(history, [run({ fencingToken: 1 })], model())).toContain(`own-write-recognised:${KEY}`);
+  });
+
+  it('own-write-recognised: a takeover of a claim nobody reported, with no actor stopped', () => {
+    expect(invariants([claimed(2, 'B', T + 40_000, RunStatus.RUNNING)], [run()], model())).toContain(`own-write-recognised:${KEY}`);
+  });
+
+  it('no-double-apply: an item that logged one increment twice', () => {
+    const result = checkHistory([], { runs: [], business: [{ resource: 'items/X/S', effects: [{ token: 1, runKey: KEY, writeId: 'w1' }, { token: 1, runKey: KEY, writeId: 'w1' }] }] }, model());
+    expect(result.violations.map((v) => v.invariant)).toContain('no-double-apply');
+  });
+
+  it('fenced-out-superseded: fenced out by a newer slot, the run ended DEAD', () => {
+    const newer = runKeyOf('pay', T + 60_000, 0, 1);
+    const history: HistoryEvent[] = [
+      { type: 'effect', at: T + 60_000, runKey: newer, token: 10, resource: 'items/X/S', result: 'accepted' },
+      { type: 'effect', at: T + 61_000, runKey: KEY, token: 2, resource: 'items/X/S', result: 'fenced-out' },
+    ];
+    const runs = [run({ status: RunStatus.DEAD, lastError: { code: 'ATTEMPTS_EXHAUSTED', message: '' } }), run({ slot: T + 60_000, runKey: newer, fencingToken: 10 })];
+    expect(invariants(history, runs, model())).toContain(`fenced-out-superseded:${KEY}`);
+  });
+
+  it('superseded-by-due: superseded while the only newer run was not due yet', () => {
+    const runs = [run({ status: RunStatus.SUPERSEDED, finishedAt: T - 2_000 }), run({ slot: T + 60_000, runKey: runKeyOf('pay', T + 60_000, 0, 1), status: RunStatus.READY })];
+    expect(invariants([], runs, model())).toContain(`superseded-by-due:${KEY}`);
+    const due = [run({ status: RunStatus.SUPERSEDED, finishedAt: T + 61_000 }), runs[1]!];
+    expect(invariants([], due, model())).not.toContain(`superseded-by-due:${KEY}`);
+    // A startLead makes the newer run due (it may start, and supersede) that long before its slot.
+    const early = [run({ status: RunStatus.SUPERSEDED, finishedAt: T + 55_000 }), runs[1]!];
+    expect(invariants([], early, model())).toContain(`superseded-by-due:${KEY}`);
+    expect(invariants([], early, model({ startLeadMs: { pay: 5_000 } }))).not.toContain(`superseded-by-due:${KEY}`);
+  });
+
+  it('no-unexpected-run: a run the model says nobody could have created exists', () => {
+    const unexpected = [{ runKey: KEY, why: 'the job was paused throughout the tick' }];
+    expect(invariants([], [run()], model({ unexpected }))).toContain(`no-unexpected-run:${KEY}`);
+    expect(invariants([], [], model({ unexpected }))).not.toContain(`no-unexpected-run:${KEY}`);
+  });
+});
+
+describe('liveness invariants', () => {
+  const base = { now: T + 3_600_000, clockToleranceMs: 0, partitions: 1, jobsByPartition: { 0: ['pay'] }, paused: [], jobs: ['pay'] };
+  const names = (v: { invariant: string }[]) => v.map((x) => x.invariant);
+
+  it('lane-not-blocked: a marker held by a terminal run', () => {
+    const v = checkLiveness({ runs: [run({ status: RunStatus.SUPERSEDED })], markers: [{ job: 'pay', shard: 0, holderSlot: T }], planner: [{ partition: 0, of: 1, plannedUntil: T + 4_000_000, paused: [], behind: [] }] }, base);
+    expect(names(v)).toEqual(['lane-not-blocked']);
+  });
+
+  it('watermark-caught-up: a partition planned only up to an hour ago, and a job still behind', () => {
+    const v = checkLiveness({ runs: [], planner: [{ partition: 0, of: 1, plannedUntil: T, paused: [], behind: ['pay'] }] }, base);
+    expect(names(v)).toEqual(['watermark-caught-up', 'watermark-caught-up']);
+  });
+
+  it('no-expired-running: RUNNING long after its lease', () => {
+    const v = checkLiveness({ runs: [run({ status: RunStatus.RUNNING, leaseUntil: T })], planner: [{ partition: 0, of: 1, plannedUntil: T + 4_000_000, paused: [], behind: [] }] }, base);
+    expect(names(v)).toEqual(['no-expired-running']);
+  });
+
+  it('open-run-swept: an open run with no message past the sweep grace', () => {
+    const v = checkLiveness({ runs: [run({ status: RunStatus.READY })], planner: [{ partition: 0, of: 1, plannedUntil: T + 4_000_000, paused: [], behind: [] }] }, { ...base, withMessage: [], sweepGraceMs: 180_000 });
+    expect(names(v)).toEqual(['open-run-swept']);
+  });
+
+  it('open-run-swept: a run the sweeper gave up on (stuck, left for an operator) is not flagged', () => {
+    const v = checkLiveness({ runs: [run({ status: RunStatus.READY, redispatches: 10 })], planner: [{ partition: 0, of: 1, plannedUntil: T + 4_000_000, paused: [], behind: [] }] }, { ...base, withMessage: [], sweepGraceMs: 180_000, stuck: [KEY] });
+    expect(names(v)).toEqual([]);
+  });
+
+  it('pause-kept: the planner forgot a pause, or lists a job nobody paused', () => {
+    const planner = [{ partition: 0, of: 1, plannedUntil: T + 4_000_000, paused: [], behind: [] }];
+    expect(names(checkLiveness({ runs: [], planner }, { ...base, paused: ['pay'], pausedInLedger: [] }))).toEqual(['pause-kept']);
+    expect(names(checkLiveness({ runs: [], planner }, { ...base, paused: [], pausedInLedger: ['pay'] }))).toEqual(['pause-kept']);
+    expect(names(checkLiveness({ runs: [], planner }, { ...base, paused: ['pay'], pausedInLedger: ['pay'] }))).toEqual([]);
+  });
+
+  it('watermark-caught-up: a job still catching up whose cursor moves is a long backlog, not a wedge', () => {
+    const v = checkLiveness({ runs: [], planner: [{ partition: 0, of: 1, plannedUntil: T + 4_000_000, paused: [], behind: ['pay'] }] }, { ...base, progressing: ['pay'] });
+    expect(names(v)).toEqual([]);
+  });
+
+  it('no-looping-message: a message still due at the end', () => {
+    const v = checkLiveness({ runs: [run({ status: RunStatus.READY })], planner: [{ partition: 0, of: 1, plannedUntil: T + 4_000_000, paused: [], behind: [] }] }, { ...base, queue: [{ messageId: 'm', runKey: KEY, receives: 15, visibleAt: T }] });
+    expect(names(v)).toEqual(['no-looping-message']);
+  });
+});

@@ -1,0 +1,506 @@
+/**
+ * The generator: fast-check arbitraries for a scenario's setup (jobs with every policy
+ * combination, worker lanes with skewed clocks and SDK retry settings, a fault profile) and for
+ * its operations (fc.commands): planner ticks on time, late, twice at once or skipped; deliveries,
+ * kills and pauses of worker lanes; armed faults; ops actions; config changes; and `Together`,
+ * which starts several of them at once so that fc.scheduler picks the interleaving of their calls.
+ */
+import fc from 'fast-check';
+import { DYNAMO_CALL_KINDS, SQS_CALL_KINDS, type CallKind } from './ledger-view.js';
+import { FaultKind, type FaultProfile } from './faults.js';
+import { BehaviourKind, type Behaviour } from './handlers.js';
+import { maxAttemptTimeoutMs } from '../../shared/core/job-schema-core.js';
+import type { RunStatus } from '../../shared/core/vocabulary.js';
+import { RETRYABLE_STATES } from '../ops/retry.js';
+import { MODEL_WORKER_TIMEOUT_MS, type JobSpec, type LaneSpec, type ScenarioSetup, type World } from './world.js';
+
+/** fc.commands needs a model; ours only counts (every command is valid in every state). */
+export interface ModelState {
+  commands: number;
+}
+
+export interface ModelCommand extends fc.AsyncCommand<ModelState, World> {
+  /** Starts the action on the world (inside `Together`, without settling). */
+  act(world: World): Promise<void>;
+}
+
+abstract class Base implements ModelCommand {
+  check(): boolean {
+    return true;
+  }
+  async run(model: ModelState, world: World): Promise<void> {
+    model.commands++;
+    world.operations++;
+    await this.act(world);
+  }
+  abstract act(world: World): Promise<void>;
+  abstract toString(): string;
+}
+
+const sec = (ms: number) => `${Math.round(ms / 100) / 10}s`;
+
+class Advance extends Base {
+  constructor(readonly ms: number) {
+    super();
+  }
+  act(world: World) {
+    return world.advance(this.ms);
+  }
+  toString() {
+    return `advance ${sec(this.ms)}`;
+  }
+}
+
+class TickOnTime extends Base {
+  constructor(
+    readonly phaseMs: number,
+    readonly lateMs: number,
+    readonly copies: number,
+  ) {
+    super();
+  }
+  async act(world: World) {
+    await world.advanceToMinute(this.phaseMs + this.lateMs);
+    await world.tick(this.copies);
+  }
+  toString() {
+    return `tick at :${sec(this.phaseMs + this.lateMs)}${this.copies > 1 ? ` ×${this.copies}` : ''}`;
+  }
+}
+
+class TickNow extends Base {
+  constructor(readonly copies: number) {
+    super();
+  }
+  act(world: World) {
+    return world.tick(this.copies);
+  }
+  toString() {
+    return `tick now${this.copies > 1 ? ` ×${this.copies}` : ''}`;
+  }
+}
+
+class Deliver extends Base {
+  constructor(
+    readonly lane: number,
+    readonly duplicateTo?: number,
+  ) {
+    super();
+  }
+  act(world: World) {
+    return world.deliver(this.lane, this.duplicateTo);
+  }
+  toString() {
+    return `deliver to w${this.lane}${this.duplicateTo !== undefined ? ` (+ duplicate to w${this.duplicateTo})` : ''}`;
+  }
+}
+
+class DeliverAll extends Base {
+  async act(world: World) {
+    for (let i = 0; i < world.laneCount; i++) await world.deliver(i);
+  }
+  toString() {
+    return 'deliver to every free lane';
+  }
+}
+
+class Kill extends Base {
+  constructor(readonly lane: number) {
+    super();
+  }
+  async act(world: World) {
+    world.kill(this.lane);
+  }
+  toString() {
+    return `kill w${this.lane}`;
+  }
+}
+
+class Pause extends Base {
+  constructor(
+    readonly lane: number,
+    readonly ms: number,
+  ) {
+    super();
+  }
+  act(world: World) {
+    return world.pause(this.lane, this.ms);
+  }
+  toString() {
+    return `pause w${this.lane} ${sec(this.ms)}`;
+  }
+}
+
+class ArmFault extends Base {
+  constructor(
+    readonly target: number | 'planner' | 'ops',
+    readonly kind: CallKind,
+    readonly fault: FaultKind,
+    readonly count: number,
+    readonly latencyMs: number,
+  ) {
+    super();
+  }
+  async act(world: World) {
+    if (typeof this.target === 'number') world.armLaneFault(this.target, this.kind, this.fault, this.count, this.latencyMs);
+    else world.armFault(this.target, this.kind, this.fault, this.count, this.latencyMs);
+  }
+  toString() {
+    return `arm ${this.fault}${this.fault === FaultKind.LATENCY ? ` ${sec(this.latencyMs)}` : ''} ×${this.count} on ${typeof this.target === 'number' ? `w${this.target}` : this.target} ${this.kind}`;
+  }
+}
+
+class OpsPause extends Base {
+  constructor(readonly job: number) {
+    super();
+  }
+  act(world: World) {
+    return world.pauseJob(this.job);
+  }
+  toString() {
+    return `ops pause job#${this.job}`;
+  }
+}
+
+class OpsResume extends Base {
+  constructor(readonly job: number) {
+    super();
+  }
+  act(world: World) {
+    return world.resumeJob(this.job);
+  }
+  toString() {
+    return `ops resume job#${this.job}`;
+  }
+}
+
+class Backfill extends Base {
+  constructor(
+    readonly job: number,
+    readonly agoMs: number,
+    readonly spanMs: number,
+  ) {
+    super();
+  }
+  act(world: World) {
+    return world.backfill(this.job, this.agoMs, this.spanMs);
+  }
+  toString() {
+    return `ops backfill job#${this.job} ${sec(this.spanMs)} ending ${sec(this.agoMs)} ago`;
+  }
+}
+
+class Redrive extends Base {
+  act(world: World) {
+    return world.redrive();
+  }
+  toString() {
+    return 'ops redrive';
+  }
+}
+
+class Resolve extends Base {
+  constructor(
+    readonly pick: number,
+    readonly as: 'succeeded' | 'dead',
+  ) {
+    super();
+  }
+  act(world: World) {
+    return world.resolve(this.pick, this.as);
+  }
+  toString() {
+    return `ops resolve run#${this.pick} --as ${this.as}`;
+  }
+}
+
+class Retry extends Base {
+  constructor(
+    readonly pick: number,
+    readonly prefer: RunStatus,
+  ) {
+    super();
+  }
+  act(world: World) {
+    return world.retry(this.pick, this.prefer);
+  }
+  toString() {
+    return `ops retry run#${this.pick} (a ${this.prefer} one if any)`;
+  }
+}
+
+class AddJob extends Base {
+  constructor(readonly spec: Omit<JobSpec, 'name'>) {
+    super();
+  }
+  async act(world: World) {
+    world.addJob({ ...this.spec, name: world.newJobName() });
+  }
+  toString() {
+    return `add job (${this.spec.schedule}, ${this.spec.overlap}, misfire ${this.spec.misfire.policy})`;
+  }
+}
+
+class AddManyJobs extends Base {
+  constructor(readonly count: number) {
+    super();
+  }
+  async act(world: World) {
+    for (let i = 0; i < this.count; i++) world.addJob({ ...MANY_TEMPLATE, name: world.newJobName(), group: `many${i}` });
+  }
+  toString() {
+    return `add ${this.count} hourly jobs`;
+  }
+}
+
+class RemoveJob extends Base {
+  constructor(readonly job: number) {
+    super();
+  }
+  async act(world: World) {
+    world.removeJob(this.job);
+  }
+  toString() {
+    return `remove job#${this.job}`;
+  }
+}
+
+class ChangeSchedule extends Base {
+  constructor(
+    readonly job: number,
+    readonly schedule: string,
+  ) {
+    super();
+  }
+  async act(world: World) {
+    world.changeSchedule(this.job, this.schedule);
+  }
+  toString() {
+    return `job#${this.job} schedule → ${this.schedule}`;
+  }
+}
+
+class SetPartitions extends Base {
+  constructor(readonly of: number) {
+    super();
+  }
+  async act(world: World) {
+    world.setPartitions(this.of);
+  }
+  toString() {
+    return `plannerPartitions → ${this.of}`;
+  }
+}
+
+class Together extends Base {
+  constructor(readonly parts: readonly ModelCommand[]) {
+    super();
+  }
+  override async run(model: ModelState, world: World): Promise<void> {
+    model.commands += this.parts.length;
+    world.operations += this.parts.length;
+    await this.act(world);
+  }
+  act(world: World) {
+    return world.together(this.parts.map((part) => () => part.act(world)));
+  }
+  toString() {
+    return `together [${this.parts.map(String).join(' | ')}]`;
+  }
+}
+
+// ------------------------------------------------------------------ arbitraries
+
+export const SCHEDULES = ['* * * * *', '*/2 * * * *', '*/30 * * * * *', '*/20 * * * * *', '*/15 * * * * *', '*/5 * * * *', '0 * * * *'] as const;
+
+/**
+ * Minute schedules mostly: every run costs a dozen store calls, and sub-minute schedules (the
+ * ones where a newer slot is due while an older one still runs) are there often enough to matter.
+ */
+const scheduleArb = fc.oneof(
+  { weight: 12, arbitrary: fc.constant('* * * * *') },
+  { weight: 8, arbitrary: fc.constant('*/2 * * * *') },
+  { weight: 4, arbitrary: fc.constant('*/5 * * * *') },
+  { weight: 2, arbitrary: fc.constant('0 * * * *') },
+  { weight: 4, arbitrary: fc.constant('*/30 * * * * *') },
+  { weight: 2, arbitrary: fc.constant('*/20 * * * * *') },
+  { weight: 2, arbitrary: fc.constant('*/15 * * * * *') },
+  { weight: 1, arbitrary: fc.constant('*/5 * * * * *') },
+);
+
+const MANY_TEMPLATE: Omit<JobSpec, 'name' | 'group'> = {
+  schedule: '0 * * * *',
+  overlap: 'parallel',
+  misfire: { policy: 'all', afterMs: 600_000, maxPerTick: 1 },
+  shards: 1,
+  maxAttempts: 2,
+  backoffBaseMs: 500,
+  backoffMaxMs: 2_000,
+  leaseMs: 20_000,
+  timeoutMs: 10_000,
+  startLeadMs: 1_500,
+  checkpoints: false,
+  reconcile: false,
+  behaviours: [{ kind: BehaviourKind.OK, workMs: 50, writes: 0 }],
+};
+
+const behaviourArb: fc.Arbitrary<Behaviour> = fc.record({
+  kind: fc.oneof(
+    { weight: 12, arbitrary: fc.constant(BehaviourKind.OK) },
+    { weight: 2, arbitrary: fc.constant(BehaviourKind.RETRYABLE) },
+    { weight: 1, arbitrary: fc.constant(BehaviourKind.PERMANENT) },
+    { weight: 2, arbitrary: fc.constant(BehaviourKind.UNKNOWN) },
+    { weight: 1, arbitrary: fc.constant(BehaviourKind.CRASH) },
+    { weight: 1, arbitrary: fc.constant(BehaviourKind.TIMEOUT) },
+    { weight: 1, arbitrary: fc.constant(BehaviourKind.YIELD) },
+    { weight: 1, arbitrary: fc.constant(BehaviourKind.HANG) },
+    { weight: 2, arbitrary: fc.constant(BehaviourKind.ZOMBIE) },
+  ),
+  workMs: fc.oneof(fc.constantFrom(0, 200, 1_000), fc.integer({ min: 0, max: 25_000 })),
+  writes: fc.integer({ min: 0, max: 3 }),
+});
+
+export const jobSpecArb: fc.Arbitrary<Omit<JobSpec, 'name'>> = fc
+  .record({
+    schedule: scheduleArb,
+    overlap: fc.constantFrom('parallel', 'forbid-skip', 'forbid-queue', 'coalesce'),
+    misfire: fc.record({ policy: fc.constantFrom('all', 'skip', 'latest'), afterMs: fc.constantFrom(10_000, 60_000, 300_000), maxPerTick: fc.constantFrom(1, 3, 10) }),
+    shards: fc.oneof({ weight: 4, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.integer({ min: 2, max: 3 }) }),
+    maxAttempts: fc.integer({ min: 1, max: 4 }),
+    backoffBaseMs: fc.constantFrom(200, 1_000, 5_000),
+    backoffMaxMs: fc.constantFrom(2_000, 10_000, 30_000),
+    leaseMs: fc.constantFrom(6_000, 15_000, 30_000),
+    timeoutMs: fc.constantFrom(4_000, 20_000, 40_000, 90_000),
+    deadlineMs: fc.option(fc.constantFrom(60_000, 300_000), { nil: undefined, freq: 4 }),
+    startLeadMs: fc.constantFrom(0, 1_500, 5_000),
+    checkpoints: fc.boolean(),
+    reconcile: fc.boolean(),
+    group: fc.constantFrom('a', 'b', 'c', 'own'),
+    behaviours: fc.array(behaviourArb, { minLength: 1, maxLength: 4 }),
+  })
+  // A timeout longer than one invocation allows is only valid for a job that checkpoints.
+  .map((spec) => ({ ...spec, checkpoints: spec.checkpoints || spec.timeoutMs > maxAttemptTimeoutMs(MODEL_WORKER_TIMEOUT_MS, spec.startLeadMs) }));
+
+const laneArb = (allowance: number): fc.Arbitrary<LaneSpec> =>
+  fc.record({
+    skewMs: fc.oneof({ weight: 3, arbitrary: fc.constant(0) }, { weight: 2, arbitrary: fc.integer({ min: -allowance, max: allowance }) }, { weight: 1, arbitrary: fc.integer({ min: -3 * allowance, max: 3 * allowance }) }),
+    sdkAttempts: fc.constantFrom(1, 3),
+    batchSize: fc.constantFrom(1, 3, 10),
+  });
+
+const faultProfileArb: fc.Arbitrary<FaultProfile> = fc.record({
+  rate: fc.oneof({ weight: 2, arbitrary: fc.constant(0) }, { weight: 3, arbitrary: fc.constantFrom(0.02, 0.05, 0.1, 0.2) }),
+  weights: fc.record({
+    refused: fc.integer({ min: 0, max: 3 }),
+    'lost-response': fc.integer({ min: 0, max: 3 }),
+    throttled: fc.integer({ min: 0, max: 3 }),
+    conflict: fc.integer({ min: 0, max: 3 }),
+    latency: fc.integer({ min: 0, max: 2 }),
+  }),
+  kinds: fc.subarray([...DYNAMO_CALL_KINDS, ...SQS_CALL_KINDS], { minLength: 1 }),
+  latencyMs: fc.constantFrom(500, 5_000, 20_000, 40_000),
+});
+
+const MINUTE = 60_000;
+
+export const setupArb: fc.Arbitrary<ScenarioSetup> = fc
+  .record({
+    day: fc.integer({ min: 0, max: 3_000 }),
+    startSecond: fc.integer({ min: 0, max: MINUTE - 1 }),
+    allowance: fc.constantFrom(200, 1_000, 2_000),
+    laneCount: fc.integer({ min: 1, max: 4 }),
+    plannerSdkAttempts: fc.constantFrom(1, 3),
+    partitions: fc.oneof({ weight: 3, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.integer({ min: 2, max: 3 }) }),
+    jobs: fc.oneof({ weight: 5, arbitrary: fc.array(jobSpecArb, { minLength: 1, maxLength: 1 }) }, { weight: 4, arbitrary: fc.array(jobSpecArb, { minLength: 2, maxLength: 2 }) }, { weight: 2, arbitrary: fc.array(jobSpecArb, { minLength: 3, maxLength: 3 }) }),
+    faults: faultProfileArb,
+    seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+  })
+  .chain((base) =>
+    fc.record({
+      lanes: fc.array(laneArb(base.allowance), { minLength: base.laneCount, maxLength: base.laneCount }),
+      plannerSkewMs: fc.integer({ min: -base.allowance, max: base.allowance }),
+      opsSkewMs: fc.oneof(fc.constant(0), fc.integer({ min: -3 * base.allowance, max: 3 * base.allowance })),
+    }).map((actors) => ({
+      start: Date.UTC(2031, 0, 1) + base.day * 86_400_000 + base.startSecond,
+      lanes: actors.lanes,
+      plannerSkewMs: actors.plannerSkewMs,
+      plannerSdkAttempts: base.plannerSdkAttempts,
+      opsSkewMs: actors.opsSkewMs,
+      clockAllowanceMs: base.allowance,
+      partitions: base.partitions,
+      jobs: base.jobs.map((spec, i) => ({ ...spec, name: `j${i}` })),
+      faults: base.faults,
+      seed: base.seed,
+    })),
+  );
+
+const lane = fc.integer({ min: 0, max: 3 });
+const jobRef = fc.integer({ min: 0, max: 7 });
+const phase = fc.oneof(fc.constantFrom(0, 1_000, 3_000, 57_000, 59_000, 59_800), fc.integer({ min: 0, max: MINUTE - 1 }));
+
+const single: fc.Arbitrary<ModelCommand>[] = [];
+
+function weighted(weight: number, arbitrary: fc.Arbitrary<ModelCommand>): fc.WeightedArbitrary<ModelCommand> {
+  single.push(arbitrary);
+  return { weight: weight * 10, arbitrary };
+}
+
+const timeCommands = [
+  weighted(7, fc.record({ phase, late: fc.oneof({ weight: 5, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1_000, max: 20_000 }) }), copies: fc.oneof({ weight: 9, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.constant(2) }) }).map((t) => new TickOnTime(t.phase, t.late, t.copies))),
+  weighted(1, fc.constantFrom(1, 2).map((copies) => new TickNow(copies))),
+  // Mostly seconds; sometimes minutes (a short planner outage: no tick runs while time passes);
+  // rarely hours (a long outage, whose catch-up is paged by maxPerTick).
+  weighted(
+    8,
+    fc
+      .oneof({ weight: 30, arbitrary: fc.integer({ min: 500, max: 45_000 }) }, { weight: 5, arbitrary: fc.integer({ min: 120_000, max: 600_000 }) }, { weight: 1, arbitrary: fc.constantFrom(3_600_000, 3 * 3_600_000) })
+      .map((ms) => new Advance(ms)),
+  ),
+];
+const workerCommands = [
+  weighted(18, fc.tuple(lane, fc.option(lane, { nil: undefined, freq: 6 })).map(([l, d]) => new Deliver(l, d))),
+  weighted(5, fc.constant(new DeliverAll())),
+  weighted(2, lane.map((l) => new Kill(l))),
+  weighted(2, fc.tuple(lane, fc.integer({ min: 1_000, max: 90_000 })).map(([l, ms]) => new Pause(l, ms))),
+];
+const faultCommands = [
+  weighted(
+    8,
+    fc
+      .record({
+        target: fc.oneof(lane, fc.constantFrom('planner' as const, 'ops' as const)),
+        kind: fc.constantFrom(...DYNAMO_CALL_KINDS, ...SQS_CALL_KINDS),
+        fault: fc.constantFrom(...Object.values(FaultKind)),
+        count: fc.integer({ min: 1, max: 4 }),
+        latencyMs: fc.constantFrom(2_000, 20_000, 45_000),
+      })
+      .map((f) => new ArmFault(f.target, f.kind, f.fault, f.count, f.latencyMs)),
+  ),
+];
+const opsCommands = [
+  weighted(1, jobRef.map((j) => new OpsPause(j))),
+  weighted(1, jobRef.map((j) => new OpsResume(j))),
+  weighted(1, fc.tuple(jobRef, fc.integer({ min: 0, max: 600_000 }), fc.integer({ min: 60_000, max: 900_000 })).map(([j, ago, span]) => new Backfill(j, ago, span))),
+  weighted(1, fc.constant(new Redrive())),
+  weighted(1, fc.tuple(fc.nat(50), fc.constantFrom('succeeded' as const, 'dead' as const)).map(([p, as]) => new Resolve(p, as))),
+  // Every ended state a retry revives: a DEAD run, and (on request) a slot skipped or superseded,
+  // which the planner or a worker created terminal, without an attempt history.
+  weighted(2, fc.tuple(fc.nat(50), fc.constantFrom(...RETRYABLE_STATES)).map(([p, prefer]) => new Retry(p, prefer))),
+];
+const configCommands = [
+  weighted(1, jobSpecArb.map((spec) => new AddJob(spec))),
+  weighted(1, jobRef.map((j) => new RemoveJob(j))),
+  weighted(1, fc.tuple(jobRef, fc.constantFrom(...SCHEDULES)).map(([j, s]) => new ChangeSchedule(j, s))),
+  weighted(1, fc.integer({ min: 1, max: 3 }).map((of) => new SetPartitions(of))),
+  { weight: 3, arbitrary: fc.integer({ min: 90, max: 140 }).map((n): ModelCommand => new AddManyJobs(n)) },
+];
+
+const singleCommand: fc.Arbitrary<ModelCommand> = fc.oneof(...timeCommands, ...workerCommands, ...faultCommands, ...opsCommands, ...configCommands);
+
+const together: fc.Arbitrary<ModelCommand> = fc.array(fc.oneof(...workerCommands, ...opsCommands, timeCommands[1]!), { minLength: 2, maxLength: 3 }).map((parts) => new Together(parts));
+
+export const commandArbs: fc.Arbitrary<ModelCommand>[] = [singleCommand, together];
+
+export function commandsArb(maxCommands: number): fc.Arbitrary<Iterable<fc.AsyncCommand<ModelState, World>>> {
+  return fc.commands([fc.oneof({ weight: 6, arbitrary: singleCommand }, { weight: 1, arbitrary: together })], { maxCommands, size: '+1' });
+}

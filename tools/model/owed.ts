@@ -1,0 +1,205 @@
+/**
+ * Which slots a scenario owes, and which runs may not exist, from the model's own record of what
+ * happened: the config timeline (jobs added, removed, their schedule changed, pauses and resumes as
+ * an operator confirmed them, backfills) and every planner tick with the config it ran with, its
+ * clock and the horizon it reported. Nothing here reads the planner's stored state: a planner that
+ * forgets a pause or drops a watermark must not be able to lower what it owes.
+ *
+ * The planner contract this encodes (README "Misfires", "Pause, resume, backfill"; DESIGN §7): a
+ * tick at planner instant `now` that planned (its report's horizon is past `now`) materializes, for
+ * every unpaused job of its partition, every slot from where that job was planned through up to the
+ * horizon; slots more than `misfire.after` old are misfires: `all` runs them and `skip` records
+ * them SKIPPED, both at most `maxPerTick` per tick (the job is then "behind" with a cursor), `latest`
+ * keeps only the newest. A paused job is not planned; on resume it is planned from where it
+ * stopped. So, per job, the slots owed are the union over its planning ticks of
+ *   on-time   (max(through, now − after), horizon]
+ *   misfired  (through, now − after]      (policy all or skip; up to the job's final cursor while it
+ *                                          is still behind)
+ * where `through` is an upper bound of how far the job was planned before that tick: the horizon
+ * of the last tick that planned it, or for its first tick the highest horizon any tick reported
+ * (or `now` when that is earlier). Upper bounds only ever shrink what is owed. A tick that may
+ * have seen the job either paused or not (a pause racing the tick) owes nothing for it.
+ *
+ * Runs that may not exist (no-unexpected-run): a planned run (not in a range an operator asked to
+ * backfill) attributed to ticks (by its createdAt,
+ * the tick's clock) none of which could have created it: the job was not in the tick's config
+ * (removed, or not added yet), or it was paused throughout the tick, or the slot is at or before
+ * the watermark every partition had reached when the job was added (a slot from before the job
+ * existed that the planner had already passed).
+ */
+import type { ExpectedSlot, UnexpectedRun } from '../../shared/core/checker.js';
+import type { Job } from '../../shared/core/job-schema.js';
+import { slotSpecOf } from '../../shared/core/plan.js';
+import { jobsOfPartition } from '../../shared/core/planner-state.js';
+import { slotsBetween } from '../../shared/core/slots.js';
+import { RunOrigin, type Run } from '../../shared/core/vocabulary.js';
+
+/** Sequence numbers order the model's events; an operator's action spans [from, to] (its call to its confirmation). */
+export type TimelineEvent =
+  | { readonly kind: 'add'; readonly seq: number; readonly job: Job }
+  | { readonly kind: 'remove'; readonly seq: number; readonly job: string }
+  | { readonly kind: 'schedule'; readonly seq: number; readonly job: Job }
+  | { readonly kind: 'pause'; readonly seq: number; readonly from: number; readonly job: string }
+  | { readonly kind: 'resume'; readonly seq: number; readonly from: number; readonly job: string }
+  | { readonly kind: 'backfill'; readonly seq: number; readonly job: string; readonly slotFrom: number; readonly slotTo: number }
+  /** A backfill was asked for (it may create runs in its range whether or not it returns). */
+  | { readonly kind: 'backfill-started'; readonly seq: number; readonly job: string; readonly slotFrom: number; readonly slotTo: number };
+
+/** One partition's planner invocation, as the model saw it. */
+export interface TickRecord {
+  readonly id: number;
+  /** The planner invocation set (one command, one copy) this partition's tick belonged to. */
+  readonly command: number;
+  readonly partition: number;
+  readonly of: number;
+  /** Sequence numbers at its start and when it settled. */
+  readonly seqStart: number;
+  readonly seqEnd: number;
+  /** The planner's clock when the tick started (its `now`). */
+  readonly now: number;
+  /** The config the tick ran with. */
+  readonly jobs: readonly Job[];
+  /** Resolved (every put and send of its plan succeeded). */
+  readonly ok: boolean;
+  /** The horizon it reported (undefined when it failed). */
+  readonly horizon?: number;
+  /** Its watermark write landed. */
+  readonly advanced?: boolean;
+}
+
+export interface OwedInput {
+  readonly timeline: readonly TimelineEvent[];
+  readonly ticks: readonly TickRecord[];
+  /** Slots after this are not owed (the end of the fault phase, true time). */
+  readonly until: number;
+  /** The planner's clock skew: tick instants are the planner's clock, `until` is true time. */
+  readonly plannerSkewMs: number;
+  /** Jobs in the final config. */
+  readonly configured: ReadonlySet<string>;
+  /** Final catch-up cursors of jobs still behind (from the final tables): misfires past them are not planned yet. */
+  readonly behindCursors: ReadonlyMap<string, number>;
+  /** At most this many owed slots per job (bounded checker work). @default 500 */
+  readonly maxPerJob?: number;
+}
+
+export interface Owed {
+  readonly slots: ExpectedSlot[];
+}
+
+type PauseView = 'unpaused' | 'paused' | 'ambiguous';
+
+/** Whether `job` was paused throughout the interval [a, b] of sequence numbers. */
+export function pauseView(timeline: readonly TimelineEvent[], job: string, a: number, b: number): PauseView {
+  let paused = false;
+  for (const e of timeline) {
+    if ((e.kind !== 'pause' && e.kind !== 'resume') || e.job !== job) continue;
+    if (e.seq < a) paused = e.kind === 'pause';
+    else if (e.from <= b) return 'ambiguous';
+  }
+  return paused ? 'paused' : 'unpaused';
+}
+
+export function computeOwed(input: OwedInput): Owed {
+  const until = input.until + input.plannerSkewMs;
+  const cap = input.maxPerJob ?? 500;
+  const planning = input.ticks.filter((t) => t.ok && t.horizon !== undefined && t.horizon > t.now).sort((a, b) => a.seqStart - b.seqStart || a.id - b.id);
+  const owed = new Map<string, Map<number, Job>>();
+  const through = new Map<string, number>();
+  const owe = (job: Job, after: number, upTo: number, limitTo?: number) => {
+    const to = Math.min(upTo, until, limitTo ?? Number.POSITIVE_INFINITY);
+    if (to <= after) return;
+    const slots = owed.get(job.name) ?? new Map<number, Job>();
+    owed.set(job.name, slots);
+    for (const slot of slotsBetween(slotSpecOf(job), after, to, cap)) if (slots.size < cap) slots.set(slot, job);
+  };
+
+  for (const tick of planning) {
+    // Upper bound of any partition's watermark when this tick read it: every horizon reported by
+    // a tick that settled before this one did.
+    const highest = Math.max(tick.now, ...planning.filter((t) => t.seqEnd < tick.seqEnd && t !== tick).map((t) => t.horizon!));
+    for (const job of jobsOfPartition(tick.jobs, tick.partition, tick.of)) {
+      if (!input.configured.has(job.name) || !job.enabled) continue;
+      const view = pauseView(input.timeline, job.name, tick.seqStart, tick.seqEnd);
+      if (view === 'paused') continue;
+      const from = through.get(job.name) ?? highest;
+      through.set(job.name, Math.max(from, tick.horizon!));
+      if (view === 'ambiguous') continue;
+      const lateEdge = tick.now - job.misfire.after - 1;
+      owe(job, Math.max(from, lateEdge), tick.horizon!);
+      if (job.misfire.policy !== 'latest') owe(job, from, lateEdge, input.behindCursors.get(job.name));
+    }
+  }
+  // Backfilled ranges: every slot in them has a run once the backfill returned.
+  for (const e of input.timeline) {
+    if (e.kind !== 'backfill' || !input.configured.has(e.job)) continue;
+    const job = latestJob(input.timeline, e.job, e.seq);
+    if (job) owe(job, e.slotFrom - 1, e.slotTo - 1);
+  }
+
+  const slots: ExpectedSlot[] = [];
+  for (const [name, bySlot] of owed) {
+    for (const [slot, job] of [...bySlot].sort((a, b) => a[0] - b[0])) {
+      for (let shard = 0; shard < job.shards; shard++) slots.push({ job: name, slot, shard, shards: job.shards });
+    }
+  }
+  return { slots };
+}
+
+/** The job's definition in force at sequence number `seq`. */
+function latestJob(timeline: readonly TimelineEvent[], name: string, seq: number): Job | undefined {
+  let job: Job | undefined;
+  for (const e of timeline) if ((e.kind === 'add' || e.kind === 'schedule') && e.job.name === name && e.seq <= seq) job = e.job;
+  return job;
+}
+
+/**
+ * Planned runs no tick could have created. A run's createdAt is the clock of the tick that put it,
+ * so the ticks with that `now` are its only possible creators; backfilled runs are left out.
+ */
+export function unexpectedRuns(runs: readonly Run[], timeline: readonly TimelineEvent[], ticks: readonly TickRecord[]): UnexpectedRun[] {
+  const out: UnexpectedRun[] = [];
+  const byNow = new Map<number, TickRecord[]>();
+  for (const tick of ticks) byNow.set(tick.now, [...(byNow.get(tick.now) ?? []), tick]);
+  const added = new Map<string, number>();
+  for (const e of timeline) if (e.kind === 'add' && !added.has(e.job.name)) added.set(e.job.name, e.seq);
+  const backfilled = (run: Run) => timeline.some((e) => e.kind === 'backfill-started' && e.job === run.job && run.slot >= e.slotFrom && run.slot < e.slotTo);
+  for (const run of runs) {
+    if (run.origin === RunOrigin.BACKFILL || run.origin === RunOrigin.MANUAL || backfilled(run)) continue;
+    const addedAt = added.get(run.job);
+    const passed = addedAt === undefined ? undefined : watermarkFloor(ticks, addedAt);
+    if (passed !== undefined && run.slot <= passed) {
+      out.push({ runKey: run.runKey, why: `its slot is from before the job was added, and every partition had already planned past it (to ${new Date(passed).toISOString()})` });
+      continue;
+    }
+    const candidates = byNow.get(run.createdAt) ?? [];
+    if (candidates.length === 0) {
+      out.push({ runKey: run.runKey, why: `no planner tick ran at its createdAt ${new Date(run.createdAt).toISOString()}` });
+      continue;
+    }
+    const reasons = candidates.map((tick) => {
+      if (!jobsOfPartition(tick.jobs, tick.partition, tick.of).some((j) => j.name === run.job)) return `the job was not in the config of the tick at ${new Date(tick.now).toISOString()} (${tick.partition}/${tick.of})`;
+      if (pauseView(timeline, run.job, tick.seqStart, tick.seqEnd) === 'paused') return `the job was paused throughout the tick at ${new Date(tick.now).toISOString()}`;
+      return undefined;
+    });
+    if (reasons.every((r) => r !== undefined)) out.push({ runKey: run.runKey, why: reasons[0]! });
+  }
+  return out;
+}
+
+/**
+ * A lower bound of every partition's watermark at sequence number `seq`: the lowest horizon of the
+ * last tick command before `seq` whose every partition planned and advanced its watermark.
+ */
+function watermarkFloor(ticks: readonly TickRecord[], seq: number): number | undefined {
+  const commands = new Map<number, TickRecord[]>();
+  for (const t of ticks) commands.set(t.command, [...(commands.get(t.command) ?? []), t]);
+  let floor: number | undefined;
+  for (const parts of commands.values()) {
+    const of = parts[0]!.of;
+    const full = parts.length >= of && parts.every((t) => t.seqEnd < seq && t.ok && t.advanced && t.horizon !== undefined && t.horizon > t.now);
+    if (!full) continue;
+    const low = Math.min(...parts.map((t) => t.horizon!));
+    floor = floor === undefined ? low : Math.max(floor, low);
+  }
+  return floor;
+}

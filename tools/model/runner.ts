@@ -1,0 +1,175 @@
+/**
+ * Runs scenarios: fc.asyncProperty over (setup, commands, scheduler), each scenario on its own
+ * tables and queues of one local stack, several scenarios at once (independent fc.check lanes,
+ * each with its own seed derived from the run's seed), and a summary with the replay line of
+ * every failure: seed, path and the shrunk story.
+ */
+import fc from 'fast-check';
+import type { CheckViolation } from '../../shared/core/checker.js';
+import { commandsArb, setupArb, type ModelState } from './commands.js';
+import { ScenarioFailure, World, type ModelStack } from './world.js';
+
+/** Commands per scenario at most, by default. */
+export const MAX_COMMANDS = 60;
+
+export interface ModelRunOptions {
+  readonly scenarios: number;
+  readonly seed: number;
+  /** Replay one failure: the `path` fast-check printed (with its seed). */
+  readonly path?: string;
+  /** Scenarios run at once (fc.check lanes). @default 4 */
+  readonly concurrency?: number;
+  /** Commands per scenario at most. @default MAX_COMMANDS */
+  readonly maxCommands?: number;
+  /** Which violations fail a scenario (default: all). */
+  readonly counts?: (violation: CheckViolation) => boolean;
+  /** Stop at the first failure (after shrinking it). @default true */
+  readonly stopOnFailure?: boolean;
+  /** Wall-clock budget: no new scenario starts after this many ms (the summary counts those that ran). @default none */
+  readonly timeBudgetMs?: number;
+  /** Scenario runs spent shrinking one failure at most (then the smallest failure so far is reported). @default 150 */
+  readonly shrinkBudget?: number;
+  readonly log?: (line: string) => void;
+}
+
+export interface ModelFailure {
+  readonly seed: number;
+  readonly path: string;
+  /** Scenarios this lane ran up to and including the first failing one. */
+  readonly laneScenariosToFailure: number;
+  /** Scenarios all lanes had run when this failure was first seen (before shrinking). */
+  readonly scenariosToFailure: number;
+  readonly shrinks: number;
+  /** Commands in the shrunk scenario. */
+  readonly shrunkLength: number;
+  readonly violations: readonly CheckViolation[];
+  readonly commands: string;
+  readonly story: string;
+}
+
+export interface ModelRunSummary {
+  readonly scenarios: number;
+  readonly operations: number;
+  readonly faults: number;
+  /** Store calls (DynamoDB and SQS) the actors made in those scenarios. */
+  readonly calls: number;
+  /** Operator revivals (retry, redrive, resolve) by action and the state revived from, e.g. "retry SKIPPED". */
+  readonly revivals: Readonly<Record<string, number>>;
+  readonly violations: number;
+  readonly seed: number;
+  readonly durationMs: number;
+  readonly failures: readonly ModelFailure[];
+}
+
+interface Counters {
+  scenarios: number;
+  operations: number;
+  faults: number;
+  calls: number;
+  revivals: Record<string, number>;
+  readonly started: number;
+}
+
+/** One lane's state: once a scenario failed, every later run of the property is a shrink attempt. */
+interface LaneState {
+  failedAt?: number;
+  shrinkRuns: number;
+}
+
+function property(stack: ModelStack, options: ModelRunOptions, counters: Counters, lane: LaneState, stopped: () => boolean) {
+  return fc.asyncProperty(setupArb, commandsArb(options.maxCommands ?? MAX_COMMANDS), fc.scheduler(), async (setup, commands, scheduler) => {
+    const shrinking = lane.failedAt !== undefined;
+    // Another lane found a failure, or this lane's shrink budget is spent: pass at once (fast-check
+    // then reports the smallest failure found so far).
+    if ((!shrinking && stopped()) || (shrinking && lane.shrinkRuns >= (options.shrinkBudget ?? 150))) return;
+    if (!shrinking && options.timeBudgetMs !== undefined && Date.now() - counters.started >= options.timeBudgetMs) return;
+    if (shrinking) lane.shrinkRuns++;
+    const world = await World.create(stack, setup, scheduler);
+    try {
+      await fc.asyncModelRun(() => ({ model: { commands: 0 } as ModelState, real: world }), commands);
+      await world.quiesce();
+      const { result } = await world.check();
+      if (!shrinking) {
+        counters.scenarios++;
+        counters.operations += world.operations;
+        counters.faults += world.faults.injected;
+        counters.calls += world.calls;
+        for (const e of world.events) if (e.type === 'ops') counters.revivals[`${e.action} ${e.from}`] = (counters.revivals[`${e.action} ${e.from}`] ?? 0) + 1;
+      }
+      const counted = result.violations.filter(options.counts ?? (() => true));
+      if (counted.length > 0) {
+        lane.failedAt ??= counters.scenarios;
+        throw new ScenarioFailure(counted, world.story());
+      }
+    } finally {
+      await world.destroy();
+    }
+  });
+}
+
+export async function runModel(stack: ModelStack, options: ModelRunOptions): Promise<ModelRunSummary> {
+  const started = Date.now();
+  const concurrency = options.path ? 1 : Math.max(1, options.concurrency ?? 4);
+  const counters: Counters = { scenarios: 0, operations: 0, faults: 0, calls: 0, revivals: {}, started };
+  const failures: ModelFailure[] = [];
+  const perLane = Math.ceil(options.scenarios / concurrency);
+  let stop = false;
+  const progress = setInterval(() => options.log?.(`… ${counters.scenarios} scenario(s), ${counters.operations} operation(s), ${counters.calls} store call(s), ${Math.round((Date.now() - started) / 1000)} s`), 60_000);
+  progress.unref();
+  await Promise.all(
+    Array.from({ length: concurrency }, async (_, lane) => {
+      const seed = (options.seed + lane * 7919) | 0;
+      const state: LaneState = { shrinkRuns: 0 };
+      const before = counters.scenarios;
+      const result = await fc.check(property(stack, options, counters, state, () => stop), { numRuns: options.path ? 1 : perLane, seed, path: options.path, endOnFailure: false });
+      if (result.failed && result.counterexample) {
+        const error = result.errorInstance;
+        const [, commands] = result.counterexample as [unknown, Iterable<unknown>, unknown];
+        const list = [...commands].map(String);
+        const failure: ModelFailure = {
+          seed,
+          path: result.counterexamplePath ?? '',
+          laneScenariosToFailure: result.numRuns,
+          scenariosToFailure: state.failedAt ?? counters.scenarios - before,
+          shrinks: result.numShrinks,
+          shrunkLength: list.length,
+          violations: error instanceof ScenarioFailure ? error.violations : [{ invariant: 'no-lost-slot', runKey: '-', detail: `scenario error: ${String(error)}` }],
+          commands: list.join('\n'),
+          story: error instanceof ScenarioFailure ? error.story : String(error),
+        };
+        failures.push(failure);
+        options.log?.(
+          `lane ${lane}: failure in its scenario ${failure.laneScenariosToFailure} (${failure.scenariosToFailure} scenario(s) run in all), shrunk in ${state.shrinkRuns} run(s) to ${failure.shrunkLength} command(s) (replay: --seed ${seed} --path ${failure.path})`,
+        );
+        if (options.stopOnFailure !== false) stop = true;
+      } else {
+        options.log?.(`lane ${lane}: ${result.numRuns} scenario(s), no failure`);
+      }
+    }),
+  );
+  clearInterval(progress);
+  return {
+    scenarios: counters.scenarios,
+    operations: counters.operations,
+    faults: counters.faults,
+    calls: counters.calls,
+    revivals: counters.revivals,
+    violations: failures.reduce((n, f) => n + f.violations.length, 0),
+    seed: options.seed,
+    durationMs: Date.now() - started,
+    failures,
+  };
+}
+
+/** A failure as a human reads it: violations, the shrunk commands, the story, and the replay line. */
+export function formatFailure(failure: ModelFailure): string {
+  return [
+    `violations (${failure.violations.length}):`,
+    ...failure.violations.slice(0, 10).map((v) => `  [${v.invariant}] ${v.runKey}: ${v.detail}`),
+    `shrunk scenario (${failure.shrunkLength} command(s)):`,
+    ...failure.commands.split('\n').map((c) => `  ${c}`),
+    'story:',
+    ...failure.story.split('\n').map((l) => `  ${l}`),
+    `replay: npm run chaos -- --model --seed ${failure.seed} --path ${failure.path}`,
+  ].join('\n');
+}

@@ -1,0 +1,1018 @@
+/**
+ * One scenario's world: fresh tables and queues on the shared local stack, virtual time, the
+ * actors (planner, worker lanes as Lambda containers, the operator) with their real SDK clients
+ * behind the model's gate and faults, the model queue, the config timeline and the history.
+ * Commands (commands.ts) act on it through the methods below; `quiesce` then lets time run on
+ * without faults and `check` reads the final tables and runs the checker.
+ *
+ * Every store call of every actor passes the gate, and the gate lets one call through at a time,
+ * in the order the scenario's fc.scheduler picks: a scenario is a pure function of its commands
+ * and its scheduler seed, so a failure replays and shrinks.
+ */
+import { randomUUID } from 'node:crypto';
+import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
+import { DeleteMessageBatchCommand, DeleteQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
+import type { Scheduler } from 'fast-check';
+import { backfill } from '../../shared/backfill.js';
+import { Ledger } from '../../shared/adapters/ledger.js';
+import { LedgerOps } from '../../shared/adapters/ledger-ops.js';
+import { RunQueue } from '../../shared/adapters/run-queue.js';
+import { jobsByName } from '../../shared/config.js';
+import { checkScenario, formatViolations, SETTLED_STATUSES, type CheckResult, type CheckViolation } from '../../shared/core/checker.js';
+import type { HistoryEvent, HistorySink } from '../../shared/core/history.js';
+import { parseJobs, type Job, type JobInput } from '../../shared/core/job-schema.js';
+import { partitionOf } from '../../shared/core/partition.js';
+import { isTerminal, isWaiting, RunStatus, runKeyOf, type Run, type RunId } from '../../shared/core/vocabulary.js';
+import { SWEEP_DEFAULTS } from '../../shared/sweeper.js';
+import { InMemoryMetrics, JsonLineLogger } from '../../shared/observability.js';
+import { defaultLookaheadMs, runPlannerTick } from '../../shared/planner.js';
+import { PLANNER_SCHEDULE, RUN_QUEUES } from '../../shared/resources.js';
+import { processBatch, type QueueRecord, type WorkerDeps } from '../../shared/worker.js';
+import { redrive } from '../ops/redrive.js';
+import { laneHandOn, resolveRun } from '../ops/resolve.js';
+import { RETRYABLE_STATES, retryRuns } from '../ops/retry.js';
+import { jobPlanning } from '../../shared/adapters/planner-store.js';
+import { createQueues, createTables, localClientConfig, type LocalEndpoints } from '../local-stack.js';
+import { createClients, type Clients } from '../../shared/runtime.js';
+import { actorClients, type ActorClients, type Gate } from './actor-io.js';
+import { FaultPlan, prng, type CallInfo, type FaultKind, type FaultProfile } from './faults.js';
+import { BehaviourKind, MODEL_HANDLER, MODEL_HANDLER_NAMES, MODEL_RECONCILING_HANDLER, modelHandlers, type Behaviour } from './handlers.js';
+import { readFinal, type FinalTables } from './ledger-view.js';
+import { ModelQueue } from './model-queue.js';
+import { computeOwed, unexpectedRuns, type TickRecord, type TimelineEvent } from './owed.js';
+import { VirtualTime } from './virtual-time.js';
+
+export interface JobSpec {
+  readonly name: string;
+  readonly schedule: string;
+  readonly overlap: 'forbid-skip' | 'forbid-queue' | 'coalesce' | 'parallel';
+  readonly misfire: { readonly policy: 'skip' | 'latest' | 'all'; readonly afterMs: number; readonly maxPerTick: number };
+  readonly shards: number;
+  readonly maxAttempts: number;
+  readonly backoffBaseMs: number;
+  readonly backoffMaxMs: number;
+  readonly leaseMs: number;
+  readonly timeoutMs: number;
+  readonly deadlineMs?: number;
+  readonly startLeadMs: number;
+  /** The handler checkpoints and resumes: its timeout may exceed one invocation. */
+  readonly checkpoints: boolean;
+  readonly reconcile: boolean;
+  /** Jobs with the same group write the same business items. */
+  readonly group: string;
+  readonly behaviours: readonly Behaviour[];
+}
+
+export interface LaneSpec {
+  readonly skewMs: number;
+  /** SDK attempts per call. */
+  readonly sdkAttempts: number;
+  readonly batchSize: number;
+}
+
+export interface ScenarioSetup {
+  /** Virtual start instant. */
+  readonly start: number;
+  readonly lanes: readonly LaneSpec[];
+  readonly plannerSkewMs: number;
+  readonly plannerSdkAttempts: number;
+  readonly opsSkewMs: number;
+  /** The workers' and operators' clock allowance. */
+  readonly clockAllowanceMs: number;
+  readonly partitions: number;
+  readonly jobs: readonly JobSpec[];
+  readonly faults: FaultProfile;
+  readonly seed: number;
+}
+
+export interface ModelStack {
+  readonly endpoints: LocalEndpoints;
+  readonly clients: Clients;
+}
+
+export function modelStack(endpoints: LocalEndpoints): ModelStack {
+  return { endpoints, clients: createClients({ dynamo: localClientConfig(endpoints.dynamoEndpoint), sqs: localClientConfig(endpoints.sqsEndpoint) }) };
+}
+
+interface Lane {
+  readonly name: string;
+  readonly spec: LaneSpec;
+  generation: number;
+  container: string;
+  clients?: ActorClients;
+  busy: boolean;
+  invocations: number;
+  owner: string;
+  held: string[];
+  paused: boolean;
+}
+
+const QUIET_LOGGER = new JsonLineLogger(() => undefined, {}, 'error');
+const never = () => new Promise<never>(() => undefined);
+const iso = (ms: number) => new Date(ms).toISOString().slice(11, 19);
+const SWEEP_GRACE_MS = 120_000;
+/** Quiescence ends at the latest this long after the fault phase (virtual time). */
+const QUIESCENCE_MAX_MS = 40 * PLANNER_SCHEDULE.tickMs;
+/** Checks in a row a backlog must move before quiescence may end with it unfinished. */
+const CATCH_UP_STREAK = 3;
+/** Containers Lambda may add during quiescence when every lane is busy. */
+const MAX_EXTRA_LANES = 4;
+const HARNESS = 'harness';
+
+export function jobInput(spec: JobSpec, schedule = spec.schedule): JobInput {
+  return {
+    name: spec.name,
+    schedule,
+    handler: spec.reconcile ? MODEL_RECONCILING_HANDLER : MODEL_HANDLER,
+    overlap: spec.overlap,
+    misfire: { policy: spec.misfire.policy, after: spec.misfire.afterMs, maxPerTick: spec.misfire.maxPerTick },
+    shards: spec.shards,
+    lease: spec.leaseMs,
+    timeout: spec.timeoutMs,
+    retry: { maxAttempts: spec.maxAttempts, backoff: { base: spec.backoffBaseMs, max: spec.backoffMaxMs, jitter: 'full' } },
+    ...(spec.deadlineMs !== undefined ? { deadline: spec.deadlineMs } : {}),
+    startLead: spec.startLeadMs,
+    checkpoints: spec.checkpoints,
+  };
+}
+
+/** The model's worker Lambda timeout: every job's attempt must fit it (unless it checkpoints). */
+export const MODEL_WORKER_TIMEOUT_MS = RUN_QUEUES.workerTimeoutSeconds * 1000;
+
+/** Jobs validated as the config is, for the model's handlers and worker timeout. */
+function parseModelJobs(inputs: readonly JobInput[]): Job[] {
+  return parseJobs(inputs, { handlers: [...MODEL_HANDLER_NAMES], workerTimeoutMs: MODEL_WORKER_TIMEOUT_MS });
+}
+
+export class ScenarioFailure extends Error {
+  override readonly name = 'ScenarioFailure';
+  constructor(
+    readonly violations: readonly CheckViolation[],
+    readonly story: string,
+  ) {
+    super(`${violations.length} violation(s):\n${formatViolations(violations.slice(0, 12))}\n\nstory:\n${story}`);
+  }
+}
+
+export class World implements Gate {
+  readonly time: VirtualTime;
+  readonly faults: FaultPlan;
+  readonly queue: ModelQueue;
+  readonly events: HistoryEvent[] = [];
+  readonly storyLines: string[] = [];
+  readonly timeline: TimelineEvent[] = [];
+  readonly metrics = new InMemoryMetrics();
+  specs = new Map<string, JobSpec>();
+  jobs: Job[] = [];
+  partitions: number;
+  quiescent = false;
+  faultPhaseEnd: number | undefined;
+  operations = 0;
+  /** Store calls of every actor (each SDK call once, whatever its retries). */
+  calls = 0;
+  readonly callsByKind = new Map<string, number>();
+  private readonly lanes: Lane[];
+  private readonly cursors = new Map<string, number>();
+  private readonly holds = new Map<string, (() => void)[]>();
+  /** Calls sent and not parked at the gate (on their way to it, or at the store). */
+  private moving = 0;
+  private readonly idleWaiters: (() => void)[] = [];
+  private readonly activities = new Set<Promise<unknown>>();
+  private readonly random: () => number;
+  private planner!: ActorClients;
+  private ops!: ActorClients;
+  private destroyed = false;
+  private nextJob = 0;
+  private seq = 0;
+  private tickCommands = 0;
+  readonly ticks: TickRecord[] = [];
+  /** Jobs paused as the operator last confirmed. */
+  readonly pausedJobs = new Set<string>();
+  private readonly extraLanes: Lane[] = [];
+  private lastCursors = new Map<string, number>();
+  private progressing: string[] = [];
+  private readonly streaks = new Map<string, number>();
+  /** Planner ticks and operator actions in flight. */
+  private unkillableInFlight = 0;
+  quiescenceEnd: number | undefined;
+  /** What kept quiescence going at its last check (for the story). */
+  private unsettled: string[] = [];
+
+  private constructor(
+    readonly stack: ModelStack,
+    readonly setup: ScenarioSetup,
+    readonly scheduler: Scheduler,
+    readonly tables: { readonly ledger: string; readonly payments: string },
+    readonly queues: { readonly runQueueUrl: string; readonly deadLetterQueueUrl: string; readonly runQueueArn: string; readonly deadLetterQueueArn: string },
+  ) {
+    this.time = new VirtualTime(setup.start);
+    this.faults = new FaultPlan(setup.faults, setup.seed);
+    this.random = prng(setup.seed ^ 0x5bd1e995);
+    this.partitions = setup.partitions;
+    this.queue = new ModelQueue(stack.clients.sqs, this.time, {
+      queueUrl: queues.runQueueUrl,
+      deadLetterQueueUrl: queues.deadLetterQueueUrl,
+      visibilityMs: RUN_QUEUES.visibilityTimeoutSeconds * 1000,
+      maxReceiveCount: RUN_QUEUES.maxReceiveCount,
+    });
+    this.lanes = setup.lanes.map((spec, i) => ({ name: `w${i}`, spec, generation: 0, container: `w${i}#0`, busy: false, invocations: 0, owner: '', held: [], paused: false }));
+  }
+
+  static async create(stack: ModelStack, setup: ScenarioSetup, scheduler: Scheduler): Promise<World> {
+    const suffix = randomUUID().slice(0, 12);
+    const tables = { ledger: `model-ledger-${suffix}`, payments: `model-items-${suffix}` };
+    await createTables(stack.clients.dynamo, { ledgerTable: tables.ledger, paymentsTable: tables.payments });
+    const queues = await createQueues(stack.clients.sqs, { nameSuffix: `-m${suffix}`, visibilityTimeoutSeconds: RUN_QUEUES.visibilityTimeoutSeconds });
+    const arn = async (url: string) =>
+      (await stack.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes?.QueueArn ?? '';
+    const world = new World(stack, setup, scheduler, tables, { ...queues, runQueueArn: await arn(queues.runQueueUrl), deadLetterQueueArn: await arn(queues.deadLetterQueueUrl) });
+    world.planner = world.clientsFor('planner', setup.plannerSdkAttempts);
+    world.ops = world.clientsFor('ops', 3);
+    for (const spec of setup.jobs) world.addJobNow(spec, true);
+    return world;
+  }
+
+  // ---------------------------------------------------------------- gate (actor-io.ts)
+
+  started(): void {
+    this.moving++;
+  }
+
+  finished(): void {
+    this.moving--;
+    this.wakeIfIdle();
+  }
+
+  private park(): void {
+    this.moving--;
+    this.wakeIfIdle();
+  }
+
+  private unpark(): void {
+    this.moving++;
+  }
+
+  private wakeIfIdle(): void {
+    if (this.moving === 0) for (const waiter of this.idleWaiters.splice(0)) waiter();
+  }
+
+  async enter(actor: string, call: CallInfo, latencyMs: number): Promise<void> {
+    this.calls++;
+    this.callsByKind.set(call.kind, (this.callsByKind.get(call.kind) ?? 0) + 1);
+    this.park();
+    if (latencyMs > 0) {
+      this.disturbed(actor, 'delayed');
+      this.say(`${actor} ${call.kind}: +${Math.round(latencyMs / 1000)} s latency`);
+      await this.time.sleepOf(actor)(latencyMs);
+    }
+    for (let released = false; ; ) {
+      const state = this.time.state(actor);
+      if (state === 'dead') return never();
+      if (state === 'frozen') {
+        await new Promise<void>((resolve) => this.holds.set(actor, [...(this.holds.get(actor) ?? []), resolve]));
+        continue;
+      }
+      if (released) break;
+      await this.scheduler.schedule(Promise.resolve(), `${actor} ${call.kind}`);
+      released = true;
+    }
+    this.unpark();
+  }
+
+  note(actor: string, call: CallInfo, fault: FaultKind): void {
+    this.say(`${actor} ${call.kind} (${call.command.replace('Command', '')}): ${fault}`);
+  }
+
+  private async ioIdle(): Promise<void> {
+    for (let i = 0; i < 10_000; i++) {
+      if (this.moving > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      if (this.moving === 0) return;
+    }
+  }
+
+  private batching = 0;
+
+  private async settleUnlessBatched(): Promise<void> {
+    if (this.batching === 0) await this.settle();
+  }
+
+  /**
+   * Starts several actions at once and only then lets the world settle: their store calls
+   * interleave in the scheduler's order (two ticks at once, a resolve racing a takeover, …).
+   */
+  async together(actions: readonly (() => Promise<void>)[]): Promise<void> {
+    this.batching++;
+    try {
+      for (const action of actions) await action();
+    } finally {
+      this.batching--;
+    }
+    await this.settleUnlessBatched();
+  }
+
+  /** Lets every released call land, one at a time in the scheduler's order, until nothing can move. */
+  async settle(): Promise<void> {
+    for (let steps = 0; steps < 20_000; steps++) {
+      await this.ioIdle();
+      if (this.scheduler.count() === 0) return;
+      await this.scheduler.waitNext(1);
+    }
+    throw new Error('the world did not settle within 20,000 steps');
+  }
+
+  // ---------------------------------------------------------------- actors
+
+  private clientsFor(actor: string, attempts: number): ActorClients {
+    return actorClients(
+      actor,
+      { dynamoEndpoint: this.stack.endpoints.dynamoEndpoint, sqsEndpoint: this.stack.endpoints.sqsEndpoint, maxAttempts: attempts, runQueueUrl: this.queues.runQueueUrl },
+      this,
+      this.faults,
+      this.queue,
+    );
+  }
+
+  /** A history sink for an actor whose clock is skewed: instants become true virtual time. */
+  private sinkFor(skewMs: number): HistorySink {
+    return {
+      record: (event) => {
+        const at = this.time.now();
+        const line = storyOf(event);
+        if (line) this.say(line);
+        if (event.type === 'claimed' || event.type === 'heartbeat') this.events.push({ ...event, at, leaseUntil: event.leaseUntil - skewMs });
+        else this.events.push({ ...event, at });
+      },
+    };
+  }
+
+  private disturbed(actor: string, kind: 'killed' | 'paused' | 'delayed'): void {
+    const lane = this.lanes.find((l) => l.container === actor);
+    const owner = lane?.owner ?? actor;
+    const runKeys = lane && lane.busy ? lane.held : [''];
+    for (const runKey of runKeys.length > 0 ? runKeys : ['']) this.events.push({ type: 'actor-disturbed', at: this.time.now(), owner, kind, runKey });
+  }
+
+  say(line: string): void {
+    this.storyLines.push(`${iso(this.time.now())} ${line}`);
+  }
+
+  private track(activity: Promise<unknown>): void {
+    const tracked = activity.finally(() => this.activities.delete(tracked));
+    this.activities.add(tracked);
+  }
+
+  /**
+   * Tracks a planner tick or an operator action: actors that are never killed, so quiescence can
+   * wait for them (a tick whose response is delayed has already written what it planned).
+   */
+  private trackUnkillable(activity: Promise<unknown>): void {
+    this.unkillableInFlight++;
+    this.track(activity.finally(() => this.unkillableInFlight--));
+  }
+
+  private lane(index: number): Lane {
+    return this.lanes[index % this.lanes.length]!;
+  }
+
+  get laneCount(): number {
+    return this.lanes.length;
+  }
+
+  // ---------------------------------------------------------------- config
+
+  /** The model's event order (ticks, config changes, operator actions). */
+  nextSeq(): number {
+    return this.seq++;
+  }
+
+  private addJobNow(spec: JobSpec, initial = false): void {
+    const [job] = parseModelJobs([jobInput(spec)]);
+    this.specs.set(spec.name, spec);
+    this.jobs = [...this.jobs, job!];
+    this.timeline.push({ kind: 'add', seq: this.nextSeq(), job: job! });
+    if (!initial) this.say(`config: job ${spec.name} added (${spec.schedule}, ${spec.overlap}, ${spec.shards} shard(s))`);
+  }
+
+  newJobName(): string {
+    return `j${this.setup.jobs.length + this.nextJob++}`;
+  }
+
+  addJob(spec: JobSpec): void {
+    if (this.specs.has(spec.name)) return;
+    this.addJobNow(spec);
+  }
+
+  removeJob(index: number): void {
+    if (this.jobs.length <= 1) return;
+    const job = this.jobs[index % this.jobs.length]!;
+    this.jobs = this.jobs.filter((j) => j !== job);
+    this.timeline.push({ kind: 'remove', seq: this.nextSeq(), job: job.name });
+    this.say(`config: job ${job.name} removed`);
+  }
+
+  changeSchedule(index: number, schedule: string): void {
+    if (this.jobs.length === 0) return;
+    const job = this.jobs[index % this.jobs.length]!;
+    const spec = this.specs.get(job.name)!;
+    if (job.schedule === schedule) return;
+    const [changed] = parseModelJobs([jobInput(spec, schedule)]);
+    this.jobs = this.jobs.map((j) => (j === job ? changed! : j));
+    this.timeline.push({ kind: 'schedule', seq: this.nextSeq(), job: changed! });
+    this.say(`config: job ${job.name} schedule ${job.schedule} → ${schedule}`);
+  }
+
+  setPartitions(of: number): void {
+    if (of === this.partitions) return;
+    this.say(`config: plannerPartitions ${this.partitions} → ${of}`);
+    this.partitions = of;
+  }
+
+  groupOf(job: string): string {
+    return this.specs.get(job)?.group ?? job;
+  }
+
+  behaviourFor(job: string): Behaviour {
+    const spec = this.specs.get(job);
+    if (this.quiescent || !spec || spec.behaviours.length === 0) return { kind: BehaviourKind.OK, workMs: 100, writes: 1 };
+    const cursor = this.cursors.get(job) ?? 0;
+    this.cursors.set(job, cursor + 1);
+    return spec.behaviours[cursor % spec.behaviours.length]!;
+  }
+
+  // ---------------------------------------------------------------- time
+
+  async advance(ms: number): Promise<void> {
+    await this.time.advanceTo(this.time.now() + ms, () => this.settle());
+  }
+
+  /** Advances to the next instant at `offsetMs` past a whole minute. */
+  async advanceToMinute(offsetMs: number): Promise<void> {
+    const minute = PLANNER_SCHEDULE.tickMs;
+    const now = this.time.now();
+    let target = Math.floor(now / minute) * minute + offsetMs;
+    while (target <= now) target += minute;
+    await this.time.advanceTo(target, () => this.settle());
+  }
+
+  // ---------------------------------------------------------------- planner
+
+  /**
+   * One planner invocation per partition of the current config (`copies` at once). Each is
+   * recorded with the config it ran with, its clock and the horizon it reported: what it owes
+   * (owed.ts) follows from that, not from what the planner stored.
+   */
+  async tick(copies = 1): Promise<void> {
+    const of = this.partitions;
+    const jobs = this.jobs;
+    const clock = this.time.clockOf({ skewMs: this.setup.plannerSkewMs });
+    const sink = this.sinkFor(this.setup.plannerSkewMs);
+    this.say(`tick${copies > 1 ? ` ×${copies}` : ''} (${of} partition(s))`);
+    for (let copy = 0; copy < copies; copy++) {
+      const ledger = new Ledger(this.planner.doc, { tableName: this.tables.ledger });
+      const queue = new RunQueue(this.planner.sqs, this.queues.runQueueUrl);
+      const command = this.tickCommands++;
+      for (let partition = 0; partition < of; partition++) {
+        const seqStart = this.nextSeq();
+        const now = clock();
+        const record = (outcome: Pick<TickRecord, 'ok' | 'horizon' | 'advanced'>) =>
+          this.ticks.push({ id: this.ticks.length, command, partition, of, seqStart, seqEnd: this.nextSeq(), now, jobs, ...outcome });
+        const tick = runPlannerTick(
+          { ledger, queue, jobs, clock, logger: QUIET_LOGGER, metrics: this.metrics, history: sink, options: { sweepGraceMs: SWEEP_GRACE_MS } },
+          { partition, of },
+        ).then(
+          (report) => record({ ok: true, horizon: report.plannedUntil, advanced: report.watermarkAdvanced }),
+          (error: unknown) => {
+            record({ ok: false });
+            this.say(`tick ${partition}/${of} failed: ${short(error)}`);
+          },
+        );
+        this.trackUnkillable(tick);
+      }
+    }
+    await this.settleUnlessBatched();
+  }
+
+  // ---------------------------------------------------------------- workers
+
+  private workerDeps(lane: Lane, clients: ActorClients, deadline: number): WorkerDeps {
+    const clock = this.time.clockOf({ skewMs: lane.spec.skewMs });
+    const timers = this.time.timersOf(lane.container);
+    return {
+      ledger: new Ledger(clients.doc, { tableName: this.tables.ledger }),
+      queue: new RunQueue(clients.sqs, this.queues.runQueueUrl),
+      doc: clients.doc,
+      jobs: jobsByName(this.jobs),
+      handlers: modelHandlers({ behaviourFor: (job) => this.behaviourFor(job), groupOf: (job) => this.groupOf(job), history: this.sinkFor(lane.spec.skewMs), now: () => this.time.now() }, lane.owner, timers),
+      tables: { ledger: this.tables.ledger, payments: this.tables.payments },
+      owner: lane.owner,
+      clock,
+      random: this.random,
+      logger: QUIET_LOGGER,
+      metrics: this.metrics,
+      history: this.sinkFor(lane.spec.skewMs),
+      remainingTimeMs: () => deadline - this.time.now(),
+      timers,
+      options: { clockSkewMs: this.setup.clockAllowanceMs },
+    };
+  }
+
+  /**
+   * The event source mapping hands a batch of due messages to lane `index` (a Lambda container:
+   * thawed if it was frozen between invocations, started afresh if it was killed). `duplicateTo`
+   * hands a copy of the batch's first message to a second lane at the same time.
+   */
+  async deliver(index: number, duplicateTo?: number): Promise<void> {
+    const lane = this.lane(index);
+    if (lane.busy) return;
+    await this.queue.pull();
+    const records = await this.queue.take(lane.spec.batchSize);
+    if (records.length === 0) return;
+    await this.invoke(lane, records);
+    if (duplicateTo !== undefined) {
+      const other = this.lane(duplicateTo);
+      if (other !== lane && !other.busy) await this.invoke(other, [this.queue.duplicateOf(records[0]!)]);
+    }
+    await this.settleUnlessBatched();
+  }
+
+  private async invoke(lane: Lane, records: QueueRecord[]): Promise<void> {
+    if (this.time.state(lane.container) === 'dead' || !lane.clients) {
+      lane.clients?.destroy();
+      lane.generation++;
+      lane.container = `${lane.name}#${lane.generation}`;
+      lane.clients = this.clientsFor(lane.container, lane.spec.sdkAttempts);
+    }
+    lane.invocations++;
+    lane.owner = `${lane.name}.${lane.invocations}`;
+    lane.busy = true;
+    lane.held = records.map((r) => runKeyIn(r.body));
+    this.say(`${lane.owner} receives ${lane.held.map((k, i) => `${k}${records[i]!.attributes?.ApproximateReceiveCount !== '1' ? ` (receive ${records[i]!.attributes?.ApproximateReceiveCount})` : ''}`).join(', ')}`);
+    // Lambda thaws the container: timers of earlier invocations (zombies) run again.
+    this.time.setState(lane.container, 'running');
+    await this.time.fireOverdue(lane.container, () => this.settle());
+    const container = lane.container;
+    const clients = lane.clients;
+    const deadline = this.time.now() + RUN_QUEUES.workerTimeoutSeconds * 1000;
+    const owner = lane.owner;
+    // The Lambda service ends an invocation that outlives its timeout (the container dies).
+    const timeoutTimer = this.time.timersOf(HARNESS).setTimeout(() => {
+      if (lane.busy && lane.owner === owner) {
+        this.say(`${owner}: Lambda timeout, container killed`);
+        this.kill(this.lanes.indexOf(lane));
+      }
+    }, deadline - this.time.now());
+    const deps = this.workerDeps(lane, clients, deadline);
+    const invocation = processBatch(deps, records)
+      .then(async (result) => {
+        const failed = new Set(result.batchItemFailures.map((f) => f.itemIdentifier));
+        const done = records.filter((r, i) => !failed.has(r.messageId) && records.findIndex((o) => o.messageId === r.messageId) === i);
+        if (done.length > 0 && this.time.state(container) !== 'dead') {
+          // The event source mapping deletes what the invocation reported done.
+          await clients.sqs
+            .send(new DeleteMessageBatchCommand({ QueueUrl: this.queues.runQueueUrl, Entries: done.map((r, i) => ({ Id: String(i), ReceiptHandle: r.receiptHandle })) }))
+            .catch((error: unknown) => this.say(`${owner}: delete failed: ${short(error)}`));
+        }
+      })
+      .catch((error: unknown) => this.say(`${owner}: invocation failed: ${short(error)}`))
+      .finally(() => {
+        this.time.timersOf(HARNESS).clearTimeout(timeoutTimer);
+        if (lane.owner === owner && lane.container === container) {
+          lane.busy = false;
+          lane.held = [];
+          // Between invocations Lambda freezes the container: nothing of it runs until the next one.
+          this.time.setState(container, 'frozen');
+        }
+      });
+    this.track(invocation);
+  }
+
+  /** The lane's container dies at once (SIGKILL, OOM, Lambda timeout). */
+  kill(index: number): void {
+    const lane = this.lane(index);
+    if (this.time.state(lane.container) === 'dead') return;
+    if (lane.busy) {
+      this.disturbed(lane.container, 'killed');
+      this.say(`${lane.owner} killed`);
+    }
+    this.time.setState(lane.container, 'dead');
+    lane.busy = false;
+    lane.held = [];
+    for (const resolve of this.holds.get(lane.container) ?? []) resolve();
+    this.holds.delete(lane.container);
+  }
+
+  /** The lane's container stops for `ms` of virtual time (a GC pause, SIGSTOP, a slow host). */
+  async pause(index: number, ms: number): Promise<void> {
+    const lane = this.lane(index);
+    if (!lane.busy || this.time.state(lane.container) !== 'running') return;
+    this.disturbed(lane.container, 'paused');
+    this.say(`${lane.owner} paused for ${Math.round(ms / 1000)} s`);
+    const container = lane.container;
+    this.time.setState(container, 'frozen');
+    lane.paused = true;
+    this.time.timersOf(HARNESS).setTimeout(() => {
+      if (this.time.state(container) !== 'frozen' || !lane.paused) return;
+      lane.paused = false;
+      this.thaw(lane);
+    }, ms);
+    await this.settleUnlessBatched();
+  }
+
+  private thaw(lane: Lane): void {
+    this.time.setState(lane.container, 'running');
+    this.say(`${lane.owner} resumes`);
+    for (const resolve of this.holds.get(lane.container) ?? []) resolve();
+    this.holds.delete(lane.container);
+    const container = lane.container;
+    this.track(this.time.fireOverdue(container, () => this.settle()));
+  }
+
+  // ---------------------------------------------------------------- operator
+
+  private opsDeps() {
+    const clock = this.time.clockOf({ skewMs: this.setup.opsSkewMs });
+    const ledger = new Ledger(this.ops.doc, { tableName: this.tables.ledger });
+    const ops = new LedgerOps(this.ops.doc, { tableName: this.tables.ledger });
+    const queue = new RunQueue(this.ops.sqs, this.queues.runQueueUrl);
+    return { clock, ledger, ops, queue };
+  }
+
+  private async opsActivity(label: string, work: () => Promise<void>): Promise<void> {
+    this.trackUnkillable(
+      work().catch((error: unknown) => {
+        this.say(`ops ${label} failed: ${short(error)}`);
+      }),
+    );
+    await this.settleUnlessBatched();
+  }
+
+  /** Whether the planner's state lists `job` as paused (a harness read: no gate, no faults). */
+  private async pausedInLedger(job: string): Promise<boolean> {
+    const { paused } = await readFinal(this.stack.clients.doc, { ledger: this.tables.ledger, business: this.tables.payments });
+    return paused.includes(job);
+  }
+
+  /**
+   * An operator pauses or resumes a job, then checks the outcome as `ops status` would: the model
+   * records the change it sees (a call whose response was lost may have paused the job although
+   * it reported failure, or "already paused" on its retry). The change happened somewhere between
+   * the call and the check: both sequence numbers are kept.
+   */
+  private async flipPause(job: Job, action: 'pause' | 'resume'): Promise<void> {
+    const from = this.nextSeq();
+    await this.opsActivity(`${action} ${job.name}`, async () => {
+      try {
+        const { clock, ledger } = this.opsDeps();
+        if (action === 'pause') {
+          // As `ops pause` does: the job's plan item remembers how far it was planned.
+          const now = clock();
+          const before = (await jobPlanning(ledger.planning, [job.name], partitionOf)).get(job.name);
+          await ledger.planning.pause(job.name, before?.plannedUntil ?? now, { by: 'model', note: 'model pause', at: now });
+        } else {
+          await ledger.planning.resume(job.name);
+        }
+      } finally {
+        const paused = await this.pausedInLedger(job.name);
+        if (paused !== this.pausedJobs.has(job.name)) {
+          if (paused) this.pausedJobs.add(job.name);
+          else this.pausedJobs.delete(job.name);
+          this.timeline.push({ kind: paused ? 'pause' : 'resume', seq: this.nextSeq(), from, job: job.name });
+          this.say(`ops ${paused ? 'pause' : 'resume'} ${job.name}`);
+        }
+      }
+    });
+  }
+
+  async pauseJob(index: number): Promise<void> {
+    if (this.jobs.length === 0) return;
+    await this.flipPause(this.jobs[index % this.jobs.length]!, 'pause');
+  }
+
+  async resumeJob(index: number): Promise<void> {
+    if (this.jobs.length === 0) return;
+    await this.flipPause(this.jobs[index % this.jobs.length]!, 'resume');
+  }
+
+  async backfill(index: number, agoMs: number, spanMs: number): Promise<void> {
+    if (this.jobs.length === 0) return;
+    const job = this.jobs[index % this.jobs.length]!;
+    await this.opsActivity(`backfill ${job.name}`, async () => {
+      const { clock, ledger } = this.opsDeps();
+      const to = clock() - agoMs;
+      const from = to - spanMs;
+      this.timeline.push({ kind: 'backfill-started', seq: this.nextSeq(), job: job.name, slotFrom: from, slotTo: to });
+      const report = await backfill(
+        { ledger, queue: new RunQueue(this.ops.sqs, this.queues.runQueueUrl), clock, sleep: this.time.sleepOf('ops') },
+        { job, from, to, maxPerSecond: 20 },
+      );
+      this.timeline.push({ kind: 'backfill', seq: this.nextSeq(), job: job.name, slotFrom: from, slotTo: to });
+      this.say(`ops backfill ${job.name} [${iso(from)}, ${iso(to)}): ${report.created} created`);
+    });
+  }
+
+  async redrive(): Promise<void> {
+    await this.opsActivity('redrive', async () => {
+      const { clock, ledger, ops } = this.opsDeps();
+      if ((await this.queue.deadLetterDepth()) === 0) return;
+      const report = await redrive(
+        {
+          sqs: this.ops.sqs,
+          ledger,
+          ops,
+          jobs: this.jobs,
+          deadLetterQueueUrl: this.queues.deadLetterQueueUrl,
+          deadLetterQueueArn: async () => this.queues.deadLetterQueueArn,
+          runQueueArn: async () => this.queues.runQueueArn,
+          clock,
+        },
+        { maxPerSecond: 500, by: 'model' },
+      );
+      for (const entry of report.entries) {
+        if (entry.action !== 'revived' || !entry.runKey || !entry.status) continue;
+        const after = await this.harnessRun(entry.runKey);
+        this.events.push({ type: 'ops', at: this.time.now(), runKey: entry.runKey, action: 'redrive', from: entry.status, to: after?.status ?? RunStatus.READY });
+      }
+      this.say(`ops redrive: ${report.messages} message(s), ${report.revived} revived`);
+      if (report.taskHandle) await this.queue.afterRedrive(this.queues.deadLetterQueueArn);
+    });
+  }
+
+  /** Picks the `pick`-th run an operator might act on (DEAD, or open), from a consistent read. */
+  private async candidate(pick: number, statuses: readonly RunStatus[]): Promise<Run | undefined> {
+    const { runs } = await readFinal(this.stack.clients.doc, { ledger: this.tables.ledger, business: this.tables.payments });
+    const candidates = runs.filter((r) => statuses.includes(r.status));
+    return candidates[pick % Math.max(1, candidates.length)];
+  }
+
+  async resolve(pick: number, as: 'succeeded' | 'dead'): Promise<void> {
+    const run = await this.candidate(pick, [RunStatus.DEAD, RunStatus.RUNNING, RunStatus.RETRY, RunStatus.UNKNOWN, RunStatus.READY]);
+    if (!run) return;
+    await this.opsActivity(`resolve ${run.runKey}`, async () => {
+      const { clock, ledger, ops, queue } = this.opsDeps();
+      const id: RunId = { job: run.job, slot: run.slot, shard: run.shard };
+      const handOn = laneHandOn(ledger, queue, this.jobs, clock);
+      const { before, after } = await resolveRun({ ledger, ops, clock, handOn }, { id, as, reason: 'model: resolved by hand', by: 'model' });
+      this.events.push({ type: 'ops', at: this.time.now(), runKey: after.runKey, action: 'resolve', from: before.status, to: after.status });
+      this.say(`ops resolve ${after.runKey}: ${before.status} → ${after.status}`);
+    });
+  }
+
+  /**
+   * `ops retry <runKey>`: a fresh attempt budget for an ended run (DEAD, or SKIPPED/SUPERSEDED on
+   * request), of the preferred state when there is one.
+   */
+  async retry(pick: number, prefer: RunStatus): Promise<void> {
+    const candidate = (await this.candidate(pick, [prefer])) ?? (await this.candidate(pick, RETRYABLE_STATES));
+    if (!candidate) return;
+    await this.opsActivity(`retry ${candidate.runKey}`, async () => {
+      const { clock, ledger, ops, queue } = this.opsDeps();
+      const run = await ledger.getRun({ job: candidate.job, slot: candidate.slot, shard: candidate.shard });
+      if (!run) return;
+      const [entry] = await retryRuns({ ledger, ops, queue, clock }, [run], { by: 'model', states: RETRYABLE_STATES });
+      if (entry?.action !== 'revived' || !entry.to) {
+        this.say(`ops retry ${run.runKey}: ${entry?.action ?? 'nothing'}${entry?.detail ? ` (${entry.detail})` : ''}`);
+        return;
+      }
+      this.events.push({ type: 'ops', at: this.time.now(), runKey: run.runKey, action: 'retry', from: run.status, to: entry.to });
+      this.say(`ops retry ${run.runKey}: ${run.status} → ${entry.to}`);
+    });
+  }
+
+  /** One run as the harness reads it (not an actor's call: no gate, no faults). */
+  private async harnessRun(runKey: string): Promise<Run | undefined> {
+    const { runs } = await readFinal(this.stack.clients.doc, { ledger: this.tables.ledger, business: this.tables.payments });
+    return runs.find((r) => r.runKey === runKey);
+  }
+
+  // ---------------------------------------------------------------- faults
+
+  armFault(laneOrActor: number | 'planner' | 'ops', kind: CallInfo['kind'], fault: FaultKind, count: number, latencyMs?: number): void {
+    const actor = typeof laneOrActor === 'number' ? this.lane(laneOrActor).container : laneOrActor;
+    this.faults.arm({ actor, kind, fault, count, latencyMs });
+  }
+
+  /** Arms a fault for whichever container the lane runs next (a container started later too). */
+  armLaneFault(index: number, kind: CallInfo['kind'], fault: FaultKind, count: number, latencyMs?: number): void {
+    const lane = this.lane(index);
+    for (let g = lane.generation; g <= lane.generation + 2; g++) this.faults.arm({ actor: `${lane.name}#${g}`, kind, fault, count, latencyMs });
+  }
+
+  // ---------------------------------------------------------------- quiescence and check
+
+  /**
+   * Stops injecting faults, thaws every paused lane, and lets time run on: planner ticks every
+   * minute, every due message delivered at once (to a free lane, or to a fresh container as Lambda
+   * scales out), handlers well-behaved from now on. It ends as soon as the world has settled down
+   * (no run of the fault phase open but those left for an operator, no job catching up, nothing
+   * due or in progress, the watermark fresh from a tick), or at the bound.
+   */
+  async quiesce(): Promise<void> {
+    this.faultPhaseEnd = this.time.now();
+    this.faults.enabled = false;
+    this.quiescent = true;
+    this.say('— faults stop; time runs on —');
+    for (const lane of this.lanes) {
+      if (lane.paused) {
+        lane.paused = false;
+        this.thaw(lane);
+      }
+    }
+    await this.settle();
+    const start = this.time.now();
+    const maxEnd = start + QUIESCENCE_MAX_MS;
+    let nextTick = start;
+    for (let round = 0; round < 20_000; round++) {
+      const now = this.time.now();
+      let ticked = false;
+      if (now >= nextTick) {
+        await this.tick();
+        nextTick = now + PLANNER_SCHEDULE.tickMs;
+        ticked = true;
+      }
+      await this.queue.pull();
+      await this.deliverAllDue();
+      await this.settle();
+      const idle = !this.queue.hasDue() && this.lanes.every((l) => !l.busy) && this.extraLanes.every((l) => !l.busy);
+      const nextTimer = this.time.nextTimerAt();
+      const quietUntilTick = idle && (nextTimer === undefined || nextTimer >= nextTick) && (this.queue.nextVisibleAt() ?? Infinity) >= nextTick;
+      // A tick or an operator action still in flight (a delayed response) may yet write: wait for it.
+      if ((ticked || quietUntilTick) && this.unkillableInFlight === 0 && (await this.settledDown(ticked))) break;
+      if (this.time.now() >= maxEnd) break;
+      const candidates = [nextTick, this.queue.nextVisibleAt(), nextTimer].filter((t): t is number => t !== undefined);
+      const next = Math.max(this.time.now() + 1, Math.min(...candidates));
+      await this.time.advanceTo(Math.min(next, maxEnd), () => this.settle());
+    }
+    this.quiescenceEnd = this.time.now();
+    const took = Math.round((this.quiescenceEnd - start) / 1000);
+    this.say(this.quiescenceEnd >= maxEnd ? `— quiescence bound reached after ${took} s; still open: ${this.unsettled.join('; ')} —` : `— settled after ${took} s —`);
+  }
+
+  /** Every due message to a free lane; when all are busy, to a fresh container (Lambda scales out). */
+  private async deliverAllDue(): Promise<void> {
+    for (let i = 0; i < this.lanes.length && this.queue.hasDue(); i++) if (!this.lane(i).busy) await this.deliver(i);
+    while (this.queue.hasDue()) {
+      let lane = this.extraLanes.find((l) => !l.busy);
+      if (!lane) {
+        if (this.extraLanes.length >= MAX_EXTRA_LANES) return;
+        const name = `q${this.extraLanes.length}`;
+        lane = { name, spec: { skewMs: 0, sdkAttempts: 3, batchSize: 10 }, generation: 0, container: `${name}#0`, busy: false, invocations: 0, owner: '', held: [], paused: false };
+        this.extraLanes.push(lane);
+      }
+      const records = await this.queue.take(lane.spec.batchSize);
+      if (records.length === 0) return;
+      await this.invoke(lane, records);
+    }
+  }
+
+  /**
+   * Whether quiescence may end: no open run of a configured job with a slot of the fault phase
+   * (except runs the sweeper stopped re-dispatching: left for an operator), and no unpaused job
+   * still catching up. Also remembers the catch-up cursors, to tell a long backlog from a wedge.
+   */
+  private async settledDown(ticked: boolean): Promise<boolean> {
+    const final = await readFinal(this.stack.clients.doc, { ledger: this.tables.ledger, business: this.tables.payments });
+    const configured = new Set(this.jobs.map((j) => j.name));
+    const stuck = new Set(this.stuckRuns(final).map((r) => r.runKey));
+    const open = final.runs.some((r) => configured.has(r.job) && !isTerminal(r.status) && !stuck.has(r.runKey) && r.slot <= (this.faultPhaseEnd ?? 0) + this.setup.plannerSkewMs);
+    const behind = [...final.cursors].filter(([job]) => configured.has(job) && !this.pausedJobs.has(job));
+    this.unsettled = [
+      ...final.runs.filter((r) => configured.has(r.job) && !isTerminal(r.status) && !stuck.has(r.runKey) && r.slot <= (this.faultPhaseEnd ?? 0) + this.setup.plannerSkewMs).slice(0, 3).map((r) => `${r.runKey} ${r.status}`),
+      ...behind.map(([job, cursor]) => `${job} behind at ${iso(cursor)}`),
+    ];
+    if (ticked) {
+      // Progress is measured tick to tick: a check between two ticks sees nothing move.
+      const moved = behind.filter(([job, cursor]) => this.lastCursors.get(job) !== undefined && this.lastCursors.get(job) !== cursor).map(([job]) => job);
+      this.progressing = moved;
+      for (const [job] of behind) this.streaks.set(job, moved.includes(job) ? (this.streaks.get(job) ?? 0) + 1 : 0);
+      this.lastCursors = new Map(behind);
+    }
+    // A long backlog paged by maxPerTick: once it has moved for a few ticks in a row, the planner
+    // is shown to catch up (a wedged one does not move) and waiting for the rest proves nothing more.
+    return !open && behind.every(([job]) => (this.streaks.get(job) ?? 0) >= CATCH_UP_STREAK);
+  }
+
+  /** Open runs the sweeper gave up re-dispatching (budget spent, nobody claimed them): waiting for an operator. */
+  private stuckRuns(final: FinalTables): Run[] {
+    const messaged = this.queue.runKeysWithMessage();
+    return final.runs.filter((r) => isWaiting(r.status) && (r.redispatches ?? 0) >= SWEEP_DEFAULTS.maxRedispatches && !messaged.has(r.runKey));
+  }
+
+  private clockTolerance(): number {
+    const skews = [...this.setup.lanes.map((l) => l.skewMs), this.setup.plannerSkewMs, this.setup.opsSkewMs];
+    return Math.max(...skews) - Math.min(...skews) + this.setup.clockAllowanceMs + 1_000;
+  }
+
+  async check(): Promise<{ result: CheckResult; final: FinalTables }> {
+    const final = await readFinal(this.stack.clients.doc, { ledger: this.tables.ledger, business: this.tables.payments });
+    const tolerance = this.clockTolerance();
+    const configured = new Set(this.jobs.map((j) => j.name));
+    const behindCursors = new Map([...final.cursors].filter(([job]) => final.planner.some((p) => p.behind.includes(job))));
+    const owed = computeOwed({ timeline: this.timeline, ticks: this.ticks, until: this.faultPhaseEnd ?? this.time.now(), plannerSkewMs: this.setup.plannerSkewMs, configured, behindCursors });
+    const stuck = this.stuckRuns(final);
+    const stuckKeys = new Set(stuck.map((r) => r.runKey));
+    const runsByKey = new Map(final.runs.map((r) => [r.runKey, r]));
+    // An owed run the sweeper left for an operator may stay as it is (README: waiting for a person).
+    const slots = owed.slots.map((slot) => {
+      const run = runsByKey.get(runKeyOf(slot.job, slot.slot, slot.shard ?? 0, slot.shards ?? 1));
+      return run && stuckKeys.has(run.runKey) ? { ...slot, statuses: [...SETTLED_STATUSES, run.status] } : slot;
+    });
+    const skews = [...this.setup.lanes.map((l) => l.skewMs), this.setup.opsSkewMs];
+    const pairwise = Math.max(...skews) - Math.min(...skews);
+    const jobsByPartition: Record<number, string[]> = {};
+    for (const job of this.jobs) (jobsByPartition[partitionOf(job.name, this.partitions)] ??= []).push(job.name);
+    const all = [...this.specs.values()];
+    const result = checkScenario(
+      this.events,
+      final,
+      {
+        slots,
+        clockAllowanceMs: Math.max(0, pairwise - this.setup.clockAllowanceMs),
+        model: {
+          reconciling: all.filter((s) => s.reconcile).map((s) => s.name),
+          itemGroups: Object.fromEntries(all.map((s) => [s.name, s.group])),
+          overlap: Object.fromEntries(all.map((s) => [s.name, s.overlap])),
+          startLeadMs: Object.fromEntries(all.map((s) => [s.name, s.startLeadMs])),
+          clockToleranceMs: tolerance,
+          unexpected: unexpectedRuns(final.runs, this.timeline, this.ticks),
+        },
+      },
+      {
+        now: this.time.now(),
+        clockToleranceMs: tolerance,
+        partitions: this.partitions,
+        jobsByPartition,
+        paused: [...this.pausedJobs],
+        jobs: this.jobs.map((j) => j.name),
+        queue: this.queue.remaining(),
+        withMessage: [...this.queue.runKeysWithMessage()],
+        sweepGraceMs: SWEEP_GRACE_MS + PLANNER_SCHEDULE.tickMs + tolerance,
+        // Quiescence delivers every due message at once: one due for a minute was left behind.
+        dueGraceMs: PLANNER_SCHEDULE.tickMs,
+        stuck: [...stuckKeys],
+        progressing: this.progressing,
+        pausedInLedger: final.paused,
+      },
+    );
+    return { result, final };
+  }
+
+  story(): string {
+    return this.storyLines.join('\n');
+  }
+
+  async destroy(): Promise<void> {
+    if (this.destroyed) return;
+    this.destroyed = true;
+    for (const lane of this.lanes) this.time.setState(lane.container, 'dead');
+    this.time.clearAll();
+    for (const lane of this.lanes) lane.clients?.destroy();
+    this.planner.destroy();
+    this.ops.destroy();
+    const { dynamo, sqs } = this.stack.clients;
+    await Promise.all([
+      dynamo.send(new DeleteTableCommand({ TableName: this.tables.ledger })).catch(() => undefined),
+      dynamo.send(new DeleteTableCommand({ TableName: this.tables.payments })).catch(() => undefined),
+      deleteQueue(sqs, this.queues.runQueueUrl),
+      deleteQueue(sqs, this.queues.deadLetterQueueUrl),
+    ]);
+  }
+}
+
+/** The history events a reader of a failure's story needs, one line each. */
+function storyOf(event: HistoryEvent): string | undefined {
+  switch (event.type) {
+    case 'claimed':
+      return `${event.owner} claims ${event.runKey} (token …${event.token % 1000}, from ${event.from})`;
+    case 'outcome':
+      return `${event.owner} records ${event.runKey} ${event.status}${event.accepted ? '' : ' — refused'}`;
+    case 'handler-finished':
+      return `${event.owner} handler of ${event.runKey} ended ${event.result}`;
+    case 'reconciled':
+      return `${event.owner} reconciles ${event.runKey}: ${event.outcome}`;
+    case 'effect':
+      return event.result === 'accepted' ? undefined : `write of ${event.runKey} (token …${event.token % 1000}) ${event.result}`;
+    case 'run-created':
+      return event.status === RunStatus.SKIPPED ? `planner creates ${event.runKey} SKIPPED` : undefined;
+    default:
+      return undefined;
+  }
+}
+
+function deleteQueue(sqs: SQSClient, url: string): Promise<unknown> {
+  return sqs.send(new DeleteQueueCommand({ QueueUrl: url })).catch(() => undefined);
+}
+
+function runKeyIn(body: string): string {
+  try {
+    const parsed = JSON.parse(body) as { runKey?: unknown };
+    return typeof parsed.runKey === 'string' ? parsed.runKey : '?';
+  } catch {
+    return '?';
+  }
+}
+
+function short(error: unknown): string {
+  return error instanceof Error ? `${error.name}: ${error.message.split('\n')[0]!.slice(0, 160)}` : String(error);
+}
+
