@@ -117,7 +117,7 @@ describe('npm start: what the local runtime reports', () => {
   });
 
   it('a takeover names the new and the previous owner; a fenced-out write its resource, and its run ends SUPERSEDED with the reason', () => {
-    expect(takeovers).toEqual([expect.objectContaining({ runKey: runKeyOf('ghost', base, 0, 1), owner: expect.stringMatching(/^local-worker-/) })]);
+    expect(takeovers).toEqual([expect.objectContaining({ runKey: runKeyOf('ghost', base, 0, 1), owner: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/) })]);
     expect(fenced).toEqual([expect.objectContaining({ runKey: runKeyOf('fenced', base - MINUTE, 0, 1), resource: `${box.endpoints.ledgerTable}/CACHE#lines/CURRENT` })]);
     expect(outcomes.find((o) => o.runKey === runKeyOf('fenced', base - MINUTE, 0, 1))).toMatchObject({ status: 'SUPERSEDED', error: { code: 'SUPERSEDED_BY_NEWER_SLOT' } });
     const summary = runtime.summary();

@@ -29,7 +29,7 @@ describe('an attempt must fit in one worker invocation', () => {
     }
     expect(error).toBeInstanceOf(JobConfigError);
     expect((error as JobConfigError).issues).toEqual([expect.objectContaining({ job: 'long', field: 'timeout', value: '5m' })]);
-    expect((error as Error).message).toMatch(/job "long": field "timeout": an attempt must fit in one worker invocation: at most 47500ms with the worker timeout of 1m/);
+    expect((error as Error).message).toMatch(/job "long": field "timeout": an attempt must fit in one worker invocation: at most 49s with the worker timeout of 1m/);
   });
 
   it('the default timeout fits the default worker, and a checkpointing job may run longer', () => {
