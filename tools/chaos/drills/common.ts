@@ -154,3 +154,23 @@ export function loadFacts(world: World, runs: readonly Run[]): Record<string, nu
   for (const run of runs) if (run.status === RunStatus.DEAD) facts[`dead_${run.lastError?.code ?? 'unknown'}`] = (facts[`dead_${run.lastError?.code ?? 'unknown'}`] ?? 0) + 1;
   return facts;
 }
+
+/**
+ * The slowest DynamoDB and SQS call the world's clients make from now on. A starved DynamoDB
+ * Local or SQS emulator (a loaded machine) delays every run alike: bounds on lag or takeover time
+ * add it, so they measure the scheduler, not the machine.
+ */
+export function slowestCallMeter(world: World): { readonly ms: () => number } {
+  let slowest = 0;
+  const meter = (next: (args: unknown) => Promise<unknown>) => async (args: unknown) => {
+    const sentAt = performance.now();
+    try {
+      return await next(args);
+    } finally {
+      slowest = Math.max(slowest, Math.round(performance.now() - sentAt));
+    }
+  };
+  world.box.clients.dynamo.middlewareStack.add(meter as never, { step: 'finalizeRequest', name: 'slowest-call' });
+  world.box.clients.sqs.middlewareStack.add(meter as never, { step: 'finalizeRequest', name: 'slowest-call' });
+  return { ms: () => slowest };
+}

@@ -14,6 +14,7 @@ import { percentile } from '../../local-runtime.js';
 import { invariantViolations, iterate, tracer, type Drill, type DrillViolation } from '../drill.js';
 import type { FailMode } from '../handlers.js';
 import { sleepMs, World, SETTLE_MS } from '../world.js';
+import { slowestCallMeter } from './common.js';
 
 export const LAG_BOUND_MS = 3_000;
 const LOOKAHEAD = 4_000;
@@ -29,19 +30,8 @@ export const failingJobDrill: Drill = (options) =>
     // Neither figure grows with the failing job: its retries are a handful of calls a second.
     const stalls = monitorEventLoopDelay({ resolution: 20 });
     stalls.enable();
-    // So does a starved DynamoDB Local (another process): the slowest ledger call is added too.
-    let slowestCallMs = 0;
-    world.box.clients.dynamo.middlewareStack.add(
-      (next) => async (args) => {
-        const sentAt = performance.now();
-        try {
-          return await next(args);
-        } finally {
-          slowestCallMs = Math.max(slowestCallMs, Math.round(performance.now() - sentAt));
-        }
-      },
-      { step: 'finalizeRequest', name: 'slowest-ledger-call' },
-    );
+    // So does a starved DynamoDB Local or SQS emulator (other processes): the slowest call is added too.
+    const slowest = slowestCallMeter(world);
     try {
       const prefix = `f${index}-${rng.int(0, 46_655).toString(36)}`;
       const failMode = rng.pick(FAIL_MODES);
@@ -104,6 +94,7 @@ export const failingJobDrill: Drill = (options) =>
       const lags = healthyRuns.map((r) => firstStart.get(r.runKey) ?? Infinity);
       stalls.disable();
       const stallMs = Math.round(stalls.max / 1e6);
+      const slowestCallMs = slowest.ms();
       const bound = LAG_BOUND_MS + stallMs + slowestCallMs;
       for (const run of healthyRuns) {
         const lag = firstStart.get(run.runKey);
@@ -111,7 +102,7 @@ export const failingJobDrill: Drill = (options) =>
           violations.push({
             invariant: 'starvation',
             runKey: run.runKey,
-            detail: lag === undefined ? 'healthy run never started' : `healthy run started ${lag} ms after its slot (bound ${LAG_BOUND_MS} ms + ${stallMs} ms this process stalled + ${slowestCallMs} ms the slowest ledger call)`,
+            detail: lag === undefined ? 'healthy run never started' : `healthy run started ${lag} ms after its slot (bound ${LAG_BOUND_MS} ms + ${stallMs} ms this process stalled + ${slowestCallMs} ms the slowest DynamoDB or SQS call)`,
           });
         }
         if (run.attempt !== 1) violations.push({ invariant: 'starvation', runKey: run.runKey, detail: `healthy run needed ${run.attempt} attempts` });

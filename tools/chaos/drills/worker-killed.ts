@@ -17,7 +17,7 @@ import type { HandlerConfig } from '../handlers.js';
 import { unit } from '../rng.js';
 import { KillSwitch } from '../switches.js';
 import { sleepMs, until, World, SETTLE_MS } from '../world.js';
-import { allSucceeded, claimsBy, leaseEnds, loadFacts, pastSlots, randomOwner, startSuccessors, startVictim, victimJob } from './common.js';
+import { allSucceeded, claimsBy, leaseEnds, loadFacts, pastSlots, randomOwner, slowestCallMeter, startSuccessors, startVictim, victimJob } from './common.js';
 
 /** The largest clock allowance a successor of this drill is given (startSuccessors' bound). */
 const SUCCESSOR_MAX_ALLOWANCE_MS = 500;
@@ -69,6 +69,7 @@ export const workerKilledDrill: Drill = (options) =>
       let victimChild: ChildWorker | undefined;
       const stalls = monitorEventLoopDelay({ resolution: 20 });
       stalls.enable();
+      const slowest = slowestCallMeter(world);
       try {
         const { prefix, lease, heartbeatEvery, input, job } = victimJob(world, rng, `b${index}`, 'charge', 1_200, 2_500);
         const count = Math.max(4, Math.min(budget, child ? rng.int(6, 10) : rng.int(25, 50)));
@@ -122,7 +123,8 @@ export const workerKilledDrill: Drill = (options) =>
         const ends = leaseEnds(world.events);
         stalls.disable();
         const stallMs = Math.round(stalls.max / 1e6);
-        const bound = takeoverBound(heartbeatEvery) + stallMs;
+        const slowestCallMs = slowest.ms();
+        const bound = takeoverBound(heartbeatEvery) + stallMs + slowestCallMs;
         let maxTakeoverLateMs = 0;
         for (const note of hung) {
           const takeover = world.events.find((e) => e.type === 'claimed' && e.runKey === note.runKey && e.token > note.token && e.from === RunStatus.RUNNING);
@@ -138,7 +140,7 @@ export const workerKilledDrill: Drill = (options) =>
             violations.push({
               invariant: 'takeover-bound',
               runKey: note.runKey,
-              detail: `taken over ${late} ms after the victim's lease ended (lease ${lease} ms, heartbeat ${heartbeatEvery} ms): more than the ${bound} ms allowance + slack (${stallMs} ms of it this process stalled)`,
+              detail: `taken over ${late} ms after the victim's lease ended (lease ${lease} ms, heartbeat ${heartbeatEvery} ms): more than the ${bound} ms allowance + slack (${stallMs} ms of it this process stalled, ${slowestCallMs} ms the slowest DynamoDB or SQS call)`,
             });
           }
         }
@@ -163,6 +165,7 @@ export const workerKilledDrill: Drill = (options) =>
             reconcileOnTakeover: reconciled,
             maxTakeoverLateMs,
             stallMs,
+            slowestCallMs,
             ...loadFacts(world, runs),
           },
           observations: [],
