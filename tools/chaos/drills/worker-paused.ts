@@ -29,7 +29,7 @@ export const workerPausedDrill: Drill = (options) =>
       let victimChild: ChildWorker | undefined;
       const pause = new PauseSwitch();
       try {
-        const { prefix, lease, input, job } = victimJob(world, rng, `c${index}`, 'writer', 1_000, 2_000);
+        const { prefix, lease, input, job } = victimJob(world, rng, `c${index}`, 'writer', 2_500, 5_000);
         const count = Math.max(3, Math.min(budget, child ? rng.int(4, 8) : rng.int(20, 40)));
         const victimConfig: HandlerConfig = { seed, stepGapMs: [400, 900] };
         const victim = randomOwner(prefix, 'victim', rng);
