@@ -426,38 +426,25 @@ export class Ledger {
    * earlier commit, after a lost response) ended it.
    */
   async endSpentRunning(run: Pick<Run, 'job' | 'slot' | 'shard' | 'fencingToken'>, now: number, expiredBefore: number): Promise<boolean> {
-    const writeId = newWriteId();
     const running = '#status = :running';
     const sameToken = 'fencingToken = :token';
     const leaseExpired = 'leaseUntil < :expiredBefore';
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: this.runKeyOf(run),
-          UpdateExpression:
-            'SET #status = :dead, finishedAt = :now, expiresAt = :expiresAt, lastError = :reason, resultUnknown = :true, lastWrite = :write REMOVE openPk, openSk, nextAttemptAt, leaseUntil',
-          ConditionExpression: [running, sameToken, leaseExpired].join(' AND '),
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: {
-            ':running': RunStatus.RUNNING,
-            ':token': run.fencingToken,
-            ':expiredBefore': expiredBefore,
-            ':dead': RunStatus.DEAD,
-            ':now': now,
-            ':expiresAt': this.expiresAt(now),
-            ':reason': { code: 'FENCE_RANGE_EXHAUSTED', message: `the holder of the last claim of the fencing range (token ${run.fencingToken}) vanished` },
-            ':true': true,
-            ':write': writeId,
-          },
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (!isConditionalCheckFailure(error)) throw error;
-      return failedItem(error)?.lastWrite === writeId;
-    }
+    return this.endOnce(
+      run,
+      'SET #status = :dead, finishedAt = :now, expiresAt = :expiresAt, lastError = :reason, resultUnknown = :true REMOVE openPk, openSk, nextAttemptAt, leaseUntil',
+      [running, sameToken, leaseExpired].join(' AND '),
+      {},
+      {
+        ':running': RunStatus.RUNNING,
+        ':token': run.fencingToken,
+        ':expiredBefore': expiredBefore,
+        ':dead': RunStatus.DEAD,
+        ':now': now,
+        ':expiresAt': this.expiresAt(now),
+        ':reason': { code: 'FENCE_RANGE_EXHAUSTED', message: `the holder of the last claim of the fencing range (token ${run.fencingToken}) vanished` },
+        ':true': true,
+      },
+    );
   }
 
   /**
@@ -471,38 +458,25 @@ export class Ledger {
     reason: string,
     now: number,
   ): Promise<boolean> {
-    const writeId = newWriteId();
     const waiting = '#status IN (:ready, :retry, :unknown)';
     // Without a token: whatever claims happened before, as long as nobody holds it now.
     const sameToken = run.fencingToken === undefined ? undefined : 'fencingToken = :token';
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: this.runKeyOf(run),
-          UpdateExpression:
-            'SET #status = :settled, finishedAt = :now, expiresAt = :expiresAt, lastError = :reason, lastWrite = :write REMOVE openPk, openSk, nextAttemptAt',
-          ConditionExpression: sameToken ? `${waiting} AND ${sameToken}` : waiting,
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: {
-            ':ready': RunStatus.READY,
-            ':retry': RunStatus.RETRY,
-            ':unknown': RunStatus.UNKNOWN,
-            ...(sameToken ? { ':token': run.fencingToken } : {}),
-            ':settled': status,
-            ':now': now,
-            ':expiresAt': this.expiresAt(now),
-            ':reason': { code: status === RunStatus.DEAD ? 'FENCE_RANGE_EXHAUSTED' : status, message: reason },
-            ':write': writeId,
-          },
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (!isConditionalCheckFailure(error)) throw error;
-      return failedItem(error)?.lastWrite === writeId;
-    }
+    return this.endOnce(
+      run,
+      'SET #status = :settled, finishedAt = :now, expiresAt = :expiresAt, lastError = :reason REMOVE openPk, openSk, nextAttemptAt',
+      sameToken ? `${waiting} AND ${sameToken}` : waiting,
+      {},
+      {
+        ':ready': RunStatus.READY,
+        ':retry': RunStatus.RETRY,
+        ':unknown': RunStatus.UNKNOWN,
+        ...(sameToken ? { ':token': run.fencingToken } : {}),
+        ':settled': status,
+        ':now': now,
+        ':expiresAt': this.expiresAt(now),
+        ':reason': { code: status === RunStatus.DEAD ? 'FENCE_RANGE_EXHAUSTED' : status, message: reason },
+      },
+    );
   }
 
   /**
@@ -512,7 +486,6 @@ export class Ledger {
    * every item it then writes. Conditional on the status and token read; false when it moved.
    */
   async replaceRunning(run: Run, by: string, now: number): Promise<boolean> {
-    const writeId = newWriteId();
     const claim = claimsOf(run.fencingToken, run.slot);
     const entry: AttemptRecord = {
       claim,
@@ -524,27 +497,41 @@ export class Ledger {
       code: 'REPLACED',
       message: boundMessage(`replaced by ${by}`, MAX_HISTORY_MESSAGE_CHARS),
     };
+    return this.endOnce(
+      run,
+      'SET #status = :superseded, fencingToken = fencingToken + :one, finishedAt = :now, expiresAt = :expiresAt, lastError = :reason, ' +
+        'attempts.#entry = :entry REMOVE leaseUntil, openPk, openSk, nextAttemptAt',
+      '#status = :running AND fencingToken = :token',
+      { '#entry': `c${claim}` },
+      {
+        ':superseded': RunStatus.SUPERSEDED,
+        ':running': RunStatus.RUNNING,
+        ':token': run.fencingToken,
+        ':one': 1,
+        ':now': now,
+        ':expiresAt': this.expiresAt(now),
+        ':reason': { code: 'REPLACED', message: `replaced by ${by}` },
+        ':entry': entry,
+      },
+    );
+  }
+
+  /**
+   * One conditional update that ends a run, stamped with a write id: true when it committed, or
+   * when the condition failed on the item our own earlier attempt wrote (the SDK retried it after
+   * a lost response); false when the run moved meanwhile. `update` starts with SET; `#status` is named.
+   */
+  private async endOnce(run: Pick<Run, 'job' | 'slot' | 'shard'>, update: string, condition: string, names: Record<string, string>, values: Record<string, unknown>): Promise<boolean> {
+    const writeId = newWriteId();
     try {
       await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: this.runKeyOf(run),
-          UpdateExpression:
-            'SET #status = :superseded, fencingToken = fencingToken + :one, finishedAt = :now, expiresAt = :expiresAt, lastError = :reason, ' +
-            'attempts.#entry = :entry, lastWrite = :write REMOVE leaseUntil, openPk, openSk, nextAttemptAt',
-          ConditionExpression: '#status = :running AND fencingToken = :token',
-          ExpressionAttributeNames: { '#status': 'status', '#entry': `c${claim}` },
-          ExpressionAttributeValues: {
-            ':superseded': RunStatus.SUPERSEDED,
-            ':running': RunStatus.RUNNING,
-            ':token': run.fencingToken,
-            ':one': 1,
-            ':now': now,
-            ':expiresAt': this.expiresAt(now),
-            ':reason': { code: 'REPLACED', message: `replaced by ${by}` },
-            ':entry': entry,
-            ':write': writeId,
-          },
+          UpdateExpression: update.replace(/^SET /, 'SET lastWrite = :write, '),
+          ConditionExpression: condition,
+          ExpressionAttributeNames: { '#status': 'status', ...names },
+          ExpressionAttributeValues: { ...values, ':write': writeId },
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
