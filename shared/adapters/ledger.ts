@@ -660,22 +660,32 @@ export class Ledger {
     const before = side === 'before';
     const shard = lane?.shard;
     const mine = LedgerKeys.runSk(slot, 0);
-    const { Items = [] } = await this.doc.send(
-      new QueryCommand({
-        TableName: this.tableName,
-        KeyConditionExpression: before ? 'pk = :pk AND sk BETWEEN :low AND :mine' : 'pk = :pk AND sk > :mine',
-        ExpressionAttributeValues: {
-          ':pk': LedgerKeys.jobPk(job),
-          // After: past every shard of our slot; before: below shard 000 of our slot.
-          ':mine': before ? mine : `${mine.slice(0, -3)}\uffff`,
-          ...(before ? { ':low': LedgerKeys.runSkPrefix } : {}),
-        },
-        ScanIndexForward: !before,
-        Limit: limit * Math.max(1, lane?.shards ?? 1),
-        ConsistentRead: true,
-      }),
-    );
-    return Items.filter((item) => (item.sk as string).startsWith(LedgerKeys.runSkPrefix) && item.slot !== slot && (shard === undefined || item.shard === shard)).map(runFromItem);
+    const want = limit * Math.max(1, lane?.shards ?? 1);
+    const items: Record<string, unknown>[] = [];
+    let startKey: Record<string, unknown> | undefined;
+    // Paged: a page stops at 1 MB, and a job's items (attempt history, evidence, checkpoints) can
+    // be large enough that one page holds fewer than `want` of them.
+    do {
+      const page = await this.doc.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: before ? 'pk = :pk AND sk BETWEEN :low AND :mine' : 'pk = :pk AND sk > :mine',
+          ExpressionAttributeValues: {
+            ':pk': LedgerKeys.jobPk(job),
+            // After: past every shard of our slot; before: below shard 000 of our slot.
+            ':mine': before ? mine : `${mine.slice(0, -3)}\uffff`,
+            ...(before ? { ':low': LedgerKeys.runSkPrefix } : {}),
+          },
+          ScanIndexForward: !before,
+          Limit: want - items.length,
+          ConsistentRead: true,
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      items.push(...(page.Items ?? []));
+      startKey = page.LastEvaluatedKey;
+    } while (startKey && items.length < want);
+    return items.filter((item) => (item.sk as string).startsWith(LedgerKeys.runSkPrefix) && item.slot !== slot && (shard === undefined || item.shard === shard)).map(runFromItem);
   }
 
   /**

@@ -4,6 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
+import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { RunStatus } from '../../shared/core/vocabulary.js';
 import type { JobHandler } from '../../shared/handler-api.js';
 import { MetricName } from '../../shared/observability.js';
@@ -98,6 +99,25 @@ describe('forbid-queue liveness', () => {
       { numRuns: 25, seed: 7 },
     );
     expect(violations).toEqual([]);
+  });
+
+  it('forbid-queue finds the previous slot of its lane past a full 1 MB page: large items of the other shards (history, evidence) do not hide it', async () => {
+    const shards = 16;
+    const name = `fq-big-${Math.random().toString(36).slice(2, 8)}`;
+    const started: string[] = [];
+    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, overlap: 'forbid-queue', shards }], ['h']);
+    const now = Math.floor(Date.now() / MIN) * MIN;
+    const lab = new Lab(box, jobs, { h: { run: async (ctx) => void started.push(ctx.runKey) } }, now);
+    const [older, newer] = [now - 2 * MIN, now - MIN];
+    for (const slot of [older, newer]) for (let s = 0; s < shards; s++) await lab.create(name, slot, { shard: s });
+    // The older slot's items of shards 1..15 grow to ~100 KB each (a long attempt history or evidence
+    // would): read newest first, they fill more than one 1 MB page before shard 0's item.
+    const pad = 'x'.repeat(100_000);
+    for (let s = 1; s < shards; s++) {
+      await box.clients.doc.send(new UpdateCommand({ TableName: box.endpoints.ledgerTable, Key: box.ledger.runKeyOf({ job: name, slot: older, shard: s }), UpdateExpression: 'SET padding = :pad', ExpressionAttributeValues: { ':pad': pad } }));
+    }
+    await lab.deliver(name, newer, 'worker', {}, 0);
+    expect({ started, status: await lab.status(name, newer, 0) }).toEqual({ started: [], status: RunStatus.READY });
   });
 
   for (const holderKind of ['manual-parallel', 'scheduled'] as const) {
