@@ -55,8 +55,7 @@ function dueBy(deps: LaneDeps, job: Job): number {
 /** What the policy decides before any claim: wait (forbid-queue) or give way (coalesce). */
 export async function beforeClaim(deps: LaneDeps, job: Job, id: RunId, logger: RunLogger): Promise<Outcome | undefined> {
   if (job.overlap === OverlapPolicy.FORBID_QUEUE) {
-    // A manual run with `--overlap parallel` takes no lane and hands nothing on: nobody waits for it.
-    const older = (await olderOpenRuns(deps, job, id)).filter((r) => r.overlap !== OverlapPolicy.PARALLEL);
+    const older = await olderOpenRuns(deps, job, id);
     // The lane's holder never waits: an older run that opened while it held the lane (a backfill,
     // a retry, a catch-up slot planned late) waits for the lane instead, and is handed it next.
     // Waiting here too would deadlock the two, and every later run of the job behind them.
@@ -173,10 +172,14 @@ export async function afterRunEnded(deps: LaneDeps, job: Job, run: Pick<Run, 'jo
   await dispatchNextWaiting(deps, job, run, logger);
 }
 
-/** The open runs of a lane just before a slot (its nearest ORDER_NEIGHBOURS slots), nearest first. */
+/**
+ * The open runs a forbid-queue run comes after: its lane's, among the nearest ORDER_NEIGHBOURS
+ * slots before it, nearest first. A manual run with `--overlap parallel` takes no lane and hands
+ * nothing on: it is nobody's predecessor.
+ */
 async function olderOpenRuns(deps: LaneDeps, job: Job, id: Pick<RunId, 'slot' | 'shard'>): Promise<Run[]> {
   const near = await deps.ledger.nearestRuns(job.name, id.slot, 'before', ORDER_NEIGHBOURS, { shard: id.shard, shards: job.shards });
-  return near.filter((r) => !isTerminal(r.status));
+  return near.filter((r) => !isTerminal(r.status) && r.overlap !== OverlapPolicy.PARALLEL);
 }
 
 /** Dispatches the lane's next due waiting run, per policy (forbid-skip has no queue: nothing). */
@@ -184,7 +187,7 @@ async function dispatchNextWaiting(deps: LaneDeps, job: Job, run: Pick<Run, 'job
   if (job.overlap === OverlapPolicy.FORBID_SKIP || job.overlap === OverlapPolicy.PARALLEL) return;
   if (job.overlap === OverlapPolicy.FORBID_QUEUE) {
     // Slot order resumes with the oldest run that opened behind the holder's back (it waited for the lane).
-    const oldest = (await olderOpenRuns(deps, job, run)).filter((r) => WAITING_STATUSES.includes(r.status) && r.overlap !== OverlapPolicy.PARALLEL).at(-1);
+    const oldest = (await olderOpenRuns(deps, job, run)).filter((r) => WAITING_STATUSES.includes(r.status)).at(-1);
     if (oldest) return dispatch(deps, job, oldest, logger);
   }
   const due = await deps.ledger.laneRunsAfter(job.name, run.shard, run.slot, dueBy(deps, job));
