@@ -18,20 +18,12 @@
  *  pause-kept            the planner's paused jobs are exactly those an operator paused and did
  *                        not resume (whatever happened to the partition count).
  */
-import type { CheckViolation, FinalState, Invariant as InvariantType } from './checker.js';
+import type { CheckViolation, FinalState } from './checker.js';
 import { isTerminal, RunStatus, type Run } from './vocabulary.js';
 
 const iso = (ms: number | undefined) => (ms !== undefined && Number.isFinite(ms) ? new Date(ms).toISOString() : String(ms));
 
-const I = {
-  NO_LOST_SLOT: 'no-lost-slot',
-  LANE_NOT_BLOCKED: 'lane-not-blocked',
-  WATERMARK_CAUGHT_UP: 'watermark-caught-up',
-  NO_EXPIRED_RUNNING: 'no-expired-running',
-  NO_LOOPING_MESSAGE: 'no-looping-message',
-  OPEN_RUN_SWEPT: 'open-run-swept',
-  PAUSE_KEPT: 'pause-kept',
-} as const satisfies Record<string, InvariantType>;
+import { Invariant as I, type Invariant as InvariantType } from './invariant-names.js';
 
 /** A message still in the run queue when quiescence ended. */
 export interface QueuedMessage {

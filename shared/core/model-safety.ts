@@ -24,7 +24,7 @@
  *  no-unexpected-run        no run exists that the model says nobody could have created (a paused
  *                           job's, a removed job's, a slot from before the job existed).
  */
-import type { CheckViolation, FinalState, Invariant as InvariantType, ModelExpectations } from './checker.js';
+import type { CheckViolation, FinalState, ModelExpectations } from './checker.js';
 import type { HistoryEvent } from './history.js';
 import { RunStatus } from './vocabulary.js';
 
@@ -32,17 +32,7 @@ type Event<T extends HistoryEvent['type']> = Extract<HistoryEvent, { type: T }>;
 
 const iso = (ms: number | undefined) => (ms !== undefined && Number.isFinite(ms) ? new Date(ms).toISOString() : String(ms));
 
-// Invariant names, repeated here (not imported as values) to keep the module graph acyclic.
-const I = {
-  NO_RERUN_AFTER_SUCCESS: 'no-rerun-after-success',
-  RECONCILE_BEFORE_RERUN: 'reconcile-before-rerun',
-  NO_LATE_FENCED_WRITE: 'no-late-fenced-write',
-  NO_DOUBLE_APPLY: 'no-double-apply',
-  OWN_WRITE_RECOGNISED: 'own-write-recognised',
-  FENCED_OUT_SUPERSEDED: 'fenced-out-superseded',
-  SUPERSEDED_BY_DUE: 'superseded-by-due',
-  NO_UNEXPECTED_RUN: 'no-unexpected-run',
-} as const satisfies Record<string, InvariantType>;
+import { Invariant as I, type Invariant as InvariantType } from './invariant-names.js';
 
 function byRun(events: readonly HistoryEvent[]): Map<string, HistoryEvent[]> {
   const out = new Map<string, HistoryEvent[]>();
