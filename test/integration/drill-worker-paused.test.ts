@@ -14,6 +14,7 @@ describe('drill (c): worker paused past its lease, then resumed', () => {
     expect(result.violations, describeViolations(result)).toEqual([]);
     expect(result.childIterations).toBe(1);
     expect(result.facts.pausedRuns).toBeGreaterThan(0);
+    expect(result.facts.pausedInAGap).toBeGreaterThan(0);
     expect(result.takeovers).toBeGreaterThanOrEqual(result.facts.pausedRuns!);
     // FencedOutError on the resumed worker's writes, and no completion of its accepted.
     expect(result.fencingRejections).toBeGreaterThan(0);

@@ -70,6 +70,11 @@ function between(config: HandlerConfig, runKey: string, label: string, range: re
   return Math.round(min + unit(config.seed, `${runKey}:${label}`) * (max - min));
 }
 
+/** The writer's gap between its step and its charge for `runKey`, ms (what the handler will sleep). */
+export function stepGapOf(config: HandlerConfig, runKey: string): number {
+  return between(config, runKey, 'gap', config.stepGapMs, [0, 0]);
+}
+
 const never = () => new Promise<never>(() => undefined);
 
 /** The irreversible effect: append a charge to the run's business item, once per business key. */
@@ -150,7 +155,7 @@ export function makeHandlers(config: HandlerConfig, hooks: HandlerHooks): Record
       async run(ctx) {
         await step(ctx);
         hooks.note({ note: 'step', runKey: ctx.runKey, token: ctx.fencingToken, at: Date.now() });
-        const gap = between(config, ctx.runKey, 'gap', config.stepGapMs, [0, 0]);
+        const gap = stepGapOf(config, ctx.runKey);
         if (gap > 0) await sleep(gap);
         const result = await charge(ctx, hooks, idempotent);
         return { evidence: { charge: result } };

@@ -1,4 +1,5 @@
 /** Pieces the worker-fault drills (kill, pause, ledger unreachable) share. */
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { HistoryEvent } from '../../../shared/core/history.js';
 import type { Job, JobInput } from '../../../shared/core/job-schema.js';
 import { RunStatus, type Run, type RunId } from '../../../shared/core/vocabulary.js';
@@ -156,11 +157,28 @@ export function loadFacts(world: World, runs: readonly Run[]): Record<string, nu
 }
 
 /**
- * The slowest DynamoDB and SQS call the world's clients make from now on. A starved DynamoDB
- * Local or SQS emulator (a loaded machine) delays every run alike: bounds on lag or takeover time
- * add it, so they measure the scheduler, not the machine.
+ * What a loaded machine (a busy CI box, the suite's other heavy files) adds to a path of
+ * sequential DynamoDB and SQS calls, measured while the drill runs: the longest stall of this
+ * process's event loop, plus every call on the path as slow as the slowest call the world's
+ * clients made. A starved DynamoDB Local or SQS emulator delays every call alike, and a run's path
+ * is several calls long (a poller finishes its batch before it polls again), so one slow call's
+ * worth is not enough. Bounds on lag or takeover time add this, so that they measure the
+ * scheduler, not the machine: at idle it is a few hundred ms, under `stress-ng` several seconds.
  */
-export function slowestCallMeter(world: World): { readonly ms: () => number } {
+export interface MachineMeter {
+  /** The longest event-loop stall of this process so far, ms. */
+  readonly stallMs: () => number;
+  /** The slowest DynamoDB or SQS call so far, ms. */
+  readonly slowestCallMs: () => number;
+  /** stallMs + calls × slowestCallMs. */
+  readonly slackMs: (calls: number) => number;
+  /** Stops the event-loop monitor (the call meter lives as long as the world's clients). */
+  readonly stop: () => void;
+}
+
+export function machineMeter(world: World): MachineMeter {
+  const stalls = monitorEventLoopDelay({ resolution: 20 });
+  stalls.enable();
   let slowest = 0;
   const meter = (next: (args: unknown) => Promise<unknown>) => async (args: unknown) => {
     const sentAt = performance.now();
@@ -172,5 +190,11 @@ export function slowestCallMeter(world: World): { readonly ms: () => number } {
   };
   world.box.clients.dynamo.middlewareStack.add(meter as never, { step: 'finalizeRequest', name: 'slowest-call' });
   world.box.clients.sqs.middlewareStack.add(meter as never, { step: 'finalizeRequest', name: 'slowest-call' });
-  return { ms: () => slowest };
+  const stallMs = () => Math.round(stalls.max / 1e6);
+  return {
+    stallMs,
+    slowestCallMs: () => slowest,
+    slackMs: (calls) => stallMs() + calls * slowest,
+    stop: () => stalls.disable(),
+  };
 }

@@ -9,7 +9,6 @@
  * And the takeover is prompt: at most lease + clock allowance after the victim's last accepted
  * heartbeat, plus the slack below (takeoverBound).
  */
-import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { RunStatus } from '../../../shared/core/vocabulary.js';
 import type { ChildWorker } from '../child.js';
 import { invariantViolations, iterate, tracer, type Drill, type DrillViolation } from '../drill.js';
@@ -17,7 +16,7 @@ import type { HandlerConfig } from '../handlers.js';
 import { unit } from '../rng.js';
 import { KillSwitch } from '../switches.js';
 import { sleepMs, until, World, SETTLE_MS } from '../world.js';
-import { allSucceeded, claimsBy, leaseEnds, loadFacts, pastSlots, randomOwner, slowestCallMeter, startSuccessors, startVictim, victimJob } from './common.js';
+import { allSucceeded, claimsBy, leaseEnds, loadFacts, pastSlots, randomOwner, machineMeter, startSuccessors, startVictim, victimJob } from './common.js';
 
 /** The largest clock allowance a successor of this drill is given (startSuccessors' bound). */
 const SUCCESSOR_MAX_ALLOWANCE_MS = 500;
@@ -30,13 +29,21 @@ const SUCCESSOR_MAX_ALLOWANCE_MS = 500;
  *   visibility change leaves the message hidden for the queue's own 2 s (leases here are
  *   ≥ 1.2 s, so up to 0.8 s past the lease), then the pollers look every ~50 ms: 1.5 s.
  * A takeover later than this means the message came back late or was hidden again (a second
- * lost), not a slow machine: the successors are idle pollers by then. A machine that stalls this
- * process (the successors poll in it) delays every takeover alike: the drill adds the longest
- * stall it saw to the bound.
+ * lost), not a slow machine. A loaded machine delays every takeover alike: the drill adds its
+ * measured slack (machineMeter) for the TAKEOVER_PATH_CALLS calls between the message coming back
+ * and the claim committing.
  */
 export function takeoverBound(heartbeatEvery: number): number {
   return SUCCESSOR_MAX_ALLOWANCE_MS + heartbeatEvery + 1_500;
 }
+
+/**
+ * The sequential calls between an orphan's message coming back and its takeover committing, when
+ * the successor that receives it is busy with a batch of other orphans (they come back together):
+ * that batch's claim, reconcile read, charge, outcome and message delete, then the ReceiveMessage
+ * that returns this orphan and its own claim.
+ */
+export const TAKEOVER_PATH_CALLS = 7;
 
 /** Raises `fraction` just enough that at least one of `keys` is chosen (the handler draws the same numbers). */
 export function atLeastOne(seed: number, keys: readonly string[], label: string, fraction: number): number {
@@ -67,9 +74,7 @@ export const workerKilledDrill: Drill = (options) =>
       const trace = tracer(`worker-killed #${index}`, options.log);
       const world = await World.create(options.base, { visibilityTimeoutSeconds: 2, maxReceiveCount: 100 }, options.log);
       let victimChild: ChildWorker | undefined;
-      const stalls = monitorEventLoopDelay({ resolution: 20 });
-      stalls.enable();
-      const slowest = slowestCallMeter(world);
+      const machine = machineMeter(world);
       try {
         const { prefix, lease, heartbeatEvery, input, job } = victimJob(world, rng, `b${index}`, 'charge', 1_200, 2_500);
         const count = Math.max(4, Math.min(budget, child ? rng.int(6, 10) : rng.int(25, 50)));
@@ -121,10 +126,10 @@ export const workerKilledDrill: Drill = (options) =>
         const hung = world.notesOf('hang').filter((n) => victimTokens.has(`${n.runKey}|${n.token}`));
         const successorTokens = new Set(world.events.filter((e) => e.type === 'claimed' && e.owner !== victim).map((e) => `${e.runKey}|${'token' in e ? e.token : ''}`));
         const ends = leaseEnds(world.events);
-        stalls.disable();
-        const stallMs = Math.round(stalls.max / 1e6);
-        const slowestCallMs = slowest.ms();
-        const bound = takeoverBound(heartbeatEvery) + stallMs + slowestCallMs;
+        machine.stop();
+        const stallMs = machine.stallMs();
+        const slowestCallMs = machine.slowestCallMs();
+        const bound = takeoverBound(heartbeatEvery) + machine.slackMs(TAKEOVER_PATH_CALLS);
         let maxTakeoverLateMs = 0;
         for (const note of hung) {
           const takeover = world.events.find((e) => e.type === 'claimed' && e.runKey === note.runKey && e.token > note.token && e.from === RunStatus.RUNNING);
@@ -140,7 +145,7 @@ export const workerKilledDrill: Drill = (options) =>
             violations.push({
               invariant: 'takeover-bound',
               runKey: note.runKey,
-              detail: `taken over ${late} ms after the victim's lease ended (lease ${lease} ms, heartbeat ${heartbeatEvery} ms): more than the ${bound} ms allowance + slack (${stallMs} ms of it this process stalled, ${slowestCallMs} ms the slowest DynamoDB or SQS call)`,
+              detail: `taken over ${late} ms after the victim's lease ended (lease ${lease} ms, heartbeat ${heartbeatEvery} ms): more than the ${bound} ms allowance + slack (${stallMs} ms of it this process stalled, ${TAKEOVER_PATH_CALLS} × ${slowestCallMs} ms the slowest DynamoDB or SQS call)`,
             });
           }
         }
@@ -171,7 +176,7 @@ export const workerKilledDrill: Drill = (options) =>
           observations: [],
         };
       } finally {
-        stalls.disable();
+        machine.stop();
         victimChild?.kill();
         await world.destroy();
       }

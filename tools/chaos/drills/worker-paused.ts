@@ -13,11 +13,14 @@ import { RunStatus } from '../../../shared/core/vocabulary.js';
 import { InMemoryMetrics } from '../../../shared/observability.js';
 import type { ChildWorker } from '../child.js';
 import { invariantViolations, iterate, tracer, type Drill, type DrillViolation } from '../drill.js';
-import type { HandlerConfig } from '../handlers.js';
+import { stepGapOf, type HandlerConfig } from '../handlers.js';
 import { PauseSwitch } from '../switches.js';
 import { sleepMs, until, World, SETTLE_MS } from '../world.js';
 import { quiet } from './worker-killed.js';
 import { allSucceeded, claimsBy, loadFacts, pastSlots, randomOwner, startSuccessors, startVictim, victimJob } from './common.js';
+
+/** How much of a run's gap must be left when the drill pauses (this process noticing, the pause taking hold). */
+const GAP_MARGIN_MS = 150;
 
 export const workerPausedDrill: Drill = (options) =>
   iterate(
@@ -31,7 +34,7 @@ export const workerPausedDrill: Drill = (options) =>
       try {
         const { prefix, lease, input, job } = victimJob(world, rng, `c${index}`, 'writer', 2_500, 5_000);
         const count = Math.max(3, Math.min(budget, child ? rng.int(4, 8) : rng.int(20, 40)));
-        const victimConfig: HandlerConfig = { seed, stepGapMs: [400, 900] };
+        const victimConfig: HandlerConfig = { seed, stepGapMs: [800, 1_600] };
         const victim = randomOwner(prefix, 'victim', rng);
         const victimMetrics = new InMemoryMetrics();
         victimChild = (
@@ -47,9 +50,18 @@ export const workerPausedDrill: Drill = (options) =>
         ).child;
         const ids = await world.createRuns(pastSlots(count, rng).map((slot) => ({ job, slot })));
 
-        // Pause right after a first step landed (the charge is still to come), or a little later.
-        await until(() => world.notesOf('step').length > 0, SETTLE_MS, 10);
-        await sleepMs(rng.int(0, 150));
+        // Pause while some run is inside its gap: its step landed and its charge is still to come,
+        // with the jitter and GAP_MARGIN_MS of the gap left. Nothing ends that attempt while the
+        // worker is paused (its clock stands still, its heartbeats wait), so its charge passes the
+        // attempt's guard, waits out the pause and reaches the resource after the successor wrote
+        // it: the fence must stop it. Waiting for "a step landed" alone is not enough on a loaded
+        // machine: by the time this process notices, the runs may be mid-step instead (their
+        // responses held by the pause), and those attempts end by the heartbeat's refusal right
+        // after the resume, before their charge: the guard stops them and the fence is never tried.
+        const jitter = rng.int(0, 150);
+        const inGap = () => world.notesOf('step').some((n) => Date.now() + jitter + GAP_MARGIN_MS < n.at + stepGapOf(victimConfig, n.runKey));
+        const caughtInGap = await until(inGap, SETTLE_MS, 10);
+        await sleepMs(jitter);
         if (victimChild) victimChild.pause();
         else pause.pause();
         const pausedAt = Date.now();
@@ -115,6 +127,7 @@ export const workerPausedDrill: Drill = (options) =>
           facts: {
             pauses: 1,
             pausedRuns: stale.length,
+            pausedInAGap: caughtInGap ? 1 : 0,
             staleWritesFencedOut: fencedOut,
             staleCompletionsRefused: refused,
             fencingRejectionsMetric: metric,
