@@ -17,7 +17,7 @@ import { stepGapOf, type HandlerConfig } from '../handlers.js';
 import { PauseSwitch } from '../switches.js';
 import { sleepMs, until, World, SETTLE_MS } from '../world.js';
 import { quiet } from './worker-killed.js';
-import { allSucceeded, claimsBy, loadFacts, pastSlots, randomOwner, startSuccessors, startVictim, victimJob } from './common.js';
+import { allSucceeded, claimsBy, leaseEnds, loadFacts, pastSlots, randomOwner, startSuccessors, startVictim, victimJob } from './common.js';
 
 /** How much of a run's gap must be left when the drill pauses (this process noticing, the pause taking hold). */
 const GAP_MARGIN_MS = 150;
@@ -58,8 +58,18 @@ export const workerPausedDrill: Drill = (options) =>
         // machine: by the time this process notices, the runs may be mid-step instead (their
         // responses held by the pause), and those attempts end by the heartbeat's refusal right
         // after the resume, before their charge: the guard stops them and the fence is never tried.
+        // The run's attempt must also still be live (its lease not lost to a late heartbeat, which
+        // a loaded machine causes): an attempt that ended already refuses the charge itself.
         const jitter = rng.int(0, 150);
-        const inGap = () => world.notesOf('step').some((n) => Date.now() + jitter + GAP_MARGIN_MS < n.at + stepGapOf(victimConfig, n.runKey));
+        const inGap = () => {
+          const pauseAt = Date.now() + jitter + GAP_MARGIN_MS;
+          const ends = leaseEnds(world.events);
+          const lost = new Set(world.events.flatMap((e) => (e.type === 'heartbeat' && !e.ok ? [`${e.runKey}|${e.token}`] : [])));
+          return world.notesOf('step').some((n) => {
+            const attempt = `${n.runKey}|${n.token}`;
+            return pauseAt < n.at + stepGapOf(victimConfig, n.runKey) && pauseAt < (ends.get(attempt) ?? 0) && !lost.has(attempt);
+          });
+        };
         const caughtInGap = await until(inGap, SETTLE_MS, 10);
         await sleepMs(jitter);
         if (victimChild) victimChild.pause();
