@@ -52,11 +52,12 @@ export const FUNCTION_ACCESS = {
   worker: {
     entry: 'functions/worker.ts',
     code: {
-      // Claim, heartbeat, completion, checkpoint, settle, watch (UpdateItem); lane markers (Put to
-      // take, Delete to release, a Put + ConditionCheck transaction to take one from an ended
-      // holder); run reads, neighbour runs for the overlap policies; where the job's planning
-      // stands when pauseOnFailure pauses it (the planner state items, read together).
-      ledgerTable: ['dynamodb:BatchGetItem', 'dynamodb:ConditionCheckItem', 'dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
+      // Claim, heartbeat, completion, checkpoint, settle, watch (UpdateItem); lane markers (Update
+      // to take and to flag an older waiting run, Delete to release, an Update + ConditionCheck
+      // transaction to take one from an ended holder); run reads, neighbour runs for the overlap
+      // policies; where the job's planning stands when pauseOnFailure pauses it (the planner
+      // state items, read together).
+      ledgerTable: ['dynamodb:BatchGetItem', 'dynamodb:ConditionCheckItem', 'dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
       // ctx.fenced put/update/transact (Put and Update items) and ctx.reader get/query.
       handlerTables: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
       // Heartbeats and retry hiding; dispatch of the next waiting run (forbid-queue, coalesce).

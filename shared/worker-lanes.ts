@@ -4,7 +4,9 @@
  * lane; these rules decide what a run does when it cannot be the one, and who runs next:
  * - forbid-skip: SKIPPED while another run holds the lane;
  * - forbid-queue: runs in slot order: a run with an older open run acks its message and waits;
- *   the holder dispatches the next waiting run when it ends;
+ *   the holder dispatches the next waiting run when it ends: the oldest run older than itself if
+ *   one found the lane held and flagged the marker (it opened behind the holder's back), else the
+ *   next due one after it;
  * - coalesce: only the newest due run executes: an older one that finds a newer due run is
  *   SUPERSEDED, and the holder dispatches the newest due waiting run when it ends (superseding
  *   the ones in between);
@@ -121,7 +123,11 @@ export async function claimInLane(deps: LaneDeps, job: Job, id: RunId, logger: R
     lane = { kind: 'acquired' };
   }
   const result = await claim();
-  if (lane.kind === 'acquired' && (result.kind === 'terminal' || result.kind === 'missing')) await deps.ledger.lanes.release(job.name, holder);
+  if (lane.kind === 'acquired' && (result.kind === 'terminal' || result.kind === 'missing')) {
+    // An older run that found the lane taken for this one in that instant waits for a hand-on.
+    const released = await deps.ledger.lanes.release(job.name, holder);
+    if (released.freed && released.olderWaiting) await dispatchNextWaiting(deps, job, id, true, logger);
+  }
   return result;
 }
 
@@ -162,14 +168,24 @@ export async function onBlocked(deps: LaneDeps, job: Job, id: RunId, holderSlot:
   // sweeper watches this one in case the holder dies first.
   deps.metrics.count(MetricName.OverlapWaits);
   await deps.ledger.watch(id);
+  // A forbid-queue run older than the holder (it opened behind the holder's back) says so on the
+  // marker: only then does the holder, when it ends, look back for older runs before handing the
+  // lane on, so that the common hand-on costs no extra query. If the holder let go meanwhile, its
+  // hand-on was decided without this run: try the lane again instead of waiting for it.
+  if (job.overlap === OverlapPolicy.FORBID_QUEUE && id.slot < holderSlot && !(await deps.ledger.lanes.markOlderWaiting(job.name, { slot: holderSlot, shard: id.shard }))) {
+    logger.info('the lane changed hands while this older run found it held: trying again', { holderSlot: iso(holderSlot) });
+    return 'retry';
+  }
   logger.info('waiting: another run of the job holds the lane', { holderSlot: iso(holderSlot) });
   return 'ack';
 }
 
 /** After an exclusive run ended (SUCCEEDED, DEAD, SUPERSEDED, SKIPPED, MANUAL): free the lane, dispatch what comes next. */
 export async function afterRunEnded(deps: LaneDeps, job: Job, run: Pick<Run, 'job' | 'slot' | 'shard'>, logger?: RunLogger): Promise<void> {
-  await deps.ledger.lanes.release(job.name, { slot: run.slot, shard: run.shard });
-  await dispatchNextWaiting(deps, job, run, logger);
+  const released = await deps.ledger.lanes.release(job.name, { slot: run.slot, shard: run.shard });
+  // Look back for older waiting runs when one said it waits, and also when the release was refused:
+  // then we cannot tell (already freed, e.g. by our own delete whose response was lost).
+  await dispatchNextWaiting(deps, job, run, !released.freed || released.olderWaiting, logger);
 }
 
 /**
@@ -183,9 +199,9 @@ async function olderOpenRuns(deps: LaneDeps, job: Job, id: Pick<RunId, 'slot' | 
 }
 
 /** Dispatches the lane's next due waiting run, per policy (forbid-skip has no queue: nothing). */
-async function dispatchNextWaiting(deps: LaneDeps, job: Job, run: Pick<Run, 'job' | 'slot' | 'shard'>, logger?: RunLogger): Promise<void> {
+async function dispatchNextWaiting(deps: LaneDeps, job: Job, run: Pick<Run, 'job' | 'slot' | 'shard'>, olderMayWait: boolean, logger?: RunLogger): Promise<void> {
   if (job.overlap === OverlapPolicy.FORBID_SKIP || job.overlap === OverlapPolicy.PARALLEL) return;
-  if (job.overlap === OverlapPolicy.FORBID_QUEUE) {
+  if (job.overlap === OverlapPolicy.FORBID_QUEUE && olderMayWait) {
     // Slot order resumes with the oldest run that opened behind the holder's back (it waited for the lane).
     const oldest = (await olderOpenRuns(deps, job, run)).filter((r) => WAITING_STATUSES.includes(r.status)).at(-1);
     if (oldest) return dispatch(deps, job, oldest, logger);

@@ -7,7 +7,7 @@
  * block a lane whose holder is terminal, and the common path costs one write per marker change.
  */
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { DeleteCommand, GetCommand, PutCommand, TransactWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DeleteCommand, GetCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { LedgerKeys } from '../resources.js';
 import { TERMINAL_STATUSES } from '../core/vocabulary.js';
 import { failedItem, isConditionalCheckFailure } from './failure-item.js';
@@ -26,6 +26,15 @@ export type AcquireResult =
   /** Another run holds the lane. */
   | { readonly kind: 'blocked'; readonly holderSlot: number; readonly since?: number };
 
+export type ReleaseResult =
+  /**
+   * Freed. `olderWaiting`: a run older than the holder found the lane held and waits for it (it
+   * opened behind the holder's back: a backfill, an operator's retry, a catch-up slot planned late).
+   */
+  | { readonly freed: true; readonly olderWaiting: boolean }
+  /** The holder did not hold it (already freed, taken over, or our own delete whose response was lost). */
+  | { readonly freed: false };
+
 function isCancellation(error: unknown): error is TransactionCanceledException {
   return error instanceof TransactionCanceledException || (error as { name?: string })?.name === 'TransactionCanceledException';
 }
@@ -40,8 +49,16 @@ export class LaneStore {
     return { pk: LedgerKeys.jobPk(job), sk: LedgerKeys.activeSk(shard) };
   }
 
-  private item(job: string, holder: LaneHolder, now: number, writeId: string) {
-    return { ...this.key(job, holder.shard), holderSk: LedgerKeys.runSk(holder.slot, holder.shard), holderSlot: holder.slot, since: now, lastWrite: writeId };
+  /**
+   * The marker's holder fields. Written with SET, never a whole-item put, so that a holder that
+   * takes its own lane again (its next attempt) or a takeover keeps the `olderWaiting` flag that
+   * a blocked older run left on the marker.
+   */
+  private holderFields(holder: LaneHolder, now: number, writeId: string) {
+    return {
+      UpdateExpression: 'SET holderSk = :holderSk, holderSlot = :holderSlot, since = :since, lastWrite = :lastWrite',
+      values: { ':holderSk': LedgerKeys.runSk(holder.slot, holder.shard), ':holderSlot': holder.slot, ':since': now, ':lastWrite': writeId },
+    };
   }
 
   /** Takes the lane for `holder` if it is free or already the holder's. */
@@ -49,13 +66,15 @@ export class LaneStore {
     const writeId = newWriteId();
     const laneFree = 'attribute_not_exists(pk)';
     const alreadyOurs = 'holderSk = :holderSk';
+    const fields = this.holderFields(holder, now, writeId);
     try {
       const { Attributes } = await this.doc.send(
-        new PutCommand({
+        new UpdateCommand({
           TableName: this.tableName,
-          Item: this.item(job, holder, now, writeId),
+          Key: this.key(job, holder.shard),
+          UpdateExpression: fields.UpdateExpression,
           ConditionExpression: `${laneFree} OR ${alreadyOurs}`,
-          ExpressionAttributeValues: { ':holderSk': LedgerKeys.runSk(holder.slot, holder.shard) },
+          ExpressionAttributeValues: fields.values,
           ReturnValues: 'ALL_OLD',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
@@ -77,6 +96,7 @@ export class LaneStore {
   async takeFromEnded(job: string, holder: LaneHolder, stale: LaneHolder, now: number): Promise<boolean> {
     const writeId = newWriteId();
     const staleStillHolds = 'holderSk = :staleSk';
+    const fields = this.holderFields(holder, now, writeId);
     const staleRunEnded = `attribute_not_exists(pk) OR #status IN (${TERMINAL_STATUSES.map((_, i) => `:t${i}`).join(', ')})`;
     try {
       await this.doc.send(
@@ -84,11 +104,12 @@ export class LaneStore {
           ClientRequestToken: `lane-${writeId}`,
           TransactItems: [
             {
-              Put: {
+              Update: {
                 TableName: this.tableName,
-                Item: this.item(job, holder, now, writeId),
+                Key: this.key(job, holder.shard),
+                UpdateExpression: fields.UpdateExpression,
                 ConditionExpression: staleStillHolds,
-                ExpressionAttributeValues: { ':staleSk': LedgerKeys.runSk(stale.slot, stale.shard) },
+                ExpressionAttributeValues: { ...fields.values, ':staleSk': LedgerKeys.runSk(stale.slot, stale.shard) },
               },
             },
             {
@@ -116,20 +137,46 @@ export class LaneStore {
     }
   }
 
-  /** Frees the lane if `holder` still holds it; false when it did not (already freed or taken over). */
-  async release(job: string, holder: LaneHolder): Promise<boolean> {
+  /**
+   * Marks the lane as having a run older than its holder waiting for it, if `holder` still holds
+   * it; false when it does not (the lane was freed or taken meanwhile: the older run must try the
+   * lane again rather than wait for a hand-on that was decided without it).
+   */
+  async markOlderWaiting(job: string, holder: LaneHolder): Promise<boolean> {
+    const holderStillHolds = 'holderSk = :holderSk';
     try {
       await this.doc.send(
-        new DeleteCommand({
+        new UpdateCommand({
           TableName: this.tableName,
           Key: this.key(job, holder.shard),
-          ConditionExpression: 'holderSk = :holderSk',
-          ExpressionAttributeValues: { ':holderSk': LedgerKeys.runSk(holder.slot, holder.shard) },
+          UpdateExpression: 'SET olderWaiting = :yes',
+          ConditionExpression: holderStillHolds,
+          ExpressionAttributeValues: { ':holderSk': LedgerKeys.runSk(holder.slot, holder.shard), ':yes': true },
         }),
       );
       return true;
     } catch (error) {
       if (isConditionalCheckFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  /** Frees the lane if `holder` still holds it, saying whether an older run was waiting for it. */
+  async release(job: string, holder: LaneHolder): Promise<ReleaseResult> {
+    const holderStillHolds = 'holderSk = :holderSk';
+    try {
+      const { Attributes } = await this.doc.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: this.key(job, holder.shard),
+          ConditionExpression: holderStillHolds,
+          ExpressionAttributeValues: { ':holderSk': LedgerKeys.runSk(holder.slot, holder.shard) },
+          ReturnValues: 'ALL_OLD',
+        }),
+      );
+      return { freed: true, olderWaiting: Attributes?.olderWaiting === true };
+    } catch (error) {
+      if (isConditionalCheckFailure(error)) return { freed: false };
       throw error;
     }
   }

@@ -18,6 +18,10 @@ import { RetryableError, PermanentError } from '../../shared/handler-api.js';
 import { processRecord } from '../../shared/worker.js';
 import { retryRuns } from '../../tools/ops/retry.js';
 import { silentLogger, testJobs } from '../support/helpers.js';
+import { CountingMiddleware } from '../support/counting.js';
+import { faultyClient } from '../support/faults.js';
+import { Ledger } from '../../shared/adapters/ledger.js';
+import { LedgerKeys } from '../../shared/resources.js';
 import { Lab } from '../support/lab.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
 
@@ -217,6 +221,91 @@ describe('forbid-queue liveness', () => {
       expect({ older: await lab.status(name, older), current: await lab.status(name, current) }).toEqual({ older: RunStatus.SUCCEEDED, current: RunStatus.SUCCEEDED });
     });
   }
+
+  for (const releaseLost of [false, true]) {
+    it(`forbid-queue hands on without the sweeper and looks back only when an older run waits: an older run that found the lane held by a holder between attempts gets it next${releaseLost ? ', also when the response to the holder\'s release was lost (it cannot read the flag, so it looks back)' : ''}; a run nobody older waits for ends with no look-back query`, async () => {
+      const name = `lb-${Math.random().toString(36).slice(2, 8)}`;
+      const hour = Math.floor(Date.now() / HOUR) * HOUR;
+      const [first, older, current] = [hour - 3 * HOUR, hour - HOUR, hour];
+      let failCurrent = true;
+      const handler: JobHandler = {
+        async run(ctx) {
+          if (ctx.slot === current && failCurrent) {
+            failCurrent = false;
+            throw new RetryableError('downstream busy', { code: 'BUSY' });
+          }
+        },
+      };
+      const jobs = testJobs([{ name, schedule: '0 * * * *', handler: 'h', startLead: 0, overlap: 'forbid-queue', retry: { maxAttempts: 3, backoff: { base: '1s', max: '1s' } } }], ['h']);
+      // Its own ledger and client: the query count is this job's alone.
+      const own = await sandbox();
+      try {
+        const lab = new Lab(own, jobs, { h: handler }, hour + 5 * MIN);
+        const counter = new CountingMiddleware();
+        counter.attach(own.clients.doc);
+        // A run with nothing older open: its order check and its hand-on are one query each.
+        await lab.create(name, first);
+        counter.reset();
+        expect(await lab.deliver(name, first)).toBe('ack');
+        expect(await lab.status(name, first)).toBe(RunStatus.SUCCEEDED);
+        expect(counter.byCommand().QueryCommand).toBe(2);
+        // The current slot fails once: RETRY, holding the lane until its next attempt.
+        await lab.create(name, current);
+        await lab.deliver(name, current);
+        expect(await lab.status(name, current)).toBe(RunStatus.RETRY);
+        // An older slot opens behind its back (a backfill) and finds the lane held: it waits.
+        await lab.create(name, older);
+        expect(await lab.deliver(name, older)).toBe('ack');
+        expect(await lab.status(name, older)).toBe(RunStatus.READY);
+        // The holder's next attempt takes its own lane again, succeeds, and hands the lane to the older run.
+        lab.clock.advance(2_000);
+        lab.queue.take();
+        const isRelease = (command: string, input: Record<string, unknown>) => command === 'DeleteItemCommand' && JSON.stringify(input.Key).includes(LedgerKeys.activeSk(0));
+        const faulty = faultyClient(own.endpoints.dynamoEndpoint, releaseLost ? [{ when: isRelease, fault: 'lost-response' }] : []);
+        try {
+          expect(await lab.deliver(name, current, 'w', { ledger: new Ledger(faulty.doc, { tableName: own.endpoints.ledgerTable }) })).toBe('ack');
+          expect(faulty.injected).toEqual(releaseLost ? ['DeleteItemCommand'] : []);
+        } finally {
+          faulty.destroy();
+        }
+        expect(await lab.status(name, current)).toBe(RunStatus.SUCCEEDED);
+        expect(await lab.deliverSent()).toEqual([(await lab.run(name, older))!.runKey]);
+        expect(await lab.status(name, older)).toBe(RunStatus.SUCCEEDED);
+      } finally {
+        own.destroy();
+      }
+    });
+  }
+
+  it('forbid-queue: an older run that finds the lane held, but the holder lets go before the older run can say it waits, tries the lane again instead of waiting for a hand-on decided without it', async () => {
+    const name = `lr-${Math.random().toString(36).slice(2, 8)}`;
+    const hour = Math.floor(Date.now() / HOUR) * HOUR;
+    const [older, current] = [hour - HOUR, hour];
+    const jobs = testJobs([{ name, schedule: '0 * * * *', handler: 'h', startLead: 0, overlap: 'forbid-queue' }], ['h']);
+    const lab = new Lab(box, jobs, { h: { run: async () => undefined } }, hour + 5 * MIN);
+    await lab.create(name, current);
+    await lab.create(name, older);
+    expect(await box.ledger.lanes.acquire(name, { slot: current, shard: 0 }, lab.clock.now)).toEqual({ kind: 'acquired' });
+    // The race, made certain: the holder's release lands just before the older run's flag.
+    const racing = faultyClient(box.endpoints.dynamoEndpoint, []);
+    racing.dynamo.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as { UpdateExpression?: string };
+        if (context.commandName === 'UpdateItemCommand' && input.UpdateExpression?.includes('olderWaiting')) await box.ledger.lanes.release(name, { slot: current, shard: 0 });
+        return next(args);
+      },
+      { step: 'initialize', name: 'holder-lets-go' },
+    );
+    try {
+      expect(await lab.deliver(name, older, 'w', { ledger: new Ledger(racing.doc, { tableName: box.endpoints.ledgerTable }) })).toBe('retry');
+    } finally {
+      racing.destroy();
+    }
+    expect(await lab.status(name, older)).toBe(RunStatus.READY);
+    // Its message comes back: the lane is free, it runs.
+    expect(await lab.deliver(name, older)).toBe('ack');
+    expect(await lab.status(name, older)).toBe(RunStatus.SUCCEEDED);
+  });
 
   it('forbid-queue after a planner outage: a catch-up slot planned on a later tick, older than the run holding the lane between attempts, deadlocks nothing: every slot runs', async () => {
     const name = `cu-${Math.random().toString(36).slice(2, 8)}`;

@@ -287,9 +287,46 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
       await eachCase(markers, async (marker) => {
         const job = laneJob();
         await mark(job, marker, BASE + 1_000, BASE);
-        expect(await box.ledger.lanes.release(job, holder(BASE + 1_000)), marker).toBe(marker === 'mine');
+        expect((await box.ledger.lanes.release(job, holder(BASE + 1_000))).freed, marker).toBe(marker === 'mine');
         expect((await box.ledger.lanes.read(job, 0))?.holderSlot, marker).toBe(marker === 'other' ? BASE : undefined);
       });
+    });
+
+    it('markOlderWaiting flags only its holder\'s marker, and the flag survives the holder taking its lane again and a takeover, until release reports it', async () => {
+      await eachCase(markers, async (marker) => {
+        const job = laneJob();
+        await mark(job, marker, BASE + 1_000, BASE);
+        expect(await box.ledger.lanes.markOlderWaiting(job, holder(BASE + 1_000)), marker).toBe(marker === 'mine');
+        if (marker !== 'mine') expect(await box.ledger.lanes.markOlderWaiting(job, holder(BASE)), marker).toBe(marker === 'other');
+      });
+      // The holder's next attempt takes its own lane again: a whole-item put would drop the flag.
+      const job = laneJob();
+      const stale = holder((await put(job, { status: RunStatus.SUCCEEDED, claims: 1, watched: false })).slot);
+      expect(await box.ledger.lanes.acquire(job, stale, NOW)).toEqual({ kind: 'acquired' });
+      expect(await box.ledger.lanes.markOlderWaiting(job, stale)).toBe(true);
+      expect(await box.ledger.lanes.acquire(job, stale, NOW + 1)).toEqual({ kind: 'held' });
+      const next = holder(freshSlot());
+      expect(await box.ledger.lanes.takeFromEnded(job, next, stale, NOW + 2)).toBe(true);
+      expect(await box.ledger.lanes.release(job, next)).toEqual({ freed: true, olderWaiting: true });
+      // A fresh holder of the freed lane starts unflagged.
+      expect(await box.ledger.lanes.acquire(job, stale, NOW + 3)).toEqual({ kind: 'acquired' });
+      expect(await box.ledger.lanes.release(job, stale)).toEqual({ freed: true, olderWaiting: false });
+    });
+
+    it('a release whose response was lost after it committed reports nothing freed: the holder then looks back for older runs rather than trust a flag it could not read', async () => {
+      const job = laneJob();
+      const mine = holder(freshSlot());
+      expect(await box.ledger.lanes.acquire(job, mine, NOW)).toEqual({ kind: 'acquired' });
+      expect(await box.ledger.lanes.markOlderWaiting(job, mine)).toBe(true);
+      const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: (command) => command === 'DeleteItemCommand', fault: 'lost-response' }]);
+      try {
+        const lanes = new LaneStore(faulty.doc, box.endpoints.ledgerTable);
+        expect(await lanes.release(job, mine)).toEqual({ freed: false });
+        expect(faulty.injected.length).toBe(1);
+        expect(await lanes.read(job, 0)).toBeUndefined();
+      } finally {
+        faulty.destroy();
+      }
     });
 
     it('takeFromEnded takes the lane only from the holder named, and only once that holder\'s run has ended or is gone', async () => {
