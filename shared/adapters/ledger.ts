@@ -429,12 +429,11 @@ export class Ledger {
     const running = '#status = :running';
     const sameToken = 'fencingToken = :token';
     const leaseExpired = 'leaseUntil < :expiredBefore';
-    return this.endOnce(
-      run,
-      'SET #status = :dead, finishedAt = :now, expiresAt = :expiresAt, lastError = :reason, resultUnknown = :true REMOVE openPk, openSk, nextAttemptAt, leaseUntil',
-      [running, sameToken, leaseExpired].join(' AND '),
-      {},
-      {
+    return this.endOnce(run, {
+      set: '#status = :dead, finishedAt = :now, expiresAt = :expiresAt, lastError = :reason, resultUnknown = :true',
+      remove: 'openPk, openSk, nextAttemptAt, leaseUntil',
+      condition: [running, sameToken, leaseExpired].join(' AND '),
+      values: {
         ':running': RunStatus.RUNNING,
         ':token': run.fencingToken,
         ':expiredBefore': expiredBefore,
@@ -444,7 +443,7 @@ export class Ledger {
         ':reason': { code: 'FENCE_RANGE_EXHAUSTED', message: `the holder of the last claim of the fencing range (token ${run.fencingToken}) vanished` },
         ':true': true,
       },
-    );
+    });
   }
 
   /**
@@ -461,12 +460,11 @@ export class Ledger {
     const waiting = '#status IN (:ready, :retry, :unknown)';
     // Without a token: whatever claims happened before, as long as nobody holds it now.
     const sameToken = run.fencingToken === undefined ? undefined : 'fencingToken = :token';
-    return this.endOnce(
-      run,
-      'SET #status = :settled, finishedAt = :now, expiresAt = :expiresAt, lastError = :reason REMOVE openPk, openSk, nextAttemptAt',
-      sameToken ? `${waiting} AND ${sameToken}` : waiting,
-      {},
-      {
+    return this.endOnce(run, {
+      set: '#status = :settled, finishedAt = :now, expiresAt = :expiresAt, lastError = :reason',
+      remove: 'openPk, openSk, nextAttemptAt',
+      condition: sameToken ? `${waiting} AND ${sameToken}` : waiting,
+      values: {
         ':ready': RunStatus.READY,
         ':retry': RunStatus.RETRY,
         ':unknown': RunStatus.UNKNOWN,
@@ -476,7 +474,7 @@ export class Ledger {
         ':expiresAt': this.expiresAt(now),
         ':reason': { code: status === RunStatus.DEAD ? 'FENCE_RANGE_EXHAUSTED' : status, message: reason },
       },
-    );
+    });
   }
 
   /**
@@ -497,13 +495,12 @@ export class Ledger {
       code: 'REPLACED',
       message: boundMessage(`replaced by ${by}`, MAX_HISTORY_MESSAGE_CHARS),
     };
-    return this.endOnce(
-      run,
-      'SET #status = :superseded, fencingToken = fencingToken + :one, finishedAt = :now, expiresAt = :expiresAt, lastError = :reason, ' +
-        'attempts.#entry = :entry REMOVE leaseUntil, openPk, openSk, nextAttemptAt',
-      '#status = :running AND fencingToken = :token',
-      { '#entry': `c${claim}` },
-      {
+    return this.endOnce(run, {
+      set: '#status = :superseded, fencingToken = fencingToken + :one, finishedAt = :now, expiresAt = :expiresAt, lastError = :reason, attempts.#entry = :entry',
+      remove: 'leaseUntil, openPk, openSk, nextAttemptAt',
+      condition: '#status = :running AND fencingToken = :token',
+      names: { '#entry': `c${claim}` },
+      values: {
         ':superseded': RunStatus.SUPERSEDED,
         ':running': RunStatus.RUNNING,
         ':token': run.fencingToken,
@@ -513,22 +510,27 @@ export class Ledger {
         ':reason': { code: 'REPLACED', message: `replaced by ${by}` },
         ':entry': entry,
       },
-    );
+    });
   }
 
   /**
    * One conditional update that ends a run, stamped with a write id: true when it committed, or
    * when the condition failed on the item our own earlier attempt wrote (the SDK retried it after
-   * a lost response); false when the run moved meanwhile. `update` starts with SET; `#status` is named.
+   * a lost response); false when the run moved meanwhile. `#status` is named; the write id is set
+   * beside `set` (so no caller can leave it out).
    */
-  private async endOnce(run: Pick<Run, 'job' | 'slot' | 'shard'>, update: string, condition: string, names: Record<string, string>, values: Record<string, unknown>): Promise<boolean> {
+  private async endOnce(
+    run: Pick<Run, 'job' | 'slot' | 'shard'>,
+    end: { readonly set: string; readonly remove: string; readonly condition: string; readonly names?: Record<string, string>; readonly values: Record<string, unknown> },
+  ): Promise<boolean> {
     const writeId = newWriteId();
+    const { set, remove, condition, names = {}, values } = end;
     try {
       await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: this.runKeyOf(run),
-          UpdateExpression: update.replace(/^SET /, 'SET lastWrite = :write, '),
+          UpdateExpression: `SET lastWrite = :write, ${set} REMOVE ${remove}`,
           ConditionExpression: condition,
           ExpressionAttributeNames: { '#status': 'status', ...names },
           ExpressionAttributeValues: { ...values, ':write': writeId },
