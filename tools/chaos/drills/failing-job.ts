@@ -111,17 +111,18 @@ export const failingJobDrill: Drill = (options) =>
       }
       const firstStart = new Map<string, number>();
       for (const e of world.events) if (e.type === 'handler-started' && !firstStart.has(e.runKey)) firstStart.set(e.runKey, e.at);
-      const lagOf = (runKey: string) => {
-        const started = firstStart.get(runKey);
-        return started === undefined ? undefined : started - (startable.get(runKey) ?? started);
+      // A run the planner did not report creating counts from its slot.
+      const lagOf = (run: { readonly runKey: string; readonly slot: number }) => {
+        const started = firstStart.get(run.runKey);
+        return started === undefined ? undefined : started - (startable.get(run.runKey) ?? run.slot);
       };
-      const lags = healthyRuns.map((r) => lagOf(r.runKey) ?? Infinity);
+      const lags = healthyRuns.map((r) => lagOf(r) ?? Infinity);
       machine.stop();
       const stallMs = machine.stallMs();
       const slowestCallMs = machine.slowestCallMs();
       const bound = LAG_BOUND_MS + machine.slackMs(WORKER_PATH_CALLS);
       for (const run of healthyRuns) {
-        const lag = lagOf(run.runKey);
+        const lag = lagOf(run);
         if (lag === undefined || lag > bound) {
           violations.push({
             invariant: 'starvation',
