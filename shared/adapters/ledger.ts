@@ -364,17 +364,13 @@ export class Ledger {
         removes.push('lastError', 'resultUnknown');
         break;
       case RunStatus.DEAD:
+      case RunStatus.SUPERSEDED:
         sets.push('lastError = :lastError');
         values[':lastError'] = outcome.lastError;
         if (outcome.resultUnknown) {
           sets.push('resultUnknown = :true');
           values[':true'] = true;
         } else removes.push('resultUnknown');
-        break;
-      case RunStatus.SUPERSEDED:
-        sets.push('lastError = :lastError');
-        values[':lastError'] = outcome.lastError;
-        removes.push('resultUnknown');
         break;
       case RunStatus.RETRY:
       case RunStatus.UNKNOWN:
@@ -496,7 +492,8 @@ export class Ledger {
       message: boundMessage(`replaced by ${by}`, MAX_HISTORY_MESSAGE_CHARS),
     };
     return this.endOnce(run, {
-      set: '#status = :superseded, fencingToken = fencingToken + :one, finishedAt = :now, expiresAt = :expiresAt, lastError = :reason, attempts.#entry = :entry',
+      // The replaced attempt was running: what it did is unknown, so a revival reconciles first.
+      set: '#status = :superseded, fencingToken = fencingToken + :one, finishedAt = :now, expiresAt = :expiresAt, lastError = :reason, attempts.#entry = :entry, resultUnknown = :true',
       remove: 'leaseUntil, openPk, openSk, nextAttemptAt',
       condition: '#status = :running AND fencingToken = :token',
       names: { '#entry': `c${claim}` },
@@ -509,6 +506,7 @@ export class Ledger {
         ':expiresAt': this.expiresAt(now),
         ':reason': { code: 'REPLACED', message: `replaced by ${by}` },
         ':entry': entry,
+        ':true': true,
       },
     });
   }

@@ -25,9 +25,11 @@ export type HistoryEvent =
 /**
  * How a handler's own code ended: `succeeded` (returned), `retryable`/`permanent` (threw before its
  * irreversible effect: known not done), `unknown` (threw ResultUnknownError, or may have had its
- * effect), `aborted` (stopped by ctx.signal).
+ * effect), `aborted` (stopped by the scheduler, through ctx.signal, a fence or an ended attempt,
+ * or by a failed call, after it had tried its effect: it may have landed), `stopped` (the same
+ * before it tried its effect: known not done).
  */
-export type HandlerResult = 'succeeded' | 'retryable' | 'permanent' | 'unknown' | 'aborted';
+export type HandlerResult = 'succeeded' | 'retryable' | 'permanent' | 'unknown' | 'aborted' | 'stopped';
 
 export interface HistorySink {
   record(event: HistoryEvent): void;

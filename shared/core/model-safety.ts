@@ -80,7 +80,7 @@ export function checkModelSafety(events: readonly HistoryEvent[], final: FinalSt
         if (e.accepted && e.status === RunStatus.SUCCEEDED && mayHaveHadEffect?.token === e.token) mayHaveHadEffect = { token: e.token, why: 'succeeded' };
       }      else if (e.type === 'handler-finished') {
         if (!finished.has(e.token)) finished.set(e.token, e);
-        if (e.result === 'retryable' || e.result === 'permanent') {
+        if (e.result === 'retryable' || e.result === 'permanent' || e.result === 'stopped') {
           if (mayHaveHadEffect?.token === e.token) mayHaveHadEffect = undefined;
         } else if (!mayHaveHadEffect || mayHaveHadEffect.token <= e.token) {
           mayHaveHadEffect = { token: e.token, why: e.result === 'succeeded' ? 'succeeded without a recorded outcome' : `ended ${e.result}` };

@@ -31,7 +31,12 @@ export type Transition =
   | { readonly status: typeof RunStatus.UNKNOWN; readonly nextAttemptAt: number; readonly lastError: RunError }
   /** `resultUnknown`: the last attempt may have had its effect; a revival must reconcile first. */
   | { readonly status: typeof RunStatus.DEAD; readonly lastError: RunError; readonly resultUnknown?: boolean }
-  | { readonly status: typeof RunStatus.SUPERSEDED; readonly lastError: RunError };
+  /**
+   * `resultUnknown`: the run was superseded mid-attempt (its handler ran until a newer slot's
+   * write fenced it out): what it wrote before the refused write may have landed, so a revival
+   * reconciles first.
+   */
+  | { readonly status: typeof RunStatus.SUPERSEDED; readonly lastError: RunError; readonly resultUnknown?: boolean };
 
 /** Statuses whose recording ends the run (and releases an exclusive lane). */
 export function endsRun(status: Transition['status']): boolean {
@@ -99,7 +104,9 @@ export function transitionFor(job: Job, run: Pick<Run, 'slot' | 'attempt' | 'rev
       }
       return transitionFor(job, run, { kind: 'retryable', ...YIELD_WITHOUT_PROGRESS }, now, random);
     case 'superseded':
-      return { status: RunStatus.SUPERSEDED, lastError: boundError({ code: end.code, message: end.message }) };
+      // The handler ran and was stopped by the fence, not by its own verdict: whatever it wrote
+      // before the refused write (its effect among them, perhaps) stands.
+      return { status: RunStatus.SUPERSEDED, resultUnknown: true, lastError: boundError({ code: end.code, message: end.message }) };
     case 'permanent':
       return { status: RunStatus.DEAD, lastError: boundError({ code: end.code, message: end.message }) };
     case 'retryable':

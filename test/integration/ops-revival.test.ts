@@ -171,6 +171,63 @@ describe('ops revival and takeover', () => {
     expect(lab.logs.filter((l) => l.level === 'error')).toEqual([]);
   });
 
+  /**
+   * A job whose handler charges (its own item per run) and then writes a shared item every slot
+   * writes; reconcile says the run is done when its charge is there.
+   */
+  function chargeThenShared(overlap: 'parallel' | 'replace' = 'parallel') {
+    const name = `sup-${Math.random().toString(36).slice(2, 8)}`;
+    const calls = { run: 0, reconcile: 0 };
+    const charge = (runKey: string) => ({ pk: `CHARGE#${name}`, sk: runKey });
+    const handler: JobHandler = {
+      async run(ctx) {
+        calls.run++;
+        await ctx.fenced.put({ table: ctx.tables.ledger, item: { ...charge(ctx.runKey), charged: true } });
+        await ctx.fenced.put({ table: ctx.tables.ledger, item: { pk: `SHARED#${name}`, sk: 'CURRENT', slot: ctx.slot } });
+      },
+      async reconcile(ctx) {
+        calls.reconcile++;
+        const done = await ctx.reader.get(ctx.tables.ledger, charge(ctx.runKey));
+        return done ? { outcome: ReconcileOutcome.ALREADY_DONE, evidence: { charged: true } } : { outcome: ReconcileOutcome.NOT_DONE };
+      },
+    };
+    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', overlap, startLead: 0, retry: { maxAttempts: 2 } }], ['h']);
+    const now = Math.floor(Date.now() / MIN) * MIN;
+    return { name, calls, lab: new Lab(box, jobs, { h: handler }, now), now };
+  }
+
+  it('ops retry of a run a newer slot fenced out mid-attempt revives it UNKNOWN: its charge had landed, so the next claim reconciles and does not charge again', async () => {
+    const { name, calls, lab, now } = chargeThenShared();
+    const [older, newer] = [now - 2 * MIN, now - MIN];
+    await lab.create(name, older);
+    await lab.create(name, newer);
+    await lab.deliver(name, newer);
+    // The older slot comes late: its charge lands, then the shared item refuses it.
+    await lab.deliver(name, older);
+    expect(await lab.run(name, older)).toMatchObject({ status: RunStatus.SUPERSEDED, resultUnknown: true, lastError: { code: 'SUPERSEDED_BY_NEWER_SLOT' } });
+    const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, [(await lab.run(name, older))!], { states: [RunStatus.SUPERSEDED] });
+    expect(entry).toMatchObject({ action: 'revived', to: RunStatus.UNKNOWN });
+    await lab.deliverSent();
+    expect(await lab.run(name, older)).toMatchObject({ status: RunStatus.SUCCEEDED, evidence: { charged: true } });
+    expect(calls).toEqual({ run: 2, reconcile: 1 });
+  });
+
+  it('ops retry of a run replaced while RUNNING (overlap replace) revives it UNKNOWN: the replaced attempt may have had its effect', async () => {
+    const { name, calls, lab, now } = chargeThenShared('replace');
+    const slot = now - MIN;
+    await lab.create(name, slot);
+    const claim = await box.ledger.claim(lab.id(name, slot), 'replaced-worker', lab.clock.now, 30_000, 2_000);
+    if (claim.kind !== 'claimed') throw new Error(claim.kind);
+    expect(await box.ledger.replaceRunning(claim.run, `${name}@later`, lab.clock.now)).toBe(true);
+    expect(await lab.run(name, slot)).toMatchObject({ status: RunStatus.SUPERSEDED, resultUnknown: true, lastError: { code: 'REPLACED' } });
+    const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, [(await lab.run(name, slot))!], { states: [RunStatus.SUPERSEDED] });
+    expect(entry).toMatchObject({ action: 'revived', to: RunStatus.UNKNOWN });
+    await lab.deliverSent();
+    // Nothing was charged (the replaced worker here did nothing): reconcile says so, and it runs.
+    expect(await lab.status(name, slot)).toBe(RunStatus.SUCCEEDED);
+    expect(calls).toEqual({ run: 1, reconcile: 1 });
+  });
+
   it('ops retry runs a DEAD run again once its cause is fixed (the CLI, by run key and by job)', async () => {
     const name = `fix-${Math.random().toString(36).slice(2, 8)}`;
     let broken = true;

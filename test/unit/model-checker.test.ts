@@ -41,6 +41,19 @@ describe('model safety invariants', () => {
     expect(invariants(reconciled, [run()], model({ reconciling: ['pay'] }))).not.toContain(`reconcile-before-rerun:${KEY}`);
   });
 
+  it('reconcile-before-rerun: an attempt the fence stopped after it tried its effect needs a reconcile before the next run; one stopped before it does not', () => {
+    const history = (result: 'aborted' | 'stopped'): HistoryEvent[] => [
+      claimed(1, 'A', T),
+      started(1, 'A', T),
+      { type: 'handler-finished', at: T + 1_000, runKey: KEY, owner: 'A', token: 1, result },
+      { type: 'ops', at: T + 2_000, runKey: KEY, action: 'retry', from: RunStatus.SUPERSEDED, to: RunStatus.READY },
+      claimed(2, 'B', T + 3_000),
+      started(2, 'B', T + 3_000),
+    ];
+    expect(invariants(history('aborted'), [run()], model({ reconciling: ['pay'] }))).toContain(`reconcile-before-rerun:${KEY}`);
+    expect(invariants(history('stopped'), [run()], model({ reconciling: ['pay'] }))).not.toContain(`reconcile-before-rerun:${KEY}`);
+  });
+
   it('no-rerun-after-success: a handler that succeeded under an undisturbed worker that recorded nothing is run again', () => {
     const history: HistoryEvent[] = [
       claimed(1, 'A', T),

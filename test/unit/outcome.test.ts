@@ -249,9 +249,10 @@ describe('the other ways an attempt ends', () => {
     expect(transitionFor(job(), { slot: SLOT, attempt: 1 }, { kind: 'yielded', progress: true }, NOW, never)).toMatchObject({ lastError: { code: 'YIELDED', message: 'yielded before the time limit' } });
   });
 
-  it('superseded (a newer slot wrote first) → SUPERSEDED with the refusal as its error', () => {
+  it('superseded (a newer slot wrote first) → SUPERSEDED with the refusal as its error, its result unknown (what it wrote before the refusal stands)', () => {
     expect(transitionFor(job(), { slot: SLOT, attempt: 1 }, { kind: 'superseded', code: 'FENCED_OUT', message: 'newer' }, NOW, never)).toEqual({
       status: RunStatus.SUPERSEDED,
+      resultUnknown: true,
       lastError: { code: 'FENCED_OUT', message: 'newer' },
     });
   });

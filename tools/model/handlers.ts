@@ -12,7 +12,9 @@
 import { sleep, type Timers } from '../../shared/core/concurrency.js';
 import type { HandlerResult, HistorySink } from '../../shared/core/history.js';
 import {
+  AttemptEndedError,
   ConditionFailedError,
+  FencedOutError,
   PermanentError,
   ReconcileOutcome,
   ResultUnknownError,
@@ -73,9 +75,15 @@ async function increment(ctx: RunContext, group: string, step: number): Promise<
   });
 }
 
-/** The irreversible effect: once per run key, whatever the attempt. */
-async function charge(ctx: RunContext, world: HandlerWorld, group: string): Promise<'charged' | 'already'> {
+/**
+ * The irreversible effect: once per run key, whatever the attempt. As the handler contract asks
+ * (README, "Writing handlers"), a failure of the call that may have committed it (a lost
+ * response the SDK gave up on, say) is thrown as ResultUnknownError, not as a retryable error:
+ * the next attempt reconciles. A fence refusal or an ended attempt is the scheduler's to judge.
+ */
+async function charge(ctx: RunContext, world: HandlerWorld, group: string, tried: { charge: boolean }): Promise<'charged' | 'already'> {
   const businessKey = chargeKey(ctx.runKey);
+  tried.charge = true;
   try {
     await ctx.fenced.update({
       table: ctx.tables.payments,
@@ -89,7 +97,8 @@ async function charge(ctx: RunContext, world: HandlerWorld, group: string): Prom
     });
   } catch (error) {
     if (error instanceof ConditionFailedError) return 'already';
-    throw error;
+    if (error instanceof FencedOutError || error instanceof AttemptEndedError) throw error;
+    throw new ResultUnknownError('model: the charge call failed after it may have committed', { code: 'MODEL_CHARGE_UNKNOWN', cause: error });
   }
   world.history.record({
     type: 'effect',
@@ -103,13 +112,15 @@ async function charge(ctx: RunContext, world: HandlerWorld, group: string): Prom
   return 'charged';
 }
 
-function resultOf(error: unknown, charged: boolean): HandlerResult {
+function resultOf(error: unknown, charged: boolean, chargeTried: boolean): HandlerResult {
   if (error instanceof RetryableError) return 'retryable';
   if (error instanceof PermanentError) return 'permanent';
   if (error instanceof ResultUnknownError) return 'unknown';
   if (charged) return 'unknown';
-  if (typeof error === 'symbol' || (error instanceof Error && /fenced out|lease lost|aborted/i.test(error.message))) return 'aborted';
-  return error instanceof Error && error.name === 'Error' ? 'retryable' : 'aborted';
+  if (error instanceof Error && error.name === 'Error' && !/fenced out|lease lost|aborted/i.test(error.message)) return 'retryable';
+  // Stopped by the scheduler (fence, lease, signal) or by a failed call: before the charge was
+  // sent nothing of the run's effect happened; after, it may have.
+  return chargeTried ? 'aborted' : 'stopped';
 }
 
 /** The handlers of one worker invocation: their waits run on that invocation's timers. */
@@ -121,6 +132,7 @@ export function modelHandlers(world: HandlerWorld, owner: string, timers: Timers
     const signal = zombie ? undefined : ctx.signal;
     const slice = behaviour.workMs / (behaviour.writes + 1);
     let charged = false;
+    const tried = { charge: false };
     try {
       for (let step = 0; step < behaviour.writes; step++) {
         await sleep(slice, signal, timers);
@@ -136,7 +148,7 @@ export function modelHandlers(world: HandlerWorld, owner: string, timers: Timers
         case BehaviourKind.CRASH:
           throw new Error('model: unexpected crash');
         case BehaviourKind.UNKNOWN:
-          charged = (await charge(ctx, world, group)) === 'charged';
+          charged = (await charge(ctx, world, group, tried)) === 'charged';
           throw new ResultUnknownError('model: foreign call timed out', { code: 'MODEL_UNKNOWN' });
         case BehaviourKind.TIMEOUT:
           // Outlives its attempt's timeout, then writes as if nothing happened.
@@ -157,11 +169,11 @@ export function modelHandlers(world: HandlerWorld, owner: string, timers: Timers
         case BehaviourKind.OK:
           break;
       }
-      charged = (await charge(ctx, world, group)) === 'charged' || charged;
+      charged = (await charge(ctx, world, group, tried)) === 'charged' || charged;
       world.history.record({ type: 'handler-finished', at: world.now(), runKey: ctx.runKey, owner, token: ctx.fencingToken, result: 'succeeded' });
       return { evidence: { charged } };
     } catch (error) {
-      world.history.record({ type: 'handler-finished', at: world.now(), runKey: ctx.runKey, owner, token: ctx.fencingToken, result: resultOf(error, charged) });
+      world.history.record({ type: 'handler-finished', at: world.now(), runKey: ctx.runKey, owner, token: ctx.fencingToken, result: resultOf(error, charged, tried.charge) });
       throw error;
     }
   };
