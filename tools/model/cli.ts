@@ -95,6 +95,8 @@ export async function modelMain(args: readonly string[]): Promise<number> {
     }
     for (const failure of summary.failures) console.log(`${formatFailure(failure)}\n`);
     log?.(`${summary.scenarios} scenario(s), ${summary.calls} store call(s) in ${Math.round(summary.durationMs / 1000)} s; operator actions: ${JSON.stringify(summary.revivals)}`);
+    log?.(`store calls by phase and kind: ${JSON.stringify(Object.fromEntries(Object.entries(summary.callsByKind).sort((a, b) => b[1] - a[1])))}`);
+    log?.(`time per phase (s, all lanes): ${Object.entries(summary.phases).map(([phase, ms]) => `${phase} ${Math.round(ms / 100) / 10}`).join(', ')}`);
     console.log(JSON.stringify({ scenarios: summary.scenarios, operations: summary.operations, faults: summary.faults, violations: summary.violations, seed }));
     return summary.violations === 0 ? 0 : 1;
   } finally {

@@ -51,6 +51,18 @@ class Advance extends Base {
   }
 }
 
+class RunFor extends Base {
+  constructor(readonly ms: number) {
+    super();
+  }
+  act(world: World) {
+    return world.runFor(this.ms);
+  }
+  toString() {
+    return `run on ${sec(this.ms)} (ticks every minute, deliveries as due)`;
+  }
+}
+
 class TickOnTime extends Base {
   constructor(
     readonly phaseMs: number,
@@ -92,6 +104,21 @@ class Deliver extends Base {
   }
   toString() {
     return `deliver to w${this.lane}${this.duplicateTo !== undefined ? ` (+ duplicate to w${this.duplicateTo})` : ''}`;
+  }
+}
+
+class DeliverNext extends Base {
+  constructor(
+    readonly lane: number,
+    readonly withinMs: number,
+  ) {
+    super();
+  }
+  act(world: World) {
+    return world.deliverNext(this.lane, this.withinMs);
+  }
+  toString() {
+    return `deliver the next message (within ${sec(this.withinMs)}) to w${this.lane}`;
   }
 }
 
@@ -448,6 +475,8 @@ function weighted(weight: number, arbitrary: fc.Arbitrary<ModelCommand>): fc.Wei
 const timeCommands = [
   weighted(7, fc.record({ phase, late: fc.oneof({ weight: 5, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1_000, max: 20_000 }) }), copies: fc.oneof({ weight: 9, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.constant(2) }) }).map((t) => new TickOnTime(t.phase, t.late, t.copies))),
   weighted(1, fc.constantFrom(1, 2).map((copies) => new TickNow(copies))),
+  // Production as usual for a while (with the faults armed so far): where most runs execute.
+  weighted(8, fc.oneof(fc.constantFrom(10_000, 30_000, 60_000, 120_000), fc.integer({ min: 1_000, max: 180_000 })).map((ms) => new RunFor(ms))),
   // Mostly seconds; sometimes minutes (a short planner outage: no tick runs while time passes);
   // rarely hours (a long outage, whose catch-up is paged by maxPerTick).
   weighted(
@@ -458,7 +487,9 @@ const timeCommands = [
   ),
 ];
 const workerCommands = [
-  weighted(18, fc.tuple(lane, fc.option(lane, { nil: undefined, freq: 6 })).map(([l, d]) => new Deliver(l, d))),
+  weighted(10, fc.tuple(lane, fc.option(lane, { nil: undefined, freq: 6 })).map(([l, d]) => new Deliver(l, d))),
+  // Waits for the next message (a run's slot, a backoff, a takeover's visibility) and delivers it.
+  weighted(12, fc.tuple(lane, fc.constantFrom(5_000, 30_000, 90_000)).map(([l, within]) => new DeliverNext(l, within))),
   weighted(5, fc.constant(new DeliverAll())),
   weighted(2, lane.map((l) => new Kill(l))),
   weighted(2, fc.tuple(lane, fc.integer({ min: 1_000, max: 90_000 })).map(([l, ms]) => new Pause(l, ms))),

@@ -55,13 +55,28 @@ export interface ModelRunSummary {
   readonly calls: number;
   /** Operator revivals (retry, redrive, resolve) by action and the state revived from, e.g. "retry SKIPPED". */
   readonly revivals: Readonly<Record<string, number>>;
+  /** Wall-clock ms per scenario phase, summed (shrink runs included). */
+  readonly phases: PhaseTimes;
+  /** Store calls by phase (fault phase or quiescence) and kind. */
+  readonly callsByKind: Readonly<Record<string, number>>;
   readonly violations: number;
   readonly seed: number;
   readonly durationMs: number;
   readonly failures: readonly ModelFailure[];
 }
 
+/** Wall-clock ms spent per phase of a scenario, summed over scenarios (where the time goes). */
+export interface PhaseTimes {
+  create: number;
+  commands: number;
+  quiesce: number;
+  check: number;
+  destroy: number;
+}
+
 interface Counters {
+  phases: PhaseTimes;
+  callsByKind: Record<string, number>;
   scenarios: number;
   operations: number;
   faults: number;
@@ -84,16 +99,27 @@ function property(stack: ModelStack, options: ModelRunOptions, counters: Counter
     if ((!shrinking && stopped()) || (shrinking && lane.shrinkRuns >= (options.shrinkBudget ?? 150))) return;
     if (!shrinking && options.timeBudgetMs !== undefined && Date.now() - counters.started >= options.timeBudgetMs) return;
     if (shrinking) lane.shrinkRuns++;
+    let mark = Date.now();
+    const lap = (phase: keyof PhaseTimes) => {
+      const at = Date.now();
+      counters.phases[phase] += at - mark;
+      mark = at;
+    };
     const world = await World.create(stack, setup, scheduler);
+    lap('create');
     try {
       await fc.asyncModelRun(() => ({ model: { commands: 0 } as ModelState, real: world }), commands);
+      lap('commands');
       await world.quiesce();
+      lap('quiesce');
       const { result } = await world.check();
+      lap('check');
       if (!shrinking) {
         counters.scenarios++;
         counters.operations += world.operations;
         counters.faults += world.faults.injected;
         counters.calls += world.calls;
+        for (const [kind, n] of world.callsByKind) counters.callsByKind[kind] = (counters.callsByKind[kind] ?? 0) + n;
         for (const e of world.events) if (e.type === 'ops') counters.revivals[`${e.action} ${e.from}`] = (counters.revivals[`${e.action} ${e.from}`] ?? 0) + 1;
       }
       const counted = result.violations.filter(options.counts ?? (() => true));
@@ -102,7 +128,9 @@ function property(stack: ModelStack, options: ModelRunOptions, counters: Counter
         throw new ScenarioFailure(counted, world.story());
       }
     } finally {
+      mark = Date.now();
       await world.destroy();
+      lap('destroy');
     }
   });
 }
@@ -110,7 +138,7 @@ function property(stack: ModelStack, options: ModelRunOptions, counters: Counter
 export async function runModel(stack: ModelStack, options: ModelRunOptions): Promise<ModelRunSummary> {
   const started = Date.now();
   const concurrency = options.path ? 1 : Math.max(1, options.concurrency ?? 4);
-  const counters: Counters = { scenarios: 0, operations: 0, faults: 0, calls: 0, revivals: {}, started };
+  const counters: Counters = { phases: { create: 0, commands: 0, quiesce: 0, check: 0, destroy: 0 }, callsByKind: {}, scenarios: 0, operations: 0, faults: 0, calls: 0, revivals: {}, started };
   const failures: ModelFailure[] = [];
   const perLane = Math.ceil(options.scenarios / concurrency);
   let stop = false;
@@ -154,6 +182,8 @@ export async function runModel(stack: ModelStack, options: ModelRunOptions): Pro
     faults: counters.faults,
     calls: counters.calls,
     revivals: counters.revivals,
+    phases: counters.phases,
+    callsByKind: counters.callsByKind,
     violations: failures.reduce((n, f) => n + f.violations.length, 0),
     seed: options.seed,
     durationMs: Date.now() - started,

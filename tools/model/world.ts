@@ -258,7 +258,10 @@ export class World implements Gate {
 
   async enter(actor: string, call: CallInfo, latencyMs: number): Promise<void> {
     this.calls++;
-    this.callsByKind.set(call.kind, (this.callsByKind.get(call.kind) ?? 0) + 1);
+    // By phase and kind (reads also by actor and command): where a scenario's store calls go.
+    const role = actor === 'planner' || actor === 'ops' ? actor : 'worker';
+    const kind = `${this.quiescent ? 'quiesce' : 'faults'} ${call.kind}${call.kind === 'read' ? ` ${role} ${call.command.replace('Command', '')}` : ''}`;
+    this.callsByKind.set(kind, (this.callsByKind.get(kind) ?? 0) + 1);
     this.park();
     if (latencyMs > 0) {
       this.disturbed(actor, 'delayed');
@@ -534,6 +537,46 @@ export class World implements Gate {
       if (other !== lane && !other.busy) await this.invoke(other, [this.queue.duplicateOf(records[0]!)]);
     }
     await this.settleUnlessBatched();
+  }
+
+  /**
+   * Time runs on for `ms` as in production, faults and scripted behaviours still on: the planner
+   * ticks at every whole minute, and every due message goes to a free lane as the event source
+   * mapping would hand it out (a busy, paused or killed lane takes nothing; a killed one starts a
+   * fresh container). Most runs of a scenario execute here, under the faults armed so far.
+   */
+  async runFor(ms: number): Promise<void> {
+    const minute = PLANNER_SCHEDULE.tickMs;
+    const end = this.time.now() + ms;
+    let nextTick = Math.ceil(this.time.now() / minute) * minute;
+    for (let round = 0; round < 10_000 && this.time.now() < end; round++) {
+      if (this.time.now() >= nextTick) {
+        await this.tick();
+        nextTick += minute;
+      }
+      await this.queue.pull();
+      for (let i = 0; i < this.lanes.length && this.queue.hasDue(); i++) {
+        const lane = this.lanes[i]!;
+        if (!lane.busy && !lane.paused) await this.deliver(i);
+      }
+      await this.settle();
+      const candidates = [nextTick, this.queue.nextVisibleAt(), this.time.nextTimerAt()].filter((t): t is number => t !== undefined);
+      const next = Math.max(this.time.now() + 1, Math.min(...candidates));
+      await this.time.advanceTo(Math.min(next, end), () => this.settle());
+    }
+  }
+
+  /**
+   * Lets time run on to the next message that becomes visible (within `withinMs`), then delivers
+   * to lane `index`: runs execute while the fault phase lasts, under its faults and scripted
+   * behaviours, rather than only once quiescence delivers everything.
+   */
+  async deliverNext(index: number, withinMs: number): Promise<void> {
+    if (this.lane(index).busy) return;
+    await this.queue.pull();
+    const next = this.queue.nextVisibleAt();
+    if (!this.queue.hasDue() && next !== undefined && next - this.time.now() <= withinMs) await this.time.advanceTo(next, () => this.settle());
+    await this.deliver(index);
   }
 
   private async invoke(lane: Lane, records: QueueRecord[]): Promise<void> {
