@@ -20,7 +20,7 @@ export type HistoryEvent =
   // Reported by a test harness: an operator's repair of a run, and an actor the environment stopped
   // (killed, paused, a call delayed) while it held this run's message ('' when it held none).
   | { readonly type: 'ops'; readonly at: number; readonly runKey: string; readonly action: 'resolve' | 'redrive' | 'retry'; readonly from: RunStatus; readonly to: RunStatus }
-  | { readonly type: 'actor-disturbed'; readonly at: number; readonly owner: string; readonly kind: 'killed' | 'paused' | 'delayed'; readonly runKey: string };
+  | { readonly type: 'actor-disturbed'; readonly at: number; readonly owner: string; readonly kind: 'killed' | 'paused' | 'delayed' | 'unanswered'; readonly runKey: string };
 
 /**
  * How a handler's own code ended: `succeeded` (returned), `retryable`/`permanent` (threw before its

@@ -206,7 +206,13 @@ export function checkModelSafety(events: readonly HistoryEvent[], final: FinalSt
     if (run.status !== RunStatus.SUPERSEDED) continue;
     const group = model.itemGroups[run.job] ?? run.job;
     const at = (run.finishedAt ?? Number.POSITIVE_INFINITY) + model.clockToleranceMs;
-    const due = all.some((other) => (model.itemGroups[other.job] ?? other.job) === group && other.runKey !== run.runKey && other.slot > run.slot && other.slot - (model.startLeadMs?.[other.job] ?? 0) <= at && (other.job !== run.job || other.shard === run.shard));
+    // Superseded in its lane (coalesce, replace: lastError SUPERSEDED or REPLACED), only a newer
+    // run of the same job and shard can be the reason; fenced out by a newer slot's write, the
+    // writer may be any job of the item group.
+    const inLane = run.lastError?.code === RunStatus.SUPERSEDED || run.lastError?.code === 'REPLACED';
+    const couldSupersede = (other: (typeof all)[number]) =>
+      inLane ? other.job === run.job && other.shard === run.shard : (model.itemGroups[other.job] ?? other.job) === group && (other.job !== run.job || other.shard === run.shard);
+    const due = all.some((other) => couldSupersede(other) && other.runKey !== run.runKey && other.slot > run.slot && other.slot - (model.startLeadMs?.[other.job] ?? 0) <= at);
     if (!due) {
       const next = all.filter((o) => o.job === run.job && o.shard === run.shard && o.slot > run.slot).sort((a, b) => a.slot - b.slot)[0];
       flag(

@@ -54,6 +54,17 @@ describe('model safety invariants', () => {
     expect(invariants(history('stopped'), [run()], model({ reconciling: ['pay'] }))).not.toContain(`reconcile-before-rerun:${KEY}`);
   });
 
+  it('superseded-by-due: a run superseded in its lane is excused only by a due run of its own lane, not by another job of its item group', () => {
+    const coalesced = run({ status: RunStatus.SUPERSEDED, finishedAt: T + 100, lastError: { code: RunStatus.SUPERSEDED, message: 'superseded (coalesce)' } });
+    const nextOwn = run({ runKey: runKeyOf('pay', T + 60_000, 0, 1), slot: T + 60_000, status: RunStatus.SUCCEEDED });
+    const otherJob = run({ job: 'refund', runKey: runKeyOf('refund', T + 50, 0, 1), slot: T + 50, status: RunStatus.SUCCEEDED });
+    const expected = model({ itemGroups: { pay: 'a', refund: 'a' } });
+    expect(invariants([], [coalesced, nextOwn, otherJob], expected)).toContain(`superseded-by-due:${KEY}`);
+    // Fenced out by a newer slot's write, the other job's due run is a reason.
+    const fenced = { ...coalesced, lastError: { code: 'SUPERSEDED_BY_NEWER_SLOT', message: 'fenced out' } };
+    expect(invariants([], [fenced, nextOwn, otherJob], expected)).not.toContain(`superseded-by-due:${KEY}`);
+  });
+
   it('no-rerun-after-success: a handler that succeeded under an undisturbed worker that recorded nothing is run again', () => {
     const history: HistoryEvent[] = [
       claimed(1, 'A', T),

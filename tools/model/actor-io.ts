@@ -12,7 +12,7 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { LOCAL_CREDENTIALS, LOCAL_REGION } from '../local-stack.js';
-import { faultError, FaultKind, immediateRetryStrategy, type CallInfo, type FaultPlan } from './faults.js';
+import { faultError, FaultKind, immediateRetryStrategy, isModelFault, type CallInfo, type FaultPlan } from './faults.js';
 import { classifyCall, type CallKind } from './ledger-view.js';
 import { HIDDEN_SECONDS, type ModelQueue } from './model-queue.js';
 
@@ -25,6 +25,11 @@ export interface Gate {
   enter(actor: string, call: CallInfo, latencyMs: number): Promise<void>;
   /** A call finished its attempt with a fault injected: reported to the story. */
   note(actor: string, call: CallInfo, fault: FaultKind): void;
+  /**
+   * A call failed for its caller although one of its attempts committed (every answer after the
+   * commit was lost, the SDK's retries spent): the caller cannot know its write landed.
+   */
+  unanswered(actor: string, call: CallInfo, input: Record<string, unknown>): void;
 }
 
 export interface ActorClients {
@@ -47,6 +52,8 @@ type Ctx = { commandName?: string; __model?: ModelCallState };
 
 interface ModelCallState {
   readonly call: CallInfo;
+  /** An attempt of this call reached the store and its answer was lost. */
+  committed?: boolean;
   delays?: Map<string, { delaySeconds: number; body: string }>;
   visibility?: number;
 }
@@ -71,7 +78,13 @@ export function actorClients(actor: string, options: ActorIoOptions, gate: Gate,
         if (input.QueueUrl === options.runQueueUrl) input = rewriteSqsInput(command, input, state);
         const latency = faults.decide({ ...call, phase: 'call' });
         await gate.enter(actor, call, latency?.fault === FaultKind.LATENCY ? latency.latencyMs : 0);
-        return next({ ...args, input });
+        try {
+          return await next({ ...args, input });
+        } catch (error) {
+          // The store's own answer (a failed condition, say) reached the caller: it can judge.
+          if (state.committed && isModelFault(error)) gate.unanswered(actor, call, args.input);
+          throw error;
+        }
       },
       { step: 'initialize', name: 'modelGate', priority: 'high' },
     );
@@ -87,6 +100,7 @@ export function actorClients(actor: string, options: ActorIoOptions, gate: Gate,
         const result = (await next(args)) as { output?: Record<string, unknown> };
         if (args.input.QueueUrl === options.runQueueUrl) recordSqs(state, args.input, result.output ?? {}, queue);
         if (decision?.fault === FaultKind.LOST_RESPONSE) {
+          state.committed = true;
           gate.note(actor, state.call, decision.fault);
           throw faultError(decision.fault, state.call);
         }

@@ -134,6 +134,11 @@ function applicable(fault: FaultKind, call: CallInfo): boolean {
 const metadata = () => ({ $metadata: { httpStatusCode: 400, attempts: 1, totalRetryDelay: 0 } });
 
 /** The error a fault throws, shaped like the one the SDK itself would raise. */
+/** Whether an error is one the model injected (not an answer of the store). */
+export function isModelFault(error: unknown): boolean {
+  return error instanceof Error && /\(model fault( on \w+)?\)/.test(error.message);
+}
+
 export function faultError(fault: FaultKind, call: CallInfo): Error {
   switch (fault) {
     case FaultKind.REFUSED:

@@ -286,6 +286,24 @@ export class World implements Gate {
     this.say(`${actor} ${call.kind} (${call.command.replace('Command', '')}): ${fault}`);
   }
 
+  unanswered(actor: string, call: CallInfo, input: Record<string, unknown>): void {
+    const runKey = this.runKeyOfItem(input.Key);
+    if (runKey === undefined) return;
+    const lane = [...this.lanes, ...this.extraLanes].find((l) => l.container === actor);
+    this.say(`${actor} ${call.kind} of ${runKey}: committed, every answer lost`);
+    this.events.push({ type: 'actor-disturbed', at: this.time.now(), owner: lane?.owner ?? actor, kind: 'unanswered', runKey });
+  }
+
+  /** The run key of a run item's key (`JOB#<job>` / `RUN#<slot>#<shard>`), if it is one. */
+  private runKeyOfItem(key: unknown): string | undefined {
+    if (!key || typeof key !== 'object') return undefined;
+    const { pk, sk } = key as { pk?: unknown; sk?: unknown };
+    if (typeof pk !== 'string' || typeof sk !== 'string' || !pk.startsWith('JOB#') || !sk.startsWith('RUN#')) return undefined;
+    const [, iso, shard] = sk.split('#');
+    const job = pk.slice('JOB#'.length);
+    return runKeyOf(job, Date.parse(iso ?? ''), Number(shard), this.specs.get(job)?.shards ?? 1);
+  }
+
   private async ioIdle(): Promise<void> {
     for (let i = 0; i < 10_000; i++) {
       if (this.moving > 0) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
