@@ -482,7 +482,7 @@ const timeCommands = [
   weighted(
     8,
     fc
-      .oneof({ weight: 30, arbitrary: fc.integer({ min: 500, max: 45_000 }) }, { weight: 5, arbitrary: fc.integer({ min: 120_000, max: 600_000 }) }, { weight: 1, arbitrary: fc.constantFrom(3_600_000, 3 * 3_600_000) })
+      .oneof({ weight: 30, arbitrary: fc.integer({ min: 500, max: 45_000 }) }, { weight: 5, arbitrary: fc.integer({ min: 120_000, max: 600_000 }) }, { weight: 3, arbitrary: fc.constantFrom(3_600_000, 3 * 3_600_000) })
       .map((ms) => new Advance(ms)),
   ),
 ];
@@ -516,14 +516,14 @@ const opsCommands = [
   weighted(1, fc.tuple(fc.nat(50), fc.constantFrom('succeeded' as const, 'dead' as const)).map(([p, as]) => new Resolve(p, as))),
   // Every ended state a retry revives: a DEAD run, and (on request) a slot skipped or superseded,
   // which the planner or a worker created terminal, without an attempt history.
-  weighted(2, fc.tuple(fc.nat(50), fc.constantFrom(...RETRYABLE_STATES)).map(([p, prefer]) => new Retry(p, prefer))),
+  weighted(3, fc.tuple(fc.nat(50), fc.constantFrom(...RETRYABLE_STATES)).map(([p, prefer]) => new Retry(p, prefer))),
 ];
 const configCommands = [
   weighted(1, jobSpecArb.map((spec) => new AddJob(spec))),
   weighted(1, jobRef.map((j) => new RemoveJob(j))),
   weighted(1, fc.tuple(jobRef, fc.constantFrom(...SCHEDULES)).map(([j, s]) => new ChangeSchedule(j, s))),
-  weighted(1, fc.integer({ min: 1, max: 3 }).map((of) => new SetPartitions(of))),
-  { weight: 3, arbitrary: fc.integer({ min: 90, max: 140 }).map((n): ModelCommand => new AddManyJobs(n)) },
+  weighted(2, fc.integer({ min: 1, max: 3 }).map((of) => new SetPartitions(of))),
+  { weight: 8, arbitrary: fc.integer({ min: 90, max: 140 }).map((n): ModelCommand => new AddManyJobs(n)) },
 ];
 
 const singleCommand: fc.Arbitrary<ModelCommand> = fc.oneof(...timeCommands, ...workerCommands, ...faultCommands, ...opsCommands, ...configCommands);
