@@ -9,12 +9,14 @@
  *   --seed S --path P                                         replay one (shrunk) failure
  *   --counts inv1,inv2                                        only these invariants fail a scenario
  *   --prove [--defects 1,2] [--scenarios N]                   per-defect proof (prove.ts)
+ *   --directed N [--counts …]                                 one directed scenario (directed.ts)
  */
 import { parseArgs } from 'node:util';
 import { startLocalStack } from '../local-stack.js';
 import { warmUp } from '../chaos/sandbox.js';
 import { FIRST_FAILURE_PREFIX, formatProof, proveDefects, type FirstFailure } from './prove.js';
 import { formatFailure, MAX_COMMANDS, runModel } from './runner.js';
+import { DIRECTED, runDirected } from './directed.js';
 import { modelStack } from './world.js';
 
 function int(name: string, raw: string | undefined, fallback: number): number {
@@ -42,6 +44,7 @@ export async function modelMain(args: readonly string[]): Promise<number> {
       'shrink-budget': { type: 'string' },
       minutes: { type: 'string' },
       quiet: { type: 'boolean', default: false },
+      directed: { type: 'string' },
     },
   });
   const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : int('seed', values.seed, 0);
@@ -69,6 +72,21 @@ export async function modelMain(args: readonly string[]): Promise<number> {
   const stop = () => void stack.stop().finally(() => process.exit(130));
   process.once('SIGINT', stop);
   try {
+    if (values.directed !== undefined) {
+      // One directed scenario (directed.ts): its violations of the counted invariants.
+      const defect = int('directed', values.directed, 0);
+      const scenario = DIRECTED[defect];
+      if (!scenario) {
+        console.error(`--directed: no directed scenario for defect ${defect} (there are: ${Object.keys(DIRECTED).join(', ')})`);
+        return 2;
+      }
+      const { violations, story } = await runDirected(model, scenario, seed);
+      const counted = violations.filter((v) => !counts || counts.includes(v.invariant));
+      for (const v of counted.slice(0, 10)) console.log(`  [${v.invariant}] ${v.runKey}: ${v.detail}`);
+      if (counted.length > 0 || values.quiet === false) log?.(story);
+      console.log(JSON.stringify({ directed: defect, title: scenario.title, violations: counted.length, first: counted[0] ? `${counted[0].invariant}: ${counted[0].runKey}: ${counted[0].detail}` : null }));
+      return counted.length === 0 ? 0 : 1;
+    }
     log?.(`model: ${values.scenarios ?? 5000} scenario(s), seed ${seed}`);
     const summary = await runModel(model, {
       scenarios: int('scenarios', values.scenarios, 5_000),

@@ -355,7 +355,8 @@ const scheduleArb = fc.oneof(
   { weight: 1, arbitrary: fc.constant('*/5 * * * * *') },
 );
 
-const MANY_TEMPLATE: Omit<JobSpec, 'name' | 'group'> = {
+/** The jobs `add N hourly jobs` adds (a config of a hundred jobs, most of them hourly). */
+export const MANY_TEMPLATE: Omit<JobSpec, 'name' | 'group'> = {
   schedule: '0 * * * *',
   overlap: 'parallel',
   misfire: { policy: 'all', afterMs: 600_000, maxPerTick: 1 },

@@ -29,6 +29,8 @@ export interface ModelRunOptions {
   readonly timeBudgetMs?: number;
   /** Scenario runs spent shrinking one failure at most (then the smallest failure so far is reported). @default 150 */
   readonly shrinkBudget?: number;
+  /** Wall-clock ms spent shrinking one failure at most (a long shrink looks like a hang). @default 10 min */
+  readonly shrinkTimeMs?: number;
   readonly log?: (line: string) => void;
 }
 
@@ -88,6 +90,8 @@ interface Counters {
 /** One lane's state: once a scenario failed, every later run of the property is a shrink attempt. */
 interface LaneState {
   failedAt?: number;
+  /** When the first failure was seen (wall clock). */
+  failedAtMs?: number;
   shrinkRuns: number;
 }
 
@@ -96,7 +100,8 @@ function property(stack: ModelStack, options: ModelRunOptions, counters: Counter
     const shrinking = lane.failedAt !== undefined;
     // Another lane found a failure, or this lane's shrink budget is spent: pass at once (fast-check
     // then reports the smallest failure found so far).
-    if ((!shrinking && stopped()) || (shrinking && lane.shrinkRuns >= (options.shrinkBudget ?? 150))) return;
+    const shrinkSpent = shrinking && (lane.shrinkRuns >= (options.shrinkBudget ?? 150) || Date.now() - (lane.failedAtMs ?? 0) >= (options.shrinkTimeMs ?? 600_000));
+    if ((!shrinking && stopped()) || shrinkSpent) return;
     if (!shrinking && options.timeBudgetMs !== undefined && Date.now() - counters.started >= options.timeBudgetMs) return;
     if (shrinking) lane.shrinkRuns++;
     let mark = Date.now();
@@ -125,6 +130,7 @@ function property(stack: ModelStack, options: ModelRunOptions, counters: Counter
       const counted = result.violations.filter(options.counts ?? (() => true));
       if (counted.length > 0) {
         lane.failedAt ??= counters.scenarios;
+        lane.failedAtMs ??= Date.now();
         throw new ScenarioFailure(counted, world.story());
       }
     } finally {
