@@ -71,12 +71,30 @@ export function checkModelSafety(events: readonly HistoryEvent[], final: FinalSt
     let mayHaveHadEffect: { token: number; why: string } | undefined;
     const finished = new Map<number, Event<'handler-finished'>>();
     const reconciledTokens = new Set<number>();
-    const outcomeTokens = new Set<number>();
+    const acceptedTokens = new Set<number>();
+    const refusedAt = new Map<number, number>();
+    const leaseUntil = new Map<number, number>();
+    const claimedAt: { token: number; at: number }[] = [];
     const startedTokens: { token: number; owner: string; at: number }[] = [];
+    // A worker's success counts as recorded when its outcome was accepted, or when its refusal
+    // was the environment's doing: another claim took the run first, or the lease had run out.
+    // Giving a success up with lease left and nobody else on the run re-runs a finished handler.
+    const recordedOrLost = (token: number) => {
+      if (acceptedTokens.has(token)) return true;
+      const refused = refusedAt.get(token);
+      if (refused === undefined) return false;
+      const takenOver = claimedAt.some((c) => c.token > token && c.at <= refused) || list.some((o) => o.type === 'ops' && o.at <= refused);
+      return takenOver || refused >= (leaseUntil.get(token) ?? Number.NEGATIVE_INFINITY) - model.clockToleranceMs;
+    };
     for (const e of list) {
+      if (e.type === 'claimed' || (e.type === 'heartbeat' && e.ok)) {
+        leaseUntil.set(e.token, Math.max(leaseUntil.get(e.token) ?? Number.NEGATIVE_INFINITY, e.leaseUntil));
+        if (e.type === 'claimed') claimedAt.push({ token: e.token, at: e.at });
+      }
       if (e.type === 'reconciled') reconciledTokens.add(e.token);
       else if (e.type === 'outcome') {
-        outcomeTokens.add(e.token);
+        if (e.accepted) acceptedTokens.add(e.token);
+        else if (!refusedAt.has(e.token)) refusedAt.set(e.token, e.at);
         if (e.accepted && e.status === RunStatus.SUCCEEDED && mayHaveHadEffect?.token === e.token) mayHaveHadEffect = { token: e.token, why: 'succeeded' };
       }      else if (e.type === 'handler-finished') {
         if (!finished.has(e.token)) finished.set(e.token, e);
@@ -98,13 +116,13 @@ export function checkModelSafety(events: readonly HistoryEvent[], final: FinalSt
         if (!reconciling.has(job) && !reconciledTokens.has(e.token)) {
           for (const s of earlier) {
             const end = finished.get(s.token);
-            if (end?.result !== 'succeeded' || outcomeTokens.has(s.token)) continue;
+            if (end?.result !== 'succeeded' || recordedOrLost(s.token)) continue;
             const stopped = (disturbed.get(runKey) ?? []).some((d) => d.owner === s.owner) || everDisturbed.has(s.owner);
             if (stopped) continue;
             flag(
               I.NO_RERUN_AFTER_SUCCESS,
               runKey,
-              `handler ran again under token ${e.token} (${e.owner}) although attempt ${s.token} (${s.owner}) had succeeded at ${iso(end.at)} and its worker, never stopped, recorded no outcome`,
+              `handler ran again under token ${e.token} (${e.owner}) although attempt ${s.token} (${s.owner}) had succeeded at ${iso(end.at)} and its worker, never stopped, recorded no outcome (or gave it up with its lease left)`,
             );
             break;
           }

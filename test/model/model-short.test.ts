@@ -15,7 +15,8 @@ const SCENARIOS = 16;
 async function run(seed: number) {
   const stack = modelStack(sharedEndpoints());
   try {
-    const summary = await runModel(stack, { scenarios: SCENARIOS, seed, concurrency: 2, maxCommands: 30 });
+    // A failure is reported after a short shrink: its seed and path replay it for a longer one.
+    const summary = await runModel(stack, { scenarios: SCENARIOS, seed, concurrency: 2, maxCommands: 30, shrinkBudget: 20, shrinkTimeMs: 120_000 });
     const report = summary.failures.map(formatFailure).join('\n\n');
     console.log(JSON.stringify({ scenarios: summary.scenarios, operations: summary.operations, faults: summary.faults, violations: summary.violations, seed }));
     return { summary, report };
@@ -32,9 +33,10 @@ describe('model-based tester (short run)', () => {
     expect(summary.violations, report).toBe(0);
   }, 600_000);
 
-  // A second seed, printed. Random by request (MODEL_SEED=random, or MODEL_SEED=N to replay): a
-  // random seed in every CI run hit a scenario that never settled (open in the model tester's
-  // notes), so the default is a seed known to settle until that is found.
+  // A second seed, printed; MODEL_SEED=random for a random one, MODEL_SEED=N to replay. What once
+  // looked like a scenario that never settled was a failure being shrunk for 150 runs: shrinking
+  // is now bounded (20 runs, 2 minutes). The default stays a fixed seed while the long runs still
+  // find open failures (docs/testing.md, "Open failures"): a random seed would fail CI on them.
   it('second seed (printed; MODEL_SEED=random for a random one): generated scenarios keep every safety and liveness invariant', async () => {
     const wanted = process.env.MODEL_SEED;
     const seed = wanted === 'random' ? Math.floor(Math.random() * 2 ** 31) : Number(wanted ?? 586652101);

@@ -78,6 +78,21 @@ describe('model safety invariants', () => {
     expect(invariants(killed, [run()], model())).not.toContain(`no-rerun-after-success:${KEY}`);
   });
 
+  it('no-rerun-after-success: a worker that gives its success up with most of its lease left is caught; one whose lease had run out, or whose run another claim took, is not', () => {
+    const gaveUp = (at: number): HistoryEvent[] => [
+      claimed(1, 'A', T), // lease until T + 30 s
+      started(1, 'A', T),
+      { type: 'handler-finished', at: T + 1_000, runKey: KEY, owner: 'A', token: 1, result: 'succeeded' },
+      { type: 'outcome', at, runKey: KEY, owner: 'A', token: 1, status: RunStatus.SUCCEEDED, accepted: false },
+      claimed(2, 'B', T + 40_000, RunStatus.RUNNING),
+      started(2, 'B', T + 40_000),
+    ];
+    expect(invariants(gaveUp(T + 1_100), [run()], model())).toContain(`no-rerun-after-success:${KEY}`);
+    expect(invariants(gaveUp(T + 30_000), [run()], model())).not.toContain(`no-rerun-after-success:${KEY}`);
+    const takenFirst: HistoryEvent[] = [claimed(1, 'A', T), started(1, 'A', T), { type: 'handler-finished', at: T + 1_000, runKey: KEY, owner: 'A', token: 1, result: 'succeeded' }, claimed(2, 'B', T + 2_000, RunStatus.RUNNING), { type: 'outcome', at: T + 2_100, runKey: KEY, owner: 'A', token: 1, status: RunStatus.SUCCEEDED, accepted: false }, started(2, 'B', T + 2_200)];
+    expect(invariants(takenFirst, [run()], model())).not.toContain(`no-rerun-after-success:${KEY}`);
+  });
+
   it('own-write-recognised: an outcome refused although nobody else touched the run', () => {
     const history: HistoryEvent[] = [claimed(1, 'A', T), { type: 'outcome', at: T + 1_000, runKey: KEY, owner: 'A', token: 1, status: RunStatus.SUCCEEDED, accepted: false }];
     expect(invariants(history, [run({ fencingToken: 1 })], model())).toContain(`own-write-recognised:${KEY}`);

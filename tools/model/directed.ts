@@ -65,14 +65,30 @@ export const DIRECTED: Readonly<Record<number, DirectedScenario>> = {
     steps: [{ step: 'arm', lane: 0, kind: 'lane', fault: FaultKind.REFUSED, count: 2 }, { step: 'run', ms: 4 * MINUTE }],
   },
   3: {
-    title: 'two jobs sharing an item, the newer slot writing first',
-    jobs: [{ schedule: '*/2 * * * *', group: 'shared', maxAttempts: 3 }, { schedule: '* * * * *', group: 'shared', maxAttempts: 3, startLeadMs: 0 }],
-    steps: [{ step: 'advance', ms: 3 * MINUTE }, { step: 'tick' }, { step: 'run', ms: 3 * MINUTE }],
+    title: "a run retried after a newer slot of another job wrote its item",
+    jobs: [
+      {
+        group: 'shared',
+        backoffBaseMs: 20_000,
+        backoffMaxMs: 30_000,
+        behaviours: [
+          { kind: BehaviourKind.RETRYABLE, workMs: 100, writes: 0 },
+          { kind: BehaviourKind.OK, workMs: 100, writes: 1 },
+        ],
+      },
+      { schedule: '*/5 * * * * *', group: 'shared' },
+    ],
+    steps: [{ step: 'run', ms: 3 * MINUTE }],
   },
   4: {
     title: "a handler's increment whose response is lost after it committed, retried by the SDK",
     jobs: [{}],
     steps: [{ step: 'arm', lane: 0, kind: 'fenced-write', fault: FaultKind.LOST_RESPONSE, count: 1 }, { step: 'run', ms: 2 * MINUTE }],
+  },
+  5: {
+    title: 'a zombie handler that writes after its attempt timed out',
+    jobs: [{ timeoutMs: 4_000, leaseMs: 15_000, maxAttempts: 2, behaviours: [{ kind: BehaviourKind.ZOMBIE, workMs: 200, writes: 1 }, { kind: BehaviourKind.OK, workMs: 200, writes: 1 }] }],
+    steps: [{ step: 'run', ms: 3 * MINUTE }],
   },
   6: {
     title: 'an outcome write refused once',
@@ -98,7 +114,7 @@ export const DIRECTED: Readonly<Record<number, DirectedScenario>> = {
   13: {
     title: 'a run DEAD with its result unknown, revived by ops retry',
     jobs: [{ reconcile: true, maxAttempts: 1, behaviours: [{ kind: BehaviourKind.UNKNOWN, workMs: 200, writes: 0 }] }],
-    steps: [{ step: 'run', ms: 90_000 }, { step: 'retry', prefer: RunStatus.DEAD }, { step: 'run', ms: MINUTE }],
+    steps: [{ step: 'run', ms: 150_000 }, { step: 'retry', prefer: RunStatus.DEAD }, { step: 'run', ms: MINUTE }],
   },
   15: {
     title: 'a slot the misfire policy created SKIPPED, revived by ops retry',
