@@ -62,7 +62,7 @@ export async function modelMain(args: readonly string[]): Promise<number> {
       log,
     });
     console.log(formatProof(proof));
-    console.log(JSON.stringify({ defects: proof.map((p) => ({ defect: p.defect, found: p.found, scenarios: p.scenariosToFailure ?? null, shrunk: p.shrunkLength ?? null, seed: p.seed, path: p.path ?? null })), seed }));
+    console.log(JSON.stringify({ defects: proof.map((p) => ({ defect: p.defect, directed: p.directed ?? null, found: p.found, scenarios: p.scenariosToFailure ?? null, shrunk: p.shrunkLength ?? null, seed: p.seed, path: p.path ?? null })), seed }));
     return proof.every((p) => p.found) ? 0 : 1;
   }
   const counts = values.counts?.split(',').map((c) => c.trim());

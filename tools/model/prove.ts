@@ -11,6 +11,7 @@ import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { DIRECTED } from './directed.js';
 
 export interface DefectClass {
   readonly defect: number;
@@ -56,6 +57,11 @@ export interface FirstFailure {
 export interface DefectProof {
   readonly defect: number;
   readonly title: string;
+  /**
+   * Whether the class's directed scenario (directed.ts) trips its invariants in the patched tree:
+   * the patch puts the defect back and the checker names it. Undefined: no directed scenario.
+   */
+  readonly directed?: boolean;
   readonly found: boolean;
   /** Scenarios run (all lanes) when the first violation of the class was seen. */
   readonly scenariosToFailure?: number;
@@ -121,6 +127,13 @@ async function proveOne(defect: DefectClass, options: ProveOptions): Promise<Def
     symlinkSync(join(repoRoot, 'node_modules'), join(dir, 'node_modules'), 'dir');
     const applied = git(dir, ['apply', patch]);
     if (!applied.ok) return { ...base, found: false, durationMs: Date.now() - started, error: `the patch does not apply to HEAD: ${applied.out}` };
+    let directed: boolean | undefined;
+    if (DIRECTED[defect.defect]) {
+      const shown = await runChild(dir, ['--directed', String(defect.defect), '--counts', defect.shows.join(','), '--quiet', '--seed', '1']);
+      const line = shown.stdout.split('\n').filter((l) => l.startsWith('{')).at(-1);
+      directed = line ? (JSON.parse(line) as { violations: number }).violations > 0 : false;
+      options.log?.(`  directed scenario (${DIRECTED[defect.defect]!.title}): ${directed ? 'shows the defect' : 'DOES NOT show the defect'}`);
+    }
     const args = ['--scenarios', String(options.scenarios), '--seed', String(options.seed), '--concurrency', String(options.concurrency), '--counts', defect.shows.join(','), '--shrink-budget', String(options.shrinkBudget ?? 60)];
     if (options.maxCommands !== undefined) args.push('--max-commands', String(options.maxCommands));
     const { stdout } = await runChild(dir, args, options.log);
@@ -128,11 +141,12 @@ async function proveOne(defect: DefectClass, options: ProveOptions): Promise<Def
     const summary = lines.filter((l) => l.startsWith('{')).at(-1);
     const scenarios = summary ? (JSON.parse(summary) as { scenarios: number }).scenarios : 0;
     const failureLine = lines.find((l) => l.startsWith(FIRST_FAILURE_PREFIX));
-    if (!summary) return { ...base, found: false, durationMs: Date.now() - started, error: `the model run printed no summary:\n${stdout.slice(-2_000)}` };
-    if (!failureLine) return { ...base, scenarios, found: false, durationMs: Date.now() - started };
+    if (!summary) return { ...base, directed, found: false, durationMs: Date.now() - started, error: `the model run printed no summary:\n${stdout.slice(-2_000)}` };
+    if (!failureLine) return { ...base, directed, scenarios, found: false, durationMs: Date.now() - started };
     const failure = JSON.parse(failureLine.slice(FIRST_FAILURE_PREFIX.length)) as FirstFailure;
     return {
       ...base,
+      directed,
       scenarios,
       found: true,
       scenariosToFailure: failure.scenariosToFailure,
@@ -169,7 +183,7 @@ export async function proveDefects(options: ProveOptions): Promise<DefectProof[]
 export function formatProof(proofs: readonly DefectProof[]): string {
   const rows = proofs.map(
     (p) =>
-      `| ${p.defect} | ${p.title} | ${p.found ? 'found' : 'NOT FOUND'} | ${p.scenariosToFailure ?? `> ${p.scenarios}`} | ${p.shrunkLength ?? '-'} | ${p.found ? `--seed ${p.seed} --path ${p.path}` : (p.error ?? '-')} |`,
+      `| ${p.defect} | ${p.title} | ${p.directed === undefined ? '-' : p.directed ? 'shown' : 'NOT SHOWN'} | ${p.found ? 'found' : 'NOT FOUND'} | ${p.scenariosToFailure ?? `> ${p.scenarios}`} | ${p.shrunkLength ?? '-'} | ${p.found ? `--seed ${p.seed} --path ${p.path}` : (p.error ?? '-')} |`,
   );
-  return ['| defect | class | result | scenarios to first failure | shrunk length | replay (in the patched tree) |', '| --- | --- | --- | --- | --- | --- |', ...rows].join('\n');
+  return ['| defect | class | directed scenario | search | scenarios to first failure | shrunk length | replay (in the patched tree) |', '| --- | --- | --- | --- | --- | --- | --- |', ...rows].join('\n');
 }
