@@ -59,6 +59,12 @@ export interface LivenessExpectations {
   readonly progressing?: readonly string[];
   /** Jobs the planner's state lists as paused, when the caller read them (pause-kept). */
   readonly pausedInLedger?: readonly string[];
+  /**
+   * Jobs with an exclusive lane (any overlap but parallel): a waiting run of theirs is owed a
+   * re-send only from when its lane was last let go (another run of the lane finished), since
+   * until then the holder, not the sweeper, hands the lane on.
+   */
+  readonly exclusive?: readonly string[];
 }
 
 export function checkLiveness(final: FinalState, expected: LivenessExpectations): CheckViolation[] {
@@ -117,12 +123,22 @@ export function checkLiveness(final: FinalState, expected: LivenessExpectations)
   if (expected.withMessage && expected.sweepGraceMs !== undefined) {
     const messaged = new Set([...expected.withMessage, ...(expected.stuck ?? [])]);
     const heldBy = new Map((final.markers ?? []).map((m) => [`${m.job}|${m.shard}`, m.holderSlot]));
+    const exclusive = new Set(expected.exclusive ?? []);
+    // When each exclusive lane was last let go: the latest end of any of its runs.
+    const laneEnds = new Map<string, number>();
+    for (const r of final.runs) {
+      if (r.finishedAt === undefined || !exclusive.has(r.job)) continue;
+      const lane = `${r.job}|${r.shard}`;
+      laneEnds.set(lane, Math.max(laneEnds.get(lane) ?? 0, r.finishedAt));
+    }
     for (const run of final.runs) {
       if (isTerminal(run.status) || !configured.has(run.job) || expected.paused.includes(run.job) || messaged.has(run.runKey)) continue;
       const holder = heldBy.get(`${run.job}|${run.shard}`);
       const holderRun = holder === undefined ? undefined : runs.get(`${run.job}|${holder}|${run.shard}`);
       if (holderRun && holderRun.runKey !== run.runKey && !isTerminal(holderRun.status)) continue;
-      const due = run.status === RunStatus.RUNNING ? (run.leaseUntil ?? 0) : Math.max(run.nextAttemptAt ?? run.slot, run.createdAt, run.dispatchedAt ?? 0);
+      const ownDue = run.status === RunStatus.RUNNING ? (run.leaseUntil ?? 0) : Math.max(run.nextAttemptAt ?? run.slot, run.createdAt, run.dispatchedAt ?? 0);
+      const laneFreedAt = exclusive.has(run.job) && run.status !== RunStatus.RUNNING ? (laneEnds.get(`${run.job}|${run.shard}`) ?? 0) : 0;
+      const due = Math.max(ownDue, laneFreedAt);
       if (due < now - expected.sweepGraceMs) {
         flag(I.OPEN_RUN_SWEPT, run.runKey, `${run.status} since ${iso(due)} with no message in the queue, and no sweep re-sent one (${Math.round((now - due) / 1000)} s)`);
       }

@@ -159,6 +159,17 @@ describe('liveness invariants', () => {
     expect(names(v)).toEqual(['open-run-swept']);
   });
 
+  it('open-run-swept: a waiting run of an exclusive lane is owed a re-send only from when its lane was let go (a long backlog ahead of it is no lost message)', () => {
+    const older = runKeyOf('pay', T - 3_600_000, 0, 1);
+    const backlogEnd = base.now - 10_000; // the last older run of the lane ended just now
+    const runs = [run({ status: RunStatus.READY }), run({ runKey: older, slot: T - 3_600_000, status: RunStatus.DEAD, finishedAt: backlogEnd, lastError: { code: 'DEADLINE_EXCEEDED', message: 'late' } })];
+    const planner = [{ partition: 0, of: 1, plannedUntil: T + 4_000_000, paused: [], behind: [] }];
+    const expected = { ...base, withMessage: [], sweepGraceMs: 180_000 };
+    expect(names(checkLiveness({ runs, planner }, { ...expected, exclusive: ['pay'] }))).toEqual([]);
+    // A parallel job has no lane: the same run is flagged.
+    expect(names(checkLiveness({ runs, planner }, expected))).toEqual(['open-run-swept']);
+  });
+
   it('open-run-swept: a run the sweeper gave up on (stuck, left for an operator) is not flagged', () => {
     const v = checkLiveness({ runs: [run({ status: RunStatus.READY, redispatches: 10 })], planner: [{ partition: 0, of: 1, plannedUntil: T + 4_000_000, paused: [], behind: [] }] }, { ...base, withMessage: [], sweepGraceMs: 180_000, stuck: [KEY] });
     expect(names(v)).toEqual([]);

@@ -1013,6 +1013,7 @@ export class World implements Gate {
         stuck: [...stuckKeys],
         progressing: this.progressing,
         pausedInLedger: final.paused,
+        exclusive: all.filter((spec) => spec.overlap !== 'parallel').map((spec) => spec.name),
       },
     );
     return { result, final };
