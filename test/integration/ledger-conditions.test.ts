@@ -10,7 +10,9 @@ import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { initialFence, MAX_CLAIMS_PER_SLOT } from '../../shared/core/fence.js';
 import { explainClaimRefusal } from '../../shared/core/lease.js';
 import { isTerminal, RunStatus, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
-import { runFromItem, watchKeys } from '../../shared/adapters/ledger.js';
+import { Ledger, runFromItem, watchKeys } from '../../shared/adapters/ledger.js';
+import { ATTEMPT_HISTORY_LIMIT } from '../../shared/core/limits.js';
+import { exceptionBucketOf } from '../../shared/core/planner-state.js';
 import { LedgerKeys } from '../../shared/resources.js';
 import { LaneStore } from '../../shared/adapters/lane-store.js';
 import { faultyClient } from '../support/faults.js';
@@ -169,13 +171,119 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
     for (const [outcome, stillWatched] of [
       [{ status: RunStatus.SUCCEEDED }, false],
       [{ status: RunStatus.DEAD, lastError: { code: 'X', message: 'x' } }, false],
+      [{ status: RunStatus.SUPERSEDED, lastError: { code: 'SUPERSEDED_BY_NEWER_SLOT', message: 'x' } }, false],
       [{ status: RunStatus.RETRY, nextAttemptAt: NOW + 5_000, lastError: { code: 'X', message: 'x' } }, true],
+      [{ status: RunStatus.UNKNOWN, nextAttemptAt: NOW + 5_000, lastError: { code: 'X', message: 'x' } }, true],
     ] as const) {
       const held = await put('index', { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims: 1, watched: true });
       expect((await box.ledger.complete(held, outcome, NOW)).ok).toBe(true);
       const { Item } = await box.clients.doc.send(new GetCommand({ TableName: box.endpoints.ledgerTable, Key: box.ledger.runKeyOf(held), ConsistentRead: true }));
       expect(Item !== undefined && 'openPk' in Item && 'openSk' in Item, `${outcome.status} still watched`).toBe(stillWatched);
       expect(Item).not.toHaveProperty('leaseUntil');
+      // An ended run is finished and expires (TTL); one that waits for its next attempt does neither.
+      expect(Item?.finishedAt, outcome.status).toBe(stillWatched ? undefined : NOW);
+      expect(Item?.expiresAt, outcome.status).toBe(stillWatched ? undefined : Math.floor(NOW / 1000) + 30 * 86_400);
+    }
+  });
+
+  it('complete records whether the attempt\'s result is unknown: UNKNOWN and a DEAD that gave up on an unknown result mark it, every other outcome clears an earlier mark', async () => {
+    const error = { code: 'X', message: 'x' };
+    const cases = everyCombination({
+      outcome: [
+        { status: RunStatus.SUCCEEDED },
+        { status: RunStatus.RETRY, nextAttemptAt: NOW + 5_000, lastError: error },
+        { status: RunStatus.UNKNOWN, nextAttemptAt: NOW + 5_000, lastError: error },
+        { status: RunStatus.DEAD, lastError: error },
+        { status: RunStatus.DEAD, lastError: error, resultUnknown: true },
+        { status: RunStatus.SUPERSEDED, lastError: error },
+      ],
+      markedBefore: [false, true],
+    } as const);
+    await eachCase(cases, async ({ outcome, markedBefore }) => {
+      const held = await put('unknown', { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims: 2, watched: false }, markedBefore ? { resultUnknown: true } : {});
+      expect(held.resultUnknown).toBe(markedBefore ? true : undefined);
+      expect((await box.ledger.complete(held, outcome, NOW)).ok).toBe(true);
+      const marked = outcome.status === RunStatus.UNKNOWN || ('resultUnknown' in outcome && outcome.resultUnknown === true);
+      const label = `${outcome.status}${'resultUnknown' in outcome ? ' (result unknown)' : ''} after ${markedBefore ? 'an unknown' : 'a known'} result`;
+      expect((await box.ledger.getRun(held))?.resultUnknown, label).toBe(marked ? true : undefined);
+    });
+  });
+
+  it('complete adds the attempt to the run\'s history (claim, token, owner, where it was claimed from, when, outcome, error) and keeps only the last ATTEMPT_HISTORY_LIMIT attempts', async () => {
+    for (const claims of [1, ATTEMPT_HISTORY_LIMIT, ATTEMPT_HISTORY_LIMIT + 1, ATTEMPT_HISTORY_LIMIT + 2]) {
+      // The history as earlier attempts left it: one entry per earlier claim, the oldest already dropped.
+      const earlier = Object.fromEntries(
+        Array.from({ length: claims - 1 }, (_, i) => i + 1)
+          .filter((c) => c > claims - 1 - ATTEMPT_HISTORY_LIMIT)
+          .map((c) => [`c${c}`, { claim: c, token: c, owner: 'earlier', claimedAt: BASE, endedAt: BASE, outcome: RunStatus.RETRY }]),
+      );
+      const held = await put('history', { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims, watched: false }, { attempts: earlier, startedAt: NOW - 700 });
+      const lastError = { code: 'FLAKY', message: 'the service said no' };
+      expect((await box.ledger.complete(held, { status: RunStatus.RETRY, nextAttemptAt: NOW + 1_000, lastError }, NOW, { from: RunStatus.UNKNOWN })).ok).toBe(true);
+      const attempts = (await box.ledger.getRun(held))?.attempts ?? [];
+      const kept = Array.from({ length: Math.min(claims, ATTEMPT_HISTORY_LIMIT) }, (_, i) => claims - Math.min(claims, ATTEMPT_HISTORY_LIMIT) + 1 + i);
+      expect(attempts.map((a) => a.claim), `${claims} claims`).toEqual(kept);
+      expect(attempts.at(-1), `${claims} claims`).toEqual({
+        claim: claims,
+        token: held.fencingToken,
+        owner: 'me',
+        from: RunStatus.UNKNOWN,
+        claimedAt: NOW - 700,
+        endedAt: NOW,
+        outcome: RunStatus.RETRY,
+        code: 'FLAKY',
+        message: 'the service said no',
+      });
+    }
+  });
+
+  it('heartbeat, checkpoint and complete of a run whose item is gone report the lease lost, and create nothing', async () => {
+    const gone: Run = { ...(await put('gone', { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims: 1, watched: false })), slot: freshSlot() };
+    expect(await box.ledger.heartbeat(gone, NOW + LEASE)).toEqual({ ok: false, current: undefined });
+    expect(await box.ledger.checkpoint(gone, { cursor: 'c' })).toEqual({ ok: false, current: undefined });
+    expect(await box.ledger.complete(gone, { status: RunStatus.SUCCEEDED }, NOW)).toEqual({ ok: false, current: undefined });
+    expect(await box.ledger.getRun(gone)).toBeUndefined();
+  });
+
+  // Faults a local server cannot produce (test/support/faults.ts): the SDK retries a write whose
+  // response was lost after it committed, and the retry's condition fails on our own commit.
+  it('a write whose response was lost after it committed is reported done, not as a run that moved: settle, replace, spent-run end, re-dispatch mark, and a create by its own tick', async () => {
+    // The first send of each write loses its response; the SDK's retry of it gets its answer.
+    const sent = new Set<string>();
+    const firstSend = (command: string, input: Record<string, unknown>) => {
+      if (command !== 'UpdateItemCommand' && command !== 'PutItemCommand') return false;
+      const write = JSON.stringify([command, input.Key ?? input.Item, input.ExpressionAttributeValues]);
+      if (sent.has(write)) return false;
+      sent.add(write);
+      return true;
+    };
+    const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: firstSend, fault: 'lost-response', times: 100 }]);
+    try {
+      const ledger = new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable });
+      const waiting = await put('lost', { status: RunStatus.READY, claims: 1, watched: true });
+      expect(await ledger.settleWaiting(waiting, RunStatus.SKIPPED, 'skipped by policy', NOW)).toBe(true);
+      expect(await box.ledger.getRun(waiting)).toMatchObject({ status: RunStatus.SKIPPED });
+
+      const running = await put('lost', { status: RunStatus.RUNNING, owner: 'o', leaseUntil: NOW + LEASE, claims: 1, watched: true });
+      expect(await ledger.replaceRunning(running, 'newer', NOW)).toBe(true);
+      expect(await box.ledger.getRun(running)).toMatchObject({ status: RunStatus.SUPERSEDED, fencingToken: running.fencingToken + 1 });
+
+      const spent = await put('lost', { status: RunStatus.RUNNING, owner: 'o', leaseUntil: NOW - LEASE, claims: MAX_CLAIMS_PER_SLOT, watched: true });
+      expect(await ledger.endSpentRunning(spent, NOW, NOW - SKEW)).toBe(true);
+      expect(await box.ledger.getRun(spent)).toMatchObject({ status: RunStatus.DEAD, resultUnknown: true, lastError: { code: 'FENCE_RANGE_EXHAUSTED' } });
+
+      const stuck = await put('lost', { status: RunStatus.READY, claims: 1, watched: false });
+      expect(await ledger.markRedispatch(stuck, NOW, 60_000, 10)).toBe('marked');
+      expect(await raw(stuck)).toMatchObject({ dispatchedAt: NOW, redispatches: 1 });
+
+      const slot = freshSlot();
+      const created = await ledger.createRun({ job: 'lost', slot, shard: 0, shards: 1, status: RunStatus.READY }, NOW, 'tick-1');
+      expect(created).toMatchObject({ created: true, run: { job: 'lost', slot, status: RunStatus.READY } });
+      // Another tick creating the same run finds it is not its own.
+      expect(await ledger.createRun({ job: 'lost', slot, shard: 0, shards: 1, status: RunStatus.READY }, NOW, 'tick-2')).toMatchObject({ created: false });
+      expect(faulty.injected).toHaveLength(6);
+    } finally {
+      faulty.destroy();
     }
   });
 
@@ -183,7 +291,13 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
     const yielded = await put('yield', { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims: 3, watched: false });
     await box.ledger.complete(yielded, { status: RunStatus.RETRY, nextAttemptAt: NOW, lastError: { code: 'YIELDED', message: 'y' }, refundAttempt: true }, NOW, { elapsedMs: 1_234 });
     expect(await box.ledger.getRun(yielded)).toMatchObject({ status: RunStatus.RETRY, attempt: 2, attemptElapsedMs: 1_234 });
-    const failed = await put('yield', { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims: 3, watched: false });
+    // A second yield of the same attempt adds to the time its earlier invocations spent.
+    await box.ledger.claim(yielded, 'me', NOW, LEASE, SKEW);
+    const resumed = (await box.ledger.getRun(yielded))!;
+    await box.ledger.complete(resumed, { status: RunStatus.RETRY, nextAttemptAt: NOW, lastError: { code: 'YIELDED', message: 'y' }, refundAttempt: true }, NOW, { elapsedMs: 1_000 });
+    expect(await box.ledger.getRun(yielded)).toMatchObject({ status: RunStatus.RETRY, attempt: 2, attemptElapsedMs: 2_234 });
+    // An attempt that fails after yielding before is spent: the next one starts a fresh budget.
+    const failed = await put('yield', { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims: 3, watched: false }, { attemptElapsed: 500 });
     await box.ledger.complete(failed, { status: RunStatus.RETRY, nextAttemptAt: NOW, lastError: { code: 'FLAKY', message: 'f' } }, NOW, { elapsedMs: 1_234 });
     const after = await box.ledger.getRun(failed);
     expect(after).toMatchObject({ status: RunStatus.RETRY, attempt: 3 });
@@ -213,6 +327,10 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
       if (waiting) expect(after).toMatchObject({ status: RunStatus.SKIPPED, finishedAt: NOW, lastError: { code: RunStatus.SKIPPED, message: 'skipped by policy' } });
       else expect(after, label).toEqual(stored);
     });
+    // A waiting run whose fencing range is spent ends DEAD, naming why.
+    const spent = await put('settle', { status: RunStatus.RETRY, claims: MAX_CLAIMS_PER_SLOT, watched: true });
+    expect(await box.ledger.settleWaiting(spent, RunStatus.DEAD, 'no claim left', NOW)).toBe(true);
+    expect(await box.ledger.getRun(spent)).toMatchObject({ status: RunStatus.DEAD, lastError: { code: 'FENCE_RANGE_EXHAUSTED', message: 'no claim left' } });
   });
 
   it('replaceRunning: ends a RUNNING run at the token read SUPERSEDED and advances its fence; anything else is left alone', async () => {
@@ -224,7 +342,9 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
       expect(replaced, label).toBe(holds);
       const after = await box.ledger.getRun(stored);
       if (holds) {
-        expect(after).toMatchObject({ status: RunStatus.SUPERSEDED, fencingToken: stored.fencingToken + 1, lastError: { code: 'REPLACED' } });
+        expect(after).toMatchObject({ status: RunStatus.SUPERSEDED, fencingToken: stored.fencingToken + 1, finishedAt: NOW, lastError: { code: 'REPLACED', message: 'replaced by newer' } });
+        // The replaced attempt joins the run's history, as one that ended by itself would.
+        expect(after?.attempts).toEqual([{ claim: 1, token: stored.fencingToken, owner: 'o', claimedAt: NOW, endedAt: NOW, outcome: RunStatus.SUPERSEDED, code: 'REPLACED', message: 'replaced by newer' }]);
         // The old holder's heartbeat is refused from now on.
         expect((await box.ledger.heartbeat(stored, NOW + LEASE)).ok).toBe(false);
       } else expect(after, label).toEqual(stored);
@@ -488,11 +608,15 @@ describe('a job\'s planning state on DynamoDB Local', () => {
     expect((await box.ledger.planning.readJobPlan(unbounded))?.lastSlot).toBe(Number.POSITIVE_INFINITY);
   });
 
-  it('the behind lists take and drop names, several per call', async () => {
+  it('the behind lists take and drop names, several per call, additions and removals in the same bucket included', async () => {
     const names = Array.from({ length: 6 }, job);
+    // A name dropped in the same call that lists another of its bucket: one update may not both
+    // ADD to and DELETE from a set.
+    let sharer = job();
+    while (exceptionBucketOf(sharer) !== exceptionBucketOf(names[0]!)) sharer = job();
     await box.ledger.planning.listBehind(names, []);
-    await box.ledger.planning.listBehind(names.slice(3), names.slice(0, 2));
+    await box.ledger.planning.listBehind([...names.slice(3), sharer], names.slice(0, 2));
     const { behind } = await box.ledger.planning.readTickState();
-    expect(names.map((n) => behind.has(n))).toEqual([false, false, true, true, true, true]);
+    expect([...names, sharer].map((n) => behind.has(n))).toEqual([false, false, true, true, true, true, true]);
   });
 });
