@@ -495,6 +495,7 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
         await expect(lanes.acquire(job, holder(freshSlot()), NOW)).rejects.toMatchObject({ name: 'ThrottlingException' });
         await expect(lanes.release(job, stale)).rejects.toMatchObject({ name: 'ThrottlingException' });
         await expect(lanes.takeFromEnded(job, holder(freshSlot()), stale, NOW)).rejects.toMatchObject({ name: 'ThrottlingException' });
+        await expect(lanes.markOlderWaiting(job, stale)).rejects.toMatchObject({ name: 'ThrottlingException' });
       } finally {
         faulty.destroy();
       }
