@@ -86,6 +86,11 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
     return runFromItem(item);
   }
 
+  /** A run item of `job` as the planner creates it (no claim yet). */
+  function runAt(job: string, slot: number, shard: number, shards: number): Run {
+    return runFromItem({ job, slot, shard, shards, runKey: runKeyOf(job, slot, shard, shards), status: RunStatus.READY, fencingToken: initialFence(slot), attempt: 0, createdAt: BASE });
+  }
+
   it('claim: lands exactly on a claimable run past its backoff, or a RUNNING one past lease + allowance, within its fence range', async () => {
     await fc.assert(
       fc.asyncProperty(stateArb, async (state) => {
@@ -381,6 +386,69 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
         expect(after, label).toMatchObject({ dispatchedAt: NOW, redispatches: (redispatches ?? 0) + 1, ...watchKeys(stored) });
       } else expect(after, label).toEqual(before);
     });
+  });
+
+  it('nearestRuns and laneRunsAfter read exactly a lane\'s neighbours: nearest first before a slot, oldest first in (after, until] with the statuses asked, whatever the shards', async () => {
+    const MIN = 60_000;
+    const layoutArb = fc.record({
+      shards: fc.integer({ min: 1, max: 3 }),
+      slots: fc.uniqueArray(fc.integer({ min: 0, max: 9 }), { minLength: 1, maxLength: 7 }),
+      statuses: fc.array(fc.constantFrom(...ALL_STATUSES), { minLength: 30, maxLength: 30 }),
+      // Often exactly at a slot that has runs: the boundaries of (after, until] and of "before".
+      at: fc.oneof(fc.integer({ min: 0, max: 10 }), fc.nat().map((n) => ({ nth: n }))),
+      until: fc.oneof(fc.integer({ min: -1, max: 10 }), fc.nat().map((n) => ({ nth: n }))),
+      limit: fc.integer({ min: 1, max: 4 }),
+      shard: fc.nat(),
+      asked: fc.subarray([...ALL_STATUSES], { minLength: 1 }),
+    });
+    let cases = 0;
+    await fc.assert(
+      fc.asyncProperty(layoutArb, async ({ shards, slots, statuses, at: atChoice, until: untilChoice, limit, shard: anyShard, asked }) => {
+        const job = `near-${++nextSlot}`;
+        const pick = (c: number | { nth: number }) => (typeof c === 'number' ? c : slots[c.nth % slots.length]!);
+        const [at, until] = [pick(atChoice), pick(untilChoice)];
+        const slotAt = (i: number) => BASE + i * MIN;
+        const shard = anyShard % shards;
+        // The planner writes every shard of a slot; beside the runs sit the job's other items.
+        const runs: Run[] = [];
+        let k = 0;
+        for (const i of slots) for (let sh = 0; sh < shards; sh++) runs.push({ ...runAt(job, slotAt(i), sh, shards), status: statuses[k++ % statuses.length]! });
+        await eachCase(runs, (run) => box.clients.doc.send(new PutCommand({ TableName: box.endpoints.ledgerTable, Item: { ...box.ledger.runKeyOf(run), ...run } })).then(() => undefined));
+        await box.ledger.lanes.acquire(job, { slot: slotAt(slots[0]!), shard }, NOW);
+        await box.clients.doc.send(new PutCommand({ TableName: box.endpoints.ledgerTable, Item: { pk: LedgerKeys.jobPk(job), sk: LedgerKeys.jobPlanSk, cursor: 1 } }));
+        const lane = runs.filter((r) => r.shard === shard);
+        const label = `${shards} shards, slots ${[...slots].sort((a, b) => a - b).join(',')}, shard ${shard}`;
+
+        const near = await box.ledger.nearestRuns(job, slotAt(at), 'before', limit, { shard, shards });
+        const older = [...new Set(lane.filter((r) => r.slot < slotAt(at)).map((r) => r.slot))].sort((a, b) => b - a);
+        // Nearest first, only the lane's older runs, and nothing beyond its `limit` nearest slots;
+        // the `limit - 1` nearest are always read whole (the slot's own shard 0 may take one place).
+        expect(near.map((r) => [r.slot, r.shard]), label).toEqual(
+          lane
+            .filter((r) => older.slice(0, limit).includes(r.slot))
+            .sort((a, b) => b.slot - a.slot)
+            .slice(0, near.length)
+            .map((r) => [r.slot, r.shard]),
+        );
+        expect(near.length, label).toBeGreaterThanOrEqual(Math.min(older.length, limit - 1));
+
+        const after = await box.ledger.laneRunsAfter(job, shard, slotAt(at), slotAt(until), asked);
+        expect(after.map((r) => [r.slot, r.shard, r.status]), `${label}, (${at}, ${until}], ${asked.join('/')}`).toEqual(
+          lane
+            .filter((r) => r.slot > slotAt(at) && r.slot <= slotAt(until) && asked.includes(r.status))
+            .sort((a, b) => a.slot - b.slot)
+            .map((r) => [r.slot, r.shard, r.status]),
+        );
+        cases++;
+      }),
+      { numRuns: 30 },
+    );
+    expect(cases).toBe(30);
+    // The boundaries that matter most, every time: the last shard of `until`'s slot is in, no shard of `after`'s.
+    const job = `near-${++nextSlot}`;
+    for (const i of [0, 1, 2]) for (let sh = 0; sh < 3; sh++) await box.clients.doc.send(new PutCommand({ TableName: box.endpoints.ledgerTable, Item: { ...box.ledger.runKeyOf({ job, slot: BASE + i * MIN, shard: sh }), ...runAt(job, BASE + i * MIN, sh, 3) } }));
+    expect((await box.ledger.laneRunsAfter(job, 2, BASE, BASE + 2 * MIN)).map((r) => [r.slot, r.shard])).toEqual([[BASE + MIN, 2], [BASE + 2 * MIN, 2]]);
+    expect((await box.ledger.nearestRuns(job, BASE + 2 * MIN, 'before', 2, { shard: 2, shards: 3 })).map((r) => [r.slot, r.shard])).toEqual([[BASE + MIN, 2], [BASE, 2]]);
   });
 
   describe('lane markers', () => {
