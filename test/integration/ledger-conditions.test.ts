@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { initialFence, MAX_CLAIMS_PER_SLOT } from '../../shared/core/fence.js';
 import { explainClaimRefusal } from '../../shared/core/lease.js';
-import { isTerminal, RunStatus, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
+import { isTerminal, RunOrigin, RunStatus, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
 import { Ledger, runFromItem, watchKeys } from '../../shared/adapters/ledger.js';
 import { ATTEMPT_HISTORY_LIMIT } from '../../shared/core/limits.js';
 import { exceptionBucketOf } from '../../shared/core/planner-state.js';
@@ -318,6 +318,22 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
     const again = await box.ledger.createRun({ job: 'create', slot, shard: 0, shards: 1, status: RunStatus.SKIPPED, reason: 'late' }, NOW + 1);
     expect(again).toMatchObject({ created: false, existing: { status: RunStatus.RUNNING, owner: 'w' } });
     expect(await box.ledger.getRun(first.run)).toMatchObject({ status: RunStatus.RUNNING, owner: 'w' });
+  });
+
+  it('createRun keeps what decides how the run starts: a fire time other than its slot (jitter), and a manual run\'s origin, note, trigger and overlap', async () => {
+    const jittered = freshSlot();
+    const created = await box.ledger.createRun({ job: 'create-fields', slot: jittered, shard: 0, shards: 1, status: RunStatus.READY, fireAt: jittered + 1_500 }, NOW);
+    expect(created).toMatchObject({ created: true, run: { fireAt: jittered + 1_500 } });
+    expect(await box.ledger.getRun({ job: 'create-fields', slot: jittered, shard: 0 })).toMatchObject({ fireAt: jittered + 1_500 });
+    const manual = freshSlot();
+    await box.ledger.createRun({ job: 'create-fields', slot: manual, shard: 0, shards: 1, status: RunStatus.READY, origin: RunOrigin.MANUAL, note: 'rerun after the fix', triggeredBy: 'ops@example', overlap: 'parallel', watch: true }, NOW);
+    const stored = await raw({ job: 'create-fields', slot: manual, shard: 0 });
+    expect(stored).toMatchObject({ origin: RunOrigin.MANUAL, note: 'rerun after the fix', triggeredBy: 'ops@example', overlap: 'parallel', attempts: {}, ...watchKeys({ job: 'create-fields', slot: manual, shard: 0 }) });
+    // A planned run on time carries none of these.
+    const planned = freshSlot();
+    await box.ledger.createRun({ job: 'create-fields', slot: planned, shard: 0, shards: 1, status: RunStatus.READY, fireAt: planned }, NOW);
+    const plain = await raw({ job: 'create-fields', slot: planned, shard: 0 });
+    for (const field of ['fireAt', 'origin', 'note', 'triggeredBy', 'overlap', 'openPk', 'finishedAt']) expect(plain, field).not.toHaveProperty(field);
   });
 
   it('settleWaiting: ends only a waiting run (READY, RETRY, UNKNOWN) at the token read; a held or ended one is left alone', async () => {
