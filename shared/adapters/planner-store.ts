@@ -269,7 +269,11 @@ export class PlannerStore {
     }
   }
 
-  /** Adds and removes names in the exception lists' `behind` sets: one update per bucket touched. */
+  /**
+   * Adds and removes names in the exception lists' `behind` sets: one update per bucket and kind
+   * of change. DynamoDB refuses an update that both ADDs to and DELETEs from the same set ("two
+   * document paths overlap"), so a bucket with both gets its additions first, then its removals.
+   */
   async listBehind(add: readonly string[], remove: readonly string[]): Promise<void> {
     const byBucket = new Map<number, { add: string[]; remove: string[] }>();
     const entry = (job: string) => {
@@ -280,20 +284,19 @@ export class PlannerStore {
     };
     for (const job of add) entry(job).add.push(job);
     for (const job of remove) entry(job).remove.push(job);
+    const change = (bucket: number, expression: string, names: readonly string[]) =>
+      this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: this.bucketKey(bucket),
+          UpdateExpression: expression,
+          ExpressionAttributeValues: { ':names': new Set(names) },
+        }),
+      );
     await Promise.all(
-      [...byBucket].map(([bucket, change]) => {
-        const parts = [change.add.length > 0 ? 'ADD behind :add' : '', change.remove.length > 0 ? 'DELETE behind :remove' : ''].filter(Boolean);
-        return this.doc.send(
-          new UpdateCommand({
-            TableName: this.tableName,
-            Key: this.bucketKey(bucket),
-            UpdateExpression: parts.join(' '),
-            ExpressionAttributeValues: {
-              ...(change.add.length > 0 ? { ':add': new Set(change.add) } : {}),
-              ...(change.remove.length > 0 ? { ':remove': new Set(change.remove) } : {}),
-            },
-          }),
-        );
+      [...byBucket].map(async ([bucket, { add: adds, remove: removes }]) => {
+        if (adds.length > 0) await change(bucket, 'ADD behind :names', adds);
+        if (removes.length > 0) await change(bucket, 'DELETE behind :names', removes);
       }),
     );
   }

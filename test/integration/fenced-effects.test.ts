@@ -110,6 +110,89 @@ describe('fenced effects', () => {
     });
   });
 
+  describe('the fence on DynamoDB Local: a lower fence is refused, the same holder may write again, a business condition is judged with it', () => {
+    const FENCE = T0 * 1000 + 5;
+    let n = 0;
+    const key = () => ({ pk: `FENCE#${++n}-${Math.random().toString(36).slice(2, 8)}`, sk: 'ITEM' });
+    /** The item as a holder of `lastFence` left it, or no item. */
+    async function seed(k: { pk: string; sk: string }, lastFence: number | undefined) {
+      if (lastFence !== undefined) await new DynamoFencedStore(box.clients.doc, lastFence).put({ table: box.endpoints.ledgerTable, item: { ...k, status: 'PROCESSING', by: lastFence } });
+    }
+    const read = (k: { pk: string; sk: string }) => new DynamoItemReader(box.clients.doc).get(box.endpoints.ledgerTable, k);
+    const stored = ['none', 'lower', 'equal', 'higher'] as const;
+    const fenceOf = (s: (typeof stored)[number]) => (s === 'none' ? undefined : s === 'lower' ? FENCE - 1 : s === 'equal' ? FENCE : FENCE + 1);
+
+    it.each(['put', 'update', 'transact put', 'transact update'] as const)('%s: lands over no fence, a lower one or its own; a higher fence refuses it (FencedOutError) and keeps the item', async (kind) => {
+      for (const s of stored) {
+        const k = key();
+        await seed(k, fenceOf(s));
+        const store = new DynamoFencedStore(box.clients.doc, FENCE);
+        // A set and a condition that name attributes: the names of both reach DynamoDB.
+        const update = { table: box.endpoints.ledgerTable, key: k, set: { expression: '#by = :by', names: { '#by': 'by' }, values: { ':by': FENCE } } };
+        const put = { table: box.endpoints.ledgerTable, item: { ...k, status: 'PROCESSING', by: FENCE } };
+        const write =
+          kind === 'put'
+            ? store.put(put)
+            : kind === 'update'
+              ? store.update(update)
+              : kind === 'transact put'
+                ? store.transact([{ kind: 'put', ...put }])
+                : store.transact([{ kind: 'update', ...update }]);
+        const error = await write.then(() => undefined, (e: unknown) => e);
+        const label = `${kind} over ${s}`;
+        if (s === 'higher') {
+          expect(error, label).toBeInstanceOf(FencedOutError);
+          expect(error, label).toMatchObject({ fence: FENCE, seenFence: FENCE + 1, key: k, cause: { name: kind.startsWith('transact') ? 'TransactionCanceledException' : 'ConditionalCheckFailedException' } });
+          expect(await read(k), label).toMatchObject({ by: FENCE + 1, lastFence: FENCE + 1 });
+        } else {
+          expect(error, label).toBeUndefined();
+          expect(await read(k), label).toMatchObject({ by: FENCE, lastFence: FENCE });
+        }
+      }
+    });
+
+    it('a business condition that fails is told apart from a fence: ConditionFailedError with the item as it is, for a single write and in a transaction', async () => {
+      for (const s of ['none', 'lower', 'equal'] as const) {
+        const k = key();
+        await seed(k, fenceOf(s));
+        const store = new DynamoFencedStore(box.clients.doc, FENCE);
+        const settle = {
+          table: box.endpoints.ledgerTable,
+          key: k,
+          set: { expression: '#status = :settled', names: { '#status': 'status' }, values: { ':settled': 'SETTLED' } },
+          condition: { expression: '#status = :settled', names: { '#status': 'status' }, values: { ':settled': 'SETTLED' } },
+        };
+        const single = await store.update(settle).then(() => undefined, (e: unknown) => e);
+        const label = `over ${s}`;
+        expect(single, label).toBeInstanceOf(ConditionFailedError);
+        expect(single, label).not.toBeInstanceOf(FencedOutError);
+        expect((single as ConditionFailedError).current, label).toEqual(s === 'none' ? undefined : { ...k, status: 'PROCESSING', by: fenceOf(s), lastFence: fenceOf(s), lastWrite: expect.any(String) });
+        expect((single as Error).cause, label).toMatchObject({ name: 'ConditionalCheckFailedException' });
+        // In a transaction, beside a write that would land: nothing lands.
+        const other = key();
+        const inTransaction = await store.transact([{ kind: 'put', table: box.endpoints.ledgerTable, item: { ...other, by: FENCE } }, { kind: 'update', ...settle }]).then(() => undefined, (e: unknown) => e);
+        expect(inTransaction, label).toBeInstanceOf(ConditionFailedError);
+        expect(inTransaction, label).toMatchObject({ key: k });
+        expect(await read(other), label).toBeUndefined();
+      }
+    });
+
+    it('in a transaction, a fence refusal of one item outranks a business condition failing on another: the holder is stale, FencedOutError names the fenced item', async () => {
+      const [fenced, business] = [key(), key()];
+      await seed(fenced, FENCE + 1);
+      await seed(business, FENCE - 1);
+      const store = new DynamoFencedStore(box.clients.doc, FENCE);
+      const error = await store
+        .transact([
+          { kind: 'update', table: box.endpoints.ledgerTable, key: business, set: { expression: 'settled = :t', values: { ':t': true } }, condition: { expression: 'attribute_not_exists(pk)' } },
+          { kind: 'put', table: box.endpoints.ledgerTable, item: { ...fenced, by: FENCE } },
+        ])
+        .then(() => undefined, (e: unknown) => e);
+      expect(error).toBeInstanceOf(FencedOutError);
+      expect(error).toMatchObject({ key: fenced, seenFence: FENCE + 1 });
+    });
+  });
+
   describe('a write whose response was lost after it committed is applied once', () => {
     const COUNTER = { pk: 'COUNTER#credits', sk: 'TOTAL' };
 

@@ -9,8 +9,10 @@ import fc from 'fast-check';
 import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { initialFence, MAX_CLAIMS_PER_SLOT } from '../../shared/core/fence.js';
 import { explainClaimRefusal } from '../../shared/core/lease.js';
-import { isTerminal, RunStatus, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
-import { runFromItem, watchKeys } from '../../shared/adapters/ledger.js';
+import { isTerminal, RunOrigin, RunStatus, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
+import { Ledger, runFromItem, watchKeys } from '../../shared/adapters/ledger.js';
+import { ATTEMPT_HISTORY_LIMIT } from '../../shared/core/limits.js';
+import { exceptionBucketOf } from '../../shared/core/planner-state.js';
 import { LedgerKeys } from '../../shared/resources.js';
 import { LaneStore } from '../../shared/adapters/lane-store.js';
 import { faultyClient } from '../support/faults.js';
@@ -82,6 +84,11 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
     };
     await box.clients.doc.send(new PutCommand({ TableName: box.endpoints.ledgerTable, Item: item }));
     return runFromItem(item);
+  }
+
+  /** A run item of `job` as the planner creates it (no claim yet). */
+  function runAt(job: string, slot: number, shard: number, shards: number): Run {
+    return runFromItem({ job, slot, shard, shards, runKey: runKeyOf(job, slot, shard, shards), status: RunStatus.READY, fencingToken: initialFence(slot), attempt: 0, createdAt: BASE });
   }
 
   it('claim: lands exactly on a claimable run past its backoff, or a RUNNING one past lease + allowance, within its fence range', async () => {
@@ -169,13 +176,119 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
     for (const [outcome, stillWatched] of [
       [{ status: RunStatus.SUCCEEDED }, false],
       [{ status: RunStatus.DEAD, lastError: { code: 'X', message: 'x' } }, false],
+      [{ status: RunStatus.SUPERSEDED, lastError: { code: 'SUPERSEDED_BY_NEWER_SLOT', message: 'x' } }, false],
       [{ status: RunStatus.RETRY, nextAttemptAt: NOW + 5_000, lastError: { code: 'X', message: 'x' } }, true],
+      [{ status: RunStatus.UNKNOWN, nextAttemptAt: NOW + 5_000, lastError: { code: 'X', message: 'x' } }, true],
     ] as const) {
       const held = await put('index', { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims: 1, watched: true });
       expect((await box.ledger.complete(held, outcome, NOW)).ok).toBe(true);
       const { Item } = await box.clients.doc.send(new GetCommand({ TableName: box.endpoints.ledgerTable, Key: box.ledger.runKeyOf(held), ConsistentRead: true }));
       expect(Item !== undefined && 'openPk' in Item && 'openSk' in Item, `${outcome.status} still watched`).toBe(stillWatched);
       expect(Item).not.toHaveProperty('leaseUntil');
+      // An ended run is finished and expires (TTL); one that waits for its next attempt does neither.
+      expect(Item?.finishedAt, outcome.status).toBe(stillWatched ? undefined : NOW);
+      expect(Item?.expiresAt, outcome.status).toBe(stillWatched ? undefined : Math.floor(NOW / 1000) + 30 * 86_400);
+    }
+  });
+
+  it('complete records whether the attempt\'s result is unknown: UNKNOWN and a DEAD that gave up on an unknown result mark it, every other outcome clears an earlier mark', async () => {
+    const error = { code: 'X', message: 'x' };
+    const cases = everyCombination({
+      outcome: [
+        { status: RunStatus.SUCCEEDED },
+        { status: RunStatus.RETRY, nextAttemptAt: NOW + 5_000, lastError: error },
+        { status: RunStatus.UNKNOWN, nextAttemptAt: NOW + 5_000, lastError: error },
+        { status: RunStatus.DEAD, lastError: error },
+        { status: RunStatus.DEAD, lastError: error, resultUnknown: true },
+        { status: RunStatus.SUPERSEDED, lastError: error },
+      ],
+      markedBefore: [false, true],
+    } as const);
+    await eachCase(cases, async ({ outcome, markedBefore }) => {
+      const held = await put('unknown', { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims: 2, watched: false }, markedBefore ? { resultUnknown: true } : {});
+      expect(held.resultUnknown).toBe(markedBefore ? true : undefined);
+      expect((await box.ledger.complete(held, outcome, NOW)).ok).toBe(true);
+      const marked = outcome.status === RunStatus.UNKNOWN || ('resultUnknown' in outcome && outcome.resultUnknown === true);
+      const label = `${outcome.status}${'resultUnknown' in outcome ? ' (result unknown)' : ''} after ${markedBefore ? 'an unknown' : 'a known'} result`;
+      expect((await box.ledger.getRun(held))?.resultUnknown, label).toBe(marked ? true : undefined);
+    });
+  });
+
+  it('complete adds the attempt to the run\'s history (claim, token, owner, where it was claimed from, when, outcome, error) and keeps only the last ATTEMPT_HISTORY_LIMIT attempts', async () => {
+    for (const claims of [1, ATTEMPT_HISTORY_LIMIT, ATTEMPT_HISTORY_LIMIT + 1, ATTEMPT_HISTORY_LIMIT + 2]) {
+      // The history as earlier attempts left it: one entry per earlier claim, the oldest already dropped.
+      const earlier = Object.fromEntries(
+        Array.from({ length: claims - 1 }, (_, i) => i + 1)
+          .filter((c) => c > claims - 1 - ATTEMPT_HISTORY_LIMIT)
+          .map((c) => [`c${c}`, { claim: c, token: c, owner: 'earlier', claimedAt: BASE, endedAt: BASE, outcome: RunStatus.RETRY }]),
+      );
+      const held = await put('history', { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims, watched: false }, { attempts: earlier, startedAt: NOW - 700 });
+      const lastError = { code: 'FLAKY', message: 'the service said no' };
+      expect((await box.ledger.complete(held, { status: RunStatus.RETRY, nextAttemptAt: NOW + 1_000, lastError }, NOW, { from: RunStatus.UNKNOWN })).ok).toBe(true);
+      const attempts = (await box.ledger.getRun(held))?.attempts ?? [];
+      const kept = Array.from({ length: Math.min(claims, ATTEMPT_HISTORY_LIMIT) }, (_, i) => claims - Math.min(claims, ATTEMPT_HISTORY_LIMIT) + 1 + i);
+      expect(attempts.map((a) => a.claim), `${claims} claims`).toEqual(kept);
+      expect(attempts.at(-1), `${claims} claims`).toEqual({
+        claim: claims,
+        token: held.fencingToken,
+        owner: 'me',
+        from: RunStatus.UNKNOWN,
+        claimedAt: NOW - 700,
+        endedAt: NOW,
+        outcome: RunStatus.RETRY,
+        code: 'FLAKY',
+        message: 'the service said no',
+      });
+    }
+  });
+
+  it('heartbeat, checkpoint and complete of a run whose item is gone report the lease lost, and create nothing', async () => {
+    const gone: Run = { ...(await put('gone', { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims: 1, watched: false })), slot: freshSlot() };
+    expect(await box.ledger.heartbeat(gone, NOW + LEASE)).toEqual({ ok: false, current: undefined });
+    expect(await box.ledger.checkpoint(gone, { cursor: 'c' })).toEqual({ ok: false, current: undefined });
+    expect(await box.ledger.complete(gone, { status: RunStatus.SUCCEEDED }, NOW)).toEqual({ ok: false, current: undefined });
+    expect(await box.ledger.getRun(gone)).toBeUndefined();
+  });
+
+  // Faults a local server cannot produce (test/support/faults.ts): the SDK retries a write whose
+  // response was lost after it committed, and the retry's condition fails on our own commit.
+  it('a write whose response was lost after it committed is reported done, not as a run that moved: settle, replace, spent-run end, re-dispatch mark, and a create by its own tick', async () => {
+    // The first send of each write loses its response; the SDK's retry of it gets its answer.
+    const sent = new Set<string>();
+    const firstSend = (command: string, input: Record<string, unknown>) => {
+      if (command !== 'UpdateItemCommand' && command !== 'PutItemCommand') return false;
+      const write = JSON.stringify([command, input.Key ?? input.Item, input.ExpressionAttributeValues]);
+      if (sent.has(write)) return false;
+      sent.add(write);
+      return true;
+    };
+    const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: firstSend, fault: 'lost-response', times: 100 }]);
+    try {
+      const ledger = new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable });
+      const waiting = await put('lost', { status: RunStatus.READY, claims: 1, watched: true });
+      expect(await ledger.settleWaiting(waiting, RunStatus.SKIPPED, 'skipped by policy', NOW)).toBe(true);
+      expect(await box.ledger.getRun(waiting)).toMatchObject({ status: RunStatus.SKIPPED });
+
+      const running = await put('lost', { status: RunStatus.RUNNING, owner: 'o', leaseUntil: NOW + LEASE, claims: 1, watched: true });
+      expect(await ledger.replaceRunning(running, 'newer', NOW)).toBe(true);
+      expect(await box.ledger.getRun(running)).toMatchObject({ status: RunStatus.SUPERSEDED, fencingToken: running.fencingToken + 1 });
+
+      const spent = await put('lost', { status: RunStatus.RUNNING, owner: 'o', leaseUntil: NOW - LEASE, claims: MAX_CLAIMS_PER_SLOT, watched: true });
+      expect(await ledger.endSpentRunning(spent, NOW, NOW - SKEW)).toBe(true);
+      expect(await box.ledger.getRun(spent)).toMatchObject({ status: RunStatus.DEAD, resultUnknown: true, lastError: { code: 'FENCE_RANGE_EXHAUSTED' } });
+
+      const stuck = await put('lost', { status: RunStatus.READY, claims: 1, watched: false });
+      expect(await ledger.markRedispatch(stuck, NOW, 60_000, 10)).toBe('marked');
+      expect(await raw(stuck)).toMatchObject({ dispatchedAt: NOW, redispatches: 1 });
+
+      const slot = freshSlot();
+      const created = await ledger.createRun({ job: 'lost', slot, shard: 0, shards: 1, status: RunStatus.READY }, NOW, 'tick-1');
+      expect(created).toMatchObject({ created: true, run: { job: 'lost', slot, status: RunStatus.READY } });
+      // Another tick creating the same run finds it is not its own.
+      expect(await ledger.createRun({ job: 'lost', slot, shard: 0, shards: 1, status: RunStatus.READY }, NOW, 'tick-2')).toMatchObject({ created: false });
+      expect(faulty.injected).toHaveLength(6);
+    } finally {
+      faulty.destroy();
     }
   });
 
@@ -183,7 +296,13 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
     const yielded = await put('yield', { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims: 3, watched: false });
     await box.ledger.complete(yielded, { status: RunStatus.RETRY, nextAttemptAt: NOW, lastError: { code: 'YIELDED', message: 'y' }, refundAttempt: true }, NOW, { elapsedMs: 1_234 });
     expect(await box.ledger.getRun(yielded)).toMatchObject({ status: RunStatus.RETRY, attempt: 2, attemptElapsedMs: 1_234 });
-    const failed = await put('yield', { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims: 3, watched: false });
+    // A second yield of the same attempt adds to the time its earlier invocations spent.
+    await box.ledger.claim(yielded, 'me', NOW, LEASE, SKEW);
+    const resumed = (await box.ledger.getRun(yielded))!;
+    await box.ledger.complete(resumed, { status: RunStatus.RETRY, nextAttemptAt: NOW, lastError: { code: 'YIELDED', message: 'y' }, refundAttempt: true }, NOW, { elapsedMs: 1_000 });
+    expect(await box.ledger.getRun(yielded)).toMatchObject({ status: RunStatus.RETRY, attempt: 2, attemptElapsedMs: 2_234 });
+    // An attempt that fails after yielding before is spent: the next one starts a fresh budget.
+    const failed = await put('yield', { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims: 3, watched: false }, { attemptElapsed: 500 });
     await box.ledger.complete(failed, { status: RunStatus.RETRY, nextAttemptAt: NOW, lastError: { code: 'FLAKY', message: 'f' } }, NOW, { elapsedMs: 1_234 });
     const after = await box.ledger.getRun(failed);
     expect(after).toMatchObject({ status: RunStatus.RETRY, attempt: 3 });
@@ -201,6 +320,22 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
     expect(await box.ledger.getRun(first.run)).toMatchObject({ status: RunStatus.RUNNING, owner: 'w' });
   });
 
+  it('createRun keeps what decides how the run starts: a fire time other than its slot (jitter), and a manual run\'s origin, note, trigger and overlap', async () => {
+    const jittered = freshSlot();
+    const created = await box.ledger.createRun({ job: 'create-fields', slot: jittered, shard: 0, shards: 1, status: RunStatus.READY, fireAt: jittered + 1_500 }, NOW);
+    expect(created).toMatchObject({ created: true, run: { fireAt: jittered + 1_500 } });
+    expect(await box.ledger.getRun({ job: 'create-fields', slot: jittered, shard: 0 })).toMatchObject({ fireAt: jittered + 1_500 });
+    const manual = freshSlot();
+    await box.ledger.createRun({ job: 'create-fields', slot: manual, shard: 0, shards: 1, status: RunStatus.READY, origin: RunOrigin.MANUAL, note: 'rerun after the fix', triggeredBy: 'ops@example', overlap: 'parallel', watch: true }, NOW);
+    const stored = await raw({ job: 'create-fields', slot: manual, shard: 0 });
+    expect(stored).toMatchObject({ origin: RunOrigin.MANUAL, note: 'rerun after the fix', triggeredBy: 'ops@example', overlap: 'parallel', attempts: {}, ...watchKeys({ job: 'create-fields', slot: manual, shard: 0 }) });
+    // A planned run on time carries none of these.
+    const planned = freshSlot();
+    await box.ledger.createRun({ job: 'create-fields', slot: planned, shard: 0, shards: 1, status: RunStatus.READY, fireAt: planned }, NOW);
+    const plain = await raw({ job: 'create-fields', slot: planned, shard: 0 });
+    for (const field of ['fireAt', 'origin', 'note', 'triggeredBy', 'overlap', 'openPk', 'finishedAt']) expect(plain, field).not.toHaveProperty(field);
+  });
+
   it('settleWaiting: ends only a waiting run (READY, RETRY, UNKNOWN) at the token read; a held or ended one is left alone', async () => {
     await eachCase(everyCombination({ status: ALL_STATUSES, tokenOffset: [-1, 0, 1, undefined] } as const), async ({ status, tokenOffset }) => {
       const stored = await put('settle', { status, owner: 'o', leaseUntil: NOW + LEASE, claims: 1, watched: true });
@@ -213,6 +348,10 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
       if (waiting) expect(after).toMatchObject({ status: RunStatus.SKIPPED, finishedAt: NOW, lastError: { code: RunStatus.SKIPPED, message: 'skipped by policy' } });
       else expect(after, label).toEqual(stored);
     });
+    // A waiting run whose fencing range is spent ends DEAD, naming why.
+    const spent = await put('settle', { status: RunStatus.RETRY, claims: MAX_CLAIMS_PER_SLOT, watched: true });
+    expect(await box.ledger.settleWaiting(spent, RunStatus.DEAD, 'no claim left', NOW)).toBe(true);
+    expect(await box.ledger.getRun(spent)).toMatchObject({ status: RunStatus.DEAD, lastError: { code: 'FENCE_RANGE_EXHAUSTED', message: 'no claim left' } });
   });
 
   it('replaceRunning: ends a RUNNING run at the token read SUPERSEDED and advances its fence; anything else is left alone', async () => {
@@ -224,7 +363,9 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
       expect(replaced, label).toBe(holds);
       const after = await box.ledger.getRun(stored);
       if (holds) {
-        expect(after).toMatchObject({ status: RunStatus.SUPERSEDED, fencingToken: stored.fencingToken + 1, lastError: { code: 'REPLACED' } });
+        expect(after).toMatchObject({ status: RunStatus.SUPERSEDED, fencingToken: stored.fencingToken + 1, finishedAt: NOW, lastError: { code: 'REPLACED', message: 'replaced by newer' } });
+        // The replaced attempt joins the run's history, as one that ended by itself would.
+        expect(after?.attempts).toEqual([{ claim: 1, token: stored.fencingToken, owner: 'o', claimedAt: NOW, endedAt: NOW, outcome: RunStatus.SUPERSEDED, code: 'REPLACED', message: 'replaced by newer' }]);
         // The old holder's heartbeat is refused from now on.
         expect((await box.ledger.heartbeat(stored, NOW + LEASE)).ok).toBe(false);
       } else expect(after, label).toEqual(stored);
@@ -261,6 +402,69 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
         expect(after, label).toMatchObject({ dispatchedAt: NOW, redispatches: (redispatches ?? 0) + 1, ...watchKeys(stored) });
       } else expect(after, label).toEqual(before);
     });
+  });
+
+  it('nearestRuns and laneRunsAfter read exactly a lane\'s neighbours: nearest first before a slot, oldest first in (after, until] with the statuses asked, whatever the shards', async () => {
+    const MIN = 60_000;
+    const layoutArb = fc.record({
+      shards: fc.integer({ min: 1, max: 3 }),
+      slots: fc.uniqueArray(fc.integer({ min: 0, max: 9 }), { minLength: 1, maxLength: 7 }),
+      statuses: fc.array(fc.constantFrom(...ALL_STATUSES), { minLength: 30, maxLength: 30 }),
+      // Often exactly at a slot that has runs: the boundaries of (after, until] and of "before".
+      at: fc.oneof(fc.integer({ min: 0, max: 10 }), fc.nat().map((n) => ({ nth: n }))),
+      until: fc.oneof(fc.integer({ min: -1, max: 10 }), fc.nat().map((n) => ({ nth: n }))),
+      limit: fc.integer({ min: 1, max: 4 }),
+      shard: fc.nat(),
+      asked: fc.subarray([...ALL_STATUSES], { minLength: 1 }),
+    });
+    let cases = 0;
+    await fc.assert(
+      fc.asyncProperty(layoutArb, async ({ shards, slots, statuses, at: atChoice, until: untilChoice, limit, shard: anyShard, asked }) => {
+        const job = `near-${++nextSlot}`;
+        const pick = (c: number | { nth: number }) => (typeof c === 'number' ? c : slots[c.nth % slots.length]!);
+        const [at, until] = [pick(atChoice), pick(untilChoice)];
+        const slotAt = (i: number) => BASE + i * MIN;
+        const shard = anyShard % shards;
+        // The planner writes every shard of a slot; beside the runs sit the job's other items.
+        const runs: Run[] = [];
+        let k = 0;
+        for (const i of slots) for (let sh = 0; sh < shards; sh++) runs.push({ ...runAt(job, slotAt(i), sh, shards), status: statuses[k++ % statuses.length]! });
+        await eachCase(runs, (run) => box.clients.doc.send(new PutCommand({ TableName: box.endpoints.ledgerTable, Item: { ...box.ledger.runKeyOf(run), ...run } })).then(() => undefined));
+        await box.ledger.lanes.acquire(job, { slot: slotAt(slots[0]!), shard }, NOW);
+        await box.clients.doc.send(new PutCommand({ TableName: box.endpoints.ledgerTable, Item: { pk: LedgerKeys.jobPk(job), sk: LedgerKeys.jobPlanSk, cursor: 1 } }));
+        const lane = runs.filter((r) => r.shard === shard);
+        const label = `${shards} shards, slots ${[...slots].sort((a, b) => a - b).join(',')}, shard ${shard}`;
+
+        const near = await box.ledger.nearestRuns(job, slotAt(at), 'before', limit, { shard, shards });
+        const older = [...new Set(lane.filter((r) => r.slot < slotAt(at)).map((r) => r.slot))].sort((a, b) => b - a);
+        // Nearest first, only the lane's older runs, and nothing beyond its `limit` nearest slots;
+        // the `limit - 1` nearest are always read whole (the slot's own shard 0 may take one place).
+        expect(near.map((r) => [r.slot, r.shard]), label).toEqual(
+          lane
+            .filter((r) => older.slice(0, limit).includes(r.slot))
+            .sort((a, b) => b.slot - a.slot)
+            .slice(0, near.length)
+            .map((r) => [r.slot, r.shard]),
+        );
+        expect(near.length, label).toBeGreaterThanOrEqual(Math.min(older.length, limit - 1));
+
+        const after = await box.ledger.laneRunsAfter(job, shard, slotAt(at), slotAt(until), asked);
+        expect(after.map((r) => [r.slot, r.shard, r.status]), `${label}, (${at}, ${until}], ${asked.join('/')}`).toEqual(
+          lane
+            .filter((r) => r.slot > slotAt(at) && r.slot <= slotAt(until) && asked.includes(r.status))
+            .sort((a, b) => a.slot - b.slot)
+            .map((r) => [r.slot, r.shard, r.status]),
+        );
+        cases++;
+      }),
+      { numRuns: 30 },
+    );
+    expect(cases).toBe(30);
+    // The boundaries that matter most, every time: the last shard of `until`'s slot is in, no shard of `after`'s.
+    const job = `near-${++nextSlot}`;
+    for (const i of [0, 1, 2]) for (let sh = 0; sh < 3; sh++) await box.clients.doc.send(new PutCommand({ TableName: box.endpoints.ledgerTable, Item: { ...box.ledger.runKeyOf({ job, slot: BASE + i * MIN, shard: sh }), ...runAt(job, BASE + i * MIN, sh, 3) } }));
+    expect((await box.ledger.laneRunsAfter(job, 2, BASE, BASE + 2 * MIN)).map((r) => [r.slot, r.shard])).toEqual([[BASE + MIN, 2], [BASE + 2 * MIN, 2]]);
+    expect((await box.ledger.nearestRuns(job, BASE + 2 * MIN, 'before', 2, { shard: 2, shards: 3 })).map((r) => [r.slot, r.shard])).toEqual([[BASE + MIN, 2], [BASE, 2]]);
   });
 
   describe('lane markers', () => {
@@ -375,6 +579,7 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
         await expect(lanes.acquire(job, holder(freshSlot()), NOW)).rejects.toMatchObject({ name: 'ThrottlingException' });
         await expect(lanes.release(job, stale)).rejects.toMatchObject({ name: 'ThrottlingException' });
         await expect(lanes.takeFromEnded(job, holder(freshSlot()), stale, NOW)).rejects.toMatchObject({ name: 'ThrottlingException' });
+        await expect(lanes.markOlderWaiting(job, stale)).rejects.toMatchObject({ name: 'ThrottlingException' });
       } finally {
         faulty.destroy();
       }
@@ -488,11 +693,15 @@ describe('a job\'s planning state on DynamoDB Local', () => {
     expect((await box.ledger.planning.readJobPlan(unbounded))?.lastSlot).toBe(Number.POSITIVE_INFINITY);
   });
 
-  it('the behind lists take and drop names, several per call', async () => {
+  it('the behind lists take and drop names, several per call, additions and removals in the same bucket included', async () => {
     const names = Array.from({ length: 6 }, job);
+    // A name dropped in the same call that lists another of its bucket: one update may not both
+    // ADD to and DELETE from a set.
+    let sharer = job();
+    while (exceptionBucketOf(sharer) !== exceptionBucketOf(names[0]!)) sharer = job();
     await box.ledger.planning.listBehind(names, []);
-    await box.ledger.planning.listBehind(names.slice(3), names.slice(0, 2));
+    await box.ledger.planning.listBehind([...names.slice(3), sharer], names.slice(0, 2));
     const { behind } = await box.ledger.planning.readTickState();
-    expect(names.map((n) => behind.has(n))).toEqual([false, false, true, true, true, true]);
+    expect([...names, sharer].map((n) => behind.has(n))).toEqual([false, false, true, true, true, true, true]);
   });
 });
