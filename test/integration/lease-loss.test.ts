@@ -7,7 +7,10 @@
  *   owner is gone the run is taken over and completes.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { Ledger } from '../../shared/adapters/ledger.js';
 import { jobsByName } from '../../shared/config.js';
 import type { HistorySink } from '../../shared/core/history.js';
 import { RunStatus, runKeyOf, type Run, type RunId } from '../../shared/core/vocabulary.js';
@@ -15,6 +18,7 @@ import { AttemptAbort, AttemptAbortedError, type JobHandler, type RunContext } f
 import { InMemoryMetrics } from '../../shared/observability.js';
 import { messageFor } from '../../shared/planner.js';
 import { processBatch, type WorkerDeps } from '../../shared/worker.js';
+import { localClientConfig } from '../../tools/local-stack.js';
 import { LocalPoller } from '../../tools/local-poller.js';
 import { silentLogger, testJobs, VirtualTime, waitFor } from '../support/helpers.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
@@ -165,5 +169,68 @@ describe('lease loss', () => {
     expect(startedAt).toHaveLength(1);
     // Never before the live owner's lease (plus the allowance) was over, by the successor's clock.
     expect(startedAt[0]!).toBeGreaterThan(leaseUntil + allowance);
+  });
+
+  // A call that never answers is a fault a local server cannot produce: middleware on a real
+  // client holds the heartbeat's request forever (the ledger's other calls pass).
+  it('a holder whose heartbeats get no answer stops its handler before its lease ends (LEASE_EXPIRING), in the lease\'s last moment, not at the next heartbeat', async () => {
+    const name = unique('hung');
+    // The watchdog checks every BEAT / 2; with these numbers one check falls exactly min(1 s, BEAT) before the lease's end.
+    const BEAT = 400;
+    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'wait', lease: LEASE, heartbeatEvery: BEAT, startLead: 0, timeout: '60s' }], ['wait']);
+    const dynamo = new DynamoDBClient(localClientConfig(box.endpoints.dynamoEndpoint));
+    const hung: string[] = [];
+    dynamo.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as { UpdateExpression?: string };
+        if (context.commandName === 'UpdateItemCommand' && input.UpdateExpression === 'SET leaseUntil = :leaseUntil') {
+          hung.push(input.UpdateExpression);
+          return new Promise<never>(() => undefined);
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'hang-heartbeats' },
+    );
+    const doc = DynamoDBDocumentClient.from(dynamo, { marshallOptions: { removeUndefinedValues: true } });
+    const ledger = new Ledger(doc, { tableName: box.endpoints.ledgerTable });
+    const time = new VirtualTime(Date.now());
+    const slot = Math.floor(time.now / 1000) * 1000 - 60_000;
+    const id = { job: name, slot, shard: 0 };
+    await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, time.now);
+    let running!: (ctx: RunContext) => void;
+    const started = new Promise<RunContext>((resolve) => (running = resolve));
+    let abortedAt: number | undefined;
+    const wait: JobHandler = {
+      async run(ctx) {
+        ctx.signal.addEventListener('abort', () => (abortedAt = time.now), { once: true });
+        running(ctx);
+        await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+      },
+    };
+    const metrics = new InMemoryMetrics();
+    const record = { messageId: `m-${name}`, receiptHandle: `r-${name}`, body: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })) };
+    const holder = processBatch({ ...deps(box, jobs, { wait }, 'holder', metrics), ledger, clock: time.read, timers: time.port }, [record]);
+    const ctx = await started;
+    const leaseUntil = (await box.ledger.getRun(id))!.leaseUntil!;
+    try {
+      // The whole lease passes without one heartbeat answered.
+      time.advance(LEASE);
+      expect(hung.length).toBeGreaterThanOrEqual(1);
+      expect(ctx.signal.aborted, 'ctx.signal did not abort before the lease ended').toBe(true);
+      expect((ctx.signal.reason as AttemptAbortedError).why).toBe(AttemptAbort.LEASE_EXPIRING);
+      // Stopped with less than min(1 s, heartbeat) of the lease left, but before its end: a
+      // successor may claim only after the lease (and its clock allowance), so nothing overlaps.
+      expect(leaseUntil - abortedAt!).toBeGreaterThan(0);
+      expect(leaseUntil - abortedAt!).toBeLessThan(Math.min(1_000, BEAT));
+    } finally {
+      if (!ctx.signal.aborted) time.advance(60_000);
+    }
+    time.advance(LEASE);
+    const result = await holder;
+    // Nothing recorded: the run stays RUNNING under the holder's token, for a takeover that reconciles.
+    expect(result.batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(metrics.get('LeaseLost')).toBe(1);
+    expect(await box.ledger.getRun(id)).toMatchObject({ status: RunStatus.RUNNING, owner: 'holder', leaseUntil });
+    dynamo.destroy();
   });
 });

@@ -247,7 +247,28 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
     expect(await box.ledger.heartbeat(gone, NOW + LEASE)).toEqual({ ok: false, current: undefined });
     expect(await box.ledger.checkpoint(gone, { cursor: 'c' })).toEqual({ ok: false, current: undefined });
     expect(await box.ledger.complete(gone, { status: RunStatus.SUCCEEDED }, NOW)).toEqual({ ok: false, current: undefined });
+    // The run-ending writes and the sweeper's mark say the run moved, they do not throw.
+    expect(await box.ledger.settleWaiting(gone, RunStatus.SKIPPED, 'skipped', NOW)).toBe(false);
+    expect(await box.ledger.replaceRunning(gone, 'newer', NOW)).toBe(false);
+    expect(await box.ledger.markRedispatch(gone, NOW, 60_000, 10)).toBe('moved');
     expect(await box.ledger.getRun(gone)).toBeUndefined();
+  });
+
+  it('a run-ending write or re-dispatch mark the store refuses (throttled past the SDK\'s retries) throws: it is never taken for a run that moved', async () => {
+    const waiting = await put('throttled', { status: RunStatus.READY, claims: 1, watched: true });
+    const running = await put('throttled', { status: RunStatus.RUNNING, owner: 'o', leaseUntil: NOW - LEASE, claims: MAX_CLAIMS_PER_SLOT, watched: true });
+    const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: () => true, fault: 'refused', times: 100 }], 1);
+    try {
+      const ledger = new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable });
+      await expect(ledger.settleWaiting(waiting, RunStatus.SKIPPED, 'skipped', NOW)).rejects.toMatchObject({ name: 'ThrottlingException' });
+      await expect(ledger.replaceRunning(running, 'newer', NOW)).rejects.toMatchObject({ name: 'ThrottlingException' });
+      await expect(ledger.endSpentRunning(running, NOW, NOW - SKEW)).rejects.toMatchObject({ name: 'ThrottlingException' });
+      await expect(ledger.markRedispatch(waiting, NOW, 60_000, 10)).rejects.toMatchObject({ name: 'ThrottlingException' });
+    } finally {
+      faulty.destroy();
+    }
+    expect(await box.ledger.getRun(waiting)).toEqual(waiting);
+    expect(await box.ledger.getRun(running)).toEqual(running);
   });
 
   // Faults a local server cannot produce (test/support/faults.ts): the SDK retries a write whose
@@ -275,7 +296,11 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
 
       const spent = await put('lost', { status: RunStatus.RUNNING, owner: 'o', leaseUntil: NOW - LEASE, claims: MAX_CLAIMS_PER_SLOT, watched: true });
       expect(await ledger.endSpentRunning(spent, NOW, NOW - SKEW)).toBe(true);
-      expect(await box.ledger.getRun(spent)).toMatchObject({ status: RunStatus.DEAD, resultUnknown: true, lastError: { code: 'FENCE_RANGE_EXHAUSTED' } });
+      expect(await box.ledger.getRun(spent)).toMatchObject({
+        status: RunStatus.DEAD,
+        resultUnknown: true,
+        lastError: { code: 'FENCE_RANGE_EXHAUSTED', message: `the holder of the last claim of the fencing range (token ${spent.fencingToken}) vanished` },
+      });
 
       const stuck = await put('lost', { status: RunStatus.READY, claims: 1, watched: false });
       expect(await ledger.markRedispatch(stuck, NOW, 60_000, 10)).toBe('marked');
@@ -465,6 +490,8 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
     for (const i of [0, 1, 2]) for (let sh = 0; sh < 3; sh++) await box.clients.doc.send(new PutCommand({ TableName: box.endpoints.ledgerTable, Item: { ...box.ledger.runKeyOf({ job, slot: BASE + i * MIN, shard: sh }), ...runAt(job, BASE + i * MIN, sh, 3) } }));
     expect((await box.ledger.laneRunsAfter(job, 2, BASE, BASE + 2 * MIN)).map((r) => [r.slot, r.shard])).toEqual([[BASE + MIN, 2], [BASE + 2 * MIN, 2]]);
     expect((await box.ledger.nearestRuns(job, BASE + 2 * MIN, 'before', 2, { shard: 2, shards: 3 })).map((r) => [r.slot, r.shard])).toEqual([[BASE + MIN, 2], [BASE, 2]]);
+    // Without a lane (pauseOnFailure's look back): the `limit` items below the slot's shard 0, every shard.
+    expect((await box.ledger.nearestRuns(job, BASE + 2 * MIN, 'before', 3)).map((r) => [r.slot, r.shard])).toEqual([[BASE + MIN, 2], [BASE + MIN, 1]]);
   });
 
   describe('lane markers', () => {

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { DEFAULT_CLOCK_SKEW_MS, explainClaimRefusal, takeoverVisibilitySeconds, VISIBILITY_STEP_MS } from '../../shared/core/lease.js';
-import { CLAIMS_PER_SLOT, claimsOf, initialFence, MAX_CLAIMS_PER_SLOT } from '../../shared/core/fence.js';
+import { CLAIMS_PER_SLOT, claimsOf, fenceRefusal, initialFence, MAX_CLAIMS_PER_SLOT, slotOfFence } from '../../shared/core/fence.js';
 import { RunStatus, TERMINAL_STATUSES, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
 
 const SLOT = Date.UTC(2024, 0, 15, 12, 0);
@@ -132,6 +132,19 @@ describe('fencing tokens (DESIGN §6): a stale worker of an earlier slot is reje
   const YEAR_2200 = Date.UTC(2200, 0, 1);
   /** The token of the c-th claim (1-based) of a slot. */
   const token = (slot: number, claims: number) => initialFence(slot) + claims;
+
+  it('a refusal by a later slot\'s token supersedes this run (newer-slot); one by a later claim of the same slot means this worker lost its lease (newer-claim)', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 100 }), fc.integer({ min: 1, max: 100 }), fc.integer({ min: 1, max: MAX_CLAIMS_PER_SLOT }), fc.integer({ min: 1, max: MAX_CLAIMS_PER_SLOT }), (i, gap, c1, c2) => {
+        const mine = SLOT + i * 1_000;
+        expect(slotOfFence(token(mine, c1))).toBe(mine);
+        expect(fenceRefusal(token(mine, c1), token(mine + gap, c2))).toBe('newer-slot');
+        if (c1 < c2) expect(fenceRefusal(token(mine, c1), token(mine, c2))).toBe('newer-claim');
+      }),
+    );
+    // At the edge: the last claim of a slot against the first claim of the next millisecond's slot.
+    expect(fenceRefusal(token(SLOT, MAX_CLAIMS_PER_SLOT), token(SLOT + 1, 1))).toBe('newer-slot');
+  });
 
   it('the first claim of a slot is initialFence + 1 and claimsOf counts claims', () => {
     expect(claimsOf(token(SLOT, 1), SLOT)).toBe(1);

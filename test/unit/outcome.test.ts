@@ -199,6 +199,14 @@ describe('refuseToStart: a claimed run whose budget is already spent must not ru
     expect(deadlineOf(job({ deadline: '90s' }), { slot: SLOT })).toBe(SLOT + 90_000);
     expect(deadlineOf(job(), { slot: SLOT })).toBeUndefined();
   });
+
+  it('a revived run\'s deadline counts from its revival: an operator\'s retry of a long-past slot starts, and is held to the deadline from then on', () => {
+    const revivedAt = SLOT + 3_600_000;
+    const j = job({ deadline: '1m' });
+    expect(deadlineOf(j, { slot: SLOT, revivedAt })).toBe(revivedAt + 60_000);
+    expect(refuseToStart(j, { slot: SLOT, attempt: 1, revivedAt }, revivedAt + 1_000)).toBeUndefined();
+    expect(refuseToStart(j, { slot: SLOT, attempt: 1, revivedAt }, revivedAt + 60_001)?.lastError.code).toBe('DEADLINE_EXCEEDED');
+  });
 });
 
 describe('a DEAD run whose last attempt may have had its effect says so (a revival must reconcile first)', () => {
