@@ -77,14 +77,19 @@ export function checkModelSafety(events: readonly HistoryEvent[], final: FinalSt
     const claimedAt: { token: number; at: number }[] = [];
     const startedTokens: { token: number; owner: string; at: number }[] = [];
     // A worker's success counts as recorded when its outcome was accepted, or when its refusal
-    // was the environment's doing: another claim took the run first, or the lease had run out.
-    // Giving a success up with lease left and nobody else on the run re-runs a finished handler.
+    // was the environment's doing: another claim took the run first, an operator acted on the run
+    // while this attempt held it, or the lease had run out. Giving a success up with lease left
+    // and nobody else on the run re-runs a finished handler. An operator's action from before the
+    // attempt's claim (the retry that revived the run, say) excuses nothing: the attempt's own
+    // claim already superseded it.
     const recordedOrLost = (token: number) => {
       if (acceptedTokens.has(token)) return true;
       const refused = refusedAt.get(token);
       if (refused === undefined) return false;
-      const takenOver = claimedAt.some((c) => c.token > token && c.at <= refused) || list.some((o) => o.type === 'ops' && o.at <= refused);
-      return takenOver || refused >= (leaseUntil.get(token) ?? Number.NEGATIVE_INFINITY) - model.clockToleranceMs;
+      const claimed = claimedAt.find((c) => c.token === token)?.at ?? Number.NEGATIVE_INFINITY;
+      const otherClaim = claimedAt.some((c) => c.token > token && c.at <= refused);
+      const opsWhileHeld = list.some((o) => o.type === 'ops' && o.at <= refused && o.at >= claimed - model.clockToleranceMs);
+      return otherClaim || opsWhileHeld || refused >= (leaseUntil.get(token) ?? Number.NEGATIVE_INFINITY) - model.clockToleranceMs;
     };
     for (const e of list) {
       if (e.type === 'claimed' || (e.type === 'heartbeat' && e.ok)) {

@@ -93,6 +93,23 @@ describe('model safety invariants', () => {
     expect(invariants(takenFirst, [run()], model())).not.toContain(`no-rerun-after-success:${KEY}`);
   });
 
+  it('no-rerun-after-success: an operator action from before the attempt claimed the run does not excuse giving its success up', () => {
+    // The run was revived by an ops retry, then claimed; its worker gave the success up after one
+    // refused write with most of the lease left. Only an action while the attempt held the run
+    // (a resolve, say) could have been why its write was refused.
+    const revivedThenGaveUp = (opsAt: number): HistoryEvent[] => [
+      { type: 'ops', at: opsAt, runKey: KEY, action: 'retry', from: RunStatus.DEAD, to: RunStatus.READY },
+      claimed(1, 'A', T), // lease until T + 30 s
+      started(1, 'A', T),
+      { type: 'handler-finished', at: T + 1_000, runKey: KEY, owner: 'A', token: 1, result: 'succeeded' },
+      { type: 'outcome', at: T + 1_100, runKey: KEY, owner: 'A', token: 1, status: RunStatus.SUCCEEDED, accepted: false },
+      claimed(2, 'B', T + 40_000, RunStatus.RUNNING),
+      started(2, 'B', T + 40_000),
+    ];
+    expect(invariants(revivedThenGaveUp(T - 60_000), [run()], model())).toContain(`no-rerun-after-success:${KEY}`);
+    expect(invariants(revivedThenGaveUp(T + 500), [run()], model())).not.toContain(`no-rerun-after-success:${KEY}`);
+  });
+
   it('own-write-recognised: an outcome refused although nobody else touched the run', () => {
     const history: HistoryEvent[] = [claimed(1, 'A', T), { type: 'outcome', at: T + 1_000, runKey: KEY, owner: 'A', token: 1, status: RunStatus.SUCCEEDED, accepted: false }];
     expect(invariants(history, [run({ fencingToken: 1 })], model())).toContain(`own-write-recognised:${KEY}`);
