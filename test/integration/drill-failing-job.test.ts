@@ -6,11 +6,13 @@
 import { describe, expect, it } from 'vitest';
 import { describeViolations } from '../../tools/chaos/drill.js';
 import { failingJobDrill, LAG_BOUND_MS } from '../../tools/chaos/drills/failing-job.js';
-import { sharedEndpoints } from '../support/stack.js';
+import { ownLocalStack } from '../support/own-stack.js';
+
+const stack = ownLocalStack();
 
 describe('drill (f): one job failing forever among healthy jobs', () => {
   it('healthy runs all succeed on time, the failing runs end DEAD, RunsDead counts them', async () => {
-    const result = await failingJobDrill({ base: sharedEndpoints(), runs: 60, seed: 66, maxIterations: 1 });
+    const result = await failingJobDrill({ base: stack(), runs: 60, seed: 66, maxIterations: 1 });
     expect(result.violations, describeViolations(result)).toEqual([]);
     expect(result.facts.healthyRuns).toBeGreaterThan(20);
     expect(result.facts.failingRuns).toBeGreaterThan(2);

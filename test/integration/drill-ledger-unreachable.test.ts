@@ -7,11 +7,13 @@
 import { describe, expect, it } from 'vitest';
 import { describeViolations } from '../../tools/chaos/drill.js';
 import { ledgerUnreachableDrill } from '../../tools/chaos/drills/ledger-unreachable.js';
-import { sharedEndpoints } from '../support/stack.js';
+import { ownLocalStack } from '../support/own-stack.js';
+
+const stack = ownLocalStack();
 
 describe('drill (d): ledger unreachable during heartbeats', () => {
   it('the holder stops before its lease ends; a successor takes over after expiry', async () => {
-    const result = await ledgerUnreachableDrill({ base: sharedEndpoints(), runs: 30, seed: 44, childIterations: 1, maxIterations: 2 });
+    const result = await ledgerUnreachableDrill({ base: stack(), runs: 30, seed: 44, childIterations: 1, maxIterations: 2 });
     expect(result.violations, describeViolations(result)).toEqual([]);
     expect(result.childIterations).toBe(1);
     expect(result.facts.holdersAtDrop).toBeGreaterThan(0);

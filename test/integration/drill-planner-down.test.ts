@@ -9,11 +9,13 @@ import { describe, expect, it } from 'vitest';
 import { describeViolations, type DrillResult } from '../../tools/chaos/drill.js';
 import { plannerDownDrill, plannerDownScenario } from '../../tools/chaos/drills/planner-down.js';
 import { Rng } from '../../tools/chaos/rng.js';
-import { sharedEndpoints } from '../support/stack.js';
+import { ownLocalStack } from '../support/own-stack.js';
+
+const stack = ownLocalStack();
 
 describe('drill (e): planner down ten minutes, then resumed', () => {
   it('misfire policies, the catch-up rate limit and on-time slots hold (random policies and windows)', async () => {
-    const result = await plannerDownDrill({ base: sharedEndpoints(), runs: 200, seed: 55, maxIterations: 2 });
+    const result = await plannerDownDrill({ base: stack(), runs: 200, seed: 55, maxIterations: 2 });
     // Catch-up termination is asserted in the next test, on a fixed scenario that exercised it.
     const others: DrillResult = { ...result, violations: result.violations.filter((v) => v.invariant !== 'catch-up-terminates') };
     expect(others.violations, describeViolations(others)).toEqual([]);
@@ -27,7 +29,7 @@ describe('drill (e): planner down ten minutes, then resumed', () => {
   // same slots again every tick. The catch-up now ends at the edge recorded when it began.
   it('catch-up ends once the missed slots are planned, also for a job firing faster than maxPerTick per tick', async () => {
     const report = await plannerDownScenario({
-      base: sharedEndpoints(),
+      base: stack(),
       rng: new Rng(5),
       index: 0,
       seed: 5,

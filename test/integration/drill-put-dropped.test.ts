@@ -7,11 +7,13 @@
 import { describe, expect, it } from 'vitest';
 import { describeViolations } from '../../tools/chaos/drill.js';
 import { putDroppedDrill } from '../../tools/chaos/drills/put-dropped.js';
-import { sharedEndpoints } from '../support/stack.js';
+import { ownLocalStack } from '../support/own-stack.js';
+
+const stack = ownLocalStack();
 
 describe('drill (a): connection dropped after a put commits, before its response', () => {
   it('no second run and no lost slot; a retried put is still sent on time, runs of failed ticks are swept', async () => {
-    const result = await putDroppedDrill({ base: sharedEndpoints(), runs: 150, seed: 11, maxIterations: 2 });
+    const result = await putDroppedDrill({ base: stack(), runs: 150, seed: 11, maxIterations: 2 });
     expect(result.violations, describeViolations(result)).toEqual([]);
     expect(result.runs).toBeGreaterThanOrEqual(100);
     expect(result.faults).toBeGreaterThan(0);

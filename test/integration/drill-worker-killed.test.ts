@@ -6,11 +6,13 @@
 import { describe, expect, it } from 'vitest';
 import { describeViolations } from '../../tools/chaos/drill.js';
 import { workerKilledDrill } from '../../tools/chaos/drills/worker-killed.js';
-import { sharedEndpoints } from '../support/stack.js';
+import { ownLocalStack } from '../support/own-stack.js';
+
+const stack = ownLocalStack();
 
 describe('drill (b): worker killed after its side effect, before recording the outcome', () => {
   it('SIGKILLed child and in-process kill: takeover within lease + allowance, no second effect, no lost run', async () => {
-    const result = await workerKilledDrill({ base: sharedEndpoints(), runs: 40, seed: 22, childIterations: 1, maxIterations: 2 });
+    const result = await workerKilledDrill({ base: stack(), runs: 40, seed: 22, childIterations: 1, maxIterations: 2 });
     expect(result.violations, describeViolations(result)).toEqual([]);
     expect(result.iterations).toBe(2);
     expect(result.childIterations).toBe(1);

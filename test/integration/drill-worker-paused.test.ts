@@ -6,11 +6,13 @@
 import { describe, expect, it } from 'vitest';
 import { describeViolations } from '../../tools/chaos/drill.js';
 import { workerPausedDrill } from '../../tools/chaos/drills/worker-paused.js';
-import { sharedEndpoints } from '../support/stack.js';
+import { ownLocalStack } from '../support/own-stack.js';
+
+const stack = ownLocalStack();
 
 describe('drill (c): worker paused past its lease, then resumed', () => {
   it('SIGSTOP/SIGCONT child and in-process pause: the stale writes are fenced out, the stale completions refused', async () => {
-    const result = await workerPausedDrill({ base: sharedEndpoints(), runs: 30, seed: 33, childIterations: 1, maxIterations: 2 });
+    const result = await workerPausedDrill({ base: stack(), runs: 30, seed: 33, childIterations: 1, maxIterations: 2 });
     expect(result.violations, describeViolations(result)).toEqual([]);
     expect(result.childIterations).toBe(1);
     expect(result.facts.pausedRuns).toBeGreaterThan(0);
