@@ -22,13 +22,17 @@ export type DirectedStep =
   | { readonly step: 'arm'; readonly lane: number; readonly kind: CallKind; readonly fault: FaultKind; readonly count: number }
   | { readonly step: 'retry'; readonly prefer: RunStatus }
   | { readonly step: 'partitions'; readonly of: number }
-  | { readonly step: 'many'; readonly count: number };
+  | { readonly step: 'many'; readonly count: number }
+  | { readonly step: 'remove'; readonly job: number }
+  | { readonly step: 'arm-planner'; readonly kind: CallKind; readonly fault: FaultKind; readonly count: number };
 
 export interface DirectedScenario {
   readonly title: string;
   readonly jobs: readonly Partial<JobSpec>[];
   readonly lanes?: number;
   readonly sdkAttempts?: number;
+  /** The planner's SDK attempts per call (1: an armed refusal fails the call, no SDK retry). @default 3 */
+  readonly plannerSdkAttempts?: number;
   readonly steps: readonly DirectedStep[];
 }
 
@@ -108,6 +112,28 @@ export const DIRECTED: Readonly<Record<number, DirectedScenario>> = {
     jobs: [{}],
     steps: [{ step: 'tick' }, { step: 'many', count: 120 }, { step: 'advance', ms: 3 * 60 * MINUTE }, { step: 'run', ms: 3 * MINUTE }],
   },
+  9: {
+    title: 'a run whose message was lost twice, watched behind more than 100 older watched runs',
+    // j0 fires every second and backs its runs off for two minutes; removed while they wait, its
+    // ~180 open runs come back as poison and stay watched for good (reported, never dispatched):
+    // the oldest entries of the watch index. Then j1@00:05's message is lost (the planner's send
+    // refused), and so is the sweep's first re-send: j1@00:05 is watched and lost, and only a
+    // watch sweep that pages past the older entries ever sends it again.
+    jobs: [
+      { schedule: '* * * * * *', maxAttempts: 2, backoffBaseMs: 120_000, backoffMaxMs: 120_000, behaviours: [{ kind: BehaviourKind.RETRYABLE, workMs: 50, writes: 0 }] },
+      { schedule: '*/5 * * * *' },
+    ],
+    plannerSdkAttempts: 1,
+    steps: [
+      { step: 'run', ms: 2 * MINUTE },
+      { step: 'remove', job: 0 },
+      { step: 'run', ms: 100_000 },
+      { step: 'arm-planner', kind: 'sqs-send', fault: FaultKind.REFUSED, count: 1 },
+      { step: 'run', ms: 3 * MINUTE },
+      { step: 'arm-planner', kind: 'sqs-send', fault: FaultKind.REFUSED, count: 1 },
+      { step: 'run', ms: 6 * MINUTE },
+    ],
+  },
   10: {
     title: 'plannerPartitions changed after a planner outage',
     jobs: [{ misfire: { policy: 'all', afterMs: 600_000, maxPerTick: 10 } }],
@@ -136,7 +162,7 @@ export async function runDirected(stack: ModelStack, scenario: DirectedScenario,
     start: Date.UTC(2031, 0, 1, 0, 0, 10),
     lanes: Array.from({ length: scenario.lanes ?? 1 }, () => ({ skewMs: 0, sdkAttempts: scenario.sdkAttempts ?? 3, batchSize: 3 })),
     plannerSkewMs: 0,
-    plannerSdkAttempts: 3,
+    plannerSdkAttempts: scenario.plannerSdkAttempts ?? 3,
     opsSkewMs: 0,
     clockAllowanceMs: 1_000,
     partitions: 1,
@@ -179,5 +205,9 @@ async function apply(world: World, step: DirectedStep): Promise<void> {
     case 'many':
       for (let i = 0; i < step.count; i++) world.addJob({ ...MANY_TEMPLATE, name: world.newJobName(), group: `many${i}` });
       return;
+    case 'remove':
+      return world.removeJob(step.job);
+    case 'arm-planner':
+      return world.armFault('planner', step.kind, step.fault, step.count);
   }
 }
