@@ -20,6 +20,17 @@
  * (or `now` when that is earlier). Upper bounds only ever shrink what is owed. A tick that may
  * have seen the job either paused or not (a pause racing the tick) owes nothing for it.
  *
+ * The planner keeps no schedule with a catch-up, only a cursor (an instant): the on-time window is
+ * planned whole by the tick that saw it, with that tick's config, but the misfired window is paged
+ * (`maxPerTick`) over that tick and later ones, each page with the schedule in force at its own
+ * tick. After a schedule change in the middle of a catch-up the rest of the window follows the new
+ * schedule (README "Misfires"), and which page went under which schedule is the planner's state.
+ * So a misfired slot is owed only if it is a slot of every definition the job had in a tick that
+ * may have paged its window (any tick still running when the window was seen, or started later).
+ *
+ * Backfilled ranges owe the slots of the definition the backfill was given, not of whatever the
+ * config says when it returns (a schedule change may race a backfill).
+ *
  * Runs that may not exist (no-unexpected-run): a planned run (not in a range an operator asked to
  * backfill) attributed to ticks (by its createdAt,
  * the tick's clock) none of which could have created it: the job was not in the tick's config
@@ -27,12 +38,12 @@
  * the watermark every partition had reached when the job was added (a slot from before the job
  * existed that the planner had already passed).
  */
-import type { ExpectedSlot, UnexpectedRun } from '../../shared/core/checker.js';
+import { SETTLED_STATUSES, type ExpectedSlot, type UnexpectedRun } from '../../shared/core/checker.js';
 import type { Job } from '../../shared/core/job-schema.js';
 import { slotSpecOf } from '../../shared/core/plan.js';
 import { jobsOfPartition } from '../../shared/core/planner-state.js';
 import { slotsBetween } from '../../shared/core/slots.js';
-import { RunOrigin, type Run } from '../../shared/core/vocabulary.js';
+import { isTerminal, RunOrigin, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
 
 /** Sequence numbers order the model's events; an operator's action spans [from, to] (its call to its confirmation). */
 export type TimelineEvent =
@@ -41,7 +52,8 @@ export type TimelineEvent =
   | { readonly kind: 'schedule'; readonly seq: number; readonly job: Job }
   | { readonly kind: 'pause'; readonly seq: number; readonly from: number; readonly job: string }
   | { readonly kind: 'resume'; readonly seq: number; readonly from: number; readonly job: string }
-  | { readonly kind: 'backfill'; readonly seq: number; readonly job: string; readonly slotFrom: number; readonly slotTo: number }
+  /** A backfill returned: every slot of `definition` (the job as the backfill was given it) in its range has a run. */
+  | { readonly kind: 'backfill'; readonly seq: number; readonly job: string; readonly definition: Job; readonly slotFrom: number; readonly slotTo: number }
   /** A backfill was asked for (it may create runs in its range whether or not it returns). */
   | { readonly kind: 'backfill-started'; readonly seq: number; readonly job: string; readonly slotFrom: number; readonly slotTo: number };
 
@@ -105,12 +117,28 @@ export function computeOwed(input: OwedInput): Owed {
   const planning = input.ticks.filter((t) => t.ok && t.horizon !== undefined && t.horizon > t.now).sort((a, b) => a.seqStart - b.seqStart || a.id - b.id);
   const owed = new Map<string, Map<number, Job>>();
   const through = new Map<string, number>();
-  const owe = (job: Job, after: number, upTo: number, limitTo?: number) => {
+  const owe = (job: Job, after: number, upTo: number, limitTo?: number, keep: (slot: number) => boolean = () => true) => {
     const to = Math.min(upTo, until, limitTo ?? Number.POSITIVE_INFINITY);
     if (to <= after) return;
     const slots = owed.get(job.name) ?? new Map<number, Job>();
     owed.set(job.name, slots);
-    for (const slot of slotsBetween(slotSpecOf(job), after, to, cap)) if (slots.size < cap) slots.set(slot, job);
+    for (const slot of slotsBetween(slotSpecOf(job), after, to, cap)) if (slots.size < cap && keep(slot)) slots.set(slot, job);
+  };
+  // Every tick that had each job in its partition, failed ones too (a tick can page a catch-up and
+  // record its cursor before it fails).
+  const tickedWith = new Map<string, { readonly seqEnd: number; readonly job: Job }[]>();
+  for (const tick of input.ticks) {
+    for (const job of jobsOfPartition(tick.jobs, tick.partition, tick.of)) {
+      const seen = tickedWith.get(job.name) ?? [];
+      tickedWith.set(job.name, seen);
+      seen.push({ seqEnd: tick.seqEnd, job });
+    }
+  }
+  /** Slots of every definition `job` had in a tick that was still running at `seq` or started later. */
+  const ofEveryLaterDefinition = (job: Job, seq: number) => {
+    const others = new Set((tickedWith.get(job.name) ?? []).filter((t) => t.seqEnd > seq && t.job !== job).map((t) => t.job));
+    const specs = [...others].map((other) => slotSpecOf(other));
+    return (slot: number) => specs.every((spec) => slotsBetween(spec, slot - 1, slot, 1)[0] === slot);
   };
 
   for (const tick of planning) {
@@ -126,14 +154,13 @@ export function computeOwed(input: OwedInput): Owed {
       if (view === 'ambiguous') continue;
       const lateEdge = tick.now - job.misfire.after - 1;
       owe(job, Math.max(from, lateEdge), tick.horizon!);
-      if (job.misfire.policy !== 'latest') owe(job, from, lateEdge, input.behindCursors.get(job.name));
+      if (job.misfire.policy !== 'latest') owe(job, from, lateEdge, input.behindCursors.get(job.name), ofEveryLaterDefinition(job, tick.seqStart));
     }
   }
   // Backfilled ranges: every slot in them has a run once the backfill returned.
   for (const e of input.timeline) {
     if (e.kind !== 'backfill' || !input.configured.has(e.job)) continue;
-    const job = latestJob(input.timeline, e.job, e.seq);
-    if (job) owe(job, e.slotFrom - 1, e.slotTo - 1);
+    owe(e.definition, e.slotFrom - 1, e.slotTo - 1);
   }
 
   const slots: ExpectedSlot[] = [];
@@ -145,11 +172,28 @@ export function computeOwed(input: OwedInput): Owed {
   return { slots };
 }
 
-/** The job's definition in force at sequence number `seq`. */
-function latestJob(timeline: readonly TimelineEvent[], name: string, seq: number): Job | undefined {
-  let job: Job | undefined;
-  for (const e of timeline) if ((e.kind === 'add' || e.kind === 'schedule') && e.job.name === name && e.seq <= seq) job = e.job;
-  return job;
+/**
+ * The statuses each owed run may end quiescence in. Settled, as a rule; two exceptions keep the
+ * status it has: a run the sweeper stopped re-dispatching (`stuck`: waiting for an operator,
+ * README), and a catch-up run of a job whose catch-up was still moving when quiescence ended
+ * (`progressing`). A backlog longer than quiescence (an outage of hours paged by `maxPerTick`) is
+ * still being created at its end, and an exclusive lane works it off one run at a time, so the
+ * runs of its last pages cannot all have ended yet; whether they still move is for the other
+ * liveness invariants (every open run has a message or a sweep, no lane is blocked by a finished
+ * run, nothing RUNNING past its lease).
+ */
+export function owedStatuses(
+  slots: readonly ExpectedSlot[],
+  runsByKey: ReadonlyMap<string, Run>,
+  stuck: ReadonlySet<string>,
+  progressing: ReadonlySet<string>,
+): ExpectedSlot[] {
+  return slots.map((slot) => {
+    const run = runsByKey.get(runKeyOf(slot.job, slot.slot, slot.shard ?? 0, slot.shards ?? 1));
+    if (!run) return slot;
+    const stillPaging = progressing.has(run.job) && run.origin === RunOrigin.CATCH_UP && !isTerminal(run.status);
+    return stuck.has(run.runKey) || stillPaging ? { ...slot, statuses: [...SETTLED_STATUSES, run.status] } : slot;
+  });
 }
 
 /**

@@ -155,7 +155,10 @@ export async function runModel(stack: ModelStack, options: ModelRunOptions): Pro
       const seed = (options.seed + lane * 7919) | 0;
       const state: LaneState = { shrinkRuns: 0 };
       const before = counters.scenarios;
-      const result = await fc.check(property(stack, options, counters, state, () => stop), { numRuns: options.path ? 1 : perLane, seed, path: options.path, endOnFailure: false });
+      // A path into the shrink tree ("3:0:0") makes fast-check go on with the siblings after it
+      // (numRuns does not bound a replay): once the replayed scenario passed, the rest pass at once.
+      const replayed = () => options.path !== undefined && counters.scenarios > before;
+      const result = await fc.check(property(stack, options, counters, state, () => stop || replayed()), { numRuns: options.path ? 1 : perLane, seed, path: options.path, endOnFailure: false });
       if (result.failed && result.counterexample) {
         const error = result.errorInstance;
         const [, commands] = result.counterexample as [unknown, Iterable<unknown>, unknown];

@@ -18,7 +18,7 @@ import { Ledger } from '../../shared/adapters/ledger.js';
 import { LedgerOps } from '../../shared/adapters/ledger-ops.js';
 import { RunQueue } from '../../shared/adapters/run-queue.js';
 import { jobsByName } from '../../shared/config.js';
-import { checkScenario, formatViolations, SETTLED_STATUSES, type CheckResult, type CheckViolation } from '../../shared/core/checker.js';
+import { checkScenario, formatViolations, type CheckResult, type CheckViolation } from '../../shared/core/checker.js';
 import type { HistoryEvent, HistorySink } from '../../shared/core/history.js';
 import { parseJobs, type Job, type JobInput } from '../../shared/core/job-schema.js';
 import { partitionOf } from '../../shared/core/partition.js';
@@ -39,7 +39,7 @@ import { FaultPlan, prng, type CallInfo, type FaultKind, type FaultProfile } fro
 import { BehaviourKind, MODEL_HANDLER, MODEL_HANDLER_NAMES, MODEL_RECONCILING_HANDLER, modelHandlers, type Behaviour } from './handlers.js';
 import { readFinal, type FinalTables } from './ledger-view.js';
 import { ModelQueue } from './model-queue.js';
-import { computeOwed, unexpectedRuns, type TickRecord, type TimelineEvent } from './owed.js';
+import { computeOwed, owedStatuses, unexpectedRuns, type TickRecord, type TimelineEvent } from './owed.js';
 import { VirtualTime } from './virtual-time.js';
 
 export interface JobSpec {
@@ -767,7 +767,7 @@ export class World implements Gate {
         { ledger, queue: new RunQueue(this.ops.sqs, this.queues.runQueueUrl), clock, sleep: this.time.sleepOf('ops') },
         { job, from, to, maxPerSecond: 20 },
       );
-      this.timeline.push({ kind: 'backfill', seq: this.nextSeq(), job: job.name, slotFrom: from, slotTo: to });
+      this.timeline.push({ kind: 'backfill', seq: this.nextSeq(), job: job.name, definition: job, slotFrom: from, slotTo: to });
       this.say(`ops backfill ${job.name} [${iso(from)}, ${iso(to)}): ${report.created} created`);
     });
   }
@@ -973,11 +973,8 @@ export class World implements Gate {
     const stuck = this.stuckRuns(final);
     const stuckKeys = new Set(stuck.map((r) => r.runKey));
     const runsByKey = new Map(final.runs.map((r) => [r.runKey, r]));
-    // An owed run the sweeper left for an operator may stay as it is (README: waiting for a person).
-    const slots = owed.slots.map((slot) => {
-      const run = runsByKey.get(runKeyOf(slot.job, slot.slot, slot.shard ?? 0, slot.shards ?? 1));
-      return run && stuckKeys.has(run.runKey) ? { ...slot, statuses: [...SETTLED_STATUSES, run.status] } : slot;
-    });
+    // Runs the sweeper left for an operator, and the last pages of a catch-up still moving, may stay open.
+    const slots = owedStatuses(owed.slots, runsByKey, stuckKeys, new Set(this.progressing));
     const skews = [...this.setup.lanes.map((l) => l.skewMs), this.setup.opsSkewMs];
     const pairwise = Math.max(...skews) - Math.min(...skews);
     const jobsByPartition: Record<number, string[]> = {};
