@@ -106,6 +106,8 @@ interface CatchUpCandidate {
   readonly edge: number;
   /** The job was already behind (else it falls behind this tick). */
   readonly wasBehind: boolean;
+  /** `edge` is the one recorded for the job (else it is new this tick and must be recorded). */
+  readonly keepsEdge: boolean;
 }
 
 export function planTick(input: PlanInput): TickPlan {
@@ -158,7 +160,7 @@ export function planTick(input: PlanInput): TickPlan {
     }
     for (const slot of slotsBetween(spec, onTimeFrom, Math.min(horizon, bound))) onTime.push(...runsOf(job, spec, slot, RunStatus.READY, false));
     const cappedEdge = Math.min(edge, bound);
-    if (from < cappedEdge) candidates.push({ job, spec, from, edge: cappedEdge, wasBehind: cursor !== undefined });
+    if (from < cappedEdge) candidates.push({ job, spec, from, edge: cappedEdge, wasBehind: cursor !== undefined, keepsEdge });
     else if (cursor !== undefined) behindClear.push(job.name);
   }
 
@@ -167,7 +169,7 @@ export function planTick(input: PlanInput): TickPlan {
   candidates.sort((a, b) => a.from - b.from || (a.job.name < b.job.name ? -1 : 1));
   let budget = Math.max(0, input.catchUpBudget ?? DEFAULT_CATCH_UP_BUDGET);
   let deferred = 0;
-  for (const { job, spec, from, edge, wasBehind } of candidates) {
+  for (const { job, spec, from, edge, wasBehind, keepsEdge } of candidates) {
     const stayBehind = (at: number) => {
       behindSet.set(job.name, at);
       edgeSet.set(job.name, edge);
@@ -175,9 +177,11 @@ export function planTick(input: PlanInput): TickPlan {
     const room = Math.floor(budget / job.shards);
     if (room < 1) {
       deferred += job.shards;
-      // Not planned this tick: a job that was already behind keeps its cursor as it is; one that
-      // falls behind now records where its catch-up starts.
-      if (!wasBehind) stayBehind(from);
+      // Not planned this tick. A job that keeps its recorded edge keeps its cursor as it is. One
+      // that falls behind now, was just resumed, or found the planner down again records where its
+      // catch-up starts and its new edge: on-time planning starts past that edge this tick, so the
+      // old edge would leave the slots between the two unplanned for good.
+      if (!keepsEdge) stayBehind(from);
       continue;
     }
     if (job.misfire.policy === 'latest') {

@@ -1,0 +1,412 @@
+/**
+ * planTick over sequences of ticks (DESIGN §7), with the planner's state carried from tick to tick
+ * the way shared/planner.ts carries it: the watermark only moves forward, catch-up cursors and
+ * edges are set and cleared, a maxRuns bound is recorded once, a pause keeps (or sets) the cursor
+ * and drops the edge. Hazards: a slot planned twice or never, a misfire run on time or an on-time
+ * slot skipped, a cursor that loses its place, a catch-up budget overrun or one that never moves,
+ * a maxRuns job that runs past its N-th slot.
+ */
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { parseJobs, type Job } from '../../shared/core/job-schema.js';
+import { DEFAULT_CATCH_UP_BUDGET, planTick, slotSpecOf, type PlanInput, type TickPlan } from '../../shared/core/plan.js';
+import { nextSlotAfter, slotsBetween } from '../../shared/core/slots.js';
+import { RunStatus } from '../../shared/core/vocabulary.js';
+
+const SEC = 1_000;
+const MIN = 60 * SEC;
+const LOOKAHEAD = MIN;
+const T0 = Date.UTC(2026, 2, 2, 12, 0);
+
+function jobs(...defs: readonly Record<string, unknown>[]): Job[] {
+  return parseJobs(
+    defs.map((d, i) => ({ name: `j${i}`, schedule: '* * * * *', handler: 'h', ...d })),
+    { handlers: ['h'] },
+  );
+}
+
+/** The planner's state between ticks, updated as runPlannerTick and the planner store update it. */
+class PlannerState {
+  plannedUntil: number | undefined;
+  readonly behind = new Map<string, number>();
+  readonly edges = new Map<string, number>();
+  readonly bounds = new Map<string, number>();
+  readonly paused = new Set<string>();
+  readonly plans: { now: number; budget: number | undefined; behindBefore: ReadonlySet<string>; plan: TickPlan }[] = [];
+
+  constructor(readonly jobs: readonly Job[]) {}
+
+  tick(now: number, budget?: number, extra: Partial<PlanInput> = {}): TickPlan {
+    const behind = new Map([...this.behind].filter(([name]) => !this.paused.has(name)));
+    const catchUpEdges = new Map([...this.edges].filter(([name]) => behind.has(name)));
+    const plan = planTick({
+      jobs: this.jobs, plannedUntil: this.plannedUntil, paused: new Set(this.paused), behind, catchUpEdges,
+      now, lookaheadMs: LOOKAHEAD, catchUpBudget: budget, runBounds: new Map(this.bounds), ...extra,
+    });
+    this.plans.push({ now, budget, behindBefore: new Set(behind.keys()), plan });
+    // setRunBound: the first tick's bound wins.
+    for (const [name, b] of plan.newRunBounds) if (!this.bounds.has(name)) this.bounds.set(name, b.lastSlot);
+    for (const [name, cursor] of plan.behindSet) {
+      this.behind.set(name, cursor);
+      this.edges.set(name, plan.edgeSet.get(name) ?? cursor);
+    }
+    for (const name of plan.behindClear) {
+      this.behind.delete(name);
+      this.edges.delete(name);
+    }
+    // advancePartition: only forward.
+    this.plannedUntil = Math.max(this.plannedUntil ?? Number.NEGATIVE_INFINITY, plan.plannedUntil);
+    return plan;
+  }
+
+  /** The planner store's pause: the cursor stays, or starts at the watermark; the edge goes. */
+  pause(name: string): void {
+    if (this.paused.has(name) || this.plannedUntil === undefined) return;
+    this.paused.add(name);
+    if (!this.behind.has(name)) this.behind.set(name, this.plannedUntil);
+    this.edges.delete(name);
+  }
+
+  resume(name: string): void {
+    this.paused.delete(name);
+  }
+
+  /** Regular ticks, one a minute, until no job is behind (bounded). */
+  settle(from: number, budget?: number): number {
+    let now = from;
+    for (let i = 0; i < 400 && (i === 0 || this.behind.size > 0); i++) this.tick((now += MIN), budget);
+    expect(this.behind.size, 'still behind after 400 regular ticks').toBe(0);
+    return now;
+  }
+
+  runs() {
+    return this.plans.flatMap((p) => p.plan.runs);
+  }
+
+  slotsOf(name: string): number[] {
+    return this.runs().filter((r) => r.job.name === name && r.shard === 0).map((r) => r.slot);
+  }
+}
+
+/** The slots a job is owed from its first tick to the final watermark (its first maxRuns if bounded). */
+function owed(job: Job, firstNow: number, until: number): number[] {
+  const all = slotsBetween(slotSpecOf(job), firstNow, until);
+  return job.maxRuns === undefined ? all : all.slice(0, job.maxRuns);
+}
+
+/** What every tick's plan must satisfy, whatever came before. */
+function checkTick(state: PlannerState, index: number): void {
+  const { now, budget, behindBefore, plan } = state.plans[index]!;
+  const lateEdgeOf = (job: Job) => now - job.misfire.after - 1;
+  const catchUp = plan.runs.filter((r) => r.catchUp);
+  const onTime = plan.runs.filter((r) => !r.catchUp);
+  // On-time runs precede catch-up runs.
+  expect(plan.runs.slice(0, onTime.length).every((r) => !r.catchUp)).toBe(true);
+  for (const run of onTime) {
+    // On time means due at most misfire.after ago, and not past the horizon.
+    expect(run.slot).toBeGreaterThan(lateEdgeOf(run.job));
+    expect(run.slot).toBeLessThanOrEqual(now + LOOKAHEAD);
+    expect(run.status).toBe(RunStatus.READY);
+  }
+  for (const run of catchUp) {
+    // A catch-up run is a misfire, and the policy decides its status.
+    expect(run.slot).toBeLessThanOrEqual(lateEdgeOf(run.job));
+    expect(run.status).toBe(run.job.misfire.policy === 'skip' ? RunStatus.SKIPPED : RunStatus.READY);
+  }
+  for (const run of plan.runs) {
+    // A reason says the run was skipped; a run that will execute carries none.
+    expect(run.reason === undefined).toBe(run.status === RunStatus.READY);
+    // Jitter never moves a run to or past its job's next slot.
+    const next = nextSlotAfter(slotSpecOf(run.job), run.slot);
+    expect(run.fireAt).toBeGreaterThanOrEqual(run.slot);
+    if (next !== undefined) expect(run.fireAt).toBeLessThan(next);
+  }
+  // Firing order, so that the run due first is sent first.
+  for (let i = 1; i < onTime.length; i++) expect(onTime[i]!.fireAt).toBeGreaterThanOrEqual(onTime[i - 1]!.fireAt);
+  // The catch-up budget bounds the tick's work.
+  expect(catchUp.length).toBeLessThanOrEqual(Math.max(0, budget ?? DEFAULT_CATCH_UP_BUDGET));
+  // Every shard of every slot, once in the tick.
+  const keys = plan.runs.map((r) => `${r.job.name}@${r.slot}#${r.shard}`);
+  expect(new Set(keys).size).toBe(keys.length);
+  for (const run of plan.runs) for (let s = 0; s < run.job.shards; s++) expect(keys).toContain(`${run.job.name}@${run.slot}#${s}`);
+  // `latest` runs one misfire per tick at most.
+  for (const job of state.jobs.filter((j) => j.misfire.policy === 'latest')) {
+    expect(new Set(catchUp.filter((r) => r.job === job).map((r) => r.slot)).size).toBeLessThanOrEqual(1);
+  }
+  // Only a job that was behind is cleared (else a state write per job per tick); never both.
+  for (const name of plan.behindClear) expect(behindBefore.has(name), `${name} cleared but never behind`).toBe(true);
+  for (const name of plan.behindSet.keys()) expect(plan.behindClear).not.toContain(name);
+  // A cursor is a real instant, at or before its edge.
+  for (const [name, cursor] of plan.behindSet) {
+    expect(Number.isFinite(cursor), `${name}'s cursor`).toBe(true);
+    expect(cursor).toBeLessThanOrEqual(plan.edgeSet.get(name)!);
+  }
+  // No slot past a maxRuns job's bound.
+  for (const run of plan.runs) if (run.job.maxRuns !== undefined) expect(run.slot).toBeLessThanOrEqual(state.bounds.get(run.job.name)!);
+}
+
+const jobDef = fc.record({
+  schedule: fc.constantFrom<unknown>('* * * * *', '*/20 * * * * *', '*/7 * * * *', '0 * * * *', { every: '90s', phase: '15s' }),
+  shards: fc.integer({ min: 1, max: 3 }),
+  misfire: fc.record({ after: fc.constantFrom('1m', '3m'), policy: fc.constantFrom('all', 'skip', 'latest'), maxPerTick: fc.integer({ min: 3, max: 40 }) }),
+  maxRuns: fc.option(fc.integer({ min: 1, max: 40 }), { nil: undefined }),
+  jitter: fc.option(fc.constantFrom('5s', '2m'), { nil: undefined }),
+});
+/** A tick: minutes since the one before (more than one is an outage), and its catch-up budget. */
+const tickDef = fc.record({
+  gap: fc.oneof(fc.constant(1), fc.constant(1), fc.integer({ min: 2, max: 60 })),
+  budget: fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 12 }), fc.constant(undefined)),
+});
+
+describe('planTick over generated sequences of ticks', () => {
+  it('one outage, then regular ticks under any budgets: every slot owed is planned exactly once, misfires by their policy', () => {
+    fc.assert(
+      fc.property(fc.array(jobDef, { minLength: 1, maxLength: 4 }), fc.integer({ min: 2, max: 60 }), fc.array(tickDef.map((t) => t.budget), { maxLength: 12 }), (defs, outage, budgets) => {
+        const config = jobs(...defs);
+        const state = new PlannerState(config);
+        state.tick(T0);
+        let now = T0 + outage * MIN;
+        state.tick(now, budgets[0]);
+        for (const budget of budgets.slice(1)) state.tick((now += MIN), budget);
+        state.settle(now);
+        state.plans.forEach((_, i) => checkTick(state, i));
+        for (const job of config) {
+          const slots = state.slotsOf(job.name);
+          expect(new Set(slots).size, `${job.name}: a slot planned twice`).toBe(slots.length);
+          const expected = owed(job, T0, state.plannedUntil!);
+          if (job.misfire.policy === 'latest') expect(expected).toEqual(expect.arrayContaining(slots));
+          else expect([...slots].sort((a, b) => a - b), `${job.name}: slots lost`).toEqual(expected);
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+
+  it('outages during a catch-up, pauses and resumes, any budgets: no slot owed is ever lost', () => {
+    const step = fc.record({ tick: tickDef, pause: fc.option(fc.nat(3), { nil: undefined }), resume: fc.boolean() });
+    fc.assert(
+      fc.property(fc.array(jobDef.filter((d) => d.misfire.policy !== 'latest'), { minLength: 1, maxLength: 4 }), fc.array(step, { minLength: 1, maxLength: 12 }), (defs, steps) => {
+        const config = jobs(...defs);
+        const state = new PlannerState(config);
+        let now = T0;
+        state.tick(now);
+        for (const { tick, pause, resume } of steps) {
+          if (pause !== undefined && pause < config.length) state.pause(config[pause]!.name);
+          if (resume) for (const name of [...state.paused]) state.resume(name);
+          state.tick((now += tick.gap * MIN), tick.budget);
+        }
+        for (const name of [...state.paused]) state.resume(name);
+        state.settle(now);
+        state.plans.forEach((_, i) => checkTick(state, i));
+        for (const job of config) {
+          const slots = new Set(state.slotsOf(job.name));
+          const expected = owed(job, T0, state.plannedUntil!);
+          expect(expected.filter((slot) => !slots.has(slot)).map((s) => new Date(s).toISOString()), `${job.name}: slots lost`).toEqual([]);
+          expect([...slots].filter((slot) => !expected.includes(slot)), `${job.name}: slots not owed`).toEqual([]);
+        }
+      }),
+      { numRuns: 60 },
+    );
+  });
+});
+
+describe('a second outage while a job is catching up', () => {
+  it('with the budget spent in the tick that finds it, the slots of the second outage are still planned later', () => {
+    const config = jobs({ misfire: { after: '1m', policy: 'all', maxPerTick: 2 } });
+    const state = new PlannerState(config);
+    state.tick(T0);
+    state.tick(T0 + 10 * MIN);
+    expect(state.behind.has('j0')).toBe(true);
+    // Down again for 20 minutes; that tick's catch-up budget is spent.
+    const found = state.tick(T0 + 30 * MIN, 0);
+    expect(found.deferred).toBe(1);
+    // The cursor stays where it was; the edge moves to the new late edge.
+    expect(found.behindSet.get('j0')).toBe(state.plans[1]!.plan.behindSet.get('j0'));
+    expect(found.edgeSet.get('j0')).toBe(T0 + 29 * MIN - 1);
+    const end = state.settle(T0 + 30 * MIN);
+    const slots = new Set(state.slotsOf('j0'));
+    for (let slot = T0 + MIN; slot <= end + LOOKAHEAD; slot += MIN) expect(slots.has(slot), new Date(slot).toISOString()).toBe(true);
+  });
+
+  it('found with budget to spare: the new misfires join the catch-up, none lost', () => {
+    const config = jobs({ misfire: { after: '1m', policy: 'skip', maxPerTick: 2 } });
+    const state = new PlannerState(config);
+    state.tick(T0);
+    state.tick(T0 + 10 * MIN);
+    const found = state.tick(T0 + 30 * MIN);
+    expect(found.edgeSet.get('j0')).toBe(T0 + 29 * MIN - 1);
+    state.settle(T0 + 30 * MIN);
+    const skipped = new Set(state.runs().filter((r) => r.status === RunStatus.SKIPPED).map((r) => r.slot));
+    for (let slot = T0 + 2 * MIN; slot < T0 + 29 * MIN; slot += MIN) expect(skipped.has(slot), new Date(slot).toISOString()).toBe(true);
+  });
+});
+
+describe('the catch-up edge', () => {
+  it('a tick whose watermark is exactly the late edge keeps the recorded edge: slots planned on time are not planned again as catch-up', () => {
+    const [job] = jobs({ misfire: { after: '1m', policy: 'all', maxPerTick: 100 } });
+    const now = T0 + 30 * MIN;
+    const lateEdge = now - MIN - 1;
+    // Catching up (12:02, 12:09:59.999]; everything after the edge was planned on time up to lateEdge.
+    const p = planTick({
+      jobs: [job!], plannedUntil: lateEdge, paused: new Set(), behind: new Map([['j0', T0 + 2 * MIN]]),
+      catchUpEdges: new Map([['j0', T0 + 10 * MIN - 1]]), now, lookaheadMs: LOOKAHEAD,
+    });
+    expect(p.runs.filter((r) => r.catchUp).map((r) => (r.slot - T0) / MIN)).toEqual([3, 4, 5, 6, 7, 8, 9]);
+    expect(p.runs.filter((r) => !r.catchUp).map((r) => (r.slot - T0) / MIN)).toEqual([29, 30, 31]);
+  });
+
+  it('an edge with no cursor (the job caught up) starts no catch-up: on-time slots are not planned twice', () => {
+    const [job] = jobs({ misfire: { after: '1m', policy: 'all', maxPerTick: 100 } });
+    const p = planTick({
+      jobs: [job!], plannedUntil: T0 + 20 * MIN, paused: new Set(), behind: new Map(),
+      catchUpEdges: new Map([['j0', T0 + 30 * MIN]]), now: T0 + 20 * MIN, lookaheadMs: LOOKAHEAD,
+    });
+    expect(p.runs.map((r) => [(r.slot - T0) / MIN, r.catchUp])).toEqual([[21, false]]);
+    expect(p.behindSet.size + p.behindClear.length).toBe(0);
+  });
+
+  it('a job resumed from a pause plans its recent slots on time and the older ones by its policy, none lost', () => {
+    const [job] = jobs({ misfire: { after: '5m', policy: 'skip', maxPerTick: 100 } });
+    // Paused at 12:00 (cursor there, edge dropped); resumed at 12:30 with the watermark at 12:31.
+    const p = planTick({ jobs: [job!], plannedUntil: T0 + 31 * MIN, paused: new Set(), behind: new Map([['j0', T0]]), now: T0 + 30 * MIN, lookaheadMs: LOOKAHEAD });
+    const minutes = (runs: typeof p.runs) => runs.map((r) => (r.slot - T0) / MIN);
+    expect(minutes(p.runs.filter((r) => r.catchUp))).toEqual(Array.from({ length: 24 }, (_, i) => i + 1));
+    expect(minutes(p.runs.filter((r) => !r.catchUp))).toEqual([25, 26, 27, 28, 29, 30, 31]);
+    expect(p.behindClear).toEqual(['j0']);
+  });
+});
+
+describe('jobs with nothing to plan', () => {
+  it('a spent budget defers only jobs with misfires: a job with nothing due is neither deferred nor listed behind', () => {
+    // Down 10 minutes: the minutely job missed 8 slots; the hourly one none; to the third, with
+    // misfire.after 30m, every one of them is still on time; the one-time job was done before.
+    const config = jobs(
+      { misfire: { after: '1m' } },
+      { schedule: '0 * * * *', misfire: { after: '1m' } },
+      { misfire: { after: '30m' } },
+      { schedule: { at: new Date(T0 - 60 * MIN).toISOString() }, misfire: { after: '1m' }, maxRuns: 1 },
+    );
+    const p = planTick({ jobs: config, plannedUntil: T0 + MIN, paused: new Set(), behind: new Map(), now: T0 + 11 * MIN, lookaheadMs: LOOKAHEAD, catchUpBudget: 0 });
+    expect(p.deferred).toBe(1);
+    expect([...p.behindSet]).toEqual([['j0', T0 + MIN]]);
+    expect([...p.edgeSet]).toEqual([['j0', T0 + 10 * MIN - 1]]);
+    expect(p.runs.filter((r) => r.catchUp)).toEqual([]);
+    expect(p.runs.filter((r) => r.job.name === 'j2').map((r) => (r.slot - T0) / MIN)).toEqual([2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+  });
+
+  it('deferred counts the runs a spent budget holds back, shards included', () => {
+    const config = jobs({ shards: 3, misfire: { after: '1m' } }, { shards: 2, misfire: { after: '1m', policy: 'latest' } });
+    const p = planTick({ jobs: config, plannedUntil: T0 + MIN, paused: new Set(), behind: new Map([['j1', T0]]), now: T0 + 11 * MIN, lookaheadMs: LOOKAHEAD, catchUpBudget: 2 });
+    // j1 (most behind) fits: one newest misfire, 2 shards. j0's 3 shards no longer do.
+    expect(p.runs.filter((r) => r.catchUp).map((r) => `${r.job.name}@${(r.slot - T0) / MIN}#${r.shard}`)).toEqual(['j1@9#0', 'j1@9#1']);
+    expect(p.deferred).toBe(3);
+    expect(p.behindClear).toEqual(['j1']);
+  });
+
+  it('a catching-up job whose schedule has ended is cleared, not left behind for every later tick to read', () => {
+    const [job] = jobs({ schedule: { at: new Date(T0 + 5 * MIN).toISOString() }, misfire: { after: '1m' } });
+    const p = planTick({ jobs: [job!], plannedUntil: T0 + 20 * MIN, paused: new Set(), behind: new Map([['j0', T0 + 5 * MIN]]), catchUpEdges: new Map([['j0', T0 + 6 * MIN]]), now: T0 + 20 * MIN, lookaheadMs: LOOKAHEAD });
+    expect(p.runs).toEqual([]);
+    expect(p.behindClear).toEqual(['j0']);
+  });
+
+  it('latest with no slot among the misfires plans nothing late and never re-plans a slot already planned', () => {
+    // Hourly; 12:00 was planned; the planner was down 12:01-12:20: no hourly slot in between.
+    const [job] = jobs({ schedule: '0 * * * *', misfire: { after: '1m', policy: 'latest' } });
+    const lookaheadMs = 45 * MIN;
+    const p = planTick({ jobs: [job!], plannedUntil: T0 + MIN, paused: new Set(), behind: new Map(), now: T0 + 20 * MIN, lookaheadMs });
+    expect(p.runs.map((r) => [(r.slot - T0) / MIN, r.catchUp])).toEqual([[60, false]]);
+    expect([...p.misfired.values()].reduce((a, b) => a + b, 0)).toBe(0);
+    // Behind, with its cursor on a slot and nothing due up to its edge.
+    const q = planTick({ jobs: [job!], plannedUntil: T0 + 20 * MIN, paused: new Set(), behind: new Map([['j0', T0]]), catchUpEdges: new Map([['j0', T0 + 10 * MIN]]), now: T0 + 20 * MIN, lookaheadMs });
+    expect(q.runs.map((r) => [(r.slot - T0) / MIN, r.catchUp])).toEqual([[60, false]]);
+    expect(q.behindClear).toEqual(['j0']);
+  });
+});
+
+describe('the catch-up budget', () => {
+  it('a budget of exactly one slot of runs still moves every job forward until all have caught up', () => {
+    const config = jobs({ shards: 3, misfire: { after: '1m', maxPerTick: 5 } }, { shards: 3, schedule: '*/20 * * * * *', misfire: { after: '1m', maxPerTick: 5 } });
+    const state = new PlannerState(config);
+    state.tick(T0);
+    let now = T0 + 15 * MIN;
+    for (let i = 0; i < 200 && (i === 0 || state.behind.size > 0); i++) state.tick((now += MIN), 3);
+    expect(state.behind.size).toBe(0);
+    state.plans.forEach((_, i) => checkTick(state, i));
+    for (const job of config) expect(new Set(state.slotsOf(job.name))).toEqual(new Set(owed(job, T0, state.plannedUntil!)));
+  });
+
+  it('the most-behind job goes first, whatever the order of the config', () => {
+    const config = jobs({ misfire: { after: '1m', maxPerTick: 10 } }, { misfire: { after: '1m', maxPerTick: 10 } });
+    // j1 has been behind since 12:00, j0 since 12:05: a budget of 4 goes to j1.
+    const input = (list: Job[]): PlanInput => ({ jobs: list, plannedUntil: T0 + 20 * MIN, paused: new Set(), behind: new Map([['j0', T0 + 5 * MIN], ['j1', T0]]), catchUpEdges: new Map([['j0', T0 + 15 * MIN], ['j1', T0 + 15 * MIN]]), now: T0 + 20 * MIN, lookaheadMs: LOOKAHEAD, catchUpBudget: 4 });
+    for (const order of [config, [...config].reverse()]) {
+      const p = planTick(input(order));
+      expect(p.runs.filter((r) => r.catchUp).map((r) => `${r.job.name}@${(r.slot - T0) / MIN}`)).toEqual(['j1@1', 'j1@2', 'j1@3', 'j1@4']);
+      expect(p.deferred).toBe(1);
+      // Deferred with its edge as recorded: no state write (thousands of deferred jobs would
+      // otherwise cost thousands of writes a tick, the work the budget is there to bound).
+      expect(p.behindSet.has('j0')).toBe(false);
+    }
+  });
+
+  it('jobs equally behind share a short budget the same way whatever the order of the config', () => {
+    fc.assert(
+      fc.property(fc.shuffledSubarray(Array.from({ length: 8 }, (_, i) => i), { minLength: 8 }), fc.integer({ min: 1, max: 20 }), (order, budget) => {
+        const config = jobs(...Array.from({ length: 8 }, () => ({ misfire: { after: '1m', maxPerTick: 3 } })));
+        const plan = (list: Job[]) => planTick({ jobs: list, plannedUntil: T0 + MIN, paused: new Set(), behind: new Map(), now: T0 + 11 * MIN, lookaheadMs: LOOKAHEAD, catchUpBudget: budget });
+        const key = (p: TickPlan) => [p.runs.filter((r) => r.catchUp).map((r) => `${r.job.name}@${r.slot}`).sort(), [...p.behindSet].sort()];
+        expect(key(plan(order.map((i) => config[i]!)))).toEqual(key(plan(config)));
+      }),
+      { numRuns: 40 },
+    );
+  });
+});
+
+describe('maxRuns', () => {
+  it('a job first planned after an outage counts its runs from its first misfire, not from its first on-time slot', () => {
+    const [job] = jobs({ maxRuns: 3, misfire: { after: '1m', policy: 'all', maxPerTick: 100 } });
+    const p = planTick({ jobs: [job!], plannedUntil: T0 + MIN, paused: new Set(), behind: new Map(), now: T0 + 11 * MIN, lookaheadMs: LOOKAHEAD });
+    expect(p.runs.map((r) => (r.slot - T0) / MIN)).toEqual([2, 3, 4]);
+    expect(p.newRunBounds.get('j0')).toEqual({ firstSlot: T0 + 2 * MIN, lastSlot: T0 + 4 * MIN });
+  });
+
+  it('the bound recorded by the first tick holds on every later tick: the job never gets an N+1-th run', () => {
+    const config = jobs({ maxRuns: 4 });
+    const state = new PlannerState(config);
+    // No runBounds at all on the first tick (a planner that read none).
+    state.tick(T0, undefined, { runBounds: undefined });
+    for (let k = 1; k <= 8; k++) state.tick(T0 + k * MIN);
+    expect(state.slotsOf('j0').map((s) => (s - T0) / MIN)).toEqual([1, 2, 3, 4]);
+    expect(state.plans.slice(1).every((p) => p.plan.newRunBounds.size === 0)).toBe(true);
+  });
+
+  it('a schedule with fewer slots than maxRuns records no bound (+∞, "unbounded" to ops): every slot it has is planned', () => {
+    const [job] = jobs({ schedule: '* * * * *', endAt: new Date(T0 + 3 * MIN + 30 * SEC).toISOString(), maxRuns: 10 });
+    const p = planTick({ jobs: [job!], plannedUntil: undefined, paused: new Set(), behind: new Map(), now: T0, lookaheadMs: 10 * MIN });
+    expect(p.runs.map((r) => (r.slot - T0) / MIN)).toEqual([1, 2, 3]);
+    expect(p.newRunBounds.get('j0')).toEqual({ firstSlot: T0 + MIN, lastSlot: Number.POSITIVE_INFINITY });
+  });
+
+  it('a catching-up job whose cursor reached its last allowed slot is cleared', () => {
+    const [job] = jobs({ maxRuns: 3, misfire: { after: '1m', maxPerTick: 1 } });
+    const p = planTick({ jobs: [job!], plannedUntil: T0 + 20 * MIN, paused: new Set(), behind: new Map([['j0', T0 + 3 * MIN]]), catchUpEdges: new Map([['j0', T0 + 10 * MIN]]), now: T0 + 20 * MIN, lookaheadMs: LOOKAHEAD, runBounds: new Map([['j0', T0 + 3 * MIN]]) });
+    expect(p.runs).toEqual([]);
+    expect(p.behindClear).toEqual(['j0']);
+  });
+});
+
+describe('firing order', () => {
+  it('on-time runs of jittered jobs go out by fire time, not by slot', () => {
+    fc.assert(
+      fc.property(fc.array(fc.constantFrom('10s', '40s', '2m'), { minLength: 2, maxLength: 5 }), fc.integer({ min: 0, max: 59 }), (jitters, minute) => {
+        const config = jobs(...jitters.map((jitter) => ({ schedule: '*/30 * * * * *', jitter })));
+        const now = T0 + minute * MIN;
+        const p = planTick({ jobs: config, plannedUntil: now, paused: new Set(), behind: new Map(), now, lookaheadMs: 5 * MIN });
+        const fireAts = p.runs.map((r) => r.fireAt);
+        expect(fireAts).toEqual([...fireAts].sort((a, b) => a - b));
+      }),
+      { numRuns: 40 },
+    );
+  });
+});
