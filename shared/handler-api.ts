@@ -258,6 +258,23 @@ export class AttemptEndedError extends Error {
   }
 }
 
+/**
+ * `outboxPut` refused an event name: empty, or containing `#`. The event key is `runKey#name` and
+ * a sharded run's key ends in `#<shard>`, so a `#` in a name could give two runs' events one key
+ * (`j@…Z#1` + `x` and `j@…Z` + `1#x`), and the second row would overwrite the first: an event lost.
+ * A handler's own bug, so permanent: retrying would write the same name again.
+ */
+export class OutboxEventNameError extends PermanentError {
+  override readonly name: string = 'OutboxEventNameError';
+  constructor(
+    readonly runKey: string,
+    readonly eventName: string,
+    why: string,
+  ) {
+    super(`outbox event of ${runKey}: name ${JSON.stringify(eventName)} ${why}`, { code: 'OUTBOX_EVENT_NAME' });
+  }
+}
+
 /** `ctx.checkpoint` refused a cursor too large to store on the run item. */
 export class CheckpointTooLargeError extends Error {
   override readonly name = 'CheckpointTooLargeError';

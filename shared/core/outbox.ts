@@ -10,7 +10,7 @@
  * (its metadata waits in the relay's on-failure queue, at most 14 days). TTL deletes reach the
  * stream as REMOVE records, which are never published.
  */
-import type { FencedPut, RunContext } from '../handler-api.js';
+import { OutboxEventNameError, type FencedPut, type RunContext } from '../handler-api.js';
 
 export const OUTBOX_PK_PREFIX = 'OUTBOX#';
 export const OUTBOX_SOURCE = 'fenced-scheduler';
@@ -36,7 +36,7 @@ export interface OutboxEvent {
 export type OutboxRunContext = Pick<RunContext, 'job' | 'runKey' | 'tables' | 'now' | 'outboxRetentionDays'>;
 
 export interface OutboxInput {
-  /** Distinguishes several events of one run; with the run key it forms the event key. */
+  /** Distinguishes several events of one run; with the run key it forms the event key. Not empty, no `#`. */
   readonly name: string;
   readonly detailType: string;
   readonly detail: Readonly<Record<string, unknown>>;
@@ -53,6 +53,10 @@ export function outboxExpiresAt(now: number, retentionDays: number): number {
  * instead of adding a second event.
  */
 export function outboxPut(ctx: OutboxRunContext, input: OutboxInput): FencedPut {
+  // The key joins the run key and the name with `#`, and a sharded run's key ends in `#<shard>`:
+  // only a name without `#` keeps every (run, name) pair's key apart (OutboxEventNameError says why).
+  if (input.name.length === 0) throw new OutboxEventNameError(ctx.runKey, input.name, 'is empty: it must tell the events of one run apart');
+  if (input.name.includes('#')) throw new OutboxEventNameError(ctx.runKey, input.name, "contains '#', which joins the run key and the name in the event key: two runs' events could share a key");
   const eventKey = `${ctx.runKey}#${input.name}`;
   return {
     kind: 'put',

@@ -8,6 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { parseJobs, type Job } from '../../shared/core/job-schema.js';
+import { OutboxEventNameError, PermanentError } from '../../shared/handler-api.js';
 import {
   OUTBOX_DEFAULT_RETENTION_DAYS,
   OUTBOX_MIN_RETENTION_DAYS,
@@ -44,6 +45,38 @@ const runKeyOf = (job: string, iso: string, shard?: number) => `${job}@${iso}${s
 const detail = fc.dictionary(fc.string({ minLength: 1, maxLength: 8 }), fc.jsonValue({ maxDepth: 2 }), { maxKeys: 4 });
 
 describe('outboxPut: the row a handler writes', () => {
+  it("refuses an event name with '#': with it, two runs' events could share one key and the second row overwrite the first", () => {
+    // The collision the rule prevents: shard 1's run with event "x" and the unsharded run of the
+    // same slot (the job's shard count changed) with event "1#x" both join to "…Z#1#x".
+    const sharded = ctx({ runKey: runKeyOf('payments', '2026-12-01T12:00:00.000Z', 1) });
+    const unsharded = ctx({ runKey: runKeyOf('payments', '2026-12-01T12:00:00.000Z') });
+    expect(outboxPut(sharded, { name: 'x', detailType: 'T', detail: {} }).kind).toBe('put');
+    expect(() => outboxPut(unsharded, { name: '1#x', detailType: 'T', detail: {} })).toThrow(OutboxEventNameError);
+    expect(() => outboxPut(unsharded, { name: '1#x', detailType: 'T', detail: {} })).toThrow(/"1#x" contains '#'/);
+    expect(() => outboxPut(unsharded, { name: '', detailType: 'T', detail: {} })).toThrow(/is empty/);
+    const error = (() => {
+      try {
+        outboxPut(unsharded, { name: 'a#b', detailType: 'T', detail: {} });
+      } catch (caught) {
+        return caught;
+      }
+      return undefined;
+    })();
+    // Permanent: the worker ends the run instead of retrying the same name.
+    expect(error).toBeInstanceOf(PermanentError);
+    expect(error).toMatchObject({ name: 'OutboxEventNameError', code: 'OUTBOX_EVENT_NAME', runKey: unsharded.runKey, eventName: 'a#b' });
+  });
+
+  it('distinct (run, name) pairs always get distinct event keys', () => {
+    fc.assert(
+      fc.property(fc.tuple(slotIso, fc.option(fc.integer({ min: 0, max: 9 }), { nil: undefined }), eventName), fc.tuple(slotIso, fc.option(fc.integer({ min: 0, max: 9 }), { nil: undefined }), eventName), (a, b) => {
+        const keyOf = ([iso, shard, name]: typeof a) => outboxPut(ctx({ runKey: runKeyOf('payments', iso, shard) }), { name, detailType: 'T', detail: {} }).item.eventKey;
+        const same = a[0] === b[0] && a[1] === b[1] && a[2] === b[2];
+        expect(keyOf(a) === keyOf(b)).toBe(same);
+      }),
+    );
+  });
+
   it('the relay publishes exactly the event the handler wrote (job, run key, type, detail)', () => {
     fc.assert(
       fc.property(jobName, slotIso, eventName, fc.string({ minLength: 1, maxLength: 20 }), detail, (job, iso, name, detailType, d) => {
