@@ -416,7 +416,7 @@ const laneArb = (allowance: number): fc.Arbitrary<LaneSpec> =>
     batchSize: fc.constantFrom(1, 3, 10),
   });
 
-const faultProfileArb: fc.Arbitrary<FaultProfile> = fc.record({
+const mixedFaultProfileArb: fc.Arbitrary<FaultProfile> = fc.record({
   rate: fc.oneof({ weight: 2, arbitrary: fc.constant(0) }, { weight: 3, arbitrary: fc.constantFrom(0.02, 0.05, 0.1, 0.2) }),
   weights: fc.record({
     refused: fc.integer({ min: 0, max: 3 }),
@@ -428,6 +428,30 @@ const faultProfileArb: fc.Arbitrary<FaultProfile> = fc.record({
   kinds: fc.subarray([...DYNAMO_CALL_KINDS, ...SQS_CALL_KINDS], { minLength: 1 }),
   latencyMs: fc.constantFrom(500, 5_000, 20_000, 40_000),
 });
+
+const FAULTS_OF_A_CALL: readonly FaultKind[] = [FaultKind.REFUSED, FaultKind.LOST_RESPONSE, FaultKind.THROTTLED, FaultKind.CONFLICT];
+
+/**
+ * Swarm testing: one call kind and one fault, often. A mixed profile spreads a few faults over
+ * half the call kinds, so the rare triggers of a defect class (a lost response on a fenced write
+ * with SDK retries, a refused outcome write) come up a few times in a hundred scenarios; a focused
+ * one makes a scenario hit its one trigger many times over, and across scenarios every pair is
+ * still drawn.
+ */
+const focusedFaultProfileArb: fc.Arbitrary<FaultProfile> = fc
+  .record({
+    kind: fc.constantFrom(...DYNAMO_CALL_KINDS, ...SQS_CALL_KINDS),
+    fault: fc.constantFrom(...FAULTS_OF_A_CALL),
+    rate: fc.constantFrom(0.3, 0.6),
+  })
+  .map(({ kind, fault, rate }) => ({
+    rate,
+    weights: { refused: 0, 'lost-response': 0, throttled: 0, conflict: 0, latency: 0, [fault]: 1 },
+    kinds: [kind],
+    latencyMs: 500,
+  }));
+
+const faultProfileArb: fc.Arbitrary<FaultProfile> = fc.oneof({ weight: 3, arbitrary: mixedFaultProfileArb }, { weight: 2, arbitrary: focusedFaultProfileArb });
 
 const MINUTE = 60_000;
 
