@@ -9,7 +9,8 @@
  *                           it, not give the run up to a takeover;
  *  reconcile-before-rerun   for a job with a reconcile: once an attempt may have had its effect
  *                           (succeeded unrecorded, result unknown, aborted, never finished), the next
- *                           handler run of that run is preceded by a reconcile under its own token;
+ *                           handler run of that run is preceded by a reconcile under its own token
+ *                           (a reconcile that found it not done settles the attempts before its own);
  *  no-late-fenced-write     no fenced write of an attempt lands after the worker recorded that
  *                           attempt's end (its outcome, accepted or refused);
  *  no-double-apply          an item applies each logical write (write id) at most once: a retried
@@ -76,6 +77,10 @@ export function checkModelSafety(events: readonly HistoryEvent[], final: FinalSt
     const leaseUntil = new Map<number, number>();
     const claimedAt: { token: number; at: number }[] = [];
     const startedTokens: { token: number; owner: string; at: number }[] = [];
+    // A reconcile under token t that found the effect not done settles every attempt before t:
+    // their writes can no longer land (no-late-fenced-write checks that), so only what attempt t
+    // and later ones do may have had an effect.
+    let settledBefore = Number.NEGATIVE_INFINITY;
     // A worker's success counts as recorded when its outcome was accepted, or when its refusal
     // was the environment's doing: another claim took the run first, an operator acted on the run
     // while this attempt held it, or the lease had run out. Giving a success up with lease left
@@ -96,8 +101,13 @@ export function checkModelSafety(events: readonly HistoryEvent[], final: FinalSt
         leaseUntil.set(e.token, Math.max(leaseUntil.get(e.token) ?? Number.NEGATIVE_INFINITY, e.leaseUntil));
         if (e.type === 'claimed') claimedAt.push({ token: e.token, at: e.at });
       }
-      if (e.type === 'reconciled') reconciledTokens.add(e.token);
-      else if (e.type === 'outcome') {
+      if (e.type === 'reconciled') {
+        reconciledTokens.add(e.token);
+        if (e.outcome === 'not-done') {
+          settledBefore = Math.max(settledBefore, e.token);
+          if (mayHaveHadEffect && mayHaveHadEffect.token < e.token) mayHaveHadEffect = undefined;
+        }
+      } else if (e.type === 'outcome') {
         if (e.accepted) acceptedTokens.add(e.token);
         else if (!refusedAt.has(e.token)) refusedAt.set(e.token, e.at);
         if (e.accepted && e.status === RunStatus.SUCCEEDED && mayHaveHadEffect?.token === e.token) mayHaveHadEffect = { token: e.token, why: 'succeeded' };
@@ -112,7 +122,7 @@ export function checkModelSafety(events: readonly HistoryEvent[], final: FinalSt
         const earlier = startedTokens.filter((s) => s.token < e.token);
         if (reconciling.has(job) && !reconciledTokens.has(e.token)) {
           // An earlier attempt that started and never reported a known-not-done end may have had its effect.
-          const unfinished = earlier.find((s) => !finished.has(s.token));
+          const unfinished = earlier.find((s) => !finished.has(s.token) && s.token >= settledBefore);
           const why = mayHaveHadEffect && mayHaveHadEffect.token < e.token ? mayHaveHadEffect : unfinished ? { token: unfinished.token, why: 'never finished' } : undefined;
           if (why) {
             flag(I.RECONCILE_BEFORE_RERUN, runKey, `handler ran again under token ${e.token} (${e.owner}) without a reconcile, after attempt ${why.token} ${why.why}`);

@@ -41,6 +41,27 @@ describe('model safety invariants', () => {
     expect(invariants(reconciled, [run()], model({ reconciling: ['pay'] }))).not.toContain(`reconcile-before-rerun:${KEY}`);
   });
 
+  it('reconcile-before-rerun: a reconcile that found nothing done settles the attempts before it; the run after a known-not-done end needs none (seed 586660020)', () => {
+    // Attempt 1 ended unknown (or never finished); attempt 2 reconciled (not done), ran and ended
+    // retryable, which says its effect did not happen: attempt 3 may run without a reconcile.
+    const history = (first: 'unknown' | 'crashed', second: 'retryable' | 'unknown'): HistoryEvent[] => [
+      claimed(1, 'A', T),
+      started(1, 'A', T),
+      ...(first === 'unknown' ? [{ type: 'handler-finished', at: T + 1_000, runKey: KEY, owner: 'A', token: 1, result: 'unknown' } as HistoryEvent] : []),
+      claimed(2, 'B', T + 40_000, first === 'unknown' ? RunStatus.UNKNOWN : RunStatus.RUNNING),
+      { type: 'reconciled', at: T + 40_000, runKey: KEY, owner: 'B', token: 2, outcome: 'not-done' },
+      started(2, 'B', T + 40_000),
+      { type: 'handler-finished', at: T + 41_000, runKey: KEY, owner: 'B', token: 2, result: second },
+      claimed(3, 'C', T + 60_000, second === 'retryable' ? RunStatus.RETRY : RunStatus.UNKNOWN),
+      started(3, 'C', T + 60_000),
+    ];
+    const reconciling = model({ reconciling: ['pay'] });
+    expect(invariants(history('unknown', 'retryable'), [run()], reconciling)).not.toContain(`reconcile-before-rerun:${KEY}`);
+    expect(invariants(history('crashed', 'retryable'), [run()], reconciling)).not.toContain(`reconcile-before-rerun:${KEY}`);
+    // Attempt 2's own unknown end still asks for a reconcile before attempt 3.
+    expect(invariants(history('unknown', 'unknown'), [run()], reconciling)).toContain(`reconcile-before-rerun:${KEY}`);
+  });
+
   it('reconcile-before-rerun: an attempt the fence stopped after it tried its effect needs a reconcile before the next run; one stopped before it does not', () => {
     const history = (result: 'aborted' | 'stopped'): HistoryEvent[] => [
       claimed(1, 'A', T),
