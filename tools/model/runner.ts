@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import type { CheckViolation } from '../../shared/core/checker.js';
-import { commandsArb, setupArb, type ModelState } from './commands.js';
+import { commandsArb, scenarioSetupArb, type FaultProfiles, type ModelState } from './commands.js';
 import { ScenarioFailure, World, type ModelStack } from './world.js';
 
 /** Commands per scenario at most, by default. */
@@ -21,6 +21,8 @@ export interface ModelRunOptions {
   readonly concurrency?: number;
   /** Commands per scenario at most. @default MAX_COMMANDS */
   readonly maxCommands?: number;
+  /** The fault profiles scenarios draw (commands.ts). @default 'swarm' */
+  readonly faultProfiles?: FaultProfiles;
   /** Which violations fail a scenario (default: all). */
   readonly counts?: (violation: CheckViolation) => boolean;
   /** Stop at the first failure (after shrinking it). @default true */
@@ -96,7 +98,7 @@ interface LaneState {
 }
 
 function property(stack: ModelStack, options: ModelRunOptions, counters: Counters, lane: LaneState, stopped: () => boolean) {
-  return fc.asyncProperty(setupArb, commandsArb(options.maxCommands ?? MAX_COMMANDS), fc.scheduler(), async (setup, commands, scheduler) => {
+  return fc.asyncProperty(scenarioSetupArb(options.faultProfiles), commandsArb(options.maxCommands ?? MAX_COMMANDS), fc.scheduler(), async (setup, commands, scheduler) => {
     const shrinking = lane.failedAt !== undefined;
     // Another lane found a failure, or this lane's shrink budget is spent: pass at once (fast-check
     // then reports the smallest failure found so far).
