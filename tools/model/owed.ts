@@ -175,24 +175,36 @@ export function computeOwed(input: OwedInput): Owed {
 /**
  * The statuses each owed run may end quiescence in. Settled, as a rule; two exceptions keep the
  * status it has: a run the sweeper stopped re-dispatching (`stuck`: waiting for an operator,
- * README), and a catch-up run of a job whose catch-up was still moving when quiescence ended
- * (`progressing`). A backlog longer than quiescence (an outage of hours paged by `maxPerTick`) is
+ * README), and a run of a job whose catch-up was still moving when quiescence ended
+ * (`progressing`) that the catch-up holds back: a catch-up run itself, or, under forbid-queue
+ * (`slotOrdered`: one run at a time, in slot order), an open run with an older open catch-up run
+ * on its lane. A backlog longer than quiescence (an outage of hours paged by `maxPerTick`) is
  * still being created at its end, and an exclusive lane works it off one run at a time, so the
- * runs of its last pages cannot all have ended yet; whether they still move is for the other
- * liveness invariants (every open run has a message or a sweep, no lane is blocked by a finished
- * run, nothing RUNNING past its lease).
+ * runs of its last pages, and the on-time runs queued behind them, cannot all have ended yet;
+ * whether they still move is for the other liveness invariants (every open run has a message or a
+ * sweep, no lane is blocked by a finished run, nothing RUNNING past its lease).
  */
 export function owedStatuses(
   slots: readonly ExpectedSlot[],
   runsByKey: ReadonlyMap<string, Run>,
   stuck: ReadonlySet<string>,
   progressing: ReadonlySet<string>,
+  slotOrdered: ReadonlySet<string>,
 ): ExpectedSlot[] {
+  // The oldest open catch-up slot of each lane (job and shard) of a job still catching up.
+  const oldestCatchUp = new Map<string, number>();
+  for (const run of runsByKey.values()) {
+    if (!progressing.has(run.job) || run.origin !== RunOrigin.CATCH_UP || isTerminal(run.status)) continue;
+    const lane = `${run.job}#${run.shard}`;
+    oldestCatchUp.set(lane, Math.min(oldestCatchUp.get(lane) ?? Infinity, run.slot));
+  }
   return slots.map((slot) => {
     const run = runsByKey.get(runKeyOf(slot.job, slot.slot, slot.shard ?? 0, slot.shards ?? 1));
     if (!run) return slot;
-    const stillPaging = progressing.has(run.job) && run.origin === RunOrigin.CATCH_UP && !isTerminal(run.status);
-    return stuck.has(run.runKey) || stillPaging ? { ...slot, statuses: [...SETTLED_STATUSES, run.status] } : slot;
+    const open = progressing.has(run.job) && !isTerminal(run.status);
+    const stillPaging = open && run.origin === RunOrigin.CATCH_UP;
+    const queuedBehindCatchUp = open && slotOrdered.has(run.job) && (oldestCatchUp.get(`${run.job}#${run.shard}`) ?? Infinity) < run.slot;
+    return stuck.has(run.runKey) || stillPaging || queuedBehindCatchUp ? { ...slot, statuses: [...SETTLED_STATUSES, run.status] } : slot;
   });
 }
 

@@ -973,8 +973,10 @@ export class World implements Gate {
     const stuck = this.stuckRuns(final);
     const stuckKeys = new Set(stuck.map((r) => r.runKey));
     const runsByKey = new Map(final.runs.map((r) => [r.runKey, r]));
-    // Runs the sweeper left for an operator, and the last pages of a catch-up still moving, may stay open.
-    const slots = owedStatuses(owed.slots, runsByKey, stuckKeys, new Set(this.progressing));
+    // Runs the sweeper left for an operator, and the last pages of a catch-up still moving (with,
+    // under forbid-queue, the runs queued behind them in slot order), may stay open.
+    const slotOrdered = new Set([...this.specs.values()].filter((s) => s.overlap === 'forbid-queue').map((s) => s.name));
+    const slots = owedStatuses(owed.slots, runsByKey, stuckKeys, new Set(this.progressing), slotOrdered);
     const skews = [...this.setup.lanes.map((l) => l.skewMs), this.setup.opsSkewMs];
     const pairwise = Math.max(...skews) - Math.min(...skews);
     const jobsByPartition: Record<number, string[]> = {};
