@@ -10,6 +10,7 @@
  *   --counts inv1,inv2                                        only these invariants fail a scenario
  *   --prove [--defects 1,2] [--scenarios N]                   per-defect proof (prove.ts)
  *   --directed N [--counts …]                                 one directed scenario (directed.ts)
+ *   --fault-profiles mixed|swarm                              which fault profiles scenarios draw (default swarm)
  */
 import { parseArgs } from 'node:util';
 import { startLocalStack } from '../local-stack.js';
@@ -18,6 +19,7 @@ import { FIRST_FAILURE_PREFIX, formatProof, proveDefects, type FirstFailure } fr
 import { formatFailure, MAX_COMMANDS, runModel } from './runner.js';
 import { DIRECTED, runDirected } from './directed.js';
 import { modelStack } from './world.js';
+import type { FaultProfiles } from './commands.js';
 
 function int(name: string, raw: string | undefined, fallback: number): number {
   if (raw === undefined) return fallback;
@@ -27,6 +29,12 @@ function int(name: string, raw: string | undefined, fallback: number): number {
     process.exit(2);
   }
   return value;
+}
+
+function faultProfilesOf(raw: string | undefined): FaultProfiles | undefined {
+  if (raw === undefined || raw === 'mixed' || raw === 'swarm') return raw;
+  console.error(`--fault-profiles must be "mixed" or "swarm", got "${raw}"`);
+  process.exit(2);
 }
 
 export async function modelMain(args: readonly string[]): Promise<number> {
@@ -42,6 +50,7 @@ export async function modelMain(args: readonly string[]): Promise<number> {
       defects: { type: 'string' },
       counts: { type: 'string' },
       'shrink-budget': { type: 'string' },
+      'fault-profiles': { type: 'string' },
       minutes: { type: 'string' },
       quiet: { type: 'boolean', default: false },
       directed: { type: 'string' },
@@ -94,6 +103,7 @@ export async function modelMain(args: readonly string[]): Promise<number> {
       path: values.path,
       concurrency: int('concurrency', values.concurrency, 4),
       maxCommands: int('max-commands', values['max-commands'], MAX_COMMANDS),
+      faultProfiles: faultProfilesOf(values['fault-profiles']),
       timeBudgetMs: values.minutes === undefined ? undefined : int('minutes', values.minutes, 30) * 60_000,
       shrinkBudget: values['shrink-budget'] === undefined ? undefined : int('shrink-budget', values['shrink-budget'], 150),
       counts: counts ? (violation) => counts.includes(violation.invariant) : undefined,
