@@ -12,6 +12,14 @@ import { REAL_TIMERS, type Timers } from './core/concurrency.js';
 export class AttemptScope {
   private endedBy: AttemptAbortedError | undefined;
   private readonly inFlight = new Set<Promise<unknown>>();
+  /**
+   * Aborts the SDK calls still in flight once the drain gives up (the lease is over): an SDK retry
+   * that would go out after that (a throttled write, a lost connection) is not sent, and a call
+   * still held before it reaches the network never reaches it. Without this a write delayed past
+   * the lease could land after a takeover reconciled, before the newer attempt wrote the item:
+   * the fence could not stop it.
+   */
+  private readonly cutoff = new AbortController();
 
   constructor(
     readonly runKey: string,
@@ -22,10 +30,10 @@ export class AttemptScope {
     return this.endedBy !== undefined;
   }
 
-  /** Runs `call` unless the attempt has ended; tracks it until it settles. */
-  guard<T>(call: () => Promise<T>): Promise<T> {
+  /** Runs `call` unless the attempt has ended; tracks it until it settles. `call` passes `signal` to its SDK calls. */
+  guard<T>(call: (signal: AbortSignal) => Promise<T>): Promise<T> {
     if (this.endedBy) return Promise.reject(new AttemptEndedError(this.runKey, this.fencingToken, this.endedBy.why, { cause: this.endedBy }));
-    const running = call();
+    const running = call(this.cutoff.signal);
     this.inFlight.add(running);
     const forget = () => this.inFlight.delete(running);
     running.then(forget, forget);
@@ -37,8 +45,17 @@ export class AttemptScope {
     this.endedBy ??= reason;
   }
 
-  /** Waits until every call admitted before the end has settled, at most `timeoutMs`; true when none is left. */
+  /**
+   * Waits until every call admitted before the end has settled, at most `timeoutMs`; true when none
+   * is left. When some are, they are aborted: nothing of them is sent from now on.
+   */
   async drain(timeoutMs: number, timers: Timers = REAL_TIMERS): Promise<boolean> {
+    const drained = await this.waitForInFlight(timeoutMs, timers);
+    if (!drained) this.cutoff.abort(new Error(`attempt of ${this.runKey} (token ${this.fencingToken}) ended with calls still in flight at the end of its lease: aborted`));
+    return drained;
+  }
+
+  private async waitForInFlight(timeoutMs: number, timers: Timers): Promise<boolean> {
     if (this.inFlight.size === 0) return true;
     let timer: unknown;
     const timedOut = new Promise<false>((resolve) => {

@@ -167,7 +167,7 @@ async function attempt(
   const timers = deps.timers ?? REAL_TIMERS;
   const handler = deps.handlers[job.handler];
   if (!handler) throw new PermanentError(`handler "${job.handler}" is not registered`, { code: 'UNKNOWN_HANDLER' });
-  const guard = <T>(call: () => Promise<T>) => scope.guard(call);
+  const guard = <T>(call: (signal?: AbortSignal) => Promise<T>) => scope.guard(call);
   const fenced = new DynamoFencedStore(deps.doc, run.fencingToken, {
     guard,
     onResult: (write, result) => {

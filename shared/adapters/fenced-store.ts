@@ -40,7 +40,7 @@ export interface FencedStoreHooks {
    * Wraps every call: the worker refuses calls of an attempt that has ended, and waits for the
    * calls still in flight before recording the outcome. @default run the call as is
    */
-  guard?<T>(call: () => Promise<T>): Promise<T>;
+  guard?<T>(call: (signal?: AbortSignal) => Promise<T>): Promise<T>;
 }
 
 const FENCE = ':fence__';
@@ -125,18 +125,19 @@ export class DynamoFencedStore implements FencedStore {
     return run;
   }
 
-  private guarded<T>(call: () => Promise<T>): Promise<T> {
-    return this.hooks.guard ? this.hooks.guard(call) : call();
+  /** Runs `call` through the worker's guard; `signal` (when given) aborts its SDK calls once the attempt's lease is over. */
+  private guarded<T>(call: (signal?: AbortSignal) => Promise<T>): Promise<T> {
+    return this.hooks.guard ? this.hooks.guard(call) : call(undefined);
   }
 
   private single(write: FencedWrite): Promise<void> {
-    return this.guarded(() =>
+    return this.guarded((signal) =>
       this.serialized([write], async () => {
         const writeId = newWriteId();
         const built = this.params(write, writeId);
         try {
-          if (built.kind === 'put') await this.doc.send(new PutCommand(built.input));
-          else await this.doc.send(new UpdateCommand(built.input));
+          if (built.kind === 'put') await this.doc.send(new PutCommand(built.input), { abortSignal: signal });
+          else await this.doc.send(new UpdateCommand(built.input), { abortSignal: signal });
         } catch (error) {
           if (!isConditionalCheckFailure(error)) throw error;
           if (!this.isOwnCommit(error.Item, writeId)) throw this.rejection(write, error.Item, writeId, error);
@@ -155,7 +156,7 @@ export class DynamoFencedStore implements FencedStore {
   }
 
   transact(writes: readonly FencedWrite[]): Promise<void> {
-    return this.guarded(() =>
+    return this.guarded((signal) =>
       this.serialized(writes, async () => {
         // One id for the whole transaction: it commits all or nothing, so any item carrying the id
         // proves the whole transaction landed. It is also the idempotency token AWS honours for
@@ -168,6 +169,7 @@ export class DynamoFencedStore implements FencedStore {
               ClientRequestToken: `fence-${this.fence}-${writeId}`,
               TransactItems: built.map((b) => (b.kind === 'put' ? { Put: b.input } : { Update: b.input })),
             }),
+            { abortSignal: signal },
           );
         } catch (error) {
           if (!(error instanceof TransactionCanceledException) && (error as { name?: string }).name !== 'TransactionCanceledException') throw error;

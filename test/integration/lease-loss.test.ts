@@ -4,11 +4,13 @@
  * - a holder whose heartbeat is refused stops its handler through ctx.signal at that very
  *   heartbeat, long before its own lease (much longer than the heartbeat) would have ended;
  * - a message whose run another owner leases live is not dropped: it comes back, and once that
- *   owner is gone the run is taken over and completes.
+ *   owner is gone the run is taken over and completes;
+ * - a handler's fenced write still held back when its attempt's lease ends is aborted, not sent
+ *   late (it would land after a takeover reconciled, before the newer attempt wrote the item).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { Ledger } from '../../shared/adapters/ledger.js';
 import { jobsByName } from '../../shared/config.js';
@@ -231,6 +233,74 @@ describe('lease loss', () => {
     expect(result.batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
     expect(metrics.get('LeaseLost')).toBe(1);
     expect(await box.ledger.getRun(id)).toMatchObject({ status: RunStatus.RUNNING, owner: 'holder', leaseUntil });
+    dynamo.destroy();
+  });
+
+  it("a fenced write still held back when its attempt's lease ends is aborted, not sent after it (it would land after a takeover reconciled: model seed 20269049)", async () => {
+    const name = unique('late');
+    const BEAT = 400;
+    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'write', lease: LEASE, heartbeatEvery: BEAT, startLead: 0, timeout: '60s' }], ['write']);
+    const dynamo = new DynamoDBClient(localClientConfig(box.endpoints.dynamoEndpoint));
+    // Heartbeats get no answer (the lease runs out); the handler's write to the business table is
+    // held before it reaches the network (a stalled connection, a frozen container) until the test
+    // lets it go, after the attempt has ended.
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let writesHeld = 0;
+    dynamo.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as { UpdateExpression?: string; TableName?: string };
+        if (context.commandName === 'UpdateItemCommand' && input.UpdateExpression === 'SET leaseUntil = :leaseUntil') return new Promise<never>(() => undefined);
+        if (context.commandName === 'PutItemCommand' && input.TableName === box.endpoints.paymentsTable) {
+          writesHeld++;
+          await held;
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'hang-heartbeats-hold-writes' },
+    );
+    const doc = DynamoDBDocumentClient.from(dynamo, { marshallOptions: { removeUndefinedValues: true } });
+    const ledger = new Ledger(doc, { tableName: box.endpoints.ledgerTable });
+    const time = new VirtualTime(Date.now());
+    const slot = Math.floor(time.now / 1000) * 1000 - 60_000;
+    const id = { job: name, slot, shard: 0 };
+    await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, time.now);
+    const item = { pk: `LATE#${name}`, sk: 'ITEM' };
+    let written!: Promise<string>;
+    let running!: () => void;
+    const started = new Promise<void>((resolve) => (running = resolve));
+    const write: JobHandler = {
+      async run(ctx) {
+        written = ctx.fenced.put({ table: ctx.tables.payments, item: { ...item, by: ctx.fencingToken } }).then(
+          () => 'landed',
+          (error: unknown) => (error instanceof Error ? error.name : String(error)),
+        );
+        running();
+        await written;
+      },
+    };
+    const metrics = new InMemoryMetrics();
+    const record = { messageId: `m-${name}`, receiptHandle: `r-${name}`, body: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })) };
+    const holder = processBatch({ ...deps(box, jobs, { write }, 'holder', metrics), doc, ledger, clock: time.read, timers: time.port }, [record]);
+    await started;
+    await waitFor(async () => (writesHeld === 1 ? true : undefined), 30_000, 'the handler\'s write to be held');
+    // The lease passes unrenewed (the watchdog ends the attempt), then the worker's wait for the
+    // calls in flight gives up at the lease's end: time moves a heartbeat at a time, each step
+    // once the worker has had the chance to act on the last (its timers are set as it goes).
+    let done = false;
+    const finished = holder.finally(() => (done = true));
+    for (let step = 0; !done && step < 200; step++) {
+      time.advance(BEAT);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const result = await finished;
+    expect(result.batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(metrics.get('LeaseLost')).toBe(1);
+    // Only now does the held write move on: it must not be sent.
+    release();
+    expect(await written).toBe('AbortError');
+    const { Item } = await box.clients.doc.send(new GetCommand({ TableName: box.endpoints.paymentsTable, Key: item, ConsistentRead: true }));
+    expect(Item).toBeUndefined();
     dynamo.destroy();
   });
 });
