@@ -9,7 +9,7 @@ import { isMalformedRequest } from './adapters/failure-item.js';
 import { newWriteId } from './adapters/write-id.js';
 import { AttemptScope } from './attempt-scope.js';
 import { REAL_TIMERS, sleep } from './core/concurrency.js';
-import { claimsOf } from './core/fence.js';
+import { claimsOf, fenceRefusal, slotOfFence } from './core/fence.js';
 import { NO_HISTORY } from './core/history.js';
 import type { Job } from './core/job-schema-core.js';
 import { takeoverVisibilitySeconds } from './core/lease.js';
@@ -110,6 +110,8 @@ export async function execute(deps: WorkerDeps, record: QueueRecord, job: Job, c
   }
 
   const scope = new AttemptScope(run.runKey, run.fencingToken);
+  /** The newest slot whose run's write fenced out a write of this attempt, if any. */
+  const supersededBy: { slot?: number } = {};
   const controller = new AbortController();
   const end = (why: AttemptAbort, message: string, cause?: unknown) => {
     const reason = new AttemptAbortedError(why, message, { cause });
@@ -128,7 +130,8 @@ export async function execute(deps: WorkerDeps, record: QueueRecord, job: Job, c
       // Runs are enqueued up to `startLead` early; wait out the remainder so the handler starts on time.
       const early = (run.fireAt ?? run.slot) - deps.clock();
       if (early > 0) await sleep(Math.min(early, job.startLead + 1_000), controller.signal, timers);
-      outcome = await attempt(deps, job, run, claimedFrom, controller.signal, scope, end, heartbeat, () => (checkpointed = true), logger);
+      const onFencedOut = (seenSlot: number) => (supersededBy.slot = Math.max(supersededBy.slot ?? seenSlot, seenSlot));
+      outcome = await attempt(deps, job, run, claimedFrom, controller.signal, scope, end, heartbeat, () => (checkpointed = true), onFencedOut, logger);
     } catch (error) {
       outcome = endOf(error, controller.signal, checkpointed);
     }
@@ -138,6 +141,14 @@ export async function execute(deps: WorkerDeps, record: QueueRecord, job: Job, c
     end(AttemptAbort.ENDED, 'the attempt is over: its outcome is being recorded');
     const drained = await scope.drain(Math.max(0, heartbeat.leaseUntil() - deps.clock()), timers);
     if (!drained) logger.warn('calls of the ended attempt still in flight at the end of its lease');
+    // An attempt that ended without knowing its result (its timeout, a ResultUnknownError) while a
+    // write of it was still in flight may learn here that a newer slot's run had written that item
+    // first: its work is superseded (DESIGN §11.9), as if the handler had seen the FencedOutError.
+    // Recording UNKNOWN instead would retry work that can never succeed, or page an operator for a
+    // DEAD run that was only superseded. SUPERSEDED keeps the result unknown (outcome.ts).
+    if (outcome !== 'lease-lost' && outcome.kind === 'unknown' && supersededBy.slot !== undefined) {
+      outcome = { kind: 'superseded', code: 'SUPERSEDED_BY_NEWER_SLOT', message: `a write of this attempt came back fenced out by the run of slot ${new Date(supersededBy.slot).toISOString()} after the attempt ended (${outcome.code}): this older slot's work is superseded` };
+    }
     if (outcome === 'lease-lost' || heartbeat.lost) {
       deps.metrics.count(MetricName.LeaseLost);
       logger.warn('stopped: this worker no longer holds the run', { reason: controller.signal.reason instanceof Error ? controller.signal.reason.message : undefined });
@@ -161,6 +172,8 @@ async function attempt(
   end: (why: AttemptAbort, message: string, cause?: unknown) => void,
   heartbeat: Heartbeat,
   onCheckpoint: () => void,
+  /** A write came back fenced out by a newer slot's run (`seenSlot`), even after the attempt ended. */
+  onFencedOut: (seenSlot: number) => void,
   logger: ChildLogger,
 ): Promise<AttemptEnd> {
   const history = deps.history ?? NO_HISTORY;
@@ -170,8 +183,9 @@ async function attempt(
   const guard = <T>(call: (signal?: AbortSignal) => Promise<T>) => scope.guard(call);
   const fenced = new DynamoFencedStore(deps.doc, run.fencingToken, {
     guard,
-    onResult: (write, result) => {
+    onResult: (write, result, detail) => {
       if (result === 'fenced-out') deps.metrics.count(MetricName.FencingRejections);
+      if (result === 'fenced-out' && detail.seenFence !== undefined && fenceRefusal(run.fencingToken, detail.seenFence) === 'newer-slot') onFencedOut(slotOfFence(detail.seenFence));
       const key = write.kind === 'put' ? write.item : write.key;
       history.record({ type: 'effect', at: deps.clock(), runKey: run.runKey, token: run.fencingToken, resource: `${write.table}/${key.pk}/${key.sk}`, result });
     },

@@ -6,13 +6,17 @@
  * - a message whose run another owner leases live is not dropped: it comes back, and once that
  *   owner is gone the run is taken over and completes;
  * - a handler's fenced write still held back when its attempt's lease ends is aborted, not sent
- *   late (it would land after a takeover reconciled, before the newer attempt wrote the item).
+ *   late (it would land after a takeover reconciled, before the newer attempt wrote the item);
+ * - an attempt that timed out with a write in flight, which then comes back fenced out by a newer
+ *   slot, ends SUPERSEDED (its result unknown), not UNKNOWN or DEAD.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, GetCommand } from '@aws-sdk/lib-dynamodb';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
+import { DynamoFencedStore } from '../../shared/adapters/fenced-store.js';
 import { Ledger } from '../../shared/adapters/ledger.js';
+import { initialFence } from '../../shared/core/fence.js';
 import { jobsByName } from '../../shared/config.js';
 import type { HistorySink } from '../../shared/core/history.js';
 import { RunStatus, runKeyOf, type Run, type RunId } from '../../shared/core/vocabulary.js';
@@ -301,6 +305,68 @@ describe('lease loss', () => {
     expect(await written).toBe('AbortError');
     const { Item } = await box.clients.doc.send(new GetCommand({ TableName: box.endpoints.paymentsTable, Key: item, ConsistentRead: true }));
     expect(Item).toBeUndefined();
+    dynamo.destroy();
+  });
+
+  it('an attempt that timed out with a write in flight, which a newer slot then fences out, ends SUPERSEDED with its result unknown, not UNKNOWN (model seed 20269049 path 5)', async () => {
+    const name = unique('late-sup');
+    const BEAT = 400;
+    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'write', lease: LEASE, heartbeatEvery: BEAT, startLead: 0, timeout: '5s', retry: { maxAttempts: 3 } }], ['write']);
+    const dynamo = new DynamoDBClient(localClientConfig(box.endpoints.dynamoEndpoint));
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let writesHeld = 0;
+    dynamo.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as { TableName?: string };
+        if (context.commandName === 'PutItemCommand' && input.TableName === box.endpoints.paymentsTable) {
+          writesHeld++;
+          await held;
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'hold-writes' },
+    );
+    const doc = DynamoDBDocumentClient.from(dynamo, { marshallOptions: { removeUndefinedValues: true } });
+    const ledger = new Ledger(doc, { tableName: box.endpoints.ledgerTable });
+    const time = new VirtualTime(Date.now());
+    const slot = Math.floor(time.now / 60_000) * 60_000 - 120_000;
+    const id = { job: name, slot, shard: 0 };
+    await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, time.now);
+    const item = { pk: `LATE#${name}`, sk: 'ITEM' };
+    let written!: Promise<string>;
+    let aborted = false;
+    const write: JobHandler = {
+      async run(ctx) {
+        ctx.signal.addEventListener('abort', () => (aborted = true), { once: true });
+        written = ctx.fenced.put({ table: ctx.tables.payments, item: { ...item, by: ctx.fencingToken } }).then(
+          () => 'landed',
+          (error: unknown) => (error instanceof Error ? error.name : String(error)),
+        );
+        await written;
+      },
+    };
+    const record = { messageId: `m-${name}`, receiptHandle: `r-${name}`, body: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })) };
+    const holder = processBatch({ ...deps(box, jobs, { write }, 'holder'), doc, ledger, clock: time.read, timers: time.port }, [record]);
+    await waitFor(async () => (writesHeld === 1 ? true : undefined), 30_000, "the handler's write to be held");
+    // Meanwhile the next slot's run writes the item (its fence is of a newer slot).
+    await new DynamoFencedStore(box.clients.doc, initialFence(slot + 60_000) + 1).put({ table: box.endpoints.paymentsTable, item: { ...item, by: 'newer slot' } });
+    // The attempt's 5 s timeout passes (heartbeats keep the lease); then the held write goes on.
+    for (let step = 0; !aborted && step < 100; step++) {
+      time.advance(BEAT);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    expect(aborted).toBe(true);
+    release();
+    expect(await written).toBe('FencedOutError');
+    let done = false;
+    const finished = holder.finally(() => (done = true));
+    for (let step = 0; !done && step < 200; step++) {
+      time.advance(BEAT);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    await finished;
+    expect(await box.ledger.getRun(id)).toMatchObject({ status: RunStatus.SUPERSEDED, resultUnknown: true, lastError: { code: 'SUPERSEDED_BY_NEWER_SLOT' } });
     dynamo.destroy();
   });
 });

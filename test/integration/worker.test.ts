@@ -11,7 +11,7 @@ import type { JobHandler } from '../../shared/handler-api.js';
 import { processBatch, type QueueRecord, type WorkerDeps } from '../../shared/worker.js';
 import { messageFor } from '../../shared/planner.js';
 import { InMemoryMetrics, JsonLineLogger } from '../../shared/observability.js';
-import { drain, silentLogger, testJobs } from '../support/helpers.js';
+import { drain, silentLogger, testJobs, VirtualTime } from '../support/helpers.js';
 import { LocalPoller } from '../../tools/local-poller.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
 
@@ -161,21 +161,34 @@ describe('worker', () => {
   });
 
   it('a message back at the end of a dead holder\'s lease waits out the clock allowance in process: takeover within lease + allowance, not a second later', async () => {
-    // heartbeatEvery 600 ms → clock allowance 300 ms (half a heartbeat).
+    // heartbeatEvery 600 ms → clock allowance 300 ms (half a heartbeat). The worker's clock and
+    // timers are virtual and time moves only by the worker's own wait (the one sleep it sets), so
+    // how long the ledger calls take on a loaded machine cannot move the takeover.
     const jobs = testJobs([{ name: 'orphaned', schedule: '* * * * *', handler: 'count', lease: 1_800, heartbeatEvery: 600, startLead: 0 }], ['count']);
-    const slot = Date.now() - 100;
+    const time = new VirtualTime(Date.now());
+    const slot = time.now - 100;
     const id = { job: 'orphaned', slot, shard: 0 };
-    await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, Date.now());
-    const dead = await box.ledger.claim(id, 'dead-holder', Date.now(), 1_800, 300);
+    await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, time.now);
+    const dead = await box.ledger.claim(id, 'dead-holder', time.now, 1_800, 300);
     if (dead.kind !== 'claimed') throw new Error(`setup: claim refused (${dead.kind})`);
     const leaseUntil = dead.run.leaseUntil!;
     // SQS gives the message back at the lease's end (whole-second visibility, rounded up).
-    await new Promise((r) => setTimeout(r, leaseUntil - Date.now() + 20));
+    time.advance(leaseUntil - time.now + 20);
     const startedAt: number[] = [];
-    const count: JobHandler = { run: async () => void startedAt.push(Date.now()) };
-    const deps = workerDeps(box, jobs, { count }, 'successor');
+    const count: JobHandler = { run: async () => void startedAt.push(time.now) };
+    const sleeps: number[] = [];
+    const timers = { ...time.port, setTimeout: (fn: () => void, ms: number) => (sleeps.push(ms), time.port.setTimeout(fn, ms)) };
+    const deps = workerDeps(box, jobs, { count }, 'successor', { clock: time.read, timers });
     const body = JSON.stringify(messageFor({ ...id, runKey: runKeyOf('orphaned', slot, 0, 1) }));
-    const result = await processBatch(deps, [{ messageId: 'm-orphaned', receiptHandle: 'r-orphaned', body }]);
+    let done = false;
+    const batch = processBatch(deps, [{ messageId: 'm-orphaned', receiptHandle: 'r-orphaned', body }]).finally(() => (done = true));
+    // Let the worker's wait pass (exactly as long as it asked for), then let it finish.
+    while (!done) {
+      const ms = sleeps.shift();
+      if (ms !== undefined) time.advance(ms);
+      else await new Promise((r) => setTimeout(r, 5));
+    }
+    const result = await batch;
     expect(result.batchItemFailures).toEqual([]);
     expect(startedAt).toHaveLength(1);
     // Not before the allowance has passed, and well before a re-hidden message (≥ 1 s) would return.

@@ -16,11 +16,7 @@ async function run(seed: number) {
   const stack = modelStack(sharedEndpoints());
   try {
     // A failure is reported after a short shrink: its seed and path replay it for a longer one.
-    // The mixed fault profiles only: with the focused (swarm) ones this fixed seed meets an open
-    // failure (a timed-out attempt whose in-flight write a newer slot fenced out ends DEAD, not
-    // SUPERSEDED; docs/testing.md "Open failures") that the long run and --prove keep meeting; the
-    // mixed ones draw the scenarios these seeds always drew.
-    const summary = await runModel(stack, { scenarios: SCENARIOS, seed, concurrency: 2, maxCommands: 30, shrinkBudget: 20, shrinkTimeMs: 120_000, faultProfiles: 'mixed' });
+    const summary = await runModel(stack, { scenarios: SCENARIOS, seed, concurrency: 2, maxCommands: 30, shrinkBudget: 20, shrinkTimeMs: 120_000 });
     const report = summary.failures.map(formatFailure).join('\n\n');
     console.log(JSON.stringify({ scenarios: summary.scenarios, operations: summary.operations, faults: summary.faults, violations: summary.violations, seed }));
     return { summary, report };
