@@ -49,6 +49,40 @@ function deps(box: Sandbox, jobs: ReturnType<typeof testJobs>, handlers: Record<
 
 const unique = (stem: string) => `${stem}-${Math.random().toString(36).slice(2, 8)}`;
 
+/**
+ * A worker-side client whose writes to the business table are held before they reach the network
+ * (a stalled connection, a frozen container) until `release()`, and, with `hangHeartbeats`, whose
+ * heartbeats get no answer.
+ */
+function holdingClient(box: Sandbox, options: { hangHeartbeats: boolean }) {
+  const dynamo = new DynamoDBClient(localClientConfig(box.endpoints.dynamoEndpoint));
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let writesHeld = 0;
+  dynamo.middlewareStack.add(
+    (next, context) => async (args) => {
+      const input = args.input as { UpdateExpression?: string; TableName?: string };
+      if (options.hangHeartbeats && context.commandName === 'UpdateItemCommand' && input.UpdateExpression === 'SET leaseUntil = :leaseUntil') return new Promise<never>(() => undefined);
+      if (context.commandName === 'PutItemCommand' && input.TableName === box.endpoints.paymentsTable) {
+        writesHeld++;
+        await held;
+      }
+      return next(args);
+    },
+    { step: 'initialize', name: 'hold-business-writes' },
+  );
+  const doc = DynamoDBDocumentClient.from(dynamo, { marshallOptions: { removeUndefinedValues: true } });
+  return { dynamo, doc, ledger: new Ledger(doc, { tableName: box.endpoints.ledgerTable }), release, writesHeld: () => writesHeld };
+}
+
+/** Moves virtual time `step` at a time, each once the worker has had a moment to act, until `done()`. */
+async function advanceUntil(time: VirtualTime, step: number, done: () => boolean, maxSteps = 200): Promise<void> {
+  for (let i = 0; !done() && i < maxSteps; i++) {
+    time.advance(step);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
 describe('lease loss', () => {
   let box: Sandbox;
   beforeAll(async () => {
@@ -244,27 +278,9 @@ describe('lease loss', () => {
     const name = unique('late');
     const BEAT = 400;
     const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'write', lease: LEASE, heartbeatEvery: BEAT, startLead: 0, timeout: '60s' }], ['write']);
-    const dynamo = new DynamoDBClient(localClientConfig(box.endpoints.dynamoEndpoint));
     // Heartbeats get no answer (the lease runs out); the handler's write to the business table is
-    // held before it reaches the network (a stalled connection, a frozen container) until the test
-    // lets it go, after the attempt has ended.
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let writesHeld = 0;
-    dynamo.middlewareStack.add(
-      (next, context) => async (args) => {
-        const input = args.input as { UpdateExpression?: string; TableName?: string };
-        if (context.commandName === 'UpdateItemCommand' && input.UpdateExpression === 'SET leaseUntil = :leaseUntil') return new Promise<never>(() => undefined);
-        if (context.commandName === 'PutItemCommand' && input.TableName === box.endpoints.paymentsTable) {
-          writesHeld++;
-          await held;
-        }
-        return next(args);
-      },
-      { step: 'initialize', name: 'hang-heartbeats-hold-writes' },
-    );
-    const doc = DynamoDBDocumentClient.from(dynamo, { marshallOptions: { removeUndefinedValues: true } });
-    const ledger = new Ledger(doc, { tableName: box.endpoints.ledgerTable });
+    // held before it reaches the network until the test lets it go, after the attempt has ended.
+    const { dynamo, doc, ledger, release, writesHeld } = holdingClient(box, { hangHeartbeats: true });
     const time = new VirtualTime(Date.now());
     const slot = Math.floor(time.now / 1000) * 1000 - 60_000;
     const id = { job: name, slot, shard: 0 };
@@ -287,16 +303,13 @@ describe('lease loss', () => {
     const record = { messageId: `m-${name}`, receiptHandle: `r-${name}`, body: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })) };
     const holder = processBatch({ ...deps(box, jobs, { write }, 'holder', metrics), doc, ledger, clock: time.read, timers: time.port }, [record]);
     await started;
-    await waitFor(async () => (writesHeld === 1 ? true : undefined), 30_000, 'the handler\'s write to be held');
+    await waitFor(async () => (writesHeld() === 1 ? true : undefined), 30_000, 'the handler\'s write to be held');
     // The lease passes unrenewed (the watchdog ends the attempt), then the worker's wait for the
     // calls in flight gives up at the lease's end: time moves a heartbeat at a time, each step
     // once the worker has had the chance to act on the last (its timers are set as it goes).
     let done = false;
     const finished = holder.finally(() => (done = true));
-    for (let step = 0; !done && step < 200; step++) {
-      time.advance(BEAT);
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    await advanceUntil(time, BEAT, () => done);
     const result = await finished;
     expect(result.batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
     expect(metrics.get('LeaseLost')).toBe(1);
@@ -312,23 +325,7 @@ describe('lease loss', () => {
     const name = unique('late-sup');
     const BEAT = 400;
     const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'write', lease: LEASE, heartbeatEvery: BEAT, startLead: 0, timeout: '5s', retry: { maxAttempts: 3 } }], ['write']);
-    const dynamo = new DynamoDBClient(localClientConfig(box.endpoints.dynamoEndpoint));
-    let release!: () => void;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let writesHeld = 0;
-    dynamo.middlewareStack.add(
-      (next, context) => async (args) => {
-        const input = args.input as { TableName?: string };
-        if (context.commandName === 'PutItemCommand' && input.TableName === box.endpoints.paymentsTable) {
-          writesHeld++;
-          await held;
-        }
-        return next(args);
-      },
-      { step: 'initialize', name: 'hold-writes' },
-    );
-    const doc = DynamoDBDocumentClient.from(dynamo, { marshallOptions: { removeUndefinedValues: true } });
-    const ledger = new Ledger(doc, { tableName: box.endpoints.ledgerTable });
+    const { dynamo, doc, ledger, release, writesHeld } = holdingClient(box, { hangHeartbeats: false });
     const time = new VirtualTime(Date.now());
     const slot = Math.floor(time.now / 60_000) * 60_000 - 120_000;
     const id = { job: name, slot, shard: 0 };
@@ -348,23 +345,17 @@ describe('lease loss', () => {
     };
     const record = { messageId: `m-${name}`, receiptHandle: `r-${name}`, body: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })) };
     const holder = processBatch({ ...deps(box, jobs, { write }, 'holder'), doc, ledger, clock: time.read, timers: time.port }, [record]);
-    await waitFor(async () => (writesHeld === 1 ? true : undefined), 30_000, "the handler's write to be held");
+    await waitFor(async () => (writesHeld() === 1 ? true : undefined), 30_000, "the handler's write to be held");
     // Meanwhile the next slot's run writes the item (its fence is of a newer slot).
     await new DynamoFencedStore(box.clients.doc, initialFence(slot + 60_000) + 1).put({ table: box.endpoints.paymentsTable, item: { ...item, by: 'newer slot' } });
     // The attempt's 5 s timeout passes (heartbeats keep the lease); then the held write goes on.
-    for (let step = 0; !aborted && step < 100; step++) {
-      time.advance(BEAT);
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    await advanceUntil(time, BEAT, () => aborted, 100);
     expect(aborted).toBe(true);
     release();
     expect(await written).toBe('FencedOutError');
     let done = false;
     const finished = holder.finally(() => (done = true));
-    for (let step = 0; !done && step < 200; step++) {
-      time.advance(BEAT);
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
+    await advanceUntil(time, BEAT, () => done);
     await finished;
     expect(await box.ledger.getRun(id)).toMatchObject({ status: RunStatus.SUPERSEDED, resultUnknown: true, lastError: { code: 'SUPERSEDED_BY_NEWER_SLOT' } });
     dynamo.destroy();
