@@ -6,6 +6,7 @@
  * the calls still in flight to settle before it records the outcome, so a zombie handler that
  * keeps going after its attempt cannot land a write the recorded outcome does not account for.
  */
+import { setMaxListeners } from 'node:events';
 import { AttemptEndedError, type AttemptAbortedError } from './handler-api.js';
 import { REAL_TIMERS, type Timers } from './core/concurrency.js';
 
@@ -24,7 +25,11 @@ export class AttemptScope {
   constructor(
     readonly runKey: string,
     readonly fencingToken: number,
-  ) {}
+  ) {
+    // Every SDK call in flight listens on the one signal (and lets go when it settles): a handler
+    // with more than ten writes at once is not a leak, so no MaxListenersExceededWarning.
+    setMaxListeners(0, this.cutoff.signal);
+  }
 
   get ended(): boolean {
     return this.endedBy !== undefined;
