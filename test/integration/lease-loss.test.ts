@@ -75,6 +75,21 @@ function holdingClient(box: Sandbox, options: { hangHeartbeats: boolean }) {
   return { dynamo, doc, ledger: new Ledger(doc, { tableName: box.endpoints.ledgerTable }), release, writesHeld: () => writesHeld };
 }
 
+/** A handler that holds its run until ctx.signal aborts; `started` resolves with its ctx, `abortedAt()` is when (virtual time). */
+function waitingHandler(time: VirtualTime) {
+  let running!: (ctx: RunContext) => void;
+  const started = new Promise<RunContext>((resolve) => (running = resolve));
+  let abortedAt: number | undefined;
+  const wait: JobHandler = {
+    async run(ctx) {
+      ctx.signal.addEventListener('abort', () => (abortedAt = time.now), { once: true });
+      running(ctx);
+      await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
+    },
+  };
+  return { wait, started, abortedAt: () => abortedAt };
+}
+
 /** Moves virtual time `step` at a time, each once the worker has had a moment to act, until `done()`. */
 async function advanceUntil(time: VirtualTime, step: number, done: () => boolean, maxSteps = 200): Promise<void> {
   for (let i = 0; !done() && i < maxSteps; i++) {
@@ -105,16 +120,7 @@ describe('lease loss', () => {
     const slot = Math.floor(time.now / 1000) * 1000 - 60_000;
     const id = { job: name, slot, shard: 0 };
     await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, time.now);
-    let running!: (ctx: RunContext) => void;
-    const started = new Promise<RunContext>((resolve) => (running = resolve));
-    let abortedAt: number | undefined;
-    const wait: JobHandler = {
-      async run(ctx) {
-        ctx.signal.addEventListener('abort', () => (abortedAt = time.now), { once: true });
-        running(ctx);
-        await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
-      },
-    };
+    const { wait, started, abortedAt } = waitingHandler(time);
     const heartbeats: Array<{ at: number; ok: boolean }> = [];
     const history: HistorySink = { record: (e) => void (e.type === 'heartbeat' && e.runKey.startsWith(`${name}@`) && heartbeats.push({ at: e.at, ok: e.ok })) };
     const metrics = new InMemoryMetrics();
@@ -137,7 +143,7 @@ describe('lease loss', () => {
       // ignores it, is still running here.
       expect(heartbeats[1]).toEqual({ at: lostAt + HEARTBEAT, ok: false });
       expect(ctx.signal.aborted, 'ctx.signal did not abort on the refused heartbeat').toBe(true);
-      expect(abortedAt).toBe(lostAt + HEARTBEAT);
+      expect(abortedAt()).toBe(lostAt + HEARTBEAT);
       expect(ctx.signal.reason).toBeInstanceOf(AttemptAbortedError);
       expect((ctx.signal.reason as AttemptAbortedError).why).toBe(AttemptAbort.LEASE_LOST);
     } finally {
@@ -237,16 +243,7 @@ describe('lease loss', () => {
     const slot = Math.floor(time.now / 1000) * 1000 - 60_000;
     const id = { job: name, slot, shard: 0 };
     await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, time.now);
-    let running!: (ctx: RunContext) => void;
-    const started = new Promise<RunContext>((resolve) => (running = resolve));
-    let abortedAt: number | undefined;
-    const wait: JobHandler = {
-      async run(ctx) {
-        ctx.signal.addEventListener('abort', () => (abortedAt = time.now), { once: true });
-        running(ctx);
-        await new Promise<void>((resolve) => ctx.signal.addEventListener('abort', () => resolve(), { once: true }));
-      },
-    };
+    const { wait, started, abortedAt } = waitingHandler(time);
     const metrics = new InMemoryMetrics();
     const record = { messageId: `m-${name}`, receiptHandle: `r-${name}`, body: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })) };
     const holder = processBatch({ ...deps(box, jobs, { wait }, 'holder', metrics), ledger, clock: time.read, timers: time.port }, [record]);
@@ -260,8 +257,8 @@ describe('lease loss', () => {
       expect((ctx.signal.reason as AttemptAbortedError).why).toBe(AttemptAbort.LEASE_EXPIRING);
       // Stopped with less than min(1 s, heartbeat) of the lease left, but before its end: a
       // successor may claim only after the lease (and its clock allowance), so nothing overlaps.
-      expect(leaseUntil - abortedAt!).toBeGreaterThan(0);
-      expect(leaseUntil - abortedAt!).toBeLessThan(Math.min(1_000, BEAT));
+      expect(leaseUntil - abortedAt()!).toBeGreaterThan(0);
+      expect(leaseUntil - abortedAt()!).toBeLessThan(Math.min(1_000, BEAT));
     } finally {
       if (!ctx.signal.aborted) time.advance(60_000);
     }
