@@ -8,6 +8,9 @@ import { DynamoItemReader } from '../../shared/adapters/item-reader.js';
 import { DynamoFencedStore } from '../../shared/adapters/fenced-store.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
 import { AttemptAbortedError, AttemptEndedError, ConditionFailedError, FencedOutError, type JobHandler, type RunContext } from '../../shared/handler-api.js';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { localClientConfig } from '../../tools/local-stack.js';
 import { faultyClient } from '../support/faults.js';
 import { FROZEN_TIMERS, testJobs, waitFor } from '../support/helpers.js';
 import { Lab } from '../support/lab.js';
@@ -246,6 +249,111 @@ describe('fenced effects', () => {
       expect((await readCounter())?.credits).toBe(1);
       expect(lab.events.filter((e) => e.type === 'effect' && e.result === 'accepted')).toHaveLength(1);
       faulty.destroy();
+    });
+  });
+
+  describe('one attempt\'s writes to one item are serialized: no write of the same holder lands between a write and its SDK retry', () => {
+    // The fence's `notThisWrite` clause recognises a retried write by its write id, which only
+    // works if the item still carries that id when the retry arrives. A second write of the same
+    // holder landing in between would replace the id, and the retry of an increment would then
+    // apply again. The hold below opens that window as wide as it can: the first write commits,
+    // its response is "lost", and its retry waits until another write of the store committed (or
+    // two seconds passed: with the store serializing, none can, and the wait changes nothing).
+    const GAP_MS = 2_000;
+    function racingClient() {
+      const dynamo = new DynamoDBClient({ ...localClientConfig(box.endpoints.dynamoEndpoint), maxAttempts: 3 });
+      /** Every tagged call as it came back: `A ok` (committed) or `A refused` (its condition failed). */
+      const log: string[] = [];
+      const waiters: Array<() => void> = [];
+      const record = (entry: string) => {
+        log.push(entry);
+        for (const w of waiters.splice(0)) w();
+      };
+      const commits = () => log.filter((e) => e.endsWith(' ok'));
+      const until = (done: () => boolean) =>
+        new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, GAP_MS);
+          const check = () => (done() ? (clearTimeout(timer), resolve()) : waiters.push(check));
+          check();
+        });
+      const rules = { lostOnce: new Set<string>(), sendAfter: new Map<string, string>() };
+      dynamo.middlewareStack.add(
+        (next, context) => async (args) => {
+          const tag = /tag__":\{"S":"(\w+)"\}/.exec(JSON.stringify(args.input))?.[1];
+          if (!tag) return next(args);
+          const after = rules.sendAfter.get(tag);
+          if (after) await until(() => commits().includes(`${after} ok`));
+          // Below the deserializer: a refused condition comes back here as an HTTP 400, not an error.
+          const result = await next(args);
+          if ((result.response as { statusCode?: number }).statusCode !== 200) {
+            record(`${tag} refused`);
+            return result;
+          }
+          const seen = commits().length;
+          record(`${tag} ok`);
+          if (!rules.lostOnce.delete(tag)) return result;
+          await until(() => commits().length > seen + 1);
+          throw Object.assign(new Error('socket hang up'), { name: 'TimeoutError', code: 'ECONNRESET', $metadata: {} });
+        },
+        { step: 'deserialize', name: 'racing-writes' },
+      );
+      const doc = DynamoDBDocumentClient.from(dynamo, { marshallOptions: { removeUndefinedValues: true } });
+      return { doc, log, rules, destroy: () => dynamo.destroy() };
+    }
+    const add = (key: { pk: string; sk: string }, by: number, tag: string) => ({
+      table: box.endpoints.ledgerTable,
+      key,
+      set: { expression: 'credits = if_not_exists(credits, :zero) + :by, lastTag = :tag__', values: { ':zero': 0, ':by': by, ':tag__': tag } },
+    });
+    const credits = async (key: { pk: string; sk: string }) => (await new DynamoItemReader(box.clients.doc).get(box.endpoints.ledgerTable, key))?.credits;
+
+    it.each(['update', 'transact'] as const)('two writes by %s, the first\'s response lost: the second waits for the first\'s retry, each applied once', async (kind) => {
+      const key = { pk: `COUNTER#serial-${kind}-${Math.random().toString(36).slice(2, 8)}`, sk: 'TOTAL' };
+      const client = racingClient();
+      client.rules.lostOnce.add('A');
+      client.rules.sendAfter.set('B', 'A');
+      const store = new DynamoFencedStore(client.doc, T0 * 1000 + 1);
+      const write = (by: number, tag: string) => (kind === 'update' ? store.update(add(key, by, tag)) : store.transact([{ kind: 'update', ...add(key, by, tag) }]));
+      await Promise.all([write(1, 'A'), write(10, 'B')]);
+      // A, its retry, then B. The retry of an update is refused by its own write id (recognised
+      // as its own commit); that of a transaction is answered by its ClientRequestToken without
+      // being applied again. Unserialized: A, B, and A's retry applied again (12).
+      expect(await credits(key)).toBe(11);
+      expect(client.log).toEqual(['A ok', kind === 'update' ? 'A refused' : 'A ok', 'B ok']);
+      client.destroy();
+    });
+
+    it('a write issued after an earlier one settled still waits for the one in flight behind it', async () => {
+      const key = { pk: `COUNTER#serial-tail-${Math.random().toString(36).slice(2, 8)}`, sk: 'TOTAL' };
+      const client = racingClient();
+      client.rules.lostOnce.add('B');
+      client.rules.sendAfter.set('D', 'B');
+      const store = new DynamoFencedStore(client.doc, T0 * 1000 + 1);
+      const a = store.update(add(key, 1, 'A'));
+      const b = store.update(add(key, 10, 'B'));
+      await a;
+      // Let A's write settle all the way (its bookkeeping runs a few promise turns after the
+      // caller hears back): B is in flight now, and D must queue behind B, not run beside it.
+      await new Promise((resolve) => setImmediate(resolve));
+      const d = store.update(add(key, 100, 'D'));
+      await Promise.all([b, d]);
+      expect(await credits(key)).toBe(111);
+      expect(client.log).toEqual(['A ok', 'B ok', 'B refused', 'D ok']);
+      client.destroy();
+    });
+
+    it('writes to different items are not held behind each other', async () => {
+      const [k1, k2] = ['X', 'Y'].map((s) => ({ pk: `COUNTER#serial-apart-${s}-${Math.random().toString(36).slice(2, 8)}`, sk: 'TOTAL' }));
+      const client = racingClient();
+      // A's retry waits for another commit: B, on another item, must be free to make it.
+      client.rules.lostOnce.add('A');
+      client.rules.sendAfter.set('B', 'A');
+      const store = new DynamoFencedStore(client.doc, T0 * 1000 + 1);
+      await Promise.all([store.update(add(k1!, 1, 'A')), store.update(add(k2!, 10, 'B'))]);
+      // Held behind A, B would come after A's retry: ['A ok', 'A refused', 'B ok'], two seconds late.
+      expect(client.log).toEqual(['A ok', 'B ok', 'A refused']);
+      expect([await credits(k1!), await credits(k2!)]).toEqual([1, 10]);
+      client.destroy();
     });
   });
 
