@@ -180,6 +180,20 @@ describe('fenced effects', () => {
       }
     });
 
+    it('in a transaction where business conditions fail on two items, neither fenced out, ConditionFailedError names the first of them (an item this holder wrote before is not a fence refusal)', async () => {
+      // The first item was written under a lower fence, the second under this holder's own: an
+      // equal fence is not a newer one, so nothing outranks the first failing item.
+      const [first, second] = [key(), key()];
+      await seed(first, FENCE - 1);
+      await seed(second, FENCE);
+      const store = new DynamoFencedStore(box.clients.doc, FENCE);
+      const refused = (k: { pk: string; sk: string }) => ({ kind: 'update' as const, table: box.endpoints.ledgerTable, key: k, set: { expression: 'settled = :t', values: { ':t': true } }, condition: { expression: 'attribute_not_exists(pk)' } });
+      const error = await store.transact([refused(first), refused(second)]).then(() => undefined, (e: unknown) => e);
+      expect(error).toBeInstanceOf(ConditionFailedError);
+      expect(error).not.toBeInstanceOf(FencedOutError);
+      expect(error).toMatchObject({ key: first, current: { lastFence: FENCE - 1 } });
+    });
+
     it('in a transaction, a fence refusal of one item outranks a business condition failing on another: the holder is stale, FencedOutError names the fenced item', async () => {
       const [fenced, business] = [key(), key()];
       await seed(fenced, FENCE + 1);
