@@ -61,9 +61,11 @@ function holdingClient(box: Sandbox, options: { hangHeartbeats: boolean }) {
   let writesHeld = 0;
   dynamo.middlewareStack.add(
     (next, context) => async (args) => {
-      const input = args.input as { UpdateExpression?: string; TableName?: string };
+      const input = args.input as { UpdateExpression?: string; TableName?: string; TransactItems?: Array<Record<string, { TableName?: string }>> };
       if (options.hangHeartbeats && context.commandName === 'UpdateItemCommand' && input.UpdateExpression === 'SET leaseUntil = :leaseUntil') return new Promise<never>(() => undefined);
-      if (context.commandName === 'PutItemCommand' && input.TableName === box.endpoints.paymentsTable) {
+      const business = (table: string | undefined) => table === box.endpoints.paymentsTable;
+      const toBusiness = business(input.TableName) || (input.TransactItems ?? []).some((item) => Object.values(item).some((op) => business(op.TableName)));
+      if (toBusiness && ['PutItemCommand', 'UpdateItemCommand', 'TransactWriteItemsCommand'].includes(context.commandName ?? '')) {
         writesHeld++;
         await held;
       }
@@ -271,7 +273,7 @@ describe('lease loss', () => {
     dynamo.destroy();
   });
 
-  it("a fenced write still held back when its attempt's lease ends is aborted, not sent after it (it would land after a takeover reconciled: model seed 20269049)", async () => {
+  it.each(['put', 'update', 'transact'] as const)("a fenced write (%s) still held back when its attempt's lease ends is aborted, not sent after it (it would land after a takeover reconciled: model seed 20269049)", async (kind) => {
     const name = unique('late');
     const BEAT = 400;
     const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'write', lease: LEASE, heartbeatEvery: BEAT, startLead: 0, timeout: '60s' }], ['write']);
@@ -288,7 +290,10 @@ describe('lease loss', () => {
     const started = new Promise<void>((resolve) => (running = resolve));
     const write: JobHandler = {
       async run(ctx) {
-        written = ctx.fenced.put({ table: ctx.tables.payments, item: { ...item, by: ctx.fencingToken } }).then(
+        const put = { table: ctx.tables.payments, item: { ...item, by: ctx.fencingToken } };
+        const update = { table: ctx.tables.payments, key: item, set: { expression: '#by = :by', names: { '#by': 'by' }, values: { ':by': ctx.fencingToken } } };
+        const sent = kind === 'put' ? ctx.fenced.put(put) : kind === 'update' ? ctx.fenced.update(update) : ctx.fenced.transact([{ kind: 'update', ...update }]);
+        written = sent.then(
           () => 'landed',
           (error: unknown) => (error instanceof Error ? error.name : String(error)),
         );
@@ -333,7 +338,10 @@ describe('lease loss', () => {
     const write: JobHandler = {
       async run(ctx) {
         ctx.signal.addEventListener('abort', () => (aborted = true), { once: true });
-        written = ctx.fenced.put({ table: ctx.tables.payments, item: { ...item, by: ctx.fencingToken } }).then(
+        const put = { table: ctx.tables.payments, item: { ...item, by: ctx.fencingToken } };
+        const update = { table: ctx.tables.payments, key: item, set: { expression: '#by = :by', names: { '#by': 'by' }, values: { ':by': ctx.fencingToken } } };
+        const sent = kind === 'put' ? ctx.fenced.put(put) : kind === 'update' ? ctx.fenced.update(update) : ctx.fenced.transact([{ kind: 'update', ...update }]);
+        written = sent.then(
           () => 'landed',
           (error: unknown) => (error instanceof Error ? error.name : String(error)),
         );
