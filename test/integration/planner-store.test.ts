@@ -421,12 +421,22 @@ describe('a job\'s plan item: pause, resume and catch-up', () => {
       const job = freshJob('plain');
       expect(await plain.pause(job, BASE + 1, { by: 'op', at: NOW, note: undefined })).toBe(true);
       expect(await plain.readJobPlan(job)).toEqual({ job, cursor: BASE + 1, pause: { by: 'op', at: NOW } });
+      // A tick that read no cursor sets one, and one that read none clears nothing.
+      const behind = freshJob('plain');
+      expect(await plain.setCatchUp(behind, BASE + 2, BASE + 8, undefined)).toBe(true);
+      expect(await plain.clearCatchUp(behind, undefined)).toBe(false);
+      expect(await plain.readJobPlan(behind)).toEqual({ job: behind, cursor: BASE + 2, edge: BASE + 8 });
+      expect(await plain.clearCatchUp(behind, BASE + 2)).toBe(true);
+      expect(await plain.clearCatchUp(behind, undefined)).toBe(true);
+      expect(await plain.readJobPlan(behind)).toEqual({ job: behind });
       const own = await sandbox();
       try {
         const store = new PlannerStore(client.doc, own.endpoints.ledgerTable);
         const layout: PlannerLayout = { of: 1, gen: 1, partitions: new Map([[0, { plannedUntil: BASE, sweptUntil: undefined, watchAfter: undefined }]]) };
         expect(await store.writeLayout(undefined, layout, NOW)).toBe(true);
         expect(await store.readLayout()).toEqual({ of: 1, gen: 1, partitions: new Map([[0, { plannedUntil: BASE }]]) });
+        expect(await store.saveSweep(1, 0, { sweptUntil: BASE + 1, watchAfter: undefined })).toBe(true);
+        expect(await store.readLayout()).toEqual({ of: 1, gen: 1, partitions: new Map([[0, { plannedUntil: BASE, sweptUntil: BASE + 1 }]]) });
       } finally {
         own.destroy();
       }
@@ -516,6 +526,30 @@ describe('failures are not refusals', () => {
     expect((await box.ledger.planning.readJobPlan(job))?.pause).toEqual({ by: 'op', at: NOW });
   });
 
+  it('every read sees the writes before it, even where a replica lags (reads not marked consistent are answered from one that saw nothing yet)', async () => {
+    const job = freshJob('lagging');
+    expect(await box.ledger.planning.pause(job, BASE + 1, { by: 'op', at: NOW })).toBe(true);
+    // DynamoDB Local is always consistent: the lag is modelled here. An eventually consistent
+    // read may be served by a replica behind the last write; this one has seen none of them.
+    const client = clientWith(box, async (command, input, next) => {
+      const result = await next();
+      if (command === 'GetItemCommand' && input.ConsistentRead !== true) return { ...result, output: { ...result.output, Item: undefined } };
+      if (command === 'BatchGetItemCommand' && Object.values(input.RequestItems as Record<string, { ConsistentRead?: boolean }>).some((r) => r.ConsistentRead !== true)) {
+        return { ...result, output: { ...result.output, Responses: {}, UnprocessedKeys: {} } };
+      }
+      return result;
+    });
+    try {
+      const store = new PlannerStore(client.doc, box.endpoints.ledgerTable);
+      expect(await store.readLayout()).toEqual({ of: 1, gen: 1, partitions: new Map([[0, expect.anything()]]) });
+      expect((await store.readTickState()).paused.has(job)).toBe(true);
+      expect(await store.readJobPlan(job)).toEqual({ job, cursor: BASE + 1, pause: { by: 'op', at: NOW } });
+      expect((await store.readJobPlans([job])).get(job)).toEqual({ job, cursor: BASE + 1, pause: { by: 'op', at: NOW } });
+    } finally {
+      client.destroy();
+    }
+  });
+
   it('a write committed whose response was lost and that the SDK sends again: watermarks report they advanced, a pause and a resume take effect once', async () => {
     const job = freshJob('lost');
     /** `fn` on a client whose first request commits and loses its response; the SDK sends it again. */
@@ -565,6 +599,12 @@ describe('jobPlanning: how ops and the worker see a job', () => {
       expect(view.get('j-3')).toEqual({ job: 'j-3', partition: 1, of: 2, pause: undefined, behind: false, plannedUntil: BASE + 200, lastSlot: BASE + 10 });
       expect(view.get('j-4')).toEqual({ job: 'j-4', partition: 0, of: 2, pause: { at: 0, by: '?' }, behind: false, plannedUntil: BASE + 100, lastSlot: undefined });
       expect((await jobPlanning(planning, [], partitionOf)).size).toBe(0);
+      // A layout that lists no cursor for a job's partition: planned to nowhere, not an error.
+      const current = await planning.readLayout();
+      expect(await planning.writeLayout(current, { of: 3, gen: 2, partitions: new Map([[0, { plannedUntil: BASE + 300 }]]) }, NOW)).toBe(true);
+      const relaid = await jobPlanning(planning, ['j-5', 'j-3'], partitionOf);
+      expect(relaid.get('j-5')).toEqual({ job: 'j-5', partition: 2, of: 3, pause: undefined, behind: false, plannedUntil: undefined, lastSlot: undefined });
+      expect(relaid.get('j-3')).toEqual({ job: 'j-3', partition: 0, of: 3, pause: undefined, behind: false, plannedUntil: BASE + 300, lastSlot: BASE + 10 });
     } finally {
       own.destroy();
     }
