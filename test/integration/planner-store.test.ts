@@ -477,17 +477,23 @@ describe('failures are not refusals', () => {
   });
 
   it('a pause or resume whose exception-bucket update the server refuses is an error, and nothing of it is applied', async () => {
-    const job = freshJob('cancelled');
-    // The job's bucket holds a `paused` that is not a set: the transaction's bucket update fails.
-    await box.clients.doc.send(
-      new UpdateCommand({ TableName: box.endpoints.ledgerTable, Key: { pk: LedgerKeys.plannerPk, sk: LedgerKeys.exceptionsSk(exceptionBucketOf(job)) }, UpdateExpression: 'SET paused = :s, behind = :s', ExpressionAttributeValues: { ':s': 'not-a-set' } }),
-    );
-    await expect(box.ledger.planning.pause(job, BASE, { by: 'op', at: NOW })).rejects.toMatchObject({ name: 'ValidationException' });
-    expect(await box.ledger.planning.readJobPlan(job)).toBeUndefined();
-    // Paused by hand (plan item only), the resume's bucket update fails the same way.
-    await box.clients.doc.send(new UpdateCommand({ TableName: box.endpoints.ledgerTable, Key: { pk: LedgerKeys.jobPk(job), sk: LedgerKeys.jobPlanSk }, UpdateExpression: 'SET pause = :p', ExpressionAttributeValues: { ':p': { by: 'op', at: NOW } } }));
-    await expect(box.ledger.planning.resume(job)).rejects.toMatchObject({ name: 'ValidationException' });
-    expect(await box.ledger.planning.readJobPlan(job)).toEqual({ job, pause: { by: 'op', at: NOW } });
+    // Its own tables: the corrupted bucket must not be one another test's job falls in.
+    const own = await sandbox();
+    try {
+      const job = freshJob('cancelled');
+      // The job's bucket holds a `paused` that is not a set: the transaction's bucket update fails.
+      await own.clients.doc.send(
+        new UpdateCommand({ TableName: own.endpoints.ledgerTable, Key: { pk: LedgerKeys.plannerPk, sk: LedgerKeys.exceptionsSk(exceptionBucketOf(job)) }, UpdateExpression: 'SET paused = :s, behind = :s', ExpressionAttributeValues: { ':s': 'not-a-set' } }),
+      );
+      await expect(own.ledger.planning.pause(job, BASE, { by: 'op', at: NOW })).rejects.toMatchObject({ name: 'ValidationException' });
+      expect(await own.ledger.planning.readJobPlan(job)).toBeUndefined();
+      // Paused by hand (plan item only), the resume's bucket update fails the same way.
+      await own.clients.doc.send(new UpdateCommand({ TableName: own.endpoints.ledgerTable, Key: { pk: LedgerKeys.jobPk(job), sk: LedgerKeys.jobPlanSk }, UpdateExpression: 'SET pause = :p', ExpressionAttributeValues: { ':p': { by: 'op', at: NOW } } }));
+      await expect(own.ledger.planning.resume(job)).rejects.toMatchObject({ name: 'ValidationException' });
+      expect(await own.ledger.planning.readJobPlan(job)).toEqual({ job, pause: { by: 'op', at: NOW } });
+    } finally {
+      own.destroy();
+    }
   });
 
   it('a cancellation that reaches the store as a plain error (another copy of the SDK) is still recognised as "already paused / not paused"; one without reasons, or cancelled by a conflict, is rethrown', async () => {
