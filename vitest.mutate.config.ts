@@ -30,6 +30,7 @@ export default defineConfig({
       'test/integration/ledger-conditions.test.ts',
       'test/integration/outcome-recording.test.ts',
       'test/integration/overlap.test.ts',
+      'test/integration/planner-store.test.ts',
       'test/integration/overlap-liveness.test.ts',
       'test/integration/time-limits.test.ts',
       'test/integration/worker.test.ts',
