@@ -501,6 +501,43 @@ describe('the ledger\'s reads and watch index on DynamoDB Local', () => {
     });
   });
 
+  // ------------------------------------------------------------------------- consistent reads
+
+  it('the reads the worker, the sweeper and the overlap policies decide from see a run written just before, even where a replica lags (strongly consistent reads)', async () => {
+    // DynamoDB Local answers every read from the one copy it has. In DynamoDB an eventually
+    // consistent read may miss a write made just before: this client answers such a read as a
+    // lagging replica would (nothing yet), and passes a consistent read (and a read of the watch
+    // index, which is eventually consistent by nature) to the table.
+    const lagging = {
+      send: (command: { input: Record<string, unknown> }) => {
+        const input = command.input;
+        if (command instanceof GetCommand && input.ConsistentRead !== true) return Promise.resolve({});
+        if (command instanceof QueryCommand && input.IndexName === undefined && input.ConsistentRead !== true) return Promise.resolve({ Items: [], Count: 0 });
+        if (command instanceof BatchGetCommand) {
+          const [table, request] = Object.entries(input.RequestItems as Record<string, { ConsistentRead?: boolean }>)[0]!;
+          if (request.ConsistentRead !== true) return Promise.resolve({ Responses: { [table]: [] }, UnprocessedKeys: {} });
+        }
+        return box.clients.doc.send(command as never);
+      },
+    } as unknown as DynamoDBDocumentClient;
+    const ledger = new Ledger(lagging, { tableName: box.endpoints.ledgerTable });
+    const base = freshEpoch();
+    const job = jobInBucket(`consistent${epochs}`, 4, base + MIN);
+    const [first, second, third] = await putAll([
+      { job, slot: base },
+      { job, slot: base + MIN, watched: true },
+      { job, slot: base + 2 * MIN },
+    ]);
+    expect(await ledger.getRun(second!)).toEqual(second);
+    expect(await ledger.getRuns([first!, second!, third!])).toHaveLength(3);
+    expect(await ledger.nearestRuns(job, base + MIN, 'before', 2)).toEqual([first]);
+    expect(await ledger.nearestRuns(job, base + MIN, 'after', 1)).toEqual([third]);
+    expect(await ledger.laneRunsAfter(job, 0, base, base + 2 * MIN)).toEqual([second, third]);
+    expect(await ledger.openRunsInWindow(job, base, base + 2 * MIN)).toEqual([second, third]);
+    expect(await ledger.listRuns(job)).toEqual([third, second, first]);
+    expect(await ledger.listOpenRuns(base + MIN, 10)).toEqual([second]);
+  });
+
   // ----------------------------------------------------------------------- keys and empty pages
 
   it('idOfKey gives back the run id of a run\'s table keys, for any job, slot and shard', () => {
