@@ -17,7 +17,7 @@ import { initialFence } from '../../shared/core/fence.js';
 import { openBucketOf } from '../../shared/core/planner-state.js';
 import { isTerminal, RunStatus, runKeyOf, type Run, type RunId } from '../../shared/core/vocabulary.js';
 import { idOfKey, Ledger, runFromItem, watchKeys } from '../../shared/adapters/ledger.js';
-import { LedgerKeys } from '../../shared/resources.js';
+import { KEY_SPREAD, LedgerKeys } from '../../shared/resources.js';
 import { CountingMiddleware } from '../support/counting.js';
 import { faultyClient } from '../support/faults.js';
 import { localClients, sandbox, type Sandbox } from '../support/stack.js';
@@ -359,6 +359,27 @@ describe('the ledger\'s reads and watch index on DynamoDB Local', () => {
       expect(await box.ledger.listOpenRuns(base + 5 * MIN, 3)).toEqual(bySlot.slice(0, 3));
       expect(await box.ledger.listOpenRuns(base + 4 * MIN, 10)).toEqual(bySlot.slice(0, 4));
       expect(await box.ledger.listOpenRuns(base + 1 * MIN - 1, 10)).toEqual([]);
+    });
+    it('listOpenRuns reads the watch index a page of `limit` entries at a time, stops reading a bucket at twice the limit, and reads each bucket\'s last page once: its cost is bounded by its limit, not by the size of the index', async () => {
+      const base = freshEpoch();
+      const inSix = await putAll([0, 1, 2, 3, 4, 5].map((i) => ({ job: jobInBucket(`cost${epochs}`, 6, base + i * MIN), slot: base + i * MIN, watched: true })));
+      const inTwo = await put({ job: jobInBucket(`cost${epochs}`, 2, base + 10 * MIN), slot: base + 10 * MIN, watched: true });
+      const clients = localClients(box.endpoints);
+      const counting = new CountingMiddleware();
+      counting.attach(clients.doc);
+      try {
+        const ledger = new Ledger(clients.doc, { tableName: box.endpoints.ledgerTable });
+        // Every bucket's entries fit in one page: one Query per bucket.
+        expect(await ledger.listOpenRuns(base + 10 * MIN, 10)).toEqual([...inSix, inTwo]);
+        expect(counting.byCommand()).toEqual({ BatchGetItemCommand: 1, QueryCommand: KEY_SPREAD.openBuckets });
+        counting.reset();
+        // Limit 2: bucket 6 is read two entries at a time, and no further once 4 are read.
+        expect(await ledger.listOpenRuns(base + 5 * MIN, 2)).toEqual(inSix.slice(0, 2));
+        expect(counting.byCommand()).toEqual({ BatchGetItemCommand: 1, QueryCommand: KEY_SPREAD.openBuckets + 1 });
+      } finally {
+        clients.dynamo.destroy();
+        clients.sqs.destroy();
+      }
     });
   });
 
