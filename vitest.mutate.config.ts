@@ -28,6 +28,7 @@ export default defineConfig({
       'test/integration/lease.test.ts',
       'test/integration/lease-loss.test.ts',
       'test/integration/ledger-conditions.test.ts',
+      'test/integration/ledger-reads.test.ts',
       'test/integration/outcome-recording.test.ts',
       'test/integration/overlap.test.ts',
       'test/integration/planner-store.test.ts',
