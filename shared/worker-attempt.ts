@@ -306,6 +306,16 @@ function startHeartbeat(
       logger.warn('could not extend message visibility', { error: String(error) });
     });
   };
+  // The visibility follows the lease apart from the renewal: a heartbeat that waited for SQS would
+  // make the next one find it still in flight and skip, so every slow ChangeMessageVisibility
+  // would cost a renewal (a third of the lease at the default period). One change at a time; one
+  // skipped only lets the message come back early, to find the run leased.
+  let visibilityInFlight = false;
+  const followLease = () => {
+    if (visibilityInFlight) return;
+    visibilityInFlight = true;
+    void matchVisibilityToLease().finally(() => (visibilityInFlight = false));
+  };
   const beat = async () => {
     if (stopped || lost || inFlight) return;
     const run = current();
@@ -323,7 +333,7 @@ function startHeartbeat(
         return;
       }
       update({ ...current(), leaseUntil });
-      await matchVisibilityToLease();
+      followLease();
     } catch (error) {
       // The ledger may be briefly unreachable; keep trying while the lease still holds.
       logger.warn('heartbeat failed', { error: String(error) });
@@ -357,7 +367,7 @@ function startHeartbeat(
       // The queue's own visibility timeout is long (6 × the Lambda timeout); a run that lasts past
       // a second shortens it to the lease, so a crash before the first heartbeat is taken over
       // after the lease, not minutes later. Runs shorter than that make no SQS call at all.
-      if (early === undefined && !stopped) early = timers.setTimeout(() => void matchVisibilityToLease(), Math.min(1_000, job.heartbeatEvery));
+      if (early === undefined && !stopped) early = timers.setTimeout(followLease, Math.min(1_000, job.heartbeatEvery));
     },
     stop: () => {
       stopped = true;

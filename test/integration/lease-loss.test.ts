@@ -161,6 +161,59 @@ describe('lease loss', () => {
     expect(await box.ledger.getRun(id)).toMatchObject(after);
   });
 
+  it('a slow visibility change does not hold back the next lease renewal: heartbeats go on one period apart while SQS has not answered', async () => {
+    // The message's visibility follows the lease after each heartbeat. If the heartbeat waited for
+    // SQS, a slow ChangeMessageVisibility would make the next beat find one still in flight and
+    // skip: a renewal lost per slow SQS call, and the lease a period shorter each time (under
+    // load, this test's own "first heartbeat answered, then advance" raced it and hung).
+    const name = unique('slow-sqs');
+    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'wait', lease: LEASE, heartbeatEvery: HEARTBEAT, startLead: 0, timeout: '2s' }], ['wait']);
+    const time = new VirtualTime(Date.now());
+    const slot = Math.floor(time.now / 1000) * 1000 - 60_000;
+    const id = { job: name, slot, shard: 0 };
+    await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, time.now);
+    const { wait, started } = waitingHandler(time);
+    let answerSqs!: () => void;
+    const sqsAnswers = new Promise<void>((resolve) => (answerSqs = resolve));
+    let visibilityChanges = 0;
+    const queue: typeof box.queue = Object.assign(Object.create(box.queue) as typeof box.queue, {
+      changeVisibility: async () => {
+        visibilityChanges++;
+        await sqsAnswers;
+      },
+    });
+    let renewals = 0;
+    const ledger: typeof box.ledger = Object.assign(Object.create(box.ledger) as typeof box.ledger, {
+      heartbeat: (run: Run, leaseUntil: number) => {
+        renewals++;
+        return box.ledger.heartbeat(run, leaseUntil);
+      },
+    });
+    const heartbeats: Array<{ at: number; ok: boolean }> = [];
+    const history: HistorySink = { record: (e) => void (e.type === 'heartbeat' && e.runKey.startsWith(`${name}@`) && heartbeats.push({ at: e.at, ok: e.ok })) };
+    const record = { messageId: `m-${name}`, receiptHandle: `r-${name}`, body: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })) };
+    const holder = processBatch({ ...deps(box, jobs, { wait }, 'holder'), ledger, queue, clock: time.read, timers: time.port, history }, [record]);
+    await started;
+    const t0 = time.now;
+    for (let beat = 1; beat <= 3; beat++) {
+      time.advance(HEARTBEAT);
+      // The timer fired inside advance(): the renewal has been sent, or it was skipped.
+      expect(renewals, `heartbeat ${beat} was not sent while SQS still had not answered`).toBe(beat);
+      await waitFor(async () => heartbeats.length >= beat || undefined, 120_000, `heartbeat ${beat} to be answered`);
+    }
+    expect(heartbeats).toEqual([1, 2, 3].map((n) => ({ at: t0 + n * HEARTBEAT, ok: true })));
+    // One visibility change at a time: the later ones wait for SQS's first answer.
+    expect(visibilityChanges).toBe(1);
+    answerSqs();
+    // The attempt's 2 s timeout ends it (its result unknown: the handler may have acted), recorded
+    // under the lease it kept all along.
+    let done = false;
+    const finished = holder.finally(() => (done = true));
+    await advanceUntil(time, HEARTBEAT, () => done);
+    await finished;
+    expect(await box.ledger.getRun(id)).toMatchObject({ status: RunStatus.UNKNOWN, lastError: { code: 'TIMEOUT' } });
+  });
+
   it('a message that finds its run leased by a live owner comes back: once that owner is gone, the run is taken over and completes', async () => {
     const name = unique('leased');
     // heartbeatEvery 500 ms → clock allowance 250 ms.
