@@ -62,7 +62,9 @@ describe('boundMessage and boundError', () => {
         }
       }),
     );
-    expect(boundMessage('m'.repeat(MAX_ERROR_MESSAGE_CHARS))).toHaveLength(MAX_ERROR_MESSAGE_CHARS);
+    // Exactly at the bound (two independent draws rarely meet it): kept whole, not cut.
+    for (const max of [60, 61, 500]) expect(boundMessage('m'.repeat(max), max)).toBe('m'.repeat(max));
+    expect(boundMessage('m'.repeat(MAX_ERROR_MESSAGE_CHARS))).toBe('m'.repeat(MAX_ERROR_MESSAGE_CHARS));
     expect(boundMessage('m'.repeat(MAX_ERROR_MESSAGE_CHARS + 1))).toHaveLength(MAX_ERROR_MESSAGE_CHARS);
   });
 
