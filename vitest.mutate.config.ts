@@ -39,6 +39,7 @@ export default defineConfig({
       'test/integration/overlap-liveness.test.ts',
       'test/integration/time-limits.test.ts',
       'test/integration/worker.test.ts',
+      'test/integration/worker-attempt.test.ts',
     ],
     exclude: ['test/unit/worker-bundle.test.ts', '**/node_modules/**'],
     setupFiles: [...(base.test?.setupFiles ?? []), 'test/support/mutation-setup.ts'],
