@@ -10,12 +10,14 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
+import { DynamoFencedStore } from '../../shared/adapters/fenced-store.js';
 import { Ledger } from '../../shared/adapters/ledger.js';
+import { initialFence } from '../../shared/core/fence.js';
 import type { HistoryEvent } from '../../shared/core/history.js';
 import { takeoverVisibilitySeconds } from '../../shared/core/lease.js';
-import { RunStatus, runKeyOf } from '../../shared/core/vocabulary.js';
+import { RunOrigin, RunStatus, runKeyOf } from '../../shared/core/vocabulary.js';
 import type { Timers } from '../../shared/core/concurrency.js';
-import { AttemptAbort, AttemptAbortedError, RetryableError, type JobHandler, type RunContext } from '../../shared/handler-api.js';
+import { AttemptAbort, AttemptAbortedError, PermanentError, RetryableError, type JobHandler, type RunContext } from '../../shared/handler-api.js';
 import { faultyClient } from '../support/faults.js';
 import { testJobs, VirtualTime, waitFor } from '../support/helpers.js';
 import { Lab, RecordingQueue } from '../support/lab.js';
@@ -297,6 +299,7 @@ describe('worker attempt', () => {
     expect(lab.metrics.get('RunsYielded')).toBe(0);
     expect(lab.metrics.get('RunsUnknown')).toBe(0);
     expect(queue.changes).toEqual([{ at: T, seconds: (run.nextAttemptAt! - T) / 1000 }]);
+    expect(lab.events.filter((e) => e.type === 'outcome')).toEqual([expect.objectContaining({ status: RunStatus.RETRY, accepted: true, nextAttemptAt: run.nextAttemptAt })]);
   });
 
   // A refused heartbeat names who holds the run now in the abort reason the handler sees, also
@@ -328,5 +331,86 @@ describe('worker attempt', () => {
     expect(of('outcome')).toEqual([{ type: 'outcome', at: T + BEAT, runKey, owner: 'w1', token: ctx.fencingToken, status: RunStatus.RUNNING, accepted: false }]);
     expect(lab.metrics.get('LeaseLost')).toBe(1);
   });
-});
 
+  it('a manual run\'s first start is measured as late-start lag, not trigger lag (an operator chose when it runs)', async () => {
+    const { name, time, lab, deps } = setup({ lease: 20_000, heartbeatEvery: 5_000 }, () => ({ run: async () => undefined }));
+    const slot = time.now - 5_000 - MIN;
+    await box.ledger.createRun({ job: name, slot, shard: 0, shards: 1, status: RunStatus.READY, origin: RunOrigin.MANUAL }, time.now);
+    expect(await lab.deliver(name, slot, 'w1', deps)).toBe('ack');
+    expect(lab.metrics.observations.get('LateStartLag')).toEqual([time.now - slot]);
+    expect(lab.metrics.observations.get('TriggerLag')).toBeUndefined();
+  });
+
+  it('a PermanentError ends the run DEAD: acknowledged, counted dead and nothing else', async () => {
+    const { name, time, lab, queue, deps } = setup({ lease: 20_000, heartbeatEvery: 5_000 }, () => ({
+      run: async () => {
+        throw new PermanentError('bad input', { code: 'BAD' });
+      },
+    }));
+    const slot = time.now - 5_000 - MIN;
+    await lab.create(name, slot);
+    expect(await lab.deliver(name, slot, 'w1', deps)).toBe('ack');
+    expect(await lab.run(name, slot)).toMatchObject({ status: RunStatus.DEAD, lastError: { code: 'BAD' } });
+    expect([lab.metrics.get('RunsDead'), lab.metrics.get('RunsSucceeded'), lab.metrics.get('RunsSuperseded'), lab.metrics.get('RunsRetried'), lab.metrics.get('RunsUnknown')]).toEqual([1, 0, 0, 0, 0]);
+    expect(queue.changes).toEqual([]);
+  });
+
+  it('a handler whose write a newer slot\'s run already made ends SUPERSEDED (result unknown): acknowledged, counted superseded by the fence, the next due run of its lane dispatched', async () => {
+    const { name, time, lab, queue, deps } = setup({ lease: 20_000, heartbeatEvery: 5_000, overlap: 'forbid-queue' }, () => ({
+      run: async (ctx) => void (await ctx.fenced.put({ table: ctx.tables.payments, item: { pk: `SUP#${ctx.job.name}`, sk: 'ITEM', by: ctx.fencingToken } })),
+    }));
+    const slot = time.now - 5_000 - 2 * MIN;
+    await lab.create(name, slot);
+    await lab.create(name, slot + MIN);
+    // The next slot's run wrote the item first (its fence is of a newer slot).
+    await new DynamoFencedStore(box.clients.doc, initialFence(slot + MIN) + 1).put({ table: box.endpoints.paymentsTable, item: { pk: `SUP#${name}`, sk: 'ITEM', by: 'newer slot' } });
+    expect(await lab.deliver(name, slot, 'w1', deps)).toBe('ack');
+    expect(await lab.run(name, slot)).toMatchObject({ status: RunStatus.SUPERSEDED, resultUnknown: true, lastError: { code: 'SUPERSEDED_BY_NEWER_SLOT' } });
+    expect([lab.metrics.get('RunsSuperseded'), lab.metrics.get('RunsSupersededByFence'), lab.metrics.get('FencingRejections'), lab.metrics.get('RunsRetried'), lab.metrics.get('RunsUnknown'), lab.metrics.get('LeaseLost')]).toEqual([1, 1, 1, 0, 0, 0]);
+    expect(queue.changes).toEqual([]);
+    expect(queue.sent.map((s) => s.message.slot)).toEqual([slot + MIN]);
+  });
+
+  it('a handler whose write a successor\'s claim of the same run already made records nothing: the run is the successor\'s, the message comes back', async () => {
+    const LEASE = 20_000;
+    let ids!: { job: string; slot: number; shard: number };
+    const { name, time, lab, deps, of } = setup({ lease: LEASE, heartbeatEvery: 5_000 }, () => ({
+      run: async (ctx) => {
+        // Meanwhile (this worker froze): a successor claimed the run and wrote the item.
+        const successor = await box.ledger.claim(ids, 'successor', ctx.now() + LEASE + 10_000, LEASE, 2_000);
+        if (successor.kind !== 'claimed') throw new Error('setup: successor claim');
+        await new DynamoFencedStore(box.clients.doc, successor.run.fencingToken).put({ table: ctx.tables.payments, item: { pk: `CLAIM#${name}`, sk: 'ITEM', by: 'successor' } });
+        await ctx.fenced.put({ table: ctx.tables.payments, item: { pk: `CLAIM#${name}`, sk: 'ITEM', by: ctx.fencingToken } });
+      },
+    }));
+    const slot = time.now - 5_000 - MIN;
+    ids = { job: name, slot, shard: 0 };
+    await lab.create(name, slot);
+    expect(await lab.deliver(name, slot, 'w1', deps)).toBe('retry');
+    expect(of('outcome')).toEqual([expect.objectContaining({ owner: 'w1', status: RunStatus.RUNNING, accepted: false })]);
+    expect(lab.metrics.get('LeaseLost')).toBe(1);
+    expect(await lab.run(name, slot)).toMatchObject({ status: RunStatus.RUNNING, owner: 'successor' });
+  });
+
+  it('an outcome refused because a successor claimed the run meanwhile: counted lease lost, recorded refused, and the lane is not handed on (the run is not over)', async () => {
+    const LEASE = 20_000;
+    let ids!: { job: string; slot: number; shard: number };
+    const { name, time, lab, queue, deps, of } = setup({ lease: LEASE, heartbeatEvery: 5_000, overlap: 'forbid-queue' }, () => ({
+      run: async (ctx) => {
+        const successor = await box.ledger.claim(ids, 'successor', ctx.now() + LEASE + 10_000, LEASE, 2_000);
+        if (successor.kind !== 'claimed') throw new Error('setup: successor claim');
+      },
+    }));
+    const slot = time.now - 5_000 - 2 * MIN;
+    ids = { job: name, slot, shard: 0 };
+    await lab.create(name, slot);
+    await lab.create(name, slot + MIN);
+    expect(await lab.deliver(name, slot, 'w1', deps)).toBe('retry');
+    expect(of('outcome')).toEqual([expect.objectContaining({ owner: 'w1', status: RunStatus.SUCCEEDED, accepted: false })]);
+    expect(lab.metrics.get('LeaseLost')).toBe(1);
+    expect(lab.metrics.get('RunsSucceeded')).toBe(0);
+    expect(await lab.run(name, slot)).toMatchObject({ status: RunStatus.RUNNING, owner: 'successor' });
+    expect((await box.ledger.lanes.read(name, 0))?.holderSlot).toBe(slot);
+    expect(queue.sent).toEqual([]);
+  });
+});
