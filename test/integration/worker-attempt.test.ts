@@ -166,9 +166,11 @@ describe('worker attempt', () => {
     expect(ctx.signal.aborted).toBe(true);
     expect(held.abortedAt()).toBe(T + 3_750);
     expect((ctx.signal.reason as AttemptAbortedError).why).toBe(AttemptAbort.YIELD);
+    expect((ctx.signal.reason as AttemptAbortedError).message).toBe('the invocation is about to time out: yielding');
     expect(await delivered).toBe('retry');
     const run = (await lab.run(name, slot))!;
-    expect(run).toMatchObject({ status: RunStatus.RETRY, nextAttemptAt: T + 3_750, checkpoint: { page: 1 }, lastError: { code: 'YIELDED' } });
+    // The attempt goes on in the next invocation: the time it ran here counts against its timeout.
+    expect(run).toMatchObject({ status: RunStatus.RETRY, nextAttemptAt: T + 3_750, checkpoint: { page: 1 }, lastError: { code: 'YIELDED' }, attemptElapsedMs: 3_750 });
     expect(lab.metrics.get('RunsYielded')).toBe(1);
     expect(lab.metrics.get('RunsRetried')).toBe(0);
     expect(lab.metrics.get('RunsUnknown')).toBe(0);
@@ -183,8 +185,9 @@ describe('worker attempt', () => {
     // Lease 10 s: the failed heartbeat at 8 s leaves 2 s, less than a heartbeat: it stops the handler.
     { lease: 10_000, stopsAt: 8_000, why: 'the ledger stayed unreachable until the lease was about to run out' },
     // Lease 12 s: the failed heartbeat at 8 s leaves exactly a heartbeat (the next one still lands in
-    // time): it stops nothing; the one at 12 s (or the watchdog) does.
-    { lease: 12_000, stopsAt: 12_000, why: undefined },
+    // time): it stops nothing; at 12 s the watchdog does (it acts at once, the heartbeat due then
+    // only once its call has failed).
+    { lease: 12_000, stopsAt: 12_000, why: 'the lease is about to run out' },
   ])('heartbeats failing with a lease of $lease ms: the handler is stopped at $stopsAt ms (LEASE_EXPIRING), nothing is recorded, the run stays RUNNING under its token', async ({ lease, stopsAt, why }) => {
     const BEAT = 4_000;
     let held!: ReturnType<typeof heldHandler>;
@@ -207,7 +210,7 @@ describe('worker attempt', () => {
       await waitFor(async () => (ctx.signal.aborted ? true : undefined), 120_000, 'the handler to be stopped');
       expect(held.abortedAt()).toBe(T + stopsAt);
       expect((ctx.signal.reason as AttemptAbortedError).why).toBe(AttemptAbort.LEASE_EXPIRING);
-      if (why) expect((ctx.signal.reason as AttemptAbortedError).message).toBe(why);
+      expect((ctx.signal.reason as AttemptAbortedError).message).toBe(why);
     } finally {
       if (!ctx.signal.aborted) time.advance(2 * lease);
     }
@@ -300,6 +303,13 @@ describe('worker attempt', () => {
     expect(lab.metrics.get('RunsUnknown')).toBe(0);
     expect(queue.changes).toEqual([{ at: T, seconds: (run.nextAttemptAt! - T) / 1000 }]);
     expect(lab.events.filter((e) => e.type === 'outcome')).toEqual([expect.objectContaining({ status: RunStatus.RETRY, accepted: true, nextAttemptAt: run.nextAttemptAt })]);
+    // Its retry is late by construction: it measures no start lag (only the first claim did).
+    expect(lab.metrics.observations.get('TriggerLag')).toEqual([T - slot]);
+    time.advance(run.nextAttemptAt! - T);
+    expect(await lab.deliver(name, slot, 'w1', deps)).toBe('retry');
+    expect((await lab.run(name, slot))!.attempt).toBe(2);
+    expect(lab.metrics.observations.get('TriggerLag')).toEqual([T - slot]);
+    expect(lab.metrics.observations.get('LateStartLag')).toBeUndefined();
   });
 
   // A refused heartbeat names who holds the run now in the abort reason the handler sees, also
@@ -365,7 +375,12 @@ describe('worker attempt', () => {
     // The next slot's run wrote the item first (its fence is of a newer slot).
     await new DynamoFencedStore(box.clients.doc, initialFence(slot + MIN) + 1).put({ table: box.endpoints.paymentsTable, item: { pk: `SUP#${name}`, sk: 'ITEM', by: 'newer slot' } });
     expect(await lab.deliver(name, slot, 'w1', deps)).toBe('ack');
-    expect(await lab.run(name, slot)).toMatchObject({ status: RunStatus.SUPERSEDED, resultUnknown: true, lastError: { code: 'SUPERSEDED_BY_NEWER_SLOT' } });
+    const superseded = (await lab.run(name, slot))!;
+    expect(superseded).toMatchObject({ status: RunStatus.SUPERSEDED, resultUnknown: true, lastError: { code: 'SUPERSEDED_BY_NEWER_SLOT' } });
+    // The error names the item and the run that wrote it.
+    expect(superseded.lastError!.message).toBe(
+      `${box.endpoints.paymentsTable} SUP#${name}/ITEM was already written with fence ${initialFence(slot + MIN) + 1} by the run of slot ${new Date(slot + MIN).toISOString()}: this older slot's work is superseded`,
+    );
     expect([lab.metrics.get('RunsSuperseded'), lab.metrics.get('RunsSupersededByFence'), lab.metrics.get('FencingRejections'), lab.metrics.get('RunsRetried'), lab.metrics.get('RunsUnknown'), lab.metrics.get('LeaseLost')]).toEqual([1, 1, 1, 0, 0, 0]);
     expect(queue.changes).toEqual([]);
     expect(queue.sent.map((s) => s.message.slot)).toEqual([slot + MIN]);
@@ -412,5 +427,62 @@ describe('worker attempt', () => {
     expect(await lab.run(name, slot)).toMatchObject({ status: RunStatus.RUNNING, owner: 'successor' });
     expect((await box.ledger.lanes.read(name, 0))?.holderSlot).toBe(slot);
     expect(queue.sent).toEqual([]);
+  });
+
+  it('an attempt past its timeout is stopped at the timeout and ends UNKNOWN (code TIMEOUT), counted unknown, the message hidden until its retry', async () => {
+    let held!: ReturnType<typeof heldHandler>;
+    const { name, time, lab, queue, deps } = setup({ lease: 20_000, heartbeatEvery: 5_000, timeout: '3s', retry: { maxAttempts: 3 } }, (t) => (held = heldHandler(t)).handler);
+    const slot = time.now - 5_000 - MIN;
+    await lab.create(name, slot);
+    const T = time.now;
+    const delivered = lab.deliver(name, slot, 'w1', deps);
+    const ctx = await held.started;
+    time.advance(2_999);
+    expect(ctx.signal.aborted).toBe(false);
+    time.advance(1);
+    expect((ctx.signal.reason as AttemptAbortedError).why).toBe(AttemptAbort.TIMEOUT);
+    expect(await delivered).toBe('retry');
+    const run = (await lab.run(name, slot))!;
+    expect(run).toMatchObject({ status: RunStatus.UNKNOWN, lastError: { code: 'TIMEOUT', message: 'attempt exceeded timeout 3000 ms' } });
+    expect([lab.metrics.get('RunsUnknown'), lab.metrics.get('RunsRetried'), lab.metrics.get('RunsYielded')]).toEqual([1, 0, 0]);
+    expect(queue.changes.at(-1)).toEqual({ at: T + 3_000, seconds: Math.max(1, (run.nextAttemptAt! - (T + 3_000)) / 1000) });
+  });
+
+  // A heartbeat call that hangs (a fault a local server cannot produce: middleware on a real
+  // client holds it) must not be doubled by the next period's: one call in flight at a time.
+  it('a heartbeat that hangs is not joined by another while it is in flight', async () => {
+    const BEAT = 1_000;
+    let held!: ReturnType<typeof heldHandler>;
+    const { name, time, lab, deps } = setup({ lease: 20_000, heartbeatEvery: BEAT }, (t) => (held = heldHandler(t)).handler);
+    const slot = time.now - 5_000 - MIN;
+    await lab.create(name, slot);
+    const faulty = faultyClient(box.endpoints.dynamoEndpoint, [], 1);
+    let heartbeats = 0;
+    let answer!: () => void;
+    const hung = new Promise<void>((resolve) => (answer = resolve));
+    faulty.dynamo.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (isHeartbeat(context.commandName ?? '', args.input as Record<string, unknown>)) {
+          heartbeats++;
+          await hung;
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'hang-heartbeats' },
+    );
+    const ledger = new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable });
+    const delivered = lab.deliver(name, slot, 'w1', { ...deps, ledger });
+    await held.started;
+    time.advance(BEAT);
+    await waitFor(async () => (heartbeats >= 1 ? true : undefined), 120_000, 'the first heartbeat to be sent');
+    for (let i = 0; i < 3; i++) {
+      time.advance(BEAT);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(heartbeats).toBe(1);
+    answer();
+    held.finish();
+    expect(await delivered).toBe('ack');
+    faulty.destroy();
   });
 });
