@@ -41,6 +41,7 @@ export default defineConfig({
       'test/integration/worker.test.ts',
       'test/integration/worker-attempt.test.ts',
       'test/integration/worker-lanes.test.ts',
+      'test/integration/worker-lanes-hand-on.test.ts',
     ],
     exclude: ['test/unit/worker-bundle.test.ts', '**/node_modules/**'],
     setupFiles: [...(base.test?.setupFiles ?? []), 'test/support/mutation-setup.ts'],
