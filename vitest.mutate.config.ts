@@ -15,6 +15,10 @@ import base from './vitest.config.js';
  *   a busy machine, and a failing test aborts Stryker's initial run (fenced-effects and
  *   time-limits judge the same fence and yield code);
  * - infra (cdk synth) and bundle tests: none of the mutated decisions.
+ * Included although integration-level: forbid-queue-liveness (about 20 s) and lane-sequences
+ * (about 26 s, one generated-sequence test) judge the forbid-queue and coalesce hand-on of
+ * worker-lanes.ts (look-back for older waiting runs, superseding the runs in between, the
+ * dispatch delay) that no other file here reaches; both run on virtual or stepped time, not races.
  */
 // Spread, not mergeConfig: mergeConfig would append these lists to the whole suite's.
 export default defineConfig({
@@ -25,6 +29,8 @@ export default defineConfig({
       'test/unit/**/*.test.ts',
       'test/integration/failure-semantics.test.ts',
       'test/integration/fenced-effects.test.ts',
+      'test/integration/forbid-queue-liveness.test.ts',
+      'test/integration/lane-sequences.test.ts',
       'test/integration/lease.test.ts',
       'test/integration/lease-loss.test.ts',
       'test/integration/ledger-conditions.test.ts',
@@ -35,6 +41,9 @@ export default defineConfig({
       'test/integration/overlap-liveness.test.ts',
       'test/integration/time-limits.test.ts',
       'test/integration/worker.test.ts',
+      'test/integration/worker-attempt.test.ts',
+      'test/integration/worker-lanes.test.ts',
+      'test/integration/worker-lanes-hand-on.test.ts',
     ],
     exclude: ['test/unit/worker-bundle.test.ts', '**/node_modules/**'],
     setupFiles: [...(base.test?.setupFiles ?? []), 'test/support/mutation-setup.ts'],

@@ -1,0 +1,168 @@
+/**
+ * The lane decisions of shared/worker-lanes.ts through the worker (processRecord), against
+ * DynamoDB Local, under a manual clock (test/support/lab.ts: what the worker sends is kept, not
+ * delivered): a lane taken for a run that turns out ended or missing is given back; `replace`
+ * ends the lane's older holder and runs, and an older run gives way to a newer holder; when a run
+ * ends, forbid-skip hands nothing on, forbid-queue dispatches the next due run, coalesce and
+ * replace the newest one (superseding those in between), delayed to its fire time.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { RunStatus, type Run } from '../../shared/core/vocabulary.js';
+import type { JobHandler } from '../../shared/handler-api.js';
+import type { JobInput } from '../../shared/core/job-schema.js';
+import { testJobs } from '../support/helpers.js';
+import { Lab } from '../support/lab.js';
+import { sandbox, type Sandbox } from '../support/stack.js';
+
+const MIN = 60_000;
+const T0 = Date.UTC(2026, 11, 1, 12, 0);
+
+const unique = (stem: string) => `${stem}-${Math.random().toString(36).slice(2, 8)}`;
+
+describe('worker lanes', () => {
+  let box: Sandbox;
+  beforeAll(async () => {
+    box = await sandbox();
+  });
+  afterAll(() => box.destroy());
+
+  function setup(overlap: 'forbid-skip' | 'forbid-queue' | 'coalesce' | 'replace', extra: Partial<JobInput> = {}) {
+    const name = unique(`lane-${overlap}`);
+    const ran: number[] = [];
+    const during: { run?: () => void } = {};
+    const handler: JobHandler = { run: async (ctx) => void (ran.push(ctx.slot), during.run?.()) };
+    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, lease: '30s', overlap, ...extra }], ['h']);
+    const lab = new Lab(box, jobs, { h: handler }, T0 + 10);
+    return { name, lab, ran, during };
+  }
+
+  /** Claims and completes a run directly in the ledger (as another worker did), without touching its lane. */
+  async function ended(lab: Lab, name: string, slot: number, status: typeof RunStatus.SUCCEEDED | typeof RunStatus.DEAD = RunStatus.SUCCEEDED): Promise<Run> {
+    const claim = await lab.box.ledger.claim(lab.id(name, slot), 'elsewhere', lab.clock.now, 30_000, 2_000);
+    if (claim.kind !== 'claimed') throw new Error(`setup: claim ${claim.kind}`);
+    const transition = status === RunStatus.SUCCEEDED ? { status } : { status, lastError: { code: 'X', message: 'x' } };
+    if (!(await lab.box.ledger.complete(claim.run, transition, lab.clock.now)).ok) throw new Error('setup: complete refused');
+    return (await lab.run(name, slot))!;
+  }
+
+  it.each([
+    // A message for a missing run comes back (the run may yet be created).
+    ['already ended', true, 'ack'],
+    ['never created', false, 'retry'],
+  ] as const)('a message for a run %s takes its free lane only for the instant of the claim: no marker is left behind, nothing runs, nothing is handed on', async (_what, exists, answer) => {
+    const { name, lab, ran } = setup('forbid-queue');
+    if (exists) {
+      await lab.create(name, T0);
+      await ended(lab, name, T0);
+    }
+    expect(await lab.deliver(name, T0)).toBe(answer);
+    expect(await box.ledger.lanes.read(name, 0)).toBeUndefined();
+    expect(ran).toEqual([]);
+    expect(lab.queue.sent).toEqual([]);
+  });
+
+  it('a marker left by an ended holder, taken over for a run that turns out ended too, is given back (no marker left behind)', async () => {
+    const { name, lab, ran } = setup('forbid-queue');
+    await lab.create(name, T0 - MIN);
+    await lab.create(name, T0);
+    // The older run ended without releasing its marker (a crash between outcome and release).
+    await box.ledger.lanes.acquire(name, { slot: T0 - MIN, shard: 0 }, lab.clock.now);
+    await ended(lab, name, T0 - MIN);
+    // The newer one was closed meanwhile (another worker, an operator): its duplicate message arrives.
+    await ended(lab, name, T0, RunStatus.DEAD);
+    expect(await lab.deliver(name, T0)).toBe('ack');
+    expect(await box.ledger.lanes.read(name, 0)).toBeUndefined();
+    expect(ran).toEqual([]);
+  });
+
+  it('an exclusive run holds its lane while its handler runs, and frees it when it ends', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let running!: () => void;
+    const started = new Promise<void>((resolve) => (running = resolve));
+    const name = unique('lane-hold');
+    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, lease: '30s', overlap: 'forbid-skip' }], ['h']);
+    const lab = new Lab(box, jobs, { h: { run: async () => (running(), await held) } }, T0 + 10);
+    await lab.create(name, T0);
+    const delivered = lab.deliver(name, T0);
+    await started;
+    expect(await box.ledger.lanes.read(name, 0)).toMatchObject({ holderSlot: T0 });
+    release();
+    expect(await delivered).toBe('ack');
+    expect(await box.ledger.lanes.read(name, 0)).toBeUndefined();
+  });
+
+  it('forbid-skip hands nothing on when its run ends: a due run after it is left to its own message', async () => {
+    const { name, lab, ran } = setup('forbid-skip');
+    await lab.create(name, T0 - MIN);
+    await lab.create(name, T0);
+    expect(await lab.deliver(name, T0 - MIN)).toBe('ack');
+    expect(ran).toEqual([T0 - MIN]);
+    expect(lab.queue.sent).toEqual([]);
+    expect(await lab.status(name, T0)).toBe(RunStatus.READY);
+  });
+
+  it.each([
+    ['forbid-queue', 'the next due run', [RunStatus.READY, RunStatus.READY], 0],
+    ['coalesce', 'the newest due run, superseding the one in between', [RunStatus.SUPERSEDED, RunStatus.READY], 1],
+    ['replace', 'the newest due run, superseding the one in between', [RunStatus.SUPERSEDED, RunStatus.READY], 1],
+  ] as const)('%s: a run that ends dispatches %s', async (overlap, _what, after, superseded) => {
+    const { name, lab, during } = setup(overlap);
+    await lab.create(name, T0 - 2 * MIN);
+    await lab.create(name, T0 - MIN);
+    await lab.create(name, T0);
+    // The oldest run is delivered while it alone is due; two more fall due while it runs (they
+    // wait behind it: no message of theirs is pending).
+    lab.clock.now = T0 - 2 * MIN + 10;
+    during.run = () => (lab.clock.now = T0 + 10);
+    expect(await lab.deliver(name, T0 - 2 * MIN)).toBe('ack');
+    expect(await lab.status(name, T0 - 2 * MIN)).toBe(RunStatus.SUCCEEDED);
+    const next = overlap === 'forbid-queue' ? T0 - MIN : T0;
+    expect(lab.queue.sent.map((s) => ({ slot: s.message.slot, delaySeconds: s.delaySeconds }))).toEqual([{ slot: next, delaySeconds: 0 }]);
+    expect([await lab.status(name, T0 - MIN), await lab.status(name, T0)]).toEqual(after);
+    expect(lab.metrics.get('RunsSuperseded')).toBe(superseded);
+  });
+
+  it('the dispatched run\'s message is delayed to its fire time less the start lead (a jittered run due by its slot fires later)', async () => {
+    const START_LEAD = 5_000;
+    const { name, lab } = setup('forbid-queue', { startLead: START_LEAD });
+    await lab.create(name, T0 - MIN);
+    await box.ledger.createRun({ job: name, slot: T0, shard: 0, shards: 1, status: RunStatus.READY, fireAt: T0 + 30_000 }, lab.clock.now);
+    lab.clock.now = T0 + 1_000;
+    expect(await lab.deliver(name, T0 - MIN)).toBe('ack');
+    // Starts at fire time − start lead = T0 + 25 s, 24 s from now.
+    expect(lab.queue.sent.map((s) => ({ slot: s.message.slot, delaySeconds: s.delaySeconds }))).toEqual([{ slot: T0, delaySeconds: 24 }]);
+  });
+
+  it('replace: a newer due run ends the lane\'s older RUNNING holder through the fence, takes the lane and runs', async () => {
+    const { name, lab, ran } = setup('replace');
+    await lab.create(name, T0 - MIN);
+    await lab.create(name, T0);
+    // The older run holds the lane and runs on another worker.
+    await box.ledger.lanes.acquire(name, { slot: T0 - MIN, shard: 0 }, lab.clock.now);
+    const claim = await box.ledger.claim(lab.id(name, T0 - MIN), 'old-worker', lab.clock.now, 30_000, 2_000);
+    if (claim.kind !== 'claimed') throw new Error('setup');
+    expect(await lab.deliver(name, T0)).toBe('ack');
+    expect(await lab.run(name, T0 - MIN)).toMatchObject({ status: RunStatus.SUPERSEDED, lastError: { code: 'REPLACED' } });
+    expect(await lab.status(name, T0)).toBe(RunStatus.SUCCEEDED);
+    expect(ran).toEqual([T0]);
+    expect(lab.metrics.get('RunsReplaced')).toBe(1);
+    expect(lab.metrics.get('RunsSuperseded')).toBe(1);
+    expect(await box.ledger.lanes.read(name, 0)).toBeUndefined();
+  });
+
+  it('replace: an older run that finds a newer run holding the lane is superseded, the holder runs on', async () => {
+    const { name, lab, ran } = setup('replace');
+    await lab.create(name, T0 - MIN);
+    await lab.create(name, T0);
+    await box.ledger.lanes.acquire(name, { slot: T0, shard: 0 }, lab.clock.now);
+    const claim = await box.ledger.claim(lab.id(name, T0), 'new-worker', lab.clock.now, 30_000, 2_000);
+    if (claim.kind !== 'claimed') throw new Error('setup');
+    // Its clock before the newer slot: it does not see the newer run as due, so it reaches the lane.
+    expect(await lab.deliver(name, T0 - MIN, 'w', { clock: () => T0 - MIN + 10 })).toBe('ack');
+    expect(await lab.status(name, T0 - MIN)).toBe(RunStatus.SUPERSEDED);
+    expect(await lab.run(name, T0)).toMatchObject({ status: RunStatus.RUNNING, owner: 'new-worker', fencingToken: claim.run.fencingToken });
+    expect(ran).toEqual([]);
+    expect(lab.metrics.get('RunsReplaced')).toBe(0);
+  });
+});
