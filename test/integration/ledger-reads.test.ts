@@ -12,14 +12,16 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import fc from 'fast-check';
-import { BatchGetCommand, GetCommand, PutCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { BatchGetCommand, DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, type BatchGetCommandInput } from '@aws-sdk/lib-dynamodb';
+import { mockClient } from 'aws-sdk-client-mock';
 import { initialFence } from '../../shared/core/fence.js';
 import { openBucketOf } from '../../shared/core/planner-state.js';
 import { isTerminal, RunStatus, runKeyOf, type Run, type RunId } from '../../shared/core/vocabulary.js';
 import { idOfKey, Ledger, runFromItem, watchKeys } from '../../shared/adapters/ledger.js';
 import { KEY_SPREAD, LedgerKeys } from '../../shared/resources.js';
 import { CountingMiddleware } from '../support/counting.js';
-import { faultyClient } from '../support/faults.js';
+import { clientWith, faultyClient } from '../support/faults.js';
 import { localClients, sandbox, type Sandbox } from '../support/stack.js';
 
 const MIN = 60_000;
@@ -151,15 +153,14 @@ describe('the ledger\'s reads and watch index on DynamoDB Local', () => {
       const ids: RunId[] = Array.from({ length: 9 }, (_, i) => ({ job, slot: base + i * MIN, shard: 0 }));
       const items = new Map(ids.map((id) => [`${LedgerKeys.jobPk(id.job)}|${LedgerKeys.runSk(id.slot, id.shard)}`, runItem(id)]));
       const sentAt: number[] = [];
-      const stub = {
-        send: async (command: unknown) => {
-          if (!(command instanceof BatchGetCommand)) throw new Error('unexpected command');
+      const stub = DynamoDBDocumentClient.from(new DynamoDBClient({ region: 'us-east-1' }));
+      mockClient(stub)
+        .on(BatchGetCommand)
+        .callsFake((input: BatchGetCommandInput) => {
           sentAt.push(Date.now());
-          const { Keys } = command.input.RequestItems!.table!;
-          const [first, ...rest] = Keys as Array<{ pk: string; sk: string }>;
+          const [first, ...rest] = input.RequestItems!.table!.Keys as Array<{ pk: string; sk: string }>;
           return { Responses: { table: [items.get(`${first!.pk}|${first!.sk}`)] }, UnprocessedKeys: rest.length > 0 ? { table: { Keys: rest } } : {} };
-        },
-      } as unknown as DynamoDBDocumentClient;
+        });
       vi.useFakeTimers({ toFake: ['setTimeout', 'Date'] });
       try {
         const reading = new Ledger(stub, { tableName: 'table' }).getRuns(ids);
@@ -540,19 +541,17 @@ describe('the ledger\'s reads and watch index on DynamoDB Local', () => {
     // consistent read may miss a write made just before: this client answers such a read as a
     // lagging replica would (nothing yet), and passes a consistent read (and a read of the watch
     // index, which is eventually consistent by nature) to the table.
-    const lagging = {
-      send: (command: { input: Record<string, unknown> }) => {
-        const input = command.input;
-        if (command instanceof GetCommand && input.ConsistentRead !== true) return Promise.resolve({});
-        if (command instanceof QueryCommand && input.IndexName === undefined && input.ConsistentRead !== true) return Promise.resolve({ Items: [], Count: 0 });
-        if (command instanceof BatchGetCommand) {
-          const [table, request] = Object.entries(input.RequestItems as Record<string, { ConsistentRead?: boolean }>)[0]!;
-          if (request.ConsistentRead !== true) return Promise.resolve({ Responses: { [table]: [] }, UnprocessedKeys: {} });
-        }
-        return box.clients.doc.send(command as never);
-      },
-    } as unknown as DynamoDBDocumentClient;
-    const ledger = new Ledger(lagging, { tableName: box.endpoints.ledgerTable });
+    const lagging = clientWith(box.endpoints.dynamoEndpoint, async (command, input, next) => {
+      const consistent = input.ConsistentRead === true;
+      if (command === 'GetItemCommand' && !consistent) return { output: {} };
+      if (command === 'QueryCommand' && input.IndexName === undefined && !consistent) return { output: { Items: [], Count: 0 } };
+      if (command === 'BatchGetItemCommand') {
+        const [table, request] = Object.entries(input.RequestItems as Record<string, { ConsistentRead?: boolean }>)[0]!;
+        if (request.ConsistentRead !== true) return { output: { Responses: { [table]: [] }, UnprocessedKeys: {} } };
+      }
+      return next();
+    });
+    const ledger = new Ledger(lagging.doc, { tableName: box.endpoints.ledgerTable });
     const base = freshEpoch();
     const job = jobInBucket(`consistent${epochs}`, 4, base + MIN);
     const [first, second, third] = await putAll([
@@ -568,6 +567,10 @@ describe('the ledger\'s reads and watch index on DynamoDB Local', () => {
     expect(await ledger.openRunsInWindow(job, base, base + 2 * MIN)).toEqual([second, third]);
     expect(await ledger.listRuns(job)).toEqual([third, second, first]);
     expect(await ledger.listOpenRuns(base + MIN, 10)).toEqual([second]);
+    // The lane marker the sweeper and the forbid-queue order check read before they dispatch.
+    expect(await box.ledger.lanes.acquire(job, { slot: base + MIN, shard: 0 }, base + MIN)).toMatchObject({ kind: 'acquired' });
+    expect(await ledger.lanes.read(job, 0)).toMatchObject({ holderSlot: base + MIN });
+    lagging.destroy();
   });
 
   // ----------------------------------------------------------------------- keys and empty pages
@@ -586,7 +589,8 @@ describe('the ledger\'s reads and watch index on DynamoDB Local', () => {
   });
 
   it('a read whose answer holds no items (a page of nothing) returns no runs, never a made-up one', async () => {
-    const empty = { send: async () => ({}) } as unknown as DynamoDBDocumentClient;
+    const empty = DynamoDBDocumentClient.from(new DynamoDBClient({ region: 'us-east-1' }));
+    mockClient(empty).onAnyCommand().resolves({});
     const ledger = new Ledger(empty, { tableName: 'table' });
     const base = freshEpoch();
     expect(await ledger.getRuns([{ job: 'j', slot: base, shard: 0 }])).toEqual([]);

@@ -15,7 +15,7 @@ import { exceptionBucketOf, type PartitionCursor, type PlannerLayout } from '../
 import { jobPlanning, PlannerStore, type JobPlan } from '../../shared/adapters/planner-store.js';
 import { KEY_SPREAD, LedgerKeys } from '../../shared/resources.js';
 import { localClientConfig } from '../../tools/local-stack.js';
-import { faultyClient } from '../support/faults.js';
+import { clientWith, faultyClient } from '../support/faults.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
 
 const BASE = Date.UTC(2026, 5, 1, 0, 0);
@@ -32,19 +32,6 @@ function namesInEveryBucket(prefix: string): string[] {
     if (!byBucket.has(exceptionBucketOf(name))) byBucket.set(exceptionBucketOf(name), name);
   }
   return [...byBucket.values()];
-}
-
-/** A document client on DynamoDB Local with `middleware` on its low-level client (outermost step). */
-type Middleware = (command: string, input: Record<string, unknown>, next: () => Promise<{ output: Record<string, unknown> }>) => Promise<{ output: Record<string, unknown> }>;
-function clientWith(box: Sandbox, middleware: Middleware, marshall = true): { doc: DynamoDBDocumentClient; destroy(): void } {
-  const dynamo = new DynamoDBClient({ ...localClientConfig(box.endpoints.dynamoEndpoint), maxAttempts: 1 });
-  dynamo.middlewareStack.add(
-    (next, context) => async (args) =>
-      (await middleware(context.commandName ?? '', args.input as Record<string, unknown>, () => next(args) as unknown as Promise<{ output: Record<string, unknown> }>)) as never,
-    { step: 'initialize', name: `test-${Math.random()}` },
-  );
-  const doc = marshall ? DynamoDBDocumentClient.from(dynamo, { marshallOptions: { removeUndefinedValues: true } }) : DynamoDBDocumentClient.from(dynamo);
-  return { doc, destroy: () => dynamo.destroy() };
 }
 
 /** The pauses (ms) the planner store itself waits, by the timers it sets (the SDK's own timers are left out). */
@@ -215,7 +202,7 @@ describe('batch reads of plan items', () => {
     const table = box.endpoints.ledgerTable;
     let rounds = 0;
     const allUnprocessedIn = new Set([1, 3, 4, 5, 6]);
-    const client = clientWith(box, async (command, _input, next) => {
+    const client = clientWith(box.endpoints.dynamoEndpoint, async (command, _input, next) => {
       const result = await next();
       if (command !== 'BatchGetItemCommand' || rounds >= 8) return result;
       const round = rounds++;
@@ -415,7 +402,7 @@ describe('a job\'s plan item: pause, resume and catch-up', () => {
   });
 
   it('on a document client that keeps undefined values (no removeUndefinedValues), a pause without a note and a cursor without watchAfter are still written', async () => {
-    const client = clientWith(box, (_c, _i, next) => next(), false);
+    const client = clientWith(box.endpoints.dynamoEndpoint, (_c, _i, next) => next(), false);
     try {
       const plain = new PlannerStore(client.doc, box.endpoints.ledgerTable);
       const job = freshJob('plain');
@@ -500,7 +487,7 @@ describe('failures are not refusals', () => {
     const job = freshJob('foreign');
     expect(await box.ledger.planning.pause(job, BASE, { by: 'op', at: NOW })).toBe(true);
     let reasons: 'as-sent' | 'none' | 'empty' | 'conflict' = 'as-sent';
-    const client = clientWith(box, async (command, _input, next) => {
+    const client = clientWith(box.endpoints.dynamoEndpoint, async (command, _input, next) => {
       try {
         return await next();
       } catch (error) {
@@ -537,7 +524,7 @@ describe('failures are not refusals', () => {
     expect(await box.ledger.planning.pause(job, BASE + 1, { by: 'op', at: NOW })).toBe(true);
     // DynamoDB Local is always consistent: the lag is modelled here. An eventually consistent
     // read may be served by a replica behind the last write; this one has seen none of them.
-    const client = clientWith(box, async (command, input, next) => {
+    const client = clientWith(box.endpoints.dynamoEndpoint, async (command, input, next) => {
       const result = await next();
       if (command === 'GetItemCommand' && input.ConsistentRead !== true) return { ...result, output: { ...result.output, Item: undefined } };
       if (command === 'BatchGetItemCommand' && Object.values(input.RequestItems as Record<string, { ConsistentRead?: boolean }>).some((r) => r.ConsistentRead !== true)) {

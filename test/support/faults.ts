@@ -54,3 +54,24 @@ export function faultyClient(endpoint: string, rules: FaultRule[], maxAttempts =
   const doc = DynamoDBDocumentClient.from(dynamo, { marshallOptions: { removeUndefinedValues: true } });
   return { doc, dynamo, injected, matched, destroy: () => dynamo.destroy() };
 }
+
+/** Sees one call (its low-level command name and input) and answers it itself or calls `next`. */
+export type Middleware = (command: string, input: Record<string, unknown>, next: () => Promise<{ output: Record<string, unknown> }>) => Promise<{ output: Record<string, unknown> }>;
+
+/**
+ * A document client on DynamoDB Local with `middleware` on its low-level client (outermost step, no
+ * SDK retries): a lagging replica, an unprocessed key, a refusal, or the call passed on as it is.
+ */
+export function clientWith(endpoint: string, middleware: Middleware, marshall = true): { doc: DynamoDBDocumentClient; destroy(): void } {
+  const dynamo = new DynamoDBClient({ ...localClientConfig(endpoint), maxAttempts: 1 });
+  dynamo.middlewareStack.add(
+    (next, context) => async (args) =>
+      (await middleware(context.commandName ?? '', args.input as Record<string, unknown>, async () => {
+          const result = await next(args);
+          return { ...result, output: { ...result.output } };
+        })) as never,
+    { step: 'initialize', name: `test-${Math.random()}` },
+  );
+  const doc = marshall ? DynamoDBDocumentClient.from(dynamo, { marshallOptions: { removeUndefinedValues: true } }) : DynamoDBDocumentClient.from(dynamo);
+  return { doc, destroy: () => dynamo.destroy() };
+}
