@@ -299,22 +299,40 @@ function startHeartbeat(
   // The message comes back after the lease's end and at most a second before a successor may
   // claim (takeoverVisibilitySeconds). A failure here is not a lost lease: at worst the message
   // reappears early and finds the run leased.
-  const matchVisibilityToLease = () => {
+  const matchVisibilityToLease = (signal: AbortSignal) => {
     const now = deps.clock();
     const seconds = takeoverVisibilitySeconds(current().leaseUntil ?? now + job.lease, clockSkewFor(deps, job), now);
-    return deps.queue.changeVisibility(record.receiptHandle, seconds).catch((error: unknown) => {
+    return deps.queue.changeVisibility(record.receiptHandle, seconds, signal).catch((error: unknown) => {
       logger.warn('could not extend message visibility', { error: String(error) });
     });
   };
   // The visibility follows the lease apart from the renewal: a heartbeat that waited for SQS would
   // make the next one find it still in flight and skip, so every slow ChangeMessageVisibility
-  // would cost a renewal (a third of the lease at the default period). One change at a time; one
-  // skipped only lets the message come back early, to find the run leased.
-  let visibilityInFlight = false;
+  // would cost a renewal (a third of the lease at the default period). One change at a time, each
+  // given up after a heartbeat period (a hung call must not hold back the later ones: the message
+  // would keep the queue's long visibility, and a crash would be taken over minutes late); a
+  // change asked for meanwhile is sent when the one in flight settles, with the newest lease. The
+  // attempt's end gives up the one in flight, so the outcome's own hide is the last word.
+  let visibility: AbortController | undefined;
+  let wanted = false;
   const followLease = () => {
-    if (visibilityInFlight) return;
-    visibilityInFlight = true;
-    void matchVisibilityToLease().finally(() => (visibilityInFlight = false));
+    if (stopped) return;
+    if (visibility) {
+      wanted = true;
+      return;
+    }
+    const controller = new AbortController();
+    visibility = controller;
+    const limit = timers.setTimeout(() => controller.abort(), job.heartbeatEvery);
+    const givenUp = new Promise<void>((resolve) => controller.signal.addEventListener('abort', () => resolve(), { once: true }));
+    void Promise.race([matchVisibilityToLease(controller.signal), givenUp]).then(() => {
+      timers.clearTimeout(limit);
+      visibility = undefined;
+      if (wanted) {
+        wanted = false;
+        followLease();
+      }
+    });
   };
   const beat = async () => {
     if (stopped || lost || inFlight) return;
@@ -332,6 +350,9 @@ function startHeartbeat(
         end(AttemptAbort.LEASE_LOST, `heartbeat refused: ${run.runKey} is now held by ${check.current?.owner ?? 'nobody'} (token ${check.current?.fencingToken ?? '?'}, status ${check.current?.status ?? 'gone'})`);
         return;
       }
+      // The attempt may have ended while this renewal was on the way: its outcome, not this late
+      // answer, decides the message's visibility now.
+      if (stopped) return;
       update({ ...current(), leaseUntil });
       followLease();
     } catch (error) {
@@ -371,6 +392,7 @@ function startHeartbeat(
     },
     stop: () => {
       stopped = true;
+      visibility?.abort();
       if (early !== undefined) timers.clearTimeout(early);
       timers.clearInterval(interval);
       timers.clearInterval(watchdog);

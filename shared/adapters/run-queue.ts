@@ -64,14 +64,15 @@ export class RunQueue {
     if (failed.length > 0) throw new SendRunsError(failed);
   }
 
-  /** Hides a received message for `seconds` more (SQS caps visibility at 12 hours). */
-  async changeVisibility(receiptHandle: string, seconds: number): Promise<void> {
+  /** Hides a received message for `seconds` more (SQS caps visibility at 12 hours); `signal` abandons the call. */
+  async changeVisibility(receiptHandle: string, seconds: number, signal?: AbortSignal): Promise<void> {
     await this.sqs.send(
       new ChangeMessageVisibilityCommand({
         QueueUrl: this.queueUrl,
         ReceiptHandle: receiptHandle,
         VisibilityTimeout: Math.max(0, Math.min(43_200, Math.ceil(seconds))),
       }),
+      { abortSignal: signal },
     );
   }
 }

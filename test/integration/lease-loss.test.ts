@@ -161,11 +161,12 @@ describe('lease loss', () => {
     expect(await box.ledger.getRun(id)).toMatchObject(after);
   });
 
-  it('a slow visibility change does not hold back the next lease renewal: heartbeats go on one period apart while SQS has not answered', async () => {
+  it('a hung visibility change holds back neither the lease renewals nor the later visibility changes: it is given up after a heartbeat period, and the newest lease is sent', async () => {
     // The message's visibility follows the lease after each heartbeat. If the heartbeat waited for
     // SQS, a slow ChangeMessageVisibility would make the next beat find one still in flight and
-    // skip: a renewal lost per slow SQS call, and the lease a period shorter each time (under
-    // load, this test's own "first heartbeat answered, then advance" raced it and hung).
+    // skip: a renewal lost per slow SQS call (under load, this file's "first heartbeat answered,
+    // then advance" raced it and hung). And if a hung change blocked the later ones, the message
+    // would keep the queue's long visibility: a crash would be taken over minutes late.
     const name = unique('slow-sqs');
     const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'wait', lease: LEASE, heartbeatEvery: HEARTBEAT, startLead: 0, timeout: '2s' }], ['wait']);
     const time = new VirtualTime(Date.now());
@@ -173,13 +174,13 @@ describe('lease loss', () => {
     const id = { job: name, slot, shard: 0 };
     await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, time.now);
     const { wait, started } = waitingHandler(time);
-    let answerSqs!: () => void;
-    const sqsAnswers = new Promise<void>((resolve) => (answerSqs = resolve));
-    let visibilityChanges = 0;
+    // The first change hangs until it is given up (as the SDK does, it fails on its signal); later ones are answered at once.
+    const changes: Array<{ at: number; seconds: number; signal?: AbortSignal }> = [];
     const queue: typeof box.queue = Object.assign(Object.create(box.queue) as typeof box.queue, {
-      changeVisibility: async () => {
-        visibilityChanges++;
-        await sqsAnswers;
+      changeVisibility: (_handle: string, seconds: number, signal?: AbortSignal) => {
+        changes.push({ at: time.now, seconds, signal });
+        if (changes.length > 1) return Promise.resolve();
+        return new Promise<void>((_, reject) => signal?.addEventListener('abort', () => reject(new Error('aborted')), { once: true }));
       },
     });
     let renewals = 0;
@@ -202,9 +203,12 @@ describe('lease loss', () => {
       await waitFor(async () => heartbeats.length >= beat || undefined, 120_000, `heartbeat ${beat} to be answered`);
     }
     expect(heartbeats).toEqual([1, 2, 3].map((n) => ({ at: t0 + n * HEARTBEAT, ok: true })));
-    // One visibility change at a time: the later ones wait for SQS's first answer.
-    expect(visibilityChanges).toBe(1);
-    answerSqs();
+    // The first change (one heartbeat after the start) hung and was given up one period later;
+    // the change wanted meanwhile then went out, and the later heartbeats' changes too.
+    expect(changes[0]).toMatchObject({ at: t0 + HEARTBEAT });
+    expect(changes[0]!.signal?.aborted).toBe(true);
+    expect(changes.length).toBeGreaterThanOrEqual(2);
+    expect(changes[1]!.at).toBeGreaterThanOrEqual(t0 + 2 * HEARTBEAT);
     // The attempt's 2 s timeout ends it (its result unknown: the handler may have acted), recorded
     // under the lease it kept all along.
     let done = false;
@@ -212,6 +216,61 @@ describe('lease loss', () => {
     await advanceUntil(time, HEARTBEAT, () => done);
     await finished;
     expect(await box.ledger.getRun(id)).toMatchObject({ status: RunStatus.UNKNOWN, lastError: { code: 'TIMEOUT' } });
+  });
+
+  it('a heartbeat answered after its attempt ended changes nothing of the message: the outcome\'s own visibility is the last word', async () => {
+    // The renewal reached DynamoDB before the outcome; its answer comes back after the attempt
+    // recorded RETRY and hid the message until the retry is due. A late visibility change here
+    // would hold the retry back by up to a lease, or move a successor's message.
+    const name = unique('late-beat');
+    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'fail', lease: LEASE, heartbeatEvery: HEARTBEAT, startLead: 0, retry: { maxAttempts: 3, backoff: { base: '1s', max: '1s', jitter: 'none' } } }], ['fail']);
+    const time = new VirtualTime(Date.now());
+    const slot = Math.floor(time.now / 1000) * 1000 - 60_000;
+    const id = { job: name, slot, shard: 0 };
+    await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, time.now);
+    let fail!: () => void;
+    let running!: () => void;
+    const started = new Promise<void>((resolve) => (running = resolve));
+    const handler: JobHandler = {
+      run: () =>
+        new Promise<void>((_, reject) => {
+          fail = () => reject(new Error('upstream 503'));
+          running();
+        }),
+    };
+    const changes: Array<{ at: number; seconds: number }> = [];
+    const queue: typeof box.queue = Object.assign(Object.create(box.queue) as typeof box.queue, {
+      changeVisibility: async (_handle: string, seconds: number) => void changes.push({ at: time.now, seconds }),
+    });
+    let answer!: () => void;
+    const answered = new Promise<void>((resolve) => (answer = resolve));
+    let applied = false;
+    const ledger: typeof box.ledger = Object.assign(Object.create(box.ledger) as typeof box.ledger, {
+      heartbeat: async (run: Run, leaseUntil: number) => {
+        const check = await box.ledger.heartbeat(run, leaseUntil);
+        applied = true;
+        await answered;
+        return check;
+      },
+    });
+    const record = { messageId: `m-${name}`, receiptHandle: `r-${name}`, body: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })) };
+    const holder = processBatch({ ...deps(box, jobs, { fail: handler }, 'holder'), ledger, queue, clock: time.read, timers: time.port }, [record]);
+    await started;
+    // The first heartbeat is applied by DynamoDB, its answer held back; the early visibility
+    // change at the same moment goes out as usual.
+    time.advance(HEARTBEAT);
+    await waitFor(async () => applied || undefined, 120_000, 'the renewal to be applied');
+    fail();
+    const result = await holder;
+    expect(result.batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(await box.ledger.getRun(id)).toMatchObject({ status: RunStatus.RETRY, attempt: 1 });
+    const before = changes.length;
+    expect(changes.at(-1)?.seconds, 'the outcome hides the message until its retry is due').toBe(1);
+    answer();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    time.advance(10 * HEARTBEAT);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(changes.slice(before), 'a visibility change after the attempt ended').toEqual([]);
   });
 
   it('a message that finds its run leased by a live owner comes back: once that owner is gone, the run is taken over and completes', async () => {
