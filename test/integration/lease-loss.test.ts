@@ -17,6 +17,7 @@ import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { DynamoFencedStore } from '../../shared/adapters/fenced-store.js';
 import { Ledger } from '../../shared/adapters/ledger.js';
 import { initialFence } from '../../shared/core/fence.js';
+import { takeoverVisibilitySeconds } from '../../shared/core/lease.js';
 import { jobsByName } from '../../shared/config.js';
 import type { HistorySink } from '../../shared/core/history.js';
 import { RunStatus, runKeyOf, type Run, type RunId } from '../../shared/core/vocabulary.js';
@@ -216,6 +217,47 @@ describe('lease loss', () => {
     await advanceUntil(time, HEARTBEAT, () => done);
     await finished;
     expect(await box.ledger.getRun(id)).toMatchObject({ status: RunStatus.UNKNOWN, lastError: { code: 'TIMEOUT' } });
+  });
+
+  it('a visibility change asked for while one is in flight goes out as soon as that one is answered, with the newest lease, not a heartbeat later', async () => {
+    const name = unique('wanted');
+    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'wait', lease: LEASE, heartbeatEvery: HEARTBEAT, startLead: 0, timeout: '2s' }], ['wait']);
+    const time = new VirtualTime(Date.now());
+    const slot = Math.floor(time.now / 1000) * 1000 - 60_000;
+    const id = { job: name, slot, shard: 0 };
+    await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, time.now);
+    const { wait, started } = waitingHandler(time);
+    // The first change is answered only when the test says so; later ones at once.
+    let answerFirst!: () => void;
+    const firstAnswered = new Promise<void>((resolve) => (answerFirst = resolve));
+    const changes: Array<{ at: number; seconds: number }> = [];
+    const queue: typeof box.queue = Object.assign(Object.create(box.queue) as typeof box.queue, {
+      changeVisibility: (_handle: string, seconds: number) => {
+        changes.push({ at: time.now, seconds });
+        return changes.length > 1 ? Promise.resolve() : firstAnswered;
+      },
+    });
+    const heartbeats: number[] = [];
+    const history: HistorySink = { record: (e) => void (e.type === 'heartbeat' && e.runKey.startsWith(`${name}@`) && heartbeats.push(e.at)) };
+    const record = { messageId: `m-${name}`, receiptHandle: `r-${name}`, body: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })) };
+    const holder = processBatch({ ...deps(box, jobs, { wait }, 'holder'), queue, clock: time.read, timers: time.port, history }, [record]);
+    await started;
+    const t0 = time.now;
+    // One heartbeat period in: the early change goes out (and waits for SQS), and the heartbeat's
+    // renewal, once answered, asks for another while it is in flight.
+    time.advance(HEARTBEAT);
+    await waitFor(async () => heartbeats.length >= 1 || undefined, 120_000, 'the first heartbeat to be answered');
+    expect(changes).toHaveLength(1);
+    // SQS answers the first: the one asked for goes out now, with the renewed lease, not at the next heartbeat.
+    answerFirst();
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(changes).toHaveLength(2);
+    // The default clock allowance here is half a heartbeat (clockSkewFor).
+    expect(changes[1]).toEqual({ at: t0 + HEARTBEAT, seconds: takeoverVisibilitySeconds(t0 + HEARTBEAT + LEASE, HEARTBEAT / 2, t0 + HEARTBEAT) });
+    let done = false;
+    const finished = holder.finally(() => (done = true));
+    await advanceUntil(time, HEARTBEAT, () => done);
+    await finished;
   });
 
   it('a heartbeat answered after its attempt ended changes nothing of the message: the outcome\'s own visibility is the last word', async () => {
