@@ -23,6 +23,7 @@ import type { HistorySink } from '../../shared/core/history.js';
 import { RunStatus, runKeyOf, type Run, type RunId } from '../../shared/core/vocabulary.js';
 import { AttemptAbort, AttemptAbortedError, type JobHandler, type RunContext } from '../../shared/handler-api.js';
 import { InMemoryMetrics } from '../../shared/observability.js';
+import type { JobInput } from '../../shared/core/job-schema.js';
 import { messageFor } from '../../shared/planner.js';
 import { processBatch, type WorkerDeps } from '../../shared/worker.js';
 import { localClientConfig } from '../../tools/local-stack.js';
@@ -91,6 +92,23 @@ function waitingHandler(time: VirtualTime) {
     },
   };
   return { wait, started, abortedAt: () => abortedAt };
+}
+
+/** A READY run, a minute old, of a fresh every-minute job on `handler`, with its message and its own virtual time. */
+async function readyRun(box: Sandbox, stem: string, handler: string, job: Partial<JobInput> = {}) {
+  const name = unique(stem);
+  const jobs = testJobs([{ name, schedule: '* * * * *', handler, lease: LEASE, heartbeatEvery: HEARTBEAT, startLead: 0, ...job }], [handler]);
+  const time = new VirtualTime(Date.now());
+  const slot = Math.floor(time.now / 1000) * 1000 - 60_000;
+  const id = { job: name, slot, shard: 0 };
+  await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, time.now);
+  const record = { messageId: `m-${name}`, receiptHandle: `r-${name}`, body: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })) };
+  return { name, jobs, time, id, record };
+}
+
+/** `target` with some of its methods replaced, the others as they are. */
+function overriding<T extends object>(target: T, methods: Partial<T>): T {
+  return Object.assign(Object.create(target) as T, methods);
 }
 
 /** Moves virtual time `step` at a time, each once the worker has had a moment to act, until `done()`. */
@@ -168,16 +186,11 @@ describe('lease loss', () => {
     // skip: a renewal lost per slow SQS call (under load, this file's "first heartbeat answered,
     // then advance" raced it and hung). And if a hung change blocked the later ones, the message
     // would keep the queue's long visibility: a crash would be taken over minutes late.
-    const name = unique('slow-sqs');
-    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'wait', lease: LEASE, heartbeatEvery: HEARTBEAT, startLead: 0, timeout: '2s' }], ['wait']);
-    const time = new VirtualTime(Date.now());
-    const slot = Math.floor(time.now / 1000) * 1000 - 60_000;
-    const id = { job: name, slot, shard: 0 };
-    await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, time.now);
+    const { name, jobs, time, id, record } = await readyRun(box, 'slow-sqs', 'wait', { timeout: '2s' });
     const { wait, started } = waitingHandler(time);
     // The first change hangs until it is given up (as the SDK does, it fails on its signal); later ones are answered at once.
     const changes: Array<{ at: number; seconds: number; signal?: AbortSignal }> = [];
-    const queue: typeof box.queue = Object.assign(Object.create(box.queue) as typeof box.queue, {
+    const queue: typeof box.queue = overriding(box.queue, {
       changeVisibility: (_handle: string, seconds: number, signal?: AbortSignal) => {
         changes.push({ at: time.now, seconds, signal });
         if (changes.length > 1) return Promise.resolve();
@@ -185,7 +198,7 @@ describe('lease loss', () => {
       },
     });
     let renewals = 0;
-    const ledger: typeof box.ledger = Object.assign(Object.create(box.ledger) as typeof box.ledger, {
+    const ledger: typeof box.ledger = overriding(box.ledger, {
       heartbeat: (run: Run, leaseUntil: number) => {
         renewals++;
         return box.ledger.heartbeat(run, leaseUntil);
@@ -193,7 +206,6 @@ describe('lease loss', () => {
     });
     const heartbeats: Array<{ at: number; ok: boolean }> = [];
     const history: HistorySink = { record: (e) => void (e.type === 'heartbeat' && e.runKey.startsWith(`${name}@`) && heartbeats.push({ at: e.at, ok: e.ok })) };
-    const record = { messageId: `m-${name}`, receiptHandle: `r-${name}`, body: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })) };
     const holder = processBatch({ ...deps(box, jobs, { wait }, 'holder'), ledger, queue, clock: time.read, timers: time.port, history }, [record]);
     await started;
     const t0 = time.now;
@@ -220,18 +232,13 @@ describe('lease loss', () => {
   });
 
   it('a visibility change asked for while one is in flight goes out as soon as that one is answered, with the newest lease, not a heartbeat later', async () => {
-    const name = unique('wanted');
-    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'wait', lease: LEASE, heartbeatEvery: HEARTBEAT, startLead: 0, timeout: '2s' }], ['wait']);
-    const time = new VirtualTime(Date.now());
-    const slot = Math.floor(time.now / 1000) * 1000 - 60_000;
-    const id = { job: name, slot, shard: 0 };
-    await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, time.now);
+    const { name, jobs, time, id, record } = await readyRun(box, 'wanted', 'wait', { timeout: '2s' });
     const { wait, started } = waitingHandler(time);
     // The first change is answered only when the test says so; later ones at once.
     let answerFirst!: () => void;
     const firstAnswered = new Promise<void>((resolve) => (answerFirst = resolve));
     const changes: Array<{ at: number; seconds: number }> = [];
-    const queue: typeof box.queue = Object.assign(Object.create(box.queue) as typeof box.queue, {
+    const queue: typeof box.queue = overriding(box.queue, {
       changeVisibility: (_handle: string, seconds: number) => {
         changes.push({ at: time.now, seconds });
         return changes.length > 1 ? Promise.resolve() : firstAnswered;
@@ -239,7 +246,6 @@ describe('lease loss', () => {
     });
     const heartbeats: number[] = [];
     const history: HistorySink = { record: (e) => void (e.type === 'heartbeat' && e.runKey.startsWith(`${name}@`) && heartbeats.push(e.at)) };
-    const record = { messageId: `m-${name}`, receiptHandle: `r-${name}`, body: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })) };
     const holder = processBatch({ ...deps(box, jobs, { wait }, 'holder'), queue, clock: time.read, timers: time.port, history }, [record]);
     await started;
     const t0 = time.now;
@@ -264,12 +270,7 @@ describe('lease loss', () => {
     // The renewal reached DynamoDB before the outcome; its answer comes back after the attempt
     // recorded RETRY and hid the message until the retry is due. A late visibility change here
     // would hold the retry back by up to a lease, or move a successor's message.
-    const name = unique('late-beat');
-    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'fail', lease: LEASE, heartbeatEvery: HEARTBEAT, startLead: 0, retry: { maxAttempts: 3, backoff: { base: '1s', max: '1s', jitter: 'none' } } }], ['fail']);
-    const time = new VirtualTime(Date.now());
-    const slot = Math.floor(time.now / 1000) * 1000 - 60_000;
-    const id = { job: name, slot, shard: 0 };
-    await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, time.now);
+    const { name, jobs, time, id, record } = await readyRun(box, 'late-beat', 'fail', { retry: { maxAttempts: 3, backoff: { base: '1s', max: '1s', jitter: 'none' } } });
     let fail!: () => void;
     let running!: () => void;
     const started = new Promise<void>((resolve) => (running = resolve));
@@ -281,13 +282,13 @@ describe('lease loss', () => {
         }),
     };
     const changes: Array<{ at: number; seconds: number }> = [];
-    const queue: typeof box.queue = Object.assign(Object.create(box.queue) as typeof box.queue, {
+    const queue: typeof box.queue = overriding(box.queue, {
       changeVisibility: async (_handle: string, seconds: number) => void changes.push({ at: time.now, seconds }),
     });
     let answer!: () => void;
     const answered = new Promise<void>((resolve) => (answer = resolve));
     let applied = false;
-    const ledger: typeof box.ledger = Object.assign(Object.create(box.ledger) as typeof box.ledger, {
+    const ledger: typeof box.ledger = overriding(box.ledger, {
       heartbeat: async (run: Run, leaseUntil: number) => {
         const check = await box.ledger.heartbeat(run, leaseUntil);
         applied = true;
@@ -295,7 +296,6 @@ describe('lease loss', () => {
         return check;
       },
     });
-    const record = { messageId: `m-${name}`, receiptHandle: `r-${name}`, body: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })) };
     const holder = processBatch({ ...deps(box, jobs, { fail: handler }, 'holder'), ledger, queue, clock: time.read, timers: time.port }, [record]);
     await started;
     // The first heartbeat is applied by DynamoDB, its answer held back; the early visibility
