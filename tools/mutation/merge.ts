@@ -112,7 +112,8 @@ function main(): void {
   });
   const { merged, warnings } = merge(load(basePath), others, (path) => (existsSync(path) ? readFileSync(path, 'utf8') : undefined));
   for (const w of warnings) console.error(`warning: ${w}`);
-  writeFileSync(out ?? basePath, JSON.stringify(merged));
+  // Indented as Stryker writes it, so that the committed file diffs line by line.
+  writeFileSync(out ?? basePath, JSON.stringify(merged, null, 2));
   console.log(`merged ${Object.keys(merged.files).length} source files, ${Object.values(merged.testFiles).reduce((n, t) => n + t.tests.length, 0)} tests into ${out ?? basePath}`);
 }
 
