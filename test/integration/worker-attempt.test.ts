@@ -21,7 +21,7 @@ import { AttemptAbort, AttemptAbortedError, PermanentError, RetryableError, type
 import { faultyClient } from '../support/faults.js';
 import { testJobs, VirtualTime, waitFor } from '../support/helpers.js';
 import { Lab, RecordingQueue } from '../support/lab.js';
-import { sandbox, type Sandbox } from '../support/stack.js';
+import { sandbox, uniqueName as unique, type Sandbox } from '../support/stack.js';
 
 const MIN = 60_000;
 
@@ -59,8 +59,6 @@ function heldHandler(time: VirtualTime, first?: (ctx: RunContext) => Promise<voi
   };
   return { handler, started, finish, abortedAt: () => abortedAt };
 }
-
-const unique = (stem: string) => `${stem}-${Math.random().toString(36).slice(2, 8)}`;
 
 describe('worker attempt', () => {
   let box: Sandbox;

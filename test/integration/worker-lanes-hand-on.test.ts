@@ -12,12 +12,10 @@ import { RunStatus, runKeyOf } from '../../shared/core/vocabulary.js';
 import type { JobHandler } from '../../shared/handler-api.js';
 import { testJobs } from '../support/helpers.js';
 import { Lab } from '../support/lab.js';
-import { sandbox, type Sandbox } from '../support/stack.js';
+import { sandbox, uniqueName as unique, type Sandbox } from '../support/stack.js';
 
 const MIN = 60_000;
 const T0 = Date.UTC(2026, 11, 1, 12, 0);
-
-const unique = (stem: string) => `${stem}-${Math.random().toString(36).slice(2, 8)}`;
 
 describe('worker lane hand-on', () => {
   let box: Sandbox;
