@@ -455,6 +455,8 @@ async function recordOutcome(
     status: transition.status,
     accepted: check.ok,
     nextAttemptAt: 'nextAttemptAt' in transition ? transition.nextAttemptAt : undefined,
+    code: 'lastError' in transition ? transition.lastError.code : undefined,
+    resultUnknown: 'resultUnknown' in transition ? transition.resultUnknown : undefined,
   });
   if (!check.ok) {
     deps.metrics.count(MetricName.LeaseLost);

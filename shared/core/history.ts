@@ -11,7 +11,19 @@ export type HistoryEvent =
   | { readonly type: 'heartbeat'; readonly at: number; readonly runKey: string; readonly owner: string; readonly token: number; readonly ok: boolean; readonly leaseUntil: number }
   | { readonly type: 'handler-started'; readonly at: number; readonly runKey: string; readonly owner: string; readonly token: number; readonly slot: number }
   | { readonly type: 'effect'; readonly at: number; readonly runKey: string; readonly token: number; readonly resource: string; readonly result: 'accepted' | 'fenced-out' | 'condition-failed'; readonly businessKey?: string }
-  | { readonly type: 'outcome'; readonly at: number; readonly runKey: string; readonly owner: string; readonly token: number; readonly status: RunStatus; readonly accepted: boolean; readonly nextAttemptAt?: number }
+  | {
+      readonly type: 'outcome';
+      readonly at: number;
+      readonly runKey: string;
+      readonly owner: string;
+      readonly token: number;
+      readonly status: RunStatus;
+      readonly accepted: boolean;
+      readonly nextAttemptAt?: number;
+      /** The recorded error's code (why the run is not SUCCEEDED), and whether its result is unknown. */
+      readonly code?: string;
+      readonly resultUnknown?: boolean;
+    }
   | { readonly type: 'duplicate'; readonly at: number; readonly runKey: string; readonly messageId: string }
   // Reported by handler wrappers (the model tester's handlers), which see what the worker cannot:
   // how the handler itself ended, and that a reconcile ran before it.

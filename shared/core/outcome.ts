@@ -13,8 +13,9 @@ export type AttemptEnd =
   | { readonly kind: 'unknown'; readonly code: string; readonly message: string }
   /**
    * Time ran low (the invocation is about to end). With checkpoint progress the attempt is given
-   * back and the next claim resumes from the checkpoint; without it the yield counts as a failed
-   * attempt, so a handler that hangs cannot be re-claimed forever.
+   * back and the next claim resumes from the checkpoint; without it the yield counts as an attempt
+   * whose result is unknown (like a timeout), so a handler that hangs cannot be re-claimed forever
+   * and one that may have had its effect is reconciled before it runs again.
    */
   | { readonly kind: 'yielded'; readonly progress: boolean }
   /** A newer slot already wrote a resource this run must write: its work is superseded. */
@@ -91,7 +92,7 @@ export function refuseToStart(
 
 export const YIELD_WITHOUT_PROGRESS = {
   code: 'YIELDED_WITHOUT_PROGRESS',
-  message: 'the attempt reached the invocation time limit without saving a checkpoint: it counts as a failed attempt',
+  message: 'the attempt reached the invocation time limit without saving a checkpoint: it counts as an attempt whose result is unknown',
 } as const;
 
 export function transitionFor(job: Job, run: Pick<Run, 'slot' | 'attempt' | 'revivedAt'>, end: AttemptEnd, now: number, random: () => number): Transition {
@@ -102,7 +103,11 @@ export function transitionFor(job: Job, run: Pick<Run, 'slot' | 'attempt' | 'rev
       if (end.progress) {
         return { status: RunStatus.RETRY, nextAttemptAt: now, lastError: { code: 'YIELDED', message: 'yielded before the time limit' }, refundAttempt: true };
       }
-      return transitionFor(job, run, { kind: 'retryable', ...YIELD_WITHOUT_PROGRESS }, now, random);
+      // The worker stopped waiting for a handler that had not answered: whatever it did before
+      // the yield may have landed, as after a timeout. So its result is unknown (the next claim
+      // reconciles first; a DEAD run keeps `resultUnknown` for the operator's revival), and it
+      // spends the attempt, so a hung handler is not re-claimed forever.
+      return transitionFor(job, run, { kind: 'unknown', ...YIELD_WITHOUT_PROGRESS }, now, random);
     case 'superseded':
       // The handler ran and was stopped by the fence, not by its own verdict: whatever it wrote
       // before the refused write (its effect among them, perhaps) stands.

@@ -13,6 +13,8 @@ import type { JobHandler } from '../../shared/handler-api.js';
 import { validateJobsForDeployment } from '../../infra/scheduler-stack.js';
 import { testJobs, VirtualTime } from '../support/helpers.js';
 import { Lab } from '../support/lab.js';
+import { LedgerOps } from '../../shared/adapters/ledger-ops.js';
+import { retryRuns } from '../../tools/ops/retry.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
 
 const T0 = Date.UTC(2026, 11, 1, 12, 0);
@@ -80,6 +82,41 @@ describe('yields and timeouts across invocations', () => {
     expect(run.lastError!.code).toBe('YIELDED_WITHOUT_PROGRESS');
     expect(runs).toBe(3);
     expect(run.attempts!.map((a) => a.code)).toEqual(['YIELDED_WITHOUT_PROGRESS', 'YIELDED_WITHOUT_PROGRESS', 'YIELDED_WITHOUT_PROGRESS']);
+  });
+
+  it('a handler left running by a yield without progress may have had its effect: the next claim reconciles first, and an operator\'s revival of the DEAD run reconciles too (model seed 7924)', async () => {
+    // Before: a yield without progress was recorded as a plain failure (RETRY, or DEAD without
+    // resultUnknown), so the next attempt, or `ops retry` of the DEAD run (→ READY), ran the handler
+    // again although the yielded one had never answered.
+    const name = `hung-rec-${Math.random().toString(36).slice(2, 8)}`;
+    let runs = 0;
+    const reconciles: string[] = [];
+    const hung: JobHandler = {
+      async run() {
+        runs++;
+        await new Promise(() => undefined); // never returns, never checkpoints
+      },
+      async reconcile(ctx) {
+        reconciles.push(`attempt ${ctx.attempt}`);
+        return { outcome: 'not-done' };
+      },
+    };
+    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, timeout: '30s', lease: '30s', retry: { maxAttempts: 2, backoff: { base: 0, max: 0 } } }], ['h']);
+    const lab = new Lab(box, jobs, { h: hung }, T0 + 10);
+    await lab.create(name, T0);
+    await lab.deliver(name, T0, 'w0', invocation(400, 200));
+    expect(await lab.run(name, T0)).toMatchObject({ status: RunStatus.UNKNOWN, lastError: { code: 'YIELDED_WITHOUT_PROGRESS' } });
+    await lab.deliver(name, T0, 'w1', invocation(400, 200));
+    expect(reconciles).toEqual(['attempt 2']);
+    const dead = (await lab.run(name, T0))!;
+    expect(dead).toMatchObject({ status: RunStatus.DEAD, resultUnknown: true, lastError: { code: 'YIELDED_WITHOUT_PROGRESS' } });
+
+    const ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
+    const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, [dead], { by: 'test' });
+    expect(entry).toMatchObject({ action: 'revived', from: RunStatus.DEAD, to: RunStatus.UNKNOWN });
+    await lab.deliver(name, T0, 'w2', invocation(400, 200));
+    expect(reconciles).toEqual(['attempt 2', 'attempt 1']);
+    expect(runs).toBe(3);
   });
 
   it('a checkpointing job yields with progress without spending attempts, and its timeout counts across invocations', async () => {

@@ -246,11 +246,13 @@ describe('a DEAD run whose last attempt may have had its effect says so (a reviv
 });
 
 describe('the other ways an attempt ends', () => {
-  it('a yield without a checkpoint counts as a failed attempt: RETRY with backoff and no refund, DEAD at the budget', () => {
+  it('a yield without a checkpoint spends the attempt with its result unknown: UNKNOWN with backoff and no refund, DEAD (result unknown) at the budget', () => {
+    // The handler had not answered when the worker yielded: its effect may have landed, so the
+    // next claim must reconcile (UNKNOWN) and a revival of the DEAD run too (model seed 7924).
     const j = job({ retry: { maxAttempts: 2, backoff: { base: '1s', max: '1s', jitter: 'none' } } });
     const t = transitionFor(j, { slot: SLOT, attempt: 1 }, { kind: 'yielded', progress: false }, NOW, never);
-    expect(t).toEqual({ status: RunStatus.RETRY, nextAttemptAt: NOW + 1_000, lastError: { ...YIELD_WITHOUT_PROGRESS } });
-    expect(transitionFor(j, { slot: SLOT, attempt: 2 }, { kind: 'yielded', progress: false }, NOW, never)).toMatchObject({ status: RunStatus.DEAD, lastError: { code: YIELD_WITHOUT_PROGRESS.code } });
+    expect(t).toEqual({ status: RunStatus.UNKNOWN, nextAttemptAt: NOW + 1_000, lastError: { ...YIELD_WITHOUT_PROGRESS } });
+    expect(transitionFor(j, { slot: SLOT, attempt: 2 }, { kind: 'yielded', progress: false }, NOW, never)).toEqual({ status: RunStatus.DEAD, resultUnknown: true, lastError: { code: YIELD_WITHOUT_PROGRESS.code, message: `${YIELD_WITHOUT_PROGRESS.message} (attempts exhausted: 2/2)` } });
   });
 
   it('a yield with a checkpoint says so in its lastError', () => {

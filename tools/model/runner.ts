@@ -78,6 +78,19 @@ export interface PhaseTimes {
   destroy: number;
 }
 
+/** What one lane is doing now (the progress line reports a lane that stalls). */
+interface LaneNow {
+  phase: keyof PhaseTimes;
+  world?: World;
+  /** Store calls of its world when the progress line last looked, and since when they are unchanged. */
+  calls: number;
+  stillSince: number;
+  /** When its current scenario started (wall clock). */
+  scenarioSince: number;
+  /** Set once the lane found a failure: every later scenario is a shrink attempt. */
+  shrinking?: LaneState;
+}
+
 interface Counters {
   phases: PhaseTimes;
   callsByKind: Record<string, number>;
@@ -97,7 +110,7 @@ interface LaneState {
   shrinkRuns: number;
 }
 
-function property(stack: ModelStack, options: ModelRunOptions, counters: Counters, lane: LaneState, stopped: () => boolean) {
+function property(stack: ModelStack, options: ModelRunOptions, counters: Counters, lane: LaneState, now: LaneNow, stopped: () => boolean) {
   return fc.asyncProperty(scenarioSetupArb(options.faultProfiles), commandsArb(options.maxCommands ?? MAX_COMMANDS), fc.scheduler(), async (setup, commands, scheduler) => {
     const shrinking = lane.failedAt !== undefined;
     // Another lane found a failure, or this lane's shrink budget is spent: pass at once (fast-check
@@ -106,21 +119,27 @@ function property(stack: ModelStack, options: ModelRunOptions, counters: Counter
     if ((!shrinking && stopped()) || shrinkSpent) return;
     if (!shrinking && options.timeBudgetMs !== undefined && Date.now() - counters.started >= options.timeBudgetMs) return;
     if (shrinking) lane.shrinkRuns++;
+    if (shrinking) now.shrinking = lane;
     let mark = Date.now();
-    const lap = (phase: keyof PhaseTimes) => {
+    const lap = (phase: keyof PhaseTimes, next: keyof PhaseTimes) => {
       const at = Date.now();
       counters.phases[phase] += at - mark;
       mark = at;
+      now.phase = next;
     };
+    now.phase = 'create';
+    now.world = undefined;
+    now.scenarioSince = Date.now();
     const world = await World.create(stack, setup, scheduler);
-    lap('create');
+    now.world = world;
+    lap('create', 'commands');
     try {
       await fc.asyncModelRun(() => ({ model: { commands: 0 } as ModelState, real: world }), commands);
-      lap('commands');
+      lap('commands', 'quiesce');
       await world.quiesce();
-      lap('quiesce');
+      lap('quiesce', 'check');
       const { result } = await world.check();
-      lap('check');
+      lap('check', 'destroy');
       if (!shrinking) {
         counters.scenarios++;
         counters.operations += world.operations;
@@ -137,8 +156,9 @@ function property(stack: ModelStack, options: ModelRunOptions, counters: Counter
       }
     } finally {
       mark = Date.now();
+      now.phase = 'destroy';
       await world.destroy();
-      lap('destroy');
+      lap('destroy', 'create');
     }
   });
 }
@@ -150,17 +170,34 @@ export async function runModel(stack: ModelStack, options: ModelRunOptions): Pro
   const failures: ModelFailure[] = [];
   const perLane = Math.ceil(options.scenarios / concurrency);
   let stop = false;
-  const progress = setInterval(() => options.log?.(`… ${counters.scenarios} scenario(s), ${counters.operations} operation(s), ${counters.calls} store call(s), ${Math.round((Date.now() - started) / 1000)} s`), 60_000);
+  const lanes: LaneNow[] = Array.from({ length: concurrency }, () => ({ phase: 'create', calls: 0, stillSince: Date.now(), scenarioSince: Date.now() }));
+  const progress = setInterval(() => {
+    options.log?.(`… ${counters.scenarios} scenario(s), ${counters.operations} operation(s), ${counters.calls} store call(s), ${Math.round((Date.now() - started) / 1000)} s`);
+    // A lane whose scenario made no store call for a minute is stalled (or waiting on a promise
+    // nothing will settle): say where, so a long run that stops moving can be told from a slow one.
+    for (const [i, now] of lanes.entries()) {
+      if (now.shrinking) options.log?.(`  lane ${i}: shrinking a failure found in its scenario ${now.shrinking.failedAt}: ${now.shrinking.shrinkRuns} run(s) so far`);
+      const calls = now.world?.calls ?? -1;
+      const still = calls === now.calls;
+      if (!still) now.calls = calls;
+      if (!still) now.stillSince = Date.now();
+      if (Date.now() - now.scenarioSince >= 55_000) {
+        const what = still ? `still (no store call) for ${Math.round((Date.now() - now.stillSince) / 1000)} s` : 'busy';
+        options.log?.(`  lane ${i}: one scenario for ${Math.round((Date.now() - now.scenarioSince) / 1000)} s, ${what}, in ${now.phase}${now.world ? `: ${now.world.whereNow()}` : ''}`);
+      }
+    }
+  }, 60_000);
   progress.unref();
   await Promise.all(
     Array.from({ length: concurrency }, async (_, lane) => {
       const seed = (options.seed + lane * 7919) | 0;
       const state: LaneState = { shrinkRuns: 0 };
+      const now = lanes[lane]!;
       const before = counters.scenarios;
       // A path into the shrink tree ("3:0:0") makes fast-check go on with the siblings after it
       // (numRuns does not bound a replay): once the replayed scenario passed, the rest pass at once.
       const replayed = () => options.path !== undefined && counters.scenarios > before;
-      const result = await fc.check(property(stack, options, counters, state, () => stop || replayed()), { numRuns: options.path ? 1 : perLane, seed, path: options.path, endOnFailure: false });
+      const result = await fc.check(property(stack, options, counters, state, now, () => stop || replayed()), { numRuns: options.path ? 1 : perLane, seed, path: options.path, endOnFailure: false });
       if (result.failed && result.counterexample) {
         const error = result.errorInstance;
         const [, commands] = result.counterexample as [unknown, Iterable<unknown>, unknown];

@@ -1022,6 +1022,11 @@ export class World implements Gate {
     return this.storyLines.join('\n');
   }
 
+  /** Where a scenario is (for a stall report): virtual time, calls, actors in flight, last story lines. */
+  whereNow(): string {
+    return `virtual ${iso(this.time.now())}, ${this.calls} call(s), ${this.activities.size} activit(ies) in flight, ${this.unkillableInFlight} tick/ops in flight, lanes busy [${this.lanes.filter((l) => l.busy).map((l) => l.container).join(', ')}]; last: ${this.storyLines.slice(-4).join(' | ')}`;
+  }
+
   async destroy(): Promise<void> {
     if (this.destroyed) return;
     this.destroyed = true;
@@ -1046,7 +1051,7 @@ function storyOf(event: HistoryEvent): string | undefined {
     case 'claimed':
       return `${event.owner} claims ${event.runKey} (token …${event.token % 1000}, from ${event.from})`;
     case 'outcome':
-      return `${event.owner} records ${event.runKey} ${event.status}${event.accepted ? '' : ' — refused'}`;
+      return `${event.owner} records ${event.runKey} ${event.status}${event.code ? ` (${event.code}${event.resultUnknown ? ', result unknown' : ''})` : ''}${event.accepted ? '' : ' — refused'}`;
     case 'handler-finished':
       return `${event.owner} handler of ${event.runKey} ended ${event.result}`;
     case 'reconciled':
