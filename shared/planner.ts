@@ -256,7 +256,10 @@ async function recordCatchUp(
   if (newlyBehind.length > 0) await deps.ledger.planning.listBehind(newlyBehind, []);
   await mapBounded([...set], 16, ([job, cursor]) => deps.ledger.planning.setCatchUp(job, cursor, edges.get(job) ?? cursor, before.get(job)));
   const cleared = await mapBounded(clear, 16, async (job) => ((await deps.ledger.planning.clearCatchUp(job, before.get(job))) ? job : undefined));
-  const unlist = [...cleared.filter((job): job is string => job !== undefined), ...staleListings];
+  // A stale listing (read at the tick's start, without a cursor) whose job this tick found behind
+  // again was just listed anew, with its cursor set: unlisting it would leave a cursor nobody reads
+  // and the job's missed slots unplanned for good.
+  const unlist = [...cleared.filter((job): job is string => job !== undefined), ...staleListings.filter((job) => !set.has(job))];
   if (unlist.length > 0) await deps.ledger.planning.listBehind([], unlist);
 }
 

@@ -83,11 +83,16 @@ export function checkLiveness(final: FinalState, expected: LivenessExpectations)
     }
   }
 
+  const paused = new Set(expected.paused);
   for (const marker of final.markers ?? []) {
     if (!configured.has(marker.job)) continue;
     const holder = runs.get(`${marker.job}|${marker.holderSlot}|${marker.shard}`);
     if (!holder || isTerminal(holder.status)) {
       const waiting = final.runs.filter((r) => r.job === marker.job && r.shard === marker.shard && !isTerminal(r.status) && r.slot !== marker.holderSlot).length;
+      // A paused job's lane blocks nothing: no run of it comes until it is resumed, and the next
+      // claimer then takes the lane over from the ended holder. A marker left by a failed release
+      // (the holder's DeleteItem lost) is only a liveness failure once a run waits behind it.
+      if (paused.has(marker.job) && waiting === 0) continue;
       flag(
         I.LANE_NOT_BLOCKED,
         holder?.runKey ?? `${marker.job}#${marker.shard}`,

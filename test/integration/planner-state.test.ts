@@ -235,6 +235,29 @@ describe('planner state', () => {
     // ~1,500 DynamoDB calls: ~10 s idle; the timeout only catches a hang on a loaded machine.
   }, 300_000);
 
+  it('a job left listed as behind without a cursor (a tick interrupted between the two writes) that falls behind again stays listed and is caught up (model seed 20284959)', async () => {
+    // Before: the tick that found the listing stale (no cursor) also found the job behind again:
+    // it listed the job, set its cursor, then dropped the stale listing it had read at its start,
+    // unlisting the job it had just listed. A cursor nobody reads: the missed slots never planned.
+    const name = `relisted-${Math.random().toString(36).slice(2, 8)}`;
+    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'noop', misfire: { after: '10s', policy: 'all' as const, maxPerTick: 5 } }]);
+    const w = world(box, T0 + 30 * SEC);
+    await w.tick(jobs);
+    // The next tick, 30 minutes late, listed the job and was interrupted before setting its cursor.
+    w.clock.advance(30 * MIN);
+    await box.ledger.planning.listBehind([name], []);
+    const missedFrom = T0 + 2 * MIN;
+    for (let k = 0; k < 12; k++) {
+      await w.tick(jobs);
+      w.clock.advance(MIN);
+    }
+    const plans = await box.ledger.planning.readJobPlans([name]);
+    expect(plans.get(name)?.cursor, 'the catch-up is over: no cursor left').toBeUndefined();
+    const runs = await runsBySlot(box, name);
+    const owed = slotsBetween(slotSpecOf(jobs[0]!), missedFrom - 1, T0 + 30 * MIN);
+    expect(owed.filter((slot) => !runs.has(slot)).map((slot) => new Date(slot).toISOString())).toEqual([]);
+  });
+
   it('a job paused and resumed minutes after its first planning never gets a run from before that planning', async () => {
     const own = await sandbox();
     const jobs = testJobs([{ name: 'fresh', schedule: '*/10 * * * * *', handler: 'noop', misfire: { after: '5m', policy: 'all' } }]);

@@ -182,6 +182,18 @@ describe('liveness invariants', () => {
     expect(names(v)).toEqual(['lane-not-blocked']);
   });
 
+  it('lane-not-blocked: a paused job\'s lane left held by its ended run (its release lost) blocks nothing until a run waits behind it (model seed 20261202)', () => {
+    // The next claimer takes a lane over from an ended holder, and a paused job has no next run:
+    // flagging it was a false alarm of the checker. A run waiting behind the marker still counts.
+    const planner = [{ partition: 0, of: 1, plannedUntil: T + 4_000_000, paused: ['pay'], behind: [] }];
+    const held = { job: 'pay', shard: 0, holderSlot: T };
+    const pausedBase = { ...base, paused: ['pay'] };
+    expect(names(checkLiveness({ runs: [run({ status: RunStatus.SUCCEEDED })], markers: [held], planner }, pausedBase))).toEqual([]);
+    const behind = run({ slot: T + 300_000, runKey: `pay@${new Date(T + 300_000).toISOString()}`, status: RunStatus.READY });
+    expect(names(checkLiveness({ runs: [run({ status: RunStatus.SUCCEEDED }), behind], markers: [held], planner }, { ...pausedBase, withMessage: [behind.runKey] }))).toEqual(['lane-not-blocked']);
+    expect(names(checkLiveness({ runs: [run({ status: RunStatus.SUCCEEDED })], markers: [held], planner: [{ ...planner[0]!, paused: [] }] }, base))).toEqual(['lane-not-blocked']);
+  });
+
   it('watermark-caught-up: a partition planned only up to an hour ago, and a job still behind', () => {
     const v = checkLiveness({ runs: [], planner: [{ partition: 0, of: 1, plannedUntil: T, paused: [], behind: ['pay'] }] }, base);
     expect(names(v)).toEqual(['watermark-caught-up', 'watermark-caught-up']);

@@ -107,7 +107,8 @@ interface Lane {
   paused: boolean;
 }
 
-const QUIET_LOGGER = new JsonLineLogger(() => undefined, {}, 'error');
+/** The actors' logs: silent, or every line on stderr with MODEL_DEBUG_LOG=1 (to read a replayed failure). */
+const QUIET_LOGGER = process.env.MODEL_DEBUG_LOG ? new JsonLineLogger((line) => process.stderr.write(`${line}\n`), {}, 'debug') : new JsonLineLogger(() => undefined, {}, 'error');
 const never = () => new Promise<never>(() => undefined);
 const iso = (ms: number) => new Date(ms).toISOString().slice(11, 19);
 const SWEEP_GRACE_MS = 120_000;
@@ -412,7 +413,10 @@ export class World implements Gate {
     this.specs.set(spec.name, spec);
     this.jobs = [...this.jobs, job!];
     this.timeline.push({ kind: 'add', seq: this.nextSeq(), job: job! });
-    if (!initial) this.say(`config: job ${spec.name} added (${spec.schedule}, ${spec.overlap}, ${spec.shards} shard(s))`);
+    // Initial jobs too: a story must say each job's policies (misfire, deadline, attempts) to be read.
+    const misfire = `misfire ${spec.misfire.policy}${spec.misfire.afterMs !== undefined ? ` after ${spec.misfire.afterMs / 1000} s` : ''}${spec.misfire.maxPerTick !== undefined ? ` ≤ ${spec.misfire.maxPerTick}/tick` : ''}`;
+    const limits = `${spec.maxAttempts} attempt(s)${spec.deadlineMs !== undefined ? `, deadline ${spec.deadlineMs / 1000} s` : ''}`;
+    this.say(`config: job ${spec.name} ${initial ? 'configured' : 'added'} (${spec.schedule}, ${spec.overlap}, ${spec.shards} shard(s), ${misfire}, ${limits})`);
   }
 
   newJobName(): string {
