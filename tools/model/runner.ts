@@ -73,7 +73,9 @@ export interface ModelRunSummary {
 export interface PhaseTimes {
   create: number;
   commands: number;
+  /** Quiescence, of which `settleChecks` went to reading the tables whole to see whether it may end. */
   quiesce: number;
+  settleChecks: number;
   check: number;
   destroy: number;
 }
@@ -138,6 +140,7 @@ function property(stack: ModelStack, options: ModelRunOptions, counters: Counter
       lap('commands', 'quiesce');
       await world.quiesce();
       lap('quiesce', 'check');
+      counters.phases.settleChecks += world.settleCheckMs;
       const { result } = await world.check();
       lap('check', 'destroy');
       if (!shrinking) {
@@ -166,7 +169,7 @@ function property(stack: ModelStack, options: ModelRunOptions, counters: Counter
 export async function runModel(stack: ModelStack, options: ModelRunOptions): Promise<ModelRunSummary> {
   const started = Date.now();
   const concurrency = options.path ? 1 : Math.max(1, options.concurrency ?? 4);
-  const counters: Counters = { phases: { create: 0, commands: 0, quiesce: 0, check: 0, destroy: 0 }, callsByKind: {}, scenarios: 0, operations: 0, faults: 0, calls: 0, revivals: {}, started };
+  const counters: Counters = { phases: { create: 0, commands: 0, quiesce: 0, settleChecks: 0, check: 0, destroy: 0 }, callsByKind: {}, scenarios: 0, operations: 0, faults: 0, calls: 0, revivals: {}, started };
   const failures: ModelFailure[] = [];
   const perLane = Math.ceil(options.scenarios / concurrency);
   let stop = false;

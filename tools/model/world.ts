@@ -171,6 +171,9 @@ export class World implements Gate {
   operations = 0;
   /** Store calls of every actor (each SDK call once, whatever its retries). */
   calls = 0;
+  /** Whole-table reads quiescence made to tell whether the world has settled, and their wall-clock ms. */
+  settleChecks = 0;
+  settleCheckMs = 0;
   readonly callsByKind = new Map<string, number>();
   private readonly lanes: Lane[];
   private readonly cursors = new Map<string, number>();
@@ -936,7 +939,10 @@ export class World implements Gate {
    * still catching up. Also remembers the catch-up cursors, to tell a long backlog from a wedge.
    */
   private async settledDown(ticked: boolean): Promise<boolean> {
+    const started = Date.now();
     const final = await readFinal(this.stack.clients.doc, { ledger: this.tables.ledger, business: this.tables.payments });
+    this.settleChecks++;
+    this.settleCheckMs += Date.now() - started;
     const configured = new Set(this.jobs.map((j) => j.name));
     const stuck = new Set(this.stuckRuns(final).map((r) => r.runKey));
     const open = final.runs.some((r) => configured.has(r.job) && !isTerminal(r.status) && !stuck.has(r.runKey) && r.slot <= (this.faultPhaseEnd ?? 0) + this.setup.plannerSkewMs);
