@@ -27,6 +27,7 @@ import {
   ReconcileOutcome,
   ResultUnknownError,
   type ItemReader,
+  type ReconcileResult,
   type RunContext,
   type RunLogger,
 } from './handler-api.js';
@@ -240,7 +241,8 @@ async function attempt(
     // (the holder died, froze or lost the ledger mid-attempt), may already have had its effect: in
     // both cases the previous attempt's result is unknown, so ask before doing it again.
     if (previousResultUnknown(claimedFrom) && handler.reconcile) {
-      const reconciled = await Promise.race([handler.reconcile(ctx), aborted]);
+      const reconciled = await reconcileOrUnknown(handler.reconcile(ctx), aborted, signal);
+      if ('kind' in reconciled) return reconciled;
       logger.info('reconciled a run whose result was unknown', { outcome: reconciled.outcome, claimedFrom });
       if (reconciled.outcome === ReconcileOutcome.ALREADY_DONE) return { kind: 'succeeded', evidence: reconciled.evidence };
       if (reconciled.outcome === ReconcileOutcome.STILL_UNKNOWN) {
@@ -256,6 +258,25 @@ async function attempt(
     return { kind: 'succeeded', evidence: result?.evidence };
   } finally {
     timers.clearTimeout(timer);
+  }
+}
+
+/**
+ * The reconcile of a run whose previous result is unknown, or, when it could not answer (it threw
+ * a retryable or permanent error: a throttled read, a provider down), this attempt's end with the
+ * result still unknown. Recording that failure as a plain RETRY would let the next claim (from
+ * RETRY, no reconcile) run the handler again over an effect that may have landed. An end the
+ * attempt's signal decided (timeout, yield, lost lease) or a fence refusal is left to `endOf`.
+ */
+async function reconcileOrUnknown(reconciling: Promise<ReconcileResult>, aborted: Promise<never>, signal: AbortSignal): Promise<ReconcileResult | AttemptEnd> {
+  try {
+    return await Promise.race([reconciling, aborted]);
+  } catch (error) {
+    // Ended by the attempt's signal (timeout, yield, lost lease): endOf decides, as for the handler.
+    if (signal.aborted) throw error;
+    const end = endOf(error, signal, false);
+    if (end === 'lease-lost' || (end.kind !== 'retryable' && end.kind !== 'permanent')) throw error;
+    return { kind: 'unknown', code: end.code, message: `reconcile could not tell whether the previous attempt's effect landed: ${end.message}` };
   }
 }
 

@@ -181,6 +181,53 @@ describe('run state machine', () => {
     expect((await box.ledger.getRun({ job: 'unknown-done', slot, shard: 0 }))?.evidence).toEqual({ paymentId: 'p-1' });
   });
 
+  it('a reconcile that throws (a retryable or permanent error) settles nothing: the run stays UNKNOWN and the next claim reconciles again before running (model seed 20277041)', async () => {
+    // Before: the reconcile's error was recorded as a plain failure (RETRY, or DEAD without
+    // resultUnknown), so the next claim, from RETRY, ran the handler without any reconcile although
+    // the first attempt's effect may have landed.
+    const cases = [
+      { name: 'rec-throttled', error: () => new RetryableError('throttled', { code: 'ProvisionedThroughputExceededException' }) },
+      { name: 'rec-permanent', error: () => new PermanentError('cannot ask the provider', { code: 'NO_PROVIDER' }) },
+    ];
+    const runs = new Map<string, number>();
+    const reconciles = new Map<string, number>();
+    const handlers: Record<string, JobHandler> = {};
+    for (const c of cases) {
+      handlers[c.name] = {
+        async run() {
+          const n = (runs.get(c.name) ?? 0) + 1;
+          runs.set(c.name, n);
+          if (n === 1) throw new ResultUnknownError('provider timed out');
+          return { evidence: 'ran again' };
+        },
+        async reconcile() {
+          const n = (reconciles.get(c.name) ?? 0) + 1;
+          reconciles.set(c.name, n);
+          if (n === 1) throw c.error();
+          return { outcome: ReconcileOutcome.NOT_DONE };
+        },
+      };
+    }
+    const jobs = testJobs(cases.map((c) => ({ name: c.name, schedule: '* * * * *', handler: c.name, startLead: 0, retry: { maxAttempts: 3, backoff: { base: 0, max: 0 } } })), Object.keys(handlers));
+    const harness = new WorkerHarness(box, jobs, handlers);
+    const slot = Date.now() - 50;
+    for (const c of cases) await box.ledger.createRun({ job: c.name, slot, shard: 0, shards: 1, status: RunStatus.READY }, Date.now());
+    const records = cases.map((c) => harness.record(c.name, slot));
+    await processBatch(harness.deps('w1'), records);
+    await processBatch(harness.deps('w2'), records);
+    for (const c of cases) {
+      expect(await box.ledger.getRun({ job: c.name, slot, shard: 0 }), c.name).toMatchObject({ status: RunStatus.UNKNOWN });
+      expect(runs.get(c.name), `${c.name}: the handler did not run again under the failed reconcile`).toBe(1);
+    }
+    await new Promise((r) => setTimeout(r, 20));
+    await processBatch(harness.deps('w3'), records);
+    for (const c of cases) {
+      expect(reconciles.get(c.name), c.name).toBe(2);
+      expect(runs.get(c.name), c.name).toBe(2);
+      expect((await box.ledger.getRun({ job: c.name, slot, shard: 0 }))?.status, c.name).toBe(RunStatus.SUCCEEDED);
+    }
+  });
+
   it('an attempt past its timeout ends UNKNOWN and the handler is told to stop', async () => {
     let sawAbort = false;
     const hang: JobHandler = {
