@@ -151,6 +151,11 @@ export async function sweep(deps: SweepDeps, input: SweepInput, options: SweepOp
   await Promise.all(writes);
 
   const toSend = await dispatchable(deps, lost, input.configured);
+  // A lost run not sent now (it waits behind its lane's live holder, or another run of its lane
+  // goes first) must stay in view: once the window sweep has passed its slot only the watch index
+  // brings it back, and no holder hands the lane to a run older than itself (coalesce).
+  const sending = new Set(toSend.map((run) => run.runKey));
+  await Promise.all(lost.filter((run) => !sending.has(run.runKey) && !watchedKeys.has(run.runKey)).map((run) => deps.ledger.watch(run)));
   const marks = await mapBounded(toSend, 16, async (run) => ({ run, marked: await deps.ledger.markRedispatch(run, now, o.graceMs, o.maxRedispatches) }));
   let stuck = 0;
   const outgoing: OutgoingRun[] = [];

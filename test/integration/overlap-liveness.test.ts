@@ -14,7 +14,8 @@ import { PermanentError, RetryableError, type JobHandler, type RunContext } from
 import { LedgerKeys } from '../../shared/resources.js';
 import { laneHandOn, resolveRun } from '../../tools/ops/resolve.js';
 import { retryRuns } from '../../tools/ops/retry.js';
-import { testJobs } from '../support/helpers.js';
+import { silentLogger, testJobs } from '../support/helpers.js';
+import { runPlannerTick } from '../../shared/planner.js';
 import { Lab } from '../support/lab.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
 
@@ -100,6 +101,41 @@ describe('exclusive lanes always move on', () => {
       expect(await l.status(name, T0)).toBe(RunStatus.SUPERSEDED);
       expect(l.started()).toHaveLength(1);
     });
+  });
+
+  describe('lost messages of an exclusive lane: the sweeper keeps in view what it does not send', () => {
+    for (const overlap of ['coalesce', 'forbid-queue'] as const) {
+      it(`${overlap}: runs whose messages were lost, older than the runs that then hold the lane, are re-sent and settle: none stays open (model seed 20300798)`, async () => {
+        // Before: the window sweep found the lost runs, sent only the one the lane runs first
+        // (coalesce: the newest) and dropped the others without watching them; once the sweep had
+        // passed their slots nothing looked at them again. A coalesce run older than every later
+        // holder is never handed the lane either (a holder dispatches only runs after its own
+        // slot): it stayed READY for good.
+        // A table of its own: the planner's layout and sweep cursor are the table's, not the job's.
+        const own = await sandbox();
+        const script = new Script();
+        const name = `${overlap}-lost`;
+        const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', overlap, startLead: 0, lease: '30s', misfire: { after: '1h', policy: 'all' } }], ['h']);
+        const l = new Lab(own, jobs, { h: script.handler }, T0);
+        const tick = () => runPlannerTick({ ledger: own.ledger, queue: l.queue, jobs, clock: l.clock.read, logger: silentLogger(), metrics: l.metrics }, { partition: 0, of: 1 });
+        // Two runs put before the planner's (it finds them and sends nothing: their messages are
+        // lost); then the planner is down for ten minutes, so one sweep finds both lost at once.
+        const lost = [T0 + MIN, T0 + 3 * MIN];
+        for (const slot of lost) await l.create(name, slot);
+        await tick();
+        l.clock.advance(10 * MIN);
+        for (let k = 0; k < 20; k++) {
+          await tick();
+          await l.deliverSent();
+          l.clock.advance(MIN);
+        }
+        const runs = await own.ledger.listRuns(name, { ascending: true });
+        own.destroy();
+        const open = runs.filter((r) => r.slot <= T0 + 20 * MIN && r.status !== RunStatus.SUCCEEDED && r.status !== RunStatus.SUPERSEDED);
+        expect(open.map((r) => `${r.runKey} ${r.status}`)).toEqual([]);
+        if (overlap === 'coalesce') expect(await l.status(name, lost[0]!)).toBe(RunStatus.SUPERSEDED);
+      });
+    }
   });
 
   describe('every path that ends or revives a lane holder hands the lane on', () => {

@@ -91,6 +91,8 @@ interface LaneNow {
   scenarioSince: number;
   /** Set once the lane found a failure: every later scenario is a shrink attempt. */
   shrinking?: LaneState;
+  /** The lane's fc.check returned: nothing more to report. */
+  done?: boolean;
 }
 
 interface Counters {
@@ -161,6 +163,7 @@ function property(stack: ModelStack, options: ModelRunOptions, counters: Counter
       mark = Date.now();
       now.phase = 'destroy';
       await world.destroy();
+      now.world = undefined;
       lap('destroy', 'create');
     }
   });
@@ -179,6 +182,7 @@ export async function runModel(stack: ModelStack, options: ModelRunOptions): Pro
     // A lane whose scenario made no store call for a minute is stalled (or waiting on a promise
     // nothing will settle): say where, so a long run that stops moving can be told from a slow one.
     for (const [i, now] of lanes.entries()) {
+      if (now.done) continue;
       if (now.shrinking) options.log?.(`  lane ${i}: shrinking a failure found in its scenario ${now.shrinking.failedAt}: ${now.shrinking.shrinkRuns} run(s) so far`);
       const calls = now.world?.calls ?? -1;
       const still = calls === now.calls;
@@ -201,6 +205,7 @@ export async function runModel(stack: ModelStack, options: ModelRunOptions): Pro
       // (numRuns does not bound a replay): once the replayed scenario passed, the rest pass at once.
       const replayed = () => options.path !== undefined && counters.scenarios > before;
       const result = await fc.check(property(stack, options, counters, state, now, () => stop || replayed()), { numRuns: options.path ? 1 : perLane, seed, path: options.path, endOnFailure: false });
+      now.done = true;
       if (result.failed && result.counterexample) {
         const error = result.errorInstance;
         const [, commands] = result.counterexample as [unknown, Iterable<unknown>, unknown];
