@@ -947,7 +947,13 @@ export class World implements Gate {
     const stuck = new Set(this.stuckRuns(final).map((r) => r.runKey));
     const open = final.runs.some((r) => configured.has(r.job) && !isTerminal(r.status) && !stuck.has(r.runKey) && r.slot <= (this.faultPhaseEnd ?? 0) + this.setup.plannerSkewMs);
     const behind = [...final.cursors].filter(([job]) => configured.has(job) && !this.pausedJobs.has(job));
+    // A run claimed at the very end of the fault phase by a worker killed there (any slot, even one
+    // after the fault phase) is taken over only once its message or the sweeper comes back to it
+    // (lease + the sweep's grace at most): quiescence waits for that, or the check would blame
+    // the scheduler for a takeover that was simply not due yet.
+    const lapsed = final.runs.filter((r) => configured.has(r.job) && r.status === RunStatus.RUNNING && (r.leaseUntil ?? 0) < this.time.now());
     this.unsettled = [
+      ...lapsed.slice(0, 3).map((r) => `${r.runKey} RUNNING past its lease`),
       ...final.runs.filter((r) => configured.has(r.job) && !isTerminal(r.status) && !stuck.has(r.runKey) && r.slot <= (this.faultPhaseEnd ?? 0) + this.setup.plannerSkewMs).slice(0, 3).map((r) => `${r.runKey} ${r.status}`),
       ...behind.map(([job, cursor]) => `${job} behind at ${iso(cursor)}`),
     ];
@@ -960,7 +966,7 @@ export class World implements Gate {
     }
     // A long backlog paged by maxPerTick: once it has moved for a few ticks in a row, the planner
     // is shown to catch up (a wedged one does not move) and waiting for the rest proves nothing more.
-    return !open && behind.every(([job]) => (this.streaks.get(job) ?? 0) >= CATCH_UP_STREAK);
+    return !open && lapsed.length === 0 && behind.every(([job]) => (this.streaks.get(job) ?? 0) >= CATCH_UP_STREAK);
   }
 
   /** Open runs the sweeper gave up re-dispatching (budget spent, nobody claimed them): waiting for an operator. */
