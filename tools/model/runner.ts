@@ -89,8 +89,8 @@ interface LaneNow {
   stillSince: number;
   /** When its current scenario started (wall clock). */
   scenarioSince: number;
-  /** Set once the lane found a failure: every later scenario is a shrink attempt. */
-  shrinking?: LaneState;
+  /** The lane's failure and shrink state. */
+  readonly state: LaneState;
   /** The lane's fc.check returned: nothing more to report. */
   done?: boolean;
 }
@@ -114,7 +114,8 @@ interface LaneState {
   shrinkRuns: number;
 }
 
-function property(stack: ModelStack, options: ModelRunOptions, counters: Counters, lane: LaneState, now: LaneNow, stopped: () => boolean) {
+function property(stack: ModelStack, options: ModelRunOptions, counters: Counters, now: LaneNow, stopped: () => boolean) {
+  const lane = now.state;
   return fc.asyncProperty(scenarioSetupArb(options.faultProfiles), commandsArb(options.maxCommands ?? MAX_COMMANDS), fc.scheduler(), async (setup, commands, scheduler) => {
     const shrinking = lane.failedAt !== undefined;
     // Another lane found a failure, or this lane's shrink budget is spent: pass at once (fast-check
@@ -123,7 +124,6 @@ function property(stack: ModelStack, options: ModelRunOptions, counters: Counter
     if ((!shrinking && stopped()) || shrinkSpent) return;
     if (!shrinking && options.timeBudgetMs !== undefined && Date.now() - counters.started >= options.timeBudgetMs) return;
     if (shrinking) lane.shrinkRuns++;
-    if (shrinking) now.shrinking = lane;
     let mark = Date.now();
     const lap = (phase: keyof PhaseTimes, next: keyof PhaseTimes) => {
       const at = Date.now();
@@ -176,18 +176,20 @@ export async function runModel(stack: ModelStack, options: ModelRunOptions): Pro
   const failures: ModelFailure[] = [];
   const perLane = Math.ceil(options.scenarios / concurrency);
   let stop = false;
-  const lanes: LaneNow[] = Array.from({ length: concurrency }, () => ({ phase: 'create', calls: 0, stillSince: Date.now(), scenarioSince: Date.now() }));
+  const lanes: LaneNow[] = Array.from({ length: concurrency }, () => ({ phase: 'create', calls: 0, stillSince: Date.now(), scenarioSince: Date.now(), state: { shrinkRuns: 0 } }));
   const progress = setInterval(() => {
     options.log?.(`… ${counters.scenarios} scenario(s), ${counters.operations} operation(s), ${counters.calls} store call(s), ${Math.round((Date.now() - started) / 1000)} s`);
     // A lane whose scenario made no store call for a minute is stalled (or waiting on a promise
     // nothing will settle): say where, so a long run that stops moving can be told from a slow one.
     for (const [i, now] of lanes.entries()) {
       if (now.done) continue;
-      if (now.shrinking) options.log?.(`  lane ${i}: shrinking a failure found in its scenario ${now.shrinking.failedAt}: ${now.shrinking.shrinkRuns} run(s) so far`);
+      if (now.state.failedAt !== undefined) options.log?.(`  lane ${i}: shrinking a failure found in its scenario ${now.state.failedAt}: ${now.state.shrinkRuns} run(s) so far`);
       const calls = now.world?.calls ?? -1;
       const still = calls === now.calls;
-      if (!still) now.calls = calls;
-      if (!still) now.stillSince = Date.now();
+      if (!still) {
+        now.calls = calls;
+        now.stillSince = Date.now();
+      }
       if (Date.now() - now.scenarioSince >= 55_000) {
         const what = still ? `still (no store call) for ${Math.round((Date.now() - now.stillSince) / 1000)} s` : 'busy';
         options.log?.(`  lane ${i}: one scenario for ${Math.round((Date.now() - now.scenarioSince) / 1000)} s, ${what}, in ${now.phase}${now.world ? `: ${now.world.whereNow()}` : ''}`);
@@ -198,13 +200,13 @@ export async function runModel(stack: ModelStack, options: ModelRunOptions): Pro
   await Promise.all(
     Array.from({ length: concurrency }, async (_, lane) => {
       const seed = (options.seed + lane * 7919) | 0;
-      const state: LaneState = { shrinkRuns: 0 };
       const now = lanes[lane]!;
+      const state = now.state;
       const before = counters.scenarios;
       // A path into the shrink tree ("3:0:0") makes fast-check go on with the siblings after it
       // (numRuns does not bound a replay): once the replayed scenario passed, the rest pass at once.
       const replayed = () => options.path !== undefined && counters.scenarios > before;
-      const result = await fc.check(property(stack, options, counters, state, now, () => stop || replayed()), { numRuns: options.path ? 1 : perLane, seed, path: options.path, endOnFailure: false });
+      const result = await fc.check(property(stack, options, counters, now, () => stop || replayed()), { numRuns: options.path ? 1 : perLane, seed, path: options.path, endOnFailure: false });
       now.done = true;
       if (result.failed && result.counterexample) {
         const error = result.errorInstance;

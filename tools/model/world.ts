@@ -171,8 +171,7 @@ export class World implements Gate {
   operations = 0;
   /** Store calls of every actor (each SDK call once, whatever its retries). */
   calls = 0;
-  /** Whole-table reads quiescence made to tell whether the world has settled, and their wall-clock ms. */
-  settleChecks = 0;
+  /** Wall-clock ms quiescence spent reading the tables whole to tell whether the world has settled. */
   settleCheckMs = 0;
   readonly callsByKind = new Map<string, number>();
   private readonly lanes: Lane[];
@@ -941,11 +940,10 @@ export class World implements Gate {
   private async settledDown(ticked: boolean): Promise<boolean> {
     const started = Date.now();
     const final = await readFinal(this.stack.clients.doc, { ledger: this.tables.ledger, business: this.tables.payments });
-    this.settleChecks++;
     this.settleCheckMs += Date.now() - started;
     const configured = new Set(this.jobs.map((j) => j.name));
     const stuck = new Set(this.stuckRuns(final).map((r) => r.runKey));
-    const open = final.runs.some((r) => configured.has(r.job) && !isTerminal(r.status) && !stuck.has(r.runKey) && r.slot <= (this.faultPhaseEnd ?? 0) + this.setup.plannerSkewMs);
+    const open = final.runs.filter((r) => configured.has(r.job) && !isTerminal(r.status) && !stuck.has(r.runKey) && r.slot <= (this.faultPhaseEnd ?? 0) + this.setup.plannerSkewMs);
     const behind = [...final.cursors].filter(([job]) => configured.has(job) && !this.pausedJobs.has(job));
     // A run claimed at the very end of the fault phase by a worker killed there (any slot, even one
     // after the fault phase) is taken over only once its message or the sweeper comes back to it
@@ -954,7 +952,7 @@ export class World implements Gate {
     const lapsed = final.runs.filter((r) => configured.has(r.job) && r.status === RunStatus.RUNNING && (r.leaseUntil ?? 0) < this.time.now());
     this.unsettled = [
       ...lapsed.slice(0, 3).map((r) => `${r.runKey} RUNNING past its lease`),
-      ...final.runs.filter((r) => configured.has(r.job) && !isTerminal(r.status) && !stuck.has(r.runKey) && r.slot <= (this.faultPhaseEnd ?? 0) + this.setup.plannerSkewMs).slice(0, 3).map((r) => `${r.runKey} ${r.status}`),
+      ...open.slice(0, 3).map((r) => `${r.runKey} ${r.status}`),
       ...behind.map(([job, cursor]) => `${job} behind at ${iso(cursor)}`),
     ];
     if (ticked) {
@@ -966,7 +964,7 @@ export class World implements Gate {
     }
     // A long backlog paged by maxPerTick: once it has moved for a few ticks in a row, the planner
     // is shown to catch up (a wedged one does not move) and waiting for the rest proves nothing more.
-    return !open && lapsed.length === 0 && behind.every(([job]) => (this.streaks.get(job) ?? 0) >= CATCH_UP_STREAK);
+    return open.length === 0 && lapsed.length === 0 && behind.every(([job]) => (this.streaks.get(job) ?? 0) >= CATCH_UP_STREAK);
   }
 
   /** Open runs the sweeper gave up re-dispatching (budget spent, nobody claimed them): waiting for an operator. */
