@@ -155,7 +155,7 @@ export async function sweep(deps: SweepDeps, input: SweepInput, options: SweepOp
   // goes first) must stay in view: once the window sweep has passed its slot only the watch index
   // brings it back, and no holder hands the lane to a run older than itself (coalesce).
   const sending = new Set(toSend.map((run) => run.runKey));
-  await Promise.all(lost.filter((run) => !sending.has(run.runKey) && !watchedKeys.has(run.runKey)).map((run) => deps.ledger.watch(run)));
+  await mapBounded(lost.filter((run) => !sending.has(run.runKey) && !watchedKeys.has(run.runKey)), 16, (run) => deps.ledger.watch(run));
   const marks = await mapBounded(toSend, 16, async (run) => ({ run, marked: await deps.ledger.markRedispatch(run, now, o.graceMs, o.maxRedispatches) }));
   let stuck = 0;
   const outgoing: OutgoingRun[] = [];
