@@ -23,6 +23,7 @@ import type { RunQueue } from './adapters/run-queue.js';
 import { initialFence } from './core/fence.js';
 import { OverlapPolicy, type Job } from './core/job-schema-core.js';
 import type { ClaimResult } from './core/lease.js';
+import type { ReleaseResult } from './adapters/lane-store.js';
 import { messageFor } from './core/run-message.js';
 import { isTerminal, runKeyOf, RunStatus, WAITING_STATUSES, type Run, type RunId } from './core/vocabulary.js';
 import type { RunLogger } from './handler-api.js';
@@ -126,7 +127,7 @@ export async function claimInLane(deps: LaneDeps, job: Job, id: RunId, logger: R
   if (lane.kind === 'acquired' && (result.kind === 'terminal' || result.kind === 'missing')) {
     // An older run that found the lane taken for this one in that instant waits for a hand-on.
     const released = await deps.ledger.lanes.release(job.name, holder);
-    if (released.freed && released.olderWaiting) await dispatchNextWaiting(deps, job, id, true, logger);
+    if (released.freed && released.olderWaiting) await dispatchNextWaiting(deps, job, id, olderWaitingAfter(released), logger);
   }
   return result;
 }
@@ -172,7 +173,7 @@ export async function onBlocked(deps: LaneDeps, job: Job, id: RunId, holderSlot:
   // marker: only then does the holder, when it ends, look back for older runs before handing the
   // lane on, so that the common hand-on costs no extra query. If the holder let go meanwhile, its
   // hand-on was decided without this run: try the lane again instead of waiting for it.
-  if (job.overlap === OverlapPolicy.FORBID_QUEUE && id.slot < holderSlot && !(await deps.ledger.lanes.markOlderWaiting(job.name, { slot: holderSlot, shard: id.shard }))) {
+  if (job.overlap === OverlapPolicy.FORBID_QUEUE && id.slot < holderSlot && !(await deps.ledger.lanes.markOlderWaiting(job.name, { slot: holderSlot, shard: id.shard }, id.slot))) {
     logger.info('the lane changed hands while this older run found it held: trying again', { holderSlot: iso(holderSlot) });
     return 'retry';
   }
@@ -183,9 +184,20 @@ export async function onBlocked(deps: LaneDeps, job: Job, id: RunId, holderSlot:
 /** After an exclusive run ended (SUCCEEDED, DEAD, SUPERSEDED, SKIPPED, MANUAL): free the lane, dispatch what comes next. */
 export async function afterRunEnded(deps: LaneDeps, job: Job, run: Pick<Run, 'job' | 'slot' | 'shard'>, logger?: RunLogger): Promise<void> {
   const released = await deps.ledger.lanes.release(job.name, { slot: run.slot, shard: run.shard });
-  // Look back for older waiting runs when one said it waits, and also when the release was refused:
-  // then we cannot tell (already freed, e.g. by our own delete whose response was lost).
-  await dispatchNextWaiting(deps, job, run, !released.freed || released.olderWaiting, logger);
+  await dispatchNextWaiting(deps, job, run, olderWaitingAfter(released), logger);
+}
+
+/**
+ * Whether a run older than the lane's holder may wait for the lane, as its release tells: from a
+ * recorded slot on; somewhere (a flag without a slot, or a refused release: then we cannot tell,
+ * e.g. our own delete whose response was lost: look back); or not at all.
+ */
+type OlderWaiting = { readonly from: number } | 'look-back' | 'none';
+
+function olderWaitingAfter(released: ReleaseResult): OlderWaiting {
+  if (!released.freed) return 'look-back';
+  if (released.oldestWaitingSlot !== undefined) return { from: released.oldestWaitingSlot };
+  return released.olderWaiting ? 'look-back' : 'none';
 }
 
 /**
@@ -199,11 +211,16 @@ async function olderOpenRuns(deps: LaneDeps, job: Job, id: Pick<RunId, 'slot' | 
 }
 
 /** Dispatches the lane's next due waiting run, per policy (forbid-skip has no queue: nothing). */
-async function dispatchNextWaiting(deps: LaneDeps, job: Job, run: Pick<Run, 'job' | 'slot' | 'shard'>, olderMayWait: boolean, logger?: RunLogger): Promise<void> {
+async function dispatchNextWaiting(deps: LaneDeps, job: Job, run: Pick<Run, 'job' | 'slot' | 'shard'>, older: OlderWaiting, logger?: RunLogger): Promise<void> {
   if (job.overlap === OverlapPolicy.FORBID_SKIP || job.overlap === OverlapPolicy.PARALLEL) return;
-  if (job.overlap === OverlapPolicy.FORBID_QUEUE && olderMayWait) {
-    // Slot order resumes with the oldest run that opened behind the holder's back (it waited for the lane).
-    const oldest = (await olderOpenRuns(deps, job, run)).filter((r) => WAITING_STATUSES.includes(r.status)).at(-1);
+  if (job.overlap === OverlapPolicy.FORBID_QUEUE && older !== 'none') {
+    // Slot order resumes with the oldest run that opened behind the holder's back (it waited for
+    // the lane). Its recorded slot bounds the read, however far back it lies; if it has ended
+    // meanwhile (an operator resolved it), the next still-waiting run after it goes instead.
+    const oldest =
+      older === 'look-back'
+        ? (await olderOpenRuns(deps, job, run)).filter((r) => WAITING_STATUSES.includes(r.status)).at(-1)
+        : (await deps.ledger.laneRunsAfter(job.name, run.shard, older.from - 1, run.slot - 1, WAITING_STATUSES, { firstPageWithAny: true })).at(0);
     if (oldest) return dispatch(deps, job, oldest, logger);
   }
   const due = await deps.ledger.laneRunsAfter(job.name, run.shard, run.slot, dueBy(deps, job));

@@ -31,7 +31,12 @@ export type ReleaseResult =
    * Freed. `olderWaiting`: a run older than the holder found the lane held and waits for it (it
    * opened behind the holder's back: a backfill, an operator's retry, a catch-up slot planned late).
    */
-  | { readonly freed: true; readonly olderWaiting: boolean }
+  | {
+      readonly freed: true;
+      readonly olderWaiting: boolean;
+      /** The oldest slot that said it waits (absent on a flag written before slots were recorded). */
+      readonly oldestWaitingSlot?: number;
+    }
   /** The holder did not hold it (already freed, taken over, or our own delete whose response was lost). */
   | { readonly freed: false };
 
@@ -139,25 +144,32 @@ export class LaneStore {
 
   /**
    * Marks the lane as having a run older than its holder waiting for it, if `holder` still holds
-   * it; false when it does not (the lane was freed or taken meanwhile: the older run must try the
-   * lane again rather than wait for a hand-on that was decided without it).
+   * it, and records the oldest such slot (the holder hands the lane to it, however far back it
+   * lies: a bounded look-back misses a run revived many slots back). True when the lane is still
+   * the holder's (marked now, or an older waiting slot was recorded already: that run goes first
+   * and hands on in slot order); false when it is not (the lane was freed or taken meanwhile: the
+   * older run must try the lane again rather than wait for a hand-on decided without it).
    */
-  async markOlderWaiting(job: string, holder: LaneHolder): Promise<boolean> {
+  async markOlderWaiting(job: string, holder: LaneHolder, waitingSlot: number): Promise<boolean> {
+    const holderSk = LedgerKeys.runSk(holder.slot, holder.shard);
     const holderStillHolds = 'holderSk = :holderSk';
+    const noOlderRecorded = '(attribute_not_exists(oldestWaitingSlot) OR oldestWaitingSlot > :waitingSlot)';
     try {
       await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: this.key(job, holder.shard),
-          UpdateExpression: 'SET olderWaiting = :yes',
-          ConditionExpression: holderStillHolds,
-          ExpressionAttributeValues: { ':holderSk': LedgerKeys.runSk(holder.slot, holder.shard), ':yes': true },
+          UpdateExpression: 'SET olderWaiting = :yes, oldestWaitingSlot = :waitingSlot',
+          ConditionExpression: `${holderStillHolds} AND ${noOlderRecorded}`,
+          ExpressionAttributeValues: { ':holderSk': holderSk, ':yes': true, ':waitingSlot': waitingSlot },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
       return true;
     } catch (error) {
-      if (isConditionalCheckFailure(error)) return false;
-      throw error;
+      if (!isConditionalCheckFailure(error)) throw error;
+      // Still the holder's: an older (or the same, a retry of our own write) slot is recorded.
+      return failedItem(error)?.holderSk === holderSk;
     }
   }
 
@@ -174,7 +186,8 @@ export class LaneStore {
           ReturnValues: 'ALL_OLD',
         }),
       );
-      return { freed: true, olderWaiting: Attributes?.olderWaiting === true };
+      const oldestWaitingSlot = typeof Attributes?.oldestWaitingSlot === 'number' ? Attributes.oldestWaitingSlot : undefined;
+      return { freed: true, olderWaiting: Attributes?.olderWaiting === true, ...(oldestWaitingSlot === undefined ? {} : { oldestWaitingSlot }) };
     } catch (error) {
       if (isConditionalCheckFailure(error)) return { freed: false };
       throw error;
@@ -182,8 +195,14 @@ export class LaneStore {
   }
 
   /** The lane's marker as stored (consistent), or undefined when the lane is free. */
-  async read(job: string, shard: number): Promise<{ holderSlot: number; since?: number; lastWrite?: string } | undefined> {
+  async read(job: string, shard: number): Promise<{ holderSlot: number; since?: number; lastWrite?: string; oldestWaitingSlot?: number } | undefined> {
     const { Item } = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: this.key(job, shard), ConsistentRead: true }));
-    return Item ? { holderSlot: Item.holderSlot as number, since: Item.since as number | undefined, lastWrite: Item.lastWrite as string | undefined } : undefined;
+    if (!Item) return undefined;
+    return {
+      holderSlot: Item.holderSlot as number,
+      since: Item.since as number | undefined,
+      lastWrite: Item.lastWrite as string | undefined,
+      oldestWaitingSlot: typeof Item.oldestWaitingSlot === 'number' ? Item.oldestWaitingSlot : undefined,
+    };
   }
 }

@@ -691,8 +691,10 @@ export class Ledger {
   /**
    * Runs of one lane (job, shard) with slot in (after, until] and one of `statuses`, oldest
    * first, every page. The overlap policies read the runs just after a run's slot.
+   * `firstPageWithAny`: stop at the first page that holds a match (forbid-queue needs only the
+   * oldest, and the range after a revived old run can span a long history of ended runs).
    */
-  async laneRunsAfter(job: string, shard: number, after: number, until: number, statuses: readonly RunStatus[] = WAITING): Promise<Run[]> {
+  async laneRunsAfter(job: string, shard: number, after: number, until: number, statuses: readonly RunStatus[] = WAITING, options: { readonly firstPageWithAny?: boolean } = {}): Promise<Run[]> {
     const out: Run[] = [];
     if (until <= after) return out;
     const statusValues = Object.fromEntries(statuses.map((status, i) => [`:s${i}`, status]));
@@ -718,7 +720,7 @@ export class Ledger {
       );
       for (const item of page.Items ?? []) out.push(runFromItem(item));
       startKey = page.LastEvaluatedKey;
-    } while (startKey);
+    } while (startKey && !(options.firstPageWithAny && out.length > 0));
     return out;
   }
 

@@ -277,6 +277,53 @@ describe('forbid-queue liveness', () => {
     });
   }
 
+  it('forbid-queue: a run revived by ops retry further behind the lane\'s holder than any bounded look-back reads is handed the lane next when the holder ends, before the run queued after the holder (no sweep needed: a busy lane never idles for one)', async () => {
+    // Seed 20261204 of the model: the holder read only the 5 nearest slots before its own, so a
+    // revived run 13 slots back waited while every hand-on went to the next run of the catch-up.
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 20 }), async (gap) => {
+        const name = `rv-${Math.random().toString(36).slice(2, 8)}`;
+        const m0 = Math.floor(Date.now() / MIN) * MIN - 60 * MIN;
+        const [revived, holder, after] = [m0, m0 + gap * MIN, m0 + (gap + 1) * MIN];
+        const failures = new Map([[revived, new PermanentError('bad input', { code: 'BAD' })], [holder, new RetryableError('downstream busy', { code: 'BUSY' })]]);
+        const handler: JobHandler = {
+          async run(ctx) {
+            const failure = failures.get(ctx.slot);
+            failures.delete(ctx.slot);
+            if (failure) throw failure;
+          },
+        };
+        const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, overlap: 'forbid-queue', retry: { maxAttempts: 3, backoff: { base: '1s', max: '1s' } } }], ['h']);
+        const lab = new Lab(box, jobs, { h: handler }, after + MIN);
+        // The oldest slot failed for good; the ones after it succeeded, in order.
+        for (let k = 0; k < gap; k++) {
+          await lab.create(name, m0 + k * MIN);
+          await lab.deliver(name, m0 + k * MIN);
+        }
+        expect(await lab.status(name, revived)).toBe(RunStatus.DEAD);
+        // The holder fails once (RETRY keeps the lane); the next slot queues behind it.
+        await lab.create(name, holder);
+        await lab.deliver(name, holder);
+        await lab.create(name, after);
+        expect(await lab.deliver(name, after)).toBe('ack');
+        expect({ holder: await lab.status(name, holder), after: await lab.status(name, after) }).toEqual({ holder: RunStatus.RETRY, after: RunStatus.READY });
+        // The operator revives the oldest slot: it finds the lane held, says so on the marker, waits.
+        const ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
+        await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, [(await lab.run(name, revived))!]);
+        expect(await lab.deliverSent()).toEqual([(await lab.run(name, revived))!.runKey]);
+        expect(await lab.status(name, revived)).toBe(RunStatus.READY);
+        // The holder's next attempt succeeds and hands on: to the revived run, then in slot order.
+        lab.clock.advance(2_000);
+        await lab.deliver(name, holder);
+        expect(await lab.status(name, holder)).toBe(RunStatus.SUCCEEDED);
+        expect(await lab.deliverSent()).toEqual([(await lab.run(name, revived))!.runKey]);
+        expect(await lab.deliverSent()).toEqual([(await lab.run(name, after))!.runKey]);
+        expect({ revived: await lab.status(name, revived), after: await lab.status(name, after) }).toEqual({ revived: RunStatus.SUCCEEDED, after: RunStatus.SUCCEEDED });
+      }),
+      { numRuns: 4, examples: [[13], [6]] },
+    );
+  });
+
   it('forbid-queue: an older run that finds the lane held, but the holder lets go before the older run can say it waits, tries the lane again instead of waiting for a hand-on decided without it', async () => {
     const name = `lr-${Math.random().toString(36).slice(2, 8)}`;
     const hour = Math.floor(Date.now() / HOUR) * HOUR;

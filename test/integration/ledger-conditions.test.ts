@@ -495,6 +495,7 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
   });
 
   describe('lane markers', () => {
+    const MIN = 60_000;
     const laneJob = () => `lane-${++nextSlot}`;
     const holder = (slot: number) => ({ slot, shard: 0 });
     const markers = ['none', 'mine', 'other'] as const;
@@ -527,18 +528,23 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
       await eachCase(markers, async (marker) => {
         const job = laneJob();
         await mark(job, marker, BASE + 1_000, BASE);
-        expect(await box.ledger.lanes.markOlderWaiting(job, holder(BASE + 1_000)), marker).toBe(marker === 'mine');
-        if (marker !== 'mine') expect(await box.ledger.lanes.markOlderWaiting(job, holder(BASE)), marker).toBe(marker === 'other');
+        expect(await box.ledger.lanes.markOlderWaiting(job, holder(BASE + 1_000), BASE - MIN), marker).toBe(marker === 'mine');
+        if (marker !== 'mine') expect(await box.ledger.lanes.markOlderWaiting(job, holder(BASE), BASE - MIN), marker).toBe(marker === 'other');
       });
       // The holder's next attempt takes its own lane again: a whole-item put would drop the flag.
       const job = laneJob();
       const stale = holder((await put(job, { status: RunStatus.SUCCEEDED, claims: 1, watched: false })).slot);
       expect(await box.ledger.lanes.acquire(job, stale, NOW)).toEqual({ kind: 'acquired' });
-      expect(await box.ledger.lanes.markOlderWaiting(job, stale)).toBe(true);
+      // The oldest waiting slot is recorded: a newer one leaves it (and still waits), an older one
+      // replaces it, and a retry of a committed mark (its response lost) answers true again.
+      expect(await box.ledger.lanes.markOlderWaiting(job, stale, stale.slot - 20 * MIN)).toBe(true);
+      expect(await box.ledger.lanes.markOlderWaiting(job, stale, stale.slot - 10 * MIN)).toBe(true);
+      expect(await box.ledger.lanes.markOlderWaiting(job, stale, stale.slot - 20 * MIN)).toBe(true);
+      expect(await box.ledger.lanes.markOlderWaiting(job, stale, stale.slot - 30 * MIN)).toBe(true);
       expect(await box.ledger.lanes.acquire(job, stale, NOW + 1)).toEqual({ kind: 'held' });
       const next = holder(freshSlot());
       expect(await box.ledger.lanes.takeFromEnded(job, next, stale, NOW + 2)).toBe(true);
-      expect(await box.ledger.lanes.release(job, next)).toEqual({ freed: true, olderWaiting: true });
+      expect(await box.ledger.lanes.release(job, next)).toEqual({ freed: true, olderWaiting: true, oldestWaitingSlot: stale.slot - 30 * MIN });
       // A fresh holder of the freed lane starts unflagged.
       expect(await box.ledger.lanes.acquire(job, stale, NOW + 3)).toEqual({ kind: 'acquired' });
       expect(await box.ledger.lanes.release(job, stale)).toEqual({ freed: true, olderWaiting: false });
@@ -548,7 +554,7 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
       const job = laneJob();
       const mine = holder(freshSlot());
       expect(await box.ledger.lanes.acquire(job, mine, NOW)).toEqual({ kind: 'acquired' });
-      expect(await box.ledger.lanes.markOlderWaiting(job, mine)).toBe(true);
+      expect(await box.ledger.lanes.markOlderWaiting(job, mine, mine.slot - MIN)).toBe(true);
       const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: (command) => command === 'DeleteItemCommand', fault: 'lost-response' }]);
       try {
         const lanes = new LaneStore(faulty.doc, box.endpoints.ledgerTable);
@@ -606,7 +612,7 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
         await expect(lanes.acquire(job, holder(freshSlot()), NOW)).rejects.toMatchObject({ name: 'ThrottlingException' });
         await expect(lanes.release(job, stale)).rejects.toMatchObject({ name: 'ThrottlingException' });
         await expect(lanes.takeFromEnded(job, holder(freshSlot()), stale, NOW)).rejects.toMatchObject({ name: 'ThrottlingException' });
-        await expect(lanes.markOlderWaiting(job, stale)).rejects.toMatchObject({ name: 'ThrottlingException' });
+        await expect(lanes.markOlderWaiting(job, stale, stale.slot - MIN)).rejects.toMatchObject({ name: 'ThrottlingException' });
       } finally {
         faulty.destroy();
       }
