@@ -23,7 +23,7 @@ import { OverlapPolicy, type Job } from './core/job-schema.js';
 import { ownedOpenBuckets, type PartitionCursor } from './core/planner-state.js';
 import { slotSpecOf } from './core/schedule-spec.js';
 import { nextSlotAfter } from './core/slots.js';
-import { laneHead, sweepVerdict } from './core/sweep.js';
+import { laneHead, sendBehindLiveHolder, sweepVerdict } from './core/sweep.js';
 import { isTerminal, RunStatus, type Run, type RunId } from './core/vocabulary.js';
 import { messageFor } from './core/run-message.js';
 import { MetricName, type MetricsSink, type RunLogger } from './observability.js';
@@ -211,13 +211,19 @@ async function dispatchable(deps: SweepDeps, lost: readonly Run[], configured: R
       if (holder && !isTerminal(holder.status)) {
         // The holder is one of the lost runs: it goes first (it holds the lane).
         if (runs.includes(holder)) out.push(holder);
+        else out.push(...sendBehindLiveHolder(runs, exclusive(job.overlap), { slot: marker.holderSlot, oldestWaitingSlot: marker.oldestWaitingSlot }));
         continue;
       }
     }
-    const head = laneHead(runs, job.overlap as Exclude<Job['overlap'], 'parallel'>);
+    const head = laneHead(runs, exclusive(job.overlap));
     if (head) out.push(head);
   }
   return out;
+}
+
+function exclusive(overlap: Job['overlap']): Exclude<Job['overlap'], 'parallel'> {
+  if (overlap === OverlapPolicy.PARALLEL) throw new Error('a parallel job has no lane');
+  return overlap;
 }
 
 type IndexKey = { openSk: string; pk: string; sk: string };

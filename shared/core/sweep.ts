@@ -40,3 +40,38 @@ export function laneHead<R extends Pick<Run, 'slot'>>(runs: readonly R[], overla
   const sorted = [...runs].sort((a, b) => a.slot - b.slot);
   return overlap === 'coalesce' || overlap === 'replace' ? sorted[sorted.length - 1] : sorted[0];
 }
+
+/**
+ * Of the lost-looking waiting runs of one exclusive lane whose holder is alive, the ones to send
+ * anyway: those whose delivery decides them, so that no lost run waits for an idle lane at sweep
+ * time, which a lane busy on a fixed beat (a 20-second job swept every minute, on the minute) may
+ * never show. The rest wait for the holder's hand-on, and re-sending them would only poll the lane.
+ * - forbid-skip: every one (it runs if the lane is free by then, else it is skipped);
+ * - replace: those older than the holder (superseded on arrival) and the newest newer one (it
+ *   takes the lane over);
+ * - coalesce: those older than the holder (superseded on arrival by the newer holder);
+ * - forbid-queue: the oldest older than the holder, unless the marker already records it or an
+ *   older waiting slot (on arrival it records itself, and the holder hands the lane to it).
+ */
+export function sendBehindLiveHolder<R extends Pick<Run, 'slot'>>(
+  runs: readonly R[],
+  overlap: 'forbid-skip' | 'forbid-queue' | 'coalesce' | 'replace',
+  holder: { readonly slot: number; readonly oldestWaitingSlot?: number },
+): R[] {
+  const sorted = [...runs].sort((a, b) => a.slot - b.slot);
+  const older = sorted.filter((r) => r.slot < holder.slot);
+  const newer = sorted.filter((r) => r.slot > holder.slot);
+  switch (overlap) {
+    case 'forbid-skip':
+      return sorted;
+    case 'replace':
+      return newer.length > 0 ? [...older, newer[newer.length - 1]!] : older;
+    case 'coalesce':
+      return older;
+    case 'forbid-queue': {
+      const oldest = older[0];
+      const recorded = holder.oldestWaitingSlot !== undefined && oldest !== undefined && holder.oldestWaitingSlot <= oldest.slot;
+      return oldest && !recorded ? [oldest] : [];
+    }
+  }
+}

@@ -138,6 +138,47 @@ describe('exclusive lanes always move on', () => {
     }
   });
 
+  describe('lost messages behind a lane held at every sweep: the sweeper sends those whose delivery decides them', () => {
+    for (const overlap of ['forbid-skip', 'coalesce', 'forbid-queue'] as const) {
+      it(`${overlap}: a lost run older than a holder that keeps the lane through every sweep (between attempts for an hour) is settled or registered with the holder, not left READY waiting for an idle lane (model seed 20269123)`, async () => {
+        // Before: the sweeper sent a lost waiting run only when its lane was idle at the sweep; a
+        // lane busy on a fixed beat (the model's 20-second forbid-skip job, swept every minute
+        // while the next run held it) never was, and the run stayed READY for good.
+        const own = await sandbox();
+        try {
+          const script = new Script();
+          const name = `${overlap}-held`;
+          const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', overlap, startLead: 0, lease: '30s', misfire: { after: '1h', policy: 'all' }, retry: { maxAttempts: 3, backoff: { base: '1h', max: '1h' } } }], ['h']);
+          const [lostSlot, holderSlot] = [T0 + MIN, T0 + 3 * MIN];
+          const l = new Lab(own, jobs, { h: script.handler }, holderSlot + 10);
+          const tick = () => runPlannerTick({ ledger: own.ledger, queue: l.queue, jobs, clock: l.clock.read, logger: silentLogger(), metrics: l.metrics }, { partition: 0, of: 1 });
+          await tick();
+          // The holder fails once and keeps the lane for its next attempt, an hour away.
+          await l.create(name, holderSlot);
+          script.behaviour.set(holderSlot, 'retry');
+          await l.deliver(name, holderSlot);
+          expect(await l.status(name, holderSlot)).toBe(RunStatus.RETRY);
+          // An older slot opens behind its back (a backfill) and its message is lost.
+          await l.create(name, lostSlot, { watch: true });
+          l.queue.take();
+          for (let k = 0; k < 30; k++) {
+            l.clock.advance(MIN);
+            await tick();
+            await l.deliverSent();
+          }
+          expect((await own.ledger.lanes.read(name, 0))?.holderSlot).toBe(holderSlot);
+          const lost = await l.run(name, lostSlot);
+          if (overlap === 'forbid-queue') {
+            // It said it waits: the holder hands the lane to it when it ends, however far back it lies.
+            expect({ status: lost?.status, recorded: (await own.ledger.lanes.read(name, 0))?.oldestWaitingSlot }).toEqual({ status: RunStatus.READY, recorded: lostSlot });
+          } else expect(lost?.status).toBe(overlap === 'forbid-skip' ? RunStatus.SKIPPED : RunStatus.SUPERSEDED);
+        } finally {
+          own.destroy();
+        }
+      });
+    }
+  });
+
   describe('every path that ends or revives a lane holder hands the lane on', () => {
     /** S1 holds the lane (RETRY between attempts); S2 arrives, waits, and acks its message. */
     async function retryingHolderWithWaiter(overlap: 'forbid-queue' | 'coalesce') {
