@@ -208,6 +208,7 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
   await recordCatchUp(deps, plan.behindSet, plan.edgeSet, plan.behindClear, behind, staleListings);
 
   const watermarkAdvanced = await deps.ledger.planning.advancePartition(layout.gen, ref.partition, plan.plannedUntil);
+  if (watermarkAdvanced) history.record({ type: 'partition-planned', at: now, runKey: '', partition: ref.partition, of: ref.of, plannedUntil: plan.plannedUntil });
 
   const swept = await sweep(
     { ledger: deps.ledger, queue: deps.queue, clock: deps.clock, logger: deps.logger, metrics: deps.metrics, history: deps.history },

@@ -7,6 +7,9 @@ import type { RunStatus } from './vocabulary.js';
 export type HistoryEvent =
   | { readonly type: 'run-created'; readonly at: number; readonly runKey: string; readonly job: string; readonly slot: number; readonly shard: number; readonly status: RunStatus }
   | { readonly type: 'message-sent'; readonly at: number; readonly runKey: string; readonly reason: 'planned' | 'swept' }
+  // A planner tick moved its partition's watermark: every run it planned was put and sent. The
+  // tick may still fail after this (its sweep), so a harness cannot read it from the tick's report.
+  | { readonly type: 'partition-planned'; readonly at: number; readonly runKey: ''; readonly partition: number; readonly of: number; readonly plannedUntil: number }
   | { readonly type: 'claimed'; readonly at: number; readonly runKey: string; readonly owner: string; readonly token: number; readonly attempt: number; readonly from: RunStatus; readonly leaseUntil: number }
   | { readonly type: 'heartbeat'; readonly at: number; readonly runKey: string; readonly owner: string; readonly token: number; readonly ok: boolean; readonly leaseUntil: number }
   | { readonly type: 'handler-started'; readonly at: number; readonly runKey: string; readonly owner: string; readonly token: number; readonly slot: number }

@@ -6,7 +6,7 @@ import { KEY_SPREAD } from '../../shared/resources.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CountingMiddleware } from '../support/counting.js';
 import { runPlannerTick } from '../../shared/planner.js';
-import { NO_HISTORY } from '../../shared/core/history.js';
+import { NO_HISTORY, type HistoryEvent } from '../../shared/core/history.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
 import { partitionOf } from '../../shared/core/partition.js';
 import { drain, ManualClock, metrics, silentLogger, testJobs } from '../support/helpers.js';
@@ -86,6 +86,37 @@ describe('planner', () => {
     const again = await runPlannerTick({ ...base, queue: own.queue, options: { sweepGraceMs: 120_000, lookaheadMs: LOOKAHEAD_MS } }, { partition: 0, of: 1 });
     expect(again.swept).toBe(0);
     own.destroy();
+  });
+
+  it('a tick that fails in its sweep, after its watermark moved, still tells its history sink how far it planned; one that fails before the watermark tells nothing', async () => {
+    // The model tester learns from this how far a failed tick planned: without it, it owed the
+    // slots a schedule change put behind the watermark (model seed 20284961, a false alarm).
+    const own = await sandbox();
+    try {
+      const clock = new ManualClock(T0);
+      const events: HistoryEvent[] = [];
+      const history = { record: (e: HistoryEvent) => events.push(e) };
+      const failingSweep = Object.assign(Object.create(Object.getPrototypeOf(own.ledger)), own.ledger, {
+        watchedPage: async () => {
+          throw new Error('sweep read refused');
+        },
+      });
+      const base = { jobs: JOBS, clock: clock.read, logger: silentLogger(), metrics: metrics(), history, options: { lookaheadMs: LOOKAHEAD_MS } };
+      await expect(runPlannerTick({ ...base, ledger: failingSweep, queue: own.queue }, { partition: 0, of: 1 })).rejects.toThrow('sweep read refused');
+      expect(events.filter((e) => e.type === 'partition-planned')).toEqual([{ type: 'partition-planned', at: T0, runKey: '', partition: 0, of: 1, plannedUntil: T0 + LOOKAHEAD_MS }]);
+      expect((await own.ledger.planning.readLayout())?.partitions.get(0)?.plannedUntil).toBe(T0 + LOOKAHEAD_MS);
+      events.length = 0;
+      clock.advance(60_000);
+      const failingQueue = Object.assign(Object.create(Object.getPrototypeOf(own.queue)), own.queue, {
+        send: async () => {
+          throw new Error('crash between put and send');
+        },
+      });
+      await expect(runPlannerTick({ ...base, ledger: own.ledger, queue: failingQueue }, { partition: 0, of: 1 })).rejects.toThrow('crash between put and send');
+      expect(events.filter((e) => e.type === 'partition-planned')).toEqual([]);
+    } finally {
+      own.destroy();
+    }
   });
 
   it('cost grows with due slots, not with jobs: 2,000 hourly jobs with none due cost the same requests as none', async () => {

@@ -71,7 +71,7 @@ export interface TickRecord {
   readonly now: number;
   /** The config the tick ran with. */
   readonly jobs: readonly Job[];
-  /** Resolved (every put and send of its plan succeeded). */
+  /** Resolved (every put and send of its plan succeeded): it returned, or it failed after moving its watermark. */
   readonly ok: boolean;
   /** The horizon it reported (undefined when it failed). */
   readonly horizon?: number;

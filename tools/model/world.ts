@@ -504,13 +504,22 @@ export class World implements Gate {
         const now = clock();
         const record = (outcome: Pick<TickRecord, 'ok' | 'horizon' | 'advanced'>) =>
           this.ticks.push({ id: this.ticks.length, command, partition, of, seqStart, seqEnd: this.nextSeq(), now, jobs, ...outcome });
+        // A tick that fails after moving its watermark (in its sweep) has planned as a resolved
+        // one has: the model must know how far, or it owes slots the planner has rightly passed.
+        let planned: number | undefined;
+        const tickSink: HistorySink = {
+          record: (event) => {
+            if (event.type === 'partition-planned') planned = event.plannedUntil;
+            else sink.record(event);
+          },
+        };
         const tick = runPlannerTick(
-          { ledger, queue, jobs, clock, logger: QUIET_LOGGER, metrics: this.metrics, history: sink, options: { sweepGraceMs: SWEEP_GRACE_MS } },
+          { ledger, queue, jobs, clock, logger: QUIET_LOGGER, metrics: this.metrics, history: tickSink, options: { sweepGraceMs: SWEEP_GRACE_MS } },
           { partition, of },
         ).then(
           (report) => record({ ok: true, horizon: report.plannedUntil, advanced: report.watermarkAdvanced }),
           (error: unknown) => {
-            record({ ok: false });
+            record(planned === undefined ? { ok: false } : { ok: true, horizon: planned, advanced: true });
             this.say(`tick ${partition}/${of} failed: ${short(error)}`);
           },
         );
