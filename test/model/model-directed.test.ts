@@ -10,6 +10,9 @@ import { describe, expect, it } from 'vitest';
 import { formatViolations } from '../../shared/core/checker.js';
 import { DIRECTED, runDirected } from '../../tools/model/directed.js';
 import { DEFECT_CLASSES } from '../../tools/model/prove.js';
+import { FaultKind } from '../../tools/model/faults.js';
+import { BehaviourKind } from '../../tools/model/handlers.js';
+import { RunStatus } from '../../shared/core/vocabulary.js';
 import { modelStack } from '../../tools/model/world.js';
 import { sharedEndpoints } from '../support/stack.js';
 
@@ -30,6 +33,29 @@ describe('model tester: directed scenarios of the defect classes', () => {
     },
     300_000,
   );
+
+  it('an ops retry whose revival committed but whose message send failed is recorded as a repair, as `ops status` shows it (model seed 20284962: a false alarm of fenced-out-superseded)', async () => {
+    // Before: the model recorded an operator's repair only when the ops call returned, so the
+    // revived run's later end (DEAD past its deadline) was judged against its earlier fenced-out write.
+    const stack = modelStack(sharedEndpoints());
+    try {
+      const { violations, story } = await runDirected(stack, {
+        title: 'a DEAD run revived by an ops retry whose send is refused',
+        jobs: [{ maxAttempts: 1, behaviours: [{ kind: BehaviourKind.PERMANENT, workMs: 100, writes: 0 }] }],
+        steps: [
+          { step: 'run', ms: 150_000 },
+          { step: 'arm-ops', kind: 'sqs-send', fault: FaultKind.REFUSED, count: 10 },
+          { step: 'retry', prefer: RunStatus.DEAD },
+          { step: 'run', ms: 30_000 },
+        ],
+      });
+      expect(violations, `${formatViolations(violations.slice(0, 10))}\n${story}`).toEqual([]);
+      expect(story).toMatch(/ops retry \S+: DEAD → READY \(seen by ops status after the call failed\)/);
+    } finally {
+      stack.clients.dynamo.destroy();
+      stack.clients.sqs.destroy();
+    }
+  }, 300_000);
 
   it('every defect patch applies to the code as it is (git apply --check)', () => {
     for (const defect of DEFECT_CLASSES) {

@@ -24,7 +24,8 @@ export type DirectedStep =
   | { readonly step: 'partitions'; readonly of: number }
   | { readonly step: 'many'; readonly count: number }
   | { readonly step: 'remove'; readonly job: number }
-  | { readonly step: 'arm-planner'; readonly kind: CallKind; readonly fault: FaultKind; readonly count: number };
+  | { readonly step: 'arm-planner'; readonly kind: CallKind; readonly fault: FaultKind; readonly count: number }
+  | { readonly step: 'arm-ops'; readonly kind: CallKind; readonly fault: FaultKind; readonly count: number };
 
 export interface DirectedScenario {
   readonly title: string;
@@ -209,5 +210,7 @@ async function apply(world: World, step: DirectedStep): Promise<void> {
       return world.removeJob(step.job);
     case 'arm-planner':
       return world.armFault('planner', step.kind, step.fault, step.count);
+    case 'arm-ops':
+      return world.armFault('ops', step.kind, step.fault, step.count);
   }
 }

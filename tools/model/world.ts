@@ -845,7 +845,21 @@ export class World implements Gate {
       const { clock, ledger, ops, queue } = this.opsDeps();
       const run = await ledger.getRun({ job: candidate.job, slot: candidate.slot, shard: candidate.shard });
       if (!run) return;
-      const [entry] = await retryRuns({ ledger, ops, queue, clock }, [run], { by: 'model', states: RETRYABLE_STATES });
+      const asked = this.time.now();
+      let entry: Awaited<ReturnType<typeof retryRuns>>[number] | undefined;
+      try {
+        [entry] = await retryRuns({ ledger, ops, queue, clock }, [run], { by: 'model', states: RETRYABLE_STATES });
+      } catch (error) {
+        // The revival may have committed before the call failed (its message send refused): the
+        // operator checks the run as `ops status` would, and a revival seen there is recorded,
+        // as of the call (the checker excuses what follows a repair, never what came before).
+        const after = await this.harnessRun(run.runKey);
+        if (after && after.status !== run.status && !isTerminal(after.status)) {
+          this.events.push({ type: 'ops', at: asked, runKey: run.runKey, action: 'retry', from: run.status, to: after.status });
+          this.say(`ops retry ${run.runKey}: ${run.status} → ${after.status} (seen by ops status after the call failed)`);
+        }
+        throw error;
+      }
       if (entry?.action !== 'revived' || !entry.to) {
         this.say(`ops retry ${run.runKey}: ${entry?.action ?? 'nothing'}${entry?.detail ? ` (${entry.detail})` : ''}`);
         return;
