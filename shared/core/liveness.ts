@@ -4,7 +4,9 @@
  * hands in the final tables, the instant quiescence ended and what it knows about the config.
  *
  *  no-lost-slot          (checker.ts) every owed slot is terminal; a DEAD one says why (lastError);
- *  lane-not-blocked      no exclusive lane's active-run marker is held by a terminal or missing run;
+ *  lane-not-blocked      no exclusive lane's active-run marker is held by a missing run, or by a
+ *                        terminal one while a run of the lane waits behind it or a newer one met
+ *                        it after the holder ended (ran, or was skipped) without taking it over;
  *  watermark-caught-up   every planner partition of the current config is planned up to `now`, and
  *                        only paused jobs are still behind it;
  *  no-expired-running    nothing stays RUNNING past its lease (plus the clock tolerance);
@@ -83,16 +85,22 @@ export function checkLiveness(final: FinalState, expected: LivenessExpectations)
     }
   }
 
-  const paused = new Set(expected.paused);
   for (const marker of final.markers ?? []) {
     if (!configured.has(marker.job)) continue;
     const holder = runs.get(`${marker.job}|${marker.holderSlot}|${marker.shard}`);
     if (!holder || isTerminal(holder.status)) {
-      const waiting = final.runs.filter((r) => r.job === marker.job && r.shard === marker.shard && !isTerminal(r.status) && r.slot !== marker.holderSlot).length;
-      // A paused job's lane blocks nothing: no run of it comes until it is resumed, and the next
-      // claimer then takes the lane over from the ended holder. A marker left by a failed release
-      // (the holder's DeleteItem lost) is only a liveness failure once a run waits behind it.
-      if (paused.has(marker.job) && waiting === 0) continue;
+      const lane = final.runs.filter((r) => r.job === marker.job && r.shard === marker.shard && r.slot !== marker.holderSlot);
+      const waiting = lane.filter((r) => !isTerminal(r.status)).length;
+      // A marker left by a failed release (the holder's DeleteItem refused or lost: by design, the
+      // worker does not retry it) blocks nothing by itself: the next claimer takes the lane over
+      // from the ended holder. It is a liveness failure once a run waits behind it, or once a newer
+      // run of the lane met it after the holder had ended and did not take it over: one that ran
+      // (it would have moved the marker) or was skipped as overlapping.
+      const endedAt = (holder?.finishedAt ?? Number.NEGATIVE_INFINITY) + clockToleranceMs;
+      const metIt = lane.some(
+        (r) => r.slot > marker.holderSlot && ((r.startedAt ?? Number.NEGATIVE_INFINITY) > endedAt || (r.status === RunStatus.SKIPPED && r.lastError?.code === RunStatus.SKIPPED && (r.finishedAt ?? Number.NEGATIVE_INFINITY) > endedAt)),
+      );
+      if (holder && waiting === 0 && !metIt) continue;
       flag(
         I.LANE_NOT_BLOCKED,
         holder?.runKey ?? `${marker.job}#${marker.shard}`,
