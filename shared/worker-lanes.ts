@@ -73,7 +73,7 @@ export async function beforeClaim(deps: LaneDeps, job: Job, id: RunId, logger: R
     // Only a run that is due can supersede: one whose slot is still ahead (the planner creates
     // runs a tick early) would leave the lane without a run to execute now. A newer due run that
     // already ran (or runs) supersedes too: executed slots only move forward.
-    const newer = await deps.ledger.laneRunsAfter(job.name, id.shard, id.slot, dueBy(deps, job), SUPERSEDING);
+    const newer = (await deps.ledger.laneRunsAfter(job.name, id.shard, id.slot, dueBy(deps, job), SUPERSEDING)).filter(inLane);
     const newest = newer.at(-1);
     if (newest && (await supersede(deps, job, id, `superseded by ${newest.runKey} (${job.overlap})`))) {
       logger.info('superseded by a newer due run', { by: newest.runKey, policy: job.overlap });
@@ -161,7 +161,14 @@ export async function onBlocked(deps: LaneDeps, job: Job, id: RunId, holderSlot:
     return 'ack';
   }
   if (job.overlap === OverlapPolicy.REPLACE) {
-    // The holder is newer (or could not be replaced): this run gives way.
+    // An older holder that could not be replaced moved meanwhile (it claimed its next attempt, or
+    // ended, between our read and our write): try again rather than give way to an older run,
+    // which would end the newest slot SUPERSEDED, possibly with nobody left to run it.
+    if (holderSlot < id.slot) {
+      logger.info('the lane\'s older holder moved while this run replaced it: trying again', { holderSlot: iso(holderSlot) });
+      return 'retry';
+    }
+    // The holder is newer: this run gives way.
     if (await supersede(deps, job, id, `superseded by the run of ${iso(holderSlot)} (replace)`)) logger.info('superseded: a newer run holds the lane (replace)');
     return 'ack';
   }
@@ -207,7 +214,12 @@ function olderWaitingAfter(released: ReleaseResult): OlderWaiting {
  */
 async function olderOpenRuns(deps: LaneDeps, job: Job, id: Pick<RunId, 'slot' | 'shard'>): Promise<Run[]> {
   const near = await deps.ledger.nearestRuns(job.name, id.slot, 'before', ORDER_NEIGHBOURS, { shard: id.shard, shards: job.shards });
-  return near.filter((r) => !isTerminal(r.status) && r.overlap !== OverlapPolicy.PARALLEL);
+  return near.filter((r) => !isTerminal(r.status) && inLane(r));
+}
+
+/** Whether a run takes its job's lane: all but a manual run with `--overlap parallel`. */
+function inLane(run: Pick<Run, 'overlap'>): boolean {
+  return run.overlap !== OverlapPolicy.PARALLEL;
 }
 
 /** Dispatches the lane's next due waiting run, per policy (forbid-skip has no queue: nothing). */
@@ -220,10 +232,13 @@ async function dispatchNextWaiting(deps: LaneDeps, job: Job, run: Pick<Run, 'job
     const oldest =
       older === 'look-back'
         ? (await olderOpenRuns(deps, job, run)).filter((r) => WAITING_STATUSES.includes(r.status)).at(-1)
-        : (await deps.ledger.laneRunsAfter(job.name, run.shard, older.from - 1, run.slot - 1, WAITING_STATUSES, { firstPageWithAny: true })).at(0);
+        : (await deps.ledger.laneRunsAfter(job.name, run.shard, older.from - 1, run.slot - 1, WAITING_STATUSES, { firstPageWithAny: true })).find(inLane);
     if (oldest) return dispatch(deps, job, oldest, logger);
   }
-  const due = await deps.ledger.laneRunsAfter(job.name, run.shard, run.slot, dueBy(deps, job));
+  // Forbid-queue hands on to the first due run only: the read stops at the first page holding one
+  // (after a revived old run, the range up to now can span a long history of ended runs).
+  const forbidQueue = job.overlap === OverlapPolicy.FORBID_QUEUE;
+  const due = (await deps.ledger.laneRunsAfter(job.name, run.shard, run.slot, dueBy(deps, job), WAITING_STATUSES, { firstPageWithAny: forbidQueue })).filter(inLane);
   if (due.length === 0) return;
   const coalesce = job.overlap === OverlapPolicy.COALESCE || job.overlap === OverlapPolicy.REPLACE;
   const next = coalesce ? due[due.length - 1]! : due[0]!;

@@ -12,6 +12,9 @@ import type { JobHandler } from '../../shared/handler-api.js';
 import type { JobInput } from '../../shared/core/job-schema.js';
 import { testJobs } from '../support/helpers.js';
 import { Lab } from '../support/lab.js';
+import { faultyClient } from '../support/faults.js';
+import { triggerRun } from '../../shared/trigger.js';
+import { Ledger } from '../../shared/adapters/ledger.js';
 import { sandbox, uniqueName as unique, type Sandbox } from '../support/stack.js';
 
 const MIN = 60_000;
@@ -147,6 +150,57 @@ describe('worker lanes', () => {
     expect(lab.metrics.get('RunsReplaced')).toBe(1);
     expect(lab.metrics.get('RunsSuperseded')).toBe(1);
     expect(await box.ledger.lanes.read(name, 0)).toBeUndefined();
+  });
+
+  it('coalesce: a manual run with --overlap parallel takes no lane: it supersedes no scheduled run, and the hand-on skips it (the newest scheduled due run is dispatched, nothing superseded)', async () => {
+    // Before: the parallel manual run, READY, newer and due, superseded the lane's run before its
+    // claim; and at a hand-on it was taken for the lane's newest due run: dispatched as the lane's
+    // next, the scheduled runs before it superseded although nothing ran in their place.
+    const { name, lab, ran, during } = setup('coalesce');
+    lab.clock.now = T0 - MIN + 10;
+    await lab.create(name, T0 - MIN);
+    await lab.create(name, T0);
+    const [manual] = await triggerRun({ ledger: box.ledger, queue: lab.queue, clock: lab.clock.read }, { job: lab.job(name), overlap: 'parallel', by: 'op' });
+    lab.queue.take();
+    // While the lane's run runs, the next scheduled slot comes due.
+    during.run = () => void (lab.clock.now = T0 + 10);
+    expect(await lab.deliver(name, T0 - MIN)).toBe('ack');
+    expect(ran).toEqual([T0 - MIN]);
+    expect(lab.queue.take().map((s) => s.message.slot)).toEqual([T0]);
+    expect({ scheduled: await lab.status(name, T0), manual: await lab.status(name, manual!.slot) }).toEqual({ scheduled: RunStatus.READY, manual: RunStatus.READY });
+  });
+
+  it('replace: a newer run whose replacement loses a race with the older holder (it ended between the read and the write) tries again instead of giving way to it, then runs', async () => {
+    // Before: claimInLane reported the lane blocked by the older holder and onBlocked superseded
+    // the newer run (replace gives way to a newer holder), so the newest slot ended SUPERSEDED by
+    // an older run that had already ended: nobody ran it.
+    const { name, lab, ran } = setup('replace');
+    await lab.create(name, T0 - MIN);
+    await lab.create(name, T0);
+    await box.ledger.lanes.acquire(name, { slot: T0 - MIN, shard: 0 }, lab.clock.now);
+    const claim = await box.ledger.claim(lab.id(name, T0 - MIN), 'old-worker', lab.clock.now, 30_000, 2_000);
+    if (claim.kind !== 'claimed') throw new Error('setup');
+    const racing = faultyClient(box.endpoints.dynamoEndpoint, []);
+    racing.dynamo.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (context.commandName === 'UpdateItemCommand' && JSON.stringify(args.input).includes('REPLACED')) {
+          // The older holder finishes just before the newer run's replacement lands.
+          if (!(await box.ledger.complete(claim.run, { status: RunStatus.SUCCEEDED }, lab.clock.now)).ok) throw new Error('setup: complete refused');
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'holder-finishes' },
+    );
+    try {
+      expect(await lab.deliver(name, T0, 'w', { ledger: new Ledger(racing.doc, { tableName: box.endpoints.ledgerTable }) })).toBe('retry');
+    } finally {
+      racing.destroy();
+    }
+    expect(await lab.status(name, T0)).toBe(RunStatus.READY);
+    // Its message comes back: the lane's holder has ended, it takes the lane over and runs.
+    expect(await lab.deliver(name, T0)).toBe('ack');
+    expect({ older: await lab.status(name, T0 - MIN), newer: await lab.status(name, T0) }).toEqual({ older: RunStatus.SUCCEEDED, newer: RunStatus.SUCCEEDED });
+    expect(ran).toEqual([T0]);
   });
 
   it('replace: an older run that finds a newer run holding the lane is superseded, the holder runs on', async () => {
