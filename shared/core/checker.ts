@@ -66,6 +66,8 @@ export interface LaneMarker {
   readonly job: string;
   readonly shard: number;
   readonly holderSlot: number;
+  /** When the holder took it (its `since`): a run that started before met an older marker. */
+  readonly since?: number;
 }
 
 /** One planner partition's state, as left in the ledger. */

@@ -90,13 +90,17 @@ export function checkLiveness(final: FinalState, expected: LivenessExpectations)
     const holder = runs.get(`${marker.job}|${marker.holderSlot}|${marker.shard}`);
     if (!holder || isTerminal(holder.status)) {
       const lane = final.runs.filter((r) => r.job === marker.job && r.shard === marker.shard && r.slot !== marker.holderSlot);
-      const waiting = lane.filter((r) => !isTerminal(r.status)).length;
+      // Waiting: open and due by now. A run planned ahead of its slot has not met the marker yet
+      // (when it comes due, it takes the lane over from the ended holder).
+      const waiting = lane.filter((r) => !isTerminal(r.status) && (r.fireAt ?? r.slot) <= now).length;
       // A marker left by a failed release (the holder's DeleteItem refused or lost: by design, the
       // worker does not retry it) blocks nothing by itself: the next claimer takes the lane over
       // from the ended holder. It is a liveness failure once a run waits behind it, or once a newer
       // run of the lane met it after the holder had ended and did not take it over: one that ran
       // (it would have moved the marker) or was skipped as overlapping.
-      const endedAt = (holder?.finishedAt ?? Number.NEGATIVE_INFINITY) + clockToleranceMs;
+      // Met after the holder had ended and the marker was last taken (a duplicate delivery of the
+      // ended holder can take a freed lane again, and lose its release again).
+      const endedAt = Math.max(holder?.finishedAt ?? Number.NEGATIVE_INFINITY, marker.since ?? Number.NEGATIVE_INFINITY) + clockToleranceMs;
       const metIt = lane.some(
         (r) => r.slot > marker.holderSlot && ((r.startedAt ?? Number.NEGATIVE_INFINITY) > endedAt || (r.status === RunStatus.SKIPPED && r.lastError?.code === RunStatus.SKIPPED && (r.finishedAt ?? Number.NEGATIVE_INFINITY) > endedAt)),
       );

@@ -188,12 +188,21 @@ describe('liveness invariants', () => {
     expect(names(checkLiveness({ runs: [holder, next({ status: RunStatus.SUCCEEDED, startedAt: T + 60_000, finishedAt: T + 61_000 })], markers: [held], planner }, base))).toEqual(['lane-not-blocked']);
     // Met before the holder ended (skipped while it still ran): the marker was live then.
     expect(names(checkLiveness({ runs: [holder, next({ status: RunStatus.SKIPPED, finishedAt: T + 500, lastError: { code: RunStatus.SKIPPED, message: '' } })], markers: [held], planner }, base))).toEqual([]);
+    // Run before the marker was last taken (a duplicate delivery of the ended holder took the freed lane again).
+    const retaken = { ...held, since: T + 120_000 };
+    expect(names(checkLiveness({ runs: [holder, next({ status: RunStatus.SUCCEEDED, startedAt: T + 60_000, finishedAt: T + 61_000 })], markers: [retaken], planner }, base))).toEqual([]);
   });
 
   it('lane-not-blocked: a lane left held by its ended run (its release refused: the worker does not retry it) blocks nothing until a run waits behind it or meets it (model seed 20277044)', () => {
     const planner = [{ partition: 0, of: 1, plannedUntil: T + 4_000_000, paused: [], behind: [] }];
-    const v = checkLiveness({ runs: [run({ status: RunStatus.DEAD, finishedAt: T + 1_000, lastError: { code: 'DEADLINE_EXCEEDED', message: '' } })], markers: [{ job: 'pay', shard: 0, holderSlot: T }], planner }, base);
+    const dead = run({ status: RunStatus.DEAD, finishedAt: T + 1_000, lastError: { code: 'DEADLINE_EXCEEDED', message: '' } });
+    const v = checkLiveness({ runs: [dead], markers: [{ job: 'pay', shard: 0, holderSlot: T }], planner }, base);
     expect(names(v)).toEqual([]);
+    // A run planned ahead of its slot, not due when quiescence ends, has not met the marker yet (model seed 7941).
+    const ahead = run({ slot: base.now + 30_000, runKey: runKeyOf('pay', base.now + 30_000, 0, 1), status: RunStatus.READY });
+    expect(names(checkLiveness({ runs: [dead, ahead], markers: [{ job: 'pay', shard: 0, holderSlot: T }], planner }, base))).toEqual([]);
+    const due = run({ slot: base.now - 30_000, runKey: runKeyOf('pay', base.now - 30_000, 0, 1), status: RunStatus.READY });
+    expect(names(checkLiveness({ runs: [dead, due], markers: [{ job: 'pay', shard: 0, holderSlot: T }], planner }, { ...base, withMessage: [due.runKey] }))).toEqual(['lane-not-blocked']);
   });
 
   it('lane-not-blocked: a paused job\'s lane left held by its ended run (its release lost) blocks nothing until a run waits behind it (model seed 20261202)', () => {

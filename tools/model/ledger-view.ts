@@ -182,7 +182,7 @@ export async function readFinal(doc: DynamoDBDocumentClient, tables: { readonly 
     const sk = String(item.sk);
     if (sk.startsWith(LedgerKeys.runSkPrefix)) runs.push(runFromItem(item));
     else if (sk.startsWith(activePrefix) && pk.startsWith('JOB#')) {
-      markers.push({ job: pk.slice(4), shard: Number(sk.slice(activePrefix.length)), holderSlot: Number(item.holderSlot) });
+      markers.push({ job: pk.slice(4), shard: Number(sk.slice(activePrefix.length)), holderSlot: Number(item.holderSlot), ...(typeof item.since === 'number' ? { since: item.since } : {}) });
     } else if (sk === LedgerKeys.jobPlanSk && pk.startsWith('JOB#')) {
       if (typeof item.cursor === 'number') cursors.set(pk.slice(4), item.cursor);
     } else if (pk === LedgerKeys.plannerPk && sk === LedgerKeys.plannerStateSk) {
