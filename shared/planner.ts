@@ -192,7 +192,15 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
       tickId,
     );
     // Only the planner whose put created the run sends: concurrent planners send nothing twice.
-    if (!result.created) return dispatch.settle(index, undefined);
+    if (!result.created) {
+      // A run found unclaimed was put by an earlier tick that may have failed before sending it
+      // (its put's response lost, its send refused). The window sweep finds it only while its slot
+      // is one of the job's current schedule: a schedule change before the sweep reached it would
+      // leave it READY for good. Watching it costs a write only on this path (a failed or
+      // duplicated tick), and the watch sweep re-sends it if nobody claims it.
+      if (result.existing && result.existing.status === RunStatus.READY && result.existing.attempt === 0) await deps.ledger.watch(result.existing);
+      return dispatch.settle(index, undefined);
+    }
     created++;
     history.record({ type: 'run-created', at: now, runKey: result.run.runKey, job: planned.job.name, slot: planned.slot, shard: planned.shard, status: planned.status });
     if (planned.status === RunStatus.SKIPPED) {

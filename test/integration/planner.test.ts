@@ -7,7 +7,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CountingMiddleware } from '../support/counting.js';
 import { runPlannerTick } from '../../shared/planner.js';
 import { NO_HISTORY, type HistoryEvent } from '../../shared/core/history.js';
-import { RunStatus } from '../../shared/core/vocabulary.js';
+import { RunStatus, runKeyOf } from '../../shared/core/vocabulary.js';
+import { Ledger } from '../../shared/adapters/ledger.js';
+import { faultyClient } from '../support/faults.js';
+import { RecordingQueue } from '../support/lab.js';
 import { partitionOf } from '../../shared/core/partition.js';
 import { drain, ManualClock, metrics, silentLogger, testJobs } from '../support/helpers.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
@@ -114,6 +117,41 @@ describe('planner', () => {
       });
       await expect(runPlannerTick({ ...base, ledger: own.ledger, queue: failingQueue }, { partition: 0, of: 1 })).rejects.toThrow('crash between put and send');
       expect(events.filter((e) => e.type === 'partition-planned')).toEqual([]);
+    } finally {
+      own.destroy();
+    }
+  });
+
+  it('a run put by a tick that then failed (its put\'s response lost), found by the next tick, is watched: the sweeper re-sends it even after its job\'s schedule changed so that no window sweep reads its slot (model seed 20261207)', async () => {
+    // Before: the next tick found the run existing and sent nothing (only the planner whose put
+    // created a run sends); the window sweep queries a job only for windows holding one of its
+    // current slots, so once the job became hourly the run's slot was never swept: READY for good.
+    const own = await sandbox();
+    try {
+      const clock = new ManualClock(T0 + 5_000);
+      const every20s = testJobs([{ name: 'changing', schedule: '*/20 * * * * *', handler: 'noop', startLead: 0 }]);
+      const hourly = testJobs([{ name: 'changing', schedule: '0 * * * *', handler: 'noop', startLead: 0 }]);
+      const queue = new RecordingQueue();
+      const base = { queue, clock: clock.read, logger: silentLogger(), metrics: metrics(), options: { lookaheadMs: LOOKAHEAD_MS, sweepGraceMs: 120_000 } };
+      const lostSlot = T0 + 40_000;
+      const isItsPut = (command: string, input: Record<string, unknown>) => command === 'PutItemCommand' && JSON.stringify(input).includes(new Date(lostSlot).toISOString());
+      const faulty = faultyClient(own.endpoints.dynamoEndpoint, [{ when: isItsPut, fault: 'lost-response' }], 1);
+      try {
+        await expect(runPlannerTick({ ...base, jobs: every20s, ledger: new Ledger(faulty.doc, { tableName: own.endpoints.ledgerTable }) }, { partition: 0, of: 1 })).rejects.toThrow();
+      } finally {
+        faulty.destroy();
+      }
+      expect((await own.ledger.getRun({ job: 'changing', slot: lostSlot, shard: 0 }))?.status).toBe(RunStatus.READY);
+      expect(queue.sent.map((s) => s.message.slot)).not.toContain(lostSlot);
+      // The next tick finds it; then the job becomes hourly, and the planner ticks on for ten minutes.
+      clock.advance(1_000);
+      await runPlannerTick({ ...base, jobs: every20s, ledger: own.ledger }, { partition: 0, of: 1 });
+      for (let minute = 0; minute < 10; minute++) {
+        clock.advance(60_000);
+        await runPlannerTick({ ...base, jobs: hourly, ledger: own.ledger }, { partition: 0, of: 1 });
+      }
+      // Re-sent by the watch sweep (again each grace period while nobody claims it: no worker runs here).
+      expect([...new Set(queue.sent.filter((s) => s.message.slot === lostSlot).map((s) => s.message.runKey))]).toEqual([runKeyOf('changing', lostSlot, 0, 1)]);
     } finally {
       own.destroy();
     }
