@@ -37,6 +37,16 @@ describe('worker lanes', () => {
     return { name, lab, ran, during };
   }
 
+  /** Runs at T0 − 1 min and T0; the older one holds the lane and runs on another worker. */
+  async function olderHolderRunning(lab: Lab, name: string) {
+    await lab.create(name, T0 - MIN);
+    await lab.create(name, T0);
+    await box.ledger.lanes.acquire(name, { slot: T0 - MIN, shard: 0 }, lab.clock.now);
+    const claim = await box.ledger.claim(lab.id(name, T0 - MIN), 'old-worker', lab.clock.now, 30_000, 2_000);
+    if (claim.kind !== 'claimed') throw new Error('setup');
+    return claim;
+  }
+
   /** Claims and completes a run directly in the ledger (as another worker did), without touching its lane. */
   async function ended(lab: Lab, name: string, slot: number, status: typeof RunStatus.SUCCEEDED | typeof RunStatus.DEAD = RunStatus.SUCCEEDED): Promise<Run> {
     const claim = await lab.box.ledger.claim(lab.id(name, slot), 'elsewhere', lab.clock.now, 30_000, 2_000);
@@ -137,12 +147,8 @@ describe('worker lanes', () => {
 
   it('replace: a newer due run ends the lane\'s older RUNNING holder through the fence, takes the lane and runs', async () => {
     const { name, lab, ran } = setup('replace');
-    await lab.create(name, T0 - MIN);
-    await lab.create(name, T0);
     // The older run holds the lane and runs on another worker.
-    await box.ledger.lanes.acquire(name, { slot: T0 - MIN, shard: 0 }, lab.clock.now);
-    const claim = await box.ledger.claim(lab.id(name, T0 - MIN), 'old-worker', lab.clock.now, 30_000, 2_000);
-    if (claim.kind !== 'claimed') throw new Error('setup');
+    await olderHolderRunning(lab, name);
     expect(await lab.deliver(name, T0)).toBe('ack');
     expect(await lab.run(name, T0 - MIN)).toMatchObject({ status: RunStatus.SUPERSEDED, lastError: { code: 'REPLACED' } });
     expect(await lab.status(name, T0)).toBe(RunStatus.SUCCEEDED);
@@ -175,11 +181,7 @@ describe('worker lanes', () => {
     // the newer run (replace gives way to a newer holder), so the newest slot ended SUPERSEDED by
     // an older run that had already ended: nobody ran it.
     const { name, lab, ran } = setup('replace');
-    await lab.create(name, T0 - MIN);
-    await lab.create(name, T0);
-    await box.ledger.lanes.acquire(name, { slot: T0 - MIN, shard: 0 }, lab.clock.now);
-    const claim = await box.ledger.claim(lab.id(name, T0 - MIN), 'old-worker', lab.clock.now, 30_000, 2_000);
-    if (claim.kind !== 'claimed') throw new Error('setup');
+    const claim = await olderHolderRunning(lab, name);
     const racing = faultyClient(box.endpoints.dynamoEndpoint, []);
     racing.dynamo.middlewareStack.add(
       (next, context) => async (args) => {
