@@ -115,7 +115,8 @@ export function checkModelSafety(events: readonly HistoryEvent[], final: FinalSt
         if (!finished.has(e.token)) finished.set(e.token, e);
         if (e.result === 'retryable' || e.result === 'permanent' || e.result === 'stopped') {
           if (mayHaveHadEffect?.token === e.token) mayHaveHadEffect = undefined;
-        } else if (!mayHaveHadEffect || mayHaveHadEffect.token <= e.token) {
+        } else if (e.token >= settledBefore && (!mayHaveHadEffect || mayHaveHadEffect.token <= e.token)) {
+          // (An attempt a later reconcile settled may report its end after it: a zombie handler.)
           mayHaveHadEffect = { token: e.token, why: e.result === 'succeeded' ? 'succeeded without a recorded outcome' : `ended ${e.result}` };
         }
       } else if (e.type === 'handler-started') {

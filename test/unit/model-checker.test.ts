@@ -60,6 +60,11 @@ describe('model safety invariants', () => {
     expect(invariants(history('crashed', 'retryable'), [run()], reconciling)).not.toContain(`reconcile-before-rerun:${KEY}`);
     // Attempt 2's own unknown end still asks for a reconcile before attempt 3.
     expect(invariants(history('unknown', 'unknown'), [run()], reconciling)).toContain(`reconcile-before-rerun:${KEY}`);
+    // Attempt 1's zombie handler reports its aborted end only after attempt 2's reconcile (seed
+    // 20261208): the reconcile settled it all the same (its writes could no longer land).
+    const late: HistoryEvent = { type: 'handler-finished', at: T + 40_500, runKey: KEY, owner: 'A', token: 1, result: 'aborted' };
+    const zombie = history('crashed', 'retryable');
+    expect(invariants([...zombie.slice(0, 4), late, ...zombie.slice(4)], [run()], reconciling)).not.toContain(`reconcile-before-rerun:${KEY}`);
   });
 
   it('reconcile-before-rerun: an attempt the fence stopped after it tried its effect needs a reconcile before the next run; one stopped before it does not', () => {
