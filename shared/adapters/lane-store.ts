@@ -44,6 +44,11 @@ function isCancellation(error: unknown): error is TransactionCanceledException {
   return error instanceof TransactionCanceledException || (error as { name?: string })?.name === 'TransactionCanceledException';
 }
 
+/** The oldest waiting slot a marker records (absent on markers written before slots were recorded). */
+function oldestWaitingSlotOf(marker: Record<string, unknown> | undefined): number | undefined {
+  return typeof marker?.oldestWaitingSlot === 'number' ? marker.oldestWaitingSlot : undefined;
+}
+
 export class LaneStore {
   constructor(
     private readonly doc: DynamoDBDocumentClient,
@@ -186,8 +191,7 @@ export class LaneStore {
           ReturnValues: 'ALL_OLD',
         }),
       );
-      const oldestWaitingSlot = typeof Attributes?.oldestWaitingSlot === 'number' ? Attributes.oldestWaitingSlot : undefined;
-      return { freed: true, olderWaiting: Attributes?.olderWaiting === true, ...(oldestWaitingSlot === undefined ? {} : { oldestWaitingSlot }) };
+      return { freed: true, olderWaiting: Attributes?.olderWaiting === true, oldestWaitingSlot: oldestWaitingSlotOf(Attributes) };
     } catch (error) {
       if (isConditionalCheckFailure(error)) return { freed: false };
       throw error;
@@ -202,7 +206,7 @@ export class LaneStore {
       holderSlot: Item.holderSlot as number,
       since: Item.since as number | undefined,
       lastWrite: Item.lastWrite as string | undefined,
-      oldestWaitingSlot: typeof Item.oldestWaitingSlot === 'number' ? Item.oldestWaitingSlot : undefined,
+      oldestWaitingSlot: oldestWaitingSlotOf(Item),
     };
   }
 }
