@@ -11,6 +11,7 @@
  *   --prove [--defects 1,2] [--scenarios N]                   per-defect proof (prove.ts)
  *   --directed N [--counts …]                                 one directed scenario (directed.ts)
  *   --fault-profiles mixed|swarm                              which fault profiles scenarios draw (default swarm)
+ *   --command-mix full|swarm                                  every command kind, or a random half per scenario (default swarm)
  */
 import { parseArgs } from 'node:util';
 import { startLocalStack } from '../local-stack.js';
@@ -19,7 +20,7 @@ import { FIRST_FAILURE_PREFIX, formatProof, proveDefects, type FirstFailure } fr
 import { formatFailure, MAX_COMMANDS, runModel } from './runner.js';
 import { DIRECTED, runDirected } from './directed.js';
 import { modelStack } from './world.js';
-import type { FaultProfiles } from './commands.js';
+import type { CommandMix, FaultProfiles } from './commands.js';
 
 function int(name: string, raw: string | undefined, fallback: number): number {
   if (raw === undefined) return fallback;
@@ -37,6 +38,12 @@ function faultProfilesOf(raw: string | undefined): FaultProfiles | undefined {
   process.exit(2);
 }
 
+function commandMixOf(raw: string | undefined): CommandMix | undefined {
+  if (raw === undefined || raw === 'full' || raw === 'swarm') return raw;
+  console.error(`--command-mix must be "full" or "swarm", got "${raw}"`);
+  process.exit(2);
+}
+
 export async function modelMain(args: readonly string[]): Promise<number> {
   const { values } = parseArgs({
     args: [...args],
@@ -51,6 +58,7 @@ export async function modelMain(args: readonly string[]): Promise<number> {
       counts: { type: 'string' },
       'shrink-budget': { type: 'string' },
       'fault-profiles': { type: 'string' },
+      'command-mix': { type: 'string' },
       minutes: { type: 'string' },
       quiet: { type: 'boolean', default: false },
       directed: { type: 'string' },
@@ -68,6 +76,7 @@ export async function modelMain(args: readonly string[]): Promise<number> {
       concurrency: int('concurrency', values.concurrency, 4),
       maxCommands: values['max-commands'] === undefined ? undefined : int('max-commands', values['max-commands'], 60),
       shrinkBudget: values['shrink-budget'] === undefined ? undefined : int('shrink-budget', values['shrink-budget'], 60),
+      commandMix: commandMixOf(values['command-mix']),
       log,
     });
     console.log(formatProof(proof));
@@ -104,6 +113,7 @@ export async function modelMain(args: readonly string[]): Promise<number> {
       concurrency: int('concurrency', values.concurrency, 4),
       maxCommands: int('max-commands', values['max-commands'], MAX_COMMANDS),
       faultProfiles: faultProfilesOf(values['fault-profiles']),
+      commandMix: commandMixOf(values['command-mix']),
       timeBudgetMs: values.minutes === undefined ? undefined : int('minutes', values.minutes, 30) * 60_000,
       shrinkBudget: values['shrink-budget'] === undefined ? undefined : int('shrink-budget', values['shrink-budget'], 150),
       counts: counts ? (violation) => counts.includes(violation.invariant) : undefined,

@@ -502,38 +502,45 @@ const lane = fc.integer({ min: 0, max: 3 });
 const jobRef = fc.integer({ min: 0, max: 7 });
 const phase = fc.oneof(fc.constantFrom(0, 1_000, 3_000, 57_000, 59_000, 59_800), fc.integer({ min: 0, max: MINUTE - 1 }));
 
-const single: fc.Arbitrary<ModelCommand>[] = [];
-
-function weighted(weight: number, arbitrary: fc.Arbitrary<ModelCommand>): fc.WeightedArbitrary<ModelCommand> {
-  single.push(arbitrary);
-  return { weight: weight * 10, arbitrary };
+/** One kind of command the generator draws, with its weight in the full mix. */
+interface CommandKind {
+  readonly name: string;
+  readonly weight: number;
+  readonly arbitrary: fc.Arbitrary<ModelCommand>;
+  /** Whether `Together` may start it beside others (worker, ops and `tick now` commands). */
+  readonly together?: boolean;
+  /** Always drawn, also in a swarm mix: production as usual, so that every scenario runs runs. */
+  readonly always?: boolean;
 }
 
-const timeCommands = [
-  weighted(7, fc.record({ phase, late: fc.oneof({ weight: 5, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1_000, max: 20_000 }) }), copies: fc.oneof({ weight: 9, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.constant(2) }) }).map((t) => new TickOnTime(t.phase, t.late, t.copies))),
-  weighted(1, fc.constantFrom(1, 2).map((copies) => new TickNow(copies))),
+const kind = (name: string, weight: number, arbitrary: fc.Arbitrary<ModelCommand>, more: Pick<CommandKind, 'together' | 'always'> = {}): CommandKind => ({ name, weight, arbitrary, ...more });
+
+export const COMMAND_KINDS: readonly CommandKind[] = [
+  // ---- time
+  kind('tick-on-time', 70, fc.record({ phase, late: fc.oneof({ weight: 5, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1_000, max: 20_000 }) }), copies: fc.oneof({ weight: 9, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.constant(2) }) }).map((t) => new TickOnTime(t.phase, t.late, t.copies))),
+  kind('tick-now', 10, fc.constantFrom(1, 2).map((copies) => new TickNow(copies)), { together: true }),
   // Production as usual for a while (with the faults armed so far): where most runs execute.
-  weighted(8, fc.oneof(fc.constantFrom(10_000, 30_000, 60_000, 120_000), fc.integer({ min: 1_000, max: 180_000 })).map((ms) => new RunFor(ms))),
+  kind('run-for', 80, fc.oneof(fc.constantFrom(10_000, 30_000, 60_000, 120_000), fc.integer({ min: 1_000, max: 180_000 })).map((ms) => new RunFor(ms)), { always: true }),
   // Mostly seconds; sometimes minutes (a short planner outage: no tick runs while time passes);
   // rarely hours (a long outage, whose catch-up is paged by maxPerTick).
-  weighted(
-    8,
+  kind(
+    'advance',
+    80,
     fc
       .oneof({ weight: 30, arbitrary: fc.integer({ min: 500, max: 45_000 }) }, { weight: 5, arbitrary: fc.integer({ min: 120_000, max: 600_000 }) }, { weight: 3, arbitrary: fc.constantFrom(3_600_000, 3 * 3_600_000) })
       .map((ms) => new Advance(ms)),
   ),
-];
-const workerCommands = [
-  weighted(10, fc.tuple(lane, fc.option(lane, { nil: undefined, freq: 6 })).map(([l, d]) => new Deliver(l, d))),
+  // ---- worker lanes
+  kind('deliver', 100, fc.tuple(lane, fc.option(lane, { nil: undefined, freq: 6 })).map(([l, d]) => new Deliver(l, d)), { together: true }),
   // Waits for the next message (a run's slot, a backoff, a takeover's visibility) and delivers it.
-  weighted(12, fc.tuple(lane, fc.constantFrom(5_000, 30_000, 90_000)).map(([l, within]) => new DeliverNext(l, within))),
-  weighted(5, fc.constant(new DeliverAll())),
-  weighted(2, lane.map((l) => new Kill(l))),
-  weighted(2, fc.tuple(lane, fc.integer({ min: 1_000, max: 90_000 })).map(([l, ms]) => new Pause(l, ms))),
-];
-const faultCommands = [
-  weighted(
-    8,
+  kind('deliver-next', 120, fc.tuple(lane, fc.constantFrom(5_000, 30_000, 90_000)).map(([l, within]) => new DeliverNext(l, within)), { together: true }),
+  kind('deliver-all', 50, fc.constant(new DeliverAll()), { together: true }),
+  kind('kill', 20, lane.map((l) => new Kill(l)), { together: true }),
+  kind('pause', 20, fc.tuple(lane, fc.integer({ min: 1_000, max: 90_000 })).map(([l, ms]) => new Pause(l, ms)), { together: true }),
+  // ---- faults
+  kind(
+    'arm-fault',
+    80,
     fc
       .record({
         target: fc.oneof(lane, fc.constantFrom('planner' as const, 'ops' as const)),
@@ -544,31 +551,48 @@ const faultCommands = [
       })
       .map((f) => new ArmFault(f.target, f.kind, f.fault, f.count, f.latencyMs)),
   ),
-];
-const opsCommands = [
-  weighted(1, jobRef.map((j) => new OpsPause(j))),
-  weighted(1, jobRef.map((j) => new OpsResume(j))),
-  weighted(1, fc.tuple(jobRef, fc.integer({ min: 0, max: 600_000 }), fc.integer({ min: 60_000, max: 900_000 })).map(([j, ago, span]) => new Backfill(j, ago, span))),
-  weighted(1, fc.constant(new Redrive())),
-  weighted(1, fc.tuple(fc.nat(50), fc.constantFrom('succeeded' as const, 'dead' as const)).map(([p, as]) => new Resolve(p, as))),
+  // ---- ops
+  kind('ops-pause', 10, jobRef.map((j) => new OpsPause(j)), { together: true }),
+  kind('ops-resume', 10, jobRef.map((j) => new OpsResume(j)), { together: true }),
+  kind('ops-backfill', 10, fc.tuple(jobRef, fc.integer({ min: 0, max: 600_000 }), fc.integer({ min: 60_000, max: 900_000 })).map(([j, ago, span]) => new Backfill(j, ago, span)), { together: true }),
+  kind('ops-redrive', 10, fc.constant(new Redrive()), { together: true }),
+  kind('ops-resolve', 10, fc.tuple(fc.nat(50), fc.constantFrom('succeeded' as const, 'dead' as const)).map(([p, as]) => new Resolve(p, as)), { together: true }),
   // Every ended state a retry revives: a DEAD run, and (on request) a slot skipped or superseded,
   // which the planner or a worker created terminal, without an attempt history.
-  weighted(3, fc.tuple(fc.nat(50), fc.constantFrom(...RETRYABLE_STATES)).map(([p, prefer]) => new Retry(p, prefer))),
+  kind('ops-retry', 30, fc.tuple(fc.nat(50), fc.constantFrom(...RETRYABLE_STATES)).map(([p, prefer]) => new Retry(p, prefer)), { together: true }),
+  // ---- config
+  kind('add-job', 10, jobSpecArb.map((spec) => new AddJob(spec))),
+  kind('remove-job', 10, jobRef.map((j) => new RemoveJob(j))),
+  kind('change-schedule', 10, fc.tuple(jobRef, fc.constantFrom(...SCHEDULES)).map(([j, s]) => new ChangeSchedule(j, s))),
+  kind('set-partitions', 20, fc.integer({ min: 1, max: 3 }).map((of) => new SetPartitions(of))),
+  kind('add-many-jobs', 8, fc.integer({ min: 90, max: 140 }).map((n): ModelCommand => new AddManyJobs(n))),
 ];
-const configCommands = [
-  weighted(1, jobSpecArb.map((spec) => new AddJob(spec))),
-  weighted(1, jobRef.map((j) => new RemoveJob(j))),
-  weighted(1, fc.tuple(jobRef, fc.constantFrom(...SCHEDULES)).map(([j, s]) => new ChangeSchedule(j, s))),
-  weighted(2, fc.integer({ min: 1, max: 3 }).map((of) => new SetPartitions(of))),
-  { weight: 8, arbitrary: fc.integer({ min: 90, max: 140 }).map((n): ModelCommand => new AddManyJobs(n)) },
-];
 
-const singleCommand: fc.Arbitrary<ModelCommand> = fc.oneof(...timeCommands, ...workerCommands, ...faultCommands, ...opsCommands, ...configCommands);
+/**
+ * Which commands a scenario draws from: `full`, every kind at its weight (the generator as it was
+ * before the swarm mix: its fixed seeds draw the same scenarios), or `swarm`: each scenario leaves
+ * out each kind with probability one half (swarm testing, Groce et al., ISSTA 2012). A defect whose
+ * trigger is a pair of rare commands in a row (an outage, then a partition change before the next
+ * tick; many jobs, then an hours-long outage) is met several times as often when the kinds that
+ * dilute the pair are left out, and across scenarios every combination is still drawn.
+ */
+export type CommandMix = 'full' | 'swarm';
 
-const together: fc.Arbitrary<ModelCommand> = fc.array(fc.oneof(...workerCommands, ...opsCommands, timeCommands[1]!), { minLength: 2, maxLength: 3 }).map((parts) => new Together(parts));
+function mixOf(kinds: readonly CommandKind[]): fc.Arbitrary<ModelCommand> {
+  const singles = fc.oneof(...kinds.map(({ weight, arbitrary }) => ({ weight, arbitrary })));
+  // `tick now` last among the parts: the order the full mix has always drawn them in.
+  const parts = [...kinds.filter((k) => k.together && k.name !== 'tick-now'), ...kinds.filter((k) => k.name === 'tick-now')];
+  if (parts.length === 0) return singles;
+  const together = fc.array(fc.oneof(...parts.map(({ weight, arbitrary }) => ({ weight, arbitrary }))), { minLength: 2, maxLength: 3 }).map((cmds): ModelCommand => new Together(cmds));
+  return fc.oneof({ weight: 6, arbitrary: singles }, { weight: 1, arbitrary: together });
+}
 
-export const commandArbs: fc.Arbitrary<ModelCommand>[] = [singleCommand, together];
+/** The kinds one swarm scenario draws from (those `always` drawn, and each other kind half the time). */
+export const swarmKindsArb: fc.Arbitrary<readonly CommandKind[]> = fc
+  .array(fc.boolean(), { minLength: COMMAND_KINDS.length, maxLength: COMMAND_KINDS.length })
+  .map((keep) => COMMAND_KINDS.filter((k, i) => k.always || keep[i]));
 
-export function commandsArb(maxCommands: number): fc.Arbitrary<Iterable<fc.AsyncCommand<ModelState, World>>> {
-  return fc.commands([fc.oneof({ weight: 6, arbitrary: singleCommand }, { weight: 1, arbitrary: together })], { maxCommands, size: '+1' });
+export function commandsArb(maxCommands: number, mix: CommandMix = 'swarm'): fc.Arbitrary<Iterable<fc.AsyncCommand<ModelState, World>>> {
+  const commandsOf = (kinds: readonly CommandKind[]) => fc.commands([mixOf(kinds)], { maxCommands, size: '+1' });
+  return mix === 'full' ? commandsOf(COMMAND_KINDS) : swarmKindsArb.chain(commandsOf);
 }

@@ -1,0 +1,46 @@
+/**
+ * The generator's command mix: the full mix draws every kind; a swarm scenario draws from a random
+ * half of them (always with production running on), so that rare pairs of commands meet more often.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { COMMAND_KINDS, commandsArb, swarmKindsArb } from '../../tools/model/commands.js';
+
+/** The kinds of command in one scenario, by class name (the parts of a `together` counted). */
+function kindsIn(commands: Iterable<unknown>): Set<string> {
+  const seen = new Set<string>();
+  const visit = (wrapped: unknown) => {
+    // fc.commands hands out each command in a wrapper that holds it as `cmd`.
+    const command = (wrapped as { cmd?: unknown }).cmd ?? wrapped;
+    const parts = (command as { parts?: readonly unknown[] }).parts;
+    if (parts) parts.forEach(visit);
+    else seen.add((command as object).constructor.name);
+  };
+  for (const command of commands) visit(command);
+  return seen;
+}
+
+describe('model generator: command mix', () => {
+  it('a swarm scenario always keeps production running (run-for) and leaves out each other kind about half the time', () => {
+    const samples = fc.sample(swarmKindsArb, { seed: 7, numRuns: 400 });
+    for (const kinds of samples) expect(kinds.map((k) => k.name)).toContain('run-for');
+    for (const kind of COMMAND_KINDS.filter((k) => !k.always)) {
+      const share = samples.filter((kinds) => kinds.includes(kind)).length / samples.length;
+      expect(share, kind.name).toBeGreaterThan(0.38);
+      expect(share, kind.name).toBeLessThan(0.62);
+    }
+  });
+
+  it('swarm scenarios draw fewer kinds each than full-mix ones, and across scenarios every kind still comes up', () => {
+    const mean = (mix: 'full' | 'swarm') => {
+      const scenarios = fc.sample(commandsArb(40, mix), { seed: 11, numRuns: 200 }).map((c) => kindsIn(c));
+      const all = new Set(scenarios.flatMap((s) => [...s]));
+      return { perScenario: scenarios.reduce((n, s) => n + s.size, 0) / scenarios.length, all: all.size };
+    };
+    const full = mean('full');
+    const swarm = mean('swarm');
+    expect(swarm.perScenario).toBeLessThan(full.perScenario * 0.8);
+    expect(swarm.all).toBe(full.all);
+    expect(full.all).toBeGreaterThanOrEqual(20);
+  });
+});
