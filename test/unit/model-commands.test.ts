@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { COMMAND_KINDS, commandsArb, swarmKindsArb } from '../../tools/model/commands.js';
+import { COMMAND_KINDS, commandsArb, SWARM_KINDS, swarmKindsArb } from '../../tools/model/commands.js';
 
 /** The kinds of command in one scenario, by class name (the parts of a `together` counted). */
 function kindsIn(commands: Iterable<unknown>): Set<string> {
@@ -24,11 +24,18 @@ describe('model generator: command mix', () => {
   it('a swarm scenario always keeps production running (run-for) and leaves out each other kind about half the time', () => {
     const samples = fc.sample(swarmKindsArb, { seed: 7, numRuns: 400 });
     for (const kinds of samples) expect(kinds.map((k) => k.name)).toContain('run-for');
-    for (const kind of COMMAND_KINDS.filter((k) => !k.always)) {
-      const share = samples.filter((kinds) => kinds.includes(kind)).length / samples.length;
+    for (const kind of SWARM_KINDS.filter((k) => !k.always)) {
+      const share = samples.filter((kinds) => kinds.some((k) => k.name === kind.name)).length / samples.length;
       expect(share, kind.name).toBeGreaterThan(0.38);
       expect(share, kind.name).toBeLessThan(0.62);
     }
+  });
+
+  it("a swarm scenario splits an advance's rare modes into kinds of their own (an outage of minutes, of hours)", () => {
+    const names = SWARM_KINDS.map((k) => k.name);
+    expect(names).toEqual(expect.arrayContaining(['advance-seconds', 'advance-minutes', 'advance-hours']));
+    expect(names).not.toContain('advance');
+    expect(COMMAND_KINDS.map((k) => k.name)).toContain('advance');
   });
 
   it('swarm scenarios draw fewer kinds each than full-mix ones, and across scenarios every kind still comes up', () => {
