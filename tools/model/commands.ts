@@ -573,15 +573,22 @@ export const COMMAND_KINDS: readonly CommandKind[] = [
  * kind per mode (a planner outage of minutes or of hours is a choice of its own, not 8% of the
  * advances).
  */
-export const SWARM_KINDS: readonly CommandKind[] = COMMAND_KINDS.flatMap((k) =>
-  k.name !== 'advance'
-    ? [k]
-    : [
+export const SWARM_KINDS: readonly CommandKind[] = COMMAND_KINDS.flatMap((k): CommandKind[] => {
+  switch (k.name) {
+    case 'advance':
+      return [
         kind('advance-seconds', k.weight, fc.integer({ min: 500, max: 45_000 }).map((ms) => new Advance(ms))),
         kind('advance-minutes', k.weight, fc.integer({ min: 120_000, max: 600_000 }).map((ms) => new Advance(ms))),
         kind('advance-hours', k.weight, fc.constantFrom(3_600_000, 3 * 3_600_000).map((ms) => new Advance(ms))),
-      ],
-);
+      ];
+    case 'ops-backfill':
+      // An operator backfilling hours, not minutes: a hundred and more open runs of one job at
+      // once, so that every query over open runs (sweeps, lanes, ops) reads past its first page.
+      return [k, kind('ops-backfill-hours', k.weight, fc.tuple(jobRef, fc.integer({ min: 0, max: 600_000 }), fc.constantFrom(3_600_000, 2 * 3_600_000)).map(([j, ago, span]) => new Backfill(j, ago, span)), { together: true })];
+    default:
+      return [k];
+  }
+});
 
 /**
  * Which commands a scenario draws from: `full`, every kind at its weight (the generator as it was
