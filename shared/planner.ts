@@ -215,6 +215,7 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
 
   await recordCatchUp(deps, plan.behindSet, plan.edgeSet, plan.behindClear, behind, staleListings);
 
+  history.record({ type: 'partition-planning', at: now, runKey: '', partition: ref.partition, of: ref.of, plannedUntil: plan.plannedUntil });
   const watermarkAdvanced = await deps.ledger.planning.advancePartition(layout.gen, ref.partition, plan.plannedUntil);
   if (watermarkAdvanced) history.record({ type: 'partition-planned', at: now, runKey: '', partition: ref.partition, of: ref.of, plannedUntil: plan.plannedUntil });
 

@@ -107,6 +107,8 @@ describe('planner', () => {
       const base = { jobs: JOBS, clock: clock.read, logger: silentLogger(), metrics: metrics(), history, options: { lookaheadMs: LOOKAHEAD_MS } };
       await expect(runPlannerTick({ ...base, ledger: failingSweep, queue: own.queue }, { partition: 0, of: 1 })).rejects.toThrow('sweep read refused');
       expect(events.filter((e) => e.type === 'partition-planned')).toEqual([{ type: 'partition-planned', at: T0, runKey: '', partition: 0, of: 1, plannedUntil: T0 + LOOKAHEAD_MS }]);
+      // Told before the write, too: a write whose response is lost may land although the tick fails.
+      expect(events.filter((e) => e.type === 'partition-planning')).toEqual([{ type: 'partition-planning', at: T0, runKey: '', partition: 0, of: 1, plannedUntil: T0 + LOOKAHEAD_MS }]);
       expect((await own.ledger.planning.readLayout())?.partitions.get(0)?.plannedUntil).toBe(T0 + LOOKAHEAD_MS);
       events.length = 0;
       clock.advance(60_000);
@@ -117,6 +119,7 @@ describe('planner', () => {
       });
       await expect(runPlannerTick({ ...base, ledger: own.ledger, queue: failingQueue }, { partition: 0, of: 1 })).rejects.toThrow('crash between put and send');
       expect(events.filter((e) => e.type === 'partition-planned')).toEqual([]);
+      expect(events.filter((e) => e.type === 'partition-planning')).toEqual([]);
     } finally {
       own.destroy();
     }

@@ -57,6 +57,33 @@ describe('model tester: directed scenarios of the defect classes', () => {
     }
   }, 300_000);
 
+  it('a job added after a tick whose watermark write landed but whose response was lost on every attempt is owed from that watermark on, as the planner plans it (model seed 20269131: a false alarm of no-lost-slot)', async () => {
+    // Before: the model took the failed tick for one that planned nothing, owed the new job's
+    // slots from the next tick's `now`, and flagged those the planner had rightly passed.
+    const stack = modelStack(sharedEndpoints());
+    try {
+      const { violations, story } = await runDirected(stack, {
+        title: 'a watermark write whose response is lost on every SDK attempt, then a job added',
+        jobs: [{}],
+        steps: [
+          { step: 'tick' },
+          { step: 'advance', ms: 60_000 },
+          { step: 'arm-planner', kind: 'planner-state', fault: FaultKind.LOST_RESPONSE, count: 3 },
+          { step: 'tick' },
+          { step: 'add', job: { schedule: '*/15 * * * * *' } },
+          { step: 'advance', ms: 5_000 },
+          { step: 'tick' },
+          { step: 'run', ms: 2 * 60_000 },
+        ],
+      });
+      expect(story).toMatch(/tick 0\/1 failed: .*UpdateItem/);
+      expect(violations, `${formatViolations(violations.slice(0, 10))}\n${story}`).toEqual([]);
+    } finally {
+      stack.clients.dynamo.destroy();
+      stack.clients.sqs.destroy();
+    }
+  }, 300_000);
+
   it('every defect patch applies to the code as it is (git apply --check)', () => {
     for (const defect of DEFECT_CLASSES) {
       const checked = spawnSync('git', ['apply', '--check', `tools/model/defects/${defect.patch}.patch`], { cwd: root, encoding: 'utf8' });

@@ -597,8 +597,8 @@ export const SWARM_KINDS: readonly CommandKind[] = COMMAND_KINDS.flatMap((k): Co
  * others at weights of its own (1, 2 or 4 parts each). A defect whose trigger is a pair of rare
  * commands (an outage, then a partition change before the next tick; many jobs, then an outage of
  * hours) is met more often than in the full mix, where the common kinds dilute it (in 4,000 sampled
- * scenarios of at most 30 commands: the first pair in 1.0% of full-mix scenarios and 2.6% of swarm
- * ones, the second in 0.55% and 5.3%), and across scenarios every combination is still drawn.
+ * scenarios of at most 30 commands: the first pair in 1.0% of full-mix scenarios and 2.2% of swarm
+ * ones, the second in 0.55% and 6.0%), and across scenarios every combination is still drawn.
  */
 export type CommandMix = 'full' | 'swarm';
 

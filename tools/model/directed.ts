@@ -24,6 +24,7 @@ export type DirectedStep =
   | { readonly step: 'partitions'; readonly of: number }
   | { readonly step: 'many'; readonly count: number }
   | { readonly step: 'remove'; readonly job: number }
+  | { readonly step: 'add'; readonly job: Partial<JobSpec> }
   | { readonly step: 'arm-planner'; readonly kind: CallKind; readonly fault: FaultKind; readonly count: number }
   | { readonly step: 'arm-ops'; readonly kind: CallKind; readonly fault: FaultKind; readonly count: number };
 
@@ -208,6 +209,11 @@ async function apply(world: World, step: DirectedStep): Promise<void> {
       return;
     case 'remove':
       return world.removeJob(step.job);
+    case 'add': {
+      const name = world.newJobName();
+      world.addJob({ ...jobSpec(0, step.job), name, group: `own-${name}` });
+      return;
+    }
     case 'arm-planner':
       return world.armFault('planner', step.kind, step.fault, step.count);
     case 'arm-ops':

@@ -71,11 +71,11 @@ export interface TickRecord {
   readonly now: number;
   /** The config the tick ran with. */
   readonly jobs: readonly Job[];
-  /** Resolved (every put and send of its plan succeeded): it returned, or it failed after moving its watermark. */
+  /** Resolved (every put and send of its plan succeeded): it returned, or it failed in or after its watermark write. */
   readonly ok: boolean;
   /** The horizon it reported (undefined when it failed). */
   readonly horizon?: number;
-  /** Its watermark write landed. */
+  /** Its watermark write is known to have landed (false also when its outcome is unknown). */
   readonly advanced?: boolean;
 }
 

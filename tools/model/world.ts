@@ -506,10 +506,16 @@ export class World implements Gate {
           this.ticks.push({ id: this.ticks.length, command, partition, of, seqStart, seqEnd: this.nextSeq(), now, jobs, ...outcome });
         // A tick that fails after moving its watermark (in its sweep) has planned as a resolved
         // one has: the model must know how far, or it owes slots the planner has rightly passed.
+        // One that fails in its watermark write itself (the response lost on every attempt) has
+        // put and sent all it planned, and its write may have landed: a job added meanwhile is
+        // planned from there on (model seed 20269131), so its horizon bounds the watermark from
+        // above, but not from below (`advanced` stays false).
         let planned: number | undefined;
+        let planning: number | undefined;
         const tickSink: HistorySink = {
           record: (event) => {
             if (event.type === 'partition-planned') planned = event.plannedUntil;
+            else if (event.type === 'partition-planning') planning = event.plannedUntil;
             else sink.record(event);
           },
         };
@@ -519,7 +525,9 @@ export class World implements Gate {
         ).then(
           (report) => record({ ok: true, horizon: report.plannedUntil, advanced: report.watermarkAdvanced }),
           (error: unknown) => {
-            record(planned === undefined ? { ok: false } : { ok: true, horizon: planned, advanced: true });
+            if (planned !== undefined) record({ ok: true, horizon: planned, advanced: true });
+            else if (planning !== undefined) record({ ok: true, horizon: planning, advanced: false });
+            else record({ ok: false });
             this.say(`tick ${partition}/${of} failed: ${short(error)}`);
           },
         );
