@@ -27,7 +27,7 @@
  */
 import type { CheckViolation, FinalState, ModelExpectations } from './checker.js';
 import type { HistoryEvent } from './history.js';
-import { RunStatus } from './vocabulary.js';
+import { RunStatus, type Run } from './vocabulary.js';
 
 type Event<T extends HistoryEvent['type']> = Extract<HistoryEvent, { type: T }>;
 
@@ -217,13 +217,20 @@ export function checkModelSafety(events: readonly HistoryEvent[], final: FinalSt
   const acceptedBy = new Map<string, { token: number; runKey: string }[]>();
   // An operator's retry, redrive or resolve after the refusal starts the run over: its end is theirs.
   const repairedAfter = (runKey: string, at: number) => events.some((o) => o.type === 'ops' && o.runKey === runKey && o.at >= at);
+  // Only the attempt that met the fence knows of it: if that attempt recorded no outcome (its
+  // worker died before its SUPERSEDED write landed) and a takeover ended the run with its result
+  // unknown (its deadline or attempts spent before it could run the handler again), nobody left
+  // could tell (the fence lives on the business item) and "result unknown" is the honest end.
+  // An attempt that recorded anything after the fence, a retry above all, is still judged.
+  const endedUnrecorded = (runKey: string, token: number) => !events.some((o) => o.type === 'outcome' && o.runKey === runKey && o.token === token && o.accepted);
+  const takenOverUnknown = (run: Run, token: number) => run.resultUnknown === true && run.fencingToken > token && endedUnrecorded(run.runKey, token);
   for (const e of events) {
     if (e.type !== 'effect') continue;
     if (e.result === 'accepted') acceptedBy.set(e.resource, [...(acceptedBy.get(e.resource) ?? []), { token: e.token, runKey: e.runKey }]);
     if (e.result !== 'fenced-out') continue;
     const run = finalRuns.get(e.runKey);
     if (!run || run.status === RunStatus.SUPERSEDED || run.status === RunStatus.SUCCEEDED || run.status === RunStatus.MANUAL || run.status === RunStatus.SKIPPED) continue;
-    if (repairedAfter(run.runKey, e.at)) continue;
+    if (repairedAfter(run.runKey, e.at) || takenOverUnknown(run, e.token)) continue;
     const newer = (acceptedBy.get(e.resource) ?? []).find((w) => w.token > e.token && (finalRuns.get(w.runKey)?.slot ?? -Infinity) > run.slot);
     if (!newer) continue;
     flag(

@@ -84,6 +84,26 @@ describe('model tester: directed scenarios of the defect classes', () => {
     }
   }, 300_000);
 
+  it('a forbid-queue backlog of 120 backfilled runs drains within quiescence: a hand-on sent while the world settles is delivered at once, not at the next tick (model seed 20269131: a false alarm of no-lost-slot)', async () => {
+    // Before: the harness saw a message sent while settling only at its next pull, after time had
+    // moved on to the next tick, so the lane handed on one run a minute and quiescence ended with
+    // most of the backlog READY.
+    const stack = modelStack(sharedEndpoints());
+    try {
+      const { violations, story } = await runDirected(stack, {
+        title: 'two hours of a forbid-queue job backfilled, every run past its deadline',
+        jobs: [{ overlap: 'forbid-queue', deadlineMs: 300_000 }],
+        steps: [{ step: 'backfill', job: 0, agoMs: 600_000, spanMs: 2 * 3_600_000 }],
+      });
+      expect(story).toMatch(/ops backfill j0 .*: 120 created/);
+      expect(story).toMatch(/— settled after \d+ s —/);
+      expect(violations, `${formatViolations(violations.slice(0, 10))}\n${story}`).toEqual([]);
+    } finally {
+      stack.clients.dynamo.destroy();
+      stack.clients.sqs.destroy();
+    }
+  }, 300_000);
+
   it('every defect patch applies to the code as it is (git apply --check)', () => {
     for (const defect of DEFECT_CLASSES) {
       const checked = spawnSync('git', ['apply', '--check', `tools/model/defects/${defect.patch}.patch`], { cwd: root, encoding: 'utf8' });

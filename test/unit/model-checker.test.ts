@@ -160,6 +160,23 @@ describe('model safety invariants', () => {
     expect(invariants(history, runs, model())).toContain(`fenced-out-superseded:${KEY}`);
   });
 
+  it('fenced-out-superseded: the attempt that met the fence died before recording it, and a takeover ended the run DEAD past its deadline, its result unknown: not flagged (seed 20269049 path 6); a retry recorded after the fence still is', () => {
+    const newer = runKeyOf('pay', T + 60_000, 0, 1);
+    const fenced: HistoryEvent[] = [
+      { type: 'effect', at: T + 60_000, runKey: newer, token: 10, resource: 'items/X/S', result: 'accepted' },
+      { type: 'effect', at: T + 61_000, runKey: KEY, token: 2, resource: 'items/X/S', result: 'fenced-out' },
+    ];
+    const takenOver = run({ status: RunStatus.DEAD, fencingToken: 3, resultUnknown: true, lastError: { code: 'DEADLINE_EXCEEDED', message: '' } });
+    const other = run({ slot: T + 60_000, runKey: newer, fencingToken: 10 });
+    expect(invariants(fenced, [takenOver, other], model())).not.toContain(`fenced-out-superseded:${KEY}`);
+    // The fenced attempt recorded a retry (class 3's defect): judged, whatever came after.
+    const retried: HistoryEvent[] = [...fenced, { type: 'outcome', at: T + 62_000, runKey: KEY, owner: 'w', token: 2, status: RunStatus.READY, accepted: true }];
+    expect(invariants(retried, [takenOver, other], model())).toContain(`fenced-out-superseded:${KEY}`);
+    // Ended by the fenced attempt's own token, or with its result known: judged.
+    expect(invariants(fenced, [{ ...takenOver, fencingToken: 2 }, other], model())).toContain(`fenced-out-superseded:${KEY}`);
+    expect(invariants(fenced, [{ ...takenOver, resultUnknown: false }, other], model())).toContain(`fenced-out-superseded:${KEY}`);
+  });
+
   it('superseded-by-due: superseded while the only newer run was not due yet', () => {
     const runs = [run({ status: RunStatus.SUPERSEDED, finishedAt: T - 2_000 }), run({ slot: T + 60_000, runKey: runKeyOf('pay', T + 60_000, 0, 1), status: RunStatus.READY })];
     expect(invariants([], runs, model())).toContain(`superseded-by-due:${KEY}`);

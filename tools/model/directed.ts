@@ -25,6 +25,7 @@ export type DirectedStep =
   | { readonly step: 'many'; readonly count: number }
   | { readonly step: 'remove'; readonly job: number }
   | { readonly step: 'add'; readonly job: Partial<JobSpec> }
+  | { readonly step: 'backfill'; readonly job: number; readonly agoMs: number; readonly spanMs: number }
   | { readonly step: 'arm-planner'; readonly kind: CallKind; readonly fault: FaultKind; readonly count: number }
   | { readonly step: 'arm-ops'; readonly kind: CallKind; readonly fault: FaultKind; readonly count: number };
 
@@ -209,6 +210,8 @@ async function apply(world: World, step: DirectedStep): Promise<void> {
       return;
     case 'remove':
       return world.removeJob(step.job);
+    case 'backfill':
+      return world.backfill(step.job, step.agoMs, step.spanMs);
     case 'add': {
       const name = world.newJobName();
       world.addJob({ ...jobSpec(0, step.job), name, group: `own-${name}` });

@@ -601,6 +601,8 @@ export class World implements Gate {
         if (!lane.busy && !lane.paused) await this.deliver(i);
       }
       await this.settle();
+      // As in quiescence: a message sent while settling is due now, not at the next tick.
+      await this.queue.pull();
       const candidates = [nextTick, this.queue.nextVisibleAt(), this.time.nextTimerAt()].filter((t): t is number => t !== undefined);
       const next = Math.max(this.time.now() + 1, Math.min(...candidates));
       await this.time.advanceTo(Math.min(next, end), () => this.settle());
@@ -931,6 +933,10 @@ export class World implements Gate {
       await this.queue.pull();
       await this.deliverAllDue();
       await this.settle();
+      // What the actors sent while settling (a lane's hand-on, a sweep's re-send) is due now, not
+      // at the next tick: seen only at the next round's pull, it made a forbid-queue backlog move
+      // one run a minute, and quiescence end with it unfinished (model seed 20269131).
+      await this.queue.pull();
       const idle = !this.queue.hasDue() && this.lanes.every((l) => !l.busy) && this.extraLanes.every((l) => !l.busy);
       const nextTimer = this.time.nextTimerAt();
       const quietUntilTick = idle && (nextTimer === undefined || nextTimer >= nextTick) && (this.queue.nextVisibleAt() ?? Infinity) >= nextTick;
