@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { formatViolations } from '../../shared/core/checker.js';
-import { DIRECTED, runDirected } from '../../tools/model/directed.js';
+import { DIRECTED, runDirected, type DirectedScenario } from '../../tools/model/directed.js';
 import { DEFECT_CLASSES } from '../../tools/model/prove.js';
 import { FaultKind } from '../../tools/model/faults.js';
 import { BehaviourKind } from '../../tools/model/handlers.js';
@@ -18,18 +18,23 @@ import { sharedEndpoints } from '../support/stack.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
+/** Runs one directed scenario on the shared local stack (its own tables and queues). */
+async function runOnSharedStack(scenario: DirectedScenario) {
+  const stack = modelStack(sharedEndpoints());
+  try {
+    return await runDirected(stack, scenario);
+  } finally {
+    stack.clients.dynamo.destroy();
+    stack.clients.sqs.destroy();
+  }
+}
+
 describe('model tester: directed scenarios of the defect classes', () => {
   it.each(Object.entries(DIRECTED).map(([defect, scenario]) => ({ defect, title: scenario.title, scenario })))(
     'defect $defect, $title: no violation in the fixed code',
     async ({ scenario }) => {
-      const stack = modelStack(sharedEndpoints());
-      try {
-        const { violations, story } = await runDirected(stack, scenario);
-        expect(violations, `${formatViolations(violations.slice(0, 10))}\n${story}`).toEqual([]);
-      } finally {
-        stack.clients.dynamo.destroy();
-        stack.clients.sqs.destroy();
-      }
+      const { violations, story } = await runOnSharedStack(scenario);
+      expect(violations, `${formatViolations(violations.slice(0, 10))}\n${story}`).toEqual([]);
     },
     300_000,
   );
@@ -37,71 +42,53 @@ describe('model tester: directed scenarios of the defect classes', () => {
   it('an ops retry whose revival committed but whose message send failed is recorded as a repair, as `ops status` shows it (model seed 20284962: a false alarm of fenced-out-superseded)', async () => {
     // Before: the model recorded an operator's repair only when the ops call returned, so the
     // revived run's later end (DEAD past its deadline) was judged against its earlier fenced-out write.
-    const stack = modelStack(sharedEndpoints());
-    try {
-      const { violations, story } = await runDirected(stack, {
-        title: 'a DEAD run revived by an ops retry whose send is refused',
-        jobs: [{ maxAttempts: 1, behaviours: [{ kind: BehaviourKind.PERMANENT, workMs: 100, writes: 0 }] }],
-        steps: [
-          { step: 'run', ms: 150_000 },
-          { step: 'arm-ops', kind: 'sqs-send', fault: FaultKind.REFUSED, count: 10 },
-          { step: 'retry', prefer: RunStatus.DEAD },
-          { step: 'run', ms: 30_000 },
-        ],
-      });
-      expect(violations, `${formatViolations(violations.slice(0, 10))}\n${story}`).toEqual([]);
-      expect(story).toMatch(/ops retry \S+: DEAD → READY \(seen by ops status after the call failed\)/);
-    } finally {
-      stack.clients.dynamo.destroy();
-      stack.clients.sqs.destroy();
-    }
+    const { violations, story } = await runOnSharedStack({
+      title: 'a DEAD run revived by an ops retry whose send is refused',
+      jobs: [{ maxAttempts: 1, behaviours: [{ kind: BehaviourKind.PERMANENT, workMs: 100, writes: 0 }] }],
+      steps: [
+        { step: 'run', ms: 150_000 },
+        { step: 'arm-ops', kind: 'sqs-send', fault: FaultKind.REFUSED, count: 10 },
+        { step: 'retry', prefer: RunStatus.DEAD },
+        { step: 'run', ms: 30_000 },
+      ],
+    });
+    expect(violations, `${formatViolations(violations.slice(0, 10))}\n${story}`).toEqual([]);
+    expect(story).toMatch(/ops retry \S+: DEAD → READY \(seen by ops status after the call failed\)/);
   }, 300_000);
 
   it('a job added after a tick whose watermark write landed but whose response was lost on every attempt is owed from that watermark on, as the planner plans it (model seed 20269131: a false alarm of no-lost-slot)', async () => {
     // Before: the model took the failed tick for one that planned nothing, owed the new job's
     // slots from the next tick's `now`, and flagged those the planner had rightly passed.
-    const stack = modelStack(sharedEndpoints());
-    try {
-      const { violations, story } = await runDirected(stack, {
-        title: 'a watermark write whose response is lost on every SDK attempt, then a job added',
-        jobs: [{}],
-        steps: [
-          { step: 'tick' },
-          { step: 'advance', ms: 60_000 },
-          { step: 'arm-planner', kind: 'planner-state', fault: FaultKind.LOST_RESPONSE, count: 3 },
-          { step: 'tick' },
-          { step: 'add', job: { schedule: '*/15 * * * * *' } },
-          { step: 'advance', ms: 5_000 },
-          { step: 'tick' },
-          { step: 'run', ms: 2 * 60_000 },
-        ],
-      });
-      expect(story).toMatch(/tick 0\/1 failed: .*UpdateItem/);
-      expect(violations, `${formatViolations(violations.slice(0, 10))}\n${story}`).toEqual([]);
-    } finally {
-      stack.clients.dynamo.destroy();
-      stack.clients.sqs.destroy();
-    }
+    const { violations, story } = await runOnSharedStack({
+      title: 'a watermark write whose response is lost on every SDK attempt, then a job added',
+      jobs: [{}],
+      steps: [
+        { step: 'tick' },
+        { step: 'advance', ms: 60_000 },
+        { step: 'arm-planner', kind: 'planner-state', fault: FaultKind.LOST_RESPONSE, count: 3 },
+        { step: 'tick' },
+        { step: 'add', job: { schedule: '*/15 * * * * *' } },
+        { step: 'advance', ms: 5_000 },
+        { step: 'tick' },
+        { step: 'run', ms: 2 * 60_000 },
+      ],
+    });
+    expect(story).toMatch(/tick 0\/1 failed: .*UpdateItem/);
+    expect(violations, `${formatViolations(violations.slice(0, 10))}\n${story}`).toEqual([]);
   }, 300_000);
 
   it('a forbid-queue backlog of 120 backfilled runs drains within quiescence: a hand-on sent while the world settles is delivered at once, not at the next tick (model seed 20269131: a false alarm of no-lost-slot)', async () => {
     // Before: the harness saw a message sent while settling only at its next pull, after time had
     // moved on to the next tick, so the lane handed on one run a minute and quiescence ended with
     // most of the backlog READY.
-    const stack = modelStack(sharedEndpoints());
-    try {
-      const { violations, story } = await runDirected(stack, {
-        title: 'two hours of a forbid-queue job backfilled, every run past its deadline',
-        jobs: [{ overlap: 'forbid-queue', deadlineMs: 300_000 }],
-        steps: [{ step: 'backfill', job: 0, agoMs: 600_000, spanMs: 2 * 3_600_000 }],
-      });
-      expect(story).toMatch(/ops backfill j0 .*: 120 created/);
-      expect(story).toMatch(/— settled after \d+ s —/);
-      expect(violations, `${formatViolations(violations.slice(0, 10))}\n${story}`).toEqual([]);
-    } finally {
-      stack.clients.dynamo.destroy();
-      stack.clients.sqs.destroy();
-    }
+    const { violations, story } = await runOnSharedStack({
+      title: 'two hours of a forbid-queue job backfilled, every run past its deadline',
+      jobs: [{ overlap: 'forbid-queue', deadlineMs: 300_000 }],
+      steps: [{ step: 'backfill', job: 0, agoMs: 600_000, spanMs: 2 * 3_600_000 }],
+    });
+    expect(story).toMatch(/ops backfill j0 .*: 120 created/);
+    expect(story).toMatch(/— settled after \d+ s —/);
+    expect(violations, `${formatViolations(violations.slice(0, 10))}\n${story}`).toEqual([]);
   }, 300_000);
 
   it('every defect patch applies to the code as it is (git apply --check)', () => {
