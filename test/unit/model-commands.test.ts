@@ -4,7 +4,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { COMMAND_KINDS, commandsArb, SWARM_KINDS, swarmKindsArb } from '../../tools/model/commands.js';
+import { COMMAND_KINDS, commandsArb, kindSwarmFaultProfileArb, SWARM_KINDS, swarmKindsArb } from '../../tools/model/commands.js';
+import { DYNAMO_CALL_KINDS, SQS_CALL_KINDS } from '../../tools/model/ledger-view.js';
 
 /** The kinds of command in one scenario, by class name (the parts of a `together` counted). */
 function kindsIn(commands: Iterable<unknown>): Set<string> {
@@ -38,6 +39,12 @@ describe('model generator: command mix', () => {
     expect(COMMAND_KINDS.map((k) => k.name)).toContain('advance');
   });
 
+  it('a swarm scenario may retry the ended runs whose result is unknown first (the ones a revival must reconcile)', () => {
+    expect(SWARM_KINDS.map((k) => k.name)).toEqual(expect.arrayContaining(['ops-retry', 'ops-retry-unknown']));
+    const [retry] = fc.sample(SWARM_KINDS.find((k) => k.name === 'ops-retry-unknown')!.arbitrary, { seed: 3, numRuns: 1 });
+    expect(String(retry)).toMatch(/ops retry run#\d+ \(an ended run whose result is unknown if any\)/);
+  });
+
   it('swarm scenarios draw fewer kinds each than full-mix ones, and across scenarios every kind still comes up', () => {
     const mean = (mix: 'full' | 'swarm') => {
       const scenarios = fc.sample(commandsArb(40, mix), { seed: 11, numRuns: 200 }).map((c) => kindsIn(c));
@@ -49,5 +56,27 @@ describe('model generator: command mix', () => {
     expect(swarm.perScenario).toBeLessThan(full.perScenario * 0.8);
     expect(swarm.all).toBe(full.all);
     expect(full.all).toBeGreaterThanOrEqual(20);
+  });
+});
+
+describe('model generator: the swarm over call kinds (fault profiles "kinds")', () => {
+  const kinds = [...DYNAMO_CALL_KINDS, ...SQS_CALL_KINDS];
+  const samples = fc.sample(kindSwarmFaultProfileArb, { seed: 5, numRuns: 2_000 });
+
+  it('faults each call kind in about a quarter of the scenarios (a focused profile: one in nineteen)', () => {
+    for (const kind of kinds) {
+      const share = samples.filter((p) => p.kinds.includes(kind)).length / samples.length;
+      expect(share, kind).toBeGreaterThan(0.18);
+      expect(share, kind).toBeLessThan(0.33);
+    }
+  });
+
+  it('every profile faults at least one kind with at least one fault of a call, never latency, at a high rate', () => {
+    for (const p of samples) {
+      expect(p.kinds.length).toBeGreaterThan(0);
+      expect(p.weights.refused + p.weights['lost-response'] + p.weights.throttled + p.weights.conflict).toBeGreaterThan(0);
+      expect(p.weights.latency).toBe(0);
+      expect([0.2, 0.4]).toContain(p.rate);
+    }
   });
 });

@@ -10,7 +10,7 @@
  *   --counts inv1,inv2                                        only these invariants fail a scenario
  *   --prove [--defects 1,2] [--scenarios N]                   per-defect proof (prove.ts)
  *   --directed N [--counts …]                                 one directed scenario (directed.ts)
- *   --fault-profiles mixed|swarm                              which fault profiles scenarios draw (default swarm)
+ *   --fault-profiles mixed|swarm|kinds                        which fault profiles scenarios draw (default kinds; npm test: swarm)
  *   --command-mix full|swarm                                  every command kind, or a random half per scenario (default swarm)
  */
 import { parseArgs } from 'node:util';
@@ -20,7 +20,7 @@ import { FIRST_FAILURE_PREFIX, formatProof, proveDefects, type FirstFailure } fr
 import { formatFailure, MAX_COMMANDS, runModel } from './runner.js';
 import { DIRECTED, runDirected } from './directed.js';
 import { modelStack } from './world.js';
-import type { CommandMix, FaultProfiles } from './commands.js';
+import { FAULT_PROFILES, type CommandMix, type FaultProfiles } from './commands.js';
 
 function int(name: string, raw: string | undefined, fallback: number): number {
   if (raw === undefined) return fallback;
@@ -32,9 +32,12 @@ function int(name: string, raw: string | undefined, fallback: number): number {
   return value;
 }
 
-function faultProfilesOf(raw: string | undefined): FaultProfiles | undefined {
-  if (raw === undefined || raw === 'mixed' || raw === 'swarm') return raw;
-  console.error(`--fault-profiles must be "mixed" or "swarm", got "${raw}"`);
+/** The CLI's long runs and proofs draw the widest set; `npm test`'s short run keeps `swarm` (runner.ts). */
+function faultProfilesOf(raw: string | undefined): FaultProfiles {
+  if (raw === undefined) return 'kinds';
+  const known = FAULT_PROFILES.find((p) => p === raw);
+  if (known) return known;
+  console.error(`--fault-profiles must be one of ${FAULT_PROFILES.map((p) => `"${p}"`).join(', ')}, got "${raw}"`);
   process.exit(2);
 }
 
@@ -77,6 +80,7 @@ export async function modelMain(args: readonly string[]): Promise<number> {
       maxCommands: values['max-commands'] === undefined ? undefined : int('max-commands', values['max-commands'], 60),
       shrinkBudget: values['shrink-budget'] === undefined ? undefined : int('shrink-budget', values['shrink-budget'], 60),
       commandMix: commandMixOf(values['command-mix']),
+      faultProfiles: values['fault-profiles'] === undefined ? undefined : faultProfilesOf(values['fault-profiles']),
       log,
     });
     console.log(formatProof(proof));

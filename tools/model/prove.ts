@@ -11,7 +11,7 @@ import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { CommandMix } from './commands.js';
+import type { CommandMix, FaultProfiles } from './commands.js';
 import { DIRECTED } from './directed.js';
 
 export interface DefectClass {
@@ -88,6 +88,8 @@ export interface ProveOptions {
   readonly shrinkBudget?: number;
   /** Which commands the search draws from (commands.ts). @default the runner's */
   readonly commandMix?: CommandMix;
+  /** Which fault profiles the search draws (commands.ts). @default the CLI's */
+  readonly faultProfiles?: FaultProfiles;
   readonly log?: (line: string) => void;
 }
 
@@ -140,6 +142,7 @@ async function proveOne(defect: DefectClass, options: ProveOptions): Promise<Def
     const args = ['--scenarios', String(options.scenarios), '--seed', String(options.seed), '--concurrency', String(options.concurrency), '--counts', defect.shows.join(','), '--shrink-budget', String(options.shrinkBudget ?? 60)];
     if (options.maxCommands !== undefined) args.push('--max-commands', String(options.maxCommands));
     if (options.commandMix !== undefined) args.push('--command-mix', options.commandMix);
+    if (options.faultProfiles !== undefined) args.push('--fault-profiles', options.faultProfiles);
     const { stdout } = await runChild(dir, args, options.log);
     const lines = stdout.split('\n');
     const summary = lines.filter((l) => l.startsWith('{')).at(-1);

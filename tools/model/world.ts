@@ -825,9 +825,9 @@ export class World implements Gate {
   }
 
   /** Picks the `pick`-th run an operator might act on (DEAD, or open), from a consistent read. */
-  private async candidate(pick: number, statuses: readonly RunStatus[]): Promise<Run | undefined> {
+  private async candidate(pick: number, statuses: readonly RunStatus[], also: (run: Run) => boolean = () => true): Promise<Run | undefined> {
     const { runs } = await readFinal(this.stack.clients.doc, { ledger: this.tables.ledger, business: this.tables.payments });
-    const candidates = runs.filter((r) => statuses.includes(r.status));
+    const candidates = runs.filter((r) => statuses.includes(r.status) && also(r));
     return candidates[pick % Math.max(1, candidates.length)];
   }
 
@@ -848,8 +848,9 @@ export class World implements Gate {
    * `ops retry <runKey>`: a fresh attempt budget for an ended run (DEAD, or SKIPPED/SUPERSEDED on
    * request), of the preferred state when there is one.
    */
-  async retry(pick: number, prefer: RunStatus): Promise<void> {
-    const candidate = (await this.candidate(pick, [prefer])) ?? (await this.candidate(pick, RETRYABLE_STATES));
+  async retry(pick: number, prefer: RunStatus | 'result-unknown'): Promise<void> {
+    const preferred = prefer === 'result-unknown' ? await this.candidate(pick, RETRYABLE_STATES, (r) => r.resultUnknown === true) : await this.candidate(pick, [prefer]);
+    const candidate = preferred ?? (await this.candidate(pick, RETRYABLE_STATES));
     if (!candidate) return;
     await this.opsActivity(`retry ${candidate.runKey}`, async () => {
       const { clock, ledger, ops, queue } = this.opsDeps();
