@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { COMMAND_KINDS, commandsArb, kindSwarmFaultProfileArb, SWARM_KINDS, swarmKindsArb } from '../../tools/model/commands.js';
+import { COMMAND_KINDS, commandsArb, kindSwarmFaultProfileArb, scenarioSetupArb, SWARM_KINDS, swarmKindsArb } from '../../tools/model/commands.js';
 import { DYNAMO_CALL_KINDS, SQS_CALL_KINDS } from '../../tools/model/ledger-view.js';
 
 /** The kinds of command in one scenario, by class name (the parts of a `together` counted). */
@@ -78,5 +78,31 @@ describe('model generator: the swarm over call kinds (fault profiles "kinds")', 
       expect(p.weights.latency).toBe(0);
       expect([0.2, 0.4]).toContain(p.rate);
     }
+  });
+});
+
+describe('model generator: the swarm over job traits (--job-mix swarm)', () => {
+  const N = 3_000;
+  const sample = (mix: 'full' | 'swarm') => fc.sample(scenarioSetupArb('kinds', mix), { seed: 1, numRuns: N });
+  const full = sample('full');
+  const swarm = sample('swarm');
+  const share = (setups: typeof full, f: (s: (typeof full)[number]) => boolean) => setups.filter(f).length / N;
+  const unknownish = new Set(['unknown', 'timeout', 'hang', 'zombie']);
+
+  it("a scenario's jobs agree on reconciling more often: reconcile is always, never or either per scenario", () => {
+    const agree = (s: (typeof full)[number]) => s.jobs.length > 1 && s.jobs.every((j) => j.reconcile === s.jobs[0]!.reconcile);
+    const multi = (setups: typeof full) => share(setups, (s) => s.jobs.length > 1);
+    expect(share(swarm, agree) / multi(swarm)).toBeGreaterThan((share(full, agree) / multi(full)) * 1.2);
+  });
+
+  it('a job that reconciles and whose every attempt may end with its result unknown comes up more often (the road to a run DEAD with its result unknown)', () => {
+    const heavy = (s: (typeof full)[number]) => s.jobs.some((j) => j.reconcile && j.behaviours.every((b) => unknownish.has(b.kind)));
+    expect(share(swarm, heavy)).toBeGreaterThan(share(full, heavy) * 1.2);
+  });
+
+  it('every behaviour still comes up across scenarios, and success is in every job mix', () => {
+    const kinds = new Set(swarm.flatMap((s) => s.jobs.flatMap((j) => j.behaviours.map((b) => b.kind))));
+    expect(kinds).toEqual(new Set(full.flatMap((s) => s.jobs.flatMap((j) => j.behaviours.map((b) => b.kind)))));
+    expect(kinds.size).toBe(9);
   });
 });

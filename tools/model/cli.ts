@@ -11,6 +11,7 @@
  *   --prove [--defects 1,2] [--scenarios N]                   per-defect proof (prove.ts)
  *   --directed N [--counts …]                                 one directed scenario (directed.ts)
  *   --fault-profiles mixed|swarm|kinds                        which fault profiles scenarios draw (default kinds; npm test: swarm)
+ *   --job-mix full|swarm                                      every job trait, or a random half of the handler behaviours per scenario (default swarm; npm test: full)
  *   --command-mix full|swarm                                  every command kind, or a random half per scenario (default swarm)
  */
 import { parseArgs } from 'node:util';
@@ -20,7 +21,7 @@ import { FIRST_FAILURE_PREFIX, formatProof, proveDefects, type FirstFailure } fr
 import { formatFailure, MAX_COMMANDS, runModel } from './runner.js';
 import { DIRECTED, runDirected } from './directed.js';
 import { modelStack } from './world.js';
-import { FAULT_PROFILES, type CommandMix, type FaultProfiles } from './commands.js';
+import { FAULT_PROFILES, JOB_MIXES, type CommandMix, type FaultProfiles, type JobMix } from './commands.js';
 
 function int(name: string, raw: string | undefined, fallback: number): number {
   if (raw === undefined) return fallback;
@@ -38,6 +39,15 @@ function faultProfilesOf(raw: string | undefined): FaultProfiles {
   const known = FAULT_PROFILES.find((p) => p === raw);
   if (known) return known;
   console.error(`--fault-profiles must be one of ${FAULT_PROFILES.map((p) => `"${p}"`).join(', ')}, got "${raw}"`);
+  process.exit(2);
+}
+
+/** The CLI's long runs and proofs draw the job-trait swarm; `npm test`'s short run keeps `full` (runner.ts). */
+function jobMixOf(raw: string | undefined): JobMix {
+  if (raw === undefined) return 'swarm';
+  const known = JOB_MIXES.find((m) => m === raw);
+  if (known) return known;
+  console.error(`--job-mix must be one of ${JOB_MIXES.map((m) => `"${m}"`).join(', ')}, got "${raw}"`);
   process.exit(2);
 }
 
@@ -62,6 +72,7 @@ export async function modelMain(args: readonly string[]): Promise<number> {
       'shrink-budget': { type: 'string' },
       'fault-profiles': { type: 'string' },
       'command-mix': { type: 'string' },
+      'job-mix': { type: 'string' },
       minutes: { type: 'string' },
       quiet: { type: 'boolean', default: false },
       directed: { type: 'string' },
@@ -81,6 +92,7 @@ export async function modelMain(args: readonly string[]): Promise<number> {
       shrinkBudget: values['shrink-budget'] === undefined ? undefined : int('shrink-budget', values['shrink-budget'], 60),
       commandMix: commandMixOf(values['command-mix']),
       faultProfiles: values['fault-profiles'] === undefined ? undefined : faultProfilesOf(values['fault-profiles']),
+      jobMix: values['job-mix'] === undefined ? undefined : jobMixOf(values['job-mix']),
       log,
     });
     console.log(formatProof(proof));
@@ -117,6 +129,7 @@ export async function modelMain(args: readonly string[]): Promise<number> {
       concurrency: int('concurrency', values.concurrency, 4),
       maxCommands: int('max-commands', values['max-commands'], MAX_COMMANDS),
       faultProfiles: faultProfilesOf(values['fault-profiles']),
+      jobMix: jobMixOf(values['job-mix']),
       commandMix: commandMixOf(values['command-mix']),
       timeBudgetMs: values.minutes === undefined ? undefined : int('minutes', values.minutes, 30) * 60_000,
       shrinkBudget: values['shrink-budget'] === undefined ? undefined : int('shrink-budget', values['shrink-budget'], 150),

@@ -372,23 +372,30 @@ export const MANY_TEMPLATE: Omit<JobSpec, 'name' | 'group'> = {
   behaviours: [{ kind: BehaviourKind.OK, workMs: 50, writes: 0 }],
 };
 
-const behaviourArb: fc.Arbitrary<Behaviour> = fc.record({
-  kind: fc.oneof(
-    { weight: 12, arbitrary: fc.constant(BehaviourKind.OK) },
-    { weight: 2, arbitrary: fc.constant(BehaviourKind.RETRYABLE) },
-    { weight: 1, arbitrary: fc.constant(BehaviourKind.PERMANENT) },
-    { weight: 2, arbitrary: fc.constant(BehaviourKind.UNKNOWN) },
-    { weight: 1, arbitrary: fc.constant(BehaviourKind.CRASH) },
-    { weight: 1, arbitrary: fc.constant(BehaviourKind.TIMEOUT) },
-    { weight: 1, arbitrary: fc.constant(BehaviourKind.YIELD) },
-    { weight: 1, arbitrary: fc.constant(BehaviourKind.HANG) },
-    { weight: 2, arbitrary: fc.constant(BehaviourKind.ZOMBIE) },
-  ),
-  workMs: fc.oneof(fc.constantFrom(0, 200, 1_000), fc.integer({ min: 0, max: 25_000 })),
-  writes: fc.integer({ min: 0, max: 3 }),
-});
+/** The handler behaviours a job draws, with their weights in the full mix. */
+const BEHAVIOUR_WEIGHTS: readonly (readonly [BehaviourKind, number])[] = [
+  [BehaviourKind.OK, 12],
+  [BehaviourKind.RETRYABLE, 2],
+  [BehaviourKind.PERMANENT, 1],
+  [BehaviourKind.UNKNOWN, 2],
+  [BehaviourKind.CRASH, 1],
+  [BehaviourKind.TIMEOUT, 1],
+  [BehaviourKind.YIELD, 1],
+  [BehaviourKind.HANG, 1],
+  [BehaviourKind.ZOMBIE, 2],
+];
 
-export const jobSpecArb: fc.Arbitrary<Omit<JobSpec, 'name'>> = fc
+const behaviourOf = (kinds: readonly (readonly [BehaviourKind, number])[]): fc.Arbitrary<Behaviour> =>
+  fc.record({
+    kind: fc.oneof(...kinds.map(([kind, weight]) => ({ weight, arbitrary: fc.constant(kind) }))),
+    workMs: fc.oneof(fc.constantFrom(0, 200, 1_000), fc.integer({ min: 0, max: 25_000 })),
+    writes: fc.integer({ min: 0, max: 3 }),
+  });
+
+const behaviourArb: fc.Arbitrary<Behaviour> = behaviourOf(BEHAVIOUR_WEIGHTS);
+
+const jobSpecOf = (behaviour: fc.Arbitrary<Behaviour>, reconcile: fc.Arbitrary<boolean>): fc.Arbitrary<Omit<JobSpec, 'name'>> =>
+  fc
   .record({
     schedule: scheduleArb,
     overlap: fc.constantFrom('parallel', 'forbid-skip', 'forbid-queue', 'coalesce'),
@@ -402,12 +409,47 @@ export const jobSpecArb: fc.Arbitrary<Omit<JobSpec, 'name'>> = fc
     deadlineMs: fc.option(fc.constantFrom(60_000, 300_000), { nil: undefined, freq: 4 }),
     startLeadMs: fc.constantFrom(0, 1_500, 5_000),
     checkpoints: fc.boolean(),
-    reconcile: fc.boolean(),
+    reconcile,
     group: fc.constantFrom('a', 'b', 'c', 'own'),
-    behaviours: fc.array(behaviourArb, { minLength: 1, maxLength: 4 }),
+    behaviours: fc.array(behaviour, { minLength: 1, maxLength: 4 }),
   })
   // A timeout longer than one invocation allows is only valid for a job that checkpoints.
   .map((spec) => ({ ...spec, checkpoints: spec.checkpoints || spec.timeoutMs > maxAttemptTimeoutMs(MODEL_WORKER_TIMEOUT_MS, spec.startLeadMs) }));
+
+export const jobSpecArb: fc.Arbitrary<Omit<JobSpec, 'name'>> = jobSpecOf(behaviourArb, fc.boolean());
+
+/**
+ * Which jobs a scenario's config draws: `full`, every trait at its weight (the generator as it
+ * was: its fixed seeds draw the same jobs), or `swarm` (swarm testing over job traits, as the
+ * swarm command mix does over commands): each scenario keeps each handler behaviour but success
+ * with probability one half, at weights of its own (1, 2 or 4 parts, success at 4), and makes
+ * reconcile always, never or either. A defect whose trigger is a trait pair (a job that
+ * reconciles, whose handler's result is often unknown, so that a run ends DEAD with its result
+ * unknown for an operator to retry) meets it in many scenarios, not in one of a few dozen.
+ */
+export type JobMix = 'full' | 'swarm';
+
+export const JOB_MIXES: readonly JobMix[] = ['full', 'swarm'];
+
+export const jobTraitsArb: fc.Arbitrary<fc.Arbitrary<Omit<JobSpec, 'name'>>> = fc
+  .record({
+    kept: fc.array(fc.tuple(fc.boolean(), fc.constantFrom(1, 2, 4)), { minLength: BEHAVIOUR_WEIGHTS.length, maxLength: BEHAVIOUR_WEIGHTS.length }),
+    reconcile: fc.constantFrom('always', 'never', 'either'),
+  })
+  .map(({ kept, reconcile }) => {
+    const kinds = BEHAVIOUR_WEIGHTS.flatMap(([kind], i): (readonly [BehaviourKind, number])[] =>
+      kind === BehaviourKind.OK ? [[kind, 4]] : kept[i]![0] ? [[kind, kept[i]![1]]] : [],
+    );
+    return jobSpecOf(behaviourOf(kinds), reconcile === 'either' ? fc.boolean() : fc.constant(reconcile === 'always'));
+  });
+
+const jobsOf = (jobSpec: fc.Arbitrary<Omit<JobSpec, 'name'>>) =>
+  fc.oneof({ weight: 5, arbitrary: fc.array(jobSpec, { minLength: 1, maxLength: 1 }) }, { weight: 4, arbitrary: fc.array(jobSpec, { minLength: 2, maxLength: 2 }) }, { weight: 2, arbitrary: fc.array(jobSpec, { minLength: 3, maxLength: 3 }) });
+
+const jobsArbs: Readonly<Record<JobMix, fc.Arbitrary<Omit<JobSpec, 'name'>[]>>> = {
+  full: jobsOf(jobSpecArb),
+  swarm: jobTraitsArb.chain(jobsOf),
+};
 
 const laneArb = (allowance: number): fc.Arbitrary<LaneSpec> =>
   fc.record({
@@ -495,7 +537,7 @@ const faultProfileArbs: Readonly<Record<FaultProfiles, fc.Arbitrary<FaultProfile
 
 const MINUTE = 60_000;
 
-export const scenarioSetupArb = (profiles: FaultProfiles = 'swarm'): fc.Arbitrary<ScenarioSetup> =>
+export const scenarioSetupArb = (profiles: FaultProfiles = 'swarm', jobMix: JobMix = 'full'): fc.Arbitrary<ScenarioSetup> =>
   fc
   .record({
     day: fc.integer({ min: 0, max: 3_000 }),
@@ -504,7 +546,7 @@ export const scenarioSetupArb = (profiles: FaultProfiles = 'swarm'): fc.Arbitrar
     laneCount: fc.integer({ min: 1, max: 4 }),
     plannerSdkAttempts: fc.constantFrom(1, 3),
     partitions: fc.oneof({ weight: 3, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.integer({ min: 2, max: 3 }) }),
-    jobs: fc.oneof({ weight: 5, arbitrary: fc.array(jobSpecArb, { minLength: 1, maxLength: 1 }) }, { weight: 4, arbitrary: fc.array(jobSpecArb, { minLength: 2, maxLength: 2 }) }, { weight: 2, arbitrary: fc.array(jobSpecArb, { minLength: 3, maxLength: 3 }) }),
+    jobs: jobsArbs[jobMix],
     faults: faultProfileArbs[profiles],
     seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
   })

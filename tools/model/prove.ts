@@ -11,7 +11,7 @@ import { existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { CommandMix, FaultProfiles } from './commands.js';
+import type { CommandMix, FaultProfiles, JobMix } from './commands.js';
 import { DIRECTED } from './directed.js';
 
 export interface DefectClass {
@@ -90,6 +90,8 @@ export interface ProveOptions {
   readonly commandMix?: CommandMix;
   /** Which fault profiles the search draws (commands.ts). @default the CLI's */
   readonly faultProfiles?: FaultProfiles;
+  /** Which jobs the search configures (commands.ts). @default the CLI's */
+  readonly jobMix?: JobMix;
   readonly log?: (line: string) => void;
 }
 
@@ -143,6 +145,7 @@ async function proveOne(defect: DefectClass, options: ProveOptions): Promise<Def
     if (options.maxCommands !== undefined) args.push('--max-commands', String(options.maxCommands));
     if (options.commandMix !== undefined) args.push('--command-mix', options.commandMix);
     if (options.faultProfiles !== undefined) args.push('--fault-profiles', options.faultProfiles);
+    if (options.jobMix !== undefined) args.push('--job-mix', options.jobMix);
     const { stdout } = await runChild(dir, args, options.log);
     const lines = stdout.split('\n');
     const summary = lines.filter((l) => l.startsWith('{')).at(-1);

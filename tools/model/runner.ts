@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import type { CheckViolation } from '../../shared/core/checker.js';
-import { commandsArb, scenarioSetupArb, type CommandMix, type FaultProfiles, type ModelState } from './commands.js';
+import { commandsArb, scenarioSetupArb, type CommandMix, type FaultProfiles, type JobMix, type ModelState } from './commands.js';
 import { ScenarioFailure, World, type ModelStack } from './world.js';
 
 /** Commands per scenario at most, by default. */
@@ -21,6 +21,8 @@ export interface ModelRunOptions {
   readonly concurrency?: number;
   /** Commands per scenario at most. @default MAX_COMMANDS */
   readonly maxCommands?: number;
+  /** Which jobs scenarios configure (commands.ts). @default 'full' */
+  readonly jobMix?: JobMix;
   /** The fault profiles scenarios draw (commands.ts). @default 'swarm' */
   readonly faultProfiles?: FaultProfiles;
   /** Which commands scenarios draw from (commands.ts): every kind, or a swarm's random half. @default 'swarm' */
@@ -118,7 +120,7 @@ interface LaneState {
 
 function property(stack: ModelStack, options: ModelRunOptions, counters: Counters, now: LaneNow, stopped: () => boolean) {
   const lane = now.state;
-  return fc.asyncProperty(scenarioSetupArb(options.faultProfiles), commandsArb(options.maxCommands ?? MAX_COMMANDS, options.commandMix), fc.scheduler(), async (setup, commands, scheduler) => {
+  return fc.asyncProperty(scenarioSetupArb(options.faultProfiles, options.jobMix), commandsArb(options.maxCommands ?? MAX_COMMANDS, options.commandMix), fc.scheduler(), async (setup, commands, scheduler) => {
     const shrinking = lane.failedAt !== undefined;
     // Another lane found a failure, or this lane's shrink budget is spent: pass at once (fast-check
     // then reports the smallest failure found so far).
