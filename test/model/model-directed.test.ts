@@ -91,6 +91,19 @@ describe('model tester: directed scenarios of the defect classes', () => {
     expect(violations, `${formatViolations(violations.slice(0, 10))}\n${story}`).toEqual([]);
   }, 300_000);
 
+  it('a bulk add of 120 hourly jobs rolled back after their runs were planned: the orphans stay open (reported, never run), the scenario\'s own job runs on, and the model owes nothing of the removed jobs', async () => {
+    const { violations, story } = await runOnSharedStack({
+      title: '120 hourly jobs added, planned for the hour, then rolled back',
+      jobs: [{}],
+      steps: [{ step: 'many', count: 120 }, { step: 'advance', ms: 59 * 60_000 }, { step: 'tick' }, { step: 'rollback-bulk' }, { step: 'run', ms: 3 * 60_000 }],
+    });
+    // The removed jobs' runs of 01:00 were planned before the rollback: their messages come back
+    // (poison: no such job) and the runs stay open, which liveness must not count against anyone.
+    expect(story).toMatch(/receives [^\n]*j120@2031-01-01T01:00:00\.000Z/);
+    expect(story).toMatch(/config: 120 jobs added in bulk removed \(a rollback\)/);
+    expect(violations, `${formatViolations(violations.slice(0, 10))}\n${story}`).toEqual([]);
+  }, 300_000);
+
   it('every defect patch applies to the code as it is (git apply --check)', () => {
     for (const defect of DEFECT_CLASSES) {
       const checked = spawnSync('git', ['apply', '--check', `tools/model/defects/${defect.patch}.patch`], { cwd: root, encoding: 'utf8' });

@@ -40,7 +40,7 @@ describe('model generator: command mix', () => {
   });
 
   it('a swarm scenario may retry the ended runs whose result is unknown first (the ones a revival must reconcile)', () => {
-    expect(SWARM_KINDS.map((k) => k.name)).toEqual(expect.arrayContaining(['ops-retry', 'ops-retry-unknown']));
+    expect(SWARM_KINDS.map((k) => k.name)).toEqual(expect.arrayContaining(['ops-retry', 'ops-retry-unknown', 'add-many-jobs', 'remove-bulk-jobs']));
     const [retry] = fc.sample(SWARM_KINDS.find((k) => k.name === 'ops-retry-unknown')!.arbitrary, { seed: 3, numRuns: 1 });
     expect(String(retry)).toMatch(/ops retry run#\d+ \(an ended run whose result is unknown if any\)/);
   });

@@ -12,7 +12,7 @@ import { BehaviourKind, type Behaviour } from './handlers.js';
 import { maxAttemptTimeoutMs } from '../../shared/core/job-schema-core.js';
 import type { RunStatus } from '../../shared/core/vocabulary.js';
 import { RETRYABLE_STATES } from '../ops/retry.js';
-import { MODEL_WORKER_TIMEOUT_MS, type JobSpec, type LaneSpec, type ScenarioSetup, type World } from './world.js';
+import { BULK_GROUP, MODEL_WORKER_TIMEOUT_MS, type JobSpec, type LaneSpec, type ScenarioSetup, type World } from './world.js';
 
 /** fc.commands needs a model; ours only counts (every command is valid in every state). */
 export interface ModelState {
@@ -273,10 +273,19 @@ class AddManyJobs extends Base {
     super();
   }
   async act(world: World) {
-    for (let i = 0; i < this.count; i++) world.addJob({ ...MANY_TEMPLATE, name: world.newJobName(), group: `many${i}` });
+    for (let i = 0; i < this.count; i++) world.addJob({ ...MANY_TEMPLATE, name: world.newJobName(), group: `${BULK_GROUP}${i}` });
   }
   toString() {
     return `add ${this.count} hourly jobs`;
+  }
+}
+
+class RemoveBulkAdded extends Base {
+  async act(world: World) {
+    world.removeBulkAdded();
+  }
+  toString() {
+    return 'remove the jobs added in bulk (a config rollback)';
   }
 }
 
@@ -658,6 +667,10 @@ export const SWARM_KINDS: readonly CommandKind[] = COMMAND_KINDS.flatMap((k): Co
       // An operator backfilling hours, not minutes: a hundred and more open runs of one job at
       // once, so that every query over open runs (sweeps, lanes, ops) reads past its first page.
       return [k, kind('ops-backfill-hours', k.weight, fc.tuple(jobRef, fc.integer({ min: 0, max: 600_000 }), fc.constantFrom(3_600_000, 2 * 3_600_000)).map(([j, ago, span]) => new Backfill(j, ago, span)), { together: true })];
+    case 'add-many-jobs':
+      // A config rollback of the bulk add: the planned runs of a hundred removed jobs stay open for
+      // good (orphans), ahead of every later run in the sweeper's watch index.
+      return [k, kind('remove-bulk-jobs', k.weight, fc.constant(new RemoveBulkAdded()))];
     case 'ops-retry':
       // The runs an operator retries first are the ones the alarms name: those that ended with
       // their result unknown (a charge that may have gone through), which a revival must reconcile.

@@ -13,7 +13,7 @@ import { MANY_TEMPLATE } from './commands.js';
 import { FaultKind } from './faults.js';
 import { BehaviourKind } from './handlers.js';
 import type { CallKind } from './ledger-view.js';
-import { World, type JobSpec, type ModelStack, type ScenarioSetup } from './world.js';
+import { BULK_GROUP, World, type JobSpec, type ModelStack, type ScenarioSetup } from './world.js';
 
 export type DirectedStep =
   | { readonly step: 'tick' }
@@ -24,6 +24,7 @@ export type DirectedStep =
   | { readonly step: 'partitions'; readonly of: number }
   | { readonly step: 'many'; readonly count: number }
   | { readonly step: 'remove'; readonly job: number }
+  | { readonly step: 'rollback-bulk' }
   | { readonly step: 'add'; readonly job: Partial<JobSpec> }
   | { readonly step: 'backfill'; readonly job: number; readonly agoMs: number; readonly spanMs: number }
   | { readonly step: 'arm-planner'; readonly kind: CallKind; readonly fault: FaultKind; readonly count: number }
@@ -206,10 +207,12 @@ async function apply(world: World, step: DirectedStep): Promise<void> {
     case 'partitions':
       return world.setPartitions(step.of);
     case 'many':
-      for (let i = 0; i < step.count; i++) world.addJob({ ...MANY_TEMPLATE, name: world.newJobName(), group: `many${i}` });
+      for (let i = 0; i < step.count; i++) world.addJob({ ...MANY_TEMPLATE, name: world.newJobName(), group: `${BULK_GROUP}${i}` });
       return;
     case 'remove':
       return world.removeJob(step.job);
+    case 'rollback-bulk':
+      return world.removeBulkAdded();
     case 'backfill':
       return world.backfill(step.job, step.agoMs, step.spanMs);
     case 'add': {

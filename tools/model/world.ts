@@ -138,6 +138,9 @@ export function jobInput(spec: JobSpec, schedule = spec.schedule): JobInput {
 }
 
 /** The model's worker Lambda timeout: every job's attempt must fit it (unless it checkpoints). */
+/** The item group prefix of the jobs `add N hourly jobs` adds (one group each: `many0`, `many1`, …). */
+export const BULK_GROUP = 'many';
+
 export const MODEL_WORKER_TIMEOUT_MS = RUN_QUEUES.workerTimeoutSeconds * 1000;
 
 /** Jobs validated as the config is, for the model's handlers and worker timeout. */
@@ -436,6 +439,20 @@ export class World implements Gate {
     this.jobs = this.jobs.filter((j) => j !== job);
     this.timeline.push({ kind: 'remove', seq: this.nextSeq(), job: job.name });
     this.say(`config: job ${job.name} removed`);
+  }
+
+  /**
+   * A config rollback of a bulk add: every job `add N hourly jobs` added is removed at once (the
+   * scenario's first job stays). Runs of theirs already planned stay open for good, reported as
+   * orphans: a hundred and more of them ahead of any later run in the sweeper's watch index.
+   */
+  removeBulkAdded(): void {
+    const bulk = this.jobs.filter((j) => this.specs.get(j.name)?.group.startsWith(BULK_GROUP) === true);
+    const removed = new Set((bulk.length >= this.jobs.length ? bulk.slice(1) : bulk).map((j) => j.name));
+    if (removed.size === 0) return;
+    this.jobs = this.jobs.filter((j) => !removed.has(j.name));
+    for (const job of removed) this.timeline.push({ kind: 'remove', seq: this.nextSeq(), job });
+    this.say(`config: ${removed.size} jobs added in bulk removed (a rollback)`);
   }
 
   changeSchedule(index: number, schedule: string): void {
