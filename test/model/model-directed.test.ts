@@ -104,6 +104,17 @@ describe('model tester: directed scenarios of the defect classes', () => {
     expect(violations, `${formatViolations(violations.slice(0, 10))}\n${story}`).toEqual([]);
   }, 300_000);
 
+  it("an operator's `ops retry --job` revives every DEAD run of the job, those whose result is unknown to UNKNOWN (they reconcile first), and nothing runs twice unreconciled", async () => {
+    const { violations, story } = await runOnSharedStack({
+      title: 'a job whose every run ends DEAD with its result unknown, retried in bulk',
+      jobs: [{ reconcile: true, maxAttempts: 1, behaviours: [{ kind: BehaviourKind.UNKNOWN, workMs: 200, writes: 0 }] }],
+      steps: [{ step: 'run', ms: 200_000 }, { step: 'retry-job', job: 0 }, { step: 'run', ms: 60_000 }],
+    });
+    expect(story).toMatch(/ops retry --job j0: [2-9] DEAD run\(s\)/);
+    expect(story.match(/ops retry j0@[^:]+:\d\d:\d\d\.000Z: DEAD → UNKNOWN/g)?.length ?? 0).toBeGreaterThanOrEqual(2);
+    expect(violations, `${formatViolations(violations.slice(0, 10))}\n${story}`).toEqual([]);
+  }, 300_000);
+
   it('every defect patch applies to the code as it is (git apply --check)', () => {
     for (const defect of DEFECT_CLASSES) {
       const checked = spawnSync('git', ['apply', '--check', `tools/model/defects/${defect.patch}.patch`], { cwd: root, encoding: 'utf8' });

@@ -40,7 +40,7 @@ describe('model generator: command mix', () => {
   });
 
   it('a swarm scenario may retry the ended runs whose result is unknown first (the ones a revival must reconcile)', () => {
-    expect(SWARM_KINDS.map((k) => k.name)).toEqual(expect.arrayContaining(['ops-retry', 'ops-retry-unknown', 'add-many-jobs', 'remove-bulk-jobs']));
+    expect(SWARM_KINDS.map((k) => k.name)).toEqual(expect.arrayContaining(['ops-retry', 'ops-retry-unknown', 'ops-retry-job', 'add-many-jobs', 'remove-bulk-jobs']));
     const [retry] = fc.sample(SWARM_KINDS.find((k) => k.name === 'ops-retry-unknown')!.arbitrary, { seed: 3, numRuns: 1 });
     expect(String(retry)).toMatch(/ops retry run#\d+ \(an ended run whose result is unknown if any\)/);
   });
@@ -57,8 +57,8 @@ describe('model generator: command mix', () => {
     // retries) share a class, so a swarm scenario keeps most classes through one of its kinds
     // (measured: 8.6 against 10.1 of the full mix at 40 commands).
     expect(swarm.perScenario).toBeLessThan(full.perScenario * 0.9);
-    // Every command of the full mix, and the swarm's own: the rollback of a bulk add.
-    expect([...swarm.all].sort()).toEqual([...full.all, 'RemoveBulkAdded'].sort());
+    // Every command of the full mix, and the swarm's own: the rollback of a bulk add, a job's retry.
+    expect([...swarm.all].sort()).toEqual([...full.all, 'RemoveBulkAdded', 'RetryJob'].sort());
     expect(full.all.size).toBeGreaterThanOrEqual(20);
   });
 });

@@ -256,6 +256,18 @@ class Retry extends Base {
   }
 }
 
+class RetryJob extends Base {
+  constructor(readonly job: number) {
+    super();
+  }
+  act(world: World) {
+    return world.retryJob(this.job);
+  }
+  toString() {
+    return `ops retry --job job#${this.job} (its DEAD runs)`;
+  }
+}
+
 class AddJob extends Base {
   constructor(readonly spec: Omit<JobSpec, 'name'>) {
     super();
@@ -674,7 +686,12 @@ export const SWARM_KINDS: readonly CommandKind[] = COMMAND_KINDS.flatMap((k): Co
     case 'ops-retry':
       // The runs an operator retries first are the ones the alarms name: those that ended with
       // their result unknown (a charge that may have gone through), which a revival must reconcile.
-      return [k, kind('ops-retry-unknown', k.weight, fc.nat(50).map((p) => new Retry(p, 'result-unknown')), { together: true })];
+      return [
+        k,
+        kind('ops-retry-unknown', k.weight, fc.nat(50).map((p) => new Retry(p, 'result-unknown')), { together: true }),
+        // On the DEAD-runs alarm an operator retries a job's DEAD runs at once (`ops retry --job`).
+        kind('ops-retry-job', k.weight, jobRef.map((j) => new RetryJob(j)), { together: true }),
+      ];
     default:
       return [k];
   }

@@ -21,6 +21,7 @@ export type DirectedStep =
   | { readonly step: 'advance'; readonly ms: number }
   | { readonly step: 'arm'; readonly lane: number; readonly kind: CallKind; readonly fault: FaultKind; readonly count: number }
   | { readonly step: 'retry'; readonly prefer: RunStatus }
+  | { readonly step: 'retry-job'; readonly job: number }
   | { readonly step: 'partitions'; readonly of: number }
   | { readonly step: 'many'; readonly count: number }
   | { readonly step: 'remove'; readonly job: number }
@@ -204,6 +205,8 @@ async function apply(world: World, step: DirectedStep): Promise<void> {
       return world.armLaneFault(step.lane, step.kind, step.fault, step.count);
     case 'retry':
       return world.retry(0, step.prefer);
+    case 'retry-job':
+      return world.retryJob(step.job);
     case 'partitions':
       return world.setPartitions(step.of);
     case 'many':

@@ -61,7 +61,7 @@ export interface ModelRunSummary {
   readonly faults: number;
   /** Store calls (DynamoDB and SQS) the actors made in those scenarios. */
   readonly calls: number;
-  /** Operator revivals (retry, redrive, resolve) by action and the state revived from, e.g. "retry SKIPPED". */
+  /** Operator revivals (retry, redrive, resolve) by action and the states from and to, e.g. "retry DEAD→UNKNOWN". */
   readonly revivals: Readonly<Record<string, number>>;
   /** Wall-clock ms per scenario phase, summed (shrink runs included). */
   readonly phases: PhaseTimes;
@@ -155,7 +155,7 @@ function property(stack: ModelStack, options: ModelRunOptions, counters: Counter
         counters.faults += world.faults.injected;
         counters.calls += world.calls;
         for (const [kind, n] of world.callsByKind) counters.callsByKind[kind] = (counters.callsByKind[kind] ?? 0) + n;
-        for (const e of world.events) if (e.type === 'ops') counters.revivals[`${e.action} ${e.from}`] = (counters.revivals[`${e.action} ${e.from}`] ?? 0) + 1;
+        for (const e of world.events) if (e.type === 'ops') counters.revivals[`${e.action} ${e.from}→${e.to}`] = (counters.revivals[`${e.action} ${e.from}→${e.to}`] ?? 0) + 1;
       }
       const counted = result.violations.filter(options.counts ?? (() => true));
       if (counted.length > 0) {

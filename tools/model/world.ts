@@ -868,7 +868,24 @@ export class World implements Gate {
   async retry(pick: number, prefer: RunStatus | 'result-unknown'): Promise<void> {
     const preferred = prefer === 'result-unknown' ? await this.candidate(pick, RETRYABLE_STATES, (r) => r.resultUnknown === true) : await this.candidate(pick, [prefer]);
     const candidate = preferred ?? (await this.candidate(pick, RETRYABLE_STATES));
-    if (!candidate) return;
+    if (candidate) await this.retryOne(candidate);
+  }
+
+  /**
+   * `ops retry --job NAME`: every DEAD run of a job gets a fresh attempt budget, one after another,
+   * as an operator does on the DEAD-runs alarm.
+   */
+  async retryJob(jobRef: number): Promise<void> {
+    if (this.jobs.length === 0) return;
+    const job = this.jobs[jobRef % this.jobs.length]!.name;
+    const { runs } = await readFinal(this.stack.clients.doc, { ledger: this.tables.ledger, business: this.tables.payments });
+    const dead = runs.filter((r) => r.job === job && r.status === RunStatus.DEAD);
+    if (dead.length === 0) return;
+    this.say(`ops retry --job ${job}: ${dead.length} DEAD run(s)`);
+    for (const run of dead) await this.retryOne(run);
+  }
+
+  private async retryOne(candidate: Run): Promise<void> {
     await this.opsActivity(`retry ${candidate.runKey}`, async () => {
       const { clock, ledger, ops, queue } = this.opsDeps();
       const run = await ledger.getRun({ job: candidate.job, slot: candidate.slot, shard: candidate.shard });
