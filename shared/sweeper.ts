@@ -4,8 +4,7 @@
  *
  * 1. Window sweep. Every slot of the partition's jobs is visited once, when it is `graceMs` old:
  *    the job's runs in the window (sweptUntil, now − grace] are read (one consistent Query per job
- *    that has slots there, from the slot math alone, reaching back to the job's previous slot so
- *    that a run of an older schedule is read too). Open runs found there are put in the watch
+ *    that has slots there, from the slot math alone). Open runs found there are put in the watch
  *    index; the lost ones are re-dispatched.
  * 2. Watch sweep. The partition's share of the watch index (the buckets b with b % of = p) is paged
  *    through, at most `watchBudget` entries per tick, each candidate decided from a consistent read.
@@ -23,7 +22,7 @@ import { NO_HISTORY } from './core/history.js';
 import { OverlapPolicy, type Job } from './core/job-schema.js';
 import { ownedOpenBuckets, type PartitionCursor } from './core/planner-state.js';
 import { slotSpecOf } from './core/schedule-spec.js';
-import { nextSlotAfter, slotAtOrBefore } from './core/slots.js';
+import { nextSlotAfter } from './core/slots.js';
 import { laneHead, sendBehindLiveHolder, sweepVerdict } from './core/sweep.js';
 import { isTerminal, RunStatus, type Run, type RunId } from './core/vocabulary.js';
 import { messageFor } from './core/run-message.js';
@@ -99,12 +98,7 @@ export async function sweep(deps: SweepDeps, input: SweepInput, options: SweepOp
       if (beyond !== -1) due.length = beyond;
     }
     windowJobs = due.map((d) => d.job);
-    // Each job is read back to its previous slot, not only from `from`: the stretch in between
-    // holds none of its current slots, so it costs nothing as a rule, but it holds the runs of an
-    // older schedule. A tick whose put committed but whose response was lost sends nothing; if the
-    // schedule changed before any tick found that run, no window of the new schedule would ever
-    // read its slot (model seed 20261207): it is read when the job's next slot comes up.
-    const found = await mapBounded(windowJobs, 16, (job) => deps.ledger.openRunsInWindow(job.name, Math.min(from, slotAtOrBefore(slotSpecOf(job), from) ?? from), until));
+    const found = await mapBounded(windowJobs, 16, (job) => deps.ledger.openRunsInWindow(job.name, from, until));
     open.push(...found.flat());
   }
   const sweptUntil = Math.max(from, until);

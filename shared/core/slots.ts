@@ -217,39 +217,14 @@ export function lastSlotOf(spec: SlotSpec): number | undefined {
 
 /** The last slot at or before r.until, found in widening windows, then paged forward in the first window that has one. */
 function lastBefore(r: ResolvedSpec): number {
-  return lastAtOrBefore(r, r.until, LAST_SLOT_SEARCH_MS);
-}
-
-/** How far back slotAtOrBefore looks: a year (a yearly schedule's previous slot), no further. */
-const PREVIOUS_SLOT_SEARCH_MS = [MINUTE, HOUR, DAY, 31 * DAY, 366 * DAY];
-
-/**
- * The spec's last slot at or before `atMs`, or undefined if it has none since startAt or within a
- * year before `atMs` (before its endAt, for a job that has ended). The window sweep reads a job's runs back to its previous slot: the stretch
- * in between holds no current slot, only runs of an older schedule or a trigger.
- */
-export function slotAtOrBefore(spec: SlotSpec, atMs: number): number | undefined {
-  if (!Number.isFinite(atMs)) throw new RangeError(`slotAtOrBefore: atMs must be finite (got ${atMs})`);
-  const r = resolveSpec(spec);
-  const t = lastAtOrBefore(r, Math.min(atMs, r.until), PREVIOUS_SLOT_SEARCH_MS);
-  return t === -Infinity ? undefined : t;
-}
-
-function lastAtOrBefore(r: ResolvedSpec, untilMs: number, searchMs: readonly number[]): number {
-  const until = Math.floor(Math.min(untilMs, MAX_INSTANT) / SECOND) * SECOND;
-  if (until < r.from) return -Infinity;
+  const until = Math.min(r.until, Math.floor(MAX_INSTANT / SECOND) * SECOND);
   const { schedule } = r.spec;
-  if (r.once !== undefined) {
-    let last = -Infinity;
-    for (const t of r.once) if (t <= until && admits(r, t)) last = Math.max(last, t);
-    return last;
-  }
   if (r.excluded === undefined && isIntervalSchedule(schedule)) {
     const t = intervalSlotAtOrBefore(schedule, until);
     return t >= r.from ? t : -Infinity;
   }
   const PAGE = 10_000;
-  for (const back of searchMs) {
+  for (const back of LAST_SLOT_SEARCH_MS) {
     let lo = Math.max(until - back, r.from - SECOND);
     let last: number | undefined;
     for (;;) {

@@ -10,7 +10,6 @@ import {
   dstMark,
   lastSlotOf,
   nextSlotAfter,
-  slotAtOrBefore,
   slotsBetween,
   type DstGapPolicy,
   type DstOverlapPolicy,
@@ -302,45 +301,3 @@ function excludedOrOutside(s: SlotSpec, t: number): boolean {
   if (s.endAt !== undefined && t >= Date.parse(s.endAt)) return true;
   return (s.exclude ?? []).includes(localDate(s.timezone, t));
 }
-
-describe('slotAtOrBefore: the previous slot, for the window sweep that reads a job back to it', () => {
-  const kinds: readonly SlotSpec[] = [
-    spec('* * * * *'),
-    spec('0 * * * *'),
-    spec('30 2 * * *', { timezone: 'America/New_York' }),
-    spec('0 9 * * 1-5', { timezone: 'Europe/Berlin', exclude: ['2027-01-01'] }),
-    spec('0 0 1 * *'),
-    spec('*/20 * * * * *'),
-    spec({ every: 7 * MIN, phase: 13 * SEC }),
-    spec('0 * * * *', { startAt: '2027-03-01T00:00:00Z', endAt: '2027-03-02T00:00:00Z' }),
-    spec({ at: '2027-02-10T12:00:00Z' }),
-    spec('0 0 29 2 *'),
-  ];
-
-  it('property: it is a slot at or before the instant, and no slot lies between it and the instant; undefined only when the year before holds none', () => {
-    fc.assert(
-      fc.property(fc.integer({ min: 0, max: kinds.length - 1 }), fc.integer({ min: Z('2026-06-01T00:00:00Z'), max: Z('2028-06-01T00:00:00Z') }), (k, at) => {
-        const s = kinds[k]!;
-        const previous = slotAtOrBefore(s, at);
-        if (previous === undefined) {
-          expect(slotsBetween(s, at - 366 * DAY, at, 1)).toEqual([]);
-          return;
-        }
-        expect(previous).toBeLessThanOrEqual(at);
-        expect(slotsBetween(s, previous - SEC, previous)).toEqual([previous]);
-        expect(slotsBetween(s, previous, at, 1)).toEqual([]);
-      }),
-      { numRuns: 300, seed: 20261202 },
-    );
-  });
-
-  it('an instant that is a slot is its own previous slot; a job not started yet has none; an ended one has its last', () => {
-    expect(slotAtOrBefore(spec('0 * * * *'), Z('2027-01-05T13:00:00Z'))).toBe(Z('2027-01-05T13:00:00Z'));
-    expect(slotAtOrBefore(spec('0 * * * *'), Z('2027-01-05T13:59:59.500Z'))).toBe(Z('2027-01-05T13:00:00Z'));
-    expect(slotAtOrBefore(spec('0 * * * *', { startAt: '2027-03-01T00:00:00Z' }), Z('2027-02-28T23:00:00Z'))).toBeUndefined();
-    expect(slotAtOrBefore(spec('0 * * * *', { endAt: '2025-01-01T00:00:00Z' }), Z('2027-01-01T00:00:00Z'))).toBe(Z('2024-12-31T23:00:00Z'));
-    expect(slotAtOrBefore(spec({ at: '2027-02-10T12:00:00Z' }), Z('2027-03-01T00:00:00Z'))).toBe(Z('2027-02-10T12:00:00Z'));
-    expect(slotAtOrBefore(spec('0 0 29 2 *'), Z('2027-06-01T00:00:00Z'))).toBeUndefined();
-    expect(() => slotAtOrBefore(spec('* * * * *'), Number.NaN)).toThrow(/slotAtOrBefore: atMs must be finite/);
-  });
-});
