@@ -709,6 +709,8 @@ export const SWARM_KINDS: readonly CommandKind[] = COMMAND_KINDS.flatMap((k): Co
  */
 export type CommandMix = 'full' | 'swarm';
 
+export const COMMAND_MIXES: readonly CommandMix[] = ['full', 'swarm'];
+
 function mixOf(kinds: readonly CommandKind[]): fc.Arbitrary<ModelCommand> {
   const singles = fc.oneof(...kinds.map(({ weight, arbitrary }) => ({ weight, arbitrary })));
   // `tick now` last among the parts: the order the full mix has always drawn them in.
