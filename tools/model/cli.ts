@@ -69,6 +69,8 @@ export async function modelMain(args: readonly string[]): Promise<number> {
       directed: { type: 'string' },
     },
   });
+  // Checked before anything starts: a misspelt option ends the command at once.
+  const generator = { faultProfiles: faultProfilesOf(values['fault-profiles']), jobMix: jobMixOf(values['job-mix']), commandMix: commandMixOf(values['command-mix']) };
   const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : int('seed', values.seed, 0);
   const log = values.quiet ? undefined : (line: string) => process.stderr.write(`${line}\n`);
   if (values.prove) {
@@ -81,9 +83,7 @@ export async function modelMain(args: readonly string[]): Promise<number> {
       concurrency: int('concurrency', values.concurrency, 4),
       maxCommands: values['max-commands'] === undefined ? undefined : int('max-commands', values['max-commands'], 60),
       shrinkBudget: values['shrink-budget'] === undefined ? undefined : int('shrink-budget', values['shrink-budget'], 60),
-      commandMix: commandMixOf(values['command-mix']),
-      faultProfiles: values['fault-profiles'] === undefined ? undefined : faultProfilesOf(values['fault-profiles']),
-      jobMix: values['job-mix'] === undefined ? undefined : jobMixOf(values['job-mix']),
+      ...generator,
       log,
     });
     console.log(formatProof(proof));
@@ -119,9 +119,7 @@ export async function modelMain(args: readonly string[]): Promise<number> {
       path: values.path,
       concurrency: int('concurrency', values.concurrency, 4),
       maxCommands: int('max-commands', values['max-commands'], MAX_COMMANDS),
-      faultProfiles: faultProfilesOf(values['fault-profiles']),
-      jobMix: jobMixOf(values['job-mix']),
-      commandMix: commandMixOf(values['command-mix']),
+      ...generator,
       timeBudgetMs: values.minutes === undefined ? undefined : int('minutes', values.minutes, 30) * 60_000,
       shrinkBudget: values['shrink-budget'] === undefined ? undefined : int('shrink-budget', values['shrink-budget'], 150),
       counts: counts ? (violation) => counts.includes(violation.invariant) : undefined,
