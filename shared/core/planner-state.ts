@@ -41,13 +41,16 @@ function earliest(values: readonly (number | undefined)[]): number | undefined {
 /**
  * The layout after a tick of a `partitions`-way planner found `previous` (undefined: the first tick
  * ever) at `now`. Every partition of a new layout starts where the slowest old one stood; a first
- * layout starts with nothing planned (each partition's first tick starts at its `now`) and its
- * sweep starts at `now` too: no run of this deployment is older.
+ * layout starts planned and swept up to `now`: no slot of this deployment is older. It is written
+ * before the first tick puts anything, so a first tick that fails half-way leaves the next one
+ * planning from this instant. Starting each tick at its own `now` until one succeeded skipped the
+ * slots in between, some of whose shards the failed tick had put (model seed 20269141: shards 1
+ * and 2 of a slot ran, shard 0 never existed).
  */
 export function relayout(previous: PlannerLayout | undefined, partitions: number, now: number): PlannerLayout {
   const cursors = previous ? [...previous.partitions.values()] : [];
   const start: PartitionCursor = {
-    plannedUntil: earliest(cursors.map((c) => c.plannedUntil)),
+    plannedUntil: earliest(cursors.map((c) => c.plannedUntil)) ?? now,
     sweptUntil: earliest(cursors.map((c) => c.sweptUntil)) ?? now,
   };
   return {

@@ -12,7 +12,7 @@ import { Ledger } from '../../shared/adapters/ledger.js';
 import { faultyClient } from '../support/faults.js';
 import { RecordingQueue } from '../support/lab.js';
 import { partitionOf } from '../../shared/core/partition.js';
-import { drain, ManualClock, metrics, silentLogger, testJobs } from '../support/helpers.js';
+import { drain, ManualClock, metrics, silentLogger, testJobs, waitFor } from '../support/helpers.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
 
 // startLead of a minute makes every message immediately visible whatever the manual clock says,
@@ -155,6 +155,35 @@ describe('planner', () => {
       }
       // Re-sent by the watch sweep (again each grace period while nobody claims it: no worker runs here).
       expect([...new Set(queue.sent.filter((s) => s.message.slot === lostSlot).map((s) => s.message.runKey))]).toEqual([runKeyOf('changing', lostSlot, 0, 1)]);
+    } finally {
+      own.destroy();
+    }
+  });
+
+  it("a partition's first tick that fails half-way through a slot's shards: the next tick plans from the first tick's now, so the slot is whole (model seed 20269141)", async () => {
+    // Before: with no watermark recorded yet, every tick started at its own `now`; the first tick
+    // put shards 1 and 2 of 12:01, its put of shard 0 was refused, and the next tick (a minute
+    // later) planned from 12:01:05 on: shard 0 of 12:01 never existed while shards 1 and 2 ran.
+    const own = await sandbox();
+    try {
+      const clock = new ManualClock(T0 + 5_000);
+      const sharded = testJobs([{ name: 'sharded', schedule: '* * * * *', handler: 'noop', startLead: 0, shards: 3, misfire: { after: '5m', policy: 'all' } }]);
+      const queue = new RecordingQueue();
+      const base = { jobs: sharded, queue, clock: clock.read, logger: silentLogger(), metrics: metrics(), options: { lookaheadMs: LOOKAHEAD_MS } };
+      const slot = T0 + 60_000;
+      const isShard0 = (command: string, input: Record<string, unknown>) => command === 'PutItemCommand' && JSON.stringify(input).includes(runKeyOf('sharded', slot, 0, 3));
+      const faulty = faultyClient(own.endpoints.dynamoEndpoint, [{ when: isShard0, fault: 'refused' }], 1);
+      try {
+        await expect(runPlannerTick({ ...base, ledger: new Ledger(faulty.doc, { tableName: own.endpoints.ledgerTable }) }, { partition: 0, of: 1 })).rejects.toThrow();
+        // The tick failed at the refusal while its other puts were still in flight: they land.
+        await waitFor(async () => (await own.ledger.getRun({ job: 'sharded', slot, shard: 2 })) && (await own.ledger.getRun({ job: 'sharded', slot, shard: 1 })), 10_000, 'shards 1 and 2 put by the failed tick');
+      } finally {
+        faulty.destroy();
+      }
+      expect(await own.ledger.getRun({ job: 'sharded', slot, shard: 0 })).toBeUndefined();
+      clock.advance(60_000);
+      await runPlannerTick({ ...base, ledger: own.ledger }, { partition: 0, of: 1 });
+      for (const shard of [0, 1, 2]) expect((await own.ledger.getRun({ job: 'sharded', slot, shard }))?.status, `shard ${shard}`).toBe(RunStatus.READY);
     } finally {
       own.destroy();
     }

@@ -37,7 +37,8 @@ describe('relayout: a change of plannerPartitions', () => {
         for (const start of next.partitions.values()) {
           // Never past any old partition's watermark (its jobs' slots beyond it were never planned),
           // and no earlier than needed (a start before all of them re-walks slots every one planned).
-          expect(start.plannedUntil).toBe(planned.length === 0 ? undefined : Math.min(...planned));
+          // With none planned, at now (written before any put: see the first-layout test).
+          expect(start.plannedUntil).toBe(planned.length === 0 ? now : Math.min(...planned));
           // The sweep likewise resumes where the slowest old one stopped; with none, at now.
           expect(start.sweptUntil).toBe(swept.length === 0 ? now : Math.min(...swept));
           // Watch-index positions name buckets of the old layout: the new one sweeps them afresh.
@@ -61,17 +62,17 @@ describe('relayout: a change of plannerPartitions', () => {
     );
   });
 
-  it('a first layout plans nothing in the past: each partition starts at its first tick, the sweep at now', () => {
+  it("a first layout plans nothing in the past and starts every partition at now, so a first tick that fails half-way leaves the next one planning from there, not from its own later now (model seed 20269141)", () => {
     const first = relayout(undefined, 3, T0);
     expect(first.gen).toBe(1);
-    expect([...first.partitions.entries()]).toEqual([0, 1, 2].map((p) => [p, { plannedUntil: undefined, sweptUntil: T0 }]));
+    expect([...first.partitions.entries()]).toEqual([0, 1, 2].map((p) => [p, { plannedUntil: T0, sweptUntil: T0 }]));
   });
 
-  it('an old layout whose partitions never planned starts the new one unplanned, not at +∞ (never planning) or NaN', () => {
+  it('an old layout whose partitions never planned starts the new one at now, not at +∞ (never planning) or NaN', () => {
     const previous: PlannerLayout = { of: 2, gen: 4, partitions: new Map([[0, {}], [1, { sweptUntil: T0 - 5 }]]) };
     const next = relayout(previous, 4, T0);
     expect(next.gen).toBe(5);
-    for (const start of next.partitions.values()) expect(start).toEqual({ plannedUntil: undefined, sweptUntil: T0 - 5 });
+    for (const start of next.partitions.values()) expect(start).toEqual({ plannedUntil: T0, sweptUntil: T0 - 5 });
   });
 });
 
