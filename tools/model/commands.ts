@@ -12,7 +12,7 @@ import { BehaviourKind, type Behaviour } from './handlers.js';
 import { maxAttemptTimeoutMs } from '../../shared/core/job-schema-core.js';
 import type { RunStatus } from '../../shared/core/vocabulary.js';
 import { RETRYABLE_STATES } from '../ops/retry.js';
-import { BULK_GROUP, MODEL_WORKER_TIMEOUT_MS, type JobSpec, type LaneSpec, type ScenarioSetup, type World } from './world.js';
+import { MODEL_WORKER_TIMEOUT_MS, type JobSpec, type LaneSpec, type ScenarioSetup, type World } from './world.js';
 
 /** fc.commands needs a model; ours only counts (every command is valid in every state). */
 export interface ModelState {
@@ -285,7 +285,7 @@ class AddManyJobs extends Base {
     super();
   }
   async act(world: World) {
-    for (let i = 0; i < this.count; i++) world.addJob({ ...MANY_TEMPLATE, name: world.newJobName(), group: `${BULK_GROUP}${i}` });
+    world.addBulk(this.count);
   }
   toString() {
     return `add ${this.count} hourly jobs`;
@@ -376,22 +376,6 @@ const scheduleArb = fc.oneof(
   { weight: 1, arbitrary: fc.constant('*/5 * * * * *') },
 );
 
-/** The jobs `add N hourly jobs` adds (a config of a hundred jobs, most of them hourly). */
-export const MANY_TEMPLATE: Omit<JobSpec, 'name' | 'group'> = {
-  schedule: '0 * * * *',
-  overlap: 'parallel',
-  misfire: { policy: 'all', afterMs: 600_000, maxPerTick: 1 },
-  shards: 1,
-  maxAttempts: 2,
-  backoffBaseMs: 500,
-  backoffMaxMs: 2_000,
-  leaseMs: 20_000,
-  timeoutMs: 10_000,
-  startLeadMs: 1_500,
-  checkpoints: false,
-  reconcile: false,
-  behaviours: [{ kind: BehaviourKind.OK, workMs: 50, writes: 0 }],
-};
 
 /** The handler behaviours a job draws, with their weights in the full mix. */
 const BEHAVIOUR_WEIGHTS: readonly (readonly [BehaviourKind, number])[] = [

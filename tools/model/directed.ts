@@ -9,11 +9,10 @@
 import fc from 'fast-check';
 import type { CheckViolation } from '../../shared/core/checker.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
-import { MANY_TEMPLATE } from './commands.js';
 import { FaultKind } from './faults.js';
 import { BehaviourKind } from './handlers.js';
 import type { CallKind } from './ledger-view.js';
-import { BULK_GROUP, World, type JobSpec, type ModelStack, type ScenarioSetup } from './world.js';
+import { World, type JobSpec, type ModelStack, type ScenarioSetup } from './world.js';
 
 export type DirectedStep =
   | { readonly step: 'tick' }
@@ -210,8 +209,7 @@ async function apply(world: World, step: DirectedStep): Promise<void> {
     case 'partitions':
       return world.setPartitions(step.of);
     case 'many':
-      for (let i = 0; i < step.count; i++) world.addJob({ ...MANY_TEMPLATE, name: world.newJobName(), group: `${BULK_GROUP}${i}` });
-      return;
+      return world.addBulk(step.count);
     case 'remove':
       return world.removeJob(step.job);
     case 'rollback-bulk':

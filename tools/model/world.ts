@@ -139,7 +139,24 @@ export function jobInput(spec: JobSpec, schedule = spec.schedule): JobInput {
 
 /** The model's worker Lambda timeout: every job's attempt must fit it (unless it checkpoints). */
 /** The item group prefix of the jobs `add N hourly jobs` adds (one group each: `many0`, `many1`, …). */
-export const BULK_GROUP = 'many';
+const BULK_GROUP = 'many';
+
+/** The jobs `add N hourly jobs` adds (a config of a hundred jobs, most of them hourly). */
+const MANY_TEMPLATE: Omit<JobSpec, 'name' | 'group'> = {
+  schedule: '0 * * * *',
+  overlap: 'parallel',
+  misfire: { policy: 'all', afterMs: 600_000, maxPerTick: 1 },
+  shards: 1,
+  maxAttempts: 2,
+  backoffBaseMs: 500,
+  backoffMaxMs: 2_000,
+  leaseMs: 20_000,
+  timeoutMs: 10_000,
+  startLeadMs: 1_500,
+  checkpoints: false,
+  reconcile: false,
+  behaviours: [{ kind: BehaviourKind.OK, workMs: 50, writes: 0 }],
+};
 
 export const MODEL_WORKER_TIMEOUT_MS = RUN_QUEUES.workerTimeoutSeconds * 1000;
 
@@ -439,6 +456,11 @@ export class World implements Gate {
     this.jobs = this.jobs.filter((j) => j !== job);
     this.timeline.push({ kind: 'remove', seq: this.nextSeq(), job: job.name });
     this.say(`config: job ${job.name} removed`);
+  }
+
+  /** A bulk add of `count` hourly jobs (a config of a hundred jobs, most of them hourly), each in a group of its own. */
+  addBulk(count: number): void {
+    for (let i = 0; i < count; i++) this.addJob({ ...MANY_TEMPLATE, name: this.newJobName(), group: `${BULK_GROUP}${i}` });
   }
 
   /**
