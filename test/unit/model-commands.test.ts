@@ -104,6 +104,15 @@ describe('model generator: the swarm over job traits (--job-mix swarm)', () => {
     expect(share(swarm, heavy)).toBeGreaterThan(share(full, heavy) * 1.2);
   });
 
+  it('a job that reconciles, has one attempt and whose handler may charge and then throw ResultUnknownError comes up more often (the road to a run DEAD with its result unknown and its effect landed, which a revival must reconcile)', () => {
+    const deadWithEffect = (s: (typeof full)[number]) => s.jobs.some((j) => j.reconcile && j.maxAttempts === 1 && j.behaviours.some((b) => b.kind === 'unknown'));
+    expect(share(swarm, deadWithEffect)).toBeGreaterThan(share(full, deadWithEffect) * 1.5);
+  });
+
+  it('every attempt budget still comes up across scenarios', () => {
+    expect(new Set(swarm.flatMap((s) => s.jobs.map((j) => j.maxAttempts)))).toEqual(new Set([1, 2, 3, 4]));
+  });
+
   it('every behaviour still comes up across scenarios, and success is in every job mix', () => {
     const kinds = new Set(swarm.flatMap((s) => s.jobs.flatMap((j) => j.behaviours.map((b) => b.kind))));
     expect(kinds).toEqual(new Set(full.flatMap((s) => s.jobs.flatMap((j) => j.behaviours.map((b) => b.kind)))));

@@ -435,9 +435,9 @@ export class World implements Gate {
     this.specs.set(spec.name, spec);
     this.jobs = [...this.jobs, job!];
     this.timeline.push({ kind: 'add', seq: this.nextSeq(), job: job! });
-    // Initial jobs too: a story must say each job's policies (misfire, deadline, attempts) to be read.
+    // Initial jobs too: a story must say each job's policies (misfire, deadline, attempts, reconcile) to be read.
     const misfire = `misfire ${spec.misfire.policy}${spec.misfire.afterMs !== undefined ? ` after ${spec.misfire.afterMs / 1000} s` : ''}${spec.misfire.maxPerTick !== undefined ? ` ≤ ${spec.misfire.maxPerTick}/tick` : ''}`;
-    const limits = `${spec.maxAttempts} attempt(s)${spec.deadlineMs !== undefined ? `, deadline ${spec.deadlineMs / 1000} s` : ''}`;
+    const limits = `${spec.maxAttempts} attempt(s)${spec.deadlineMs !== undefined ? `, deadline ${spec.deadlineMs / 1000} s` : ''}${spec.reconcile ? ', reconciles' : ''}`;
     this.say(`config: job ${spec.name} ${initial ? 'configured' : 'added'} (${spec.schedule}, ${spec.overlap}, ${spec.shards} shard(s), ${misfire}, ${limits})`);
   }
 
