@@ -104,6 +104,21 @@ describe('model tester: directed scenarios of the defect classes', () => {
     expect(violations, `${formatViolations(violations.slice(0, 10))}\n${story}`).toEqual([]);
   }, 300_000);
 
+  it('a job removed on its backlog alarm is the one with the most open runs: its 120 backfilled runs stay open as orphans (never run), the other job runs on, and the model owes nothing of the removed one', async () => {
+    const { violations, story } = await runOnSharedStack({
+      title: 'two hours of a forbid-queue job backfilled, the job removed while its backlog waits',
+      jobs: [{ schedule: '*/5 * * * *' }, { overlap: 'forbid-queue', behaviours: [{ kind: BehaviourKind.OK, workMs: 3_000, writes: 1 }] }],
+      steps: [{ step: 'backfill', job: 1, agoMs: 600_000, spanMs: 2 * 3_600_000 }, { step: 'run', ms: 30_000 }, { step: 'remove-backlogged' }, { step: 'run', ms: 5 * 60_000 }],
+    });
+    expect(story).toMatch(/ops backfill j1 .*: 120 created/);
+    const removed = /config: job (j\d) removed on its backlog alarm \((\d+) open run\(s\) left behind\)/.exec(story);
+    expect(removed?.[1]).toBe('j1');
+    expect(Number(removed?.[2])).toBeGreaterThan(100);
+    // The job left in the config runs on after the removal.
+    expect(story).toMatch(/records j0@2031-01-01T00:0[5-9]:00\.000Z SUCCEEDED/);
+    expect(violations, `${formatViolations(violations.slice(0, 10))}\n${story}`).toEqual([]);
+  }, 300_000);
+
   it("an operator's `ops retry --job` revives every DEAD run of the job, those whose result is unknown to UNKNOWN (they reconcile first), and nothing runs twice unreconciled", async () => {
     const { violations, story } = await runOnSharedStack({
       title: 'a job whose every run ends DEAD with its result unknown, retried in bulk',

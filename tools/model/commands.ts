@@ -301,6 +301,15 @@ class RemoveBulkAdded extends Base {
   }
 }
 
+class RemoveBackloggedJob extends Base {
+  act(world: World) {
+    return world.removeBackloggedJob();
+  }
+  toString() {
+    return 'remove the job with the most open runs (taken out on its backlog alarm)';
+  }
+}
+
 class RemoveJob extends Base {
   constructor(readonly job: number) {
     super();
@@ -674,6 +683,12 @@ export const SWARM_KINDS: readonly CommandKind[] = COMMAND_KINDS.flatMap((k): Co
       // A config rollback of the bulk add: the planned runs of a hundred removed jobs stay open for
       // good (orphans), ahead of every later run in the sweeper's watch index.
       return [k, kind('remove-bulk-jobs', k.weight, fc.constant(new RemoveBulkAdded()))];
+    case 'remove-job':
+      // The job a team takes out is seldom a random one: it is the one whose backlog alarm fires
+      // (a backfill of hours queued behind its lane, a handler that keeps failing). Its open runs
+      // stay open for good (orphans, watched and reported by every sweep), ahead of every later
+      // run in the watch index: more than a hundred of them after a backfill of hours.
+      return [k, kind('remove-backlogged-job', k.weight, fc.constant(new RemoveBackloggedJob()))];
     case 'ops-retry':
       // The runs an operator retries first are the ones the alarms name: those that ended with
       // their result unknown (a charge that may have gone through), which a revival must reconcile.

@@ -25,6 +25,7 @@ export type DirectedStep =
   | { readonly step: 'many'; readonly count: number }
   | { readonly step: 'remove'; readonly job: number }
   | { readonly step: 'rollback-bulk' }
+  | { readonly step: 'remove-backlogged' }
   | { readonly step: 'add'; readonly job: Partial<JobSpec> }
   | { readonly step: 'backfill'; readonly job: number; readonly agoMs: number; readonly spanMs: number }
   | { readonly step: 'arm-planner'; readonly kind: CallKind; readonly fault: FaultKind; readonly count: number }
@@ -214,6 +215,8 @@ async function apply(world: World, step: DirectedStep): Promise<void> {
       return world.removeJob(step.job);
     case 'rollback-bulk':
       return world.removeBulkAdded();
+    case 'remove-backlogged':
+      return world.removeBackloggedJob();
     case 'backfill':
       return world.backfill(step.job, step.agoMs, step.spanMs);
     case 'add': {

@@ -458,6 +458,23 @@ export class World implements Gate {
     this.say(`config: job ${job.name} removed`);
   }
 
+  /**
+   * A job removed on its backlog alarm: the configured job with the most open runs (none removed
+   * while only one job is configured, or no job has an open run), its open runs left as orphans.
+   */
+  async removeBackloggedJob(): Promise<void> {
+    if (this.jobs.length <= 1) return;
+    const { runs } = await readFinal(this.stack.clients.doc, { ledger: this.tables.ledger, business: this.tables.payments });
+    const open = new Map<string, number>();
+    for (const run of runs) if (!isTerminal(run.status)) open.set(run.job, (open.get(run.job) ?? 0) + 1);
+    const [job] = [...this.jobs].sort((a, b) => (open.get(b.name) ?? 0) - (open.get(a.name) ?? 0));
+    const count = open.get(job!.name) ?? 0;
+    if (count === 0) return;
+    this.jobs = this.jobs.filter((j) => j !== job);
+    this.timeline.push({ kind: 'remove', seq: this.nextSeq(), job: job!.name });
+    this.say(`config: job ${job!.name} removed on its backlog alarm (${count} open run(s) left behind)`);
+  }
+
   /** A bulk add of `count` hourly jobs (a config of a hundred jobs, most of them hourly), each in a group of its own. */
   addBulk(count: number): void {
     for (let i = 0; i < count; i++) this.addJob({ ...MANY_TEMPLATE, name: this.newJobName(), group: `${BULK_GROUP}${i}` });
