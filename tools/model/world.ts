@@ -453,9 +453,19 @@ export class World implements Gate {
   removeJob(index: number): void {
     if (this.jobs.length <= 1) return;
     const job = this.jobs[index % this.jobs.length]!;
-    this.jobs = this.jobs.filter((j) => j !== job);
-    this.timeline.push({ kind: 'remove', seq: this.nextSeq(), job: job.name });
+    this.dropJobs(new Set([job.name]));
     this.say(`config: job ${job.name} removed`);
+  }
+
+  /** Takes jobs out of the config (their open runs stay, as orphans) and out of what the model owes from now on. */
+  private dropJobs(names: ReadonlySet<string>): void {
+    this.jobs = this.jobs.filter((j) => !names.has(j.name));
+    for (const job of names) this.timeline.push({ kind: 'remove', seq: this.nextSeq(), job });
+  }
+
+  /** The tables as the harness sees them (consistent scans, every page): what an operator's dashboards and `ops status` show. */
+  private readTables(): Promise<FinalTables> {
+    return readFinal(this.stack.clients.doc, { ledger: this.tables.ledger, business: this.tables.payments });
   }
 
   /**
@@ -464,14 +474,13 @@ export class World implements Gate {
    */
   async removeBackloggedJob(): Promise<void> {
     if (this.jobs.length <= 1) return;
-    const { runs } = await readFinal(this.stack.clients.doc, { ledger: this.tables.ledger, business: this.tables.payments });
+    const { runs } = await this.readTables();
     const open = new Map<string, number>();
     for (const run of runs) if (!isTerminal(run.status)) open.set(run.job, (open.get(run.job) ?? 0) + 1);
     const [job] = [...this.jobs].sort((a, b) => (open.get(b.name) ?? 0) - (open.get(a.name) ?? 0));
     const count = open.get(job!.name) ?? 0;
     if (count === 0) return;
-    this.jobs = this.jobs.filter((j) => j !== job);
-    this.timeline.push({ kind: 'remove', seq: this.nextSeq(), job: job!.name });
+    this.dropJobs(new Set([job!.name]));
     this.say(`config: job ${job!.name} removed on its backlog alarm (${count} open run(s) left behind)`);
   }
 
@@ -489,8 +498,7 @@ export class World implements Gate {
     const bulk = this.jobs.filter((j) => this.specs.get(j.name)?.group.startsWith(BULK_GROUP) === true);
     const removed = new Set((bulk.length >= this.jobs.length ? bulk.slice(1) : bulk).map((j) => j.name));
     if (removed.size === 0) return;
-    this.jobs = this.jobs.filter((j) => !removed.has(j.name));
-    for (const job of removed) this.timeline.push({ kind: 'remove', seq: this.nextSeq(), job });
+    this.dropJobs(removed);
     this.say(`config: ${removed.size} jobs added in bulk removed (a rollback)`);
   }
 
@@ -791,7 +799,7 @@ export class World implements Gate {
 
   /** Whether the planner's state lists `job` as paused (a harness read: no gate, no faults). */
   private async pausedInLedger(job: string): Promise<boolean> {
-    const { paused } = await readFinal(this.stack.clients.doc, { ledger: this.tables.ledger, business: this.tables.payments });
+    const { paused } = await this.readTables();
     return paused.includes(job);
   }
 
@@ -882,7 +890,7 @@ export class World implements Gate {
 
   /** Picks the `pick`-th run an operator might act on (DEAD, or open), from a consistent read. */
   private async candidate(pick: number, statuses: readonly RunStatus[], also: (run: Run) => boolean = () => true): Promise<Run | undefined> {
-    const { runs } = await readFinal(this.stack.clients.doc, { ledger: this.tables.ledger, business: this.tables.payments });
+    const { runs } = await this.readTables();
     const candidates = runs.filter((r) => statuses.includes(r.status) && also(r));
     return candidates[pick % Math.max(1, candidates.length)];
   }
@@ -917,7 +925,7 @@ export class World implements Gate {
   async retryJob(jobRef: number): Promise<void> {
     if (this.jobs.length === 0) return;
     const job = this.jobs[jobRef % this.jobs.length]!.name;
-    const { runs } = await readFinal(this.stack.clients.doc, { ledger: this.tables.ledger, business: this.tables.payments });
+    const { runs } = await this.readTables();
     const dead = runs.filter((r) => r.job === job && r.status === RunStatus.DEAD);
     if (dead.length === 0) return;
     this.say(`ops retry --job ${job}: ${dead.length} DEAD run(s)`);
@@ -955,7 +963,7 @@ export class World implements Gate {
 
   /** One run as the harness reads it (not an actor's call: no gate, no faults). */
   private async harnessRun(runKey: string): Promise<Run | undefined> {
-    const { runs } = await readFinal(this.stack.clients.doc, { ledger: this.tables.ledger, business: this.tables.payments });
+    const { runs } = await this.readTables();
     return runs.find((r) => r.runKey === runKey);
   }
 
@@ -1050,7 +1058,7 @@ export class World implements Gate {
    */
   private async settledDown(ticked: boolean): Promise<boolean> {
     const started = Date.now();
-    const final = await readFinal(this.stack.clients.doc, { ledger: this.tables.ledger, business: this.tables.payments });
+    const final = await this.readTables();
     this.settleCheckMs += Date.now() - started;
     const configured = new Set(this.jobs.map((j) => j.name));
     const stuck = new Set(this.stuckRuns(final).map((r) => r.runKey));
@@ -1090,7 +1098,7 @@ export class World implements Gate {
   }
 
   async check(): Promise<{ result: CheckResult; final: FinalTables }> {
-    const final = await readFinal(this.stack.clients.doc, { ledger: this.tables.ledger, business: this.tables.payments });
+    const final = await this.readTables();
     const tolerance = this.clockTolerance();
     const configured = new Set(this.jobs.map((j) => j.name));
     const behindCursors = new Map([...final.cursors].filter(([job]) => final.planner.some((p) => p.behind.includes(job))));
