@@ -16,6 +16,7 @@ import { RunStatus } from '../../shared/core/vocabulary.js';
 import { modelStack } from '../../tools/model/world.js';
 import { sharedEndpoints } from '../support/stack.js';
 
+const MINUTE = 60_000;
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
 /** Runs one directed scenario on the shared local stack (its own tables and queues). */
@@ -116,6 +117,30 @@ describe('model tester: directed scenarios of the defect classes', () => {
     expect(Number(removed?.[2])).toBeGreaterThan(100);
     // The job left in the config runs on after the removal.
     expect(story).toMatch(/records j0@2031-01-01T00:0[5-9]:00\.000Z SUCCEEDED/);
+    expect(violations, `${formatViolations(violations.slice(0, 10))}\n${story}`).toEqual([]);
+  }, 300_000);
+
+  it('a scenario that starts on 150 open runs an earlier deployment left (a removed job\'s backfill): they stay open, never run, and a later run whose message is lost is still found behind them', async () => {
+    const { violations, story } = await runOnSharedStack({
+      title: 'tables inherited with 150 orphans, then planner sends refused',
+      jobs: [{ schedule: '*/5 * * * *' }],
+      plannerSdkAttempts: 1,
+      inheritedOrphans: 150,
+      steps: [
+        { step: 'arm-planner', kind: 'sqs-send', fault: FaultKind.REFUSED, count: 2 },
+        { step: 'run', ms: 12 * MINUTE },
+      ],
+    });
+    expect(story).toMatch(/config: job legacy removed by an earlier deployment with 150 open run\(s\) of a backfill left behind/);
+    // The orphans' messages come back as poison (no such job): never run.
+    expect(story).toMatch(/receives [^\n]*legacy@/);
+    expect(story).not.toMatch(/records legacy@/);
+    // The tick of 00:04 planned j0@00:05 and its send was refused (the tick failed); no window
+    // sweep re-sent it, so only the watch sweep, paging past the 150 older orphans, sends it again
+    // (at 00:11, once it is overdue; it ends superseded by 00:10, which wrote the item first).
+    expect(story).toMatch(/00:04:00 planner sqs-send \(SendMessageBatch\): refused/);
+    expect(story).toMatch(/receives j0@2031-01-01T00:05:00\.000Z/);
+    expect(story).toMatch(/records j0@2031-01-01T00:05:00\.000Z (SUCCEEDED|SUPERSEDED)/);
     expect(violations, `${formatViolations(violations.slice(0, 10))}\n${story}`).toEqual([]);
   }, 300_000);
 

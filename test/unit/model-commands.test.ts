@@ -119,6 +119,15 @@ describe('model generator: the swarm over job traits (--job-mix swarm)', () => {
     expect(new Set(swarm.flatMap((s) => s.jobs.map((j) => j.maxAttempts)))).toEqual(new Set([1, 2, 3, 4]));
   });
 
+  it("a swarm scenario starts on a removed job's orphans a quarter of the time, more than a hundred of them in about half of those (class 9's trigger from the first command on); a full-mix one never does (its fixed seeds draw the same scenarios)", () => {
+    const orphans = swarm.map((s) => s.inheritedOrphans ?? 0);
+    expect(full.every((s) => s.inheritedOrphans === undefined)).toBe(true);
+    expect(orphans.filter((n) => n > 0).length / N).toBeGreaterThan(0.2);
+    expect(orphans.filter((n) => n > 0).length / N).toBeLessThan(0.3);
+    expect(orphans.filter((n) => n > 100).length / N).toBeGreaterThan(0.1);
+    expect(Math.min(...orphans.filter((n) => n > 0))).toBeLessThan(100);
+  });
+
   it('every behaviour still comes up across scenarios, and success is in every job mix', () => {
     const kinds = new Set(swarm.flatMap((s) => s.jobs.flatMap((j) => j.behaviours.map((b) => b.kind))));
     expect(kinds).toEqual(new Set(full.flatMap((s) => s.jobs.flatMap((j) => j.behaviours.map((b) => b.kind)))));

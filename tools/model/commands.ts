@@ -558,6 +558,17 @@ const faultProfileArbs: Readonly<Record<FaultProfiles, fc.Arbitrary<FaultProfile
 
 const MINUTE = 60_000;
 
+/**
+ * The open runs a scenario's tables start with, of a job a previous deployment removed while its
+ * backlog waited (none in three scenarios of four). Such orphans stay open for good, the oldest
+ * entries of the sweeper's watch index, from the first command on: every later run the sweeper
+ * must find (a lost message, a lost hand-on) lies behind them, in more than a hundred of them
+ * half the time. A removal in the scenario itself makes them too, but only as one of its commands,
+ * often the last (measured 2026-12-03: 4 scenarios of 293, all with the removal among the last
+ * commands), so nothing was lost behind them while faults were on.
+ */
+const inheritedOrphansArb = fc.oneof({ weight: 3, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 20, max: 240 }) });
+
 export const scenarioSetupArb = (profiles: FaultProfiles = 'swarm', jobMix: JobMix = 'full'): fc.Arbitrary<ScenarioSetup> =>
   fc
   .record({
@@ -576,6 +587,8 @@ export const scenarioSetupArb = (profiles: FaultProfiles = 'swarm', jobMix: JobM
       lanes: fc.array(laneArb(base.allowance), { minLength: base.laneCount, maxLength: base.laneCount }),
       plannerSkewMs: fc.integer({ min: -base.allowance, max: base.allowance }),
       opsSkewMs: fc.oneof(fc.constant(0), fc.integer({ min: -3 * base.allowance, max: 3 * base.allowance })),
+      // A constant draws nothing: the full job mix keeps its fixed seeds' scenarios.
+      inheritedOrphans: jobMix === 'swarm' ? inheritedOrphansArb : fc.constant(0),
     }).map((actors) => ({
       start: Date.UTC(2031, 0, 1) + base.day * 86_400_000 + base.startSecond,
       lanes: actors.lanes,
@@ -587,6 +600,7 @@ export const scenarioSetupArb = (profiles: FaultProfiles = 'swarm', jobMix: JobM
       jobs: base.jobs.map((spec, i) => ({ ...spec, name: `j${i}` })),
       faults: base.faults,
       seed: base.seed,
+      ...(actors.inheritedOrphans > 0 ? { inheritedOrphans: actors.inheritedOrphans } : {}),
     })),
   );
 

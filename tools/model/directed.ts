@@ -38,6 +38,8 @@ export interface DirectedScenario {
   readonly sdkAttempts?: number;
   /** The planner's SDK attempts per call (1: an armed refusal fails the call, no SDK retry). @default 3 */
   readonly plannerSdkAttempts?: number;
+  /** Open runs of a removed job the tables start with (`ScenarioSetup.inheritedOrphans`). @default none */
+  readonly inheritedOrphans?: number;
   readonly steps: readonly DirectedStep[];
 }
 
@@ -174,6 +176,7 @@ export async function runDirected(stack: ModelStack, scenario: DirectedScenario,
     jobs: scenario.jobs.map((over, i) => jobSpec(i, over)),
     faults: { rate: 0, weights: { refused: 0, 'lost-response': 0, throttled: 0, conflict: 0, latency: 0 }, kinds: ['claim'], latencyMs: 500 },
     seed,
+    ...(scenario.inheritedOrphans !== undefined ? { inheritedOrphans: scenario.inheritedOrphans } : {}),
   };
   let result: DirectedResult | undefined;
   await fc.assert(

@@ -83,6 +83,11 @@ export interface ScenarioSetup {
   readonly jobs: readonly JobSpec[];
   readonly faults: FaultProfile;
   readonly seed: number;
+  /**
+   * Open runs the scenario's tables start with, of a job a previous deployment removed while its
+   * backlog waited (`inherit`); none when absent.
+   */
+  readonly inheritedOrphans?: number;
 }
 
 export interface ModelStack {
@@ -140,6 +145,9 @@ export function jobInput(spec: JobSpec, schedule = spec.schedule): JobInput {
 /** The model's worker Lambda timeout: every job's attempt must fit it (unless it checkpoints). */
 /** The item group prefix of the jobs `add N hourly jobs` adds (one group each: `many0`, `many1`, …). */
 const BULK_GROUP = 'many';
+
+/** The job whose orphans a scenario may start with (`ScenarioSetup.inheritedOrphans`). */
+const INHERITED_JOB = 'legacy';
 
 /** The jobs `add N hourly jobs` adds (a config of a hundred jobs, most of them hourly). */
 const MANY_TEMPLATE: Omit<JobSpec, 'name' | 'group'> = {
@@ -252,6 +260,7 @@ export class World implements Gate {
     world.planner = world.clientsFor('planner', setup.plannerSdkAttempts);
     world.ops = world.clientsFor('ops', 3);
     for (const spec of setup.jobs) world.addJobNow(spec, true);
+    if (setup.inheritedOrphans !== undefined && setup.inheritedOrphans > 0) await world.inherit(setup.inheritedOrphans);
     return world;
   }
 
@@ -482,6 +491,36 @@ export class World implements Gate {
     if (count === 0) return;
     this.dropJobs(new Set([job!.name]));
     this.say(`config: job ${job!.name} removed on its backlog alarm (${count} open run(s) left behind)`);
+  }
+
+  /**
+   * The tables a previous deployment left: `orphans` open runs of a per-minute job removed while
+   * its backfill of as many minutes waited, their messages still queued. Written before the first
+   * command, with the harness's own clients (no gate, no faults, no virtual time spent): the history
+   * the scenario starts from, not part of it. The orphans stay open for good, the oldest entries of
+   * the sweeper's watch index.
+   */
+  private async inherit(orphans: number): Promise<void> {
+    this.addJobNow({ ...MANY_TEMPLATE, name: INHERITED_JOB, schedule: '* * * * *', group: INHERITED_JOB }, true);
+    const job = this.jobs.at(-1)!;
+    const to = Math.floor(this.time.now() / 60_000) * 60_000;
+    const from = to - orphans * 60_000;
+    this.timeline.push({ kind: 'backfill-started', seq: this.nextSeq(), job: job.name, slotFrom: from, slotTo: to });
+    const report = await backfill(
+      {
+        ledger: new Ledger(this.stack.clients.doc, { tableName: this.tables.ledger }),
+        queue: new RunQueue(this.stack.clients.sqs, this.queues.runQueueUrl),
+        clock: () => this.time.now(),
+        // One window for all (the rate below): a sleep would wait on virtual time, which no command moves yet.
+        sleep: () => Promise.reject(new Error('the inherited backfill must not wait')),
+      },
+      { job, from, to, maxPerSecond: 10_000 },
+    );
+    this.timeline.push({ kind: 'backfill', seq: this.nextSeq(), job: job.name, definition: job, slotFrom: from, slotTo: to });
+    // Sent with a client the queue model does not watch: received here, visible now.
+    await this.queue.pull(report.sent);
+    this.dropJobs(new Set([job.name]));
+    this.say(`config: job ${job.name} removed by an earlier deployment with ${report.created} open run(s) of a backfill left behind (the tables this scenario starts on)`);
   }
 
   /** A bulk add of `count` hourly jobs (a config of a hundred jobs, most of them hourly), each in a group of its own. */
