@@ -26,6 +26,7 @@ export type DirectedStep =
   | { readonly step: 'remove'; readonly job: number }
   | { readonly step: 'rollback-bulk' }
   | { readonly step: 'remove-backlogged' }
+  | { readonly step: 'redrive' }
   | { readonly step: 'add'; readonly job: Partial<JobSpec> }
   | { readonly step: 'backfill'; readonly job: number; readonly agoMs: number; readonly spanMs: number }
   | { readonly step: 'arm-planner'; readonly kind: CallKind; readonly fault: FaultKind; readonly count: number }
@@ -220,6 +221,8 @@ async function apply(world: World, step: DirectedStep): Promise<void> {
       return world.removeBulkAdded();
     case 'remove-backlogged':
       return world.removeBackloggedJob();
+    case 'redrive':
+      return world.redrive();
     case 'backfill':
       return world.backfill(step.job, step.agoMs, step.spanMs);
     case 'add': {

@@ -31,6 +31,9 @@ import type { VirtualTime } from './virtual-time.js';
 /** Real-time visibility that keeps a message out of real circulation for the whole scenario. */
 export const HIDDEN_SECONDS = 43_200;
 
+/** Longest real time the harness waits for a redrive's move task (see `afterRedrive`). */
+const REDRIVE_WAIT_MS = 60_000;
+
 interface Message {
   readonly messageId: string;
   readonly seq: number;
@@ -136,19 +139,26 @@ export class ModelQueue {
     }
   }
 
-  /** Waits (real time, bounded) for a move task started by `ops redrive`, then pulls what it moved. */
+  /**
+   * Waits (real time) for a move task started by `ops redrive` to end, then pulls what it moved.
+   * local-aws-sqs moves in rounds one second of real time apart, so a fixed bound of 4 s (as here
+   * before) can pass on a loaded machine; nothing was then pulled, and the moved messages reached
+   * the model only at some later pull, counted against the messages that pull was waiting for.
+   * So it waits for the task's end, and fails loudly (not silently) only past a minute. (Virtual
+   * time does not wait for the task: the moved messages come due whenever the pull lands.)
+   */
   async afterRedrive(deadLetterQueueArn: string): Promise<void> {
-    let moved = 0;
-    for (let i = 0; i < 200; i++) {
+    const deadline = Date.now() + REDRIVE_WAIT_MS;
+    for (;;) {
       const { Results = [] } = await this.sqs.send(new ListMessageMoveTasksCommand({ SourceArn: deadLetterQueueArn, MaxResults: 1 }));
       const task = Results[0];
       if (!task || task.Status !== 'RUNNING') {
-        moved = Number(task?.ApproximateNumberOfMessagesMoved ?? 0);
-        break;
+        await this.pull(Number(task?.ApproximateNumberOfMessagesMoved ?? 0));
+        return;
       }
+      if (Date.now() > deadline) throw new Error(`the redrive's move task was still running after ${REDRIVE_WAIT_MS / 1000} s (${task.ApproximateNumberOfMessagesMoved ?? 0} message(s) moved)`);
       await new Promise((r) => setTimeout(r, 20));
     }
-    await this.pull(moved);
   }
 
   private due(): Message[] {
