@@ -935,9 +935,8 @@ export class World implements Gate {
     });
   }
 
-  /** Picks the `pick`-th run an operator might act on (DEAD, or open), from a consistent read. */
   /**
-   * The run an operator's action picks: one of the scenario's own runs in `statuses` (not one of
+   * The `pick`-th run an operator's action picks, from a consistent read: one of the scenario's own runs in `statuses` (not one of
    * the inherited orphans, which would otherwise be most of the open runs, and most picks, of a
    * scenario that starts on them).
    */
