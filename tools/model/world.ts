@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { DeleteMessageBatchCommand, DeleteQueueCommand, GetQueueAttributesCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { Scheduler } from 'fast-check';
-import { backfill } from '../../shared/backfill.js';
+import { backfill, type BackfillDeps, type BackfillReport, type BackfillRequest } from '../../shared/backfill.js';
 import { Ledger } from '../../shared/adapters/ledger.js';
 import { LedgerOps } from '../../shared/adapters/ledger-ops.js';
 import { RunQueue } from '../../shared/adapters/run-queue.js';
@@ -260,9 +260,10 @@ export class World implements Gate {
     world.planner = world.clientsFor('planner', setup.plannerSdkAttempts);
     world.ops = world.clientsFor('ops', 3);
     for (const spec of setup.jobs) world.addJobNow(spec, true);
-    if (setup.inheritedOrphans !== undefined && setup.inheritedOrphans > 0) {
+    const orphans = setup.inheritedOrphans ?? 0;
+    if (orphans > 0) {
       // A failure here (a put or send of the local stack) must not leave the tables and queues behind.
-      await world.inherit(setup.inheritedOrphans).catch(async (error: unknown) => {
+      await world.inherit(orphans).catch(async (error: unknown) => {
         await world.destroy();
         throw error;
       });
@@ -445,7 +446,7 @@ export class World implements Gate {
     return this.seq++;
   }
 
-  private addJobNow(spec: JobSpec, initial = false): void {
+  private addJobNow(spec: JobSpec, initial = false): Job {
     const [job] = parseModelJobs([jobInput(spec)]);
     this.specs.set(spec.name, spec);
     this.jobs = [...this.jobs, job!];
@@ -454,6 +455,7 @@ export class World implements Gate {
     const misfire = `misfire ${spec.misfire.policy}${spec.misfire.afterMs !== undefined ? ` after ${spec.misfire.afterMs / 1000} s` : ''}${spec.misfire.maxPerTick !== undefined ? ` ≤ ${spec.misfire.maxPerTick}/tick` : ''}`;
     const limits = `${spec.maxAttempts} attempt(s)${spec.deadlineMs !== undefined ? `, deadline ${spec.deadlineMs / 1000} s` : ''}${spec.reconcile ? ', reconciles' : ''}`;
     this.say(`config: job ${spec.name} ${initial ? 'configured' : 'added'} (${spec.schedule}, ${spec.overlap}, ${spec.shards} shard(s), ${misfire}, ${limits})`);
+    return job!;
   }
 
   newJobName(): string {
@@ -511,12 +513,10 @@ export class World implements Gate {
    * open for good, the oldest entries of the sweeper's watch index.
    */
   private async inherit(orphans: number): Promise<void> {
-    this.addJobNow({ ...MANY_TEMPLATE, name: INHERITED_JOB, schedule: '* * * * *', group: INHERITED_JOB }, true);
-    const job = this.jobs.at(-1)!;
+    const job = this.addJobNow({ ...MANY_TEMPLATE, name: INHERITED_JOB, schedule: '* * * * *', group: INHERITED_JOB }, true);
     const to = Math.floor(this.time.now() / 60_000) * 60_000;
     const from = to - orphans * 60_000;
-    this.timeline.push({ kind: 'backfill-started', seq: this.nextSeq(), job: job.name, slotFrom: from, slotTo: to });
-    const report = await backfill(
+    const report = await this.recordedBackfill(
       {
         ledger: new Ledger(this.stack.clients.doc, { tableName: this.tables.ledger }),
         queue: new RunQueue(this.stack.clients.sqs, this.queues.deadLetterQueueUrl),
@@ -526,7 +526,6 @@ export class World implements Gate {
       },
       { job, from, to, maxPerSecond: 10_000 },
     );
-    this.timeline.push({ kind: 'backfill', seq: this.nextSeq(), job: job.name, definition: job, slotFrom: from, slotTo: to });
     this.dropJobs(new Set([job.name]));
     this.say(`config: job ${job.name} removed by an earlier deployment with ${report.created} open run(s) of a backfill left behind, their messages in the DLQ (the tables this scenario starts on)`);
   }
@@ -898,14 +897,24 @@ export class World implements Gate {
       const { clock, ledger } = this.opsDeps();
       const to = clock() - agoMs;
       const from = to - spanMs;
-      this.timeline.push({ kind: 'backfill-started', seq: this.nextSeq(), job: job.name, slotFrom: from, slotTo: to });
-      const report = await backfill(
+      const report = await this.recordedBackfill(
         { ledger, queue: new RunQueue(this.ops.sqs, this.queues.runQueueUrl), clock, sleep: this.time.sleepOf('ops') },
         { job, from, to, maxPerSecond: 20 },
       );
-      this.timeline.push({ kind: 'backfill', seq: this.nextSeq(), job: job.name, definition: job, slotFrom: from, slotTo: to });
       this.say(`ops backfill ${job.name} [${iso(from)}, ${iso(to)}): ${report.created} created`);
     });
+  }
+
+  /**
+   * A backfill as the model owes it: its range is known before its first put (runs may exist from
+   * then on) and owed in full once it returns.
+   */
+  private async recordedBackfill(deps: BackfillDeps, request: BackfillRequest): Promise<BackfillReport> {
+    const { job, from, to } = request;
+    this.timeline.push({ kind: 'backfill-started', seq: this.nextSeq(), job: job.name, slotFrom: from, slotTo: to });
+    const report = await backfill(deps, request);
+    this.timeline.push({ kind: 'backfill', seq: this.nextSeq(), job: job.name, definition: job, slotFrom: from, slotTo: to });
+    return report;
   }
 
   async redrive(): Promise<void> {
