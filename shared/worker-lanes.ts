@@ -15,8 +15,12 @@
  *   its outcome is refused, and the newer run's larger token fences out its writes), a waiting
  *   holder is superseded; an older run gives way as under coalesce.
  * A run that waits is put in the sweeper's watch index, so that if its lane's holder dies before
- * dispatching it, the sweeper does. A marker whose holder has ended never blocks a lane: the next
- * claimer takes it over (atomically with a check that the holder ended).
+ * dispatching it, the sweeper does. It also flags the lane's marker (`runsWaiting`): a holder looks
+ * for the next waiting run only when its release returns that flag (or cannot tell), so a run that
+ * nobody queued behind ends without the look-ahead read. A hand-on passes the flag on (more may
+ * wait: forbid-queue hands on to one run at a time), and the chain ends at a holder that finds
+ * nobody. A marker whose holder has ended never blocks a lane: the next claimer takes it over
+ * (atomically with a check that the holder ended).
  */
 import type { Ledger } from './adapters/ledger.js';
 import type { RunQueue } from './adapters/run-queue.js';
@@ -58,15 +62,19 @@ function dueBy(deps: LaneDeps, job: Job): number {
 /** What the policy decides before any claim: wait (forbid-queue) or give way (coalesce). */
 export async function beforeClaim(deps: LaneDeps, job: Job, id: RunId, logger: RunLogger): Promise<Outcome | undefined> {
   if (job.overlap === OverlapPolicy.FORBID_QUEUE) {
-    const older = await olderOpenRuns(deps, job, id);
-    // The lane's holder never waits: an older run that opened while it held the lane (a backfill,
-    // a retry, a catch-up slot planned late) waits for the lane instead, and is handed it next.
-    // Waiting here too would deadlock the two, and every later run of the job behind them.
-    if (older.length > 0 && (await deps.ledger.lanes.read(job.name, id.shard))?.holderSlot !== id.slot) {
-      deps.metrics.count(MetricName.OverlapWaits);
-      await deps.ledger.watch(id);
-      logger.info('waiting: an earlier run of the job is still open (forbid-queue)', { earlierSlot: iso(older[0]!.slot) });
-      return 'ack';
+    const older = await earlierOpenRun(deps, job, id);
+    if (older) {
+      // Flag the lane before waiting, then look again: the earlier run may have ended, and let go
+      // of the lane without a hand-on, before the flag landed. If it is still open, it ends after
+      // our look, so its release (which follows its end) finds the flag and hands on.
+      await deps.ledger.lanes.markWaiting(job.name, id.shard);
+      const still = await earlierOpenRun(deps, job, id);
+      if (still) {
+        deps.metrics.count(MetricName.OverlapWaits);
+        await deps.ledger.watch(id);
+        logger.info('waiting: an earlier run of the job is still open (forbid-queue)', { earlierSlot: iso(still.slot) });
+        return 'ack';
+      }
     }
   }
   if (job.overlap === OverlapPolicy.COALESCE || job.overlap === OverlapPolicy.REPLACE) {
@@ -127,7 +135,7 @@ export async function claimInLane(deps: LaneDeps, job: Job, id: RunId, logger: R
   if (lane.kind === 'acquired' && (result.kind === 'terminal' || result.kind === 'missing')) {
     // An older run that found the lane taken for this one in that instant waits for a hand-on.
     const released = await deps.ledger.lanes.release(job.name, holder);
-    if (released.freed && released.olderWaiting) await dispatchNextWaiting(deps, job, id, olderWaitingAfter(released), logger);
+    if (released.freed && (released.olderWaiting || released.runsWaiting)) await dispatchNextWaiting(deps, job, id, handOnAfter(released), logger);
   }
   return result;
 }
@@ -176,12 +184,16 @@ export async function onBlocked(deps: LaneDeps, job: Job, id: RunId, holderSlot:
   // sweeper watches this one in case the holder dies first.
   deps.metrics.count(MetricName.OverlapWaits);
   await deps.ledger.watch(id);
-  // A forbid-queue run older than the holder (it opened behind the holder's back) says so on the
-  // marker: only then does the holder, when it ends, look back for older runs before handing the
-  // lane on, so that the common hand-on costs no extra query. If the holder let go meanwhile, its
-  // hand-on was decided without this run: try the lane again instead of waiting for it.
-  if (job.overlap === OverlapPolicy.FORBID_QUEUE && id.slot < holderSlot && !(await deps.ledger.lanes.markOlderWaiting(job.name, { slot: holderSlot, shard: id.shard }, id.slot))) {
-    logger.info('the lane changed hands while this older run found it held: trying again', { holderSlot: iso(holderSlot) });
+  // The run says on the marker that it waits, so that the holder looks for it when it ends. A
+  // forbid-queue run older than the holder (it opened behind the holder's back) says so apart:
+  // only then does the holder look back for older runs before handing the lane on. If the holder
+  // let go meanwhile, its hand-on was decided without this run: try the lane again instead of
+  // waiting for it.
+  const holder = { slot: holderSlot, shard: id.shard };
+  const olderThanHolder = job.overlap === OverlapPolicy.FORBID_QUEUE && id.slot < holderSlot;
+  const flagged = olderThanHolder ? await deps.ledger.lanes.markOlderWaiting(job.name, holder, id.slot) : await deps.ledger.lanes.markWaiting(job.name, id.shard, holder);
+  if (!flagged) {
+    logger.info('the lane changed hands while this run found it held: trying again', { holderSlot: iso(holderSlot) });
     return 'retry';
   }
   logger.info('waiting: another run of the job holds the lane', { holderSlot: iso(holderSlot) });
@@ -191,20 +203,36 @@ export async function onBlocked(deps: LaneDeps, job: Job, id: RunId, holderSlot:
 /** After an exclusive run ended (SUCCEEDED, DEAD, SUPERSEDED, SKIPPED, MANUAL): free the lane, dispatch what comes next. */
 export async function afterRunEnded(deps: LaneDeps, job: Job, run: Pick<Run, 'job' | 'slot' | 'shard'>, logger?: RunLogger): Promise<void> {
   const released = await deps.ledger.lanes.release(job.name, { slot: run.slot, shard: run.shard });
-  await dispatchNextWaiting(deps, job, run, olderWaitingAfter(released), logger);
+  await dispatchNextWaiting(deps, job, run, handOnAfter(released), logger);
 }
 
 /**
- * Whether a run older than the lane's holder may wait for the lane, as its release tells: from a
- * recorded slot on; somewhere (a flag without a slot, or a refused release: then we cannot tell,
- * e.g. our own delete whose response was lost: look back); or not at all.
+ * Who may wait for the lane, as the holder's release tells. `older`: a run older than the holder,
+ * from a recorded slot on; somewhere (a flag without a slot, or a refused release: then we cannot
+ * tell, e.g. our own delete whose response was lost: look back); or none. `later`: whether a run
+ * may wait after the holder (a flag on the marker, or a refused release: look ahead).
  */
 type OlderWaiting = { readonly from: number } | 'look-back' | 'none';
+interface HandOn {
+  readonly older: OlderWaiting;
+  readonly later: boolean;
+}
 
-function olderWaitingAfter(released: ReleaseResult): OlderWaiting {
-  if (!released.freed) return 'look-back';
-  if (released.oldestWaitingSlot !== undefined) return { from: released.oldestWaitingSlot };
-  return released.olderWaiting ? 'look-back' : 'none';
+function handOnAfter(released: ReleaseResult): HandOn {
+  if (!released.freed) return { older: 'look-back', later: true };
+  const older = released.oldestWaitingSlot !== undefined ? { from: released.oldestWaitingSlot } : released.olderWaiting ? 'look-back' : 'none';
+  return { older, later: released.runsWaiting };
+}
+
+/** The nearest earlier open run a forbid-queue run must wait for, unless it holds the lane itself. */
+async function earlierOpenRun(deps: LaneDeps, job: Job, id: RunId): Promise<Run | undefined> {
+  const older = await olderOpenRuns(deps, job, id);
+  if (older.length === 0) return undefined;
+  // The lane's holder never waits: an older run that opened while it held the lane (a backfill,
+  // a retry, a catch-up slot planned late) waits for the lane instead, and is handed it next.
+  // Waiting here too would deadlock the two, and every later run of the job behind them.
+  if ((await deps.ledger.lanes.read(job.name, id.shard))?.holderSlot === id.slot) return undefined;
+  return older[0];
 }
 
 /**
@@ -223,7 +251,7 @@ function inLane(run: Pick<Run, 'overlap'>): boolean {
 }
 
 /** Dispatches the lane's next due waiting run, per policy (forbid-skip has no queue: nothing). */
-async function dispatchNextWaiting(deps: LaneDeps, job: Job, run: Pick<Run, 'job' | 'slot' | 'shard'>, older: OlderWaiting, logger?: RunLogger): Promise<void> {
+async function dispatchNextWaiting(deps: LaneDeps, job: Job, run: Pick<Run, 'job' | 'slot' | 'shard'>, { older, later }: HandOn, logger?: RunLogger): Promise<void> {
   if (job.overlap === OverlapPolicy.FORBID_SKIP || job.overlap === OverlapPolicy.PARALLEL) return;
   if (job.overlap === OverlapPolicy.FORBID_QUEUE && older !== 'none') {
     // Slot order resumes with the oldest run that opened behind the holder's back (it waited for
@@ -235,6 +263,9 @@ async function dispatchNextWaiting(deps: LaneDeps, job: Job, run: Pick<Run, 'job
         : (await deps.ledger.laneRunsAfter(job.name, run.shard, older.from - 1, run.slot - 1, WAITING_STATUSES, { firstPageWithAny: true })).find(inLane);
     if (oldest) return dispatch(deps, job, oldest, logger);
   }
+  // Nobody said they wait after the holder: the unqueued run's end costs no look-ahead. (Replace
+  // keeps its look: its hand-on also ends runs a newer one made superfluous.)
+  if (!later && job.overlap !== OverlapPolicy.REPLACE) return;
   // Forbid-queue hands on to the first due run only: the read stops at the first page holding one
   // (after a revived old run, the range up to now can span a long history of ended runs).
   const forbidQueue = job.overlap === OverlapPolicy.FORBID_QUEUE;
@@ -251,8 +282,14 @@ async function dispatchNextWaiting(deps: LaneDeps, job: Job, run: Pick<Run, 'job
   await dispatch(deps, job, next, logger);
 }
 
-/** Sends a waiting run's message, delayed to its start (fire time or retry time, less the start lead). */
+/**
+ * Sends a waiting run's message, delayed to its start (fire time or retry time, less the start
+ * lead). First it passes the waiting flag on: the release that returned it consumed it, and more
+ * runs may wait behind the one handed the lane (forbid-queue hands on one at a time, and reads
+ * only the first page of due runs), so that one looks ahead too when it ends.
+ */
 async function dispatch(deps: LaneDeps, job: Job, next: Run, logger?: RunLogger): Promise<void> {
+  await deps.ledger.lanes.markWaiting(job.name, next.shard);
   const startAt = Math.max(next.fireAt ?? next.slot, next.nextAttemptAt ?? 0) - job.startLead;
   await deps.queue.send([{ message: messageFor(next), delaySeconds: Math.max(0, Math.floor((startAt - deps.clock()) / 1000)) }]);
   logger?.info('dispatched the next waiting run', { next: next.runKey });

@@ -1,6 +1,9 @@
 /**
  * Active-run markers of exclusive lanes (overlap policies other than parallel; DESIGN §8, §11).
- * One marker per (job, shard) names the run that holds the lane. Plain conditional writes, not a
+ * One marker per (job, shard) names the run that holds the lane. A run that waits for the lane
+ * says so on the marker (`runsWaiting`), so that the holder looks for a run to hand the lane on to
+ * only when one may wait: the common, unqueued run ends without that read. A marker without a
+ * holder (a run flagged a free lane) leaves the lane free. Plain conditional writes, not a
  * transaction with the claim: a marker left behind by a holder that ended (a crash between the
  * two writes, a path that closed the run without releasing) is recognised as stale by whoever
  * finds it and taken over, atomically with a check that its holder really ended. So no marker can
@@ -36,6 +39,8 @@ export type ReleaseResult =
       readonly olderWaiting: boolean;
       /** The oldest slot that said it waits (absent on a flag written before slots were recorded). */
       readonly oldestWaitingSlot?: number;
+      /** A run said it waits for a hand-on (or a hand-on passed the lane on: more may wait). */
+      readonly runsWaiting: boolean;
     }
   /** The holder did not hold it (already freed, taken over, or our own delete whose response was lost). */
   | { readonly freed: false };
@@ -74,7 +79,8 @@ export class LaneStore {
   /** Takes the lane for `holder` if it is free or already the holder's. */
   async acquire(job: string, holder: LaneHolder, now: number): Promise<AcquireResult> {
     const writeId = newWriteId();
-    const laneFree = 'attribute_not_exists(pk)';
+    // Free: no marker, or one that only carries a waiting run's flag (kept: the new holder hands on).
+    const laneFree = 'attribute_not_exists(holderSk)';
     const alreadyOurs = 'holderSk = :holderSk';
     const fields = this.holderFields(holder, now, writeId);
     try {
@@ -89,7 +95,7 @@ export class LaneStore {
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
-      return Attributes ? { kind: 'held' } : { kind: 'acquired' };
+      return Attributes?.holderSk !== undefined ? { kind: 'held' } : { kind: 'acquired' };
     } catch (error) {
       if (!isConditionalCheckFailure(error)) throw error;
       const current = failedItem(error);
@@ -178,7 +184,33 @@ export class LaneStore {
     }
   }
 
-  /** Frees the lane if `holder` still holds it, saying whether an older run was waiting for it. */
+  /**
+   * Says on the lane's marker that a run waits for a hand-on. With `holder`: only while that run
+   * still holds the lane (true), else nothing is written (false: the holder let go meanwhile, and
+   * decided its hand-on without the waiting run, which must try the lane again). Without: whoever
+   * holds the lane, or nobody (the flag waits on a holder-less marker for the next holder), always
+   * true. The flag is consumed by the release that returns it.
+   */
+  async markWaiting(job: string, shard: number, holder?: LaneHolder): Promise<boolean> {
+    const holderStillHolds = 'holderSk = :holderSk';
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: this.key(job, shard),
+          UpdateExpression: 'SET runsWaiting = :yes',
+          ...(holder ? { ConditionExpression: holderStillHolds } : {}),
+          ExpressionAttributeValues: { ':yes': true, ...(holder ? { ':holderSk': LedgerKeys.runSk(holder.slot, holder.shard) } : {}) },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (holder && isConditionalCheckFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  /** Frees the lane if `holder` still holds it, saying whether a run was waiting for it. */
   async release(job: string, holder: LaneHolder): Promise<ReleaseResult> {
     const holderStillHolds = 'holderSk = :holderSk';
     try {
@@ -191,17 +223,23 @@ export class LaneStore {
           ReturnValues: 'ALL_OLD',
         }),
       );
-      return { freed: true, olderWaiting: Attributes?.olderWaiting === true, oldestWaitingSlot: oldestWaitingSlotOf(Attributes) };
+      const oldestWaitingSlot = oldestWaitingSlotOf(Attributes);
+      return {
+        freed: true,
+        olderWaiting: Attributes?.olderWaiting === true,
+        ...(oldestWaitingSlot !== undefined ? { oldestWaitingSlot } : {}),
+        runsWaiting: Attributes?.runsWaiting === true,
+      };
     } catch (error) {
       if (isConditionalCheckFailure(error)) return { freed: false };
       throw error;
     }
   }
 
-  /** The lane's marker as stored (consistent), or undefined when the lane is free. */
+  /** The lane's marker as stored (consistent), or undefined when the lane is free (no marker, or one without a holder). */
   async read(job: string, shard: number): Promise<{ holderSlot: number; since?: number; lastWrite?: string; oldestWaitingSlot?: number } | undefined> {
     const { Item } = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: this.key(job, shard), ConsistentRead: true }));
-    if (!Item) return undefined;
+    if (Item?.holderSk === undefined) return undefined;
     return {
       holderSlot: Item.holderSlot as number,
       since: Item.since as number | undefined,

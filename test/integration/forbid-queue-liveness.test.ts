@@ -223,7 +223,7 @@ describe('forbid-queue liveness', () => {
   }
 
   for (const releaseLost of [false, true]) {
-    it(`forbid-queue hands on without the sweeper and looks back only when an older run waits: an older run that found the lane held by a holder between attempts gets it next${releaseLost ? ', also when the response to the holder\'s release was lost (it cannot read the flag, so it looks back)' : ''}; a run nobody older waits for ends with no look-back query`, async () => {
+    it(`forbid-queue hands on without the sweeper and looks back only when an older run waits: an older run that found the lane held by a holder between attempts gets it next${releaseLost ? ', also when the response to the holder\'s release was lost (it cannot read the flag, so it looks back)' : ''}; a run nobody waits for ends with no look-back and no look-ahead query`, async () => {
       const name = `lb-${Math.random().toString(36).slice(2, 8)}`;
       const hour = Math.floor(Date.now() / HOUR) * HOUR;
       const [first, older, current] = [hour - 3 * HOUR, hour - HOUR, hour];
@@ -243,12 +243,13 @@ describe('forbid-queue liveness', () => {
         const lab = new Lab(own, jobs, { h: handler }, hour + 5 * MIN);
         const counter = new CountingMiddleware();
         counter.attach(own.clients.doc);
-        // A run with nothing older open: its order check and its hand-on are one query each.
+        // A run with nothing older open and nobody waiting behind it: its order check is its one
+        // query; it ends without looking ahead (nobody flagged the lane).
         await lab.create(name, first);
         counter.reset();
         expect(await lab.deliver(name, first)).toBe('ack');
         expect(await lab.status(name, first)).toBe(RunStatus.SUCCEEDED);
-        expect(counter.byCommand().QueryCommand).toBe(2);
+        expect(counter.byCommand().QueryCommand).toBe(1);
         // The current slot fails once: RETRY, holding the lane until its next attempt.
         await lab.create(name, current);
         await lab.deliver(name, current);
@@ -352,6 +353,78 @@ describe('forbid-queue liveness', () => {
     // Its message comes back: the lane is free, it runs.
     expect(await lab.deliver(name, older)).toBe('ack');
     expect(await lab.status(name, older)).toBe(RunStatus.SUCCEEDED);
+  });
+
+  /** A ledger whose flag write (`runsWaiting`) first lets `race` run to its end: the race, made certain. */
+  function flagRacing(race: () => Promise<unknown>): { ledger: Ledger; destroy(): void } {
+    const racing = faultyClient(box.endpoints.dynamoEndpoint, []);
+    let raced = false;
+    racing.dynamo.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as { UpdateExpression?: string };
+        if (!raced && context.commandName === 'UpdateItemCommand' && input.UpdateExpression?.includes('runsWaiting')) {
+          raced = true;
+          await race();
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'race-the-flag' },
+    );
+    return { ledger: new Ledger(racing.doc, { tableName: box.endpoints.ledgerTable }), destroy: () => racing.destroy() };
+  }
+
+  it('forbid-queue: a run that waits for an earlier, unclaimed run flags the lane, and if the earlier run ran and let the lane go (with no hand-on) before the flag landed, it runs itself instead of waiting for nobody', async () => {
+    const name = `fl-${Math.random().toString(36).slice(2, 8)}`;
+    const hour = Math.floor(Date.now() / HOUR) * HOUR;
+    const [earlier, current] = [hour - HOUR, hour];
+    const ran: number[] = [];
+    const jobs = testJobs([{ name, schedule: '0 * * * *', handler: 'h', startLead: 0, overlap: 'forbid-queue' }], ['h']);
+    const lab = new Lab(box, jobs, { h: { run: async (ctx) => void ran.push(ctx.slot) } }, hour + 5 * MIN);
+    await lab.create(name, earlier);
+    await lab.create(name, current);
+    // The current run's look back finds the earlier run open (its message still on its way); before
+    // its flag lands, the earlier run's message arrives, it runs and lets go of the lane, and with
+    // no flag to read it hands nothing on.
+    const racing = flagRacing(() => lab.deliver(name, earlier, 'other'));
+    try {
+      expect(await lab.deliver(name, current, 'w', { ledger: racing.ledger })).toBe('ack');
+    } finally {
+      racing.destroy();
+    }
+    expect(lab.queue.take()).toEqual([]);
+    expect(ran).toEqual([earlier, current]);
+    expect(await lab.status(name, current)).toBe(RunStatus.SUCCEEDED);
+    expect(await box.ledger.lanes.read(name, 0)).toBeUndefined();
+  });
+
+  it('coalesce: a newer run that finds the lane held, but the holder ends and lets go before the run can say it waits, tries the lane again instead of waiting for a hand-on decided without it', async () => {
+    const name = `nr-${Math.random().toString(36).slice(2, 8)}`;
+    const hour = Math.floor(Date.now() / HOUR) * HOUR;
+    const [holder, current] = [hour - HOUR, hour];
+    const jobs = testJobs([{ name, schedule: '0 * * * *', handler: 'h', startLead: 0, overlap: 'coalesce' }], ['h']);
+    const lab = new Lab(box, jobs, { h: { run: async () => undefined } }, hour + 5 * MIN);
+    await lab.create(name, holder);
+    await lab.create(name, current);
+    // The older run holds the lane and runs on another worker.
+    expect(await box.ledger.lanes.acquire(name, { slot: holder, shard: 0 }, lab.clock.now)).toEqual({ kind: 'acquired' });
+    const claim = await box.ledger.claim(lab.id(name, holder), 'elsewhere', lab.clock.now, 30_000, 2_000);
+    if (claim.kind !== 'claimed') throw new Error('setup');
+    // Just before the newer run's flag lands, the holder ends and lets go: with no flag to read,
+    // it hands nothing on.
+    const racing = flagRacing(async () => {
+      expect((await box.ledger.complete(claim.run, { status: RunStatus.SUCCEEDED }, lab.clock.now)).ok).toBe(true);
+      expect((await box.ledger.lanes.release(name, { slot: holder, shard: 0 })).freed).toBe(true);
+    });
+    try {
+      expect(await lab.deliver(name, current, 'w', { ledger: racing.ledger })).toBe('retry');
+    } finally {
+      racing.destroy();
+    }
+    expect(await lab.status(name, current)).toBe(RunStatus.READY);
+    expect(await box.ledger.lanes.read(name, 0)).toBeUndefined();
+    // Its message comes back: the lane is free, it runs.
+    expect(await lab.deliver(name, current)).toBe('ack');
+    expect(await lab.status(name, current)).toBe(RunStatus.SUCCEEDED);
   });
 
   it('forbid-queue after a planner outage: a catch-up slot planned on a later tick, older than the run holding the lane between attempts, deadlocks nothing: every slot runs', async () => {

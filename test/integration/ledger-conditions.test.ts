@@ -498,10 +498,14 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
     const MIN = 60_000;
     const laneJob = () => `lane-${++nextSlot}`;
     const holder = (slot: number) => ({ slot, shard: 0 });
-    const markers = ['none', 'mine', 'other'] as const;
-    /** Puts the lane's marker as `marker` says: absent, naming slot `mine`, or naming `other`. */
+    const markers = ['none', 'waiting', 'mine', 'other'] as const;
+    /**
+     * Puts the lane's marker as `marker` says: absent, holder-less with a waiting run's flag (the
+     * lane is free), naming slot `mine`, or naming `other`.
+     */
     async function mark(job: string, marker: (typeof markers)[number], mine: number, other: number): Promise<void> {
       if (marker === 'none') return;
+      if (marker === 'waiting') return void expect(await box.ledger.lanes.markWaiting(job, 0)).toBe(true);
       expect(await box.ledger.lanes.acquire(job, holder(marker === 'mine' ? mine : other), NOW)).toEqual({ kind: 'acquired' });
     }
 
@@ -510,7 +514,7 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
         const job = laneJob();
         await mark(job, marker, BASE + 1_000, BASE);
         const result = await box.ledger.lanes.acquire(job, holder(BASE + 1_000), NOW + 1);
-        expect(result, marker).toEqual(marker === 'none' ? { kind: 'acquired' } : marker === 'mine' ? { kind: 'held' } : { kind: 'blocked', holderSlot: BASE, since: NOW });
+        expect(result, marker).toEqual(marker === 'none' || marker === 'waiting' ? { kind: 'acquired' } : marker === 'mine' ? { kind: 'held' } : { kind: 'blocked', holderSlot: BASE, since: NOW });
         expect((await box.ledger.lanes.read(job, 0))?.holderSlot, marker).toBe(marker === 'other' ? BASE : BASE + 1_000);
       });
     });
@@ -544,10 +548,37 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
       expect(await box.ledger.lanes.acquire(job, stale, NOW + 1)).toEqual({ kind: 'held' });
       const next = holder(freshSlot());
       expect(await box.ledger.lanes.takeFromEnded(job, next, stale, NOW + 2)).toBe(true);
-      expect(await box.ledger.lanes.release(job, next)).toEqual({ freed: true, olderWaiting: true, oldestWaitingSlot: stale.slot - 30 * MIN });
+      expect(await box.ledger.lanes.release(job, next)).toEqual({ freed: true, olderWaiting: true, oldestWaitingSlot: stale.slot - 30 * MIN, runsWaiting: false });
       // A fresh holder of the freed lane starts unflagged.
       expect(await box.ledger.lanes.acquire(job, stale, NOW + 3)).toEqual({ kind: 'acquired' });
-      expect(await box.ledger.lanes.release(job, stale)).toEqual({ freed: true, olderWaiting: false });
+      expect(await box.ledger.lanes.release(job, stale)).toEqual({ freed: true, olderWaiting: false, runsWaiting: false });
+    });
+
+    it('markWaiting with a holder flags only that holder\'s marker; without one it flags whatever the lane holds, a free lane too (the marker stays free), and the flag lasts through the holder taking its lane again and a takeover, until a release reports it once', async () => {
+      await eachCase(markers, async (marker) => {
+        const job = laneJob();
+        await mark(job, marker, BASE + 1_000, BASE);
+        expect(await box.ledger.lanes.markWaiting(job, 0, holder(BASE + 1_000)), marker).toBe(marker === 'mine');
+        expect(await box.ledger.lanes.markWaiting(job, 0, holder(BASE)), marker).toBe(marker === 'other');
+        // Nothing was written where the holder named did not hold the lane.
+        if (marker === 'none') expect(await box.ledger.lanes.release(job, holder(BASE + 1_000))).toEqual({ freed: false });
+        expect(await box.ledger.lanes.markWaiting(job, 0), marker).toBe(true);
+        // A flag on a free lane leaves it free.
+        expect((await box.ledger.lanes.read(job, 0))?.holderSlot, marker).toBe(marker === 'mine' ? BASE + 1_000 : marker === 'other' ? BASE : undefined);
+      });
+      // The flag on a free lane is taken over by its next holder, kept through its next attempt
+      // and a takeover, reported by the release once, and gone with it.
+      const job = laneJob();
+      const stale = holder((await put(job, { status: RunStatus.SUCCEEDED, claims: 1, watched: false })).slot);
+      expect(await box.ledger.lanes.markWaiting(job, 0)).toBe(true);
+      expect(await box.ledger.lanes.acquire(job, stale, NOW)).toEqual({ kind: 'acquired' });
+      expect(await box.ledger.lanes.acquire(job, stale, NOW + 1)).toEqual({ kind: 'held' });
+      const next = holder(freshSlot());
+      expect(await box.ledger.lanes.takeFromEnded(job, next, stale, NOW + 2)).toBe(true);
+      expect(await box.ledger.lanes.release(job, next)).toEqual({ freed: true, olderWaiting: false, runsWaiting: true });
+      expect(await box.ledger.lanes.acquire(job, stale, NOW + 3)).toEqual({ kind: 'acquired' });
+      expect(await box.ledger.lanes.release(job, stale)).toEqual({ freed: true, olderWaiting: false, runsWaiting: false });
+      expect(await box.ledger.lanes.read(job, 0)).toBeUndefined();
     });
 
     it('a release whose response was lost after it committed reports nothing freed: the holder then looks back for older runs rather than trust a flag it could not read', async () => {

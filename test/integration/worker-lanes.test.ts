@@ -30,8 +30,13 @@ describe('worker lanes', () => {
   function setup(overlap: 'forbid-skip' | 'forbid-queue' | 'coalesce' | 'replace', extra: Partial<JobInput> = {}) {
     const name = unique(`lane-${overlap}`);
     const ran: number[] = [];
-    const during: { run?: () => void } = {};
-    const handler: JobHandler = { run: async (ctx) => void (ran.push(ctx.slot), during.run?.()) };
+    const during: { run?: () => void | Promise<void> } = {};
+    const handler: JobHandler = {
+      run: async (ctx) => {
+        ran.push(ctx.slot);
+        await during.run?.();
+      },
+    };
     const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, lease: '30s', overlap, ...extra }], ['h']);
     const lab = new Lab(box, jobs, { h: handler }, T0 + 10);
     return { name, lab, ran, during };
@@ -122,10 +127,15 @@ describe('worker lanes', () => {
     await lab.create(name, T0 - 2 * MIN);
     await lab.create(name, T0 - MIN);
     await lab.create(name, T0);
-    // The oldest run is delivered while it alone is due; two more fall due while it runs (they
-    // wait behind it: no message of theirs is pending).
+    // The oldest run is delivered while it alone is due; two more fall due while it runs. Under
+    // forbid-queue and coalesce the newest one's message arrives meanwhile: it waits behind it and
+    // flags the lane (the other's message is still on its way, or lost). Replace looks ahead
+    // unasked (a newer run there would have replaced the holder).
     lab.clock.now = T0 - 2 * MIN + 10;
-    during.run = () => (lab.clock.now = T0 + 10);
+    during.run = async () => {
+      lab.clock.now = T0 + 10;
+      if (overlap !== 'replace') expect(await lab.deliver(name, T0)).toBe('ack');
+    };
     expect(await lab.deliver(name, T0 - 2 * MIN)).toBe('ack');
     expect(await lab.status(name, T0 - 2 * MIN)).toBe(RunStatus.SUCCEEDED);
     const next = overlap === 'forbid-queue' ? T0 - MIN : T0;
@@ -136,10 +146,12 @@ describe('worker lanes', () => {
 
   it('the dispatched run\'s message is delayed to its fire time less the start lead (a jittered run due by its slot fires later)', async () => {
     const START_LEAD = 5_000;
-    const { name, lab } = setup('forbid-queue', { startLead: START_LEAD });
+    const { name, lab, during } = setup('forbid-queue', { startLead: START_LEAD });
     await lab.create(name, T0 - MIN);
     await box.ledger.createRun({ job: name, slot: T0, shard: 0, shards: 1, status: RunStatus.READY, fireAt: T0 + 30_000 }, lab.clock.now);
     lab.clock.now = T0 + 1_000;
+    // The run at T0 waits behind the one at T0 − 1 min (a message of it came early: a duplicate, a redrive).
+    during.run = async () => void expect(await lab.deliver(name, T0)).toBe('ack');
     expect(await lab.deliver(name, T0 - MIN)).toBe('ack');
     // Starts at fire time − start lead = T0 + 25 s, 24 s from now.
     expect(lab.queue.sent.map((s) => ({ slot: s.message.slot, delaySeconds: s.delaySeconds }))).toEqual([{ slot: T0, delaySeconds: 24 }]);
@@ -168,8 +180,11 @@ describe('worker lanes', () => {
     await lab.create(name, T0);
     const [manual] = await triggerRun({ ledger: box.ledger, queue: lab.queue, clock: lab.clock.read }, { job: lab.job(name), overlap: 'parallel', by: 'op' });
     lab.queue.take();
-    // While the lane's run runs, the next scheduled slot comes due.
-    during.run = () => void (lab.clock.now = T0 + 10);
+    // While the lane's run runs, the next scheduled slot comes due; its message finds the lane held.
+    during.run = async () => {
+      lab.clock.now = T0 + 10;
+      expect(await lab.deliver(name, T0)).toBe('ack');
+    };
     expect(await lab.deliver(name, T0 - MIN)).toBe('ack');
     expect(ran).toEqual([T0 - MIN]);
     expect(lab.queue.take().map((s) => s.message.slot)).toEqual([T0]);

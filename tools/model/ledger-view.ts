@@ -182,6 +182,8 @@ export async function readFinal(doc: DynamoDBDocumentClient, tables: { readonly 
     const sk = String(item.sk);
     if (sk.startsWith(LedgerKeys.runSkPrefix)) runs.push(runFromItem(item));
     else if (sk.startsWith(activePrefix) && pk.startsWith('JOB#')) {
+      // A marker without a holder only carries a waiting run's flag: the lane is free.
+      if (item.holderSk === undefined) continue;
       markers.push({ job: pk.slice(4), shard: Number(sk.slice(activePrefix.length)), holderSlot: Number(item.holderSlot), ...(typeof item.since === 'number' ? { since: item.since } : {}) });
     } else if (sk === LedgerKeys.jobPlanSk && pk.startsWith('JOB#')) {
       if (typeof item.cursor === 'number') cursors.set(pk.slice(4), item.cursor);
