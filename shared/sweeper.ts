@@ -166,6 +166,17 @@ export async function sweep(deps: SweepDeps, input: SweepInput, options: SweepOp
       deps.logger.error('run re-dispatched without ever being claimed: left for an operator', { runKey: run.runKey, status: run.status, redispatches: run.redispatches });
     }
   }
+  // A waiting run re-sent to an idle lane was owed a hand-on that never came (its holder died or
+  // failed between its release and its hand-on, which consumed the lane's waiting flag): flag the
+  // lane for it, as a hand-on does, so that it too looks for the next waiting run when it ends,
+  // instead of leaving each later run of the queue to a sweep of its own.
+  const owedHandOn = new Map<string, { job: string; shard: number }>();
+  for (const { run, marked } of marks) {
+    const job = input.configured.get(run.job);
+    const overlap = run.overlap ?? job?.overlap;
+    if (marked === 'marked' && job && overlap !== OverlapPolicy.PARALLEL && run.status !== RunStatus.RUNNING) owedHandOn.set(`${run.job}#${run.shard}`, { job: run.job, shard: run.shard });
+  }
+  await mapBounded([...owedHandOn.values()], 16, (lane) => deps.ledger.lanes.markWaiting(lane.job, lane.shard));
   await deps.queue.send(outgoing);
   const history = deps.history ?? NO_HISTORY;
   for (const out of outgoing) {

@@ -62,13 +62,22 @@ function dueBy(deps: LaneDeps, job: Job): number {
 /** What the policy decides before any claim: wait (forbid-queue) or give way (coalesce). */
 export async function beforeClaim(deps: LaneDeps, job: Job, id: RunId, logger: RunLogger): Promise<Outcome | undefined> {
   if (job.overlap === OverlapPolicy.FORBID_QUEUE) {
-    const older = await earlierOpenRun(deps, job, id);
+    const older = await earlierOpenRuns(deps, job, id);
     if (older) {
       // Flag the lane before waiting, then look again: the earlier run may have ended, and let go
       // of the lane without a hand-on, before the flag landed. If it is still open, it ends after
-      // our look, so its release (which follows its end) finds the flag and hands on.
-      await deps.ledger.lanes.markWaiting(job.name, id.shard);
-      const still = await earlierOpenRun(deps, job, id);
+      // our look, so its release (which follows its end) finds the flag and hands on. A holder
+      // newer than this run looks only past itself when it ends: it is told to look back, from
+      // the oldest earlier run (which goes first); if it let go meanwhile, try the lane again.
+      const newerHolder = older.holderSlot !== undefined && older.holderSlot > id.slot ? { slot: older.holderSlot, shard: id.shard } : undefined;
+      const flagged = newerHolder
+        ? await deps.ledger.lanes.markOlderWaiting(job.name, newerHolder, older.runs.at(-1)!.slot)
+        : await deps.ledger.lanes.markWaiting(job.name, id.shard);
+      if (!flagged) {
+        logger.info('the lane changed hands while this run flagged it: trying again', { holderSlot: iso(newerHolder!.slot) });
+        return 'retry';
+      }
+      const still = (await earlierOpenRuns(deps, job, id))?.runs[0];
       if (still) {
         deps.metrics.count(MetricName.OverlapWaits);
         await deps.ledger.watch(id);
@@ -131,6 +140,8 @@ export async function claimInLane(deps: LaneDeps, job: Job, id: RunId, logger: R
     logger.warn('took over the lane from a holder that had ended without releasing it', { holderSlot: iso(lane.holderSlot), holderStatus: current?.status ?? 'gone' });
     lane = { kind: 'acquired' };
   }
+  // Our own lane, taken before waiting runs flagged markers: flag it for them, who never did.
+  if (lane.kind === 'held' && lane.unflagged) await deps.ledger.lanes.markWaiting(job.name, id.shard, holder);
   const result = await claim();
   if (lane.kind === 'acquired' && (result.kind === 'terminal' || result.kind === 'missing')) {
     // An older run that found the lane taken for this one in that instant waits for a hand-on.
@@ -224,15 +235,19 @@ function handOnAfter(released: ReleaseResult): HandOn {
   return { older, later: released.runsWaiting };
 }
 
-/** The nearest earlier open run a forbid-queue run must wait for, unless it holds the lane itself. */
-async function earlierOpenRun(deps: LaneDeps, job: Job, id: RunId): Promise<Run | undefined> {
+/**
+ * The earlier open runs a forbid-queue run must wait for (nearest first), with the lane's holder
+ * as read then; undefined when there are none, or the run holds the lane itself.
+ */
+async function earlierOpenRuns(deps: LaneDeps, job: Job, id: RunId): Promise<{ runs: Run[]; holderSlot?: number } | undefined> {
   const older = await olderOpenRuns(deps, job, id);
   if (older.length === 0) return undefined;
   // The lane's holder never waits: an older run that opened while it held the lane (a backfill,
   // a retry, a catch-up slot planned late) waits for the lane instead, and is handed it next.
   // Waiting here too would deadlock the two, and every later run of the job behind them.
-  if ((await deps.ledger.lanes.read(job.name, id.shard))?.holderSlot === id.slot) return undefined;
-  return older[0];
+  const holderSlot = (await deps.ledger.lanes.read(job.name, id.shard))?.holderSlot;
+  if (holderSlot === id.slot) return undefined;
+  return { runs: older, ...(holderSlot !== undefined ? { holderSlot } : {}) };
 }
 
 /**

@@ -2,8 +2,11 @@
  * Active-run markers of exclusive lanes (overlap policies other than parallel; DESIGN §8, §11).
  * One marker per (job, shard) names the run that holds the lane. A run that waits for the lane
  * says so on the marker (`runsWaiting`), so that the holder looks for a run to hand the lane on to
- * only when one may wait: the common, unqueued run ends without that read. A marker without a
- * holder (a run flagged a free lane) leaves the lane free. Plain conditional writes, not a
+ * only when one may wait: the common, unqueued run ends without that read. A run that flags a
+ * free lane writes a marker naming the vacant holder (`VACANT_SLOT`, a slot no run has): the lane
+ * stays free, and a version of the code from before the flag takes such a marker for a vanished
+ * holder's and takes it over, as it would any. A marker taken before the flag existed (no
+ * `flagsWaiting`) is read as flagged: its waiting runs never said so. Plain conditional writes, not a
  * transaction with the claim: a marker left behind by a holder that ended (a crash between the
  * two writes, a path that closed the run without releasing) is recognised as stale by whoever
  * finds it and taken over, atomically with a check that its holder really ended. So no marker can
@@ -24,8 +27,11 @@ export interface LaneHolder {
 export type AcquireResult =
   /** Taken now: the lane was free. */
   | { readonly kind: 'acquired' }
-  /** Already ours (a retry, an UNKNOWN run, a takeover of our own run). */
-  | { readonly kind: 'held' }
+  /**
+   * Already ours (a retry, an UNKNOWN run, a takeover of our own run). `unflagged`: taken before
+   * waiting runs flagged markers (the code from before the flag): runs may wait unflagged.
+   */
+  | { readonly kind: 'held'; readonly unflagged?: true }
   /** Another run holds the lane. */
   | { readonly kind: 'blocked'; readonly holderSlot: number; readonly since?: number };
 
@@ -44,6 +50,9 @@ export type ReleaseResult =
     }
   /** The holder did not hold it (already freed, taken over, or our own delete whose response was lost). */
   | { readonly freed: false };
+
+/** The holder slot of a marker that only carries a waiting run's flag: no run has it (1970-01-01). */
+export const VACANT_SLOT = 0;
 
 function isCancellation(error: unknown): error is TransactionCanceledException {
   return error instanceof TransactionCanceledException || (error as { name?: string })?.name === 'TransactionCanceledException';
@@ -71,16 +80,21 @@ export class LaneStore {
    */
   private holderFields(holder: LaneHolder, now: number, writeId: string) {
     return {
-      UpdateExpression: 'SET holderSk = :holderSk, holderSlot = :holderSlot, since = :since, lastWrite = :lastWrite',
-      values: { ':holderSk': LedgerKeys.runSk(holder.slot, holder.shard), ':holderSlot': holder.slot, ':since': now, ':lastWrite': writeId },
+      // flagsWaiting: this marker's waiting runs say so (runsWaiting); see release.
+      UpdateExpression: 'SET holderSk = :holderSk, holderSlot = :holderSlot, since = :since, lastWrite = :lastWrite, flagsWaiting = :flags',
+      values: { ':holderSk': LedgerKeys.runSk(holder.slot, holder.shard), ':holderSlot': holder.slot, ':since': now, ':lastWrite': writeId, ':flags': true },
     };
+  }
+
+  private vacantSk(shard: number): string {
+    return LedgerKeys.runSk(VACANT_SLOT, shard);
   }
 
   /** Takes the lane for `holder` if it is free or already the holder's. */
   async acquire(job: string, holder: LaneHolder, now: number): Promise<AcquireResult> {
     const writeId = newWriteId();
-    // Free: no marker, or one that only carries a waiting run's flag (kept: the new holder hands on).
-    const laneFree = 'attribute_not_exists(holderSk)';
+    // Free: no marker, or a vacant one that only carries a waiting run's flag (kept: the new holder hands on).
+    const laneFree = '(attribute_not_exists(pk) OR holderSk = :vacantSk)';
     const alreadyOurs = 'holderSk = :holderSk';
     const fields = this.holderFields(holder, now, writeId);
     try {
@@ -90,12 +104,13 @@ export class LaneStore {
           Key: this.key(job, holder.shard),
           UpdateExpression: fields.UpdateExpression,
           ConditionExpression: `${laneFree} OR ${alreadyOurs}`,
-          ExpressionAttributeValues: fields.values,
+          ExpressionAttributeValues: { ...fields.values, ':vacantSk': this.vacantSk(holder.shard) },
           ReturnValues: 'ALL_OLD',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
-      return Attributes?.holderSk !== undefined ? { kind: 'held' } : { kind: 'acquired' };
+      if (Attributes?.holderSk !== LedgerKeys.runSk(holder.slot, holder.shard)) return { kind: 'acquired' };
+      return Attributes.flagsWaiting === true ? { kind: 'held' } : { kind: 'held', unflagged: true };
     } catch (error) {
       if (!isConditionalCheckFailure(error)) throw error;
       const current = failedItem(error);
@@ -113,6 +128,9 @@ export class LaneStore {
     const writeId = newWriteId();
     const staleStillHolds = 'holderSk = :staleSk';
     const fields = this.holderFields(holder, now, writeId);
+    // Who waited for the ended holder cannot be told (a marker from before the flag has waiting
+    // runs that never said so): the new holder looks for the next run when it ends.
+    const flagged = { UpdateExpression: `${fields.UpdateExpression}, runsWaiting = :yes`, values: { ...fields.values, ':yes': true } };
     const staleRunEnded = `attribute_not_exists(pk) OR #status IN (${TERMINAL_STATUSES.map((_, i) => `:t${i}`).join(', ')})`;
     try {
       await this.doc.send(
@@ -123,9 +141,9 @@ export class LaneStore {
               Update: {
                 TableName: this.tableName,
                 Key: this.key(job, holder.shard),
-                UpdateExpression: fields.UpdateExpression,
+                UpdateExpression: flagged.UpdateExpression,
                 ConditionExpression: staleStillHolds,
-                ExpressionAttributeValues: { ...fields.values, ':staleSk': LedgerKeys.runSk(stale.slot, stale.shard) },
+                ExpressionAttributeValues: { ...flagged.values, ':staleSk': LedgerKeys.runSk(stale.slot, stale.shard) },
               },
             },
             {
@@ -188,8 +206,8 @@ export class LaneStore {
    * Says on the lane's marker that a run waits for a hand-on. With `holder`: only while that run
    * still holds the lane (true), else nothing is written (false: the holder let go meanwhile, and
    * decided its hand-on without the waiting run, which must try the lane again). Without: whoever
-   * holds the lane, or nobody (the flag waits on a holder-less marker for the next holder), always
-   * true. The flag is consumed by the release that returns it.
+   * holds the lane, or nobody (a free lane gets a vacant marker: the flag waits there for the next
+   * holder), always true. The flag is consumed by the release that returns it.
    */
   async markWaiting(job: string, shard: number, holder?: LaneHolder): Promise<boolean> {
     const holderStillHolds = 'holderSk = :holderSk';
@@ -198,9 +216,14 @@ export class LaneStore {
         new UpdateCommand({
           TableName: this.tableName,
           Key: this.key(job, shard),
-          UpdateExpression: 'SET runsWaiting = :yes',
+          UpdateExpression: holder
+            ? 'SET runsWaiting = :yes'
+            : 'SET runsWaiting = :yes, holderSk = if_not_exists(holderSk, :vacantSk), holderSlot = if_not_exists(holderSlot, :vacantSlot)',
           ...(holder ? { ConditionExpression: holderStillHolds } : {}),
-          ExpressionAttributeValues: { ':yes': true, ...(holder ? { ':holderSk': LedgerKeys.runSk(holder.slot, holder.shard) } : {}) },
+          ExpressionAttributeValues: {
+            ':yes': true,
+            ...(holder ? { ':holderSk': LedgerKeys.runSk(holder.slot, holder.shard) } : { ':vacantSk': this.vacantSk(shard), ':vacantSlot': VACANT_SLOT }),
+          },
         }),
       );
       return true;
@@ -228,7 +251,8 @@ export class LaneStore {
         freed: true,
         olderWaiting: Attributes?.olderWaiting === true,
         ...(oldestWaitingSlot !== undefined ? { oldestWaitingSlot } : {}),
-        runsWaiting: Attributes?.runsWaiting === true,
+        // A marker taken before waiting runs flagged it: any may wait, unflagged.
+        runsWaiting: Attributes?.runsWaiting === true || Attributes?.flagsWaiting !== true,
       };
     } catch (error) {
       if (isConditionalCheckFailure(error)) return { freed: false };
@@ -236,10 +260,10 @@ export class LaneStore {
     }
   }
 
-  /** The lane's marker as stored (consistent), or undefined when the lane is free (no marker, or one without a holder). */
+  /** The lane's marker as stored (consistent), or undefined when the lane is free (no marker, or a vacant one). */
   async read(job: string, shard: number): Promise<{ holderSlot: number; since?: number; lastWrite?: string; oldestWaitingSlot?: number } | undefined> {
     const { Item } = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: this.key(job, shard), ConsistentRead: true }));
-    if (Item?.holderSk === undefined) return undefined;
+    if (!Item || Item.holderSk === this.vacantSk(shard)) return undefined;
     return {
       holderSlot: Item.holderSlot as number,
       since: Item.since as number | undefined,

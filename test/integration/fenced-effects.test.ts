@@ -74,6 +74,9 @@ describe('fenced effects', () => {
       // s3 wrote the item already (out of order: e.g. it was backfilled later).
       await new DynamoFencedStore(box.clients.doc, s3 * 1000 + 1).put({ table: box.endpoints.ledgerTable, item: { ...item(name), slot: s3 } });
       lab.clock.now = s3 + 50;
+      // s2's and s3's messages came first: each waits for the older runs, and flags the lane.
+      expect(await lab.deliver(name, s2)).toBe('ack');
+      expect(await lab.deliver(name, s3)).toBe('ack');
       await lab.deliver(name, s1);
       expect(await lab.status(name, s1)).toBe(RunStatus.SUPERSEDED);
       await lab.deliverSent();

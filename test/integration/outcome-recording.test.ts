@@ -88,7 +88,10 @@ describe('outcome recording', () => {
   });
 
   it('a lost completion of an exclusive run still hands the lane on (the successor is dispatched)', async () => {
-    const { name, lab } = setup({ run: async () => undefined }, { overlap: 'forbid-queue' });
+    // The successor's message arrives while the run runs: it waits, and says so on the lane.
+    let successorArrives = async (): Promise<void> => undefined;
+    const { name, lab } = setup({ run: async () => successorArrives() }, { overlap: 'forbid-queue' });
+    successorArrives = async () => void expect(await lab.deliver(name, T0 + 60_000)).toBe('ack');
     await lab.create(name, T0);
     await lab.create(name, T0 + 60_000);
     lab.clock.now = T0 + 60_010;

@@ -53,10 +53,11 @@ describe('worker lane hand-on', () => {
     await lab.create(name, T0);
     lab.clock.now = T0 - 2 * MIN + 10;
     // While the holder runs: an older slot is backfilled (its message not yet delivered), and the
-    // newer slots fall due.
+    // newer slots fall due; the newest one's message arrives: it waits and flags the lane.
     during.run = async () => {
       await box.ledger.createRun({ job: name, slot: T0 - 3 * MIN, shard: 0, shards: 1, status: RunStatus.READY }, lab.clock.now);
       lab.clock.now = T0 + 10;
+      expect(await lab.deliver(name, T0)).toBe('ack');
     };
     expect(await lab.deliver(name, T0 - 2 * MIN)).toBe('ack');
     expect(lab.queue.sent.map((s) => s.message.slot)).toEqual([next]);
@@ -68,7 +69,11 @@ describe('worker lane hand-on', () => {
     await lab.create(name, T0 - MIN);
     await lab.create(name, T0);
     lab.clock.now = T0 - 2 * MIN + 10;
-    during.run = async () => void (lab.clock.now = T0 + 10);
+    during.run = async () => {
+      lab.clock.now = T0 + 10;
+      // The newest slot's message arrives while the holder runs: it waits and flags the lane.
+      expect(await lab.deliver(name, T0)).toBe('ack');
+    };
     expect(await lab.deliver(name, T0 - 2 * MIN)).toBe('ack');
     expect(await lab.run(name, T0 - MIN)).toMatchObject({ status: RunStatus.SUPERSEDED, lastError: expect.objectContaining({ message: `superseded by ${runKeyOf(name, T0, 0, 1)} (coalesce)` }) });
   });

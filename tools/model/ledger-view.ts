@@ -15,6 +15,7 @@
  * exception lists `PLANNER` / `#EXCEPTIONS#nn` ({paused, behind} name sets).
  */
 import { ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { VACANT_SLOT } from '../../shared/adapters/lane-store.js';
 import { runFromItem } from '../../shared/adapters/ledger.js';
 import type { BusinessEffect, BusinessState, LaneMarker, PlannerState } from '../../shared/core/checker.js';
 import { partitionOf } from '../../shared/core/partition.js';
@@ -182,8 +183,8 @@ export async function readFinal(doc: DynamoDBDocumentClient, tables: { readonly 
     const sk = String(item.sk);
     if (sk.startsWith(LedgerKeys.runSkPrefix)) runs.push(runFromItem(item));
     else if (sk.startsWith(activePrefix) && pk.startsWith('JOB#')) {
-      // A marker without a holder only carries a waiting run's flag: the lane is free.
-      if (item.holderSk === undefined) continue;
+      // A vacant marker only carries a waiting run's flag: the lane is free.
+      if (item.holderSlot === VACANT_SLOT) continue;
       markers.push({ job: pk.slice(4), shard: Number(sk.slice(activePrefix.length)), holderSlot: Number(item.holderSlot), ...(typeof item.since === 'number' ? { since: item.since } : {}) });
     } else if (sk === LedgerKeys.jobPlanSk && pk.startsWith('JOB#')) {
       if (typeof item.cursor === 'number') cursors.set(pk.slice(4), item.cursor);
