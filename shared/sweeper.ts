@@ -170,13 +170,18 @@ export async function sweep(deps: SweepDeps, input: SweepInput, options: SweepOp
   // failed between its release and its hand-on, which consumed the lane's waiting flag): flag the
   // lane for it, as a hand-on does, so that it too looks for the next waiting run when it ends,
   // instead of leaving each later run of the queue to a sweep of its own.
-  const owedHandOn = new Map<string, { job: string; shard: number }>();
+  // Not fatal: a flag that failed costs a later sweep, a send that did not happen a grace period.
+  const owedHandOn = new Map<string, { job: string; shard: number; from: number }>();
   for (const { run, marked } of marks) {
     const job = input.configured.get(run.job);
     const overlap = run.overlap ?? job?.overlap;
-    if (marked === 'marked' && job && overlap !== OverlapPolicy.PARALLEL && run.status !== RunStatus.RUNNING) owedHandOn.set(`${run.job}#${run.shard}`, { job: run.job, shard: run.shard });
+    const lane = `${run.job}#${run.shard}`;
+    if (marked !== 'marked' || !job || overlap === OverlapPolicy.PARALLEL || run.status === RunStatus.RUNNING) continue;
+    owedHandOn.set(lane, { job: run.job, shard: run.shard, from: Math.min(run.slot, owedHandOn.get(lane)?.from ?? run.slot) });
   }
-  await mapBounded([...owedHandOn.values()], 16, (lane) => deps.ledger.lanes.markWaiting(lane.job, lane.shard));
+  await mapBounded([...owedHandOn.values()], 16, (lane) =>
+    deps.ledger.lanes.markWaiting(lane.job, lane.shard, undefined, lane.from).catch((error: unknown) => deps.logger.warn('could not flag the lane of a re-sent waiting run', { job: lane.job, shard: lane.shard, error: String(error) })),
+  );
   await deps.queue.send(outgoing);
   const history = deps.history ?? NO_HISTORY;
   for (const out of outgoing) {

@@ -66,15 +66,22 @@ export async function beforeClaim(deps: LaneDeps, job: Job, id: RunId, logger: R
     if (older) {
       // Flag the lane before waiting, then look again: the earlier run may have ended, and let go
       // of the lane without a hand-on, before the flag landed. If it is still open, it ends after
-      // our look, so its release (which follows its end) finds the flag and hands on. A holder
-      // newer than this run looks only past itself when it ends: it is told to look back, from
-      // the oldest earlier run (which goes first); if it let go meanwhile, try the lane again.
-      const newerHolder = older.holderSlot !== undefined && older.holderSlot > id.slot ? { slot: older.holderSlot, shard: id.shard } : undefined;
-      const flagged = newerHolder
-        ? await deps.ledger.lanes.markOlderWaiting(job.name, newerHolder, older.runs.at(-1)!.slot)
-        : await deps.ledger.lanes.markWaiting(job.name, id.shard);
+      // our look, so its release (which follows its end) finds the flag and hands on.
+      // - A holder older than this run looks ahead past itself when it ends: flag it, while it holds.
+      // - A holder newer than this run looks only past itself: it is told to look back, from the
+      //   oldest earlier run (which goes first).
+      // - A free lane: flag it (a vacant marker), with the oldest earlier run as the slot to look
+      //   back from, for whichever run takes the flag, however much newer.
+      // If the holder let go meanwhile, try the lane again.
+      const holder = older.holderSlot !== undefined ? { slot: older.holderSlot, shard: id.shard } : undefined;
+      const oldest = older.runs.at(-1)!.slot;
+      const flagged = !holder
+        ? await deps.ledger.lanes.markWaiting(job.name, id.shard, undefined, oldest)
+        : holder.slot > id.slot
+          ? await deps.ledger.lanes.markOlderWaiting(job.name, holder, oldest)
+          : await deps.ledger.lanes.markWaiting(job.name, id.shard, holder);
       if (!flagged) {
-        logger.info('the lane changed hands while this run flagged it: trying again', { holderSlot: iso(newerHolder!.slot) });
+        logger.info('the lane changed hands while this run flagged it: trying again', { holderSlot: iso(holder!.slot) });
         return 'retry';
       }
       const still = (await earlierOpenRuns(deps, job, id))?.runs[0];
@@ -140,8 +147,6 @@ export async function claimInLane(deps: LaneDeps, job: Job, id: RunId, logger: R
     logger.warn('took over the lane from a holder that had ended without releasing it', { holderSlot: iso(lane.holderSlot), holderStatus: current?.status ?? 'gone' });
     lane = { kind: 'acquired' };
   }
-  // Our own lane, taken before waiting runs flagged markers: flag it for them, who never did.
-  if (lane.kind === 'held' && lane.unflagged) await deps.ledger.lanes.markWaiting(job.name, id.shard, holder);
   const result = await claim();
   if (lane.kind === 'acquired' && (result.kind === 'terminal' || result.kind === 'missing')) {
     // An older run that found the lane taken for this one in that instant waits for a hand-on.
@@ -301,10 +306,11 @@ async function dispatchNextWaiting(deps: LaneDeps, job: Job, run: Pick<Run, 'job
  * Sends a waiting run's message, delayed to its start (fire time or retry time, less the start
  * lead). First it passes the waiting flag on: the release that returned it consumed it, and more
  * runs may wait behind the one handed the lane (forbid-queue hands on one at a time, and reads
- * only the first page of due runs), so that one looks ahead too when it ends.
+ * only the first page of due runs), so that one looks ahead too when it ends; and with it the
+ * run's slot, so that a newer run that takes the lane first looks back to it.
  */
 async function dispatch(deps: LaneDeps, job: Job, next: Run, logger?: RunLogger): Promise<void> {
-  await deps.ledger.lanes.markWaiting(job.name, next.shard);
+  await deps.ledger.lanes.markWaiting(job.name, next.shard, undefined, next.slot);
   const startAt = Math.max(next.fireAt ?? next.slot, next.nextAttemptAt ?? 0) - job.startLead;
   await deps.queue.send([{ message: messageFor(next), delaySeconds: Math.max(0, Math.floor((startAt - deps.clock()) / 1000)) }]);
   logger?.info('dispatched the next waiting run', { next: next.runKey });

@@ -27,11 +27,8 @@ export interface LaneHolder {
 export type AcquireResult =
   /** Taken now: the lane was free. */
   | { readonly kind: 'acquired' }
-  /**
-   * Already ours (a retry, an UNKNOWN run, a takeover of our own run). `unflagged`: taken before
-   * waiting runs flagged markers (the code from before the flag): runs may wait unflagged.
-   */
-  | { readonly kind: 'held'; readonly unflagged?: true }
+  /** Already ours (a retry, an UNKNOWN run, a takeover of our own run). */
+  | { readonly kind: 'held' }
   /** Another run holds the lane. */
   | { readonly kind: 'blocked'; readonly holderSlot: number; readonly since?: number };
 
@@ -95,7 +92,8 @@ export class LaneStore {
     const writeId = newWriteId();
     // Free: no marker, or a vacant one that only carries a waiting run's flag (kept: the new holder hands on).
     const laneFree = '(attribute_not_exists(pk) OR holderSk = :vacantSk)';
-    const alreadyOurs = 'holderSk = :holderSk';
+    // Ours, taken since waiting runs flag markers (one from before is upgraded below).
+    const alreadyOurs = '(holderSk = :holderSk AND flagsWaiting = :flags)';
     const fields = this.holderFields(holder, now, writeId);
     try {
       const { Attributes } = await this.doc.send(
@@ -109,14 +107,39 @@ export class LaneStore {
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
-      if (Attributes?.holderSk !== LedgerKeys.runSk(holder.slot, holder.shard)) return { kind: 'acquired' };
-      return Attributes.flagsWaiting === true ? { kind: 'held' } : { kind: 'held', unflagged: true };
+      return Attributes?.holderSk === LedgerKeys.runSk(holder.slot, holder.shard) ? { kind: 'held' } : { kind: 'acquired' };
     } catch (error) {
       if (!isConditionalCheckFailure(error)) throw error;
       const current = failedItem(error);
       // Our own put, committed before its response was lost and retried by the SDK.
       if (!current || current.lastWrite === writeId) return { kind: 'acquired' };
+      if (current.holderSk === LedgerKeys.runSk(holder.slot, holder.shard)) return this.upgradeOwn(job, holder, now);
       return { kind: 'blocked', holderSlot: current.holderSlot as number, since: current.since as number | undefined };
+    }
+  }
+
+  /**
+   * Our own marker, taken before waiting runs flagged markers (no `flagsWaiting`): runs may wait
+   * behind it unflagged. Flagged and upgraded in one write, so that no failure between the two
+   * can leave it upgraded but unflagged (its waiting runs would then never be looked for).
+   */
+  private async upgradeOwn(job: string, holder: LaneHolder, now: number): Promise<AcquireResult> {
+    const fields = this.holderFields(holder, now, newWriteId());
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: this.key(job, holder.shard),
+          UpdateExpression: `${fields.UpdateExpression}, runsWaiting = :yes`,
+          ConditionExpression: 'holderSk = :holderSk',
+          ExpressionAttributeValues: { ...fields.values, ':yes': true },
+        }),
+      );
+      return { kind: 'held' };
+    } catch (error) {
+      if (!isConditionalCheckFailure(error)) throw error;
+      // Freed or taken meanwhile: decide again.
+      return this.acquire(job, holder, now);
     }
   }
 
@@ -207,9 +230,33 @@ export class LaneStore {
    * still holds the lane (true), else nothing is written (false: the holder let go meanwhile, and
    * decided its hand-on without the waiting run, which must try the lane again). Without: whoever
    * holds the lane, or nobody (a free lane gets a vacant marker: the flag waits there for the next
-   * holder), always true. The flag is consumed by the release that returns it.
+   * holder), always true, and then `from`, the slot the queue resumes from, is recorded as the
+   * oldest waiting slot (the oldest wins): whoever takes the flag, however much newer than the
+   * waiting runs (its look-ahead sees only past itself), looks back from there. The flags are
+   * consumed by the release that returns them.
    */
-  async markWaiting(job: string, shard: number, holder?: LaneHolder): Promise<boolean> {
+  async markWaiting(job: string, shard: number, holder: LaneHolder): Promise<boolean>;
+  async markWaiting(job: string, shard: number, holder: undefined, from: number): Promise<boolean>;
+  async markWaiting(job: string, shard: number, holder: LaneHolder | undefined, from?: number): Promise<boolean> {
+    if (!holder && from !== undefined) {
+      const noOlderRecorded = '(attribute_not_exists(oldestWaitingSlot) OR oldestWaitingSlot > :from)';
+      try {
+        await this.doc.send(
+          new UpdateCommand({
+            TableName: this.tableName,
+            Key: this.key(job, shard),
+            UpdateExpression:
+              'SET runsWaiting = :yes, olderWaiting = :yes, oldestWaitingSlot = :from, holderSk = if_not_exists(holderSk, :vacantSk), holderSlot = if_not_exists(holderSlot, :vacantSlot)',
+            ConditionExpression: noOlderRecorded,
+            ExpressionAttributeValues: { ':yes': true, ':from': from, ':vacantSk': this.vacantSk(shard), ':vacantSlot': VACANT_SLOT },
+          }),
+        );
+        return true;
+      } catch (error) {
+        if (!isConditionalCheckFailure(error)) throw error;
+        // An older slot is recorded already (the queue resumes there): only the flag below.
+      }
+    }
     const holderStillHolds = 'holderSk = :holderSk';
     try {
       await this.doc.send(

@@ -15,7 +15,7 @@ import { silentLogger, testJobs } from '../support/helpers.js';
 import { runPlannerTick } from '../../shared/planner.js';
 import { Ledger } from '../../shared/adapters/ledger.js';
 import { LedgerKeys } from '../../shared/resources.js';
-import { clientWith } from '../support/faults.js';
+import { clientWith, faultyClient } from '../support/faults.js';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { VACANT_SLOT } from '../../shared/adapters/lane-store.js';
 import { sweep } from '../../shared/sweeper.js';
@@ -169,7 +169,7 @@ describe('lane waiting-flag hazards', () => {
       const name = `f4-${Math.random().toString(36).slice(2, 8)}`;
       const jobs = testJobs([{ name, schedule: '0 * * * *', handler: 'h', startLead: 0, overlap: 'forbid-queue' }], ['h']);
       const lab = new Lab(box, jobs, { h: { run: async () => undefined } }, hour + 5 * MIN);
-      expect(await box.ledger.lanes.markWaiting(name, 0)).toBe(true);
+      expect(await box.ledger.lanes.markWaiting(name, 0, undefined, slot)).toBe(true);
       await lab.create(name, slot, { watch: true });
       return { name, jobs, lab };
     };
@@ -193,5 +193,143 @@ describe('lane waiting-flag hazards', () => {
       { partition: 0, of: 1, gen: 0, jobs: swept.jobs, configured: jobsByName(swept.jobs), cursor: {} },
     );
     expect(swept.lab.queue.take().map((o) => o.message.runKey)).toEqual([(await swept.lab.run(swept.name, slot))!.runKey]);
+  });
+});
+
+describe('lane waiting-flag hazards, second review', () => {
+  let box: Sandbox;
+  beforeAll(async () => {
+    box = await sandbox();
+  });
+  afterAll(() => box.destroy());
+
+  it('forbid-queue: a flag left on a free lane (vacant marker) is consumed by a newer holder that never saw the waiter; the earlier run then ends without a look-ahead', async () => {
+    const name = `r1-${Math.random().toString(36).slice(2, 8)}`;
+    const hour = Math.floor(Date.now() / HOUR) * HOUR;
+    const ran: number[] = [];
+    const jobs = testJobs([{ name, schedule: '0 * * * *', handler: 'h', startLead: 0, overlap: 'forbid-queue' }], ['h']);
+    const lab = new Lab(box, jobs, { h: { run: async (ctx) => void ran.push(ctx.slot) } }, hour + 5 * MIN);
+    // Five ordinary hourly runs before the current one, all done.
+    for (let i = 5; i >= 1; i--) {
+      await lab.create(name, hour - i * HOUR);
+      expect(await lab.deliver(name, hour - i * HOUR)).toBe('ack');
+    }
+    // A backfill of two slots a day back (more than ORDER_NEIGHBOURS runs before the current slot).
+    const [earlier, waiter] = [hour - 24 * HOUR, hour - 23 * HOUR];
+    await lab.create(name, earlier, { watch: true });
+    await lab.create(name, waiter, { watch: true });
+    // SQS delivers the later backfilled slot first: it waits for the earlier one, flagging the free lane (vacant marker).
+    expect(await lab.deliver(name, waiter)).toBe('ack');
+    expect(await lab.status(name, waiter)).toBe(RunStatus.READY);
+    // The current slot runs: its nearest five neighbours are all done, so it takes the (vacant) lane, and its flag.
+    await lab.create(name, hour);
+    expect(await lab.deliver(name, hour)).toBe('ack');
+    expect(await lab.status(name, hour)).toBe(RunStatus.SUCCEEDED);
+    // The earlier backfilled slot's message now arrives: it runs on the free lane and ends.
+    expect(await lab.deliver(name, earlier)).toBe('ack');
+    expect(await lab.status(name, earlier)).toBe(RunStatus.SUCCEEDED);
+    for (let i = 0; i < 5 && lab.queue.sent.length > 0; i++) await lab.deliverSent();
+    // The code before the flag looked ahead at every end: the earlier run handed the lane to the waiter.
+    expect(await lab.status(name, waiter)).toBe(RunStatus.SUCCEEDED);
+  });
+
+  it('a marker from before the flag: the holder re-takes it (acquire writes flagsWaiting), then its markWaiting fails (throttled / worker dies); on redelivery the marker reads as flagged-and-empty and the unflagged waiter is never handed on', async () => {
+    const name = `r2-${Math.random().toString(36).slice(2, 8)}`;
+    const hour = Math.floor(Date.now() / HOUR) * HOUR;
+    const [holder, waiter] = [hour - HOUR, hour];
+    const jobs = testJobs([{ name, schedule: '0 * * * *', handler: 'h', startLead: 0, overlap: 'forbid-queue' }], ['h']);
+    const lab = new Lab(box, jobs, { h: { run: async () => undefined } }, hour + 5 * MIN);
+    await lab.create(name, holder);
+    // The holder took the lane under the code from before the flag; the waiter queued behind it, unflagged.
+    await box.clients.doc.send(
+      new UpdateCommand({
+        TableName: box.endpoints.ledgerTable,
+        Key: { pk: LedgerKeys.jobPk(name), sk: LedgerKeys.activeSk(0) },
+        UpdateExpression: 'SET holderSk = :holderSk, holderSlot = :holderSlot, since = :since, lastWrite = :lastWrite',
+        ExpressionAttributeValues: { ':holderSk': LedgerKeys.runSk(holder, 0), ':holderSlot': holder, ':since': lab.clock.now, ':lastWrite': 'earlier-code' },
+      }),
+    );
+    await lab.create(name, waiter, { watch: true });
+    // The holder's message comes back after the deployment; its flag write (right after its acquire) is throttled past the SDK's retries.
+    const faulty = faultyClient(box.endpoints.dynamoEndpoint, [
+      { when: (command, input) => command === 'UpdateItemCommand' && input.UpdateExpression === 'SET runsWaiting = :yes', fault: 'refused', times: 10 },
+    ]);
+    try {
+      // (the code before the flag has no such write: there this delivery just runs and hands on)
+      await lab.deliver(name, holder, 'w', { ledger: new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable }) }).catch(() => 'threw');
+    } finally {
+      faulty.destroy();
+    }
+    // SQS redelivers it: it runs and ends.
+    expect(await lab.deliver(name, holder)).toBe('ack');
+    expect(await lab.status(name, holder)).toBe(RunStatus.SUCCEEDED);
+    for (let i = 0; i < 5 && lab.queue.sent.length > 0; i++) await lab.deliverSent();
+    expect(await lab.status(name, waiter)).toBe(RunStatus.SUCCEEDED);
+  });
+
+  it('forbid-queue: a backfill queue handed on run by run; the current slot takes the lane between a hand-on and the dispatched run (the vacant flag), and the rest of the queue is stranded', async () => {
+    const name = `r1b-${Math.random().toString(36).slice(2, 8)}`;
+    const hour = Math.floor(Date.now() / HOUR) * HOUR;
+    const [e1, e2, e3] = [hour - 26 * HOUR, hour - 25 * HOUR, hour - 24 * HOUR];
+    let failFirst = true;
+    const jobs = testJobs([{ name, schedule: '0 * * * *', handler: 'h', startLead: 0, overlap: 'forbid-queue', retry: { maxAttempts: 3, backoff: { base: '1s', max: '1s' } } }], ['h']);
+    const lab = new Lab(box, jobs, {
+      h: {
+        run: async (ctx) => {
+          if (ctx.slot === e1 && failFirst) {
+            failFirst = false;
+            throw new RetryableError('busy', { code: 'BUSY' });
+          }
+        },
+      },
+    }, hour + 5 * MIN);
+    for (let i = 5; i >= 1; i--) {
+      await lab.create(name, hour - i * HOUR);
+      expect(await lab.deliver(name, hour - i * HOUR)).toBe('ack');
+    }
+    // A backfill of three slots a day back, delivered in order; the first fails once (RETRY keeps the lane).
+    for (const slot of [e1, e2, e3]) await lab.create(name, slot, { watch: true });
+    expect(await lab.deliver(name, e1)).toBe('retry');
+    expect(await lab.deliver(name, e2)).toBe('ack');
+    expect(await lab.deliver(name, e3)).toBe('ack');
+    lab.clock.advance(2_000);
+    expect(await lab.deliver(name, e1)).toBe('ack');
+    expect(await lab.status(name, e1)).toBe(RunStatus.SUCCEEDED);
+    // e1 handed on to e2 (flagging the now free lane). Before that message is processed, the current slot runs.
+    const handOn = lab.queue.take();
+    expect(handOn.map((o) => o.message.runKey)).toEqual([(await lab.run(name, e2))!.runKey]);
+    await lab.create(name, hour);
+    expect(await lab.deliver(name, hour)).toBe('ack');
+    expect(await lab.status(name, hour)).toBe(RunStatus.SUCCEEDED);
+    lab.queue.sent.push(...handOn);
+    for (let i = 0; i < 5 && lab.queue.sent.length > 0; i++) await lab.deliverSent();
+    expect({ e2: await lab.status(name, e2), e3: await lab.status(name, e3) }).toEqual({ e2: RunStatus.SUCCEEDED, e3: RunStatus.SUCCEEDED });
+  });
+
+  it('sweeper: a throttled lane flag write (new, before the send) fails the whole sweep: no lost run of any job is re-sent, though each was marked re-dispatched', async () => {
+    const q = `r3q-${Math.random().toString(36).slice(2, 8)}`;
+    const p = `r3p-${Math.random().toString(36).slice(2, 8)}`;
+    const hour = Math.floor(Date.now() / HOUR) * HOUR;
+    const slot = hour - HOUR;
+    const jobs = testJobs([
+      { name: q, schedule: '0 * * * *', handler: 'h', startLead: 0, overlap: 'forbid-queue' },
+      { name: p, schedule: '0 * * * *', handler: 'h', startLead: 0, overlap: 'parallel' },
+    ], ['h']);
+    const lab = new Lab(box, jobs, { h: { run: async () => undefined } }, hour + 10 * MIN);
+    const lostQ = await lab.create(q, slot, { watch: true });
+    const lostP = await lab.create(p, slot, { watch: true });
+    lab.clock.advance(10 * MIN);
+    const faulty = faultyClient(box.endpoints.dynamoEndpoint, [
+      { when: (command, input) => command === 'UpdateItemCommand' && String(input.UpdateExpression).startsWith('SET runsWaiting'), fault: 'refused', times: 10 },
+    ]);
+    try {
+      await sweep(
+        { ledger: new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable }), queue: lab.queue, clock: lab.clock.read, logger: silentLogger(), metrics: new InMemoryMetrics() },
+        { partition: 0, of: 1, gen: 0, jobs, configured: jobsByName(jobs), cursor: {} },
+      ).catch(() => undefined);
+    } finally {
+      faulty.destroy();
+    }
+    expect(lab.queue.take().map((o) => o.message.runKey).sort()).toEqual([lostQ.runKey, lostP.runKey].sort());
   });
 });

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { initialFence, MAX_CLAIMS_PER_SLOT } from '../../shared/core/fence.js';
 import { explainClaimRefusal } from '../../shared/core/lease.js';
 import { isTerminal, RunOrigin, RunStatus, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
@@ -505,7 +505,7 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
      */
     async function mark(job: string, marker: (typeof markers)[number], mine: number, other: number): Promise<void> {
       if (marker === 'none') return;
-      if (marker === 'waiting') return void expect(await box.ledger.lanes.markWaiting(job, 0)).toBe(true);
+      if (marker === 'waiting') return void expect(await box.ledger.lanes.markWaiting(job, 0, undefined, mine - MIN)).toBe(true);
       expect(await box.ledger.lanes.acquire(job, holder(marker === 'mine' ? mine : other), NOW)).toEqual({ kind: 'acquired' });
     }
 
@@ -563,23 +563,49 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
         expect(await box.ledger.lanes.markWaiting(job, 0, holder(BASE)), marker).toBe(marker === 'other');
         // Nothing was written where the holder named did not hold the lane.
         if (marker === 'none') expect(await box.ledger.lanes.release(job, holder(BASE + 1_000))).toEqual({ freed: false });
-        expect(await box.ledger.lanes.markWaiting(job, 0), marker).toBe(true);
+        expect(await box.ledger.lanes.markWaiting(job, 0, undefined, BASE - MIN), marker).toBe(true);
         // A flag on a free lane leaves it free.
         expect((await box.ledger.lanes.read(job, 0))?.holderSlot, marker).toBe(marker === 'mine' ? BASE + 1_000 : marker === 'other' ? BASE : undefined);
       });
-      // The flag on a free lane is taken over by its next holder, kept through its next attempt
-      // and a takeover, reported by the release once, and gone with it.
+      // The flag on a free lane, with the slot the queue resumes from (the oldest recorded wins),
+      // is taken over by its next holder, kept through its next attempt and a takeover, reported by
+      // the release once, and gone with it.
       const job = laneJob();
       const stale = holder((await put(job, { status: RunStatus.SUCCEEDED, claims: 1, watched: false })).slot);
-      expect(await box.ledger.lanes.markWaiting(job, 0)).toBe(true);
+      expect(await box.ledger.lanes.markWaiting(job, 0, undefined, stale.slot - 10 * MIN)).toBe(true);
+      expect(await box.ledger.lanes.markWaiting(job, 0, undefined, stale.slot - 5 * MIN)).toBe(true);
+      expect(await box.ledger.lanes.markWaiting(job, 0, undefined, stale.slot - 20 * MIN)).toBe(true);
       expect(await box.ledger.lanes.acquire(job, stale, NOW)).toEqual({ kind: 'acquired' });
       expect(await box.ledger.lanes.acquire(job, stale, NOW + 1)).toEqual({ kind: 'held' });
       const next = holder(freshSlot());
       expect(await box.ledger.lanes.takeFromEnded(job, next, stale, NOW + 2)).toBe(true);
-      expect(await box.ledger.lanes.release(job, next)).toEqual({ freed: true, olderWaiting: false, runsWaiting: true });
+      expect(await box.ledger.lanes.release(job, next)).toEqual({ freed: true, olderWaiting: true, oldestWaitingSlot: stale.slot - 20 * MIN, runsWaiting: true });
       expect(await box.ledger.lanes.acquire(job, stale, NOW + 3)).toEqual({ kind: 'acquired' });
       expect(await box.ledger.lanes.release(job, stale)).toEqual({ freed: true, olderWaiting: false, runsWaiting: false });
       expect(await box.ledger.lanes.read(job, 0)).toBeUndefined();
+    });
+
+    it('a marker taken before waiting runs flagged markers (no flagsWaiting) reads as flagged, and its holder taking it again flags and upgrades it in one write', async () => {
+      const job = laneJob();
+      const mine = holder(freshSlot());
+      const legacy = async () =>
+        box.clients.doc.send(
+          new UpdateCommand({
+            TableName: box.endpoints.ledgerTable,
+            Key: { pk: LedgerKeys.jobPk(job), sk: LedgerKeys.activeSk(0) },
+            UpdateExpression: 'SET holderSk = :holderSk, holderSlot = :holderSlot, since = :since, lastWrite = :lastWrite',
+            ExpressionAttributeValues: { ':holderSk': LedgerKeys.runSk(mine.slot, 0), ':holderSlot': mine.slot, ':since': NOW, ':lastWrite': 'earlier-code' },
+          }),
+        );
+      await legacy();
+      expect(await box.ledger.lanes.release(job, mine)).toEqual({ freed: true, olderWaiting: false, runsWaiting: true });
+      await legacy();
+      expect(await box.ledger.lanes.acquire(job, mine, NOW + 1)).toEqual({ kind: 'held' });
+      expect(await box.ledger.lanes.acquire(job, mine, NOW + 2)).toEqual({ kind: 'held' });
+      expect(await box.ledger.lanes.release(job, mine)).toEqual({ freed: true, olderWaiting: false, runsWaiting: true });
+      // Taken since: unflagged until a waiting run says so.
+      expect(await box.ledger.lanes.acquire(job, mine, NOW + 3)).toEqual({ kind: 'acquired' });
+      expect(await box.ledger.lanes.release(job, mine)).toEqual({ freed: true, olderWaiting: false, runsWaiting: false });
     });
 
     it('a release whose response was lost after it committed reports nothing freed: the holder then looks back for older runs rather than trust a flag it could not read', async () => {
