@@ -219,7 +219,15 @@ export async function onBlocked(deps: LaneDeps, job: Job, id: RunId, holderSlot:
 /** After an exclusive run ended (SUCCEEDED, DEAD, SUPERSEDED, SKIPPED, MANUAL): free the lane, dispatch what comes next. */
 export async function afterRunEnded(deps: LaneDeps, job: Job, run: Pick<Run, 'job' | 'slot' | 'shard'>, logger?: RunLogger): Promise<void> {
   const released = await deps.ledger.lanes.release(job.name, { slot: run.slot, shard: run.shard });
-  await dispatchNextWaiting(deps, job, run, handOnAfter(released), logger);
+  const handOn = handOnAfter(released);
+  // The release consumed the flag (or could not tell): put it back on the free lane
+  // before looking, so that a hand-on lost from here on (throttle, crash) or a recorded slot lost
+  // with the release's response is still seen by whoever takes the lane next.
+  // Best effort, as the flag of a hand-on: a flag not written costs a sweep of the watch index.
+  if (isExclusive(job) && job.overlap !== OverlapPolicy.FORBID_SKIP && (handOn.later || handOn.older !== 'none')) {
+    await deps.ledger.lanes.markWaiting(job.name, run.shard, undefined, released.freed && released.oldestWaitingSlot !== undefined ? released.oldestWaitingSlot : run.slot).catch((error: unknown) => logger?.warn('could not keep the lane flagged', { error: String(error) }));
+  }
+  await dispatchNextWaiting(deps, job, run, handOn, logger);
 }
 
 /**
@@ -310,7 +318,7 @@ async function dispatchNextWaiting(deps: LaneDeps, job: Job, run: Pick<Run, 'job
  * run's slot, so that a newer run that takes the lane first looks back to it.
  */
 async function dispatch(deps: LaneDeps, job: Job, next: Run, logger?: RunLogger): Promise<void> {
-  await deps.ledger.lanes.markWaiting(job.name, next.shard, undefined, next.slot);
+  await deps.ledger.lanes.markWaiting(job.name, next.shard, undefined, next.slot).catch((error: unknown) => logger?.warn('could not flag the lane for the hand-on', { error: String(error) }));
   const startAt = Math.max(next.fireAt ?? next.slot, next.nextAttemptAt ?? 0) - job.startLead;
   await deps.queue.send([{ message: messageFor(next), delaySeconds: Math.max(0, Math.floor((startAt - deps.clock()) / 1000)) }]);
   logger?.info('dispatched the next waiting run', { next: next.runKey });
