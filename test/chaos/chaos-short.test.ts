@@ -20,7 +20,13 @@ describe('chaos (short): the six drills, ~1,000 runs', () => {
     expect(report.totals.runs).toBeGreaterThanOrEqual(1_000);
     expect(report.totals.faults).toBeGreaterThan(0);
     expect(report.totals.takeovers).toBeGreaterThan(0);
-    expect(report.totals.fencingRejections).toBeGreaterThan(0);
+    // The paused workers were stopped where their effects land: a stale write fenced out, or, when
+    // the attempt's held-back write was aborted at its lease's end (as it is when the pause outlasts
+    // it on a loaded machine: CI of 16275fb saw 0 fenced writes and 50 refused completions), a stale
+    // completion refused. Which of the two depends on timing; that the stale worker was stopped
+    // does not (the drill's own stale-writer check holds it per paused run, among the violations).
+    const paused = report.results.find((r) => r.drill === 'worker-paused');
+    expect((paused?.facts.staleWritesFencedOut ?? 0) + (paused?.facts.staleCompletionsRefused ?? 0)).toBeGreaterThan(0);
     expect(report.totals.violations, summary).toBe(0);
   }, 900_000);
 });
