@@ -14,7 +14,7 @@
 import type { Ledger } from './adapters/ledger.js';
 import { newWriteId } from './adapters/write-id.js';
 import type { OutgoingRun, RunQueue } from './adapters/run-queue.js';
-import type { Job } from './core/job-schema.js';
+import { OverlapPolicy, type Job } from './core/job-schema.js';
 import { slotSpecOf } from './core/plan.js';
 import { slotsBetween } from './core/slots.js';
 import { RunOrigin, RunStatus } from './core/vocabulary.js';
@@ -82,6 +82,13 @@ export function slotsInRange(job: Job, from: number, to: number, limit?: number)
 /** Checks the range and returns its slots; throws BackfillRequestError naming the field. */
 export function planBackfill(request: BackfillRequest, now: number): number[] {
   const { from, to } = request;
+  const latestOnly = request.job.overlap === OverlapPolicy.COALESCE || request.job.overlap === OverlapPolicy.REPLACE;
+  if (latestOnly) {
+    throw new BackfillRequestError(
+      'job',
+      `"${request.job.name}" is ${request.job.overlap}: only a lane's newest due run executes, so backfilled slots would be superseded without running; to run it now use \`ops trigger ${request.job.name}\``,
+    );
+  }
   if (!Number.isFinite(from)) throw new BackfillRequestError('from', 'must be an ISO-8601 instant');
   if (!Number.isFinite(to)) throw new BackfillRequestError('to', 'must be an ISO-8601 instant');
   if (to <= from) throw new BackfillRequestError('to', `must be after from (${new Date(from).toISOString()})`);
@@ -136,7 +143,7 @@ export async function backfill(deps: BackfillDeps, request: BackfillRequest): Pr
       // Backfilled slots are older than the window the sweeper scans behind the planner, so the run
       // goes into the watch index at once: a lost message is then still found and re-sent.
       const result = await deps.ledger.createRun(
-        { job: job.name, slot, shard, shards: job.shards, status: RunStatus.READY, origin: RunOrigin.BACKFILL, watch: true },
+        { job: job.name, slot, shard, shards: job.shards, status: RunStatus.READY, origin: RunOrigin.BACKFILL, watch: true, laneOverlap: job.overlap },
         deps.clock(),
         creator,
       );

@@ -187,6 +187,7 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
         origin: planned.catchUp ? RunOrigin.CATCH_UP : RunOrigin.PLANNED,
         watch: planned.catchUp || planned.slot <= sweptUntil,
         fireAt: planned.fireAt,
+        laneOverlap: planned.job.overlap,
       },
       now,
       tickId,

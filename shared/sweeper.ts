@@ -23,6 +23,7 @@ import { OverlapPolicy, type Job } from './core/job-schema.js';
 import { ownedOpenBuckets, type PartitionCursor } from './core/planner-state.js';
 import { slotSpecOf } from './core/schedule-spec.js';
 import { nextSlotAfter } from './core/slots.js';
+import { keepsFloor } from './core/lanes.js';
 import { laneHead, sendBehindLiveHolder, sweepVerdict } from './core/sweep.js';
 import { isTerminal, RunStatus, type Run, type RunId } from './core/vocabulary.js';
 import { messageFor } from './core/run-message.js';
@@ -166,22 +167,6 @@ export async function sweep(deps: SweepDeps, input: SweepInput, options: SweepOp
       deps.logger.error('run re-dispatched without ever being claimed: left for an operator', { runKey: run.runKey, status: run.status, redispatches: run.redispatches });
     }
   }
-  // A waiting run re-sent to an idle lane was owed a hand-on that never came (its holder died or
-  // failed between its release and its hand-on, which consumed the lane's waiting flag): flag the
-  // lane for it, as a hand-on does, so that it too looks for the next waiting run when it ends,
-  // instead of leaving each later run of the queue to a sweep of its own.
-  // Not fatal: a flag that failed costs a later sweep, a send that did not happen a grace period.
-  const owedHandOn = new Map<string, { job: string; shard: number; from: number }>();
-  for (const { run, marked } of marks) {
-    const job = input.configured.get(run.job);
-    const overlap = run.overlap ?? job?.overlap;
-    const lane = `${run.job}#${run.shard}`;
-    if (marked !== 'marked' || !job || overlap === OverlapPolicy.PARALLEL || run.status === RunStatus.RUNNING) continue;
-    owedHandOn.set(lane, { job: run.job, shard: run.shard, from: Math.min(run.slot, owedHandOn.get(lane)?.from ?? run.slot) });
-  }
-  await mapBounded([...owedHandOn.values()], 16, (lane) =>
-    deps.ledger.lanes.markWaiting(lane.job, lane.shard, undefined, lane.from).catch((error: unknown) => deps.logger.warn('could not flag the lane of a re-sent waiting run', { job: lane.job, shard: lane.shard, error: String(error) })),
-  );
   await deps.queue.send(outgoing);
   const history = deps.history ?? NO_HISTORY;
   for (const out of outgoing) {
@@ -221,13 +206,17 @@ async function dispatchable(deps: SweepDeps, lost: readonly Run[], configured: R
     lanes.set(key, lane);
   }
   for (const { job, runs } of lanes.values()) {
-    const marker = await deps.ledger.lanes.read(job.name, runs[0]!.shard);
-    if (marker) {
-      const holder = runs.find((r) => r.slot === marker.holderSlot) ?? (await deps.ledger.getRun({ job: job.name, slot: marker.holderSlot, shard: runs[0]!.shard }));
+    const shard = runs[0]!.shard;
+    // A lost forbid-queue run may lie below its lane's floor (its creator crashed between the
+    // put and the floor's write): lower it, so that the holder's look finds the run.
+    if (keepsFloor(job.overlap)) await deps.ledger.lanes.lowerFloor(job.name, shard, Math.min(...runs.map((r) => r.slot)));
+    const holderSlot = (await deps.ledger.lanes.read(job.name, shard))?.holderSlot;
+    if (holderSlot !== undefined) {
+      const holder = runs.find((r) => r.slot === holderSlot) ?? (await deps.ledger.getRun({ job: job.name, slot: holderSlot, shard }));
       if (holder && !isTerminal(holder.status)) {
         // The holder is one of the lost runs: it goes first (it holds the lane).
         if (runs.includes(holder)) out.push(holder);
-        else out.push(...sendBehindLiveHolder(runs, exclusive(job.overlap), { slot: marker.holderSlot, oldestWaitingSlot: marker.oldestWaitingSlot }));
+        else out.push(...sendBehindLiveHolder(runs, exclusive(job.overlap), { slot: holderSlot }));
         continue;
       }
     }

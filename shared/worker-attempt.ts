@@ -33,7 +33,7 @@ import {
 } from './handler-api.js';
 import { MetricName } from './observability.js';
 import type { ChildLogger, QueueRecord, RecordOutcome, WorkerDeps } from './worker.js';
-import { afterRunEnded, isExclusive } from './worker-lanes.js';
+import { runEnded, isExclusive } from './worker-lanes.js';
 import { pauseOnRepeatedFailure } from './worker-pause.js';
 
 /** Retries of a failed outcome write back off from this, doubling, up to a second. */
@@ -489,7 +489,7 @@ async function recordOutcome(
   if (isExclusive(job) && endsRun(transition.status)) {
     // The run has ended: its lane is free; a failure here leaves a stale marker (taken over by
     // the next claimer) or an undispatched run (the sweeper's), never a stuck lane.
-    await afterRunEnded(deps, job, run, logger).catch((error: unknown) => logger.warn('could not hand the lane on', { error: String(error) }));
+    await runEnded(deps, job, run, logger).catch((error: unknown) => logger.warn('could not hand the lane on', { error: String(error) }));
   }
   switch (transition.status) {
     case RunStatus.SUCCEEDED:

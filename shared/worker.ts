@@ -16,7 +16,7 @@ import { RunStatus, type RunId } from './core/vocabulary.js';
 import type { JobHandler, RunContext, RunLogger } from './handler-api.js';
 import { MetricName, type MetricsSink } from './observability.js';
 import { clockSkewFor, execute, hide } from './worker-attempt.js';
-import { afterRunEnded, beforeClaim, claimInLane, isExclusive, onBlocked } from './worker-lanes.js';
+import { beforeClaim, claimInLane, isExclusive, onBlocked, runEnded } from './worker-lanes.js';
 
 export interface QueueRecord {
   readonly messageId: string;
@@ -128,11 +128,18 @@ export async function processRecord(deps: WorkerDeps, record: QueueRecord): Prom
   const exclusive = isExclusive(job);
   const laneDeps = { ledger: deps.ledger, queue: deps.queue, clock: deps.clock, metrics: deps.metrics };
   if (exclusive) {
-    const waitOrGiveWay = await beforeClaim(laneDeps, job, message, logger);
-    if (waitOrGiveWay) return waitOrGiveWay;
+    // Every overlap decision is taken at the run's fire time: the message may come up to
+    // `startLead` early, and the lane's state then is not its state at the slot.
+    await waitForFireTime(deps, job, message);
+    if (await beforeClaim(laneDeps, job, message, logger)) return 'ack';
   }
   const claim = exclusive ? await claimInLane(laneDeps, job, message, logger, () => claimRun(deps, message, job, skew)) : await claimRun(deps, message, job, skew);
   switch (claim.kind) {
+    case 'waits':
+      return 'ack';
+    case 'contended':
+      await hide(deps, record, logger, claim.retryAt);
+      return 'retry';
     case 'claimed':
       return execute(deps, record, job, claim.run, claim.claimedFrom, logger);
     case 'blocked':
@@ -161,7 +168,7 @@ export async function processRecord(deps: WorkerDeps, record: QueueRecord): Prom
           : await deps.ledger.settleWaiting(claim.run, RunStatus.DEAD, `every claim of the fencing range was used (token ${claim.run.fencingToken})`, deps.clock());
       if (settled) {
         deps.metrics.count(MetricName.RunsDead);
-        if (exclusive) await afterRunEnded(laneDeps, job, claim.run, logger);
+        if (exclusive) await runEnded(laneDeps, job, claim.run, logger);
       }
       return settled ? 'ack' : 'retry';
     }
@@ -170,6 +177,18 @@ export async function processRecord(deps: WorkerDeps, record: QueueRecord): Prom
       logger.error('message names a run that does not exist: left for the dead-letter queue');
       return 'retry';
   }
+}
+
+/**
+ * Waits until the run's fire time (at most its start lead and a second: a message that comes
+ * early by more, or a clock behind, does not hold the worker longer). The run's item gives the
+ * fire time of a jittered slot; the message carries only the slot.
+ */
+async function waitForFireTime(deps: WorkerDeps, job: Job, id: RunId): Promise<void> {
+  if (job.startLead <= 0 && !job.jitter) return;
+  const fireAt = job.jitter ? ((await deps.ledger.getRun(id))?.fireAt ?? id.slot) : id.slot;
+  const early = fireAt - deps.clock();
+  if (early > 0) await sleep(Math.min(early, job.startLead + 1_000), undefined, deps.timers);
 }
 
 /**

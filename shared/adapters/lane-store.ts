@@ -1,19 +1,21 @@
 /**
- * Active-run markers of exclusive lanes (overlap policies other than parallel; DESIGN §8, §11).
- * One marker per (job, shard) names the run that holds the lane. A run that waits for the lane
- * says so on the marker (`runsWaiting`), so that the holder looks for a run to hand the lane on to
- * only when one may wait: the common, unqueued run ends without that read. A run that flags a
- * free lane writes a marker naming the vacant holder (`VACANT_SLOT`, a slot no run has): the lane
- * stays free, and a version of the code from before the flag takes such a marker for a vanished
- * holder's and takes it over, as it would any. A marker taken before the flag existed (no
- * `flagsWaiting`) is read as flagged: its waiting runs never said so. Plain conditional writes, not a
- * transaction with the claim: a marker left behind by a holder that ended (a crash between the
- * two writes, a path that closed the run without releasing) is recognised as stale by whoever
- * finds it and taken over, atomically with a check that its holder really ended. So no marker can
- * block a lane whose holder is terminal, and the common path costs one write per marker change.
+ * Markers of exclusive lanes (overlap policies other than parallel; DESIGN §8 "Lanes"). One item
+ * per (job, shard), with five attributes at most:
+ * - `holderSk`, `holderSlot`: the run holding the lane; absent when the lane is free;
+ * - `since`: when the holder took it;
+ * - `lastWrite`: the id of the last write, so that a retried write recognises its own commit and
+ *   `advanceFloor` sees whether anybody wrote since the release it follows;
+ * - `floor` (forbid-queue): every open run of the lane has a slot at or above it (absent: none
+ *   is known, so a look reads the lane from its first run).
+ * The item stays when the lane is freed (its floor is kept). Writes are plain conditional
+ * updates, not transactions with the run: a marker left by a holder that ended (a crash between
+ * its outcome and its release) is recognised by whoever finds it and taken over, atomically with
+ * a check that its holder really ended. Earlier versions' shapes are read and converted in place:
+ * a marker naming holder slot 0 (a "vacant" marker that only carried a flag) is a free lane, and
+ * the waiting flags they wrote are removed by the next holder's write.
  */
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
-import { DeleteCommand, GetCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { LedgerKeys } from '../resources.js';
 import { TERMINAL_STATUSES } from '../core/vocabulary.js';
 import { failedItem, isConditionalCheckFailure } from './failure-item.js';
@@ -25,40 +27,47 @@ export interface LaneHolder {
 }
 
 export type AcquireResult =
-  /** Taken now: the lane was free. */
-  | { readonly kind: 'acquired' }
-  /** Already ours (a retry, an UNKNOWN run, a takeover of our own run). */
-  | { readonly kind: 'held' }
+  /** Taken now (the lane was free), or already ours (a retry, our next attempt). */
+  | { readonly kind: 'acquired' | 'held'; readonly floor?: number }
   /** Another run holds the lane. */
-  | { readonly kind: 'blocked'; readonly holderSlot: number; readonly since?: number };
+  | { readonly kind: 'blocked'; readonly holderSlot: number; readonly since?: number; readonly floor?: number };
 
 export type ReleaseResult =
-  /**
-   * Freed. `olderWaiting`: a run older than the holder found the lane held and waits for it (it
-   * opened behind the holder's back: a backfill, an operator's retry, a catch-up slot planned late).
-   */
-  | {
-      readonly freed: true;
-      readonly olderWaiting: boolean;
-      /** The oldest slot that said it waits (absent on a flag written before slots were recorded). */
-      readonly oldestWaitingSlot?: number;
-      /** A run said it waits for a hand-on (or a hand-on passed the lane on: more may wait). */
-      readonly runsWaiting: boolean;
-    }
-  /** The holder did not hold it (already freed, taken over, or our own delete whose response was lost). */
-  | { readonly freed: false };
+  /** Freed by this call (or by our own earlier commit whose response was lost). */
+  | { readonly freed: true; readonly writeId: string; readonly floor?: number }
+  /** Not ours to free: `holderSlot` is who holds it now (absent: nobody, the lane is free). */
+  | { readonly freed: false; readonly holderSlot?: number; readonly floor?: number };
 
-/** The holder slot of a marker that only carries a waiting run's flag: no run has it (1970-01-01). */
+export interface LaneMarker {
+  readonly holderSlot?: number;
+  readonly since?: number;
+  readonly lastWrite?: string;
+  readonly floor?: number;
+}
+
+/** The holder slot of an earlier version's "vacant" marker (a free lane that carried a flag). */
 export const VACANT_SLOT = 0;
+
+/** Attributes earlier versions wrote (waiting flags); removed by every holder write. */
+const EARLIER_FLAGS = 'runsWaiting, olderWaiting, oldestWaitingSlot, flagsWaiting';
 
 function isCancellation(error: unknown): error is TransactionCanceledException {
   return error instanceof TransactionCanceledException || (error as { name?: string })?.name === 'TransactionCanceledException';
 }
 
-/** The oldest waiting slot a marker records (absent on markers written before slots were recorded). */
-function oldestWaitingSlotOf(marker: Record<string, unknown> | undefined): number | undefined {
-  return typeof marker?.oldestWaitingSlot === 'number' ? marker.oldestWaitingSlot : undefined;
+/** A marker item as the protocol reads it: a vacant or holder-less one is a free lane. */
+export function markerOf(item: Record<string, unknown> | undefined): LaneMarker | undefined {
+  if (!item) return undefined;
+  const holderSlot = typeof item.holderSlot === 'number' && item.holderSlot !== VACANT_SLOT && typeof item.holderSk === 'string' ? item.holderSlot : undefined;
+  return {
+    ...(holderSlot !== undefined ? { holderSlot } : {}),
+    ...(holderSlot !== undefined && typeof item.since === 'number' ? { since: item.since } : {}),
+    ...(typeof item.lastWrite === 'string' ? { lastWrite: item.lastWrite } : {}),
+    ...(typeof item.floor === 'number' ? { floor: item.floor } : {}),
+  };
 }
+
+const floorOf = (marker: LaneMarker | undefined) => (marker?.floor !== undefined ? { floor: marker.floor } : {});
 
 export class LaneStore {
   constructor(
@@ -70,76 +79,47 @@ export class LaneStore {
     return { pk: LedgerKeys.jobPk(job), sk: LedgerKeys.activeSk(shard) };
   }
 
-  /**
-   * The marker's holder fields. Written with SET, never a whole-item put, so that a holder that
-   * takes its own lane again (its next attempt) or a takeover keeps the `olderWaiting` flag that
-   * a blocked older run left on the marker.
-   */
-  private holderFields(holder: LaneHolder, now: number, writeId: string) {
-    return {
-      // flagsWaiting: this marker's waiting runs say so (runsWaiting); see release.
-      UpdateExpression: 'SET holderSk = :holderSk, holderSlot = :holderSlot, since = :since, lastWrite = :lastWrite, flagsWaiting = :flags',
-      values: { ':holderSk': LedgerKeys.runSk(holder.slot, holder.shard), ':holderSlot': holder.slot, ':since': now, ':lastWrite': writeId, ':flags': true },
-    };
+  private holderSk(holder: LaneHolder): string {
+    return LedgerKeys.runSk(holder.slot, holder.shard);
   }
 
-  private vacantSk(shard: number): string {
-    return LedgerKeys.runSk(VACANT_SLOT, shard);
+  /** The holder's write: names it, stamps the write, drops earlier versions' flags. */
+  private holderUpdate(holder: LaneHolder, now: number, writeId: string) {
+    return {
+      UpdateExpression: `SET holderSk = :holderSk, holderSlot = :holderSlot, since = :since, lastWrite = :lastWrite REMOVE ${EARLIER_FLAGS}`,
+      values: { ':holderSk': this.holderSk(holder), ':holderSlot': holder.slot, ':since': now, ':lastWrite': writeId },
+    };
   }
 
   /** Takes the lane for `holder` if it is free or already the holder's. */
   async acquire(job: string, holder: LaneHolder, now: number): Promise<AcquireResult> {
     const writeId = newWriteId();
-    // Free: no marker, or a vacant one that only carries a waiting run's flag (kept: the new holder hands on).
-    const laneFree = '(attribute_not_exists(pk) OR holderSk = :vacantSk)';
-    // Ours, taken since waiting runs flag markers (one from before is upgraded below).
-    const alreadyOurs = '(holderSk = :holderSk AND flagsWaiting = :flags)';
-    const fields = this.holderFields(holder, now, writeId);
+    const laneFree = '(attribute_not_exists(holderSk) OR holderSlot = :vacant)';
+    const alreadyOurs = 'holderSk = :holderSk';
+    const update = this.holderUpdate(holder, now, writeId);
     try {
       const { Attributes } = await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: this.key(job, holder.shard),
-          UpdateExpression: fields.UpdateExpression,
+          UpdateExpression: update.UpdateExpression,
           ConditionExpression: `${laneFree} OR ${alreadyOurs}`,
-          ExpressionAttributeValues: { ...fields.values, ':vacantSk': this.vacantSk(holder.shard) },
+          ExpressionAttributeValues: { ...update.values, ':vacant': VACANT_SLOT },
           ReturnValues: 'ALL_OLD',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
-      return Attributes?.holderSk === LedgerKeys.runSk(holder.slot, holder.shard) ? { kind: 'held' } : { kind: 'acquired' };
+      const before = markerOf(Attributes);
+      return { kind: before?.holderSlot === holder.slot ? 'held' : 'acquired', ...floorOf(before) };
     } catch (error) {
       if (!isConditionalCheckFailure(error)) throw error;
-      const current = failedItem(error);
-      // Our own put, committed before its response was lost and retried by the SDK.
-      if (!current || current.lastWrite === writeId) return { kind: 'acquired' };
-      if (current.holderSk === LedgerKeys.runSk(holder.slot, holder.shard)) return this.upgradeOwn(job, holder, now);
-      return { kind: 'blocked', holderSlot: current.holderSlot as number, since: current.since as number | undefined };
-    }
-  }
-
-  /**
-   * Our own marker, taken before waiting runs flagged markers (no `flagsWaiting`): runs may wait
-   * behind it unflagged. Flagged and upgraded in one write, so that no failure between the two
-   * can leave it upgraded but unflagged (its waiting runs would then never be looked for).
-   */
-  private async upgradeOwn(job: string, holder: LaneHolder, now: number): Promise<AcquireResult> {
-    const fields = this.holderFields(holder, now, newWriteId());
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: this.key(job, holder.shard),
-          UpdateExpression: `${fields.UpdateExpression}, runsWaiting = :yes`,
-          ConditionExpression: 'holderSk = :holderSk',
-          ExpressionAttributeValues: { ...fields.values, ':yes': true },
-        }),
-      );
-      return { kind: 'held' };
-    } catch (error) {
-      if (!isConditionalCheckFailure(error)) throw error;
-      // Freed or taken meanwhile: decide again.
-      return this.acquire(job, holder, now);
+      const current = markerOf(failedItem(error));
+      // Our own write, committed before its response was lost and retried by the SDK.
+      if (current?.lastWrite === writeId) return { kind: 'acquired', ...floorOf(current) };
+      // Freed between the failed condition and now cannot be: the item returned is the one that
+      // failed it. One without a holder means a malformed marker: refuse rather than guess.
+      if (current?.holderSlot === undefined) throw new Error(`lane marker of ${job} shard ${holder.shard} refused the lane without naming a holder`);
+      return { kind: 'blocked', holderSlot: current.holderSlot, ...(current.since !== undefined ? { since: current.since } : {}), ...floorOf(current) };
     }
   }
 
@@ -150,11 +130,8 @@ export class LaneStore {
   async takeFromEnded(job: string, holder: LaneHolder, stale: LaneHolder, now: number): Promise<boolean> {
     const writeId = newWriteId();
     const staleStillHolds = 'holderSk = :staleSk';
-    const fields = this.holderFields(holder, now, writeId);
-    // Who waited for the ended holder cannot be told (a marker from before the flag has waiting
-    // runs that never said so): the new holder looks for the next run when it ends.
-    const flagged = { UpdateExpression: `${fields.UpdateExpression}, runsWaiting = :yes`, values: { ...fields.values, ':yes': true } };
     const staleRunEnded = `attribute_not_exists(pk) OR #status IN (${TERMINAL_STATUSES.map((_, i) => `:t${i}`).join(', ')})`;
+    const update = this.holderUpdate(holder, now, writeId);
     try {
       await this.doc.send(
         new TransactWriteCommand({
@@ -164,9 +141,9 @@ export class LaneStore {
               Update: {
                 TableName: this.tableName,
                 Key: this.key(job, holder.shard),
-                UpdateExpression: flagged.UpdateExpression,
+                UpdateExpression: update.UpdateExpression,
                 ConditionExpression: staleStillHolds,
-                ExpressionAttributeValues: { ...flagged.values, ':staleSk': LedgerKeys.runSk(stale.slot, stale.shard) },
+                ExpressionAttributeValues: { ...update.values, ':staleSk': this.holderSk(stale) },
               },
             },
             {
@@ -184,138 +161,93 @@ export class LaneStore {
       return true;
     } catch (error) {
       if (!isCancellation(error)) throw error;
-      const reasons = error.CancellationReasons ?? [];
-      if (reasons.some((r) => r.Code === 'ConditionalCheckFailed')) {
-        // A retry of our own committed transaction finds the marker naming us.
-        const marker = await this.read(job, holder.shard);
-        return marker?.holderSlot === holder.slot && marker.lastWrite === writeId;
-      }
-      throw error;
+      if (!(error.CancellationReasons ?? []).some((r) => r.Code === 'ConditionalCheckFailed')) throw error;
+      // A retry of our own committed transaction finds the marker naming us, with our write.
+      const marker = await this.read(job, holder.shard);
+      return marker?.holderSlot === holder.slot && marker.lastWrite === writeId;
     }
   }
 
   /**
-   * Marks the lane as having a run older than its holder waiting for it, if `holder` still holds
-   * it, and records the oldest such slot (the holder hands the lane to it, however far back it
-   * lies: a bounded look-back misses a run revived many slots back). True when the lane is still
-   * the holder's (marked now, or an older waiting slot was recorded already: that run goes first
-   * and hands on in slot order); false when it is not (the lane was freed or taken meanwhile: the
-   * older run must try the lane again rather than wait for a hand-on decided without it).
+   * Frees the lane if `holder` holds it; the floor stays. A refusal says who holds the lane now:
+   * nobody means our own release committed before its response was lost, or a later holder's
+   * release came after it; either way the caller looks for the next run, as after a release.
    */
-  async markOlderWaiting(job: string, holder: LaneHolder, waitingSlot: number): Promise<boolean> {
-    const holderSk = LedgerKeys.runSk(holder.slot, holder.shard);
+  async release(job: string, holder: LaneHolder): Promise<ReleaseResult> {
+    const writeId = newWriteId();
     const holderStillHolds = 'holderSk = :holderSk';
-    const noOlderRecorded = '(attribute_not_exists(oldestWaitingSlot) OR oldestWaitingSlot > :waitingSlot)';
     try {
-      await this.doc.send(
+      const { Attributes } = await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: this.key(job, holder.shard),
-          UpdateExpression: 'SET olderWaiting = :yes, oldestWaitingSlot = :waitingSlot',
-          ConditionExpression: `${holderStillHolds} AND ${noOlderRecorded}`,
-          ExpressionAttributeValues: { ':holderSk': holderSk, ':yes': true, ':waitingSlot': waitingSlot },
+          UpdateExpression: `SET lastWrite = :lastWrite REMOVE holderSk, holderSlot, since, ${EARLIER_FLAGS}`,
+          ConditionExpression: holderStillHolds,
+          ExpressionAttributeValues: { ':holderSk': this.holderSk(holder), ':lastWrite': writeId },
+          ReturnValues: 'ALL_OLD',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
-      return true;
+      return { freed: true, writeId, ...floorOf(markerOf(Attributes)) };
     } catch (error) {
       if (!isConditionalCheckFailure(error)) throw error;
-      // Still the holder's: an older (or the same, a retry of our own write) slot is recorded.
-      return failedItem(error)?.holderSk === holderSk;
+      const current = markerOf(failedItem(error));
+      if (current?.lastWrite === writeId) return { freed: true, writeId, ...floorOf(current) };
+      return { freed: false, ...(current?.holderSlot !== undefined ? { holderSlot: current.holderSlot } : {}), ...floorOf(current) };
     }
   }
 
   /**
-   * Says on the lane's marker that a run waits for a hand-on. With `holder`: only while that run
-   * still holds the lane (true), else nothing is written (false: the holder let go meanwhile, and
-   * decided its hand-on without the waiting run, which must try the lane again). Without: whoever
-   * holds the lane, or nobody (a free lane gets a vacant marker: the flag waits there for the next
-   * holder), always true, and then `from`, the slot the queue resumes from, is recorded as the
-   * oldest waiting slot (the oldest wins): whoever takes the flag, however much newer than the
-   * waiting runs (its look-ahead sees only past itself), looks back from there. The flags are
-   * consumed by the release that returns them.
+   * Keeps the floor at or below `slot`, for a run just created or revived there (called after
+   * the put, before the send: see DESIGN §8). A lane without a marker or a floor reads from its
+   * first run already: nothing is written.
    */
-  async markWaiting(job: string, shard: number, holder: LaneHolder): Promise<boolean>;
-  async markWaiting(job: string, shard: number, holder: undefined, from: number): Promise<boolean>;
-  async markWaiting(job: string, shard: number, holder: LaneHolder | undefined, from?: number): Promise<boolean> {
-    if (!holder && from !== undefined) {
-      const noOlderRecorded = '(attribute_not_exists(oldestWaitingSlot) OR oldestWaitingSlot > :from)';
-      try {
-        await this.doc.send(
-          new UpdateCommand({
-            TableName: this.tableName,
-            Key: this.key(job, shard),
-            UpdateExpression:
-              'SET runsWaiting = :yes, olderWaiting = :yes, oldestWaitingSlot = :from, holderSk = if_not_exists(holderSk, :vacantSk), holderSlot = if_not_exists(holderSlot, :vacantSlot)',
-            ConditionExpression: noOlderRecorded,
-            ExpressionAttributeValues: { ':yes': true, ':from': from, ':vacantSk': this.vacantSk(shard), ':vacantSlot': VACANT_SLOT },
-          }),
-        );
-        return true;
-      } catch (error) {
-        if (!isConditionalCheckFailure(error)) throw error;
-        // An older slot is recorded already (the queue resumes there): only the flag below.
-      }
-    }
-    const holderStillHolds = 'holderSk = :holderSk';
+  async lowerFloor(job: string, shard: number, slot: number): Promise<void> {
+    const floorAbove = 'floor > :slot';
     try {
       await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: this.key(job, shard),
-          UpdateExpression: holder
-            ? 'SET runsWaiting = :yes'
-            : 'SET runsWaiting = :yes, holderSk = if_not_exists(holderSk, :vacantSk), holderSlot = if_not_exists(holderSlot, :vacantSlot)',
-          ...(holder ? { ConditionExpression: holderStillHolds } : {}),
-          ExpressionAttributeValues: {
-            ':yes': true,
-            ...(holder ? { ':holderSk': LedgerKeys.runSk(holder.slot, holder.shard) } : { ':vacantSk': this.vacantSk(shard), ':vacantSlot': VACANT_SLOT }),
-          },
+          UpdateExpression: 'SET floor = :slot, lastWrite = :lastWrite',
+          ConditionExpression: floorAbove,
+          ExpressionAttributeValues: { ':slot': slot, ':lastWrite': newWriteId() },
+        }),
+      );
+    } catch (error) {
+      // At or below already (or no floor: the lane is read from its start).
+      if (!isConditionalCheckFailure(error)) throw error;
+    }
+  }
+
+  /**
+   * Raises the floor after a look that found every run below `floor` ended, only if nobody wrote
+   * the marker since the release the look follows (`releaseWrite`): a run created or revived below
+   * meanwhile lowered it, and a new holder looks again when it ends. Best effort: a floor left low
+   * costs a longer read, never a missed run.
+   */
+  async advanceFloor(job: string, shard: number, releaseWrite: string, floor: number): Promise<boolean> {
+    const nobodyWroteSince = 'lastWrite = :releaseWrite';
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: this.key(job, shard),
+          UpdateExpression: 'SET floor = :floor, lastWrite = :lastWrite',
+          ConditionExpression: nobodyWroteSince,
+          ExpressionAttributeValues: { ':floor': floor, ':releaseWrite': releaseWrite, ':lastWrite': newWriteId() },
         }),
       );
       return true;
     } catch (error) {
-      if (holder && isConditionalCheckFailure(error)) return false;
-      throw error;
+      if (!isConditionalCheckFailure(error)) throw error;
+      return false;
     }
   }
 
-  /** Frees the lane if `holder` still holds it, saying whether a run was waiting for it. */
-  async release(job: string, holder: LaneHolder): Promise<ReleaseResult> {
-    const holderStillHolds = 'holderSk = :holderSk';
-    try {
-      const { Attributes } = await this.doc.send(
-        new DeleteCommand({
-          TableName: this.tableName,
-          Key: this.key(job, holder.shard),
-          ConditionExpression: holderStillHolds,
-          ExpressionAttributeValues: { ':holderSk': LedgerKeys.runSk(holder.slot, holder.shard) },
-          ReturnValues: 'ALL_OLD',
-        }),
-      );
-      const oldestWaitingSlot = oldestWaitingSlotOf(Attributes);
-      return {
-        freed: true,
-        olderWaiting: Attributes?.olderWaiting === true,
-        ...(oldestWaitingSlot !== undefined ? { oldestWaitingSlot } : {}),
-        // A marker taken before waiting runs flagged it: any may wait, unflagged.
-        runsWaiting: Attributes?.runsWaiting === true || Attributes?.flagsWaiting !== true,
-      };
-    } catch (error) {
-      if (isConditionalCheckFailure(error)) return { freed: false };
-      throw error;
-    }
-  }
-
-  /** The lane's marker as stored (consistent), or undefined when the lane is free (no marker, or a vacant one). */
-  async read(job: string, shard: number): Promise<{ holderSlot: number; since?: number; lastWrite?: string; oldestWaitingSlot?: number } | undefined> {
+  /** The lane's marker as stored (consistent read); undefined when there is no item. */
+  async read(job: string, shard: number): Promise<LaneMarker | undefined> {
     const { Item } = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: this.key(job, shard), ConsistentRead: true }));
-    if (!Item || Item.holderSk === this.vacantSk(shard)) return undefined;
-    return {
-      holderSlot: Item.holderSlot as number,
-      since: Item.since as number | undefined,
-      lastWrite: Item.lastWrite as string | undefined,
-      oldestWaitingSlot: oldestWaitingSlotOf(Item),
-    };
+    return markerOf(Item);
   }
 }

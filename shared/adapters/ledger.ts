@@ -21,6 +21,7 @@ import {
 } from '@aws-sdk/lib-dynamodb';
 import { mapBounded } from '../core/concurrency.js';
 import { claimsOf, initialFence, MAX_CLAIMS_PER_SLOT } from '../core/fence.js';
+import { lowersFloor } from '../core/lanes.js';
 import { explainClaimRefusal, type ClaimResult } from '../core/lease.js';
 import { ATTEMPT_HISTORY_LIMIT, boundMessage, MAX_HISTORY_MESSAGE_CHARS } from '../core/limits.js';
 import type { Transition } from '../core/outcome.js';
@@ -30,7 +31,7 @@ import { failedItem, isConditionalCheckFailure } from './failure-item.js';
 import { LaneStore } from './lane-store.js';
 import { PlannerStore } from './planner-store.js';
 import { newWriteId } from './write-id.js';
-import { RunOrigin, RunStatus, runKeyOf, TERMINAL_STATUSES, type AttemptRecord, type Run, type RunId } from '../core/vocabulary.js';
+import { OPEN_STATUSES, RunOrigin, RunStatus, runKeyOf, TERMINAL_STATUSES, type AttemptRecord, type Run, type RunId } from '../core/vocabulary.js';
 
 type Item = Record<string, unknown>;
 
@@ -57,6 +58,11 @@ export interface NewRun {
   readonly triggeredBy?: string;
   /** A manual run's overlap policy, when it overrides the job's. */
   readonly overlap?: string;
+  /**
+   * The job's overlap policy: a forbid-queue run created at a slot already past lowers its lane's
+   * floor after the put (DESIGN §8 "Lanes"), so that the lane's holder finds it when it ends.
+   */
+  readonly laneOverlap?: string;
 }
 
 export type CreateRunResult = { readonly created: true; readonly run: Run } | { readonly created: false; readonly existing: Run };
@@ -81,7 +87,6 @@ export interface AttemptFacts {
   readonly elapsedMs?: number;
 }
 
-const OPEN_STATUSES = [RunStatus.READY, RunStatus.RETRY, RunStatus.UNKNOWN, RunStatus.RUNNING] as const;
 const WAITING = [RunStatus.READY, RunStatus.RETRY, RunStatus.UNKNOWN] as const;
 
 export function runFromItem(item: Item): Run {
@@ -194,15 +199,21 @@ export class Ledger {
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
       );
-      return { created: true, run: runFromItem(item) };
     } catch (error) {
       if (isConditionalCheckFailure(error)) {
         const existing = failedItem(error);
-        if (existing && creator !== undefined && existing.createdBy === creator) return { created: true, run: runFromItem(existing) };
+        if (existing && creator !== undefined && existing.createdBy === creator) return this.created(run, runFromItem(existing), now);
         if (existing) return { created: false, existing: runFromItem(existing) };
       }
       throw error;
     }
+    return this.created(run, runFromItem(item), now);
+  }
+
+  /** A run this call created: put before the floor is lowered (never after: see LaneStore.lowerFloor). */
+  private async created(run: NewRun, created: Run, now: number): Promise<CreateRunResult> {
+    if (created.status === RunStatus.READY && lowersFloor(run.overlap ?? run.laneOverlap, run.slot, now)) await this.lanes.lowerFloor(run.job, run.shard, run.slot);
+    return { created: true, run: created };
   }
 
   async getRun(id: RunId, consistent = true): Promise<Run | undefined> {
@@ -722,6 +733,43 @@ export class Ledger {
       startKey = page.LastEvaluatedKey;
     } while (startKey && !(options.firstPageWithAny && out.length > 0));
     return out;
+  }
+
+  /**
+   * A forbid-queue lane read from its floor (`from`, inclusive; undefined: its first run) up to
+   * its first open run, oldest first: `first` is that run (of the lane's shard, in the lane),
+   * `passed` how many items the read went over before it (ended runs, other shards' runs) and
+   * `lastSlot` the last slot read. Pages of a few items: a floor kept current finds the first open
+   * run within the first page, and a stale one is raised by the caller after this read.
+   */
+  async laneFromFloor(job: string, shard: number, from: number | undefined, isOpenInLane: (run: Run) => boolean): Promise<{ first?: Run; passed: number; lastSlot?: number }> {
+    let passed = 0;
+    let lastSlot: number | undefined;
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.doc.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: 'pk = :pk AND sk BETWEEN :low AND :high',
+          ExpressionAttributeValues: {
+            ':pk': LedgerKeys.jobPk(job),
+            ':low': from !== undefined ? LedgerKeys.runSk(from, 0) : LedgerKeys.runSkPrefix,
+            ':high': `${LedgerKeys.runSkPrefix}\uffff`,
+          },
+          ConsistentRead: true,
+          Limit: 16,
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      for (const item of page.Items ?? []) {
+        const run = runFromItem(item);
+        lastSlot = run.slot;
+        if (run.shard === shard && isOpenInLane(run)) return { first: run, passed, lastSlot };
+        passed++;
+      }
+      startKey = page.LastEvaluatedKey;
+    } while (startKey);
+    return { passed, ...(lastSlot !== undefined ? { lastSlot } : {}) };
   }
 
   /** Open runs of one job with slot in (after, until], every page (the window sweep). */

@@ -50,14 +50,10 @@ export function laneHead<R extends Pick<Run, 'slot'>>(runs: readonly R[], overla
  * - replace: those older than the holder (superseded on arrival) and the newest newer one (it
  *   takes the lane over);
  * - coalesce: those older than the holder (superseded on arrival by the newer holder);
- * - forbid-queue: the oldest older than the holder, unless the marker already records it or an
- *   older waiting slot (on arrival it records itself, and the holder hands the lane to it).
+ * - forbid-queue: none: the holder's look reads the lane from its floor, which the sweeper has
+ *   lowered to every lost run, and hands the lane to the oldest.
  */
-export function sendBehindLiveHolder<R extends Pick<Run, 'slot'>>(
-  runs: readonly R[],
-  overlap: 'forbid-skip' | 'forbid-queue' | 'coalesce' | 'replace',
-  holder: { readonly slot: number; readonly oldestWaitingSlot?: number },
-): R[] {
+export function sendBehindLiveHolder<R extends Pick<Run, 'slot'>>(runs: readonly R[], overlap: 'forbid-skip' | 'forbid-queue' | 'coalesce' | 'replace', holder: { readonly slot: number }): R[] {
   const sorted = [...runs].sort((a, b) => a.slot - b.slot);
   const older = sorted.filter((r) => r.slot < holder.slot);
   const newer = sorted.filter((r) => r.slot > holder.slot);
@@ -68,10 +64,7 @@ export function sendBehindLiveHolder<R extends Pick<Run, 'slot'>>(
       return newer.length > 0 ? [...older, newer[newer.length - 1]!] : older;
     case 'coalesce':
       return older;
-    case 'forbid-queue': {
-      const oldest = older[0];
-      const recorded = holder.oldestWaitingSlot !== undefined && oldest !== undefined && holder.oldestWaitingSlot <= oldest.slot;
-      return oldest && !recorded ? [oldest] : [];
-    }
+    case 'forbid-queue':
+      return [];
   }
 }

@@ -27,6 +27,8 @@ export const TERMINAL_STATUSES: readonly RunStatus[] = [
 export const CLAIMABLE_STATUSES: readonly RunStatus[] = [RunStatus.READY, RunStatus.RETRY, RunStatus.UNKNOWN];
 /** Statuses of a run that is neither terminal nor held: it waits for its (next) claim. */
 export const WAITING_STATUSES: readonly RunStatus[] = CLAIMABLE_STATUSES;
+/** Statuses of a run that has not ended: waiting or held. */
+export const OPEN_STATUSES: readonly RunStatus[] = [...WAITING_STATUSES, RunStatus.RUNNING];
 
 export function isTerminal(status: RunStatus): boolean {
   return TERMINAL_STATUSES.includes(status);

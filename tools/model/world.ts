@@ -1000,7 +1000,9 @@ export class World implements Gate {
       const asked = this.time.now();
       let entry: Awaited<ReturnType<typeof retryRuns>>[number] | undefined;
       try {
-        [entry] = await retryRuns({ ledger, ops, queue, clock }, [run], { by: 'model', states: RETRYABLE_STATES });
+        const job = this.jobs.find((j) => j.name === run.job);
+        if (!job) return;
+        [entry] = await retryRuns({ ledger, ops, queue, clock }, job, [run], { by: 'model', states: RETRYABLE_STATES });
       } catch (error) {
         // The revival may have committed before the call failed (its message send refused): the
         // operator checks the run as `ops status` would, and a revival seen there is recorded,

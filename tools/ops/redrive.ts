@@ -35,6 +35,7 @@ import { parseRunMessage } from '../../shared/core/run-message.js';
 import { isTerminal, RunStatus } from '../../shared/core/vocabulary.js';
 import { jobsOf, noExtraPositionals, parseCommand, parsePositive, stringOption } from './args.js';
 import { clockOf, EXIT_OK, OpsFailure, printJson, printTable, type OpsIo } from './io.js';
+import { revivalRefusalInLane, revivedInLane } from '../../shared/worker-lanes.js';
 import { withTarget } from './target.js';
 
 export const redriveUsage = 'redrive [--max-per-second 10] [--dry-run] [--by NAME]';
@@ -199,11 +200,12 @@ async function decide(
   if (!run) return { messageId, runKey, action: 'unknown', detail: 'no such run in the ledger' };
   const now = deps.clock();
   const base = { messageId, runKey, status: run.status };
-  const refusal = revivalRefusal(run);
+  const refusal = revivalRefusal(run) ?? (await revivalRefusalInLane(deps.ledger, job, run, now));
   if (refusal && needsRevival(run, job.retry.maxAttempts, now, deps.ops.takeoverMarginMs)) return { ...base, action: 'skipped-terminal', detail: `not revived: ${refusal}` };
   if (needsRevival(run, job.retry.maxAttempts, now, deps.ops.takeoverMarginMs)) {
     if (options.dryRun) return { ...base, action: 'revived', detail: 'would be revived (dry run)' };
     const result = await deps.ops.reviveRun(run, { now, by: options.by });
+    if (result.ok) await revivedInLane(deps.ledger, job, result.run, now);
     if (result.ok) return { ...base, action: 'revived', detail: `${result.run.status}, attempt 0 (was ${run.status}, attempt ${run.attempt})${result.run.status === RunStatus.UNKNOWN ? ': reconciles before running again' : ''}` };
     return { ...base, action: 'changed', detail: `changed meanwhile: now ${result.current?.status ?? 'gone'}, token ${result.current?.fencingToken ?? '?'}` };
   }

@@ -18,7 +18,7 @@ import type { RunQueue } from '../../shared/adapters/run-queue.js';
 import type { Job } from '../../shared/core/job-schema.js';
 import type { Run, RunId } from '../../shared/core/vocabulary.js';
 import { InMemoryMetrics } from '../../shared/observability.js';
-import { afterRunEnded, isExclusive } from '../../shared/worker-lanes.js';
+import { runEnded, isExclusive } from '../../shared/worker-lanes.js';
 import { jobsOf, noExtraPositionals, parseCommand, parseRunKey, requireOption, stringOption } from './args.js';
 import { clockOf, EXIT_OK, OpsFailure, printJson, UsageError, type OpsIo } from './io.js';
 import { withTarget } from './target.js';
@@ -46,7 +46,7 @@ export interface ResolveDeps {
 export function laneHandOn(ledger: Ledger, queue: Pick<RunQueue, 'send'>, jobs: readonly Job[], clock: () => number): (run: Run) => Promise<void> {
   return async (run) => {
     const job = jobs.find((j) => j.name === run.job);
-    if (job && isExclusive(job)) await afterRunEnded({ ledger, queue, clock, metrics: new InMemoryMetrics() }, job, run);
+    if (job && isExclusive(job)) await runEnded({ ledger, queue, clock, metrics: new InMemoryMetrics() }, job, run);
   };
 }
 

@@ -13,7 +13,9 @@
 import type { Ledger } from '../../shared/adapters/ledger.js';
 import { revivalRefusal, revivalStatus, type LedgerOps } from '../../shared/adapters/ledger-ops.js';
 import type { RunQueue } from '../../shared/adapters/run-queue.js';
+import type { Job } from '../../shared/core/job-schema.js';
 import { messageFor } from '../../shared/core/run-message.js';
+import { revivalRefusalInLane, revivedInLane } from '../../shared/worker-lanes.js';
 import { RunStatus, type Run, type RunId } from '../../shared/core/vocabulary.js';
 import { configuredJob, noExtraPositionals, parseCommand, parseInstant, parsePositive, parseRunKey, parseSince, parseStatuses, stringOption } from './args.js';
 import { clockOf, EXIT_FAILURE, EXIT_OK, OpsFailure, printJson, printTable, UsageError, type OpsIo } from './io.js';
@@ -34,13 +36,13 @@ export interface RetryEntry {
 }
 
 export interface RetryDeps {
-  readonly ledger: Pick<Ledger, 'getRun'>;
+  readonly ledger: Pick<Ledger, 'getRun' | 'laneRunsAfter' | 'lanes'>;
   readonly ops: Pick<LedgerOps, 'reviveRun' | 'queryRuns'>;
   readonly queue: Pick<RunQueue, 'send'>;
   readonly clock: () => number;
 }
 
-export async function retryRuns(deps: RetryDeps, runs: readonly Run[], options: { dryRun?: boolean; by?: string; states?: readonly RunStatus[] } = {}): Promise<RetryEntry[]> {
+export async function retryRuns(deps: RetryDeps, job: Job, runs: readonly Run[], options: { dryRun?: boolean; by?: string; states?: readonly RunStatus[] } = {}): Promise<RetryEntry[]> {
   const states = options.states ?? [RunStatus.DEAD];
   const entries: RetryEntry[] = [];
   for (const run of runs) {
@@ -48,7 +50,7 @@ export async function retryRuns(deps: RetryDeps, runs: readonly Run[], options: 
       entries.push({ runKey: run.runKey, from: run.status, action: 'refused', detail: `${run.status}: only ${states.join(', ')} runs are retried here${run.status === RunStatus.SUCCEEDED ? ' (it succeeded)' : ''}` });
       continue;
     }
-    const refusal = revivalRefusal(run);
+    const refusal = revivalRefusal(run) ?? (await revivalRefusalInLane(deps.ledger, job, run, deps.clock()));
     if (refusal) {
       entries.push({ runKey: run.runKey, from: run.status, action: 'refused', detail: refusal });
       continue;
@@ -62,6 +64,7 @@ export async function retryRuns(deps: RetryDeps, runs: readonly Run[], options: 
       entries.push({ runKey: run.runKey, from: run.status, action: 'changed', detail: `changed meanwhile: now ${result.current?.status ?? 'gone'}, token ${result.current?.fencingToken ?? '?'}` });
       continue;
     }
+    await revivedInLane(deps.ledger, job, result.run, deps.clock());
     // The revived run is watched, so should this send fail the sweeper dispatches it.
     await deps.queue.send([{ message: messageFor(result.run), delaySeconds: 0 }]);
     entries.push({
@@ -114,7 +117,7 @@ export async function retryCommand(args: readonly string[], io: OpsIo): Promise<
         limit,
       });
     }
-    return retryRuns(deps, runs, { dryRun: values['dry-run'] === true, by, states: single ? RETRYABLE_STATES : states });
+    return retryRuns(deps, job, runs, { dryRun: values['dry-run'] === true, by, states: single ? RETRYABLE_STATES : states });
   });
   if (values.json) {
     printJson(io, entries);
