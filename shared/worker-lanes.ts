@@ -88,22 +88,23 @@ export async function claimInLane(deps: LaneDeps, job: Job, id: RunId, logger: R
     logger.info('the lane changed hands at every try: trying again shortly');
     return { kind: 'contended', retryAt: deps.clock() + CONTENDED_RETRY_MS };
   }
-  // forbid-queue: a run that takes a free lane goes only if no older run of the lane is open. A
-  // holder taking its own lane again (its next attempt) started before any such run and goes on.
-  if (job.overlap === OverlapPolicy.FORBID_QUEUE && taken.kind === 'acquired') {
-    const older = (await deps.ledger.laneRunsAfter(job.name, id.shard, (taken.floor ?? 0) - 1, id.slot - 1, OPEN_STATUSES, { firstPageWithAny: true })).filter(inLane);
-    if (older.length > 0) {
-      deps.metrics.count(MetricName.OverlapWaits);
-      await deps.ledger.watch(id);
-      await runEnded(deps, job, id);
-      logger.info('waiting: an earlier run of the job is still open (forbid-queue)', { earlierSlot: iso(older[0]!.slot) });
-      return { kind: 'waits' };
-    }
-  }
   const result = await claim();
-  // Ended already (a duplicate delivery), or gone: the lane is not this run's to keep.
-  if (result.kind === 'terminal' || result.kind === 'missing') await runEnded(deps, job, id);
-  return result;
+  // Ended already (a duplicate delivery), or gone: the lane is not this run's to keep. Leased by
+  // another owner while the lane was free: that owner is giving the lane way (below).
+  if (result.kind === 'terminal' || result.kind === 'missing' || (result.kind === 'leased' && taken.kind === 'acquired')) await runEnded(deps, job, id);
+  if (result.kind !== 'claimed' || job.overlap !== OverlapPolicy.FORBID_QUEUE) return result;
+  // forbid-queue: the run goes only if no older run of its lane is open (one opened behind a
+  // holder's back, or whose message has not come yet). The claim comes first: its lease lets one
+  // copy of the run decide. Giving way, the lane is released before the claim is handed back, so
+  // no copy of the run can claim it while the lane is free.
+  const older = (await deps.ledger.laneRunsAfter(job.name, id.shard, (taken.floor ?? 0) - 1, id.slot - 1, OPEN_STATUSES, { firstPageWithAny: true })).filter(inLane);
+  if (older.length === 0) return result;
+  deps.metrics.count(MetricName.OverlapWaits);
+  await runEnded(deps, job, id);
+  // Not handed back (our lease was lost meanwhile): its next holder takes it over as any lost claim.
+  if (!(await deps.ledger.giveBack(result.run))) logger.warn('could not hand back the claim of a run that gives way');
+  logger.info('waiting: an earlier run of the job is still open (forbid-queue)', { earlierSlot: iso(older[0]!.slot) });
+  return { kind: 'waits' };
 }
 
 /** replace: ends the lane's older holder, a RUNNING one through the fence. False when it moved meanwhile. */

@@ -31,7 +31,7 @@ import { failedItem, isConditionalCheckFailure } from './failure-item.js';
 import { LaneStore } from './lane-store.js';
 import { PlannerStore } from './planner-store.js';
 import { newWriteId } from './write-id.js';
-import { OPEN_STATUSES, RunOrigin, RunStatus, runKeyOf, TERMINAL_STATUSES, type AttemptRecord, type Run, type RunId } from '../core/vocabulary.js';
+import { isWaiting, OPEN_STATUSES, RunOrigin, RunStatus, runKeyOf, TERMINAL_STATUSES, type AttemptRecord, type Run, type RunId } from '../core/vocabulary.js';
 
 type Item = Record<string, unknown>;
 
@@ -482,6 +482,36 @@ export class Ledger {
         ':reason': { code: status === RunStatus.DEAD ? 'FENCE_RANGE_EXHAUSTED' : status, message: reason },
       },
     });
+  }
+
+  /**
+   * Hands back a claim that must not run yet (forbid-queue: an older run of its lane is open):
+   * the run waits again, in the status it was claimed from (UNKNOWN after a takeover: the last
+   * holder's result is unknown), its attempt refunded and watched; its token stays advanced.
+   * Conditional on our claim (owner, token, RUNNING); a retry recognises its own commit.
+   */
+  async giveBack(run: Run): Promise<boolean> {
+    const writeId = newWriteId();
+    const ourClaim = '#status = :running AND #owner = :owner AND fencingToken = :token';
+    const back = run.claimedFrom !== undefined && isWaiting(run.claimedFrom) ? run.claimedFrom : RunStatus.UNKNOWN;
+    const keys = watchKeys(run);
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: this.runKeyOf(run),
+          UpdateExpression: 'SET #status = :back, attempt = attempt - :one, lastWrite = :write, openPk = :openPk, openSk = :openSk REMOVE #owner, leaseUntil',
+          ConditionExpression: ourClaim,
+          ExpressionAttributeNames: { '#status': 'status', '#owner': 'owner' },
+          ExpressionAttributeValues: { ':running': RunStatus.RUNNING, ':owner': run.owner ?? '', ':token': run.fencingToken, ':back': back, ':one': 1, ':write': writeId, ':openPk': keys.openPk, ':openSk': keys.openSk },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (!isConditionalCheckFailure(error)) throw error;
+      return failedItem(error)?.lastWrite === writeId;
+    }
   }
 
   /**

@@ -108,6 +108,19 @@ interface CatchUpCandidate {
   readonly wasBehind: boolean;
   /** `edge` is the one recorded for the job (else it is new this tick and must be recorded). */
   readonly keepsEdge: boolean;
+  /** The job's on-time runs this tick, planned once its catch-up is (see inSlotOrder). */
+  readonly onTime: readonly PlannedRun[];
+}
+
+/**
+ * forbid-queue runs start in slot order, so a job of that policy whose catch-up creates runs
+ * (misfire `all`) has its slots created in slot order too: while its catch-up is unfinished none
+ * of its on-time slots is created (they join the catch-up, as READY runs, on later ticks), or a
+ * newer slot would start before an older one that does not exist yet. Its runs could not start
+ * before the catch-up's anyway.
+ */
+function inSlotOrder(job: Job): boolean {
+  return job.overlap === 'forbid-queue' && job.misfire.policy === 'all';
 }
 
 export function planTick(input: PlanInput): TickPlan {
@@ -158,10 +171,11 @@ export function planTick(input: PlanInput): TickPlan {
         newRunBounds.set(job.name, { firstSlot, lastSlot: bound });
       }
     }
-    for (const slot of slotsBetween(spec, onTimeFrom, Math.min(horizon, bound))) onTime.push(...runsOf(job, spec, slot, RunStatus.READY, false));
+    const jobOnTime = slotsBetween(spec, onTimeFrom, Math.min(horizon, bound)).flatMap((slot) => runsOf(job, spec, slot, RunStatus.READY, false));
     const cappedEdge = Math.min(edge, bound);
-    if (from < cappedEdge) candidates.push({ job, spec, from, edge: cappedEdge, wasBehind: cursor !== undefined, keepsEdge });
+    if (from < cappedEdge) candidates.push({ job, spec, from, edge: cappedEdge, wasBehind: cursor !== undefined, keepsEdge, onTime: jobOnTime });
     else if (cursor !== undefined) behindClear.push(job.name);
+    if (from >= cappedEdge) onTime.push(...jobOnTime);
   }
 
   // The most-behind jobs first, so that a budget smaller than the backlog still moves every
@@ -169,7 +183,12 @@ export function planTick(input: PlanInput): TickPlan {
   candidates.sort((a, b) => a.from - b.from || (a.job.name < b.job.name ? -1 : 1));
   let budget = Math.max(0, input.catchUpBudget ?? DEFAULT_CATCH_UP_BUDGET);
   let deferred = 0;
-  for (const { job, spec, from, edge, wasBehind, keepsEdge } of candidates) {
+  for (const candidate of candidates) {
+    const { job, spec, from, wasBehind, keepsEdge } = candidate;
+    // A job whose slots are created in order and whose catch-up is not done this tick defers its
+    // on-time slots: its edge moves to the last of them, so later ticks create them as catch-up.
+    const deferOnTime = inSlotOrder(job) && candidate.onTime.length > 0;
+    const edge = deferOnTime ? Math.max(candidate.edge, candidate.onTime.at(-1)!.slot) : candidate.edge;
     const stayBehind = (at: number) => {
       behindSet.set(job.name, at);
       edgeSet.set(job.name, edge);
@@ -181,7 +200,8 @@ export function planTick(input: PlanInput): TickPlan {
       // that falls behind now, was just resumed, or found the planner down again records where its
       // catch-up starts and its new edge: on-time planning starts past that edge this tick, so the
       // old edge would leave the slots between the two unplanned for good.
-      if (!keepsEdge) stayBehind(from);
+      if (!keepsEdge || deferOnTime) stayBehind(from);
+      if (!deferOnTime) onTime.push(...candidate.onTime);
       continue;
     }
     if (job.misfire.policy === 'latest') {
@@ -192,20 +212,27 @@ export function planTick(input: PlanInput): TickPlan {
         misfired.set(job.name, slotsBetween(spec, from, edge, 10_000).length);
       }
       if (wasBehind) behindClear.push(job.name);
+      onTime.push(...candidate.onTime);
       continue;
     }
     const limit = Math.min(job.misfire.maxPerTick, room);
     // One slot past the page tells whether more remain, so a job whose backlog fits the page is
     // caught up now rather than one tick (and one state write) later.
-    const page = slotsBetween(spec, from, edge, limit + 1);
+    const page = slotsBetween(spec, from, candidate.edge, limit + 1);
     const late = page.slice(0, limit);
     const status = job.misfire.policy === 'skip' ? RunStatus.SKIPPED : RunStatus.READY;
     const reason = job.misfire.policy === 'skip' ? 'misfired: skipped by policy' : undefined;
     for (const slot of late) catchUp.push(...runsOf(job, spec, slot, status, true, reason));
     budget -= late.length * job.shards;
     if (late.length > 0) misfired.set(job.name, late.length);
-    if (page.length > limit) stayBehind(late[late.length - 1]!);
-    else if (wasBehind) behindClear.push(job.name);
+    if (page.length > limit) {
+      stayBehind(late[late.length - 1]!);
+      if (!deferOnTime) onTime.push(...candidate.onTime);
+    } else {
+      // Caught up this tick: every slot up to the horizon exists once it is done.
+      if (wasBehind) behindClear.push(job.name);
+      onTime.push(...candidate.onTime);
+    }
   }
 
   // On-time runs go out in firing order (jitter can reorder the slots of different jobs).

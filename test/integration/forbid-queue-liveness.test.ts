@@ -210,7 +210,7 @@ describe('forbid-queue liveness', () => {
         await backfill({ ledger: box.ledger, queue: lab.queue, clock: lab.clock.read, sleep: async () => undefined }, { job: lab.job(name), from: older, to: current });
       } else {
         const ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
-        await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, [(await lab.run(name, older))!]);
+        await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [(await lab.run(name, older))!]);
       }
       // Half an hour of SQS redelivery, planner ticks and sweeps.
       for (let round = 0; round < 10; round++) {
@@ -310,7 +310,7 @@ describe('forbid-queue liveness', () => {
         expect({ holder: await lab.status(name, holder), after: await lab.status(name, after) }).toEqual({ holder: RunStatus.RETRY, after: RunStatus.READY });
         // The operator revives the oldest slot: it finds the lane held, says so on the marker, waits.
         const ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
-        await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, [(await lab.run(name, revived))!]);
+        await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [(await lab.run(name, revived))!]);
         expect(await lab.deliverSent()).toEqual([(await lab.run(name, revived))!.runKey]);
         expect(await lab.status(name, revived)).toBe(RunStatus.READY);
         // The holder's next attempt succeeds and hands on: to the revived run, then in slot order.

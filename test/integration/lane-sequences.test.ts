@@ -135,7 +135,7 @@ describe('generated sequences on an exclusive lane', () => {
               lab.clock.advance(s.ms);
               break;
             case 'retry':
-              await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, [(await lab.run(name, id!.slot))!], { states: RETRYABLE_STATES });
+              await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [(await lab.run(name, id!.slot))!], { states: RETRYABLE_STATES });
               break;
             case 'resolve':
               try {

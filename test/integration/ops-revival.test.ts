@@ -57,7 +57,7 @@ describe('ops revival and takeover', () => {
     await lab.create(name, slot);
     await lab.deliver(name, slot);
     expect(await lab.run(name, slot)).toMatchObject({ status: RunStatus.DEAD, resultUnknown: true });
-    const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, [(await lab.run(name, slot))!]);
+    const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [(await lab.run(name, slot))!]);
     expect(entry).toMatchObject({ action: 'revived', to: RunStatus.UNKNOWN });
     await lab.deliverSent();
     expect(await lab.run(name, slot)).toMatchObject({ status: RunStatus.SUCCEEDED, evidence: { charge: 'ch_1' } });
@@ -157,7 +157,7 @@ describe('ops revival and takeover', () => {
     for (const e of ended) {
       const created = await box.ledger.createRun({ job: name, slot: e.slot, shard: 0, shards: 1, status: e.status, reason: e.reason }, now);
       expect(created.created).toBe(true);
-      const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, [(await lab.run(name, e.slot))!], { states: [e.status] });
+      const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [(await lab.run(name, e.slot))!], { states: [e.status] });
       expect(entry).toMatchObject({ action: 'revived', to: RunStatus.READY });
     }
     // Without a history map every outcome write of these runs was rejected (an invalid document path).
@@ -205,7 +205,7 @@ describe('ops revival and takeover', () => {
     // The older slot comes late: its charge lands, then the shared item refuses it.
     await lab.deliver(name, older);
     expect(await lab.run(name, older)).toMatchObject({ status: RunStatus.SUPERSEDED, resultUnknown: true, lastError: { code: 'SUPERSEDED_BY_NEWER_SLOT' } });
-    const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, [(await lab.run(name, older))!], { states: [RunStatus.SUPERSEDED] });
+    const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [(await lab.run(name, older))!], { states: [RunStatus.SUPERSEDED] });
     expect(entry).toMatchObject({ action: 'revived', to: RunStatus.UNKNOWN });
     await lab.deliverSent();
     expect(await lab.run(name, older)).toMatchObject({ status: RunStatus.SUCCEEDED, evidence: { charged: true } });
@@ -220,7 +220,7 @@ describe('ops revival and takeover', () => {
     if (claim.kind !== 'claimed') throw new Error(claim.kind);
     expect(await box.ledger.replaceRunning(claim.run, `${name}@later`, lab.clock.now)).toBe(true);
     expect(await lab.run(name, slot)).toMatchObject({ status: RunStatus.SUPERSEDED, resultUnknown: true, lastError: { code: 'REPLACED' } });
-    const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, [(await lab.run(name, slot))!], { states: [RunStatus.SUPERSEDED] });
+    const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [(await lab.run(name, slot))!], { states: [RunStatus.SUPERSEDED] });
     expect(entry).toMatchObject({ action: 'revived', to: RunStatus.UNKNOWN });
     await lab.deliverSent();
     // Nothing was charged (the replaced worker here did nothing): reconcile says so, and it runs.

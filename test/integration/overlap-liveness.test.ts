@@ -291,7 +291,7 @@ describe('exclusive lanes always move on', () => {
       expect(await l.status(name, s1)).toBe(RunStatus.DEAD);
       script.behaviour.set(s1, 'ok');
       const ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
-      const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: l.queue, clock: l.clock.read }, [(await l.run(name, s1))!]);
+      const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: l.queue, clock: l.clock.read }, l.job(name), [(await l.run(name, s1))!]);
       expect(entry).toMatchObject({ action: 'revived', to: RunStatus.READY });
       await l.deliverSent();
       expect(await l.status(name, s1)).toBe(RunStatus.SUCCEEDED);

@@ -53,7 +53,7 @@ describe('revival and fence-range edges', () => {
     await resolveRun({ ledger: box.ledger, ops, clock: lab.clock.read }, { id: lab.id(name, slot), as: 'dead', reason: 'worker gone', by: 'op' });
     const resolved = (await lab.run(name, slot))!;
     expect(resolved.status).toBe(RunStatus.DEAD);
-    const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, [resolved]);
+    const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [resolved]);
     await lab.deliverSent();
     expect(await lab.status(name, slot)).toBe(RunStatus.SUCCEEDED);
     // The promise (README run states, ops-revival): a revival of a run whose last result is unknown
@@ -116,7 +116,7 @@ describe('revival and fence-range edges', () => {
     const dead = (await lab.run(name, slot))!;
     expect(dead).toMatchObject({ status: RunStatus.DEAD, lastError: { code: 'FENCE_RANGE_EXHAUSTED' } });
     // README "Run states": DEAD ... a fencing range spent (FENCE_RANGE_EXHAUSTED) → fix the cause, then `ops retry`.
-    const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, [dead]);
+    const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [dead]);
     // Refused with the reason, pointing to what can still do the work; nothing was sent or changed.
     expect(entry).toMatchObject({ action: 'refused', detail: expect.stringMatching(/fencing range is spent.*ops trigger/) });
     expect(lab.queue.take()).toEqual([]);
@@ -132,7 +132,7 @@ describe('revival and fence-range edges', () => {
     await lab.deliver(name, slot);
     const dead = (await lab.run(name, slot))!;
     expect(dead).toMatchObject({ status: RunStatus.DEAD, lastError: { code: 'DEADLINE_EXCEEDED' } });
-    const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, [dead]);
+    const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [dead]);
     expect(entry?.action).toBe('revived');
     await lab.deliverSent();
     expect((await lab.run(name, slot))!.status).toBe(RunStatus.SUCCEEDED);

@@ -128,7 +128,7 @@ describe('generated operator and worker sequences on one run', () => {
               break;
             case 'retry': {
               const run = (await lab.run(name, slot))!;
-              await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, [run], { states: RETRYABLE_STATES });
+              await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [run], { states: RETRYABLE_STATES });
               break;
             }
             case 'resolve':

@@ -285,7 +285,7 @@ describe('schedule features', () => {
       // A planned slot a policy skipped, run hours later by `ops retry`: its first claim is the operator's choice.
       const skipped = await box.ledger.createRun({ job: name, slot: T0 - 3 * 60 * MIN, shard: 0, shards: 1, status: RunStatus.SKIPPED, reason: 'forbid-skip' }, lab.clock.now);
       const ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
-      const retried = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, [skipped.created ? skipped.run : skipped.existing], { states: [RunStatus.SKIPPED] });
+      const retried = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [skipped.created ? skipped.run : skipped.existing], { states: [RunStatus.SKIPPED] });
       expect(retried.map((r) => r.action)).toEqual(['revived']);
       await lab.deliverSent();
       expect(await lab.status(name, T0 - 3 * 60 * MIN)).toBe(RunStatus.SUCCEEDED);

@@ -112,7 +112,7 @@ describe('yields and timeouts across invocations', () => {
     expect(dead).toMatchObject({ status: RunStatus.DEAD, resultUnknown: true, lastError: { code: 'YIELDED_WITHOUT_PROGRESS' } });
 
     const ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
-    const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, [dead], { by: 'test' });
+    const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [dead], { by: 'test' });
     expect(entry).toMatchObject({ action: 'revived', from: RunStatus.DEAD, to: RunStatus.UNKNOWN });
     await lab.deliver(name, T0, 'w2', invocation(400, 200));
     expect(reconciles).toEqual(['attempt 2', 'attempt 1']);

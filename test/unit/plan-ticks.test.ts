@@ -110,7 +110,8 @@ function checkTick(state: PlannerState, index: number): void {
   }
   for (const run of catchUp) {
     // A catch-up run is a misfire, and the policy decides its status.
-    expect(run.slot).toBeLessThanOrEqual(lateEdgeOf(run.job));
+    // (A forbid-queue job that runs its misfires defers its on-time slots into its catch-up.)
+    if (!(run.job.overlap === 'forbid-queue' && run.job.misfire.policy === 'all')) expect(run.slot).toBeLessThanOrEqual(lateEdgeOf(run.job));
     expect(run.status).toBe(run.job.misfire.policy === 'skip' ? RunStatus.SKIPPED : RunStatus.READY);
   }
   for (const run of plan.runs) {
@@ -143,6 +144,16 @@ function checkTick(state: PlannerState, index: number): void {
   }
   // No slot past a maxRuns job's bound.
   for (const run of plan.runs) if (run.job.maxRuns !== undefined) expect(run.slot).toBeLessThanOrEqual(state.bounds.get(run.job.name)!);
+  // forbid-queue starts runs in slot order: after every tick, a job that runs its misfires has no
+  // owed slot still to be created below one that exists.
+  const upTo = state.plans.slice(0, index + 1).flatMap((p) => p.plan.runs);
+  for (const job of state.jobs.filter((j) => j.overlap === 'forbid-queue' && j.misfire.policy === 'all')) {
+    const created = new Set(upTo.filter((r) => r.job === job && r.shard === 0).map((r) => r.slot));
+    if (created.size === 0) continue;
+    const newest = Math.max(...created);
+    const missing = owed(job, T0, newest).filter((slot) => !created.has(slot));
+    expect(missing.map((s) => new Date(s).toISOString()), `${job.name}: created out of slot order`).toEqual([]);
+  }
 }
 
 const jobDef = fc.record({
@@ -151,6 +162,7 @@ const jobDef = fc.record({
   misfire: fc.record({ after: fc.constantFrom('1m', '3m'), policy: fc.constantFrom('all', 'skip', 'latest'), maxPerTick: fc.integer({ min: 3, max: 40 }) }),
   maxRuns: fc.option(fc.integer({ min: 1, max: 40 }), { nil: undefined }),
   jitter: fc.option(fc.constantFrom('5s', '2m'), { nil: undefined }),
+  overlap: fc.constantFrom('parallel', 'forbid-queue'),
 });
 /** A tick: minutes since the one before (more than one is an outage), and its catch-up budget. */
 const tickDef = fc.record({
@@ -238,6 +250,26 @@ describe('a second outage while a job is catching up', () => {
     state.settle(T0 + 30 * MIN);
     const skipped = new Set(state.runs().filter((r) => r.status === RunStatus.SKIPPED).map((r) => r.slot));
     for (let slot = T0 + 2 * MIN; slot < T0 + 29 * MIN; slot += MIN) expect(skipped.has(slot), new Date(slot).toISOString()).toBe(true);
+  });
+});
+
+describe('forbid-queue catch-up is created in slot order', () => {
+  it('after a 10-minute outage with maxPerTick 3, no on-time slot of a forbid-queue job exists before every older missed slot does (it would start first)', () => {
+    const config = jobs({ overlap: 'forbid-queue', misfire: { after: '1m', policy: 'all', maxPerTick: 3 } });
+    const state = new PlannerState(config);
+    state.tick(T0);
+    for (let now = T0 + 10 * MIN; now <= T0 + 16 * MIN; now += MIN) state.tick(now);
+    state.plans.forEach((_, i) => checkTick(state, i));
+    const slots = state.slotsOf('j0');
+    expect([...slots].sort((a, b) => a - b)).toEqual(owed(config[0]!, T0, state.plannedUntil!));
+  });
+
+  it('a parallel job under the same outage still gets its on-time slots at once', () => {
+    const config = jobs({ misfire: { after: '1m', policy: 'all', maxPerTick: 3 } });
+    const state = new PlannerState(config);
+    state.tick(T0);
+    const plan = state.tick(T0 + 10 * MIN);
+    expect(plan.runs.filter((r) => !r.catchUp).map((r) => (r.slot - T0) / MIN)).toEqual([9, 10, 11]);
   });
 });
 
