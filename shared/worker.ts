@@ -11,8 +11,9 @@ import { sleep, type Timers } from './core/concurrency.js';
 import { NO_HISTORY, type HistorySink } from './core/history.js';
 import type { Job } from './core/job-schema-core.js';
 import { VISIBILITY_STEP_MS, type ClaimResult } from './core/lease.js';
+import { LANE_CLOCK_ALLOWANCE_MS } from './core/lanes.js';
 import { parseRunMessage } from './core/run-message.js';
-import { RunStatus, type RunId } from './core/vocabulary.js';
+import { RunStatus, type RunId, type RunMessage } from './core/vocabulary.js';
 import type { JobHandler, RunContext, RunLogger } from './handler-api.js';
 import { MetricName, type MetricsSink } from './observability.js';
 import { clockSkewFor, execute, hide } from './worker-attempt.js';
@@ -180,15 +181,14 @@ export async function processRecord(deps: WorkerDeps, record: QueueRecord): Prom
 }
 
 /**
- * Waits until the run's fire time (at most its start lead and a second: a message that comes
- * early by more, or a clock behind, does not hold the worker longer). The run's item gives the
- * fire time of a jittered slot; the message carries only the slot.
+ * Waits until the run's fire time, which the message names (a jittered one) or is its slot. SQS
+ * delivers a planned message `startLead` early; one early by more than that and the clock
+ * allowance was sent early on purpose (a redrive, an operator's retry of a run not yet due) and
+ * is decided now, as it would be on a worker whose clock is that far ahead.
  */
-async function waitForFireTime(deps: WorkerDeps, job: Job, id: RunId): Promise<void> {
-  if (job.startLead <= 0 && !job.jitter) return;
-  const fireAt = job.jitter ? ((await deps.ledger.getRun(id))?.fireAt ?? id.slot) : id.slot;
-  const early = fireAt - deps.clock();
-  if (early > 0) await sleep(Math.min(early, job.startLead + 1_000), undefined, deps.timers);
+async function waitForFireTime(deps: WorkerDeps, job: Job, message: RunMessage): Promise<void> {
+  const early = (message.fireAt ?? message.slot) - deps.clock();
+  if (early > 0 && early <= job.startLead + LANE_CLOCK_ALLOWANCE_MS) await sleep(early, undefined, deps.timers);
 }
 
 /**

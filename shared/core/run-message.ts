@@ -24,7 +24,7 @@ export function parseRunMessage(body: string, jobs: ReadonlyMap<string, Job>): P
     return { ok: false, code: 'MALFORMED', reason: 'body is not JSON' };
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return { ok: false, code: 'MALFORMED', reason: 'body is not a JSON object' };
-  const { v, job, slot, shard, runKey, overlap } = value as Record<string, unknown>;
+  const { v, job, slot, shard, runKey, overlap, fireAt } = value as Record<string, unknown>;
   if (v !== RUN_MESSAGE_VERSION) {
     return typeof v === 'number'
       ? { ok: false, code: 'UNSUPPORTED_VERSION', reason: `message version ${v} is not supported (expected ${RUN_MESSAGE_VERSION})` }
@@ -42,12 +42,28 @@ export function parseRunMessage(body: string, jobs: ReadonlyMap<string, Job>): P
   if (overlap !== undefined && !(typeof overlap === 'string' && (Object.values(OverlapPolicy) as string[]).includes(overlap))) {
     return { ok: false, code: 'MALFORMED', reason: `field "overlap" must be one of ${Object.values(OverlapPolicy).join(', ')}` };
   }
+  if (fireAt !== undefined && !(typeof fireAt === 'number' && Number.isSafeInteger(fireAt) && fireAt >= slot)) {
+    return { ok: false, code: 'MALFORMED', reason: 'field "fireAt" must be epoch milliseconds at or after the slot' };
+  }
   // A manual run may override the job's overlap policy; the worker applies the run's.
   const effective = overlap === undefined || overlap === definition.overlap ? definition : { ...definition, overlap: overlap as Job['overlap'] };
-  return { ok: true, message: { v: RUN_MESSAGE_VERSION, job, slot, shard, runKey, ...(overlap === undefined ? {} : { overlap }) }, job: effective };
+  return {
+    ok: true,
+    message: { v: RUN_MESSAGE_VERSION, job, slot, shard, runKey, ...(overlap === undefined ? {} : { overlap }), ...(fireAt === undefined ? {} : { fireAt: fireAt as number }) },
+    job: effective,
+  };
 }
 
 /** The message that asks a worker to execute `run`. */
-export function messageFor(run: Pick<Run, 'job' | 'slot' | 'shard' | 'runKey' | 'overlap'>): RunMessage {
-  return { v: RUN_MESSAGE_VERSION, job: run.job, slot: run.slot, shard: run.shard, runKey: run.runKey, ...(run.overlap ? { overlap: run.overlap } : {}) };
+export function messageFor(run: Pick<Run, 'job' | 'slot' | 'shard' | 'runKey' | 'overlap' | 'fireAt'>): RunMessage {
+  return {
+    v: RUN_MESSAGE_VERSION,
+    job: run.job,
+    slot: run.slot,
+    shard: run.shard,
+    runKey: run.runKey,
+    ...(run.overlap ? { overlap: run.overlap } : {}),
+    // A jittered run's fire time: the worker takes its overlap decisions then, without a read.
+    ...(run.fireAt !== undefined && run.fireAt !== run.slot ? { fireAt: run.fireAt } : {}),
+  };
 }

@@ -152,5 +152,7 @@ export interface RunMessage {
   readonly runKey: string;
   /** A manual run's overlap policy when it overrides the job's (`ops trigger --overlap`). */
   readonly overlap?: string;
+  /** A jittered run's fire time (absent: its slot). */
+  readonly fireAt?: number;
 }
 export const RUN_MESSAGE_VERSION = 1 as const;

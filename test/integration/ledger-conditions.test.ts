@@ -14,7 +14,7 @@ import { Ledger, runFromItem, watchKeys } from '../../shared/adapters/ledger.js'
 import { ATTEMPT_HISTORY_LIMIT } from '../../shared/core/limits.js';
 import { exceptionBucketOf } from '../../shared/core/planner-state.js';
 import { LedgerKeys } from '../../shared/resources.js';
-import { LaneStore } from '../../shared/adapters/lane-store.js';
+import { LaneStore, VACANT_SLOT } from '../../shared/adapters/lane-store.js';
 import { faultyClient } from '../support/faults.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
 
@@ -498,127 +498,110 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
     const MIN = 60_000;
     const laneJob = () => `lane-${++nextSlot}`;
     const holder = (slot: number) => ({ slot, shard: 0 });
-    const markers = ['none', 'waiting', 'mine', 'other'] as const;
     /**
-     * Puts the lane's marker as `marker` says: absent, holder-less with a waiting run's flag (the
-     * lane is free), naming slot `mine`, or naming `other`.
+     * Every shape a marker can have in a table: no item; a free lane (the item stays, with a
+     * floor); held by the run asking (`mine`) or another; and the shapes earlier versions wrote: a
+     * "vacant" marker (holder slot 0, a waiting flag), a held one with waiting flags, a held one
+     * from before the flags.
      */
-    async function mark(job: string, marker: (typeof markers)[number], mine: number, other: number): Promise<void> {
-      if (marker === 'none') return;
-      if (marker === 'waiting') return void expect(await box.ledger.lanes.markWaiting(job, 0, undefined, mine - MIN)).toBe(true);
-      expect(await box.ledger.lanes.acquire(job, holder(marker === 'mine' ? mine : other), NOW)).toEqual({ kind: 'acquired' });
+    const markers = ['none', 'free', 'mine', 'other', 'vacant', 'flagged-mine', 'flagged-other', 'unflagged-mine'] as const;
+    type Marker = (typeof markers)[number];
+    const key = (job: string) => ({ pk: LedgerKeys.jobPk(job), sk: LedgerKeys.activeSk(0) });
+    async function rawMarker(job: string, holderSlot: number, extra: Record<string, unknown>): Promise<void> {
+      await box.clients.doc.send(
+        new PutCommand({
+          TableName: box.endpoints.ledgerTable,
+          Item: { ...key(job), holderSk: LedgerKeys.runSk(holderSlot, 0), holderSlot, since: NOW, lastWrite: 'earlier-code', ...extra },
+        }),
+      );
+    }
+    async function mark(job: string, marker: Marker, mine: number, other: number): Promise<void> {
+      const flags = { runsWaiting: true, olderWaiting: true, oldestWaitingSlot: mine - 5 * MIN, flagsWaiting: true };
+      switch (marker) {
+        case 'none':
+          return;
+        case 'free':
+          expect(await box.ledger.lanes.acquire(job, holder(other), NOW)).toEqual({ kind: 'acquired' });
+          return void expect((await box.ledger.lanes.release(job, holder(other))).freed).toBe(true);
+        case 'mine':
+        case 'other':
+          return void expect(await box.ledger.lanes.acquire(job, holder(marker === 'mine' ? mine : other), NOW)).toEqual({ kind: 'acquired' });
+        case 'vacant':
+          return rawMarker(job, VACANT_SLOT, { runsWaiting: true, olderWaiting: true, oldestWaitingSlot: mine - 5 * MIN });
+        case 'flagged-mine':
+        case 'flagged-other':
+          return rawMarker(job, marker === 'flagged-mine' ? mine : other, flags);
+        case 'unflagged-mine':
+          return rawMarker(job, mine, {});
+      }
+    }
+    const heldByMe = (m: Marker) => m === 'mine' || m === 'flagged-mine' || m === 'unflagged-mine';
+    const heldByOther = (m: Marker) => m === 'other' || m === 'flagged-other';
+    const EARLIER_FLAGS = ['runsWaiting', 'olderWaiting', 'oldestWaitingSlot', 'flagsWaiting'];
+    async function stored(job: string): Promise<Record<string, unknown> | undefined> {
+      return (await box.clients.doc.send(new GetCommand({ TableName: box.endpoints.ledgerTable, Key: key(job), ConsistentRead: true }))).Item;
     }
 
-    it('acquire takes a free lane, keeps one its holder already has, and is blocked by another holder\'s', async () => {
+    it('acquire takes a free lane (no item, a free marker, an earlier vacant one), keeps one its holder has, is blocked by another holder\'s, and converts an earlier shape in place', async () => {
       await eachCase(markers, async (marker) => {
         const job = laneJob();
         await mark(job, marker, BASE + 1_000, BASE);
         const result = await box.ledger.lanes.acquire(job, holder(BASE + 1_000), NOW + 1);
-        expect(result, marker).toEqual(marker === 'none' || marker === 'waiting' ? { kind: 'acquired' } : marker === 'mine' ? { kind: 'held' } : { kind: 'blocked', holderSlot: BASE, since: NOW });
-        expect((await box.ledger.lanes.read(job, 0))?.holderSlot, marker).toBe(marker === 'other' ? BASE : BASE + 1_000);
+        expect(result.kind, marker).toBe(heldByOther(marker) ? 'blocked' : heldByMe(marker) ? 'held' : 'acquired');
+        if (result.kind === 'blocked') expect(result.holderSlot, marker).toBe(BASE);
+        expect((await box.ledger.lanes.read(job, 0))?.holderSlot, marker).toBe(heldByOther(marker) ? BASE : BASE + 1_000);
+        // A holder's write leaves no earlier flag behind; another holder's marker is left as it was.
+        const item = await stored(job);
+        for (const flag of EARLIER_FLAGS) expect(item?.[flag] === undefined, `${marker}: ${flag}`).toBe(!(marker === 'flagged-other'));
       });
     });
 
-    it('release frees only its own holder\'s marker: a run that never held the lane cannot free it for another', async () => {
+    it('release frees only its own holder\'s marker and keeps the item and its floor; a refusal says who holds the lane now', async () => {
       await eachCase(markers, async (marker) => {
         const job = laneJob();
         await mark(job, marker, BASE + 1_000, BASE);
-        expect((await box.ledger.lanes.release(job, holder(BASE + 1_000))).freed, marker).toBe(marker === 'mine');
-        expect((await box.ledger.lanes.read(job, 0))?.holderSlot, marker).toBe(marker === 'other' ? BASE : undefined);
+        await box.ledger.lanes.lowerFloor(job, 0, BASE - MIN);
+        const released = await box.ledger.lanes.release(job, holder(BASE + 1_000));
+        expect(released.freed, marker).toBe(heldByMe(marker));
+        if (!released.freed) expect(released.holderSlot, marker).toBe(heldByOther(marker) ? BASE : undefined);
+        expect((await box.ledger.lanes.read(job, 0))?.holderSlot, marker).toBe(heldByOther(marker) ? BASE : undefined);
+        if (heldByMe(marker)) for (const flag of EARLIER_FLAGS) expect((await stored(job))?.[flag], `${marker}: ${flag}`).toBeUndefined();
       });
     });
 
-    it('markOlderWaiting flags only its holder\'s marker, and the flag survives the holder taking its lane again and a takeover, until release reports it', async () => {
-      await eachCase(markers, async (marker) => {
-        const job = laneJob();
-        await mark(job, marker, BASE + 1_000, BASE);
-        expect(await box.ledger.lanes.markOlderWaiting(job, holder(BASE + 1_000), BASE - MIN), marker).toBe(marker === 'mine');
-        if (marker !== 'mine') expect(await box.ledger.lanes.markOlderWaiting(job, holder(BASE), BASE - MIN), marker).toBe(marker === 'other');
-      });
-      // The holder's next attempt takes its own lane again: a whole-item put would drop the flag.
+    it('lowerFloor only ever lowers a floor that exists (a lane without one reads from its first run already); advanceFloor raises it only if nobody wrote the marker since the release it follows', async () => {
       const job = laneJob();
-      const stale = holder((await put(job, { status: RunStatus.SUCCEEDED, claims: 1, watched: false })).slot);
-      expect(await box.ledger.lanes.acquire(job, stale, NOW)).toEqual({ kind: 'acquired' });
-      // The oldest waiting slot is recorded: a newer one leaves it (and still waits), an older one
-      // replaces it, and a retry of a committed mark (its response lost) answers true again.
-      expect(await box.ledger.lanes.markOlderWaiting(job, stale, stale.slot - 20 * MIN)).toBe(true);
-      expect(await box.ledger.lanes.markOlderWaiting(job, stale, stale.slot - 10 * MIN)).toBe(true);
-      expect(await box.ledger.lanes.markOlderWaiting(job, stale, stale.slot - 20 * MIN)).toBe(true);
-      expect(await box.ledger.lanes.markOlderWaiting(job, stale, stale.slot - 30 * MIN)).toBe(true);
-      expect(await box.ledger.lanes.acquire(job, stale, NOW + 1)).toEqual({ kind: 'held' });
-      const next = holder(freshSlot());
-      expect(await box.ledger.lanes.takeFromEnded(job, next, stale, NOW + 2)).toBe(true);
-      // (A takeover also flags the lane: who waited for the ended holder cannot be told.)
-      expect(await box.ledger.lanes.release(job, next)).toEqual({ freed: true, olderWaiting: true, oldestWaitingSlot: stale.slot - 30 * MIN, runsWaiting: true });
-      // A fresh holder of the freed lane starts unflagged.
-      expect(await box.ledger.lanes.acquire(job, stale, NOW + 3)).toEqual({ kind: 'acquired' });
-      expect(await box.ledger.lanes.release(job, stale)).toEqual({ freed: true, olderWaiting: false, runsWaiting: false });
+      await box.ledger.lanes.lowerFloor(job, 0, BASE);
+      expect(await stored(job)).toBeUndefined();
+      expect(await box.ledger.lanes.acquire(job, holder(BASE + 10 * MIN), NOW)).toEqual({ kind: 'acquired' });
+      const released = await box.ledger.lanes.release(job, holder(BASE + 10 * MIN));
+      if (!released.freed) throw new Error('setup: not released');
+      expect(released.floor).toBeUndefined();
+      expect(await box.ledger.lanes.advanceFloor(job, 0, released.writeId, BASE + 5 * MIN)).toBe(true);
+      expect((await box.ledger.lanes.read(job, 0))?.floor).toBe(BASE + 5 * MIN);
+      await box.ledger.lanes.lowerFloor(job, 0, BASE + 6 * MIN);
+      expect((await box.ledger.lanes.read(job, 0))?.floor).toBe(BASE + 5 * MIN);
+      await box.ledger.lanes.lowerFloor(job, 0, BASE + 2 * MIN);
+      expect((await box.ledger.lanes.read(job, 0))?.floor).toBe(BASE + 2 * MIN);
+      // The lower wrote the marker after the release: an advance decided before it is refused.
+      expect(await box.ledger.lanes.advanceFloor(job, 0, released.writeId, BASE + 9 * MIN)).toBe(false);
+      expect((await box.ledger.lanes.read(job, 0))?.floor).toBe(BASE + 2 * MIN);
+      // A holder keeps the floor through its take and its release.
+      expect(await box.ledger.lanes.acquire(job, holder(BASE + 11 * MIN), NOW)).toEqual({ kind: 'acquired', floor: BASE + 2 * MIN });
+      expect(await box.ledger.lanes.release(job, holder(BASE + 11 * MIN))).toMatchObject({ freed: true, floor: BASE + 2 * MIN });
     });
 
-    it('markWaiting with a holder flags only that holder\'s marker; without one it flags whatever the lane holds, a free lane too (the marker stays free), and the flag lasts through the holder taking its lane again and a takeover, until a release reports it once', async () => {
-      await eachCase(markers, async (marker) => {
-        const job = laneJob();
-        await mark(job, marker, BASE + 1_000, BASE);
-        expect(await box.ledger.lanes.markWaiting(job, 0, holder(BASE + 1_000)), marker).toBe(marker === 'mine');
-        expect(await box.ledger.lanes.markWaiting(job, 0, holder(BASE)), marker).toBe(marker === 'other');
-        // Nothing was written where the holder named did not hold the lane.
-        if (marker === 'none') expect(await box.ledger.lanes.release(job, holder(BASE + 1_000))).toEqual({ freed: false });
-        expect(await box.ledger.lanes.markWaiting(job, 0, undefined, BASE - MIN), marker).toBe(true);
-        // A flag on a free lane leaves it free.
-        expect((await box.ledger.lanes.read(job, 0))?.holderSlot, marker).toBe(marker === 'mine' ? BASE + 1_000 : marker === 'other' ? BASE : undefined);
-      });
-      // The flag on a free lane, with the slot the queue resumes from (the oldest recorded wins),
-      // is taken over by its next holder, kept through its next attempt and a takeover, reported by
-      // the release once, and gone with it.
-      const job = laneJob();
-      const stale = holder((await put(job, { status: RunStatus.SUCCEEDED, claims: 1, watched: false })).slot);
-      expect(await box.ledger.lanes.markWaiting(job, 0, undefined, stale.slot - 10 * MIN)).toBe(true);
-      expect(await box.ledger.lanes.markWaiting(job, 0, undefined, stale.slot - 5 * MIN)).toBe(true);
-      expect(await box.ledger.lanes.markWaiting(job, 0, undefined, stale.slot - 20 * MIN)).toBe(true);
-      expect(await box.ledger.lanes.acquire(job, stale, NOW)).toEqual({ kind: 'acquired' });
-      expect(await box.ledger.lanes.acquire(job, stale, NOW + 1)).toEqual({ kind: 'held' });
-      const next = holder(freshSlot());
-      expect(await box.ledger.lanes.takeFromEnded(job, next, stale, NOW + 2)).toBe(true);
-      expect(await box.ledger.lanes.release(job, next)).toEqual({ freed: true, olderWaiting: true, oldestWaitingSlot: stale.slot - 20 * MIN, runsWaiting: true });
-      expect(await box.ledger.lanes.acquire(job, stale, NOW + 3)).toEqual({ kind: 'acquired' });
-      expect(await box.ledger.lanes.release(job, stale)).toEqual({ freed: true, olderWaiting: false, runsWaiting: false });
-      expect(await box.ledger.lanes.read(job, 0)).toBeUndefined();
-    });
-
-    it('a marker taken before waiting runs flagged markers (no flagsWaiting) reads as flagged, and its holder taking it again flags and upgrades it in one write', async () => {
-      const job = laneJob();
-      const mine = holder(freshSlot());
-      const legacy = async () =>
-        box.clients.doc.send(
-          new UpdateCommand({
-            TableName: box.endpoints.ledgerTable,
-            Key: { pk: LedgerKeys.jobPk(job), sk: LedgerKeys.activeSk(0) },
-            UpdateExpression: 'SET holderSk = :holderSk, holderSlot = :holderSlot, since = :since, lastWrite = :lastWrite',
-            ExpressionAttributeValues: { ':holderSk': LedgerKeys.runSk(mine.slot, 0), ':holderSlot': mine.slot, ':since': NOW, ':lastWrite': 'earlier-code' },
-          }),
-        );
-      await legacy();
-      expect(await box.ledger.lanes.release(job, mine)).toEqual({ freed: true, olderWaiting: false, runsWaiting: true });
-      await legacy();
-      expect(await box.ledger.lanes.acquire(job, mine, NOW + 1)).toEqual({ kind: 'held' });
-      expect(await box.ledger.lanes.acquire(job, mine, NOW + 2)).toEqual({ kind: 'held' });
-      expect(await box.ledger.lanes.release(job, mine)).toEqual({ freed: true, olderWaiting: false, runsWaiting: true });
-      // Taken since: unflagged until a waiting run says so.
-      expect(await box.ledger.lanes.acquire(job, mine, NOW + 3)).toEqual({ kind: 'acquired' });
-      expect(await box.ledger.lanes.release(job, mine)).toEqual({ freed: true, olderWaiting: false, runsWaiting: false });
-    });
-
-    it('a release whose response was lost after it committed reports nothing freed: the holder then looks back for older runs rather than trust a flag it could not read', async () => {
+    it('a release whose response was lost after it committed is recognised as ours (its write id), floor and all', async () => {
       const job = laneJob();
       const mine = holder(freshSlot());
       expect(await box.ledger.lanes.acquire(job, mine, NOW)).toEqual({ kind: 'acquired' });
-      expect(await box.ledger.lanes.markOlderWaiting(job, mine, mine.slot - MIN)).toBe(true);
-      const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: (command) => command === 'DeleteItemCommand', fault: 'lost-response' }]);
+      await box.ledger.lanes.lowerFloor(job, 0, mine.slot - MIN);
+      const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: (command, input) => command === 'UpdateItemCommand' && String(input.UpdateExpression).includes('REMOVE holderSk'), fault: 'lost-response' }]);
       try {
         const lanes = new LaneStore(faulty.doc, box.endpoints.ledgerTable);
-        expect(await lanes.release(job, mine)).toEqual({ freed: false });
+        expect(await lanes.release(job, mine)).toMatchObject({ freed: true });
         expect(faulty.injected.length).toBe(1);
-        expect(await lanes.read(job, 0)).toBeUndefined();
+        expect((await lanes.read(job, 0))?.holderSlot).toBeUndefined();
       } finally {
         faulty.destroy();
       }
@@ -670,7 +653,7 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
         await expect(lanes.acquire(job, holder(freshSlot()), NOW)).rejects.toMatchObject({ name: 'ThrottlingException' });
         await expect(lanes.release(job, stale)).rejects.toMatchObject({ name: 'ThrottlingException' });
         await expect(lanes.takeFromEnded(job, holder(freshSlot()), stale, NOW)).rejects.toMatchObject({ name: 'ThrottlingException' });
-        await expect(lanes.markOlderWaiting(job, stale, stale.slot - MIN)).rejects.toMatchObject({ name: 'ThrottlingException' });
+        await expect(lanes.lowerFloor(job, 0, stale.slot - MIN)).rejects.toMatchObject({ name: 'ThrottlingException' });
       } finally {
         faulty.destroy();
       }

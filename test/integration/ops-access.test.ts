@@ -161,7 +161,6 @@ describe('ops commands call exactly what OPS_ACCESS grants', () => {
     const beta = (s: number) => ({ job: 'beta', slot: s, shard: 0 });
     for (const s of [slot.dead, slot.succeeded]) await box.ledger.createRun({ ...beta(s), shards: 1, status: RunStatus.READY }, s);
     await box.ledger.lanes.acquire('beta', { slot: slot.dead, shard: 0 }, slot.dead);
-    expect(await box.ledger.lanes.markWaiting('beta', 0, { slot: slot.dead, shard: 0 })).toBe(true);
     await ops('resolve', runKeyOf('beta', slot.dead, 0, 1), '--as', 'succeeded', '--reason', 'done by hand');
     await ops('retry', key(slot.open), '--dry-run');
     await ops('retry', '--job', 'alpha', '--state', 'DEAD');

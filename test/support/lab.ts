@@ -89,7 +89,7 @@ export class Lab {
 
   async create(job: string, slot: number, options: { shard?: number; watch?: boolean } = {}): Promise<Run> {
     const result = await this.box.ledger.createRun(
-      { job, slot, shard: options.shard ?? 0, shards: this.job(job).shards, status: RunStatus.READY, watch: options.watch },
+      { job, slot, shard: options.shard ?? 0, shards: this.job(job).shards, status: RunStatus.READY, watch: options.watch, laneOverlap: this.job(job).overlap },
       this.clock.now,
     );
     if (!result.created) throw new Error(`run ${job}@${slot} exists`);

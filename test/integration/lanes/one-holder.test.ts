@@ -7,15 +7,15 @@
  * replace the newest one (superseding those in between), delayed to its fire time.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RunStatus, type Run } from '../../shared/core/vocabulary.js';
-import type { JobHandler } from '../../shared/handler-api.js';
-import type { JobInput } from '../../shared/core/job-schema.js';
-import { testJobs } from '../support/helpers.js';
-import { Lab } from '../support/lab.js';
-import { faultyClient } from '../support/faults.js';
-import { triggerRun } from '../../shared/trigger.js';
-import { Ledger } from '../../shared/adapters/ledger.js';
-import { sandbox, uniqueName as unique, type Sandbox } from '../support/stack.js';
+import { RunStatus, type Run } from '../../../shared/core/vocabulary.js';
+import type { JobHandler } from '../../../shared/handler-api.js';
+import type { JobInput } from '../../../shared/core/job-schema.js';
+import { testJobs } from '../../support/helpers.js';
+import { Lab } from '../../support/lab.js';
+import { faultyClient } from '../../support/faults.js';
+import { triggerRun } from '../../../shared/trigger.js';
+import { Ledger } from '../../../shared/adapters/ledger.js';
+import { sandbox, uniqueName as unique, type Sandbox } from '../../support/stack.js';
 
 const MIN = 60_000;
 const T0 = Date.UTC(2026, 11, 1, 12, 0);
@@ -72,7 +72,7 @@ describe('worker lanes', () => {
       await ended(lab, name, T0);
     }
     expect(await lab.deliver(name, T0)).toBe(answer);
-    expect(await box.ledger.lanes.read(name, 0)).toBeUndefined();
+    expect((await box.ledger.lanes.read(name, 0))?.holderSlot).toBeUndefined();
     expect(ran).toEqual([]);
     expect(lab.queue.sent).toEqual([]);
   });
@@ -87,7 +87,7 @@ describe('worker lanes', () => {
     // The newer one was closed meanwhile (another worker, an operator): its duplicate message arrives.
     await ended(lab, name, T0, RunStatus.DEAD);
     expect(await lab.deliver(name, T0)).toBe('ack');
-    expect(await box.ledger.lanes.read(name, 0)).toBeUndefined();
+    expect((await box.ledger.lanes.read(name, 0))?.holderSlot).toBeUndefined();
     expect(ran).toEqual([]);
   });
 
@@ -105,7 +105,7 @@ describe('worker lanes', () => {
     expect(await box.ledger.lanes.read(name, 0)).toMatchObject({ holderSlot: T0 });
     release();
     expect(await delivered).toBe('ack');
-    expect(await box.ledger.lanes.read(name, 0)).toBeUndefined();
+    expect((await box.ledger.lanes.read(name, 0))?.holderSlot).toBeUndefined();
   });
 
   it('forbid-skip hands nothing on when its run ends: a due run after it is left to its own message', async () => {
@@ -167,7 +167,7 @@ describe('worker lanes', () => {
     expect(ran).toEqual([T0]);
     expect(lab.metrics.get('RunsReplaced')).toBe(1);
     expect(lab.metrics.get('RunsSuperseded')).toBe(1);
-    expect(await box.ledger.lanes.read(name, 0)).toBeUndefined();
+    expect((await box.ledger.lanes.read(name, 0))?.holderSlot).toBeUndefined();
   });
 
   it('coalesce: a manual run with --overlap parallel takes no lane: it supersedes no scheduled run, and the hand-on skips it (the newest scheduled due run is dispatched, nothing superseded)', async () => {

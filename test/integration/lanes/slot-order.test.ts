@@ -5,25 +5,25 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { RunStatus } from '../../shared/core/vocabulary.js';
-import type { JobHandler } from '../../shared/handler-api.js';
-import { MetricName } from '../../shared/observability.js';
-import { runPlannerTick } from '../../shared/planner.js';
-import { triggerRun } from '../../shared/trigger.js';
-import { backfill } from '../../shared/backfill.js';
-import { LedgerOps } from '../../shared/adapters/ledger-ops.js';
-import { messageFor } from '../../shared/core/run-message.js';
-import type { RunMessage } from '../../shared/core/vocabulary.js';
-import { RetryableError, PermanentError } from '../../shared/handler-api.js';
-import { processRecord } from '../../shared/worker.js';
-import { retryRuns } from '../../tools/ops/retry.js';
-import { silentLogger, testJobs } from '../support/helpers.js';
-import { CountingMiddleware } from '../support/counting.js';
-import { faultyClient } from '../support/faults.js';
-import { Ledger } from '../../shared/adapters/ledger.js';
-import { LedgerKeys } from '../../shared/resources.js';
-import { Lab } from '../support/lab.js';
-import { sandbox, type Sandbox } from '../support/stack.js';
+import { RunStatus } from '../../../shared/core/vocabulary.js';
+import type { JobHandler } from '../../../shared/handler-api.js';
+import { MetricName } from '../../../shared/observability.js';
+import { runPlannerTick } from '../../../shared/planner.js';
+import { triggerRun } from '../../../shared/trigger.js';
+import { backfill } from '../../../shared/backfill.js';
+import { LedgerOps } from '../../../shared/adapters/ledger-ops.js';
+import { messageFor } from '../../../shared/core/run-message.js';
+import type { RunMessage } from '../../../shared/core/vocabulary.js';
+import { RetryableError, PermanentError } from '../../../shared/handler-api.js';
+import { processRecord } from '../../../shared/worker.js';
+import { retryRuns } from '../../../tools/ops/retry.js';
+import { silentLogger, testJobs } from '../../support/helpers.js';
+import { CountingMiddleware } from '../../support/counting.js';
+import { faultyClient } from '../../support/faults.js';
+import { Ledger } from '../../../shared/adapters/ledger.js';
+import { LedgerKeys } from '../../../shared/resources.js';
+import { Lab } from '../../support/lab.js';
+import { sandbox, type Sandbox } from '../../support/stack.js';
 
 const MIN = 60_000;
 const HOUR = 60 * MIN;
@@ -394,7 +394,7 @@ describe('forbid-queue liveness', () => {
     expect(lab.queue.take()).toEqual([]);
     expect(ran).toEqual([earlier, current]);
     expect(await lab.status(name, current)).toBe(RunStatus.SUCCEEDED);
-    expect(await box.ledger.lanes.read(name, 0)).toBeUndefined();
+    expect((await box.ledger.lanes.read(name, 0))?.holderSlot).toBeUndefined();
   });
 
   it('coalesce: a newer run that finds the lane held, but the holder ends and lets go before the run can say it waits, tries the lane again instead of waiting for a hand-on decided without it', async () => {
@@ -421,7 +421,7 @@ describe('forbid-queue liveness', () => {
       racing.destroy();
     }
     expect(await lab.status(name, current)).toBe(RunStatus.READY);
-    expect(await box.ledger.lanes.read(name, 0)).toBeUndefined();
+    expect((await box.ledger.lanes.read(name, 0))?.holderSlot).toBeUndefined();
     // Its message comes back: the lane is free, it runs.
     expect(await lab.deliver(name, current)).toBe('ack');
     expect(await lab.status(name, current)).toBe(RunStatus.SUCCEEDED);

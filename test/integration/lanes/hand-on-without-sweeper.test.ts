@@ -10,14 +10,14 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { messageFor } from '../../shared/core/run-message.js';
-import { isTerminal, RunStatus, type RunMessage } from '../../shared/core/vocabulary.js';
-import { RetryableError, type JobHandler } from '../../shared/handler-api.js';
-import { MetricName } from '../../shared/observability.js';
-import { processRecord } from '../../shared/worker.js';
-import { testJobs } from '../support/helpers.js';
-import { Lab } from '../support/lab.js';
-import { sandbox, uniqueName, type Sandbox } from '../support/stack.js';
+import { messageFor } from '../../../shared/core/run-message.js';
+import { isTerminal, RunStatus, type RunMessage } from '../../../shared/core/vocabulary.js';
+import { RetryableError, type JobHandler } from '../../../shared/handler-api.js';
+import { MetricName } from '../../../shared/observability.js';
+import { processRecord } from '../../../shared/worker.js';
+import { testJobs } from '../../support/helpers.js';
+import { Lab } from '../../support/lab.js';
+import { sandbox, uniqueName, type Sandbox } from '../../support/stack.js';
 
 const MIN = 60_000;
 const MAX_RUNS = 5;

@@ -9,20 +9,20 @@
  * holder slot no run has, which that code takes over as a vanished holder's).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RunStatus } from '../../shared/core/vocabulary.js';
-import { RetryableError, type JobHandler } from '../../shared/handler-api.js';
-import { silentLogger, testJobs } from '../support/helpers.js';
-import { runPlannerTick } from '../../shared/planner.js';
-import { Ledger } from '../../shared/adapters/ledger.js';
-import { LedgerKeys } from '../../shared/resources.js';
-import { clientWith, faultyClient } from '../support/faults.js';
+import { RunStatus } from '../../../shared/core/vocabulary.js';
+import { RetryableError, type JobHandler } from '../../../shared/handler-api.js';
+import { silentLogger, testJobs } from '../../support/helpers.js';
+import { runPlannerTick } from '../../../shared/planner.js';
+import { Ledger } from '../../../shared/adapters/ledger.js';
+import { LedgerKeys } from '../../../shared/resources.js';
+import { clientWith, faultyClient } from '../../support/faults.js';
 import { GetCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { VACANT_SLOT } from '../../shared/adapters/lane-store.js';
-import { sweep } from '../../shared/sweeper.js';
-import { jobsByName } from '../../shared/config.js';
-import { InMemoryMetrics } from '../../shared/observability.js';
-import { Lab } from '../support/lab.js';
-import { sandbox, type Sandbox } from '../support/stack.js';
+import { VACANT_SLOT } from '../../../shared/adapters/lane-store.js';
+import { sweep } from '../../../shared/sweeper.js';
+import { jobsByName } from '../../../shared/config.js';
+import { InMemoryMetrics } from '../../../shared/observability.js';
+import { Lab } from '../../support/lab.js';
+import { sandbox, type Sandbox } from '../../support/stack.js';
 
 const MIN = 60_000;
 const HOUR = 60 * MIN;
@@ -177,7 +177,7 @@ describe('lane waiting-flag hazards', () => {
     const stored = await vacant();
     const { Item } = await box.clients.doc.send(new GetCommand({ TableName: box.endpoints.ledgerTable, Key: { pk: LedgerKeys.jobPk(stored.name), sk: LedgerKeys.activeSk(0) }, ConsistentRead: true }));
     expect(Item).toMatchObject({ holderSlot: VACANT_SLOT, holderSk: LedgerKeys.runSk(VACANT_SLOT, 0), runsWaiting: true });
-    expect(await box.ledger.lanes.read(stored.name, 0)).toBeUndefined();
+    expect((await box.ledger.lanes.read(stored.name, 0))?.holderSlot).toBeUndefined();
     // The earlier code's acquire is refused by it (its free lane was no item at all) and, finding
     // no run at the holder's slot, takes the marker over: the same takeFromEnded as now.
     expect(await box.ledger.lanes.takeFromEnded(stored.name, { slot, shard: 0 }, { slot: VACANT_SLOT, shard: 0 }, stored.lab.clock.now)).toBe(true);

@@ -3,11 +3,11 @@
  * through the real pipeline: planner → ledger → SQS → pollers → worker.
  */
 import { describe, expect, it } from 'vitest';
-import { isTerminal, RunStatus } from '../../shared/core/vocabulary.js';
-import type { JobHandler } from '../../shared/handler-api.js';
-import { LocalRuntime } from '../../tools/local-runtime.js';
-import { testJobs, waitFor } from '../support/helpers.js';
-import { sandbox } from '../support/stack.js';
+import { isTerminal, RunStatus } from '../../../shared/core/vocabulary.js';
+import type { JobHandler } from '../../../shared/handler-api.js';
+import { LocalRuntime } from '../../../tools/local-runtime.js';
+import { testJobs, waitFor } from '../../support/helpers.js';
+import { sandbox } from '../../support/stack.js';
 
 interface Execution {
   readonly slot: number;

@@ -6,14 +6,14 @@
  * is best effort.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { RunStatus } from '../../shared/core/vocabulary.js';
-import { testJobs } from '../support/helpers.js';
-import { RetryableError } from '../../shared/handler-api.js';
-import { Ledger } from '../../shared/adapters/ledger.js';
-import { LedgerKeys } from '../../shared/resources.js';
-import { clientWith, faultyClient } from '../support/faults.js';
-import { Lab } from '../support/lab.js';
-import { sandbox, type Sandbox } from '../support/stack.js';
+import { RunStatus } from '../../../shared/core/vocabulary.js';
+import { testJobs } from '../../support/helpers.js';
+import { RetryableError } from '../../../shared/handler-api.js';
+import { Ledger } from '../../../shared/adapters/ledger.js';
+import { LedgerKeys } from '../../../shared/resources.js';
+import { clientWith, faultyClient } from '../../support/faults.js';
+import { Lab } from '../../support/lab.js';
+import { sandbox, type Sandbox } from '../../support/stack.js';
 
 const MIN = 60_000;
 const HOUR = 60 * MIN;

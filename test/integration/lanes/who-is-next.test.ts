@@ -7,12 +7,12 @@
  * after it is acknowledged, not retried; runs superseded in between name the run that superseded them.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { JobInput } from '../../shared/core/job-schema.js';
-import { RunStatus, runKeyOf } from '../../shared/core/vocabulary.js';
-import type { JobHandler } from '../../shared/handler-api.js';
-import { testJobs } from '../support/helpers.js';
-import { Lab } from '../support/lab.js';
-import { sandbox, uniqueName as unique, type Sandbox } from '../support/stack.js';
+import type { JobInput } from '../../../shared/core/job-schema.js';
+import { RunStatus, runKeyOf } from '../../../shared/core/vocabulary.js';
+import type { JobHandler } from '../../../shared/handler-api.js';
+import { testJobs } from '../../support/helpers.js';
+import { Lab } from '../../support/lab.js';
+import { sandbox, uniqueName as unique, type Sandbox } from '../../support/stack.js';
 
 const MIN = 60_000;
 const T0 = Date.UTC(2026, 11, 1, 12, 0);
