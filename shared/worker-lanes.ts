@@ -95,14 +95,17 @@ export async function claimInLane(deps: LaneDeps, job: Job, id: RunId, logger: R
   if (result.kind !== 'claimed' || job.overlap !== OverlapPolicy.FORBID_QUEUE) return result;
   // forbid-queue: the run goes only if no older run of its lane is open (one opened behind a
   // holder's back, or whose message has not come yet). The claim comes first: its lease lets one
-  // copy of the run decide. Giving way, the lane is released before the claim is handed back, so
-  // no copy of the run can claim it while the lane is free.
+  // copy of the run decide. Giving way: the lane is released before the claim is handed back, so
+  // no copy of the run can claim it while the lane is free; and the look comes last, so that a
+  // run that took the lane meanwhile and ended (its look saw this one still RUNNING) is not the
+  // only one that could have handed the lane back to this run.
   const older = (await deps.ledger.laneRunsAfter(job.name, id.shard, (taken.floor ?? 0) - 1, id.slot - 1, OPEN_STATUSES, { firstPageWithAny: true })).filter(inLane);
   if (older.length === 0) return result;
   deps.metrics.count(MetricName.OverlapWaits);
-  await runEnded(deps, job, id);
+  const released = await deps.ledger.lanes.release(job.name, holder);
   // Not handed back (our lease was lost meanwhile): its next holder takes it over as any lost claim.
   if (!(await deps.ledger.giveBack(result.run))) logger.warn('could not hand back the claim of a run that gives way');
+  if (mustLook(released)) await handOn(deps, job, id, released, logger);
   logger.info('waiting: an earlier run of the job is still open (forbid-queue)', { earlierSlot: iso(older[0]!.slot) });
   return { kind: 'waits' };
 }
@@ -165,8 +168,12 @@ async function settle(deps: LaneDeps, job: Job, id: RunId, status: typeof RunSta
  */
 export async function runEnded(deps: LaneDeps, job: Job, run: Pick<Run, 'job' | 'slot' | 'shard'>, logger?: RunLogger): Promise<void> {
   const released = await deps.ledger.lanes.release(job.name, { slot: run.slot, shard: run.shard });
-  if (!released.freed && released.holderSlot !== undefined) return;
-  await handOn(deps, job, run, released, logger);
+  if (mustLook(released)) await handOn(deps, job, run, released, logger);
+}
+
+/** Freed by us, or found free: look. Held by another run: that run looks when it ends. */
+function mustLook(released: ReleaseResult): boolean {
+  return released.freed || released.holderSlot === undefined;
 }
 
 /** The look: who gets the lane after `ended`, per policy (forbid-skip has no queue). */

@@ -179,7 +179,7 @@ describe('generated sequences on an exclusive lane', () => {
         const stillOpen = await open();
         if (stillOpen.length > 0) {
           const marker = await box.ledger.lanes.read(name, 0);
-          problems.push(`never settled: ${stillOpen.join('; ')}; lane marker ${marker ? new Date(marker.holderSlot).toISOString() : 'none'}; stuck ${lab.metrics.get(MetricName.RunsStuck)}`);
+          problems.push(`never settled: ${stillOpen.join('; ')}; lane marker ${marker?.holderSlot !== undefined ? new Date(marker.holderSlot).toISOString() : 'free'}; stuck ${lab.metrics.get(MetricName.RunsStuck)}`);
         }
         if (lab.metrics.get(MetricName.WorkerRecordErrors) > 0) problems.push('a record failed');
         const malformed = lab.logs.filter((l) => JSON.stringify(l).includes('malformed'));

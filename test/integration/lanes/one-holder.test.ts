@@ -144,17 +144,23 @@ describe('worker lanes', () => {
     expect(lab.metrics.get('RunsSuperseded')).toBe(superseded);
   });
 
-  it('the dispatched run\'s message is delayed to its fire time less the start lead (a jittered run due by its slot fires later)', async () => {
+  it('a waiting run is handed on only at its fire time (within the clock allowance), in a message delayed to its start; before, its own message brings it', async () => {
     const START_LEAD = 5_000;
     const { name, lab, during } = setup('forbid-queue', { startLead: START_LEAD });
     await lab.create(name, T0 - MIN);
     await box.ledger.createRun({ job: name, slot: T0, shard: 0, shards: 1, status: RunStatus.READY, fireAt: T0 + 30_000 }, lab.clock.now);
     lab.clock.now = T0 + 1_000;
-    // The run at T0 waits behind the one at T0 − 1 min (a message of it came early: a duplicate, a redrive).
+    // A copy of the jittered run's message comes early (a redrive): it waits behind the holder.
     during.run = async () => void expect(await lab.deliver(name, T0)).toBe('ack');
     expect(await lab.deliver(name, T0 - MIN)).toBe('ack');
-    // Starts at fire time − start lead = T0 + 25 s, 24 s from now.
-    expect(lab.queue.sent.map((s) => ({ slot: s.message.slot, delaySeconds: s.delaySeconds }))).toEqual([{ slot: T0, delaySeconds: 24 }]);
+    // The holder ended 29 s before the fire time: nothing is sent (the planned message comes at
+    // fire time − start lead).
+    expect(lab.queue.sent).toEqual([]);
+    // A holder ending within the clock allowance of the fire time sends it, delayed to its start.
+    await lab.create(name, T0 - 2 * MIN);
+    lab.clock.now = T0 + 28_500;
+    expect(await lab.deliver(name, T0 - 2 * MIN)).toBe('ack');
+    expect(lab.queue.sent.map((s) => ({ slot: s.message.slot, delaySeconds: s.delaySeconds }))).toEqual([{ slot: T0, delaySeconds: 0 }]);
   });
 
   it('replace: a newer due run ends the lane\'s older RUNNING holder through the fence, takes the lane and runs', async () => {
@@ -191,7 +197,7 @@ describe('worker lanes', () => {
     expect({ scheduled: await lab.status(name, T0), manual: await lab.status(name, manual!.slot) }).toEqual({ scheduled: RunStatus.READY, manual: RunStatus.READY });
   });
 
-  it('replace: a newer run whose replacement loses a race with the older holder (it ended between the read and the write) tries again instead of giving way to it, then runs', async () => {
+  it('replace: a newer run whose replacement loses a race with the older holder (it ended between the read and the write) reads the lane again in the same delivery and runs, instead of giving way to it or waiting for its message to come back', async () => {
     // Before: claimInLane reported the lane blocked by the older holder and onBlocked superseded
     // the newer run (replace gives way to a newer holder), so the newest slot ended SUPERSEDED by
     // an older run that had already ended: nobody ran it.
@@ -209,14 +215,38 @@ describe('worker lanes', () => {
       { step: 'initialize', name: 'holder-finishes' },
     );
     try {
-      expect(await lab.deliver(name, T0, 'w', { ledger: new Ledger(racing.doc, { tableName: box.endpoints.ledgerTable }) })).toBe('retry');
+      // In the same delivery it reads the lane again: the holder has ended, it takes the lane over and runs.
+      expect(await lab.deliver(name, T0, 'w', { ledger: new Ledger(racing.doc, { tableName: box.endpoints.ledgerTable }) })).toBe('ack');
     } finally {
       racing.destroy();
     }
-    expect(await lab.status(name, T0)).toBe(RunStatus.READY);
-    // Its message comes back: the lane's holder has ended, it takes the lane over and runs.
-    expect(await lab.deliver(name, T0)).toBe('ack');
     expect({ older: await lab.status(name, T0 - MIN), newer: await lab.status(name, T0) }).toEqual({ older: RunStatus.SUCCEEDED, newer: RunStatus.SUCCEEDED });
+    expect(ran).toEqual([T0]);
+  });
+
+  it('replace: the older holder moves to RETRY with a 4-minute backoff just before the replace: the newer due run supersedes it and takes the lane in the same delivery (it is neither left waiting nor hidden for the visibility timeout)', async () => {
+    const { name, lab, ran } = setup('replace');
+    const claim = await olderHolderRunning(lab, name);
+    const racing = faultyClient(box.endpoints.dynamoEndpoint, []);
+    let raced = false;
+    racing.dynamo.middlewareStack.add(
+      (next, context) => async (args) => {
+        if (!raced && context.commandName === 'UpdateItemCommand' && JSON.stringify(args.input).includes('REPLACED')) {
+          raced = true;
+          const retry = { status: RunStatus.RETRY, nextAttemptAt: lab.clock.now + 4 * MIN, lastError: { code: 'BUSY', message: 'downstream busy' } } as const;
+          if (!(await box.ledger.complete(claim.run, retry, lab.clock.now)).ok) throw new Error('setup: complete refused');
+        }
+        return next(args);
+      },
+      { step: 'initialize', name: 'holder-retries' },
+    );
+    try {
+      expect(await lab.deliver(name, T0, 'w', { ledger: new Ledger(racing.doc, { tableName: box.endpoints.ledgerTable }) })).toBe('ack');
+    } finally {
+      racing.destroy();
+    }
+    expect(raced).toBe(true);
+    expect({ older: await lab.status(name, T0 - MIN), newer: await lab.status(name, T0) }).toEqual({ older: RunStatus.SUPERSEDED, newer: RunStatus.SUCCEEDED });
     expect(ran).toEqual([T0]);
   });
 

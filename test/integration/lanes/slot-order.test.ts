@@ -16,6 +16,7 @@ import { messageFor } from '../../../shared/core/run-message.js';
 import type { RunMessage } from '../../../shared/core/vocabulary.js';
 import { RetryableError, PermanentError } from '../../../shared/handler-api.js';
 import { processRecord } from '../../../shared/worker.js';
+import { runEnded } from '../../../shared/worker-lanes.js';
 import { retryRuns } from '../../../tools/ops/retry.js';
 import { silentLogger, testJobs } from '../../support/helpers.js';
 import { CountingMiddleware } from '../../support/counting.js';
@@ -223,7 +224,7 @@ describe('forbid-queue liveness', () => {
   }
 
   for (const releaseLost of [false, true]) {
-    it(`forbid-queue hands on without the sweeper and looks back only when an older run waits: an older run that found the lane held by a holder between attempts gets it next${releaseLost ? ', also when the response to the holder\'s release was lost (it cannot read the flag, so it looks back)' : ''}; a run nobody waits for ends with no look-back and no look-ahead query`, async () => {
+    it(`forbid-queue hands on without the sweeper: an older run that found the lane held by a holder between attempts gets it before the holder's next attempt${releaseLost ? ', also when the response to the release that gives way was lost (it recognises its own release)' : ''}; a run nobody waits for reads twice (its order check and its look)`, async () => {
       const name = `lb-${Math.random().toString(36).slice(2, 8)}`;
       const hour = Math.floor(Date.now() / HOUR) * HOUR;
       const [first, older, current] = [hour - 3 * HOUR, hour - HOUR, hour];
@@ -243,13 +244,12 @@ describe('forbid-queue liveness', () => {
         const lab = new Lab(own, jobs, { h: handler }, hour + 5 * MIN);
         const counter = new CountingMiddleware();
         counter.attach(own.clients.doc);
-        // A run with nothing older open and nobody waiting behind it: its order check is its one
-        // query; it ends without looking ahead (nobody flagged the lane).
+        // A run with nothing older open and nobody waiting behind it: its order check and its look.
         await lab.create(name, first);
         counter.reset();
         expect(await lab.deliver(name, first)).toBe('ack');
         expect(await lab.status(name, first)).toBe(RunStatus.SUCCEEDED);
-        expect(counter.byCommand().QueryCommand).toBe(1);
+        expect(counter.byCommand().QueryCommand).toBe(2);
         // The current slot fails once: RETRY, holding the lane until its next attempt.
         await lab.create(name, current);
         await lab.deliver(name, current);
@@ -258,27 +258,30 @@ describe('forbid-queue liveness', () => {
         await lab.create(name, older);
         expect(await lab.deliver(name, older)).toBe('ack');
         expect(await lab.status(name, older)).toBe(RunStatus.READY);
-        // The holder's next attempt takes its own lane again, succeeds, and hands the lane to the older run.
+        // The holder's next attempt takes its own lane again, finds the older run open and gives way to it.
         lab.clock.advance(2_000);
         lab.queue.take();
-        const isRelease = (command: string, input: Record<string, unknown>) => command === 'DeleteItemCommand' && JSON.stringify(input.Key).includes(LedgerKeys.activeSk(0));
+        const isRelease = (command: string, input: Record<string, unknown>) => command === 'UpdateItemCommand' && JSON.stringify(input.Key).includes(LedgerKeys.activeSk(0)) && String(input.UpdateExpression).includes('REMOVE holderSk');
         const faulty = faultyClient(own.endpoints.dynamoEndpoint, releaseLost ? [{ when: isRelease, fault: 'lost-response' }] : []);
         try {
           expect(await lab.deliver(name, current, 'w', { ledger: new Ledger(faulty.doc, { tableName: own.endpoints.ledgerTable }) })).toBe('ack');
-          expect(faulty.injected).toEqual(releaseLost ? ['DeleteItemCommand'] : []);
+          expect(faulty.injected).toEqual(releaseLost ? ['UpdateItemCommand'] : []);
         } finally {
           faulty.destroy();
         }
-        expect(await lab.status(name, current)).toBe(RunStatus.SUCCEEDED);
+        expect(await lab.status(name, current)).toBe(RunStatus.RETRY);
         expect(await lab.deliverSent()).toEqual([(await lab.run(name, older))!.runKey]);
         expect(await lab.status(name, older)).toBe(RunStatus.SUCCEEDED);
+        // The older run's look hands the lane back to the holder, which runs its next attempt.
+        expect(await lab.deliverSent()).toEqual([(await lab.run(name, current))!.runKey]);
+        expect(await lab.status(name, current)).toBe(RunStatus.SUCCEEDED);
       } finally {
         own.destroy();
       }
     });
   }
 
-  it('forbid-queue: a run revived by ops retry further behind the lane\'s holder than any bounded look-back reads is handed the lane next when the holder ends, before the run queued after the holder (no sweep needed: a busy lane never idles for one)', async () => {
+  it('forbid-queue: a run revived by ops retry further behind the lane\'s holder than any bounded look-back reads is handed the lane before the holder\'s next attempt and the run queued after the holder, however far back (no sweep needed: a busy lane never idles for one)', async () => {
     // Seed 20261204 of the model: the holder read only the 5 nearest slots before its own, so a
     // revived run 13 slots back waited while every hand-on went to the next run of the catch-up.
     await fc.assert(
@@ -308,16 +311,18 @@ describe('forbid-queue liveness', () => {
         await lab.create(name, after);
         expect(await lab.deliver(name, after)).toBe('ack');
         expect({ holder: await lab.status(name, holder), after: await lab.status(name, after) }).toEqual({ holder: RunStatus.RETRY, after: RunStatus.READY });
-        // The operator revives the oldest slot: it finds the lane held, says so on the marker, waits.
+        // The operator revives the oldest slot (the lane's floor goes below it): it finds the lane held and waits.
         const ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
         await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [(await lab.run(name, revived))!]);
         expect(await lab.deliverSent()).toEqual([(await lab.run(name, revived))!.runKey]);
         expect(await lab.status(name, revived)).toBe(RunStatus.READY);
-        // The holder's next attempt succeeds and hands on: to the revived run, then in slot order.
+        // The holder's next attempt finds the revived run older and gives way to it; then slot order.
         lab.clock.advance(2_000);
         await lab.deliver(name, holder);
-        expect(await lab.status(name, holder)).toBe(RunStatus.SUCCEEDED);
+        expect(await lab.status(name, holder)).toBe(RunStatus.RETRY);
         expect(await lab.deliverSent()).toEqual([(await lab.run(name, revived))!.runKey]);
+        expect(await lab.deliverSent()).toEqual([(await lab.run(name, holder))!.runKey]);
+        expect(await lab.status(name, holder)).toBe(RunStatus.SUCCEEDED);
         expect(await lab.deliverSent()).toEqual([(await lab.run(name, after))!.runKey]);
         expect({ revived: await lab.status(name, revived), after: await lab.status(name, after) }).toEqual({ revived: RunStatus.SUCCEEDED, after: RunStatus.SUCCEEDED });
       }),
@@ -325,56 +330,57 @@ describe('forbid-queue liveness', () => {
     );
   });
 
-  it('forbid-queue: an older run that finds the lane held, but the holder lets go before the older run can say it waits, tries the lane again instead of waiting for a hand-on decided without it', async () => {
-    const name = `lr-${Math.random().toString(36).slice(2, 8)}`;
-    const hour = Math.floor(Date.now() / HOUR) * HOUR;
-    const [older, current] = [hour - HOUR, hour];
-    const jobs = testJobs([{ name, schedule: '0 * * * *', handler: 'h', startLead: 0, overlap: 'forbid-queue' }], ['h']);
-    const lab = new Lab(box, jobs, { h: { run: async () => undefined } }, hour + 5 * MIN);
-    await lab.create(name, current);
-    await lab.create(name, older);
-    expect(await box.ledger.lanes.acquire(name, { slot: current, shard: 0 }, lab.clock.now)).toEqual({ kind: 'acquired' });
-    // The race, made certain: the holder's release lands just before the older run's flag.
-    const racing = faultyClient(box.endpoints.dynamoEndpoint, []);
-    racing.dynamo.middlewareStack.add(
-      (next, context) => async (args) => {
-        const input = args.input as { UpdateExpression?: string };
-        if (context.commandName === 'UpdateItemCommand' && input.UpdateExpression?.includes('olderWaiting')) await box.ledger.lanes.release(name, { slot: current, shard: 0 });
-        return next(args);
-      },
-      { step: 'initialize', name: 'holder-lets-go' },
-    );
-    try {
-      expect(await lab.deliver(name, older, 'w', { ledger: new Ledger(racing.doc, { tableName: box.endpoints.ledgerTable }) })).toBe('retry');
-    } finally {
-      racing.destroy();
-    }
-    expect(await lab.status(name, older)).toBe(RunStatus.READY);
-    // Its message comes back: the lane is free, it runs.
-    expect(await lab.deliver(name, older)).toBe('ack');
-    expect(await lab.status(name, older)).toBe(RunStatus.SUCCEEDED);
-  });
-
-  /** A ledger whose flag write (`runsWaiting`) first lets `race` run to its end: the race, made certain. */
-  function flagRacing(race: () => Promise<unknown>): { ledger: Ledger; destroy(): void } {
+  /** A ledger whose first call matching `when` first lets `race` run to its end: the race, made certain. */
+  function racingLedger(when: (command: string, input: Record<string, unknown>) => boolean, race: () => Promise<unknown>): { ledger: Ledger; destroy(): void } {
     const racing = faultyClient(box.endpoints.dynamoEndpoint, []);
     let raced = false;
     racing.dynamo.middlewareStack.add(
       (next, context) => async (args) => {
-        const input = args.input as { UpdateExpression?: string };
-        if (!raced && context.commandName === 'UpdateItemCommand' && input.UpdateExpression?.includes('runsWaiting')) {
+        if (!raced && when(context.commandName as string, args.input as Record<string, unknown>)) {
           raced = true;
           await race();
         }
         return next(args);
       },
-      { step: 'initialize', name: 'race-the-flag' },
+      { step: 'initialize', name: 'race' },
     );
     return { ledger: new Ledger(racing.doc, { tableName: box.endpoints.ledgerTable }), destroy: () => racing.destroy() };
   }
+  const isWatch = (command: string, input: Record<string, unknown>) => command === 'UpdateItemCommand' && String(input.UpdateExpression).startsWith('SET openPk');
 
-  it('forbid-queue: a run that waits for an earlier, unclaimed run flags the lane, and if the earlier run ran and let the lane go (with no hand-on) before the flag landed, it runs itself instead of waiting for nobody', async () => {
-    const name = `fl-${Math.random().toString(36).slice(2, 8)}`;
+  for (const overlap of ['forbid-queue', 'coalesce'] as const) {
+    it(`${overlap}: a run that loses a lane race (the holder ends and hands on between the run's look at the lane and its wait) is handed on at once, in the same worker path, without waiting out its message's visibility timeout or the sweeper`, async () => {
+      const name = `race-${overlap}-${Math.random().toString(36).slice(2, 8)}`;
+      const hour = Math.floor(Date.now() / HOUR) * HOUR;
+      const [holder, waiter] = [hour - HOUR, hour];
+      const ran: number[] = [];
+      const jobs = testJobs([{ name, schedule: '0 * * * *', handler: 'h', startLead: 0, overlap }], ['h']);
+      const lab = new Lab(box, jobs, { h: { run: async (ctx) => void ran.push(ctx.slot) } }, hour + 5 * MIN);
+      await lab.create(name, holder);
+      await lab.create(name, waiter);
+      // The holder runs on another worker.
+      expect(await box.ledger.lanes.acquire(name, { slot: holder, shard: 0 }, lab.clock.now)).toEqual({ kind: 'acquired' });
+      const claim = await box.ledger.claim(lab.id(name, holder), 'elsewhere', lab.clock.now, 30_000, 2_000);
+      if (claim.kind !== 'claimed') throw new Error('setup');
+      // The waiter finds the lane held; before it settles into waiting, the holder ends and hands on.
+      const racing = racingLedger(isWatch, async () => {
+        expect((await box.ledger.complete(claim.run, { status: RunStatus.SUCCEEDED }, lab.clock.now)).ok).toBe(true);
+        await runEnded({ ledger: box.ledger, queue: lab.queue, clock: lab.clock.read, metrics: lab.metrics }, lab.job(name), claim.run);
+      });
+      try {
+        expect(await lab.deliver(name, waiter, 'w', { ledger: racing.ledger })).toBe('ack');
+      } finally {
+        racing.destroy();
+      }
+      // The holder's look found the waiter (its item is open: no flag to miss) and sent it.
+      expect(await lab.deliverSent()).toEqual([(await lab.run(name, waiter))!.runKey]);
+      expect(await lab.status(name, waiter)).toBe(RunStatus.SUCCEEDED);
+      expect(ran).toEqual([waiter]);
+    });
+  }
+
+  it('forbid-queue: a run that gives way to an earlier open run whose message arrives meanwhile (it runs and ends while the later run hands its claim back) is handed the lane back: neither waits for the sweeper', async () => {
+    const name = `gw-${Math.random().toString(36).slice(2, 8)}`;
     const hour = Math.floor(Date.now() / HOUR) * HOUR;
     const [earlier, current] = [hour - HOUR, hour];
     const ran: number[] = [];
@@ -382,49 +388,21 @@ describe('forbid-queue liveness', () => {
     const lab = new Lab(box, jobs, { h: { run: async (ctx) => void ran.push(ctx.slot) } }, hour + 5 * MIN);
     await lab.create(name, earlier);
     await lab.create(name, current);
-    // The current run's look back finds the earlier run open (its message still on its way); before
-    // its flag lands, the earlier run's message arrives, it runs and lets go of the lane, and with
-    // no flag to read it hands nothing on.
-    const racing = flagRacing(() => lab.deliver(name, earlier, 'other'));
+    // The current run claims, finds the earlier run open and gives way: as its claim is handed
+    // back, the earlier run's own message arrives: it takes the freed lane, runs and ends.
+    const isGiveBack = (command: string, input: Record<string, unknown>) => command === 'UpdateItemCommand' && String(input.UpdateExpression).includes('attempt = attempt - :one');
+    const racing = racingLedger(isGiveBack, () => lab.deliver(name, earlier, 'other'));
     try {
       expect(await lab.deliver(name, current, 'w', { ledger: racing.ledger })).toBe('ack');
     } finally {
       racing.destroy();
     }
-    expect(lab.queue.take()).toEqual([]);
+    expect(await lab.status(name, earlier)).toBe(RunStatus.SUCCEEDED);
+    // The giving-way run looks last: it finds itself first in the lane and sends itself.
+    for (let i = 0; i < 3 && lab.queue.sent.length > 0; i++) await lab.deliverSent();
     expect(ran).toEqual([earlier, current]);
-    expect(await lab.status(name, current)).toBe(RunStatus.SUCCEEDED);
+    expect(await lab.run(name, current)).toMatchObject({ status: RunStatus.SUCCEEDED, attempt: 1 });
     expect((await box.ledger.lanes.read(name, 0))?.holderSlot).toBeUndefined();
-  });
-
-  it('coalesce: a newer run that finds the lane held, but the holder ends and lets go before the run can say it waits, tries the lane again instead of waiting for a hand-on decided without it', async () => {
-    const name = `nr-${Math.random().toString(36).slice(2, 8)}`;
-    const hour = Math.floor(Date.now() / HOUR) * HOUR;
-    const [holder, current] = [hour - HOUR, hour];
-    const jobs = testJobs([{ name, schedule: '0 * * * *', handler: 'h', startLead: 0, overlap: 'coalesce' }], ['h']);
-    const lab = new Lab(box, jobs, { h: { run: async () => undefined } }, hour + 5 * MIN);
-    await lab.create(name, holder);
-    await lab.create(name, current);
-    // The older run holds the lane and runs on another worker.
-    expect(await box.ledger.lanes.acquire(name, { slot: holder, shard: 0 }, lab.clock.now)).toEqual({ kind: 'acquired' });
-    const claim = await box.ledger.claim(lab.id(name, holder), 'elsewhere', lab.clock.now, 30_000, 2_000);
-    if (claim.kind !== 'claimed') throw new Error('setup');
-    // Just before the newer run's flag lands, the holder ends and lets go: with no flag to read,
-    // it hands nothing on.
-    const racing = flagRacing(async () => {
-      expect((await box.ledger.complete(claim.run, { status: RunStatus.SUCCEEDED }, lab.clock.now)).ok).toBe(true);
-      expect((await box.ledger.lanes.release(name, { slot: holder, shard: 0 })).freed).toBe(true);
-    });
-    try {
-      expect(await lab.deliver(name, current, 'w', { ledger: racing.ledger })).toBe('retry');
-    } finally {
-      racing.destroy();
-    }
-    expect(await lab.status(name, current)).toBe(RunStatus.READY);
-    expect((await box.ledger.lanes.read(name, 0))?.holderSlot).toBeUndefined();
-    // Its message comes back: the lane is free, it runs.
-    expect(await lab.deliver(name, current)).toBe('ack');
-    expect(await lab.status(name, current)).toBe(RunStatus.SUCCEEDED);
   });
 
   it('forbid-queue after a planner outage: a catch-up slot planned on a later tick, older than the run holding the lane between attempts, deadlocks nothing: every slot runs', async () => {

@@ -44,18 +44,18 @@ describe('worker lane hand-on', () => {
   });
 
   it.each([
-    ['forbid-queue', T0 - MIN],
+    ['forbid-queue', T0 - 3 * MIN],
     ['coalesce', T0],
-  ] as const)('%s: a run older than the holder that opened behind its back and never flagged the marker is not the one handed the lane', async (overlap, next) => {
+  ] as const)('%s: a run older than the holder that opened behind its back (a backfill while it ran) gets the lane next under forbid-queue (slot order), never under coalesce (the newest due run goes)', async (overlap, next) => {
     const { name, lab, during } = setup(overlap);
     await lab.create(name, T0 - 2 * MIN);
     await lab.create(name, T0 - MIN);
     await lab.create(name, T0);
     lab.clock.now = T0 - 2 * MIN + 10;
     // While the holder runs: an older slot is backfilled (its message not yet delivered), and the
-    // newer slots fall due; the newest one's message arrives: it waits and flags the lane.
+    // newer slots fall due; the newest one's message arrives and waits.
     during.run = async () => {
-      await box.ledger.createRun({ job: name, slot: T0 - 3 * MIN, shard: 0, shards: 1, status: RunStatus.READY }, lab.clock.now);
+      await box.ledger.createRun({ job: name, slot: T0 - 3 * MIN, shard: 0, shards: 1, status: RunStatus.READY, laneOverlap: overlap }, lab.clock.now);
       lab.clock.now = T0 + 10;
       expect(await lab.deliver(name, T0)).toBe('ack');
     };
