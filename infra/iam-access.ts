@@ -53,11 +53,10 @@ export const FUNCTION_ACCESS = {
     entry: 'functions/worker.ts',
     code: {
       // Claim, heartbeat, completion, checkpoint, settle, watch (UpdateItem); lane markers (Update
-      // to take and to flag an older waiting run, Delete to release, an Update + ConditionCheck
-      // transaction to take one from an ended holder); run reads, neighbour runs for the overlap
-      // policies; where the job's planning stands when pauseOnFailure pauses it (the planner
+      // to take, release and move the floor, an Update + ConditionCheck transaction to take one
+      // from an ended holder); run reads, neighbour runs for the overlap policies; where the job's planning stands when pauseOnFailure pauses it (the planner
       // state items, read together).
-      ledgerTable: ['dynamodb:BatchGetItem', 'dynamodb:ConditionCheckItem', 'dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
+      ledgerTable: ['dynamodb:BatchGetItem', 'dynamodb:ConditionCheckItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
       // ctx.fenced put/update/transact (Put and Update items) and ctx.reader get/query.
       handlerTables: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem'],
       // Heartbeats and retry hiding; dispatch of the next waiting run (forbid-queue, coalesce).
@@ -155,7 +154,7 @@ export const OPS_ACCESS = {
   },
   // Closing an exclusive job's run frees its lane (Delete) and dispatches the next waiting run.
   resolve: {
-    calls: { stack: READ_STACK, ledgerTable: ['dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'], runQueue: ['sqs:SendMessage'] },
+    calls: { stack: READ_STACK, ledgerTable: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'], runQueue: ['sqs:SendMessage'] },
   },
   // Revive DEAD runs (one by key, or a job's by query) and send each a message.
   retry: { calls: { stack: READ_STACK, ledgerTable: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'], runQueue: ['sqs:SendMessage'] } },

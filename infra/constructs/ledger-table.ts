@@ -121,7 +121,7 @@ export class LedgerTable extends Construct {
 
   /**
    * Worker (FUNCTION_ACCESS.worker): its own ledger calls (claim, heartbeat, completion and the
-   * active-run marker: GetItem, PutItem, UpdateItem, DeleteItem, Query, and ConditionCheckItem in
+   * active-run marker: GetItem, PutItem, UpdateItem, Query, and ConditionCheckItem in
    * the transaction that takes a lane from an ended holder) plus what the handlers' `ctx.fenced` /
    * `ctx.reader` do on the ledger. TransactWriteItems is authorized by the actions of its items.
    */

@@ -93,7 +93,7 @@ export function checkLiveness(final: FinalState, expected: LivenessExpectations)
       // Waiting: open and due by now. A run planned ahead of its slot has not met the marker yet
       // (when it comes due, it takes the lane over from the ended holder).
       const waiting = lane.filter((r) => !isTerminal(r.status) && (r.fireAt ?? r.slot) <= now).length;
-      // A marker left by a failed release (the holder's DeleteItem refused or lost: by design, the
+      // A marker left by a failed release (the holder's release refused or lost: by design, the
       // worker does not retry it) blocks nothing by itself: the next claimer takes the lane over
       // from the ended holder. It is a liveness failure once a run waits behind it, or once a newer
       // run of the lane met it after the holder had ended and did not take it over: one that ran

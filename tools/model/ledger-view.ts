@@ -15,7 +15,7 @@
  * exception lists `PLANNER` / `#EXCEPTIONS#nn` ({paused, behind} name sets).
  */
 import { ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { VACANT_SLOT } from '../../shared/adapters/lane-store.js';
+import { markerOf } from '../../shared/adapters/lane-store.js';
 import { runFromItem } from '../../shared/adapters/ledger.js';
 import type { BusinessEffect, BusinessState, LaneMarker, PlannerState } from '../../shared/core/checker.js';
 import { partitionOf } from '../../shared/core/partition.js';
@@ -183,9 +183,10 @@ export async function readFinal(doc: DynamoDBDocumentClient, tables: { readonly 
     const sk = String(item.sk);
     if (sk.startsWith(LedgerKeys.runSkPrefix)) runs.push(runFromItem(item));
     else if (sk.startsWith(activePrefix) && pk.startsWith('JOB#')) {
-      // A vacant marker only carries a waiting run's flag: the lane is free.
-      if (item.holderSlot === VACANT_SLOT) continue;
-      markers.push({ job: pk.slice(4), shard: Number(sk.slice(activePrefix.length)), holderSlot: Number(item.holderSlot), ...(typeof item.since === 'number' ? { since: item.since } : {}) });
+      // A free lane's marker (no holder, or an earlier version's vacant one) holds nothing.
+      const marker = markerOf(item);
+      if (marker?.holderSlot === undefined) continue;
+      markers.push({ job: pk.slice(4), shard: Number(sk.slice(activePrefix.length)), holderSlot: marker.holderSlot, ...(marker.since !== undefined ? { since: marker.since } : {}) });
     } else if (sk === LedgerKeys.jobPlanSk && pk.startsWith('JOB#')) {
       if (typeof item.cursor === 'number') cursors.set(pk.slice(4), item.cursor);
     } else if (pk === LedgerKeys.plannerPk && sk === LedgerKeys.plannerStateSk) {
