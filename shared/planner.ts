@@ -205,9 +205,11 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
       // (its put's response lost, its send refused). The window sweep finds it only while its slot
       // is one of the job's current schedule: a schedule change before the sweep reached it would
       // leave it READY for good. Watching it costs a write only on this path (a failed or
-      // duplicated tick, a re-plan after a config change), and the watch sweep re-sends it if
-      // nobody claims it.
-      if ('existing' in result && result.existing.status === RunStatus.READY && result.existing.attempt === 0) await deps.ledger.watch(result.existing);
+      // duplicated tick), and the watch sweep re-sends it if nobody claims it.
+      // A slot at or before the watermark (re-planned after a config change) needs none: the tick
+      // that moved the watermark past it sent it, or found it and watched it.
+      const sentBefore = !planned.catchUp && planned.slot <= (cursor.plannedUntil ?? Number.NEGATIVE_INFINITY);
+      if (!sentBefore && 'existing' in result && result.existing.status === RunStatus.READY && result.existing.attempt === 0) await deps.ledger.watch(result.existing);
       return undefined;
     }
     created++;
