@@ -82,14 +82,20 @@ export function configFingerprint(jobs: readonly { readonly name: string }[]): s
 }
 
 /**
- * Where a tick plans on time from when its partition's jobs are not the ones its watermark was
- * planned under (undefined: they are, or nothing was planned yet). The previous tick's `now`: every
- * slot after it was ahead when that tick ran, and a job new to the planner may own one before
- * the watermark. A watermark written by code that did not record its tick's `now` counts back
- * one lookahead from it. The plan never goes back past a job's misfire edge.
+ * Where a tick plans on time from when its partition's watermark may have skipped slots of a job
+ * new to the planner (undefined: it cannot have, or nothing was planned yet): the previous tick's
+ * `now`, every slot after which was ahead when that tick ran. That is the case unless the
+ * watermark was moved by a tick of the same jobs that recorded its `now` (`plannedUntil` is then
+ * `plannedAt` + the lookahead, which the jobs fix): a different fingerprint means jobs were added
+ * or changed; a watermark without one, or moved past `plannedAt` + lookahead, was moved by a
+ * relayout or by earlier code still running during a deploy, which planned without the jobs it did
+ * not know. A watermark that never recorded a `now` counts back one lookahead. The plan never goes
+ * back past a job's misfire edge.
  */
 export function replanFromOf(cursor: PartitionCursor, fingerprint: string, lookaheadMs: number): number | undefined {
-  if (cursor.plannedUntil === undefined || cursor.configHash === fingerprint) return undefined;
+  if (cursor.plannedUntil === undefined) return undefined;
+  const plannedByThisConfig = cursor.configHash === fingerprint && cursor.plannedAt !== undefined && cursor.plannedAt + lookaheadMs === cursor.plannedUntil;
+  if (plannedByThisConfig) return undefined;
   return cursor.plannedAt ?? cursor.plannedUntil - lookaheadMs;
 }
 

@@ -215,6 +215,21 @@ describe('a job added, or its schedule changed, with a slot before the watermark
     own.destroy();
   });
 
+  it('a watermark moved by a planner that does not know the new job (earlier code still running during the deploy) does not lose its slot', async () => {
+    const own = await sandbox();
+    const added = { name: 'added-mid-deploy', schedule: '40 1 12 * * *', handler: 'noop' } as const;
+    const p = new Planner(own, [bystander], T0);
+    await p.tick();
+    p.configure([bystander, added]);
+    await p.tick(T0 + 30 * SEC); // plans to 12:01:33.5; the job's 12:01:40 is next
+    // A tick of the earlier code at 12:00:50, without the job: it moves the watermark only.
+    const layout = await own.ledger.planning.readLayout();
+    expect(await own.ledger.planning.advancePartition(layout!.gen, 0, T0 + 50 * SEC + 63_500)).toBe(true);
+    await p.tick(T0 + 90 * SEC);
+    expect(await p.slots('added-mid-deploy')).toEqual([T0 + 100 * SEC]);
+    own.destroy();
+  });
+
   it('a tick with an unchanged config re-puts nothing: re-planning happens only when the config changed', async () => {
     const own = await sandbox();
     const p = new Planner(own, [{ name: 'steady', schedule: '*/5 * * * * *', handler: 'noop' }], T0);
