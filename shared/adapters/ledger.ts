@@ -230,16 +230,18 @@ export class Ledger {
    * of such slots on the job's plan item: the run is created and counted, or neither. So the
    * count is the number of slots ever created whatever the schedule or `maxRuns` became, and the
    * put past `maxRuns` is refused (`full`). A retry after a lost response is recognised as ours
-   * by `creator`, as in createRun; the transaction's token makes AWS apply it once.
+   * by `creator`, as in createRun (and AWS applies one attempt's token once); an attempt cancelled
+   * by a concurrent tick's count of the same job is tried again.
    */
   async createCountedRun(run: NewRun, now: number, creator: string, count: RunCount): Promise<CountedCreateResult> {
     const item = this.newRunItem(run, now, creator);
-    const token = `count-${newWriteId()}`;
     for (let attempt = 1; ; attempt++) {
       try {
         await this.doc.send(
           new TransactWriteCommand({
-            ClientRequestToken: token,
+            // One token per attempt: the SDK's own retries of it (a lost response) reuse it, and AWS
+            // applies the transaction once; an attempt cancelled by a conflict is a new request.
+            ClientRequestToken: `count-${newWriteId()}`,
             TransactItems: [
               { Put: { TableName: this.tableName, Item: item, ConditionExpression: 'attribute_not_exists(pk)', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
               {

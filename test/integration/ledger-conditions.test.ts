@@ -793,6 +793,21 @@ describe('a job\'s planning state on DynamoDB Local', () => {
     expect((await box.ledger.planning.readJobPlan(legacy))?.planned).toBe(3);
   });
 
+  it('a counted put whose response is lost, retried by the SDK, is created and counted once and reported created', async () => {
+    const name = job();
+    const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: (command) => command === 'TransactWriteItemsCommand', fault: 'lost-response' }], 3);
+    try {
+      const ledger = new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable });
+      const result = await ledger.createCountedRun({ job: name, slot: BASE + 1_000, shard: 0, shards: 1, status: RunStatus.READY }, NOW, 'tick-a', { maxRuns: 5, start: 0 });
+      expect(result).toMatchObject({ created: true, run: { slot: BASE + 1_000 } });
+      expect(faulty.injected).toEqual(['TransactWriteItemsCommand']);
+      expect(faulty.matched.length).toBeGreaterThanOrEqual(2);
+    } finally {
+      faulty.destroy();
+    }
+    expect((await box.ledger.planning.readJobPlan(name))?.planned).toBe(1);
+  });
+
   it('the behind lists take and drop names, several per call, additions and removals in the same bucket included', async () => {
     const names = Array.from({ length: 6 }, job);
     // A name dropped in the same call that lists another of its bucket: one update may not both
