@@ -20,7 +20,7 @@ import { OverlapPolicy, type Job } from './core/job-schema-core.js';
 import { forbidQueueHandOn, inLane, LANE_CLOCK_ALLOWANCE_MS, lowersFloor, newestHandOn, raisedFloor, supersedingRun, type HandOn } from './core/lanes.js';
 import type { ClaimResult } from './core/lease.js';
 import { messageFor } from './core/run-message.js';
-import { isTerminal, OPEN_STATUSES, runKeyOf, RunStatus, WAITING_STATUSES, type Run, type RunId } from './core/vocabulary.js';
+import { isTerminal, OPEN_STATUSES, RunStatus, WAITING_STATUSES, type Run, type RunId, type RunMessage } from './core/vocabulary.js';
 import type { RunLogger } from './handler-api.js';
 import { MetricName, type MetricsSink } from './observability.js';
 
@@ -64,7 +64,7 @@ export async function beforeClaim(deps: LaneDeps, job: Job, id: RunId, logger: R
  * over; under replace an older holder is ended and taken over; a forbid-queue run that finds an
  * older open run gives the lane back to it. A run that turns out ended gives the lane back.
  */
-export async function claimInLane(deps: LaneDeps, job: Job, id: RunId, logger: RunLogger, claim: () => Promise<ClaimResult>): Promise<LaneClaim> {
+export async function claimInLane(deps: LaneDeps, job: Job, id: RunMessage, logger: RunLogger, claim: () => Promise<ClaimResult>): Promise<LaneClaim> {
   const holder = { slot: id.slot, shard: id.shard };
   let taken: { kind: 'acquired' | 'held'; floor?: number } | undefined;
   for (let round = 0; round < LANE_ROUNDS && !taken; round++) {
@@ -111,8 +111,9 @@ export async function claimInLane(deps: LaneDeps, job: Job, id: RunId, logger: R
 }
 
 /** replace: ends the lane's older holder, a RUNNING one through the fence. False when it moved meanwhile. */
-async function replaceHolder(deps: LaneDeps, job: Job, id: RunId, holder: Run, logger: RunLogger): Promise<boolean> {
-  const by = runKeyOf(id.job, id.slot, id.shard, job.shards);
+async function replaceHolder(deps: LaneDeps, job: Job, id: RunMessage, holder: Run, logger: RunLogger): Promise<boolean> {
+  // The message's run key: the run's own, whatever the job's shard count is now.
+  const by = id.runKey;
   const done =
     holder.status === RunStatus.RUNNING
       ? await deps.ledger.replaceRunning(holder, by, deps.clock())

@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { Ledger, type AttemptFacts, type CreateRunResult, type LeaseCheck, type LedgerOptions, type NewRun, type Outcome } from '../shared/adapters/ledger.js';
+import { Ledger, type AttemptFacts, type CountedCreateResult, type CreateRunResult, type LeaseCheck, type LedgerOptions, type NewRun, type Outcome, type RunCount } from '../shared/adapters/ledger.js';
 import { RunQueue } from '../shared/adapters/run-queue.js';
 import type { Job } from '../shared/core/job-schema.js';
 import type { HistoryEvent, HistorySink } from '../shared/core/history.js';
@@ -88,7 +88,7 @@ export interface RuntimeSummary {
 /** What the local runtime's ledger reports beyond the history events: errors recorded, runs ended without an attempt. */
 export interface LedgerObserver {
   completed(run: Run, outcome: Outcome): void;
-  settled(run: Pick<Run, 'job' | 'slot' | 'shard'>, status: RunSettledLine['status'], reason: string | undefined): void;
+  settled(run: Pick<Run, 'job' | 'slot' | 'shard'> & Partial<Pick<Run, 'shards'>>, status: RunSettledLine['status'], reason: string | undefined): void;
 }
 
 /**
@@ -107,6 +107,12 @@ export class ObservedLedger extends Ledger {
 
   override async createRun(run: NewRun, now: number, creator?: string): Promise<CreateRunResult> {
     const result = await super.createRun(run, now, creator);
+    if (result.created && run.status === RunStatus.SKIPPED) this.observer.settled(run, RunStatus.SKIPPED, run.reason);
+    return result;
+  }
+
+  override async createCountedRun(run: NewRun, now: number, creator: string, count: RunCount): Promise<CountedCreateResult> {
+    const result = await super.createCountedRun(run, now, creator, count);
     if (result.created && run.status === RunStatus.SKIPPED) this.observer.settled(run, RunStatus.SKIPPED, run.reason);
     return result;
   }
@@ -206,11 +212,12 @@ export class LocalRuntime {
     return { ledger: this.ledger, queue: this.queue };
   }
 
-  private settled(run: Pick<Run, 'job' | 'slot' | 'shard'>, status: RunSettledLine['status'], reason: string | undefined): void {
+  private settled(run: Pick<Run, 'job' | 'slot' | 'shard'> & Partial<Pick<Run, 'shards'>>, status: RunSettledLine['status'], reason: string | undefined): void {
     if (status === RunStatus.SKIPPED) this.runsSkipped++;
     if (status === RunStatus.SUPERSEDED) this.runsSuperseded++;
     if (status === RunStatus.DEAD) this.runsFailed++;
-    const shards = this.options.jobs.find((j) => j.name === run.job)?.shards ?? 1;
+    // The run's own count when known: the job's may have changed since the run was created.
+    const shards = run.shards ?? this.options.jobs.find((j) => j.name === run.job)?.shards ?? 1;
     this.options.onSettled?.({ job: run.job, slot: run.slot, runKey: runKeyOf(run.job, run.slot, run.shard, shards), status, reason });
   }
 

@@ -16,9 +16,11 @@ import {
   GetCommand,
   PutCommand,
   QueryCommand,
+  TransactWriteCommand,
   UpdateCommand,
   type DynamoDBDocumentClient,
 } from '@aws-sdk/lib-dynamodb';
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { mapBounded } from '../core/concurrency.js';
 import { claimsOf, initialFence, MAX_CLAIMS_PER_SLOT } from '../core/fence.js';
 import { lowersFloor } from '../core/lanes.js';
@@ -27,7 +29,7 @@ import { ATTEMPT_HISTORY_LIMIT, boundMessage, MAX_HISTORY_MESSAGE_CHARS } from '
 import type { Transition } from '../core/outcome.js';
 import { openBucketOf } from '../core/planner-state.js';
 import { KEY_SPREAD, LedgerKeys, LEDGER_TABLE } from '../resources.js';
-import { failedItem, isConditionalCheckFailure } from './failure-item.js';
+import { failedItem, isConditionalCheckFailure, unmarshallFailureItem } from './failure-item.js';
 import { LaneStore } from './lane-store.js';
 import { PlannerStore } from './planner-store.js';
 import { newWriteId } from './write-id.js';
@@ -66,6 +68,19 @@ export interface NewRun {
 }
 
 export type CreateRunResult = { readonly created: true; readonly run: Run } | { readonly created: false; readonly existing: Run };
+
+/** A `maxRuns` job's count of scheduled slots, as `createRun` advances it with the put of a slot's shard 0. */
+export interface RunCount {
+  readonly maxRuns: number;
+  /** The count where the plan item has none yet: 0, or what a bound recorded by earlier code implies. */
+  readonly start: number;
+}
+
+/** The count was already at `maxRuns`: the run was not created. */
+export type CountedCreateResult = CreateRunResult | { readonly created: false; readonly full: true };
+
+/** Attempts of one counted put that lose to a concurrent transaction on the same plan item. */
+const COUNT_CONFLICT_ATTEMPTS = 8;
 
 /** The outcome an attempt records (the pure core's transition). */
 export type Outcome = Transition;
@@ -165,7 +180,7 @@ export class Ledger {
    * response was lost after it committed, the retry fails its condition on our own item, and the
    * creator tells us the run is ours to dispatch, not another planner's.
    */
-  async createRun(run: NewRun, now: number, creator?: string): Promise<CreateRunResult> {
+  private newRunItem(run: NewRun, now: number, creator?: string): Item {
     const open = run.status === RunStatus.READY;
     const origin = run.origin ?? RunOrigin.PLANNED;
     const item: Item = {
@@ -190,6 +205,11 @@ export class Ledger {
       ...(open && run.watch ? watchKeys(run) : {}),
       ...(run.reason ? { lastError: { code: run.status, message: run.reason } } : {}),
     };
+    return item;
+  }
+
+  async createRun(run: NewRun, now: number, creator?: string): Promise<CreateRunResult> {
+    const item = this.newRunItem(run, now, creator);
     try {
       await this.doc.send(
         new PutCommand({
@@ -210,10 +230,60 @@ export class Ledger {
     return this.created(run, runFromItem(item), now);
   }
 
-  /** A run this call created: put before the floor is lowered (never after: see LaneStore.lowerFloor). */
+  /** A run this call created; a forbid-queue lane's floor is lowered after the put, never before (DESIGN §8 "Lanes"). */
   private async created(run: NewRun, created: Run, now: number): Promise<CreateRunResult> {
     if (created.status === RunStatus.READY && lowersFloor(run.overlap ?? run.laneOverlap, run.slot, now)) await this.lanes.lowerFloor(run.job, run.shard, run.slot);
     return { created: true, run: created };
+  }
+
+  /**
+   * The put of a `maxRuns` job's scheduled slot (its shard 0), in one transaction with the count
+   * of such slots on the job's plan item: the run is created and counted, or neither. So the
+   * count is the number of slots ever created whatever the schedule or `maxRuns` became, and the
+   * put past `maxRuns` is refused (`full`). A retry after a lost response is recognised as ours
+   * by `creator`, as in createRun (and AWS applies one attempt's token once); an attempt cancelled
+   * by a concurrent tick's count of the same job is tried again.
+   */
+  async createCountedRun(run: NewRun, now: number, creator: string, count: RunCount): Promise<CountedCreateResult> {
+    const item = this.newRunItem(run, now, creator);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.doc.send(
+          new TransactWriteCommand({
+            // One token per attempt: the SDK's own retries of it (a lost response) reuse it, and AWS
+            // applies the transaction once; an attempt cancelled by a conflict is a new request.
+            ClientRequestToken: `count-${newWriteId()}`,
+            TransactItems: [
+              { Put: { TableName: this.tableName, Item: item, ConditionExpression: 'attribute_not_exists(pk)', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
+              {
+                Update: {
+                  TableName: this.tableName,
+                  Key: { pk: LedgerKeys.jobPk(run.job), sk: LedgerKeys.jobPlanSk },
+                  UpdateExpression: 'SET #planned = if_not_exists(#planned, :start) + :one',
+                  // Without a count yet, the start (0, or a bound recorded by earlier code) must be below maxRuns.
+                  ConditionExpression: count.start < count.maxRuns ? 'attribute_not_exists(#planned) OR #planned < :max' : '#planned < :max',
+                  ExpressionAttributeNames: { '#planned': 'planned' },
+                  ExpressionAttributeValues: { ':start': count.start, ':one': 1, ':max': count.maxRuns },
+                },
+              },
+            ],
+          }),
+        );
+        return this.created(run, runFromItem(item), now);
+      } catch (error) {
+        if (!(error instanceof TransactionCanceledException) && (error as { name?: string })?.name !== 'TransactionCanceledException') throw error;
+        const [put, counted] = (error as TransactionCanceledException).CancellationReasons ?? [];
+        if (put?.Code === 'ConditionalCheckFailed' && put.Item) {
+          const existing = unmarshallFailureItem(put.Item as Record<string, unknown>);
+          return existing.createdBy === creator ? this.created(run, runFromItem(existing), now) : { created: false, existing: runFromItem(existing) };
+        }
+        if (counted?.Code === 'ConditionalCheckFailed') return { created: false, full: true };
+        // A concurrent tick counting a slot of the same job: try again on the count it left.
+        const conflict = [put, counted].some((reason) => reason?.Code === 'TransactionConflict');
+        if (!conflict || attempt >= COUNT_CONFLICT_ATTEMPTS) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 10 * 2 ** attempt * Math.random()));
+      }
+    }
   }
 
   async getRun(id: RunId, consistent = true): Promise<Run | undefined> {

@@ -4,8 +4,9 @@
  *   PLANNER / #STATE            the layout: partition count, generation, and per partition how far
  *                               it planned and swept (one small item, a few writes per tick)
  *   PLANNER / #EXCEPTIONS#nn    names of paused and catching-up jobs, bucketed by job name
- *   JOB#<name> / #PLAN          one job's planning state: its pause (who, why, when) and catch-up
- *                               cursor and edge
+ *   JOB#<name> / #PLAN          one job's planning state: its pause (who, why, when), catch-up
+ *                               cursor and edge, and a `maxRuns` job's count of scheduled slots
+ *                               (`planned`, advanced by Ledger.createCountedRun with each slot's put)
  *
  * Every expression has a fixed size whatever the number of jobs (names travel as values, never as
  * expression text), and every item is bounded: the exception buckets hold names only, spread over
@@ -28,7 +29,12 @@ export interface JobPlan {
   readonly cursor?: number;
   /** Where its catch-up ends. */
   readonly edge?: number;
-  /** `maxRuns` jobs: the first slot ever planned, and the last slot the job may have. */
+  /** `maxRuns` jobs: how many scheduled slots the planner created (each counted with its put). */
+  readonly planned?: number;
+  /**
+   * Written by earlier code instead of a count: the first slot it planned and the last slot the
+   * job could have (+∞: none). The planner derives the count from them once (legacyRunCount).
+   */
   readonly firstSlot?: number;
   readonly lastSlot?: number;
 }
@@ -139,7 +145,7 @@ export class PlannerStore {
    * Returns false when a concurrent planner already moved it further (harmless: its work is a
    * superset of ours, every run write being conditional) or the layout changed meanwhile.
    */
-  async advancePartition(gen: number, partition: number, plannedUntil: number): Promise<boolean> {
+  async advancePartition(gen: number, partition: number, plannedUntil: number, planned?: { readonly configHash: string; readonly at: number }): Promise<boolean> {
     const sameLayout = 'gen = :gen';
     const onlyForward = '(attribute_not_exists(#partitions.#p.plannedUntil) OR #partitions.#p.plannedUntil <= :until)';
     try {
@@ -147,10 +153,13 @@ export class PlannerStore {
         new UpdateCommand({
           TableName: this.tableName,
           Key: this.stateKey,
-          UpdateExpression: 'SET #partitions.#p.plannedUntil = :until',
+          // With the watermark, the config it was planned under and the tick's now (replanFromOf).
+          UpdateExpression: planned
+            ? 'SET #partitions.#p.plannedUntil = :until, #partitions.#p.configHash = :hash, #partitions.#p.plannedAt = :at'
+            : 'SET #partitions.#p.plannedUntil = :until',
           ConditionExpression: `${sameLayout} AND ${onlyForward}`,
           ExpressionAttributeNames: { '#partitions': 'partitions', '#p': String(partition) },
-          ExpressionAttributeValues: { ':gen': gen, ':until': plannedUntil },
+          ExpressionAttributeValues: { ':gen': gen, ':until': plannedUntil, ...(planned ? { ':hash': planned.configHash, ':at': planned.at } : {}) },
         }),
       );
       return true;
@@ -237,29 +246,6 @@ export class PlannerStore {
           ConditionExpression: `${notPaused} AND ${cursorAsRead}`,
           ExpressionAttributeNames: { '#cursor': 'cursor' },
           ExpressionAttributeValues: expected === undefined ? undefined : { ':expected': expected },
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionalCheckFailure(error)) return false;
-      throw error;
-    }
-  }
-
-  /**
-   * Records a `maxRuns` job's first planned slot and the last slot it may have, once: a concurrent
-   * tick that recorded them first wins (its numbers are the same slot math on the same first slot,
-   * or on an earlier one, which is the right one).
-   */
-  async setRunBound(job: string, firstSlot: number, lastSlot: number): Promise<boolean> {
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: this.planKey(job),
-          UpdateExpression: 'SET firstSlot = :first, lastSlot = :last',
-          ConditionExpression: 'attribute_not_exists(firstSlot)',
-          ExpressionAttributeValues: { ':first': firstSlot, ':last': Number.isFinite(lastSlot) ? lastSlot : -1 },
         }),
       );
       return true;
@@ -384,8 +370,10 @@ export interface JobPlanning {
   readonly behind: boolean;
   /** The job is planned up to here. */
   readonly plannedUntil?: number;
-  /** A `maxRuns` job's last allowed slot, once it was first planned (+∞: never reached). */
-  readonly lastSlot?: number;
+  /** A `maxRuns` job's count of scheduled slots created so far (undefined: none counted). */
+  readonly planned?: number;
+  /** The bound earlier code recorded instead of a count (legacyRunCount turns it into one). */
+  readonly legacyBound?: { readonly firstSlot: number; readonly lastSlot: number };
 }
 
 /** Per job: paused (who, why), behind, and how far it is planned, from one read of the planner's state. */
@@ -406,7 +394,8 @@ export async function jobPlanning(store: PlannerStore, jobs: readonly string[], 
       pause: state.paused.has(job) ? (plan?.pause ?? { at: 0, by: '?' }) : undefined,
       behind: plan?.cursor !== undefined && !state.paused.has(job),
       plannedUntil: plan?.cursor ?? partitionUntil,
-      lastSlot: plan?.lastSlot,
+      planned: plan?.planned,
+      ...(plan?.firstSlot !== undefined && plan.lastSlot !== undefined ? { legacyBound: { firstSlot: plan.firstSlot, lastSlot: plan.lastSlot } } : {}),
     });
   }
   return out;
@@ -422,6 +411,7 @@ function planFromItem(item: Item): JobPlan {
     pause: item.pause as JobPlan['pause'],
     cursor: item.cursor as number | undefined,
     edge: item.edge as number | undefined,
+    planned: item.planned as number | undefined,
     firstSlot: item.firstSlot as number | undefined,
     // +∞ (fewer scheduled slots than maxRuns) is stored as its absence of a bound: -1.
     lastSlot: typeof item.lastSlot === 'number' ? (item.lastSlot < 0 ? Number.POSITIVE_INFINITY : item.lastSlot) : undefined,

@@ -50,3 +50,20 @@ export function sleep(ms: number, signal?: AbortSignal, timers: Timers = REAL_TI
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
+
+/** A gate that lets at most `limit` calls of the functions passed to it run at once, in call order. */
+export function limiter(limit: number): <R>(fn: () => Promise<R>) => Promise<R> {
+  let active = 0;
+  const waiting: (() => void)[] = [];
+  return async <R>(fn: () => Promise<R>): Promise<R> => {
+    if (active >= Math.max(1, limit)) await new Promise<void>((resolve) => waiting.push(resolve));
+    else active++;
+    try {
+      return await fn();
+    } finally {
+      const next = waiting.shift();
+      if (next) next();
+      else active--;
+    }
+  };
+}

@@ -35,8 +35,6 @@ export interface TickPlan {
   readonly misfired: ReadonlyMap<string, number>;
   /** Catch-up runs left for later ticks because this tick's catch-up budget was spent. */
   readonly deferred: number;
-  /** `maxRuns` jobs planned for the first time: their first slot and the last slot they may have. */
-  readonly newRunBounds: ReadonlyMap<string, { readonly firstSlot: number; readonly lastSlot: number }>;
 }
 
 /** Catch-up runs one tick creates at most, across all its jobs (on-time runs are never limited). */
@@ -64,19 +62,47 @@ export interface PlanInput {
    */
   readonly catchUpBudget?: number;
   /**
-   * For `maxRuns` jobs planned before: the last slot each may have (its maxRuns-th scheduled slot).
-   * A `maxRuns` job missing here is planned for the first time: its bound comes back in newRunBounds.
+   * For `maxRuns` jobs: how many scheduled slots the planner created for each so far (its plan
+   * item's count; missing: none). A job whose count reached its `maxRuns` plans nothing. Below
+   * it, the job is planned as any other: the puts count each slot they create and refuse the
+   * one past `maxRuns` (an atomic count on the plan item), so the count stays exact whatever the
+   * schedule or `maxRuns` became since, and a retried or duplicate tick counts nothing twice.
    */
-  readonly runBounds?: ReadonlyMap<string, number>;
-}
-
-/** The maxRuns-th slot counted from `firstSlot` (inclusive), or +∞ when the schedule has fewer. */
-export function lastAllowedSlot(spec: SlotSpec, firstSlot: number, maxRuns: number): number {
-  const slots = slotsBetween(spec, firstSlot - 1, Number.MAX_SAFE_INTEGER, maxRuns);
-  return slots.length < maxRuns ? Number.POSITIVE_INFINITY : slots[slots.length - 1]!;
+  readonly runCounts?: ReadonlyMap<string, number>;
+  /**
+   * The partition's jobs differ from those its watermark was planned under (a job added, its
+   * schedule or another field changed): slots after `replanFrom` (the previous tick's now) may
+   * never have been planned for a new or changed job, though they lie before the watermark. Every
+   * job that is not catching up plans on time from here instead; slots already put are put again
+   * and create nothing. Undefined on a tick whose config is the one planned before.
+   */
+  readonly replanFrom?: number;
 }
 
 export { slotSpecOf } from './slots.js';
+
+/**
+ * The count of scheduled slots a `maxRuns` job had when earlier code recorded a bound instead
+ * (its first planned slot and its N-th slot, +∞ when the schedule had fewer): the slots of its
+ * schedule from the first up to the bound or `plannedUntil`, whichever is earlier, at most
+ * `maxRuns`. Exact unless the schedule changed while that code ran, which is the defect the count
+ * replaces; it is written once, with the job's next counted slot.
+ */
+export function legacyRunCount(spec: SlotSpec, bound: { readonly firstSlot: number; readonly lastSlot: number }, plannedUntil: number, maxRuns: number): number {
+  const until = Math.min(bound.lastSlot, plannedUntil);
+  if (until < bound.firstSlot) return 0;
+  return slotsBetween(spec, bound.firstSlot - 1, until, maxRuns).length;
+}
+
+/**
+ * How many shards a slot has: the count its shard 0 was created with, when it exists (a slot
+ * belongs to the shard count in force when it was first put), else the job's current one. So a
+ * change of `shards` applies from the next slot that has no runs yet, and a slot put again (a
+ * retried tick, a re-plan after a config change) is completed under its own count, never mixed.
+ */
+export function shardsOfSlot(configured: number, shardZero: { readonly shards: number } | undefined): number {
+  return shardZero?.shards ?? configured;
+}
 
 /** How far back `latest` looks for the newest misfired slot before giving up (bounded work). */
 const LATEST_SEARCH_WINDOWS_MS = [3_600_000, 86_400_000, 31 * 86_400_000, 366 * 86_400_000];
@@ -135,7 +161,6 @@ export function planTick(input: PlanInput): TickPlan {
   const behindClear: string[] = [];
   const misfired = new Map<string, number>();
   const candidates: CatchUpCandidate[] = [];
-  const newRunBounds = new Map<string, { firstSlot: number; lastSlot: number }>();
 
   for (const job of input.jobs) {
     // A paused job keeps its cursor; resuming plans from there under its misfire policy.
@@ -153,29 +178,24 @@ export function planTick(input: PlanInput): TickPlan {
     // before its cursor, so a resume cannot plan slots from before the job was first planned.
     const keepsEdge = cursor !== undefined && knownEdge !== undefined && base >= lateEdge;
     const edge = keepsEdge ? knownEdge : Math.max(from, lateEdge);
-    const onTimeFrom = cursor !== undefined && knownEdge === undefined ? edge : Math.max(base, lateEdge);
+    // A job catching up keeps its on-time start: its edge, not the re-plan, separates its two kinds of slots.
+    const onTimeStart = cursor === undefined && input.replanFrom !== undefined ? Math.min(base, input.replanFrom) : base;
+    const onTimeFrom = cursor !== undefined && knownEdge === undefined ? edge : Math.max(onTimeStart, lateEdge);
+    // maxRuns: a job whose count is reached plans nothing more (until maxRuns is raised).
+    if (job.maxRuns !== undefined && (input.runCounts?.get(job.name) ?? 0) >= job.maxRuns) {
+      if (cursor !== undefined) behindClear.push(job.name);
+      continue;
+    }
 
     const next = nextSlotAfter(spec, Math.min(from, onTimeFrom));
     if (next === undefined || next > horizon) {
       if (cursor !== undefined) behindClear.push(job.name);
       continue;
     }
-    // maxRuns: no slot past the job's maxRuns-th scheduled slot, counted from its first planned one.
-    let bound = Number.POSITIVE_INFINITY;
-    if (job.maxRuns !== undefined) {
-      const known = input.runBounds?.get(job.name);
-      if (known !== undefined) bound = known;
-      else {
-        const firstSlot = from < edge ? next : (nextSlotAfter(spec, onTimeFrom) ?? next);
-        bound = lastAllowedSlot(spec, firstSlot, job.maxRuns);
-        newRunBounds.set(job.name, { firstSlot, lastSlot: bound });
-      }
-    }
-    const jobOnTime = slotsBetween(spec, onTimeFrom, Math.min(horizon, bound)).flatMap((slot) => runsOf(job, spec, slot, RunStatus.READY, false));
-    const cappedEdge = Math.min(edge, bound);
-    if (from < cappedEdge) candidates.push({ job, spec, from, edge: cappedEdge, wasBehind: cursor !== undefined, keepsEdge, onTime: jobOnTime });
+    const jobOnTime = slotsBetween(spec, onTimeFrom, horizon).flatMap((slot) => runsOf(job, spec, slot, RunStatus.READY, false));
+    if (from < edge) candidates.push({ job, spec, from, edge, wasBehind: cursor !== undefined, keepsEdge, onTime: jobOnTime });
     else if (cursor !== undefined) behindClear.push(job.name);
-    if (from >= cappedEdge) onTime.push(...jobOnTime);
+    if (from >= edge) onTime.push(...jobOnTime);
   }
 
   // The most-behind jobs first, so that a budget smaller than the backlog still moves every
@@ -237,5 +257,5 @@ export function planTick(input: PlanInput): TickPlan {
 
   // On-time runs go out in firing order (jitter can reorder the slots of different jobs).
   onTime.sort((a, b) => a.fireAt - b.fireAt || a.slot - b.slot || a.shard - b.shard);
-  return { runs: [...onTime, ...catchUp], plannedUntil: horizon, behindSet, edgeSet, behindClear, misfired, deferred, newRunBounds };
+  return { runs: [...onTime, ...catchUp], plannedUntil: horizon, behindSet, edgeSet, behindClear, misfired, deferred };
 }

@@ -13,6 +13,7 @@
  *
  * Pure: no I/O, `now` passed in.
  */
+import { createHash } from 'node:crypto';
 import { partitionOf, stableHash } from './partition.js';
 import { KEY_SPREAD } from '../resources.js';
 
@@ -24,6 +25,13 @@ export interface PartitionCursor {
   readonly sweptUntil?: number;
   /** Where the watch-index sweep resumes in the buckets it did not finish (encoded by the sweeper). */
   readonly watchAfter?: string;
+  /**
+   * The fingerprint of the partition's jobs (configFingerprint) the watermark was planned under,
+   * and the `now` of the tick that moved it there. A tick that finds another fingerprint plans
+   * on time from `plannedAt`: a job added or changed since may have slots before the watermark.
+   */
+  readonly configHash?: string;
+  readonly plannedAt?: number;
 }
 
 export interface PlannerLayout {
@@ -47,17 +55,48 @@ function earliest(values: readonly (number | undefined)[]): number | undefined {
  * slots in between, some of whose shards the failed tick had put (model seed 20269141: shards 1
  * and 2 of a slot ran, shard 0 never existed).
  */
-export function relayout(previous: PlannerLayout | undefined, partitions: number, now: number): PlannerLayout {
+export function relayout(previous: PlannerLayout | undefined, partitions: number, now: number, fingerprintOf?: (partition: number) => string): PlannerLayout {
   const cursors = previous ? [...previous.partitions.values()] : [];
   const start: PartitionCursor = {
     plannedUntil: earliest(cursors.map((c) => c.plannedUntil)) ?? now,
     sweptUntil: earliest(cursors.map((c) => c.sweptUntil)) ?? now,
   };
+  // A first layout owes nothing before `now`, so it records the jobs it starts with as planned: its
+  // first tick must not re-plan the minute before. A later layout records none: its first ticks
+  // re-plan from the watermark's previous tick, which creates only what a new job was owed.
+  const first = (p: number): PartitionCursor => (previous === undefined && fingerprintOf ? { ...start, configHash: fingerprintOf(p), plannedAt: now } : start);
   return {
     of: partitions,
     gen: (previous?.gen ?? 0) + 1,
-    partitions: new Map(Array.from({ length: partitions }, (_, p) => [p, start])),
+    partitions: new Map(Array.from({ length: partitions }, (_, p) => [p, first(p)])),
   };
+}
+
+/**
+ * A fingerprint of a partition's job definitions (every field, as validated), independent of their
+ * order: it changes when a job is added, removed or changed. 64 bits of SHA-256, hex.
+ */
+export function configFingerprint(jobs: readonly { readonly name: string }[]): string {
+  const sorted = [...jobs].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return createHash('sha256').update(JSON.stringify(sorted)).digest('hex').slice(0, 16);
+}
+
+/**
+ * Where a tick plans on time from when its partition's watermark may have skipped slots of a job
+ * new to the planner (undefined: it cannot have, or nothing was planned yet): the previous tick's
+ * `now`, every slot after which was ahead when that tick ran. That is the case unless the
+ * watermark was moved by a tick of the same jobs that recorded its `now` (`plannedUntil` is then
+ * `plannedAt` + the lookahead, which the jobs fix): a different fingerprint means jobs were added
+ * or changed; a watermark without one, or moved past `plannedAt` + lookahead, was moved by a
+ * relayout or by earlier code still running during a deploy, which planned without the jobs it did
+ * not know. A watermark that never recorded a `now` counts back one lookahead. The plan never goes
+ * back past a job's misfire edge.
+ */
+export function replanFromOf(cursor: PartitionCursor, fingerprint: string, lookaheadMs: number): number | undefined {
+  if (cursor.plannedUntil === undefined) return undefined;
+  const plannedByThisConfig = cursor.configHash === fingerprint && cursor.plannedAt !== undefined && cursor.plannedAt + lookaheadMs === cursor.plannedUntil;
+  if (plannedByThisConfig) return undefined;
+  return cursor.plannedAt ?? cursor.plannedUntil - lookaheadMs;
 }
 
 /** The exception bucket that lists `job` while it is paused or catching up. */

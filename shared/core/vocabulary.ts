@@ -149,6 +149,12 @@ export interface RunMessage {
   readonly job: string;
   readonly slot: number;
   readonly shard: number;
+  /**
+   * The run's own shard count (its item's `shards`), which its key and shard are checked against:
+   * a change of the job's `shards` leaves runs created before it valid. Absent from messages sent
+   * by earlier code (checked against the job's current count).
+   */
+  readonly shards?: number;
   readonly runKey: string;
   /** A manual run's overlap policy when it overrides the job's (`ops trigger --overlap`). */
   readonly overlap?: string;

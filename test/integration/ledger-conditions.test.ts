@@ -757,14 +757,38 @@ describe('a job\'s planning state on DynamoDB Local', () => {
     expect(await box.ledger.planning.readJobPlan(name)).toMatchObject({ cursor: BASE + 7 });
   });
 
-  it('a maxRuns bound is recorded once: the first tick\'s wins', async () => {
+  it('a counted put creates and counts a maxRuns slot together: its own retry is counted once, another tick\'s put of the slot not at all, and the slot past maxRuns is refused uncreated', async () => {
     const name = job();
-    expect(await box.ledger.planning.setRunBound(name, BASE + 1, BASE + 100)).toBe(true);
-    expect(await box.ledger.planning.setRunBound(name, BASE + 2, BASE + 200)).toBe(false);
-    expect(await box.ledger.planning.readJobPlan(name)).toMatchObject({ firstSlot: BASE + 1, lastSlot: BASE + 100 });
-    const unbounded = job();
-    expect(await box.ledger.planning.setRunBound(unbounded, BASE + 1, Number.POSITIVE_INFINITY)).toBe(true);
-    expect((await box.ledger.planning.readJobPlan(unbounded))?.lastSlot).toBe(Number.POSITIVE_INFINITY);
+    const run = (slot: number) => ({ job: name, slot, shard: 0, shards: 1, status: RunStatus.READY }) as const;
+    const count = { maxRuns: 2, start: 0 };
+    expect(await box.ledger.createCountedRun(run(BASE + 1_000), NOW, 'tick-a', count)).toMatchObject({ created: true });
+    expect(await box.ledger.createCountedRun(run(BASE + 1_000), NOW, 'tick-a', count)).toMatchObject({ created: true });
+    expect(await box.ledger.createCountedRun(run(BASE + 1_000), NOW, 'tick-b', count)).toMatchObject({ created: false, existing: { slot: BASE + 1_000 } });
+    expect((await box.ledger.planning.readJobPlan(name))?.planned).toBe(1);
+    expect(await box.ledger.createCountedRun(run(BASE + 2_000), NOW, 'tick-b', count)).toMatchObject({ created: true });
+    expect(await box.ledger.createCountedRun(run(BASE + 3_000), NOW, 'tick-b', count)).toEqual({ created: false, full: true });
+    expect(await box.ledger.getRun({ job: name, slot: BASE + 3_000, shard: 0 })).toBeUndefined();
+    expect((await box.ledger.planning.readJobPlan(name))?.planned).toBe(2);
+    // A count that starts where earlier code's bound left it: at maxRuns, nothing more.
+    const legacy = job();
+    expect(await box.ledger.createCountedRun({ ...run(BASE + 1_000), job: legacy }, NOW, 'tick-a', { maxRuns: 2, start: 2 })).toEqual({ created: false, full: true });
+    expect(await box.ledger.createCountedRun({ ...run(BASE + 1_000), job: legacy }, NOW, 'tick-a', { maxRuns: 3, start: 2 })).toMatchObject({ created: true });
+    expect((await box.ledger.planning.readJobPlan(legacy))?.planned).toBe(3);
+  });
+
+  it('a counted put whose response is lost, retried by the SDK, is created and counted once and reported created', async () => {
+    const name = job();
+    const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: (command) => command === 'TransactWriteItemsCommand', fault: 'lost-response' }], 3);
+    try {
+      const ledger = new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable });
+      const result = await ledger.createCountedRun({ job: name, slot: BASE + 1_000, shard: 0, shards: 1, status: RunStatus.READY }, NOW, 'tick-a', { maxRuns: 5, start: 0 });
+      expect(result).toMatchObject({ created: true, run: { slot: BASE + 1_000 } });
+      expect(faulty.injected).toEqual(['TransactWriteItemsCommand']);
+      expect(faulty.matched.length).toBeGreaterThanOrEqual(2);
+    } finally {
+      faulty.destroy();
+    }
+    expect((await box.ledger.planning.readJobPlan(name))?.planned).toBe(1);
   });
 
   it('the behind lists take and drop names, several per call, additions and removals in the same bucket included', async () => {

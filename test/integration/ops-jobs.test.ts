@@ -48,8 +48,10 @@ describe('ops jobs', () => {
   let endpoints: string;
   const id = (job: string, slot: number): RunId => ({ job, slot, shard: 0 });
 
-  async function runTo(job: string, slot: number, end: 'SUCCEEDED' | 'DEAD' | 'RUNNING' | 'READY'): Promise<void> {
-    await box.ledger.createRun({ job, slot, shard: 0, shards: 1, status: RunStatus.READY }, slot - 5_000);
+  async function runTo(job: string, slot: number, end: 'SUCCEEDED' | 'DEAD' | 'RUNNING' | 'READY', maxRuns?: number): Promise<void> {
+    const run = { job, slot, shard: 0, shards: 1, status: RunStatus.READY } as const;
+    if (maxRuns === undefined) await box.ledger.createRun(run, slot - 5_000);
+    else await box.ledger.createCountedRun(run, slot - 5_000, 'test', { maxRuns, start: 0 });
     if (end === 'READY') return;
     const claim = await box.ledger.claim(id(job, slot), 'w-1', slot + 200, end === 'RUNNING' ? 10 * DAY : 30_000, 2_000);
     if (claim.kind !== 'claimed') throw new Error(claim.kind);
@@ -68,10 +70,9 @@ describe('ops jobs', () => {
     await runTo('minutely', M + MINUTE, 'READY'); // planned ahead: not its last run
     await runTo('once-done', M - 60 * MINUTE, 'SUCCEEDED');
     await runTo('once-open', M - 60 * MINUTE, 'RUNNING');
-    // maxRuns: the planner records the N-th slot when it first plans the job.
-    await box.ledger.planning.setRunBound('capped-done', M - 4 * MINUTE, M - 2 * MINUTE);
-    for (const slot of [M - 4 * MINUTE, M - 3 * MINUTE, M - 2 * MINUTE]) await runTo('capped-done', slot, 'SUCCEEDED');
-    await box.ledger.planning.setRunBound('capped-open', M - 2 * MINUTE, M + 2 * MINUTE);
+    // maxRuns: the planner counts each scheduled slot with its put.
+    for (const slot of [M - 4 * MINUTE, M - 3 * MINUTE, M - 2 * MINUTE]) await runTo('capped-done', slot, 'SUCCEEDED', 3);
+    for (const slot of [M - 2 * MINUTE, M - MINUTE, M]) await runTo('capped-open', slot, 'SUCCEEDED', 5);
     const paused = capture();
     expect(await runOps(['pause', 'held', '--note', 'vendor outage', '--by', 'alice', '--endpoints', endpoints], paused.io)).toBe(0);
   });

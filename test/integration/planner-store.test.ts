@@ -174,15 +174,15 @@ describe('batch reads of plan items', () => {
   const jobs = Array.from({ length: JOBS }, (_, i) => `batch-${i}`);
   beforeAll(async () => {
     box = await sandbox();
-    // Job i's plan item records first slot i (the bound is written once, so it identifies the item).
-    await mapBounded(jobs, 16, (job, i) => box.ledger.planning.setRunBound(job, BASE + i, BASE + i + 1));
+    // Job i's plan item records cursor i (so it identifies the item).
+    await mapBounded(jobs, 16, (job, i) => box.ledger.planning.setCatchUp(job, BASE + i, BASE + i + 1, undefined));
   });
   afterAll(() => box.destroy());
 
   const expectPlans = (plans: ReadonlyMap<string, JobPlan>, wanted: readonly string[]) => {
     const present = wanted.filter((job) => job.startsWith('batch-'));
     expect([...plans.keys()].sort()).toEqual([...new Set(present)].sort());
-    for (const job of present) expect(plans.get(job)).toEqual({ job, firstSlot: BASE + jobs.indexOf(job), lastSlot: BASE + jobs.indexOf(job) + 1 });
+    for (const job of present) expect(plans.get(job)).toEqual({ job, cursor: BASE + jobs.indexOf(job), edge: BASE + jobs.indexOf(job) + 1 });
   };
 
   it('reads every plan item asked for, whatever the count (more than 100 keys go in several requests), and nothing for a job without one', async () => {
@@ -387,19 +387,29 @@ describe('a job\'s plan item: pause, resume and catch-up', () => {
     expect((await box.ledger.planning.readJobPlans([job])).size).toBe(0);
   });
 
-  it('a maxRuns bound reads back as written, slot 0 included; no bound (+∞) reads back as +∞; the first write wins', async () => {
+  it('a bound written by earlier code reads back as written, slot 0 included, its +∞ (stored -1) as +∞; a count reads back as its number', async () => {
     const planning = box.ledger.planning;
     await fc.assert(
       fc.asyncProperty(fc.integer({ min: 0, max: NOW }), fc.oneof(fc.constantFrom(0, 1, Number.POSITIVE_INFINITY), fc.integer({ min: 0, max: NOW })), async (first, last) => {
         const job = freshJob('bound');
-        expect(await planning.setRunBound(job, first, last)).toBe(true);
-        expect(await planning.setRunBound(job, first + 1, 5)).toBe(false);
+        await box.clients.doc.send(
+          new UpdateCommand({
+            TableName: box.endpoints.ledgerTable,
+            Key: { pk: LedgerKeys.jobPk(job), sk: LedgerKeys.jobPlanSk },
+            UpdateExpression: 'SET firstSlot = :first, lastSlot = :last',
+            ExpressionAttributeValues: { ':first': first, ':last': Number.isFinite(last) ? last : -1 },
+          }),
+        );
         expect(await planning.readJobPlan(job)).toEqual({ job, firstSlot: first, lastSlot: last });
         expect((await planning.readJobPlans([job])).get(job)).toEqual({ job, firstSlot: first, lastSlot: last });
       }),
       { numRuns: 15 },
     );
+    const counted = freshJob('counted');
+    await box.ledger.createCountedRun({ job: counted, slot: BASE, shard: 0, shards: 1, status: 'READY' }, NOW, 'tick', { maxRuns: 3, start: 0 });
+    expect(await planning.readJobPlan(counted)).toEqual({ job: counted, planned: 1 });
   });
+
 
   it('on a document client that keeps undefined values (no removeUndefinedValues), a pause without a note and a cursor without watchAfter are still written', async () => {
     const client = clientWith(box.endpoints.dynamoEndpoint, (_c, _i, next) => next(), false);
@@ -453,7 +463,6 @@ describe('failures are not refusals', () => {
       await expect(store.saveSweep(1, 0, { sweptUntil: BASE + 5 })).rejects.toMatchObject(throttled);
       await expect(store.setCatchUp(job, BASE + 1, BASE + 2, BASE)).rejects.toMatchObject(throttled);
       await expect(store.clearCatchUp(job, BASE)).rejects.toMatchObject(throttled);
-      await expect(store.setRunBound(job, BASE, BASE + 9)).rejects.toMatchObject(throttled);
       await expect(store.pause(job, BASE, { by: 'op', at: NOW })).rejects.toMatchObject(throttled);
       await expect(store.resume(job)).rejects.toMatchObject(throttled);
     } finally {
@@ -567,7 +576,7 @@ describe('failures are not refusals', () => {
 });
 
 describe('jobPlanning: how ops and the worker see a job', () => {
-  it('reports per job its partition, pause (who, why, when), whether it is behind, how far it is planned and its last allowed slot', async () => {
+  it('reports per job its partition, pause (who, why, when), whether it is behind, how far it is planned and its maxRuns count', async () => {
     const own = await sandbox();
     try {
       const planning = own.ledger.planning;
@@ -575,29 +584,29 @@ describe('jobPlanning: how ops and the worker see a job', () => {
       const jobs = ['j-0', 'j-1', 'j-2', 'j-3', 'j-4'];
       // No layout yet: no partition, no count, planned to nowhere.
       const before = await jobPlanning(planning, jobs, partitionOf);
-      expect(before.get('j-0')).toEqual({ job: 'j-0', partition: undefined, of: undefined, pause: undefined, behind: false, plannedUntil: undefined, lastSlot: undefined });
+      expect(before.get('j-0')).toEqual({ job: 'j-0', partition: undefined, of: undefined, pause: undefined, behind: false, plannedUntil: undefined, planned: undefined });
       expect(await planning.writeLayout(undefined, { of: 2, gen: 1, partitions: new Map([[0, { plannedUntil: BASE + 100 }], [1, { plannedUntil: BASE + 200 }]]) }, NOW)).toBe(true);
       expect(await planning.setCatchUp('j-1', BASE + 50, BASE + 90, undefined)).toBe(true);
       expect(await planning.setCatchUp('j-2', BASE + 60, BASE + 90, undefined)).toBe(true);
       expect(await planning.pause('j-2', BASE + 70, { by: 'op', at: NOW, note: 'hold' })).toBe(true);
-      expect(await planning.setRunBound('j-3', BASE, BASE + 10)).toBe(true);
+      expect(await own.ledger.createCountedRun({ job: 'j-3', slot: BASE, shard: 0, shards: 1, status: 'READY' }, NOW, 'tick', { maxRuns: 3, start: 0 })).toMatchObject({ created: true });
       // Listed paused with no plan item (written by hand): still paused, by someone unknown.
       await own.clients.doc.send(
         new UpdateCommand({ TableName: own.endpoints.ledgerTable, Key: { pk: LedgerKeys.plannerPk, sk: LedgerKeys.exceptionsSk(exceptionBucketOf('j-4')) }, UpdateExpression: 'ADD paused :j', ExpressionAttributeValues: { ':j': new Set(['j-4']) } }),
       );
       const view = await jobPlanning(planning, jobs, partitionOf);
-      expect(view.get('j-0')).toEqual({ job: 'j-0', partition: 0, of: 2, pause: undefined, behind: false, plannedUntil: BASE + 100, lastSlot: undefined });
-      expect(view.get('j-1')).toEqual({ job: 'j-1', partition: 1, of: 2, pause: undefined, behind: true, plannedUntil: BASE + 50, lastSlot: undefined });
-      expect(view.get('j-2')).toEqual({ job: 'j-2', partition: 0, of: 2, pause: { by: 'op', at: NOW, note: 'hold' }, behind: false, plannedUntil: BASE + 60, lastSlot: undefined });
-      expect(view.get('j-3')).toEqual({ job: 'j-3', partition: 1, of: 2, pause: undefined, behind: false, plannedUntil: BASE + 200, lastSlot: BASE + 10 });
-      expect(view.get('j-4')).toEqual({ job: 'j-4', partition: 0, of: 2, pause: { at: 0, by: '?' }, behind: false, plannedUntil: BASE + 100, lastSlot: undefined });
+      expect(view.get('j-0')).toEqual({ job: 'j-0', partition: 0, of: 2, pause: undefined, behind: false, plannedUntil: BASE + 100, planned: undefined });
+      expect(view.get('j-1')).toEqual({ job: 'j-1', partition: 1, of: 2, pause: undefined, behind: true, plannedUntil: BASE + 50, planned: undefined });
+      expect(view.get('j-2')).toEqual({ job: 'j-2', partition: 0, of: 2, pause: { by: 'op', at: NOW, note: 'hold' }, behind: false, plannedUntil: BASE + 60, planned: undefined });
+      expect(view.get('j-3')).toEqual({ job: 'j-3', partition: 1, of: 2, pause: undefined, behind: false, plannedUntil: BASE + 200, planned: 1 });
+      expect(view.get('j-4')).toEqual({ job: 'j-4', partition: 0, of: 2, pause: { at: 0, by: '?' }, behind: false, plannedUntil: BASE + 100, planned: undefined });
       expect((await jobPlanning(planning, [], partitionOf)).size).toBe(0);
       // A layout that lists no cursor for a job's partition: planned to nowhere, not an error.
       const current = await planning.readLayout();
       expect(await planning.writeLayout(current, { of: 3, gen: 2, partitions: new Map([[0, { plannedUntil: BASE + 300 }]]) }, NOW)).toBe(true);
       const relaid = await jobPlanning(planning, ['j-5', 'j-3'], partitionOf);
-      expect(relaid.get('j-5')).toEqual({ job: 'j-5', partition: 2, of: 3, pause: undefined, behind: false, plannedUntil: undefined, lastSlot: undefined });
-      expect(relaid.get('j-3')).toEqual({ job: 'j-3', partition: 0, of: 3, pause: undefined, behind: false, plannedUntil: BASE + 300, lastSlot: BASE + 10 });
+      expect(relaid.get('j-5')).toEqual({ job: 'j-5', partition: 2, of: 3, pause: undefined, behind: false, plannedUntil: undefined, planned: undefined });
+      expect(relaid.get('j-3')).toEqual({ job: 'j-3', partition: 0, of: 3, pause: undefined, behind: false, plannedUntil: BASE + 300, planned: 1 });
     } finally {
       own.destroy();
     }

@@ -1,15 +1,16 @@
 /**
  * planTick over sequences of ticks (DESIGN §7), with the planner's state carried from tick to tick
  * the way shared/planner.ts carries it: the watermark only moves forward, catch-up cursors and
- * edges are set and cleared, a maxRuns bound is recorded once, a pause keeps (or sets) the cursor
- * and drops the edge. Hazards: a slot planned twice or never, a misfire run on time or an on-time
- * slot skipped, a cursor that loses its place, a catch-up budget overrun or one that never moves,
- * a maxRuns job that runs past its N-th slot.
+ * edges are set and cleared, a maxRuns job's slots are counted as the puts create them (oldest
+ * first, until the count is reached), a pause keeps (or sets) the cursor and drops the edge.
+ * Hazards: a slot planned twice or never, a misfire run on time or an on-time slot skipped, a
+ * cursor that loses its place, a catch-up budget overrun or one that never moves, a maxRuns job
+ * with more or fewer than N scheduled runs.
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { parseJobs, type Job } from '../../shared/core/job-schema.js';
-import { DEFAULT_CATCH_UP_BUDGET, planTick, slotSpecOf, type PlanInput, type TickPlan } from '../../shared/core/plan.js';
+import { DEFAULT_CATCH_UP_BUDGET, legacyRunCount, planTick, slotSpecOf, type PlanInput, type TickPlan } from '../../shared/core/plan.js';
 import { nextSlotAfter, slotsBetween } from '../../shared/core/slots.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
 
@@ -30,7 +31,9 @@ class PlannerState {
   plannedUntil: number | undefined;
   readonly behind = new Map<string, number>();
   readonly edges = new Map<string, number>();
-  readonly bounds = new Map<string, number>();
+  /** maxRuns jobs: the count of slots created, and the slots (as the puts would create them). */
+  readonly counts = new Map<string, number>();
+  readonly created = new Map<string, Set<number>>();
   readonly paused = new Set<string>();
   readonly plans: { now: number; budget: number | undefined; behindBefore: ReadonlySet<string>; plan: TickPlan }[] = [];
 
@@ -41,11 +44,23 @@ class PlannerState {
     const catchUpEdges = new Map([...this.edges].filter(([name]) => behind.has(name)));
     const plan = planTick({
       jobs: this.jobs, plannedUntil: this.plannedUntil, paused: new Set(this.paused), behind, catchUpEdges,
-      now, lookaheadMs: LOOKAHEAD, catchUpBudget: budget, runBounds: new Map(this.bounds), ...extra,
+      now, lookaheadMs: LOOKAHEAD, catchUpBudget: budget, runCounts: new Map(this.counts), ...extra,
     });
     this.plans.push({ now, budget, behindBefore: new Set(behind.keys()), plan });
-    // setRunBound: the first tick's bound wins.
-    for (const [name, b] of plan.newRunBounds) if (!this.bounds.has(name)) this.bounds.set(name, b.lastSlot);
+    // createCountedRun: a maxRuns job's slots, oldest first, each counted as it is created, until
+    // the count refuses one; a slot that exists already is not counted again.
+    for (const job of this.jobs) {
+      if (job.maxRuns === undefined) continue;
+      const created = this.created.get(job.name) ?? new Set<number>();
+      this.created.set(job.name, created);
+      const slots = [...new Set(plan.runs.filter((r) => r.job === job).map((r) => r.slot))].sort((a, b) => a - b);
+      for (const slot of slots) {
+        if (created.has(slot)) continue;
+        if ((this.counts.get(job.name) ?? 0) >= job.maxRuns) break;
+        created.add(slot);
+        this.counts.set(job.name, (this.counts.get(job.name) ?? 0) + 1);
+      }
+    }
     for (const [name, cursor] of plan.behindSet) {
       this.behind.set(name, cursor);
       this.edges.set(name, plan.edgeSet.get(name) ?? cursor);
@@ -83,15 +98,27 @@ class PlannerState {
     return this.plans.flatMap((p) => p.plan.runs);
   }
 
+  /** The slots planned for a job (for a maxRuns job: those the counted puts created). */
   slotsOf(name: string): number[] {
+    const created = this.created.get(name);
+    if (created) return [...created].sort((a, b) => a - b);
     return this.runs().filter((r) => r.job.name === name && r.shard === 0).map((r) => r.slot);
   }
 }
 
-/** The slots a job is owed from its first tick to the final watermark (its first maxRuns if bounded). */
+/** The slots a job is owed from its first tick to the final watermark. */
 function owed(job: Job, firstNow: number, until: number): number[] {
-  const all = slotsBetween(slotSpecOf(job), firstNow, until);
-  return job.maxRuns === undefined ? all : all.slice(0, job.maxRuns);
+  return slotsBetween(slotSpecOf(job), firstNow, until);
+}
+
+/**
+ * A maxRuns job's slots: exactly min(N, owed) of them, each owed, none twice. Which ones depends
+ * on the order the catch-up pages and on-time windows reached the puts: counted as created.
+ */
+function expectBounded(job: Job, slots: readonly number[], expected: readonly number[]): void {
+  expect(new Set(slots).size, `${job.name}: a slot counted twice`).toBe(slots.length);
+  expect(slots.filter((slot) => !expected.includes(slot)), `${job.name}: slots not owed`).toEqual([]);
+  if (job.misfire.policy !== 'latest') expect(slots.length, `${job.name}: scheduled runs`).toBe(Math.min(job.maxRuns!, expected.length));
 }
 
 /** What every tick's plan must satisfy, whatever came before. */
@@ -142,12 +169,12 @@ function checkTick(state: PlannerState, index: number): void {
     expect(Number.isFinite(cursor), `${name}'s cursor`).toBe(true);
     expect(cursor).toBeLessThanOrEqual(plan.edgeSet.get(name)!);
   }
-  // No slot past a maxRuns job's bound.
-  for (const run of plan.runs) if (run.job.maxRuns !== undefined) expect(run.slot).toBeLessThanOrEqual(state.bounds.get(run.job.name)!);
+  // A maxRuns job's count never passes N.
+  for (const job of state.jobs) if (job.maxRuns !== undefined) expect(state.counts.get(job.name) ?? 0).toBeLessThanOrEqual(job.maxRuns);
   // forbid-queue starts runs in slot order: after every tick, a job that runs its misfires has no
   // owed slot still to be created below one that exists.
   const upTo = state.plans.slice(0, index + 1).flatMap((p) => p.plan.runs);
-  for (const job of state.jobs.filter((j) => j.overlap === 'forbid-queue' && j.misfire.policy === 'all')) {
+  for (const job of state.jobs.filter((j) => j.overlap === 'forbid-queue' && j.misfire.policy === 'all' && j.maxRuns === undefined)) {
     const created = new Set(upTo.filter((r) => r.job === job && r.shard === 0).map((r) => r.slot));
     if (created.size === 0) continue;
     const newest = Math.max(...created);
@@ -186,7 +213,8 @@ describe('planTick over generated sequences of ticks', () => {
           const slots = state.slotsOf(job.name);
           expect(new Set(slots).size, `${job.name}: a slot planned twice`).toBe(slots.length);
           const expected = owed(job, T0, state.plannedUntil!);
-          if (job.misfire.policy === 'latest') expect(expected).toEqual(expect.arrayContaining(slots));
+          if (job.maxRuns !== undefined) expectBounded(job, slots, expected);
+          else if (job.misfire.policy === 'latest') expect(expected).toEqual(expect.arrayContaining(slots));
           else expect([...slots].sort((a, b) => a - b), `${job.name}: slots lost`).toEqual(expected);
         }
       }),
@@ -213,6 +241,10 @@ describe('planTick over generated sequences of ticks', () => {
         for (const job of config) {
           const slots = new Set(state.slotsOf(job.name));
           const expected = owed(job, T0, state.plannedUntil!);
+          if (job.maxRuns !== undefined) {
+            expectBounded(job, [...slots], expected);
+            continue;
+          }
           expect(expected.filter((slot) => !slots.has(slot)).map((s) => new Date(s).toISOString()), `${job.name}: slots lost`).toEqual([]);
           expect([...slots].filter((slot) => !expected.includes(slot)), `${job.name}: slots not owed`).toEqual([]);
         }
@@ -396,35 +428,60 @@ describe('the catch-up budget', () => {
 });
 
 describe('maxRuns', () => {
-  it('a job first planned after an outage counts its runs from its first misfire, not from its first on-time slot', () => {
+  it('a job first planned after an outage counts its runs from its first misfire: the puts take its slots oldest first', () => {
     const [job] = jobs({ maxRuns: 3, misfire: { after: '1m', policy: 'all', maxPerTick: 100 } });
-    const p = planTick({ jobs: [job!], plannedUntil: T0 + MIN, paused: new Set(), behind: new Map(), now: T0 + 11 * MIN, lookaheadMs: LOOKAHEAD });
-    expect(p.runs.map((r) => (r.slot - T0) / MIN)).toEqual([2, 3, 4]);
-    expect(p.newRunBounds.get('j0')).toEqual({ firstSlot: T0 + 2 * MIN, lastSlot: T0 + 4 * MIN });
+    const state = new PlannerState([job!]);
+    state.plannedUntil = T0 + MIN;
+    state.tick(T0 + 11 * MIN);
+    expect(state.slotsOf('j0').map((s) => (s - T0) / MIN)).toEqual([2, 3, 4]);
   });
 
-  it('the bound recorded by the first tick holds on every later tick: the job never gets an N+1-th run', () => {
-    const config = jobs({ maxRuns: 4 });
-    const state = new PlannerState(config);
-    // No runBounds at all on the first tick (a planner that read none).
-    state.tick(T0, undefined, { runBounds: undefined });
-    for (let k = 1; k <= 8; k++) state.tick(T0 + k * MIN);
+  it('a job whose count reached maxRuns plans nothing on later ticks', () => {
+    const state = new PlannerState(jobs({ maxRuns: 4 }));
+    for (let k = 0; k <= 8; k++) state.tick(T0 + k * MIN);
     expect(state.slotsOf('j0').map((s) => (s - T0) / MIN)).toEqual([1, 2, 3, 4]);
-    expect(state.plans.slice(1).every((p) => p.plan.newRunBounds.size === 0)).toBe(true);
+    expect(state.plans.slice(5).every((p) => p.plan.runs.length === 0)).toBe(true);
   });
 
-  it('a schedule with fewer slots than maxRuns records no bound (+∞, "unbounded" to ops): every slot it has is planned', () => {
-    const [job] = jobs({ schedule: '* * * * *', endAt: new Date(T0 + 3 * MIN + 30 * SEC).toISOString(), maxRuns: 10 });
-    const p = planTick({ jobs: [job!], plannedUntil: undefined, paused: new Set(), behind: new Map(), now: T0, lookaheadMs: 10 * MIN });
-    expect(p.runs.map((r) => (r.slot - T0) / MIN)).toEqual([1, 2, 3]);
-    expect(p.newRunBounds.get('j0')).toEqual({ firstSlot: T0 + MIN, lastSlot: Number.POSITIVE_INFINITY });
+  it('maxRuns raised after the count was reached plans the next slots up to the new N', () => {
+    const [three] = jobs({ maxRuns: 3 });
+    const [five] = jobs({ maxRuns: 5 });
+    const p = planTick({ jobs: [three!], plannedUntil: T0 + 5 * MIN, paused: new Set(), behind: new Map(), now: T0 + 5 * MIN, lookaheadMs: LOOKAHEAD, runCounts: new Map([['j0', 3]]) });
+    expect(p.runs).toEqual([]);
+    const raised = planTick({ jobs: [five!], plannedUntil: T0 + 5 * MIN, paused: new Set(), behind: new Map(), now: T0 + 5 * MIN, lookaheadMs: LOOKAHEAD, runCounts: new Map([['j0', 3]]) });
+    expect(raised.runs.map((r) => (r.slot - T0) / MIN)).toEqual([6]);
   });
 
-  it('a catching-up job whose cursor reached its last allowed slot is cleared', () => {
+  it('a catching-up job whose count reached maxRuns is cleared', () => {
     const [job] = jobs({ maxRuns: 3, misfire: { after: '1m', maxPerTick: 1 } });
-    const p = planTick({ jobs: [job!], plannedUntil: T0 + 20 * MIN, paused: new Set(), behind: new Map([['j0', T0 + 3 * MIN]]), catchUpEdges: new Map([['j0', T0 + 10 * MIN]]), now: T0 + 20 * MIN, lookaheadMs: LOOKAHEAD, runBounds: new Map([['j0', T0 + 3 * MIN]]) });
+    const p = planTick({ jobs: [job!], plannedUntil: T0 + 20 * MIN, paused: new Set(), behind: new Map([['j0', T0 + 3 * MIN]]), catchUpEdges: new Map([['j0', T0 + 10 * MIN]]), now: T0 + 20 * MIN, lookaheadMs: LOOKAHEAD, runCounts: new Map([['j0', 3]]) });
     expect(p.runs).toEqual([]);
     expect(p.behindClear).toEqual(['j0']);
+  });
+
+  it('legacyRunCount: the slots of the schedule from the recorded first slot up to the bound or the watermark', () => {
+    const [job] = jobs({ maxRuns: 5 });
+    const spec = slotSpecOf(job!);
+    expect(legacyRunCount(spec, { firstSlot: T0 + MIN, lastSlot: T0 + 5 * MIN }, T0 + 3 * MIN, 5)).toBe(3);
+    expect(legacyRunCount(spec, { firstSlot: T0 + MIN, lastSlot: T0 + 5 * MIN }, T0 + 60 * MIN, 5)).toBe(5);
+    expect(legacyRunCount(spec, { firstSlot: T0 + MIN, lastSlot: Number.POSITIVE_INFINITY }, T0 + 2 * MIN, 5)).toBe(2);
+    expect(legacyRunCount(spec, { firstSlot: T0 + MIN, lastSlot: T0 + 5 * MIN }, T0, 5)).toBe(0);
+  });
+});
+
+describe('a config change: re-planning from the previous tick', () => {
+  it('a job added with a slot before the watermark gets it; a job catching up keeps its edge', () => {
+    const [old, added] = jobs({ schedule: '*/10 * * * * *' }, { schedule: '5 * * * * *' });
+    // The previous tick ran at T0 and planned to T0 + 1 min; this one runs at T0 + 40 s.
+    const steady = planTick({ jobs: [old!, added!], plannedUntil: T0 + MIN, paused: new Set(), behind: new Map(), now: T0 + 40 * SEC, lookaheadMs: LOOKAHEAD });
+    expect(steady.runs.filter((r) => r.job === added).map((r) => r.slot)).toEqual([T0 + MIN + 5 * SEC]);
+    const replanned = planTick({ jobs: [old!, added!], plannedUntil: T0 + MIN, paused: new Set(), behind: new Map(), now: T0 + 40 * SEC, lookaheadMs: LOOKAHEAD, replanFrom: T0 });
+    expect(replanned.runs.filter((r) => r.job === added).map((r) => r.slot)).toEqual([T0 + 5 * SEC, T0 + MIN + 5 * SEC]);
+    // Slots already planned for the old job come again (their puts create nothing).
+    expect(replanned.runs.filter((r) => r.job === old).map((r) => (r.slot - T0) / SEC)).toEqual([10, 20, 30, 40, 50, 60, 70, 80, 90, 100]);
+    // Never a misfire: the re-plan stops at the job's late edge.
+    const late = planTick({ jobs: [added!], plannedUntil: T0 + MIN, paused: new Set(), behind: new Map(), now: T0 + 40 * SEC, lookaheadMs: LOOKAHEAD, replanFrom: T0 - 60 * MIN });
+    expect(late.runs.every((r) => r.slot > T0 + 40 * SEC - added!.misfire.after)).toBe(true);
   });
 });
 

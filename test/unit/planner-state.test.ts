@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { partitionOf } from '../../shared/core/partition.js';
-import { exceptionBucketOf, jobsOfPartition, openBucketOf, ownedOpenBuckets, relayout, type PartitionCursor, type PlannerLayout } from '../../shared/core/planner-state.js';
+import { configFingerprint, exceptionBucketOf, jobsOfPartition, openBucketOf, ownedOpenBuckets, relayout, replanFromOf, type PartitionCursor, type PlannerLayout } from '../../shared/core/planner-state.js';
 import { KEY_SPREAD } from '../../shared/resources.js';
 
 const T0 = Date.UTC(2026, 11, 1, 12, 0);
@@ -133,5 +133,42 @@ describe('partitions and buckets', () => {
     expect(counts.size).toBe(KEY_SPREAD.exceptionBuckets);
     // Even enough that no bucket holds twice its share.
     expect(Math.max(...counts.values())).toBeLessThan((2 * names.length) / KEY_SPREAD.exceptionBuckets);
+  });
+});
+
+describe('config changes: where a tick re-plans from', () => {
+  const L = 63_500;
+  const T = Date.UTC(2026, 5, 1, 12, 0);
+  const a = [{ name: 'a', schedule: '* * * * *' }];
+  const ab = [...a, { name: 'b', schedule: '1 12 * * *' }];
+
+  it('the fingerprint changes with any job added, removed or changed, not with their order', () => {
+    expect(configFingerprint(ab)).toBe(configFingerprint([...ab].reverse()));
+    expect(configFingerprint(ab)).not.toBe(configFingerprint(a));
+    const changed: readonly { name: string; schedule: string }[] = [{ name: 'a', schedule: '*/2 * * * *' }];
+    expect(configFingerprint(changed)).not.toBe(configFingerprint(a));
+    expect(configFingerprint(a)).toMatch(/^[0-9a-f]{16}$/);
+  });
+
+  it('a job added since the watermark was planned: the previous tick\'s now; the same jobs: none', () => {
+    const planned: PartitionCursor = { plannedUntil: T + L, plannedAt: T, configHash: configFingerprint(a) };
+    expect(replanFromOf(planned, configFingerprint(a), L)).toBeUndefined();
+    expect(replanFromOf(planned, configFingerprint(ab), L)).toBe(T);
+    // Nothing planned yet: the first tick starts at now anyway.
+    expect(replanFromOf({}, configFingerprint(ab), L)).toBeUndefined();
+  });
+
+  it('a watermark moved without a fingerprint (earlier code during a deploy, a relayout) is re-planned from the last recorded now, or one lookahead back', () => {
+    // Earlier code moved plannedUntil 20 s on, planning without the jobs it did not know.
+    expect(replanFromOf({ plannedUntil: T + 20_000 + L, plannedAt: T, configHash: configFingerprint(a) }, configFingerprint(a), L)).toBe(T);
+    expect(replanFromOf({ plannedUntil: T + L }, configFingerprint(a), L)).toBe(T);
+  });
+
+  it('a first layout records its jobs: its first tick re-plans nothing before now', () => {
+    const layout = relayout(undefined, 2, T, (p) => `fp-${p}`);
+    expect(layout.partitions.get(1)).toEqual({ plannedUntil: T, sweptUntil: T, configHash: 'fp-1', plannedAt: T });
+    expect(replanFromOf(layout.partitions.get(1)!, 'fp-1', L) ?? T).toBe(T);
+    // A relayout records none: its first ticks re-plan (creating only what a new job was owed).
+    expect(relayout(layout, 3, T + 60_000, (p) => `fp-${p}`).partitions.get(0)).toEqual({ plannedUntil: T, sweptUntil: T });
   });
 });

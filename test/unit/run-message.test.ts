@@ -97,6 +97,18 @@ describe('parseRunMessage', () => {
     ).toMatchObject({ ok: false, code: 'INCONSISTENT' });
   });
 
+  it('a run created under an earlier shard count validates after shards change 1 -> 3 and 3 -> 1: its message carries its own count', () => {
+    // 'solo' is configured with 1 shard, 'sharded' with 3: each message is from a run of the other count.
+    const underThree = messageFor({ job: 'solo', slot: SLOT, shard: 2, shards: 3, runKey: runKeyOf('solo', SLOT, 2, 3) });
+    expect(parseRunMessage(body(underThree), JOBS)).toMatchObject({ ok: true, message: { shard: 2, shards: 3 } });
+    const underOne = messageFor({ job: 'sharded', slot: SLOT, shard: 0, shards: 1, runKey: runKeyOf('sharded', SLOT, 0, 1) });
+    expect(parseRunMessage(body(underOne), JOBS)).toMatchObject({ ok: true, message: { shard: 0, shards: 1 } });
+    // The run's own count is still checked: its shard within it, its key of that count.
+    expect(parseRunMessage(body({ ...underThree, shards: 2 }), JOBS)).toMatchObject({ ok: false, code: 'INCONSISTENT' });
+    expect(parseRunMessage(body({ ...underOne, shards: 3 }), JOBS)).toMatchObject({ ok: false, code: 'INCONSISTENT' });
+    for (const shards of [0, -1, 1.5, '3', null]) expect(parseRunMessage(body({ ...underOne, shards }), JOBS)).toMatchObject({ ok: false, code: 'MALFORMED' });
+  });
+
   it('runKey that does not match (job, slot, shard) → INCONSISTENT: the idempotency key must never disagree with the run', () => {
     for (const runKey of [
       runKeyOf('solo', SLOT + 60_000, 0, 1),

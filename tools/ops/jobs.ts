@@ -11,14 +11,17 @@
  *
  * A bounded job (a one-time `schedule: { at }`, an `endAt`, or `maxRuns`) is finished once its last
  * slot has passed and every run of that slot has ended; one whose window holds no slot at all is
- * finished from the start. A `maxRuns` job's last slot is the N-th, recorded by the planner.
+ * finished from the start. A `maxRuns` job's last slot is its newest run once the planner's count
+ * of its scheduled slots (on its plan item) reached N; before that, its next fire times stop
+ * after the runs it has left.
  */
-import { jobPlanning } from '../../shared/adapters/planner-store.js';
+import { jobPlanning, type JobPlanning } from '../../shared/adapters/planner-store.js';
+import { legacyRunCount } from '../../shared/core/plan.js';
 import { mapBounded } from '../../shared/core/concurrency.js';
 import type { Job } from '../../shared/core/job-schema.js';
 import { partitionOf } from '../../shared/core/partition.js';
 import { describeSchedule, lastSlotOf, slotSpecOf } from '../../shared/core/slots.js';
-import { isTerminal, RunStatus } from '../../shared/core/vocabulary.js';
+import { isTerminal, RunStatus, type Run } from '../../shared/core/vocabulary.js';
 import { configuredJob, jobsOf, noExtraPositionals, parseCommand, stringOption } from './args.js';
 import { clockOf, EXIT_OK, formatAge, iso, printJson, printTable, type OpsIo } from './io.js';
 import { nextFires } from './preview.js';
@@ -61,20 +64,40 @@ export interface JobRow {
   readonly deadLast24h: number;
 }
 
+/** A `maxRuns` job's count of scheduled slots (undefined for a job without maxRuns). */
+function runCountOf(job: Job, plan: JobPlanning): number | undefined {
+  if (job.maxRuns === undefined) return undefined;
+  if (plan.planned !== undefined) return plan.planned;
+  return plan.legacyBound ? legacyRunCount(slotSpecOf(job), plan.legacyBound, plan.plannedUntil ?? Number.POSITIVE_INFINITY, job.maxRuns) : 0;
+}
+
+/** The runs of a job's newest slot (one query; a slot's shards sit together). */
+async function newestSlotRuns(target: Target, job: string): Promise<Run[]> {
+  const newest = await target.ops.queryRuns(job, { limit: MAX_SHARDS_READ });
+  const slot = newest[0]?.slot;
+  return newest.filter((run) => run.slot === slot);
+}
+
+/** Runs read to find every shard of a job's newest slot. */
+const MAX_SHARDS_READ = 100;
+
 /**
  * Whether a bounded job is done: its last slot passed and every run of it ended (or it has no slot
- * at all). The last slot is the schedule's own, or, with `maxRuns`, the one the planner recorded
- * when it first planned the job (its N-th slot), whichever comes first.
+ * at all). The last slot is the schedule's own or, for a `maxRuns` job whose count is reached, its
+ * newest run's, whichever comes first.
  */
-async function isFinished(target: Target, job: Job, now: number, runBound: number | undefined): Promise<boolean> {
+async function isFinished(target: Target, job: Job, now: number, countReached: boolean): Promise<boolean> {
   const own = lastSlotOf(slotSpecOf(job));
-  const bounded = runBound !== undefined && Number.isFinite(runBound) ? runBound : undefined;
-  const last = own === undefined ? bounded : bounded === undefined ? own : Math.min(own, bounded);
-  if (last === undefined) return false;
-  if (last === -Infinity) return true;
-  if (now <= last) return false;
-  const runs = await target.ops.queryRuns(job.name, { sinceSlot: last, untilSlot: last + 1 });
-  return runs.length >= job.shards && runs.every((run) => isTerminal(run.status));
+  if (own === -Infinity) return true;
+  const ended = (runs: readonly Run[]) => runs.length > 0 && runs.length >= runs[0]!.shards && runs.every((run) => isTerminal(run.status));
+  if (countReached) {
+    const newest = await newestSlotRuns(target, job.name);
+    if (newest.length === 0) return true;
+    if (newest[0]!.slot <= now && ended(newest)) return true;
+  }
+  if (own === undefined || now <= own) return false;
+  // Each run carries its own shard count: the job's may have changed since.
+  return ended(await target.ops.queryRuns(job.name, { sinceSlot: own, untilSlot: own + 1 }));
 }
 
 export async function collectJobs(target: Target, jobs: readonly Job[], now: number): Promise<JobRow[]> {
@@ -83,14 +106,16 @@ export async function collectJobs(target: Target, jobs: readonly Job[], now: num
   const since = now - DEAD_WINDOW_MS;
   return mapBounded(jobs, JOBS_IN_FLIGHT, async (job): Promise<JobRow> => {
     const plan = planning.get(job.name)!;
-    const [finished, latest, open, counts] = await Promise.all([
-      isFinished(target, job, now, plan.lastSlot),
+    const count = runCountOf(job, plan);
+    const countReached = job.maxRuns !== undefined && count !== undefined && count >= job.maxRuns;
+    const [finished, latest, open, counts, newest] = await Promise.all([
+      isFinished(target, job, now, countReached),
       latestDueRun(target, job.name, now),
       dueOpenRuns(target, job.name, watched, since, now),
       target.ops.countRuns(job.name, { sinceSlot: since, untilSlot: now + 1 }),
+      countReached ? newestSlotRuns(target, job.name) : Promise.resolve([]),
     ]);
-    const bound = plan.lastSlot ?? Number.POSITIVE_INFINITY;
-    const fires = finished ? [] : nextFires({ spec: slotSpecOf(job), jitter: job }, now, JOBS_NEXT_FIRES).filter((f) => f.slot <= bound);
+    const fires = finished ? [] : maxRunsFires(job, nextFires({ spec: slotSpecOf(job), jitter: job }, now, JOBS_NEXT_FIRES), count, plan.plannedUntil, newest[0]?.slot);
     return {
       job: job.name,
       enabled: job.enabled,
@@ -111,6 +136,17 @@ export async function collectJobs(target: Target, jobs: readonly Job[], now: num
       deadLast24h: counts[RunStatus.DEAD] ?? 0,
     };
   });
+}
+
+/**
+ * A `maxRuns` job's next fire times: with its count reached, only the runs already created (up to
+ * its newest slot); below it, the slots already planned and then as many as it has runs left.
+ */
+function maxRunsFires<F extends { readonly slot: number }>(job: Job, fires: readonly F[], count: number | undefined, plannedUntil: number | undefined, newestSlot: number | undefined): F[] {
+  if (job.maxRuns === undefined || count === undefined) return [...fires];
+  if (count >= job.maxRuns) return fires.filter((f) => newestSlot !== undefined && f.slot <= newestSlot);
+  const planned = fires.filter((f) => plannedUntil !== undefined && f.slot <= plannedUntil);
+  return [...planned, ...fires.filter((f) => plannedUntil === undefined || f.slot > plannedUntil).slice(0, job.maxRuns - count)];
 }
 
 /** ISO without the milliseconds when they are zero: `2026-06-15T12:01:00Z`. */
