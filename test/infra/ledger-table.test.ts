@@ -103,7 +103,7 @@ describe('LedgerTable', () => {
     construct.grantWorkerAccess(role);
     const template = Template.fromStack(stack);
     const actions = actionsOfRole(template, 'WorkerRole');
-    expect(actions).toEqual(['dynamodb:BatchGetItem', 'dynamodb:ConditionCheckItem', 'dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
+    expect(actions).toEqual(['dynamodb:BatchGetItem', 'dynamodb:ConditionCheckItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
     expect(actions).not.toContain('dynamodb:Scan');
     for (const s of statementsOfRole(template, 'WorkerRole')) {
       expect(s.resources.some(isWildcardResource)).toBe(false);

@@ -62,7 +62,6 @@ describe('WorkerFunction', () => {
     expect(actions).toEqual([
       'dynamodb:BatchGetItem',
       'dynamodb:ConditionCheckItem',
-      'dynamodb:DeleteItem',
       'dynamodb:GetItem',
       'dynamodb:PutItem',
       'dynamodb:Query',
@@ -75,7 +74,7 @@ describe('WorkerFunction', () => {
       'sqs:ReceiveMessage',
       'sqs:SendMessage',
     ]);
-    // DeleteItem is the active-run marker's release in the ledger; business tables never get it.
+    // No DeleteItem anywhere: a lane's release is an update (its marker keeps the floor).
     const payments = statementsOfRole(template, 'WorkerRole').filter((s) => JSON.stringify(s.resources).includes('PaymentsTable'));
     expect(payments.flatMap((s) => s.actions).sort()).toEqual(['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
     const statements = statementsOfRole(template, 'WorkerRole');

@@ -1,12 +1,11 @@
 /**
- * The lane's hand-on alone drains a queue (DESIGN §8, §11): a forbid-queue or coalesce run that
- * waits flags its lane's marker, and the holder looks for the next run only when its release
- * returns that flag. Generated here: how many runs are due together, which of their messages
- * arrive in which concurrent waves (duplicates too), which attempts fail once, and how long each
- * handler takes, with real concurrency against DynamoDB Local (a waiter's flag races the holder's
- * release). No sweeper ever runs: every run must still settle, the lane run one handler at a time,
- * forbid-queue in slot order. A waiter whose flag the holder missed stays READY with no message
- * left, and fails the property.
+ * The lane's hand-on alone drains a queue (DESIGN §8 "Lanes", §11): a holder that ends looks for
+ * the next run of its lane, whose open item says it waits. Generated here: how many runs are due
+ * together, which of their messages arrive in which concurrent waves (duplicates too), which
+ * attempts fail once, and how long each handler takes, with real concurrency against DynamoDB
+ * Local (a waiter races the holder's release, copies of one run race each other). No sweeper ever
+ * runs: every run must still settle, the lane run one handler at a time, forbid-queue in slot
+ * order. A waiter the holder's look missed stays READY with no message left, and fails the property.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
