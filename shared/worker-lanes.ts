@@ -14,6 +14,7 @@
  */
 import type { Ledger } from './adapters/ledger.js';
 import type { ReleaseResult } from './adapters/lane-store.js';
+import { newWriteId } from './adapters/write-id.js';
 import type { RunQueue } from './adapters/run-queue.js';
 import { initialFence } from './core/fence.js';
 import { OverlapPolicy, type Job } from './core/job-schema-core.js';
@@ -66,9 +67,11 @@ export async function beforeClaim(deps: LaneDeps, job: Job, id: RunId, logger: R
  */
 export async function claimInLane(deps: LaneDeps, job: Job, id: RunMessage, logger: RunLogger, claim: () => Promise<ClaimResult>): Promise<LaneClaim> {
   const holder = { slot: id.slot, shard: id.shard };
+  // This delivery's take of the lane: another copy of the run may take it too ('held').
+  const take = newWriteId();
   let taken: { kind: 'acquired' | 'held'; floor?: number } | undefined;
   for (let round = 0; round < LANE_ROUNDS && !taken; round++) {
-    const lane = await deps.ledger.lanes.acquire(job.name, holder, deps.clock());
+    const lane = await deps.ledger.lanes.acquire(job.name, holder, deps.clock(), take);
     if (lane.kind !== 'blocked') {
       taken = lane;
       break;
@@ -79,7 +82,7 @@ export async function claimInLane(deps: LaneDeps, job: Job, id: RunMessage, logg
       // replace: end the older holder; if it moved meanwhile (its next attempt, its end), look again.
       if (!(await replaceHolder(deps, job, id, current, logger))) continue;
     }
-    if (await deps.ledger.lanes.takeFromEnded(job.name, holder, { slot: lane.holderSlot, shard: id.shard }, deps.clock())) {
+    if (await deps.ledger.lanes.takeFromEnded(job.name, holder, { slot: lane.holderSlot, shard: id.shard }, deps.clock(), take)) {
       if (!current || isTerminal(current.status)) logger.warn('took over the lane from a holder that had ended without releasing it', { holderSlot: iso(lane.holderSlot), holderStatus: current?.status ?? 'gone' });
       taken = { kind: 'acquired', ...(lane.floor !== undefined ? { floor: lane.floor } : {}) };
     }
@@ -89,9 +92,15 @@ export async function claimInLane(deps: LaneDeps, job: Job, id: RunMessage, logg
     return { kind: 'contended', retryAt: deps.clock() + CONTENDED_RETRY_MS };
   }
   const result = await claim();
-  // Ended already (a duplicate delivery), or gone: the lane is not this run's to keep. Leased by
-  // another owner while the lane was free: that owner is giving the lane way (below).
-  if (result.kind === 'terminal' || result.kind === 'missing' || (result.kind === 'leased' && taken.kind === 'acquired')) await runEnded(deps, job, id);
+  // Ended already (a duplicate delivery), or gone: the lane is not this run's to keep.
+  if (result.kind === 'terminal' || result.kind === 'missing') await runEnded(deps, job, id);
+  // Leased by another owner although this delivery took a free lane: that owner is giving the
+  // lane way (below) and released it before this take. The take is given back, only if no other
+  // copy of the run took the lane since (that copy may be the one running).
+  if (result.kind === 'leased' && taken.kind === 'acquired') {
+    const released = await deps.ledger.lanes.release(job.name, holder, { onlyTake: take });
+    if (released.freed) await handOn(deps, job, id, released, logger);
+  }
   if (result.kind !== 'claimed' || job.overlap !== OverlapPolicy.FORBID_QUEUE) return result;
   // forbid-queue: the run goes only if no older run of its lane is open (one opened behind a
   // holder's back, or whose message has not come yet). The claim comes first: its lease lets one

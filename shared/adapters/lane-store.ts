@@ -91,9 +91,11 @@ export class LaneStore {
     };
   }
 
-  /** Takes the lane for `holder` if it is free or already the holder's. */
-  async acquire(job: string, holder: LaneHolder, now: number): Promise<AcquireResult> {
-    const writeId = newWriteId();
+  /**
+   * Takes the lane for `holder` if it is free or already the holder's. `writeId` marks this take
+   * on the marker: a release conditional on it frees only what this take took.
+   */
+  async acquire(job: string, holder: LaneHolder, now: number, writeId = newWriteId()): Promise<AcquireResult> {
     const laneFree = '(attribute_not_exists(holderSk) OR holderSlot = :vacant)';
     const alreadyOurs = 'holderSk = :holderSk';
     const update = this.holderUpdate(holder, now, writeId);
@@ -110,7 +112,10 @@ export class LaneStore {
         }),
       );
       const before = markerOf(Attributes);
-      return { kind: before?.holderSlot === holder.slot ? 'held' : 'acquired', ...floorOf(before) };
+      // Our own take retried by the SDK after its response was lost passes `alreadyOurs`: it is
+      // still this call's take, not an earlier one's.
+      const ours = before?.holderSlot === holder.slot && before.lastWrite !== writeId;
+      return { kind: ours ? 'held' : 'acquired', ...floorOf(before) };
     } catch (error) {
       if (!isConditionalCheckFailure(error)) throw error;
       const current = markerOf(failedItem(error));
@@ -127,8 +132,7 @@ export class LaneStore {
    * Takes the lane from a holder that has ended (or whose item is gone), atomically with a check of
    * that holder run: if it was revived or is still open, nothing changes and false is returned.
    */
-  async takeFromEnded(job: string, holder: LaneHolder, stale: LaneHolder, now: number): Promise<boolean> {
-    const writeId = newWriteId();
+  async takeFromEnded(job: string, holder: LaneHolder, stale: LaneHolder, now: number, writeId = newWriteId()): Promise<boolean> {
     const staleStillHolds = 'holderSk = :staleSk';
     const staleRunEnded = `attribute_not_exists(pk) OR #status IN (${TERMINAL_STATUSES.map((_, i) => `:t${i}`).join(', ')})`;
     const update = this.holderUpdate(holder, now, writeId);
@@ -173,17 +177,19 @@ export class LaneStore {
    * nobody means our own release committed before its response was lost, or a later holder's
    * release came after it; either way the caller looks for the next run, as after a release.
    */
-  async release(job: string, holder: LaneHolder): Promise<ReleaseResult> {
+  async release(job: string, holder: LaneHolder, options: { readonly onlyTake?: string } = {}): Promise<ReleaseResult> {
     const writeId = newWriteId();
     const holderStillHolds = 'holderSk = :holderSk';
+    // `onlyTake`: only if the marker is still as that take left it (no other copy of the run took it since).
+    const takeUntouched = options.onlyTake !== undefined ? ' AND lastWrite = :take' : '';
     try {
       const { Attributes } = await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: this.key(job, holder.shard),
           UpdateExpression: `SET lastWrite = :lastWrite REMOVE holderSk, holderSlot, since, ${EARLIER_FLAGS}`,
-          ConditionExpression: holderStillHolds,
-          ExpressionAttributeValues: { ':holderSk': this.holderSk(holder), ':lastWrite': writeId },
+          ConditionExpression: `${holderStillHolds}${takeUntouched}`,
+          ExpressionAttributeValues: { ':holderSk': this.holderSk(holder), ':lastWrite': writeId, ...(options.onlyTake !== undefined ? { ':take': options.onlyTake } : {}) },
           ReturnValues: 'ALL_OLD',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
@@ -214,8 +220,25 @@ export class LaneStore {
           ExpressionAttributeValues: { ':slot': slot, ':lastWrite': newWriteId() },
         }),
       );
+      return;
     } catch (error) {
-      // At or below already (or no floor: the lane is read from its start).
+      if (!isConditionalCheckFailure(error)) throw error;
+    }
+    // At or below already (or no floor: the lane is read from its start). The write is stamped
+    // all the same: a look that read the lane before this run's put must not raise the floor
+    // past it (advanceFloor's nobodyWroteSince).
+    const markerExists = 'attribute_exists(pk)';
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: this.key(job, shard),
+          UpdateExpression: 'SET lastWrite = :lastWrite',
+          ConditionExpression: markerExists,
+          ExpressionAttributeValues: { ':lastWrite': newWriteId() },
+        }),
+      );
+    } catch (error) {
       if (!isConditionalCheckFailure(error)) throw error;
     }
   }
