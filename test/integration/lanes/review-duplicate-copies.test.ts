@@ -1,0 +1,90 @@
+/**
+ * Review (adversarial): two copies of one run's message in flight at once (SQS delivers a message
+ * twice, even concurrently). Both copies take the free lane before either claims: the first gets
+ * `acquired`, the second `held` (already ours). The `held` copy claims and runs; the `acquired`
+ * copy's claim is refused as `leased`, and claimInLane takes `acquired` + `leased` for "another
+ * copy is giving the lane way" and releases the lane while the other copy's handler runs. The
+ * lane is then free under a live holder: the next run takes it and runs alongside.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Ledger } from '../../../shared/adapters/ledger.js';
+import { RunStatus } from '../../../shared/core/vocabulary.js';
+import type { JobHandler } from '../../../shared/handler-api.js';
+import { clientWith } from '../../support/faults.js';
+import { testJobs } from '../../support/helpers.js';
+import { Lab } from '../../support/lab.js';
+import { sandbox, uniqueName, type Sandbox } from '../../support/stack.js';
+
+const MIN = 60_000;
+const T0 = Date.UTC(2026, 11, 1, 12, 0);
+
+describe('review: duplicate copies of one run', () => {
+  let box: Sandbox;
+  beforeAll(async () => {
+    box = await sandbox();
+  });
+  afterAll(() => box.destroy());
+
+  it.each(['forbid-skip', 'coalesce'] as const)(
+    '%s: two copies of one message take the free lane before either claims; the copy whose claim is refused (leased) must not free the lane under the copy that runs: the next run must not run alongside it',
+    async (overlap) => {
+      const name = uniqueName(`review-dup-${overlap}`);
+      const W = T0 - MIN;
+      const X = T0;
+      let active = 0;
+      let maxActive = 0;
+      const ran: number[] = [];
+      const during: { run?: () => Promise<void> } = {};
+      const handler: JobHandler = {
+        run: async (ctx) => {
+          active++;
+          maxActive = Math.max(maxActive, active);
+          ran.push(ctx.slot);
+          try {
+            if (ctx.slot === W) await during.run?.();
+          } finally {
+            active--;
+          }
+        },
+      };
+      const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, lease: '30s', overlap }], ['h']);
+      const lab = new Lab(box, jobs, { h: handler }, W + 10);
+      await lab.create(name, W);
+      await lab.create(name, X);
+
+      // Copy A: its claim of W waits until copy B has claimed W and its handler is running.
+      let reachedClaim!: () => void;
+      const atClaim = new Promise<void>((resolve) => (reachedClaim = resolve));
+      let openGate!: () => void;
+      const gate = new Promise<void>((resolve) => (openGate = resolve));
+      const paused = clientWith(box.endpoints.dynamoEndpoint, async (command, input, next) => {
+        if (command === 'UpdateItemCommand' && String(input.UpdateExpression).includes('claimedFrom')) {
+          reachedClaim();
+          await gate;
+        }
+        return next();
+      });
+      try {
+        const copyA = lab.deliver(name, W, 'copy-a', { ledger: new Ledger(paused.doc, { tableName: box.endpoints.ledgerTable }) });
+        await atClaim; // copy A has taken the free lane ('acquired') and is about to claim
+        during.run = async () => {
+          during.run = undefined;
+          // Copy B runs W's handler. Copy A now claims: refused (leased by copy B).
+          openGate();
+          expect(await copyA).toBe('retry');
+          // W is still running (copy B). The next run's message arrives at its fire time.
+          lab.clock.now = X + 10;
+          await lab.deliver(name, X, 'next-worker');
+        };
+        // Copy B: acquire finds the lane ours already ('held'), claims, runs.
+        expect(await lab.deliver(name, W, 'copy-b')).toBe('ack');
+      } finally {
+        paused.destroy();
+      }
+      expect(ran[0]).toBe(W);
+      // One live holder per lane: X must not have run while W's handler was running.
+      expect({ maxActive, ran }).toEqual({ maxActive: 1, ran: [W] });
+      expect(await lab.status(name, X)).toBe(overlap === 'forbid-skip' ? RunStatus.SKIPPED : RunStatus.READY);
+    },
+  );
+});
