@@ -87,4 +87,58 @@ describe('review: duplicate copies of one run', () => {
       expect(await lab.status(name, X)).toBe(overlap === 'forbid-skip' ? RunStatus.SKIPPED : RunStatus.READY);
     },
   );
+
+  it('forbid-queue: the same lane freed under the running copy lets a run revived meanwhile (ops retry, backfill: older, so no order check makes it wait) run alongside it', async () => {
+    const name = uniqueName('review-dup-fq');
+    const W = T0 - MIN;
+    const O = T0 - 10 * MIN;
+    let active = 0;
+    let maxActive = 0;
+    const ran: number[] = [];
+    const during: { run?: () => Promise<void> } = {};
+    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, lease: '30s', overlap: 'forbid-queue' }], ['h']);
+    const lab = new Lab(box, jobs, {
+      h: {
+        run: async (ctx) => {
+          active++;
+          maxActive = Math.max(maxActive, active);
+          ran.push(ctx.slot);
+          try {
+            if (ctx.slot === W) await during.run?.();
+          } finally {
+            active--;
+          }
+        },
+      },
+    }, W + 10);
+    await lab.create(name, W);
+    let reachedClaim!: () => void;
+    const atClaim = new Promise<void>((resolve) => (reachedClaim = resolve));
+    let openGate!: () => void;
+    const gate = new Promise<void>((resolve) => (openGate = resolve));
+    const paused = clientWith(box.endpoints.dynamoEndpoint, async (command, input, next) => {
+      if (command === 'UpdateItemCommand' && String(input.UpdateExpression).includes('claimedFrom')) {
+        reachedClaim();
+        await gate;
+      }
+      return next();
+    });
+    try {
+      const copyA = lab.deliver(name, W, 'copy-a', { ledger: new Ledger(paused.doc, { tableName: box.endpoints.ledgerTable }) });
+      await atClaim;
+      during.run = async () => {
+        during.run = undefined;
+        openGate();
+        expect(await copyA).toBe('retry');
+        // While W runs (copy B), an older slot is created (backfill; ops retry revives likewise)
+        // and its message arrives.
+        await lab.create(name, O);
+        await lab.deliver(name, O, 'other-worker');
+      };
+      expect(await lab.deliver(name, W, 'copy-b')).toBe('ack');
+    } finally {
+      paused.destroy();
+    }
+    expect({ maxActive, first: ran[0] }).toEqual({ maxActive: 1, first: W });
+  });
 });
