@@ -26,6 +26,7 @@ import { MetricName, type MetricsSink, type RunLogger } from './observability.js
 import { mapBounded } from './core/concurrency.js';
 import { PLANNER_SCHEDULE } from './resources.js';
 import { sweep, type SweepOptions } from './sweeper.js';
+import { publishOperatorGauges } from './operator-gauges.js';
 
 /**
  * Beyond one tick and the jobs' startLead: EventBridge delivers a scheduled invocation up to a
@@ -224,6 +225,8 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
     { partition: ref.partition, of: ref.of, gen: layout.gen, jobs, configured: new Map(deps.jobs.map((j) => [j.name, j])), cursor },
     { ...options.sweep, graceMs: options.sweepGraceMs, watchBudget: options.sweepLimit },
   );
+
+  await publishOperatorGauges(deps, paused);
 
   deps.metrics.count(MetricName.SlotsMaterialized, created - skipped);
   deps.metrics.count(MetricName.SlotsSkipped, skipped);

@@ -106,4 +106,6 @@ export const ENV = {
   outboxRetentionDays: 'OUTBOX_RETENTION_DAYS',
   /** "true" adds the example jobs (shared/example-jobs.ts) to the job config. */
   exampleJobs: 'EXAMPLE_JOBS',
+  /** The stack name, a dimension of every metric (shared/powertools.ts); absent locally. */
+  metricsStack: 'METRICS_STACK',
 } as const;
