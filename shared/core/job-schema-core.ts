@@ -398,3 +398,8 @@ function parseWith(
   if (issues.length > 0) throw new JobConfigError(issues);
   return jobs;
 }
+
+/** Every field a job definition may have (the README's table of defaults is checked against it). */
+export function jobFieldNames(): string[] {
+  return Object.keys(jobShapeWith(WORKER_SCHEDULE_CHECKS).shape);
+}
