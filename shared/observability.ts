@@ -49,6 +49,11 @@ export const MetricName = {
    * pauseOnFailure (the pause record says by: pauseOnFailure) and wait for `ops resume`.
    */
   JobsPausedByFailure: 'JobsPausedByFailure',
+  /**
+   * Gauge, every planner tick per partition: DEAD runs nobody has retried or resolved yet (they
+   * sit under the DEAD keys of the partition's watch buckets until then, or until their TTL).
+   */
+  OpenDeadRuns: 'OpenDeadRuns',
   /** A newer slot's fence refused a run's write: the run ended SUPERSEDED. */
   RunsSupersededByFence: 'RunsSupersededByFence',
   /** Catch-up runs a tick left for later ticks (its catch-up budget was spent). */

@@ -226,7 +226,7 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
     { ...options.sweep, graceMs: options.sweepGraceMs, watchBudget: options.sweepLimit },
   );
 
-  await publishOperatorGauges(deps, paused);
+  await publishOperatorGauges(deps, { paused, partition: ref.partition, of: ref.of });
 
   deps.metrics.count(MetricName.SlotsMaterialized, created - skipped);
   deps.metrics.count(MetricName.SlotsSkipped, skipped);

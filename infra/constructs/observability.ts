@@ -28,7 +28,7 @@ import { durationIn, integerIn, validateProps, type PropRule } from '../validati
 export const OLDEST_OPEN_RUN_AGE = MetricName.OldestOpenRunAge;
 
 /** Gauges published every planner tick (alarmed and graphed on their Maximum, never summed). */
-const GAUGES: ReadonlySet<string> = new Set([MetricName.OldestOpenRunAge, MetricName.JobsPausedByFailure]);
+const GAUGES: ReadonlySet<string> = new Set([MetricName.OldestOpenRunAge, MetricName.OpenDeadRuns, MetricName.JobsPausedByFailure]);
 
 /** Metrics observed in milliseconds (shown as percentiles); every other MetricName is a count. */
 const LATENCY_METRICS: ReadonlySet<string> = new Set([
@@ -288,9 +288,11 @@ export class Observability extends Construct {
 
     this.alarms = {
       [AlarmKey.DeadLetterQueueNotEmpty]: alarm(AlarmKey.DeadLetterQueueNotEmpty, 'Messages are in the run DLQ: poison messages or crash-looping runs.', { metric: dlqDepth }),
-      [AlarmKey.RunsDead]: alarm(AlarmKey.RunsDead, 'A run went DEAD (attempts or deadline exhausted, or a non-retryable error).', {
-        metric: metric(MetricName.RunsDead, { statistic: 'Sum', period: Duration.minutes(1) }),
-      }),
+      [AlarmKey.RunsDead]: alarm(
+        AlarmKey.RunsDead,
+        'A DEAD run waits for an operator (attempts or deadline exhausted, or a non-retryable error): ops retry it, or ops resolve it --as dead to accept it.',
+        waitingForOperator(MetricName.OpenDeadRuns),
+      ),
       [AlarmKey.JobPausedOnFailure]: alarm(
         AlarmKey.JobPausedOnFailure,
         'A job paused itself after pauseOnFailure consecutive DEAD runs: it plans nothing until ops resume.',
@@ -405,7 +407,10 @@ export class Observability extends Construct {
     this.dashboard.addWidgets(
       new cw.GraphWidget({
         title: 'Waiting for an operator',
-        left: [metric(MetricName.JobsPausedByFailure, { statistic: 'Maximum', label: 'jobs paused by failure (max)' })],
+        left: [
+          metric(MetricName.OpenDeadRuns, { statistic: 'Maximum', label: 'DEAD runs not retried or resolved (max)' }),
+          metric(MetricName.JobsPausedByFailure, { statistic: 'Maximum', label: 'jobs paused by failure (max)' }),
+        ],
         width: 8,
         height: 6,
       }),

@@ -55,6 +55,7 @@ describe('Observability', () => {
 
   it.each([
     [AlarmKey.JobPausedOnFailure, MetricName.JobsPausedByFailure, 'Maximum'],
+    [AlarmKey.RunsDead, MetricName.OpenDeadRuns, 'Maximum'],
     [AlarmKey.RunsStuck, MetricName.RunsStuck, 'Sum'],
     [AlarmKey.OrphanedOpenRuns, MetricName.OrphanedOpenRuns, 'Maximum'],
   ])('alarms on %s (%s > 0): a state that waits for an operator', (key, metric, statistic) => {
@@ -68,7 +69,10 @@ describe('Observability', () => {
     });
   });
 
-  it.each([[AlarmKey.JobPausedOnFailure, MetricName.JobsPausedByFailure]])('%s stays in ALARM while the state lasts: a gauge published every tick (%s), on its Maximum, a period without data keeps the state', (key, metric) => {
+  it.each([
+    [AlarmKey.RunsDead, MetricName.OpenDeadRuns],
+    [AlarmKey.JobPausedOnFailure, MetricName.JobsPausedByFailure],
+  ])('%s stays in ALARM while the state lasts: a gauge published every tick (%s), on its Maximum, a period without data keeps the state', (key, metric) => {
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       AlarmName: Match.stringLikeRegexp(`-${key}$`),
       Namespace: METRICS_NAMESPACE,
