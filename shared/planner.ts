@@ -185,7 +185,9 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
         shards: planned.job.shards,
         status: planned.status,
         reason: planned.reason,
-        origin: planned.catchUp ? RunOrigin.CATCH_UP : RunOrigin.PLANNED,
+        // Trigger lag measures slots whose first dispatch could be on time: one planned after its
+        // fire time (resumed within misfire.after, a tick late past its lookahead) starts late by construction.
+        origin: planned.catchUp ? RunOrigin.CATCH_UP : planned.fireAt < now ? RunOrigin.PLANNED_LATE : RunOrigin.PLANNED,
         watch: planned.catchUp || planned.slot <= sweptUntil,
         fireAt: planned.fireAt,
       },
