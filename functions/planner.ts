@@ -16,7 +16,9 @@ export async function handler(event: Partial<PartitionRef> | undefined): Promise
   const problem = partitionRefError(ref);
   if (problem) throw new Error(`invalid planner input: ${problem}`);
   try {
-    return await runPlannerTick({ ledger, queue, jobs, clock: Date.now, logger, metrics }, ref);
+    const report = await runPlannerTick({ ledger, queue, jobs, clock: Date.now, logger, metrics }, ref);
+    metrics.plannerTick(ref.partition);
+    return report;
   } finally {
     metrics.publish();
   }

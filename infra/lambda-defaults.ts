@@ -4,7 +4,7 @@
  * explicit log group with retention, a role that can only write that log group (the data grants
  * are added by the constructs), and the Powertools environment.
  */
-import { Duration, RemovalPolicy } from 'aws-cdk-lib';
+import { Duration, RemovalPolicy, Stack } from 'aws-cdk-lib';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { NodejsFunction, OutputFormat, SourceMapMode } from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -115,6 +115,8 @@ export function createSchedulerFunction(scope: Construct, spec: SchedulerFunctio
     environment: {
       POWERTOOLS_SERVICE_NAME: SERVICE_NAME,
       POWERTOOLS_METRICS_NAMESPACE: METRICS_NAMESPACE,
+      // Every metric carries its stack's name: alarms and dashboards of one stack see only its own.
+      [ENV.metricsStack]: Stack.of(scope).stackName,
       POWERTOOLS_LOG_LEVEL: spec.logLevel ?? 'INFO',
       NODE_OPTIONS: '--enable-source-maps',
       ...spec.environment,

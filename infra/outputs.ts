@@ -15,6 +15,8 @@ export const StackOutput = {
   DeadLetterQueueUrl: 'DeadLetterQueueUrl',
   DeadLetterQueueArn: 'DeadLetterQueueArn',
   DashboardName: 'DashboardName',
+  /** The SNS topic every alarm notifies (created, or the one given by -c alarmTopicArn). */
+  AlarmTopicArn: 'AlarmTopicArn',
   PlannerFunctionName: 'PlannerFunctionName',
   WorkerFunctionName: 'WorkerFunctionName',
   /** Planner partition count (`plannerPartitions`), for reference: no ops command needs it. */

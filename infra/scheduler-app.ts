@@ -10,6 +10,7 @@
  */
 import { App, Duration, RemovalPolicy, Validations, type AppProps } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
+import { RUN_QUEUES } from '../shared/resources.js';
 import { DEFAULT_STACK_NAME } from './outputs.js';
 import { SchedulerStack, type SchedulerStackProps } from './scheduler-stack.js';
 import { describeValue, InvalidPropsError, type PropProblem } from './validation.js';
@@ -121,11 +122,28 @@ export const CONTEXT_PARAMETERS = {
     { construct: 'WorkerFunction', prop: 'maxConcurrency' },
     (workerMaxConcurrency) => ({ workerMaxConcurrency }),
   ),
+  workerTimeoutSeconds: {
+    description: `worker Lambda timeout in whole seconds, 10 to 900 (default ${RUN_QUEUES.workerTimeoutSeconds}): every job's \`timeout\` plus its start wait and a 10 s yield margin must fit in it unless the job checkpoints`,
+    stackProp: 'workerTimeout',
+    checkedAs: { construct: 'SchedulerStack', prop: 'workerTimeout' },
+    read: (key, raw) => {
+      const seconds = parseNumber(key, raw);
+      // Lambda takes whole seconds.
+      if (!Number.isInteger(seconds)) throw new ContextError(key, `context "${key}" must be a whole number of seconds, got ${describeValue(raw)}`);
+      return { workerTimeout: Duration.seconds(seconds) };
+    },
+  },
   alarmEmail: {
     description: 'e-mail address subscribed to the alarm topic (confirm the subscription e-mail)',
     stackProp: 'alarmEmail',
     checkedAs: { construct: 'Observability', prop: 'alarmEmail' },
     read: (_key, raw) => ({ alarmEmail: String(raw) }),
+  },
+  alarmTopicArn: {
+    description: 'ARN of an existing SNS topic (chat, paging) that every alarm notifies instead of the topic the stack creates; its policy must let cloudwatch.amazonaws.com publish',
+    stackProp: 'alarmTopicArn',
+    checkedAs: { construct: 'SchedulerStack', prop: 'alarmTopicArn' },
+    read: (_key, raw) => ({ alarmTopicArn: String(raw) }),
   },
   triggerLagThresholdSeconds: numberParameter(
     'trigger-lag-p99 alarm threshold in seconds (default 10)',

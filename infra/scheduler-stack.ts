@@ -9,7 +9,7 @@ import { CfnOutput, Duration, RemovalPolicy, Stack, Validations, type StackProps
 import type * as events from 'aws-cdk-lib/aws-events';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import type * as logs from 'aws-cdk-lib/aws-logs';
-import type * as sns from 'aws-cdk-lib/aws-sns';
+import * as sns from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
 import { configuredJobDefinitions, loadJobs } from '../shared/config.js';
 import { JobConfigError, type Job } from '../shared/core/job-schema.js';
@@ -22,7 +22,8 @@ import { OperatorPolicy } from './constructs/operator-policy.js';
 import { OutboxRelay } from './constructs/outbox-relay.js';
 import { PlannerFunction } from './constructs/planner-function.js';
 import { RunQueues, VISIBILITY_TIMEOUT_FACTOR } from './constructs/run-queues.js';
-import { WorkerFunction } from './constructs/worker-function.js';
+import { WORKER_TIMEOUT_LIMITS, WorkerFunction } from './constructs/worker-function.js';
+import { durationIn, validateProps, type PropRule } from './validation.js';
 import { LAMBDA_RUNTIME } from './lambda-defaults.js';
 import { StackOutput } from './outputs.js';
 
@@ -66,7 +67,8 @@ export interface SchedulerStackProps extends StackProps {
    */
   readonly tableEncryptionKey?: kms.IKey;
   /**
-   * Worker function timeout; the run queue's visibility timeout is 6 × this.
+   * Worker function timeout; the run queue's visibility timeout is 6 × this. Every job's attempt
+   * (its `timeout` and start wait, plus a 10 s yield margin) must fit in it unless it checkpoints.
    * @default Duration.seconds(RUN_QUEUES.workerTimeoutSeconds) (60 s)
    */
   readonly workerTimeout?: Duration;
@@ -91,10 +93,16 @@ export interface SchedulerStackProps extends StackProps {
    */
   readonly logRetention?: logs.RetentionDays;
   /**
-   * Topic for alarm notifications.
-   * @default one is created when alarmEmail is set
+   * Topic for alarm notifications (its policy must let cloudwatch.amazonaws.com publish).
+   * @default the topic given by alarmTopicArn, else a topic created for this stack's alarms
    */
   readonly alarmTopic?: sns.ITopic;
+  /**
+   * ARN of an existing topic every alarm notifies, instead of the one the stack creates: a team's
+   * chat or paging topic. Ignored when alarmTopic is given.
+   * @default a topic created for this stack's alarms
+   */
+  readonly alarmTopicArn?: string;
   /**
    * E-mail address that receives alarm notifications.
    * @default none
@@ -111,6 +119,14 @@ export interface SchedulerStackProps extends StackProps {
    */
   readonly oldestOpenRunAgeThreshold?: Duration;
 }
+
+/** An SNS topic ARN (standard or FIFO topic name). */
+export const SNS_TOPIC_ARN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}(\.fifo)?$/;
+
+const STACK_RULES: readonly PropRule<{ workerTimeout: Duration; alarmTopicArn?: string }>[] = [
+  { prop: 'workerTimeout', ...durationIn(WORKER_TIMEOUT_LIMITS.min, WORKER_TIMEOUT_LIMITS.max) },
+  { prop: 'alarmTopicArn', must: 'an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)', ok: (value: string) => SNS_TOPIC_ARN.test(value) },
+];
 
 /** Thrown when the job config cannot be deployed; the message names the job and the field. */
 export class InvalidJobConfigError extends Error {
@@ -168,6 +184,8 @@ export class SchedulerStack extends Stack {
     super(scope, id, props);
     this.exampleJobs = props.exampleJobs ?? false;
     const workerTimeout = props.workerTimeout ?? Duration.seconds(RUN_QUEUES.workerTimeoutSeconds);
+    // Before the jobs are checked against it: an out-of-range value is named as such, not as a job's.
+    validateProps(`SchedulerStack "${id}"`, { workerTimeout, alarmTopicArn: props.alarmTopicArn }, STACK_RULES);
     this.jobs = validateJobsForDeployment(props.jobs, RUN_QUEUES.maxReceiveCount, { exampleJobs: this.exampleJobs, workerTimeout });
     const removalPolicy = props.removalPolicy ?? RemovalPolicy.RETAIN;
 
@@ -213,8 +231,9 @@ export class SchedulerStack extends Stack {
       deadLetterQueue: this.runQueues.deadLetterQueue,
       outboxRelayFunction: this.outboxRelay.function,
       outboxRelayFailureQueue: this.outboxRelay.failureQueue,
-      alarmTopic: props.alarmTopic,
+      alarmTopic: props.alarmTopic ?? (props.alarmTopicArn ? sns.Topic.fromTopicArn(this, 'AlarmTopic', props.alarmTopicArn) : undefined),
       alarmEmail: props.alarmEmail,
+      plannerPartitions: this.planner.plannerPartitions,
       triggerLagThreshold: props.triggerLagThreshold,
       oldestOpenRunAgeThreshold: props.oldestOpenRunAgeThreshold,
     });
@@ -236,6 +255,7 @@ export class SchedulerStack extends Stack {
     output(StackOutput.RunQueueUrl, this.runQueues.runQueue.queueUrl, 'Run queue URL');
     output(StackOutput.DeadLetterQueueUrl, this.runQueues.deadLetterQueue.queueUrl, 'Run dead-letter queue URL');
     output(StackOutput.DeadLetterQueueArn, this.runQueues.deadLetterQueue.queueArn, 'Run dead-letter queue ARN (StartMessageMoveTask source)');
+    output(StackOutput.AlarmTopicArn, this.observability.alarmTopic.topicArn, 'SNS topic every alarm notifies (alarm and OK): subscribe e-mail, chat or paging to it');
     output(StackOutput.DashboardName, this.observability.dashboard.dashboardName, 'CloudWatch dashboard');
     output(StackOutput.PlannerFunctionName, this.planner.function.functionName, 'Planner function');
     output(StackOutput.WorkerFunctionName, this.worker.function.functionName, 'Worker function');

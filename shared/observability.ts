@@ -44,6 +44,16 @@ export const MetricName = {
   RunsReplaced: 'RunsReplaced',
   /** A job paused itself after pauseOnFailure consecutive DEAD runs (alarmed). */
   JobsPausedOnFailure: 'JobsPausedOnFailure',
+  /**
+   * Gauge, every planner tick per partition: the partition's jobs that are paused by
+   * pauseOnFailure (the pause record says by: pauseOnFailure) and wait for `ops resume`.
+   */
+  JobsPausedByFailure: 'JobsPausedByFailure',
+  /**
+   * Gauge, every planner tick per partition: DEAD runs nobody has retried or resolved yet (they
+   * sit under the DEAD keys of the partition's watch buckets until then, or until their TTL).
+   */
+  OpenDeadRuns: 'OpenDeadRuns',
   /** A newer slot's fence refused a run's write: the run ended SUPERSEDED. */
   RunsSupersededByFence: 'RunsSupersededByFence',
   /** Catch-up runs a tick left for later ticks (its catch-up budget was spent). */
@@ -56,6 +66,11 @@ export const MetricName = {
    * unrevived planned run's first claim is TriggerLag.
    */
   LateStartLag: 'LateStartLag',
+  /**
+   * A planner tick that completed, published by the planner Lambda with dimension partition (one
+   * series per partition, not in the per-stack totals): the planner-silent alarms watch each.
+   */
+  PlannerTicks: 'PlannerTicks',
   /** An outcome write that failed and was retried while the lease held. */
   OutcomeWriteRetries: 'OutcomeWriteRetries',
 } as const;

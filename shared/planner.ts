@@ -27,6 +27,7 @@ import { MetricName, type MetricsSink, type RunLogger } from './observability.js
 import { limiter, mapBounded } from './core/concurrency.js';
 import { PLANNER_SCHEDULE } from './resources.js';
 import { sweep, type SweepOptions } from './sweeper.js';
+import { publishOperatorGauges } from './operator-gauges.js';
 
 /**
  * Beyond one tick and the jobs' startLead: EventBridge delivers a scheduled invocation up to a
@@ -205,7 +206,9 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
     shards,
     status: planned.status,
     reason: planned.reason,
-    origin: planned.catchUp ? RunOrigin.CATCH_UP : RunOrigin.PLANNED,
+    // Trigger lag measures slots whose first dispatch could be on time: one planned after its
+    // fire time (resumed within misfire.after, a tick late past its lookahead) starts late by construction.
+    origin: planned.catchUp ? RunOrigin.CATCH_UP : planned.fireAt < now ? RunOrigin.PLANNED_LATE : RunOrigin.PLANNED,
     watch: planned.catchUp || planned.slot <= sweptUntil,
     fireAt: planned.fireAt,
     laneOverlap: planned.job.overlap,
@@ -295,6 +298,8 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
     { partition: ref.partition, of: ref.of, gen: layout.gen, jobs, configured: new Map(deps.jobs.map((j) => [j.name, j])), cursor },
     { ...options.sweep, graceMs: options.sweepGraceMs, watchBudget: options.sweepLimit },
   );
+
+  await publishOperatorGauges(deps, { paused, partition: ref.partition, of: ref.of });
 
   deps.metrics.count(MetricName.SlotsMaterialized, created - skipped);
   deps.metrics.count(MetricName.SlotsSkipped, skipped);

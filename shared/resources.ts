@@ -19,7 +19,9 @@ export const LEDGER_TABLE = {
    * manual), revived by ops, or waiting in an exclusive lane. On-time runs that simply run never
    * enter it, so creating and finishing them writes no index at all. A run leaves it when a
    * terminal transition REMOVEs `openPk`. Keys only: the sweeper reads candidates here and
-   * decides from a consistent read of the run (a GSI read is eventually consistent).
+   * decides from a consistent read of the run (a GSI read is eventually consistent). A run that
+   * ends DEAD instead moves to a DEAD#bb key of the same index, until `ops retry` (back to OPEN#)
+   * or `ops resolve` (out) or its TTL: the runs-dead gauge counts those keys.
    */
   openRunsIndex: {
     name: 'open-runs',
@@ -66,6 +68,13 @@ export const LedgerKeys = {
   plannerStateSk: '#STATE',
   exceptionsSk: (bucket: number) => `#EXCEPTIONS#${pad(bucket, 2)}`,
   openPk: (bucket: number) => `OPEN#${pad(bucket, 2)}`,
+  /** Watch-index prefix of the open runs the sweeper pages through (OPEN#bb). */
+  openPkPrefix: 'OPEN#',
+  /**
+   * DEAD runs no operator has acted on (not retried, not resolved) sit in the same index under
+   * their own keys, which the sweeper never pages: the planner counts them for the runs-dead gauge.
+   */
+  deadPk: (bucket: number) => `DEAD#${pad(bucket, 2)}`,
   openSk: (slot: number, job: string, shard: number) => `${new Date(slot).toISOString()}#${job}#${pad(shard, 3)}`,
 } as const;
 
@@ -106,4 +115,6 @@ export const ENV = {
   outboxRetentionDays: 'OUTBOX_RETENTION_DAYS',
   /** "true" adds the example jobs (shared/example-jobs.ts) to the job config. */
   exampleJobs: 'EXAMPLE_JOBS',
+  /** The stack name, a dimension of every metric (shared/powertools.ts); absent locally. */
+  metricsStack: 'METRICS_STACK',
 } as const;

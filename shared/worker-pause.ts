@@ -14,6 +14,9 @@ import { RunStatus, type Run } from './core/vocabulary.js';
 import type { RunLogger } from './handler-api.js';
 import { MetricName, type MetricsSink } from './observability.js';
 
+/** The `by` of a pause that pauseOnFailure made (the gauge of jobs paused by failure counts these). */
+export const PAUSED_BY_FAILURE = 'pauseOnFailure';
+
 /** What an ended run says about a failure streak. */
 export function streakRole(run: Pick<Run, 'status' | 'lastError'>): 'failure' | 'success' | 'ignored' {
   if (run.status === RunStatus.DEAD) return run.lastError?.code === 'RESOLVED' ? 'ignored' : 'failure';
@@ -54,7 +57,7 @@ export async function pauseOnRepeatedFailure(
   // "catch up" slots from before the job was first planned.
   const planning = (await jobPlanning(deps.ledger.planning, [job.name], partitionOf)).get(job.name);
   const plannedUntil = planning?.plannedUntil ?? deps.clock();
-  const paused = await deps.ledger.planning.pause(job.name, plannedUntil, { by: 'pauseOnFailure', note, at: deps.clock() });
+  const paused = await deps.ledger.planning.pause(job.name, plannedUntil, { by: PAUSED_BY_FAILURE, note, at: deps.clock() });
   if (!paused) return;
   deps.metrics.count(MetricName.JobsPausedOnFailure);
   logger.error('job paused after repeated failures: ops resume clears it', { pauseOnFailure: n, lastRunKey: run.runKey, code: lastError.code });

@@ -1,10 +1,11 @@
 /**
  * Dashboard and alarms (DESIGN §10). The metrics are the ones the functions publish with
- * Powertools Metrics (EMF): namespace FencedScheduler, dimension service=scheduler, names from
- * MetricName in shared/observability.ts. Alarms go to an SNS topic when one is given or an alarm
- * e-mail is set; their meaning and the response to each are in the README ("Operating").
+ * Powertools Metrics (EMF): namespace FencedScheduler, dimensions service=scheduler and
+ * stack=<stack name> (so one stack's alarms never see another's runs), names from MetricName in
+ * shared/observability.ts. Every alarm notifies one SNS topic, given or created; their meaning and
+ * the response to each are in the README ("Operating").
  */
-import { ArnFormat, Duration, Stack } from 'aws-cdk-lib';
+import { Annotations, ArnFormat, Duration, Stack } from 'aws-cdk-lib';
 import * as cw from 'aws-cdk-lib/aws-cloudwatch';
 import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -15,8 +16,9 @@ import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { MetricName } from '../../shared/observability.js';
-import { METRICS_NAMESPACE, SERVICE_NAME } from '../../shared/powertools.js';
-import { durationIn, validateProps, type PropRule } from '../validation.js';
+import { METRICS_NAMESPACE, PARTITION_DIMENSION, schedulerDimensions } from '../../shared/powertools.js';
+import { MAX_PLANNER_PARTITIONS } from './planner-function.js';
+import { durationIn, integerIn, validateProps, type PropRule } from '../validation.js';
 
 /**
  * MetricName.OldestOpenRunAge: age in ms of the oldest open (non-terminal) run whose slot is past
@@ -24,6 +26,9 @@ import { durationIn, validateProps, type PropRule } from '../validation.js';
  * value per partition and tick. A gauge, not a count: alarmed on its Maximum, with its own widget.
  */
 export const OLDEST_OPEN_RUN_AGE = MetricName.OldestOpenRunAge;
+
+/** Gauges published every planner tick (alarmed and graphed on their Maximum, never summed). */
+const GAUGES: ReadonlySet<string> = new Set([MetricName.OldestOpenRunAge, MetricName.OpenDeadRuns, MetricName.JobsPausedByFailure]);
 
 /** Metrics observed in milliseconds (shown as percentiles); every other MetricName is a count. */
 const LATENCY_METRICS: ReadonlySet<string> = new Set([
@@ -111,8 +116,9 @@ export interface ObservabilityProps {
    */
   readonly outboxRelayFailureQueue?: sqs.IQueue;
   /**
-   * Topic that receives alarm and OK notifications.
-   * @default a KMS-encrypted topic is created when alarmEmail is set; otherwise no actions
+   * Topic that receives alarm and OK notifications, instead of the one this construct creates.
+   * Its policy (and its key's, if encrypted) must let cloudwatch.amazonaws.com publish.
+   * @default a KMS-encrypted topic that only this stack's alarms may publish to
    */
   readonly alarmTopic?: sns.ITopic;
   /**
@@ -136,6 +142,11 @@ export interface ObservabilityProps {
    */
   readonly plannerSilencePeriod?: Duration;
   /**
+   * Planner partitions: each has its own planner-silent alarm on its completed ticks.
+   * @default 1
+   */
+  readonly plannerPartitions?: number;
+  /**
    * Name of the CloudWatch dashboard.
    * @default '<stack name>-scheduler'
    */
@@ -143,6 +154,7 @@ export interface ObservabilityProps {
 }
 
 interface Resolved {
+  readonly plannerPartitions: number;
   readonly triggerLagThreshold: Duration;
   readonly oldestOpenRunAgeThreshold: Duration;
   readonly plannerSilencePeriod: Duration;
@@ -153,6 +165,7 @@ interface Resolved {
 const EMAIL = /^[^\s@]+@[^\s@]+\.[^\s@]+$/;
 
 const RULES: readonly PropRule<Resolved>[] = [
+  { prop: 'plannerPartitions', ...integerIn(1, MAX_PLANNER_PARTITIONS) },
   { prop: 'triggerLagThreshold', ...durationIn(Duration.millis(1), Duration.hours(1)) },
   { prop: 'oldestOpenRunAgeThreshold', ...durationIn(Duration.minutes(1), Duration.days(14)) },
   // CloudWatch periods of 1 minute or more are whole minutes; one day bounds the evaluation.
@@ -165,12 +178,16 @@ const RULES: readonly PropRule<Resolved>[] = [
   { prop: 'dashboardName', must: 'a name of 1-255 characters [A-Za-z0-9_-]', ok: (value: string) => /^[A-Za-z0-9_-]{1,255}$/.test(value) },
 ];
 
-/** A scheduler metric (EMF) in the FencedScheduler namespace with dimension service=scheduler. */
-export function schedulerMetric(metricName: string, options: { statistic?: string; period?: Duration; label?: string } = {}): cw.Metric {
+/** A scheduler metric (EMF) of one stack: namespace FencedScheduler, dimensions service=scheduler and stack. */
+export function schedulerMetric(
+  stackName: string,
+  metricName: string,
+  options: { statistic?: string; period?: Duration; label?: string; dimensions?: Record<string, string> } = {},
+): cw.Metric {
   return new cw.Metric({
     namespace: METRICS_NAMESPACE,
     metricName,
-    dimensionsMap: { service: SERVICE_NAME },
+    dimensionsMap: { ...schedulerDimensions(stackName), ...options.dimensions },
     statistic: options.statistic ?? (LATENCY_METRICS.has(metricName) ? 'p99' : 'Sum'),
     period: options.period ?? Duration.minutes(1),
     label: options.label,
@@ -180,13 +197,16 @@ export function schedulerMetric(metricName: string, options: { statistic?: strin
 export class Observability extends Construct {
   readonly dashboard: cw.Dashboard;
   readonly alarms: Readonly<Record<Exclude<AlarmKey, OptionalAlarmKey>, cw.Alarm> & Partial<Record<OptionalAlarmKey, cw.Alarm>>>;
-  /** Where alarms notify, if anywhere. */
-  readonly alarmTopic?: sns.ITopic;
+  /** Where every alarm notifies (alarm and OK). */
+  readonly alarmTopic: sns.ITopic;
+  /** planner-silent per partition (index = partition); alarms.planner-silent is partition 0's. */
+  readonly plannerSilentAlarms: readonly cw.Alarm[];
 
   constructor(scope: Construct, id: string, props: ObservabilityProps) {
     super(scope, id);
     const stackName = Stack.of(this).stackName;
     const resolved: Resolved = {
+      plannerPartitions: props.plannerPartitions ?? 1,
       triggerLagThreshold: props.triggerLagThreshold ?? Duration.seconds(10),
       oldestOpenRunAgeThreshold: props.oldestOpenRunAgeThreshold ?? Duration.minutes(15),
       plannerSilencePeriod: props.plannerSilencePeriod ?? Duration.minutes(5),
@@ -195,27 +215,36 @@ export class Observability extends Construct {
     };
     validateProps(`Observability "${id}"`, resolved, RULES);
 
-    this.alarmTopic = props.alarmTopic ?? (props.alarmEmail ? this.createAlarmTopic() : undefined);
-    if (props.alarmEmail && this.alarmTopic) this.alarmTopic.addSubscription(new subscriptions.EmailSubscription(props.alarmEmail));
+    this.alarmTopic = props.alarmTopic ?? this.createAlarmTopic();
+    if (props.alarmEmail) this.alarmTopic.addSubscription(new subscriptions.EmailSubscription(props.alarmEmail));
+    if (!props.alarmEmail && !props.alarmTopic) {
+      // Synth prints it: alarms that reach nobody look like a quiet system.
+      Annotations.of(this).addWarningV2(
+        'fenced-scheduler:alarm-topic-without-subscriber',
+        'The alarm topic has no subscriber: no alarm reaches anyone. Subscribe to the AlarmTopicArn output (e-mail, chat, paging), or deploy with -c alarmEmail=you@example.com or -c alarmTopicArn=<your topic ARN>.',
+      );
+    }
+    const metric = (metricName: string, options: Parameters<typeof schedulerMetric>[2] = {}) => schedulerMetric(stackName, metricName, options);
 
     const fiveMinutes = Duration.minutes(5);
     // Alarms use unlabelled metrics (classic alarm form); the dashboard adds labels.
     const dlqDepth = props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: Duration.minutes(1) });
     const relayFailureDepth = props.outboxRelayFailureQueue?.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: Duration.minutes(1) });
     const plannerFailureDepth = props.plannerFailureQueue?.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: Duration.minutes(1) });
-    const oldestOpenRunAge = schedulerMetric(OLDEST_OPEN_RUN_AGE, { statistic: 'Maximum', period: fiveMinutes });
-    const triggerLagP99 = schedulerMetric(MetricName.TriggerLag, { statistic: 'p99', period: fiveMinutes });
+    const oldestOpenRunAge = metric(OLDEST_OPEN_RUN_AGE, { statistic: 'Maximum', period: fiveMinutes });
+    const triggerLagP99 = metric(MetricName.TriggerLag, { statistic: 'p99', period: fiveMinutes });
 
     /**
      * Every alarm fires on the first period above its threshold (default: anything above 0) and
      * treats missing data as fine (no datapoint means nothing happened), unless it says otherwise.
      */
     type AlarmSpec = Partial<Omit<cw.CreateAlarmOptions, 'alarmName' | 'alarmDescription'>> & { readonly metric: cw.IMetric };
-    const alarm = (key: AlarmKey, description: string, spec: AlarmSpec): cw.Alarm => {
+    const alarm = (key: AlarmKey, description: string, spec: AlarmSpec, suffix?: string): cw.Alarm => {
       const { metric, ...overrides } = spec;
-      const created = new cw.Alarm(this, `Alarm-${key}`, {
+      const name = suffix ? `${key}-${suffix}` : key;
+      const created = new cw.Alarm(this, `Alarm-${name}`, {
         metric,
-        alarmName: `${stackName}-${key}`,
+        alarmName: `${stackName}-${name}`,
         alarmDescription: `${description} Runbook: README "Operating", alarm ${key}.`,
         threshold: 0,
         comparisonOperator: cw.ComparisonOperator.GREATER_THAN_THRESHOLD,
@@ -223,41 +252,62 @@ export class Observability extends Construct {
         treatMissingData: cw.TreatMissingData.NOT_BREACHING,
         ...overrides,
       });
-      if (this.alarmTopic) {
-        created.addAlarmAction(new cwActions.SnsAction(this.alarmTopic));
-        created.addOkAction(new cwActions.SnsAction(this.alarmTopic));
-      }
+      created.addAlarmAction(new cwActions.SnsAction(this.alarmTopic));
+      created.addOkAction(new cwActions.SnsAction(this.alarmTopic));
       return created;
     };
 
+    // One alarm per partition on its own completed ticks: the sum over every partition's rule
+    // would stay above zero while one partition is silent (its rule disabled, its ticks failing).
+    const plannerSilent = Array.from({ length: resolved.plannerPartitions }, (_, partition) => {
+      const which = resolved.plannerPartitions === 1 ? 'The planner' : `Planner partition ${partition} of ${resolved.plannerPartitions}`;
+      return alarm(
+        AlarmKey.PlannerSilent,
+        `${which} completed no tick for ${resolved.plannerSilencePeriod.toHumanString()}: its jobs' slots are not being planned or swept.`,
+        {
+          metric: metric(MetricName.PlannerTicks, { statistic: 'Sum', period: resolved.plannerSilencePeriod, dimensions: { [PARTITION_DIMENSION]: String(partition) } }),
+          threshold: 1,
+          comparisonOperator: cw.ComparisonOperator.LESS_THAN_THRESHOLD,
+          // No datapoint means no completed tick: silence is exactly what this alarm is for.
+          treatMissingData: cw.TreatMissingData.BREACHING,
+        },
+        resolved.plannerPartitions === 1 ? undefined : `p${partition}`,
+      );
+    });
+    this.plannerSilentAlarms = plannerSilent;
+
+    /**
+     * A state that waits for a person, from a gauge every planner tick publishes: in ALARM while
+     * the state lasts, OK once the operator has acted. A period without a datapoint (the planner
+     * not ticking, which planner-silent reports) keeps the alarm's state rather than clearing it.
+     */
+    const waitingForOperator = (name: string): AlarmSpec => ({
+      metric: metric(name, { statistic: 'Maximum', period: fiveMinutes }),
+      treatMissingData: cw.TreatMissingData.IGNORE,
+    });
+
     this.alarms = {
       [AlarmKey.DeadLetterQueueNotEmpty]: alarm(AlarmKey.DeadLetterQueueNotEmpty, 'Messages are in the run DLQ: poison messages or crash-looping runs.', { metric: dlqDepth }),
-      [AlarmKey.RunsDead]: alarm(AlarmKey.RunsDead, 'A run went DEAD (attempts or deadline exhausted, or a non-retryable error).', {
-        metric: schedulerMetric(MetricName.RunsDead, { statistic: 'Sum', period: Duration.minutes(1) }),
-      }),
-      [AlarmKey.JobPausedOnFailure]: alarm(AlarmKey.JobPausedOnFailure, 'A job paused itself after pauseOnFailure consecutive DEAD runs: it plans nothing until ops resume.', {
-        metric: schedulerMetric(MetricName.JobsPausedOnFailure, { statistic: 'Sum', period: Duration.minutes(1) }),
-      }),
+      [AlarmKey.RunsDead]: alarm(
+        AlarmKey.RunsDead,
+        'A DEAD run waits for an operator (attempts or deadline exhausted, or a non-retryable error): ops retry it, or ops resolve it --as dead to accept it.',
+        waitingForOperator(MetricName.OpenDeadRuns),
+      ),
+      [AlarmKey.JobPausedOnFailure]: alarm(
+        AlarmKey.JobPausedOnFailure,
+        'A job paused itself after pauseOnFailure consecutive DEAD runs: it plans nothing until ops resume.',
+        waitingForOperator(MetricName.JobsPausedByFailure),
+      ),
       [AlarmKey.RunsStuck]: alarm(AlarmKey.RunsStuck, 'The sweeper re-dispatched a run many times and nobody ever claimed it: it waits for an operator.', {
-        metric: schedulerMetric(MetricName.RunsStuck, { statistic: 'Sum', period: fiveMinutes }),
+        metric: metric(MetricName.RunsStuck, { statistic: 'Sum', period: fiveMinutes }),
       }),
       [AlarmKey.OrphanedOpenRuns]: alarm(AlarmKey.OrphanedOpenRuns, 'Open runs of a job no longer in the config: no worker can run them; close them with ops resolve.', {
-        metric: schedulerMetric(MetricName.OrphanedOpenRuns, { statistic: 'Maximum', period: fiveMinutes }),
+        metric: metric(MetricName.OrphanedOpenRuns, { statistic: 'Maximum', period: fiveMinutes }),
       }),
       [AlarmKey.PlannerErrors]: alarm(AlarmKey.PlannerErrors, 'The planner function failed.', {
         metric: props.plannerFunction.metricErrors({ statistic: 'Sum', period: fiveMinutes }),
       }),
-      [AlarmKey.PlannerSilent]: alarm(
-        AlarmKey.PlannerSilent,
-        `The planner was not invoked for ${resolved.plannerSilencePeriod.toHumanString()}: no slots are being planned.`,
-        {
-          metric: props.plannerFunction.metricInvocations({ statistic: 'Sum', period: resolved.plannerSilencePeriod }),
-          threshold: 1,
-          comparisonOperator: cw.ComparisonOperator.LESS_THAN_THRESHOLD,
-          // No datapoint means no invocation: silence is exactly what this alarm is for.
-          treatMissingData: cw.TreatMissingData.BREACHING,
-        },
-      ),
+      [AlarmKey.PlannerSilent]: plannerSilent[0]!,
       ...(plannerFailureDepth && {
         [AlarmKey.PlannerFailedTicks]: alarm(
           AlarmKey.PlannerFailedTicks,
@@ -281,7 +331,7 @@ export class Observability extends Construct {
       [AlarmKey.WorkerRecordErrors]: alarm(
         AlarmKey.WorkerRecordErrors,
         'Worker records failed with an error (ledger unreachable, throttling beyond retries, a bug): each is redelivered by SQS, and lands in the DLQ if it keeps failing.',
-        { metric: schedulerMetric(MetricName.WorkerRecordErrors, { statistic: 'Sum', period: fiveMinutes }) },
+        { metric: metric(MetricName.WorkerRecordErrors, { statistic: 'Sum', period: fiveMinutes }) },
       ),
       ...(props.outboxRelayFunction && {
         [AlarmKey.OutboxRelayErrors]: alarm(AlarmKey.OutboxRelayErrors, 'The outbox relay function failed (crash or timeout): outbox events are retried and delayed.', {
@@ -302,12 +352,12 @@ export class Observability extends Construct {
       defaultInterval: Duration.hours(3),
     });
     this.dashboard.addWidgets(
-      new cw.AlarmStatusWidget({ title: 'Scheduler alarms', alarms: Object.values(this.alarms), width: 24, height: 3 }),
+      new cw.AlarmStatusWidget({ title: 'Scheduler alarms', alarms: [...new Set([...Object.values(this.alarms), ...plannerSilent])], width: 24, height: 3 }),
     );
     const grouped = new Set(COUNT_GROUPS.flatMap((group) => group.names));
     // OldestOpenRunAge is a gauge with its own widget, not a counter.
     const others = Object.values(MetricName as Record<string, string>).filter(
-      (name) => !grouped.has(name) && !LATENCY_METRICS.has(name) && name !== OLDEST_OPEN_RUN_AGE,
+      (name) => !grouped.has(name) && !LATENCY_METRICS.has(name) && !GAUGES.has(name) && name !== MetricName.PlannerTicks,
     );
     const countGroups = others.length > 0 ? [...COUNT_GROUPS, { title: 'Other scheduler metrics', names: others }] : COUNT_GROUPS;
     this.dashboard.addWidgets(
@@ -315,7 +365,7 @@ export class Observability extends Construct {
         (group) =>
           new cw.GraphWidget({
             title: group.title,
-            left: group.names.map((name) => schedulerMetric(name, { statistic: 'Sum', label: name })),
+            left: group.names.map((name) => metric(name, { statistic: 'Sum', label: name })),
             width: 8,
             height: 6,
           }),
@@ -325,13 +375,13 @@ export class Observability extends Construct {
       new cw.GraphWidget({
         title: 'Start lag and planner lag (ms)',
         left: [
-          schedulerMetric(MetricName.TriggerLag, { statistic: 'p50', label: 'TriggerLag p50' }),
-          schedulerMetric(MetricName.TriggerLag, { statistic: 'p99', label: 'TriggerLag p99' }),
-          schedulerMetric(MetricName.PlannerLag, { statistic: 'p99', label: 'PlannerLag p99' }),
+          metric(MetricName.TriggerLag, { statistic: 'p50', label: 'TriggerLag p50' }),
+          metric(MetricName.TriggerLag, { statistic: 'p99', label: 'TriggerLag p99' }),
+          metric(MetricName.PlannerLag, { statistic: 'p99', label: 'PlannerLag p99' }),
         ],
         // Late starts (catch-up, backfill, manual, revived runs) are late by construction: their
         // own axis, so hours-old backfills do not flatten the trigger lag the alarm watches.
-        right: [schedulerMetric(MetricName.LateStartLag, { statistic: 'p99', label: 'LateStartLag p99' })],
+        right: [metric(MetricName.LateStartLag, { statistic: 'p99', label: 'LateStartLag p99' })],
         leftAnnotations: [{ value: resolved.triggerLagThreshold.toMilliseconds(), label: 'trigger lag alarm' }],
         width: 8,
         height: 6,
@@ -339,10 +389,10 @@ export class Observability extends Construct {
       new cw.GraphWidget({
         title: 'Run duration and heartbeat latency (ms)',
         left: [
-          schedulerMetric(MetricName.RunDuration, { statistic: 'p50', label: 'RunDuration p50' }),
-          schedulerMetric(MetricName.RunDuration, { statistic: 'p99', label: 'RunDuration p99' }),
+          metric(MetricName.RunDuration, { statistic: 'p50', label: 'RunDuration p50' }),
+          metric(MetricName.RunDuration, { statistic: 'p99', label: 'RunDuration p99' }),
         ],
-        right: [schedulerMetric(MetricName.HeartbeatLatency, { statistic: 'p99', label: 'HeartbeatLatency p99' })],
+        right: [metric(MetricName.HeartbeatLatency, { statistic: 'p99', label: 'HeartbeatLatency p99' })],
         width: 8,
         height: 6,
       }),
@@ -350,6 +400,17 @@ export class Observability extends Construct {
         title: 'Oldest open run age (ms)',
         left: [oldestOpenRunAge.with({ label: 'oldest open run age (ms)' })],
         leftAnnotations: [{ value: resolved.oldestOpenRunAgeThreshold.toMilliseconds(), label: 'alarm' }],
+        width: 8,
+        height: 6,
+      }),
+    );
+    this.dashboard.addWidgets(
+      new cw.GraphWidget({
+        title: 'Waiting for an operator',
+        left: [
+          metric(MetricName.OpenDeadRuns, { statistic: 'Maximum', label: 'DEAD runs not retried or resolved (max)' }),
+          metric(MetricName.JobsPausedByFailure, { statistic: 'Maximum', label: 'jobs paused by failure (max)' }),
+        ],
         width: 8,
         height: 6,
       }),
@@ -371,6 +432,9 @@ export class Observability extends Construct {
         left: [
           props.plannerFunction.metricInvocations({ statistic: 'Sum', label: 'invocations' }),
           props.plannerFunction.metricErrors({ statistic: 'Sum', label: 'errors' }),
+          ...plannerSilent.map((_, partition) =>
+            metric(MetricName.PlannerTicks, { statistic: 'Sum', label: `completed ticks, partition ${partition}`, dimensions: { [PARTITION_DIMENSION]: String(partition) } }),
+          ),
           ...(plannerFailureDepth ? [plannerFailureDepth.with({ label: 'failed or dropped ticks (failure queue)' })] : []),
         ],
         right: [props.plannerFunction.metricDuration({ statistic: 'p99', label: 'duration p99' })],

@@ -63,12 +63,15 @@ interface Resolved extends SchedulerFunctionOptions {
   readonly timeout: Duration;
 }
 
+/** The worker function's timeout: 10 s (a yield margin and an attempt) to Lambda's 15 minutes. */
+export const WORKER_TIMEOUT_LIMITS = { min: Duration.seconds(10), max: Duration.minutes(15) } as const;
+
 const RULES: readonly PropRule<Resolved>[] = [
   // Above 10 SQS requires a batching window, which would delay runs that are due now.
   { prop: 'batchSize', ...integerIn(1, 10) },
   // The limits AWS accepts for an SQS event source's maximum concurrency.
   { prop: 'maxConcurrency', ...integerIn(2, 1000) },
-  { prop: 'timeout', ...durationIn(Duration.seconds(10), Duration.minutes(15)) },
+  { prop: 'timeout', ...durationIn(WORKER_TIMEOUT_LIMITS.min, WORKER_TIMEOUT_LIMITS.max) },
   { prop: 'memorySize', ...integerIn(128, 10240) },
 ];
 

@@ -141,6 +141,14 @@ export function runFromItem(item: Item): Run {
   };
 }
 
+/**
+ * The index keys of a DEAD run that waits for an operator: the same bucket and sort key as its
+ * watch entry, under DEAD#bb, which the sweeper never reads (it must not re-send a DEAD run).
+ */
+export function deadKeys(run: Pick<Run, 'job' | 'slot' | 'shard'>): { openPk: string; openSk: string } {
+  return { openPk: LedgerKeys.deadPk(openBucketOf(run.job, run.slot, run.shard)), openSk: LedgerKeys.openSk(run.slot, run.job, run.shard) };
+}
+
 /** The watch-index keys of a run. */
 export function watchKeys(run: Pick<Run, 'job' | 'slot' | 'shard'>): { openPk: string; openSk: string } {
   return { openPk: LedgerKeys.openPk(openBucketOf(run.job, run.slot, run.shard)), openSk: LedgerKeys.openSk(run.slot, run.job, run.shard) };
@@ -432,8 +440,17 @@ export class Ledger {
       sets.push('finishedAt = :now', 'expiresAt = :expiresAt');
       values[':now'] = now;
       values[':expiresAt'] = this.expiresAt(now);
-      // A finished run needs no watching: leaving the index is a write only if it was in it.
-      removes.push('openPk', 'openSk', 'nextAttemptAt');
+      removes.push('nextAttemptAt');
+      if (outcome.status === RunStatus.DEAD) {
+        // A DEAD run waits for an operator: counted under its DEAD key until retried or resolved.
+        const keys = deadKeys(run);
+        sets.push('openPk = :deadPk', 'openSk = :deadSk');
+        values[':deadPk'] = keys.openPk;
+        values[':deadSk'] = keys.openSk;
+      } else {
+        // A finished run needs no watching: leaving the index is a write only if it was in it.
+        removes.push('openPk', 'openSk');
+      }
     }
     switch (outcome.status) {
       case RunStatus.SUCCEEDED:
@@ -506,9 +523,11 @@ export class Ledger {
     const running = '#status = :running';
     const sameToken = 'fencingToken = :token';
     const leaseExpired = 'leaseUntil < :expiredBefore';
+    const keys = deadKeys(run);
     return this.endOnce(run, {
-      set: '#status = :dead, finishedAt = :now, expiresAt = :expiresAt, lastError = :reason, resultUnknown = :true',
-      remove: 'openPk, openSk, nextAttemptAt, leaseUntil',
+      // A DEAD run waits for an operator: counted under its DEAD key until retried or resolved.
+      set: '#status = :dead, finishedAt = :now, expiresAt = :expiresAt, lastError = :reason, resultUnknown = :true, openPk = :deadPk, openSk = :deadSk',
+      remove: 'nextAttemptAt, leaseUntil',
       condition: [running, sameToken, leaseExpired].join(' AND '),
       values: {
         ':running': RunStatus.RUNNING,
@@ -519,6 +538,8 @@ export class Ledger {
         ':expiresAt': this.expiresAt(now),
         ':reason': { code: 'FENCE_RANGE_EXHAUSTED', message: `the holder of the last claim of the fencing range (token ${run.fencingToken}) vanished` },
         ':true': true,
+        ':deadPk': keys.openPk,
+        ':deadSk': keys.openSk,
       },
     });
   }
@@ -537,9 +558,11 @@ export class Ledger {
     const waiting = '#status IN (:ready, :retry, :unknown)';
     // Without a token: whatever claims happened before, as long as nobody holds it now.
     const sameToken = run.fencingToken === undefined ? undefined : 'fencingToken = :token';
+    // A DEAD run waits for an operator: counted under its DEAD key until retried or resolved.
+    const dead = status === RunStatus.DEAD ? deadKeys(run) : undefined;
     return this.endOnce(run, {
-      set: '#status = :settled, finishedAt = :now, expiresAt = :expiresAt, lastError = :reason',
-      remove: 'openPk, openSk, nextAttemptAt',
+      set: `#status = :settled, finishedAt = :now, expiresAt = :expiresAt, lastError = :reason${dead ? ', openPk = :deadPk, openSk = :deadSk' : ''}`,
+      remove: dead ? 'nextAttemptAt' : 'openPk, openSk, nextAttemptAt',
       condition: sameToken ? `${waiting} AND ${sameToken}` : waiting,
       values: {
         ':ready': RunStatus.READY,
@@ -550,6 +573,7 @@ export class Ledger {
         ':now': now,
         ':expiresAt': this.expiresAt(now),
         ':reason': { code: status === RunStatus.DEAD ? 'FENCE_RANGE_EXHAUSTED' : status, message: reason },
+        ...(dead ? { ':deadPk': dead.openPk, ':deadSk': dead.openSk } : {}),
       },
     });
   }
@@ -732,9 +756,10 @@ export class Ledger {
           TableName: this.tableName,
           Key: this.runKeyOf(id),
           UpdateExpression: 'REMOVE openPk, openSk',
-          ConditionExpression: `attribute_exists(openPk) AND #status IN (${TERMINAL_STATUSES.map((_, i) => `:t${i}`).join(', ')})`,
+          // Only a watch entry: a stale one read from the index must not take a DEAD run's DEAD key.
+          ConditionExpression: `begins_with(openPk, :watchPrefix) AND #status IN (${TERMINAL_STATUSES.map((_, i) => `:t${i}`).join(', ')})`,
           ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: Object.fromEntries(TERMINAL_STATUSES.map((s, i) => [`:t${i}`, s])),
+          ExpressionAttributeValues: { ':watchPrefix': LedgerKeys.openPkPrefix, ...Object.fromEntries(TERMINAL_STATUSES.map((s, i) => [`:t${i}`, s])) },
         }),
       );
     } catch (error) {
@@ -756,6 +781,31 @@ export class Ledger {
     );
     const entries = (page.Items ?? []).map((item) => ({ pk: item.pk as string, sk: item.sk as string, openSk: item.openSk as string }));
     return { entries, more: page.LastEvaluatedKey !== undefined };
+  }
+
+  /**
+   * DEAD runs under one bucket's DEAD key (not yet retried or resolved), counted up to `cap`
+   * (a gauge need not be exact past it): keys-only index pages, eventually consistent.
+   */
+  async countOpenDead(bucket: number, cap: number): Promise<number> {
+    let count = 0;
+    let startKey: Record<string, unknown> | undefined;
+    do {
+      const page = await this.doc.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          IndexName: LEDGER_TABLE.openRunsIndex.name,
+          KeyConditionExpression: 'openPk = :bucket',
+          ExpressionAttributeValues: { ':bucket': LedgerKeys.deadPk(bucket) },
+          Select: 'COUNT',
+          Limit: cap - count,
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      count += page.Count ?? 0;
+      startKey = page.LastEvaluatedKey;
+    } while (startKey && count < cap);
+    return Math.min(count, cap);
   }
 
   // ---------------------------------------------------------------- queries

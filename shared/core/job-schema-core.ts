@@ -390,11 +390,16 @@ function parseWith(
         message:
           `${written === undefined ? `the default timeout (${formatDuration(job.timeout)}) does not fit: ` : ''}` +
           `an attempt must fit in one worker invocation: at most ${formatDuration(fits)} with the worker timeout of ${formatDuration(workerTimeoutMs)} ` +
-          `(minus the ${formatDuration(WORKER_YIELD_MARGIN_MS)} yield margin and a start wait of startLead + 1s); shorten it, raise the worker timeout, or set checkpoints: true if the handler checkpoints and resumes`,
+          `(minus the ${formatDuration(WORKER_YIELD_MARGIN_MS)} yield margin and a start wait of startLead + 1s); shorten it, raise the worker timeout (context key workerTimeoutSeconds), or set checkpoints: true if the handler checkpoints and resumes`,
       });
     }
     jobs.push({ ...job, heartbeatEvery });
   });
   if (issues.length > 0) throw new JobConfigError(issues);
   return jobs;
+}
+
+/** Every field a job definition may have (the README's table of defaults is checked against it). */
+export function jobFieldNames(): string[] {
+  return Object.keys(jobShapeWith(WORKER_SCHEDULE_CHECKS).shape);
 }

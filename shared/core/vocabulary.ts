@@ -47,6 +47,12 @@ export const RunOrigin = {
   PLANNED: 'planned',
   /** A misfired slot planned late by the misfire policy. */
   CATCH_UP: 'catch-up',
+  /**
+   * Planned as an on-time slot (within misfire.after) but only after its fire time had passed:
+   * a job resumed from a short pause, a planner tick late past its lookahead. Its first start
+   * cannot be on time, so it is LateStartLag, not trigger lag.
+   */
+  PLANNED_LATE: 'planned-late',
   /** Created by `ops backfill`. */
   BACKFILL: 'backfill',
   /** Created by `ops trigger`. */

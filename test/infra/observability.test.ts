@@ -1,12 +1,12 @@
 import { Duration } from 'aws-cdk-lib';
-import { Match, Template } from 'aws-cdk-lib/assertions';
+import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { describe, expect, it } from 'vitest';
 import { AlarmKey, OLDEST_OPEN_RUN_AGE, OUTBOX_RELAY_ALARM_KEYS, Observability, type ObservabilityProps } from '../../infra/constructs/observability.js';
 import { MetricName } from '../../shared/observability.js';
-import { METRICS_NAMESPACE, SERVICE_NAME } from '../../shared/powertools.js';
+import { METRICS_NAMESPACE, PARTITION_DIMENSION, SERVICE_NAME, STACK_DIMENSION } from '../../shared/powertools.js';
 import { constructStack } from './support.js';
 
 type Extra = Partial<Omit<ObservabilityProps, 'plannerFunction' | 'plannerFailureQueue' | 'workerFunction' | 'runQueue' | 'deadLetterQueue' | 'outboxRelayFunction' | 'outboxRelayFailureQueue'>>;
@@ -31,7 +31,8 @@ function observability(props: Extra = {}, withTopic = false, withRelay = true) {
   return { stack, construct, template: () => Template.fromStack(stack) };
 }
 
-const schedulerDimension = [{ Name: 'service', Value: SERVICE_NAME }];
+// constructStack() names its stack 'Test': every scheduler metric is scoped to it.
+const schedulerDimension = [{ Name: 'service', Value: SERVICE_NAME }, { Name: STACK_DIMENSION, Value: 'Test' }];
 
 describe('Observability', () => {
   const template = observability().template();
@@ -53,7 +54,8 @@ describe('Observability', () => {
   });
 
   it.each([
-    [AlarmKey.JobPausedOnFailure, MetricName.JobsPausedOnFailure, 'Sum'],
+    [AlarmKey.JobPausedOnFailure, MetricName.JobsPausedByFailure, 'Maximum'],
+    [AlarmKey.RunsDead, MetricName.OpenDeadRuns, 'Maximum'],
     [AlarmKey.RunsStuck, MetricName.RunsStuck, 'Sum'],
     [AlarmKey.OrphanedOpenRuns, MetricName.OrphanedOpenRuns, 'Maximum'],
   ])('alarms on %s (%s > 0): a state that waits for an operator', (key, metric, statistic) => {
@@ -67,16 +69,21 @@ describe('Observability', () => {
     });
   });
 
-  it('alarms on RunsDead > 0 in the scheduler namespace and dimension', () => {
+  it.each([
+    [AlarmKey.RunsDead, MetricName.OpenDeadRuns],
+    [AlarmKey.JobPausedOnFailure, MetricName.JobsPausedByFailure],
+  ])('%s stays in ALARM while the state lasts: a gauge published every tick (%s), on its Maximum, a period without data keeps the state', (key, metric) => {
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-      AlarmName: Match.stringLikeRegexp(`-${AlarmKey.RunsDead}$`),
+      AlarmName: Match.stringLikeRegexp(`-${key}$`),
       Namespace: METRICS_NAMESPACE,
-      MetricName: MetricName.RunsDead,
+      MetricName: metric,
       Dimensions: schedulerDimension,
-      Statistic: 'Sum',
+      Statistic: 'Maximum',
+      Period: 300,
+      EvaluationPeriods: 1,
       ComparisonOperator: 'GreaterThanThreshold',
       Threshold: 0,
-      TreatMissingData: 'notBreaching',
+      TreatMissingData: 'ignore',
     });
   });
 
@@ -90,10 +97,10 @@ describe('Observability', () => {
       Threshold: 0,
     });
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-      AlarmName: Match.stringLikeRegexp(`-${AlarmKey.PlannerSilent}$`),
-      Namespace: 'AWS/Lambda',
-      MetricName: 'Invocations',
-      Dimensions: [{ Name: 'FunctionName', Value: { Ref: Match.stringLikeRegexp('^Planner') } }],
+      AlarmName: `Test-${AlarmKey.PlannerSilent}`,
+      Namespace: METRICS_NAMESPACE,
+      MetricName: MetricName.PlannerTicks,
+      Dimensions: [{ Name: PARTITION_DIMENSION, Value: '0' }, ...schedulerDimension],
       Statistic: 'Sum',
       Period: 300,
       ComparisonOperator: 'LessThanThreshold',
@@ -208,14 +215,44 @@ describe('Observability', () => {
     }).template();
     custom.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: MetricName.TriggerLag, Threshold: 3000 });
     custom.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: OLDEST_OPEN_RUN_AGE, Threshold: 3_600_000 });
-    custom.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'Invocations', Period: 600 });
+    custom.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: MetricName.PlannerTicks, Period: 600 });
   });
 
-  it('has no alarm actions unless a topic or e-mail is given', () => {
-    for (const alarm of Object.values(template.findResources('AWS::CloudWatch::Alarm'))) {
-      expect((alarm as { Properties: { AlarmActions?: unknown } }).Properties.AlarmActions).toBeUndefined();
+  it('an alarm without alarmEmail still notifies: every alarm (ALARM and OK) goes to the topic it creates, and synth warns that nobody is subscribed', () => {
+    template.resourceCountIs('AWS::SNS::Topic', 1);
+    template.resourceCountIs('AWS::SNS::Subscription', 0);
+    template.allResourcesProperties('AWS::CloudWatch::Alarm', {
+      AlarmActions: [{ Ref: Match.stringLikeRegexp('^ObservabilityAlarmTopic') }],
+      OKActions: [{ Ref: Match.stringLikeRegexp('^ObservabilityAlarmTopic') }],
+    });
+    const { stack } = observability();
+    Annotations.fromStack(stack).hasWarning('/Test/Observability', Match.stringLikeRegexp('The alarm topic has no subscriber.*AlarmTopicArn.*alarmEmail.*alarmTopicArn'));
+  });
+
+  it('does not warn when a subscriber or a topic of the team is given', () => {
+    for (const { stack } of [observability({ alarmEmail: 'ops@example.com' }), observability({}, true)]) {
+      Annotations.fromStack(stack).hasNoWarning('*', Match.stringLikeRegexp('no subscriber'));
     }
-    template.resourceCountIs('AWS::SNS::Topic', 0);
+  });
+
+  it('a silent planner partition alarms though the others tick: one planner-silent alarm per partition, on its own completed ticks (3 partitions)', () => {
+    const { construct, template: three } = observability({ plannerPartitions: 3 });
+    const t = three();
+    t.resourceCountIs('AWS::CloudWatch::Alarm', Object.keys(AlarmKey).length + 2);
+    expect(construct.plannerSilentAlarms).toHaveLength(3);
+    for (const partition of [0, 1, 2]) {
+      t.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        AlarmName: `Test-${AlarmKey.PlannerSilent}-p${partition}`,
+        MetricName: MetricName.PlannerTicks,
+        Dimensions: [{ Name: PARTITION_DIMENSION, Value: String(partition) }, ...schedulerDimension],
+        Statistic: 'Sum',
+        ComparisonOperator: 'LessThanThreshold',
+        Threshold: 1,
+        TreatMissingData: 'breaching',
+      });
+    }
+    // No alarm sums the planner's invocations over every partition's rule.
+    expect(Object.values(t.findResources('AWS::CloudWatch::Alarm')).filter((a) => JSON.stringify(a).includes('"Invocations"'))).toEqual([]);
   });
 
   it('creates a KMS-encrypted, TLS-only topic with the e-mail subscribed when alarmEmail is set', () => {
@@ -272,8 +309,10 @@ describe('Observability', () => {
   it('shows every MetricName, the oldest open run age and the DLQ depth on the dashboard', () => {
     template.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
     const body = JSON.stringify(Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0]);
-    for (const name of [...Object.values(MetricName), OLDEST_OPEN_RUN_AGE]) {
-      expect(body, name).toContain(`\\"${METRICS_NAMESPACE}\\",\\"${name}\\",\\"service\\",\\"${SERVICE_NAME}\\"`);
+    // PlannerTicks has one series per partition (its alarms' metric), graphed as such.
+    expect(body).toContain(`\\"${METRICS_NAMESPACE}\\",\\"${MetricName.PlannerTicks}\\",\\"${PARTITION_DIMENSION}\\",\\"0\\",\\"service\\",\\"${SERVICE_NAME}\\",\\"${STACK_DIMENSION}\\",\\"Test\\"`);
+    for (const name of [...Object.values(MetricName).filter((n) => n !== MetricName.PlannerTicks), OLDEST_OPEN_RUN_AGE]) {
+      expect(body, name).toContain(`\\"${METRICS_NAMESPACE}\\",\\"${name}\\",\\"service\\",\\"${SERVICE_NAME}\\",\\"${STACK_DIMENSION}\\",\\"Test\\"`);
     }
     expect(body).toContain('ApproximateNumberOfMessagesVisible');
     expect(body).toMatch(/Dlq[0-9A-F]+/);
@@ -282,7 +321,7 @@ describe('Observability', () => {
   it('graphs each start lag as percentiles in milliseconds, never as a sum (a sum of lags means nothing)', () => {
     const body = JSON.stringify(Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0]);
     for (const name of [MetricName.TriggerLag, MetricName.LateStartLag]) {
-      const graphed = [...body.matchAll(new RegExp(`\\\\"${name}\\\\",\\\\"service\\\\",\\\\"${SERVICE_NAME}\\\\",\\{([^}]*)\\}`, 'g'))].map((m) => m[1]);
+      const graphed = [...body.matchAll(new RegExp(`\\\\"${name}\\\\",\\\\"service\\\\",\\\\"${SERVICE_NAME}\\\\",\\\\"${STACK_DIMENSION}\\\\",\\\\"Test\\\\",\\{([^}]*)\\}`, 'g'))].map((m) => m[1]);
       expect(graphed.length, name).toBeGreaterThan(0);
       for (const options of graphed) expect(options, name).toMatch(/stat\\":\\"p\d+/);
     }

@@ -166,7 +166,7 @@ describe('SchedulerStack (bundled synth)', () => {
       Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [Match.stringLikeRegexp('^OutboxRelayFailureQueue'), 'QueueName'] } }],
     });
     template.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
-    template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'Invocations', TreatMissingData: 'breaching' });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'PlannerTicks', TreatMissingData: 'breaching' });
   });
 
 });

@@ -10,7 +10,7 @@ import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { initialFence, MAX_CLAIMS_PER_SLOT } from '../../shared/core/fence.js';
 import { explainClaimRefusal } from '../../shared/core/lease.js';
 import { isTerminal, RunOrigin, RunStatus, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
-import { Ledger, runFromItem, watchKeys } from '../../shared/adapters/ledger.js';
+import { deadKeys, Ledger, runFromItem, watchKeys } from '../../shared/adapters/ledger.js';
 import { ATTEMPT_HISTORY_LIMIT } from '../../shared/core/limits.js';
 import { exceptionBucketOf } from '../../shared/core/planner-state.js';
 import { LedgerKeys } from '../../shared/resources.js';
@@ -55,6 +55,11 @@ const stateArb: fc.Arbitrary<State> = fc.record(
 
 describe('the ledger\'s conditions on DynamoDB Local', () => {
   let box: Sandbox;
+  /** The open-runs index key a run item carries (OPEN#bb watched, DEAD#bb waiting for an operator), read consistently. */
+  const indexKeyOf = async (run: Pick<Run, 'job' | 'slot' | 'shard'>): Promise<unknown> => {
+    const { Item } = await box.clients.doc.send(new GetCommand({ TableName: box.endpoints.ledgerTable, Key: box.ledger.runKeyOf(run), ConsistentRead: true }));
+    return Item?.openPk;
+  };
   beforeAll(async () => {
     box = await sandbox();
   });
@@ -172,7 +177,7 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
     });
   });
 
-  it('complete: an outcome that ends the run takes it out of the watch index and drops its lease; RETRY keeps it watched', async () => {
+  it('complete: an outcome that ends the run takes it out of the watch index and drops its lease (DEAD moves to its DEAD key); RETRY keeps it watched', async () => {
     for (const [outcome, stillWatched] of [
       [{ status: RunStatus.SUCCEEDED }, false],
       [{ status: RunStatus.DEAD, lastError: { code: 'X', message: 'x' } }, false],
@@ -183,7 +188,9 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
       const held = await put('index', { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims: 1, watched: true });
       expect((await box.ledger.complete(held, outcome, NOW)).ok).toBe(true);
       const { Item } = await box.clients.doc.send(new GetCommand({ TableName: box.endpoints.ledgerTable, Key: box.ledger.runKeyOf(held), ConsistentRead: true }));
-      expect(Item !== undefined && 'openPk' in Item && 'openSk' in Item, `${outcome.status} still watched`).toBe(stillWatched);
+      expect(typeof Item?.openPk === 'string' && Item.openPk.startsWith('OPEN#') && 'openSk' in Item, `${outcome.status} still watched`).toBe(stillWatched);
+      // A DEAD run waits for an operator under its DEAD key (the runs-dead gauge counts it); the others leave the index.
+      expect(Item?.openPk, outcome.status).toBe(outcome.status === RunStatus.DEAD ? deadKeys(held).openPk : stillWatched ? watchKeys(held).openPk : undefined);
       expect(Item).not.toHaveProperty('leaseUntil');
       // An ended run is finished and expires (TTL); one that waits for its next attempt does neither.
       expect(Item?.finishedAt, outcome.status).toBe(stillWatched ? undefined : NOW);
@@ -301,6 +308,7 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
         resultUnknown: true,
         lastError: { code: 'FENCE_RANGE_EXHAUSTED', message: `the holder of the last claim of the fencing range (token ${spent.fencingToken}) vanished` },
       });
+      expect(await indexKeyOf(spent)).toBe(deadKeys(spent).openPk);
 
       const stuck = await put('lost', { status: RunStatus.READY, claims: 1, watched: false });
       expect(await ledger.markRedispatch(stuck, NOW, 60_000, 10)).toBe('marked');
@@ -377,6 +385,8 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
     const spent = await put('settle', { status: RunStatus.RETRY, claims: MAX_CLAIMS_PER_SLOT, watched: true });
     expect(await box.ledger.settleWaiting(spent, RunStatus.DEAD, 'no claim left', NOW)).toBe(true);
     expect(await box.ledger.getRun(spent)).toMatchObject({ status: RunStatus.DEAD, lastError: { code: 'FENCE_RANGE_EXHAUSTED', message: 'no claim left' } });
+    // It waits for an operator: out of the watch index, under its DEAD key.
+    expect(await indexKeyOf(spent)).toBe(deadKeys(spent).openPk);
   });
 
   it('replaceRunning: ends a RUNNING run at the token read SUPERSEDED and advances its fence; anything else is left alone', async () => {
