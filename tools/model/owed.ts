@@ -222,9 +222,12 @@ export function unexpectedRuns(runs: readonly Run[], timeline: readonly Timeline
   for (const run of runs) {
     if (run.origin === RunOrigin.BACKFILL || run.origin === RunOrigin.MANUAL || backfilled(run)) continue;
     const addedAt = added.get(run.job);
-    const passed = addedAt === undefined ? undefined : watermarkFloor(ticks, addedAt);
+    // A job added to a running partition gets its slots after the `now` of the tick before (the
+    // planner re-plans from there when the config changes): only a slot at or before that is one
+    // no tick could have owed it.
+    const passed = addedAt === undefined ? undefined : watermarkFloor(ticks, addedAt, 'now');
     if (passed !== undefined && run.slot <= passed) {
-      out.push({ runKey: run.runKey, why: `its slot is from before the job was added, and every partition had already planned past it (to ${new Date(passed).toISOString()})` });
+      out.push({ runKey: run.runKey, why: `its slot is from before the job was added, and every partition had already planned past it (its ticks' now ${new Date(passed).toISOString()})` });
       continue;
     }
     const candidates = byNow.get(run.createdAt) ?? [];
@@ -246,7 +249,7 @@ export function unexpectedRuns(runs: readonly Run[], timeline: readonly Timeline
  * A lower bound of every partition's watermark at sequence number `seq`: the lowest horizon of the
  * last tick command before `seq` whose every partition planned and advanced its watermark.
  */
-function watermarkFloor(ticks: readonly TickRecord[], seq: number): number | undefined {
+function watermarkFloor(ticks: readonly TickRecord[], seq: number, mark: 'horizon' | 'now' = 'horizon'): number | undefined {
   const commands = new Map<number, TickRecord[]>();
   for (const t of ticks) commands.set(t.command, [...(commands.get(t.command) ?? []), t]);
   let floor: number | undefined;
@@ -254,7 +257,7 @@ function watermarkFloor(ticks: readonly TickRecord[], seq: number): number | und
     const of = parts[0]!.of;
     const full = parts.length >= of && parts.every((t) => t.seqEnd < seq && t.ok && t.advanced && t.horizon !== undefined && t.horizon > t.now);
     if (!full) continue;
-    const low = Math.min(...parts.map((t) => t.horizon!));
+    const low = Math.min(...parts.map((t) => (mark === 'now' ? t.now : t.horizon!)));
     floor = floor === undefined ? low : Math.max(floor, low);
   }
   return floor;
