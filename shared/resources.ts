@@ -63,6 +63,9 @@ export const LedgerKeys = {
   activeSk: (shard: number) => `#ACTIVE#${pad(shard, 3)}`,
   runSk: (slot: number, shard: number) => `RUN#${new Date(slot).toISOString()}#${pad(shard, 3)}`,
   runSkPrefix: 'RUN#',
+  /** `ops trigger --idempotency-key`: which manual slot a key's runs have (one item per job and key). */
+  triggerPk: (job: string) => `TRIGGER#${job}`,
+  triggerKeySk: (key: string) => `KEY#${key}`,
   /** The planner's own items: its layout and partition watermarks, and the exception lists. */
   plannerPk: 'PLANNER',
   plannerStateSk: '#STATE',

@@ -32,6 +32,7 @@ import {
   type RunLogger,
 } from './handler-api.js';
 import { MetricName } from './observability.js';
+import { messageFor } from './core/run-message.js';
 import type { ChildLogger, QueueRecord, RecordOutcome, WorkerDeps } from './worker.js';
 import { runEnded, isExclusive } from './worker-lanes.js';
 import { pauseOnRepeatedFailure } from './worker-pause.js';
@@ -507,8 +508,28 @@ async function recordOutcome(
     case RunStatus.RETRY:
     case RunStatus.UNKNOWN:
       deps.metrics.count(transition.status === RunStatus.UNKNOWN ? MetricName.RunsUnknown : transition.refundAttempt ? MetricName.RunsYielded : MetricName.RunsRetried);
+      if (transition.status === RunStatus.RETRY && transition.refundAttempt) return continueInFreshMessage(deps, record, run, transition.nextAttemptAt, logger);
       await hide(deps, record, logger, transition.nextAttemptAt);
       return 'retry';
+  }
+}
+
+/**
+ * A yield with progress goes on in a fresh message, and this one is acknowledged. Hidden and
+ * received again, the same message would count every invocation against the queue's
+ * maxReceiveCount, which is sized against retry.maxAttempts: a run needing more invocations than
+ * that would land in the DLQ while making progress. The fresh message is sent first, so a failure
+ * between the two leaves two messages (the claim lets one run and the other finds the run leased
+ * or ended), never none; a send that fails hides this message as before (it counts one receive).
+ */
+async function continueInFreshMessage(deps: WorkerDeps, record: QueueRecord, run: Run, nextAttemptAt: number, logger: RunLogger): Promise<RecordOutcome> {
+  try {
+    await deps.queue.send([{ message: messageFor(run), delaySeconds: Math.max(0, Math.ceil((nextAttemptAt - deps.clock()) / 1000)) }]);
+    return 'ack';
+  } catch (error) {
+    logger.warn('could not send the yielded run\'s next message: hiding this one instead', { error: String(error) });
+    await hide(deps, record, logger, nextAttemptAt);
+    return 'retry';
   }
 }
 

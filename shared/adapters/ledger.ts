@@ -67,6 +67,14 @@ export interface NewRun {
   readonly laneOverlap?: string;
 }
 
+/** Where an `ops trigger --idempotency-key` put (or puts) its runs; `fresh`: this call recorded the key. */
+export interface TriggerKey {
+  readonly slot: number;
+  readonly shard?: number;
+  readonly fresh: boolean;
+  readonly createdAt: number;
+}
+
 export type CreateRunResult = { readonly created: true; readonly run: Run } | { readonly created: false; readonly existing: Run };
 
 /** A `maxRuns` job's count of scheduled slots, as `createRun` advances it with the put of a slot's shard 0. */
@@ -291,6 +299,60 @@ export class Ledger {
         if (!conflict || attempt >= COUNT_CONFLICT_ATTEMPTS) throw error;
         await new Promise((resolve) => setTimeout(resolve, 10 * 2 ** attempt * Math.random()));
       }
+    }
+  }
+
+  /**
+   * Records which manual slot an `ops trigger --idempotency-key` gives its runs, unless the key was
+   * used before for this job: then the earlier slot (and shard) is returned, and the trigger
+   * creates nothing new. Kept for the ledger's retention. A put whose response was lost after it
+   * committed is recognised by its write id on the SDK's retry.
+   */
+  async reserveTriggerKey(job: string, key: string, want: { readonly slot: number; readonly shard?: number }, now: number): Promise<TriggerKey> {
+    const writeId = newWriteId();
+    const item: Item = {
+      pk: LedgerKeys.triggerPk(job),
+      sk: LedgerKeys.triggerKeySk(key),
+      job,
+      key,
+      slot: want.slot,
+      ...(want.shard !== undefined ? { shard: want.shard } : {}),
+      createdAt: now,
+      expiresAt: this.expiresAt(now),
+      lastWrite: writeId,
+    };
+    try {
+      await this.doc.send(new PutCommand({ TableName: this.tableName, Item: item, ConditionExpression: 'attribute_not_exists(pk)', ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }));
+      return { slot: want.slot, shard: want.shard, fresh: true, createdAt: now };
+    } catch (error) {
+      if (!isConditionalCheckFailure(error)) throw error;
+      const existing = failedItem(error);
+      if (!existing) throw error;
+      return { slot: existing.slot as number, shard: existing.shard as number | undefined, fresh: existing.lastWrite === writeId, createdAt: existing.createdAt as number };
+    }
+  }
+
+  /** Moves a trigger key to the next manual slot when another trigger took its slot first; returns the key's slot after. */
+  async moveTriggerKey(job: string, key: string, from: number, to: number): Promise<number> {
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: { pk: LedgerKeys.triggerPk(job), sk: LedgerKeys.triggerKeySk(key) },
+          UpdateExpression: 'SET #slot = :to',
+          ConditionExpression: '#slot = :from',
+          ExpressionAttributeNames: { '#slot': 'slot' },
+          ExpressionAttributeValues: { ':from': from, ':to': to },
+          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+        }),
+      );
+      return to;
+    } catch (error) {
+      if (!isConditionalCheckFailure(error)) throw error;
+      // Moved already (by our own retried update, or a concurrent command with the same key).
+      const current = failedItem(error);
+      if (!current) throw error;
+      return current.slot as number;
     }
   }
 

@@ -4,7 +4,7 @@
  */
 import type { Job } from './job-schema-core.js';
 import { boundError, boundEvidence } from './limits.js';
-import { RunStatus, type Run } from './vocabulary.js';
+import { RunOrigin, RunStatus, type Run } from './vocabulary.js';
 
 export type AttemptEnd =
   | { readonly kind: 'succeeded'; readonly evidence?: unknown }
@@ -55,12 +55,33 @@ export function backoffMs(job: Job, attempt: number, random: () => number): numb
 }
 
 /**
- * The instant after which no attempt starts: the job's deadline counted from the slot, or from
- * the run's last revival (an operator's `ops retry` after fixing the cause is a fresh start: from
- * the slot it would be refused at once, however long ago the slot was).
+ * The instant after which no attempt starts: the job's deadline counted from the slot, or from a
+ * later fresh start. An operator's `ops retry` after fixing the cause revives the run, and an
+ * `ops backfill` (or `ops trigger`) creates it: both ask for the slot's work now, so counted from
+ * the slot the claim would refuse it at once, however long ago the slot was. A catch-up run, the
+ * planner's own late planning of a missed slot, keeps the slot's deadline: the deadline says when a
+ * slot's work goes stale, and an outage does not make it fresh (a refused catch-up run never ran,
+ * ends DEAD with DEADLINE_BEFORE_START and is no failure of the job; `ops retry` runs it).
  */
-export function deadlineOf(job: Job, run: Pick<Run, 'slot' | 'revivedAt'>): number | undefined {
-  return job.deadline === undefined ? undefined : Math.max(run.slot, run.revivedAt ?? run.slot) + job.deadline;
+/** What the deadline counts from: the slot, the run's creation (by whom), its last revival. */
+export type DeadlineFacts = Pick<Run, 'slot' | 'revivedAt'> & Partial<Pick<Run, 'origin' | 'createdAt'>>;
+
+export function deadlineOf(job: Job, run: DeadlineFacts): number | undefined {
+  if (job.deadline === undefined) return undefined;
+  const askedFor = (run.origin === RunOrigin.BACKFILL || run.origin === RunOrigin.MANUAL ? run.createdAt : undefined) ?? run.slot;
+  return Math.max(run.slot, askedFor, run.revivedAt ?? run.slot) + job.deadline;
+}
+
+/**
+ * The code of a run refused for its deadline before its handler ever started (since its creation
+ * or its last revival): the run never ran, so it says nothing about the job's health
+ * (pauseOnFailure passes it over), unlike DEADLINE_EXCEEDED after failed attempts.
+ */
+export const DEADLINE_BEFORE_START = 'DEADLINE_BEFORE_START';
+
+/** Whether the claim is the run's first since its creation or its last revival: no attempt of it has run. */
+export function neverRan(run: Pick<Run, 'attempt'>, claimedFrom: RunStatus | undefined): boolean {
+  return claimedFrom === RunStatus.READY && run.attempt === 1;
 }
 
 /** A claim out of these statuses finds the previous attempt's result unknown. */
@@ -75,13 +96,16 @@ export function previousResultUnknown(claimedFrom: RunStatus | undefined): boole
  */
 export function refuseToStart(
   job: Job,
-  run: Pick<Run, 'slot' | 'attempt' | 'revivedAt'>,
+  run: DeadlineFacts & Pick<Run, 'attempt'>,
   now: number,
   claimedFrom?: RunStatus,
 ): Extract<Transition, { status: typeof RunStatus.DEAD }> | undefined {
   const resultUnknown = previousResultUnknown(claimedFrom) || undefined;
   const deadline = deadlineOf(job, run);
   if (deadline !== undefined && now > deadline) {
+    if (neverRan(run, claimedFrom)) {
+      return { status: RunStatus.DEAD, lastError: { code: DEADLINE_BEFORE_START, message: `deadline ${new Date(deadline).toISOString()} passed before the run first started: it never ran` } };
+    }
     return { status: RunStatus.DEAD, resultUnknown, lastError: { code: 'DEADLINE_EXCEEDED', message: `deadline ${new Date(deadline).toISOString()} passed before attempt ${run.attempt}` } };
   }
   if (run.attempt > job.retry.maxAttempts) {
@@ -95,7 +119,7 @@ export const YIELD_WITHOUT_PROGRESS = {
   message: 'the attempt reached the invocation time limit without saving a checkpoint: it counts as an attempt whose result is unknown',
 } as const;
 
-export function transitionFor(job: Job, run: Pick<Run, 'slot' | 'attempt' | 'revivedAt'>, end: AttemptEnd, now: number, random: () => number): Transition {
+export function transitionFor(job: Job, run: DeadlineFacts & Pick<Run, 'attempt'>, end: AttemptEnd, now: number, random: () => number): Transition {
   switch (end.kind) {
     case 'succeeded':
       return { status: RunStatus.SUCCEEDED, evidence: boundEvidence(end.evidence) };

@@ -127,11 +127,11 @@ describe('revival and fence-range edges', () => {
   it('ops retry of a run that went DEAD past its deadline runs it: the deadline of a revived run counts from its revival', async () => {
     const { name, calls, lab, slot } = setup({ deadline: '2m' });
     await lab.create(name, slot);
-    // Its message came late (a long outage): the deadline had passed.
+    // Its message came late (a long outage): the deadline had passed before it ever started.
     lab.clock.advance(5 * MIN);
     await lab.deliver(name, slot);
     const dead = (await lab.run(name, slot))!;
-    expect(dead).toMatchObject({ status: RunStatus.DEAD, lastError: { code: 'DEADLINE_EXCEEDED' } });
+    expect(dead).toMatchObject({ status: RunStatus.DEAD, lastError: { code: 'DEADLINE_BEFORE_START' } });
     const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [dead]);
     expect(entry?.action).toBe('revived');
     await lab.deliverSent();

@@ -165,15 +165,17 @@ describe('worker attempt', () => {
     expect(held.abortedAt()).toBe(T + 3_750);
     expect((ctx.signal.reason as AttemptAbortedError).why).toBe(AttemptAbort.YIELD);
     expect((ctx.signal.reason as AttemptAbortedError).message).toBe('the invocation is about to time out: yielding');
-    expect(await delivered).toBe('retry');
+    // The attempt goes on in the next invocation, in a fresh message (a yield must not use up the
+    // message's receive count): this one is acknowledged.
+    expect(await delivered).toBe('ack');
     const run = (await lab.run(name, slot))!;
-    // The attempt goes on in the next invocation: the time it ran here counts against its timeout.
+    // The time it ran here counts against its timeout.
     expect(run).toMatchObject({ status: RunStatus.RETRY, nextAttemptAt: T + 3_750, checkpoint: { page: 1 }, lastError: { code: 'YIELDED' }, attemptElapsedMs: 3_750 });
     expect(lab.metrics.get('RunsYielded')).toBe(1);
     expect(lab.metrics.get('RunsRetried')).toBe(0);
     expect(lab.metrics.get('RunsUnknown')).toBe(0);
-    // Due again at once: hidden for the shortest time SQS allows.
-    expect(queue.changes.at(-1)).toEqual({ at: T + 3_750, seconds: 1 });
+    // Due again at once: the fresh message has no delay.
+    expect(queue.sent.at(-1)).toEqual({ message: expect.objectContaining({ runKey: run.runKey }), delaySeconds: 0 });
   });
 
   // Heartbeats fail (the ledger unreachable: a fault a local server cannot produce, injected on a

@@ -94,6 +94,7 @@ export const FLAG_HELP: Readonly<Record<string, Readonly<Record<string, FlagHelp
     note: { value: 'TEXT', text: 'why, recorded on the run and shown by `runs` and `show`', default: 'none' },
     overlap: { value: 'POLICY', text: 'run under this overlap policy instead of the job\'s: forbid-skip, forbid-queue, coalesce, replace, parallel', default: "the job's" },
     by: BY,
+    'idempotency-key': { value: 'K', text: 'a repeat with the same key (for this job) creates no second run: it finds the first one\'s runs and sends those still waiting', default: 'a generated one, printed if the command fails' },
   },
   resolve: {
     as: { value: 'succeeded|dead', text: 'close the run as MANUAL (counts as done) or DEAD (required)' },
