@@ -101,14 +101,25 @@ export async function claimInLane(deps: LaneDeps, job: Job, id: RunMessage, logg
     const released = await deps.ledger.lanes.release(job.name, holder, { onlyTake: take });
     if (released.freed) await handOn(deps, job, id, released, logger);
   }
-  if (result.kind !== 'claimed' || job.overlap !== OverlapPolicy.FORBID_QUEUE) return result;
+  if (result.kind !== 'claimed') return result;
+  // The claim is not one write with the take: a delivery paused between the two (or a copy of the
+  // run) may claim a run that was revived or handed back meanwhile, after the lane moved on to
+  // another run. Taking the lane again now, under the claim, says whether it is still this run's,
+  // and reads the floor as it is now (a run created below it since the first take has lowered it).
+  const confirmed = await deps.ledger.lanes.acquire(job.name, holder, deps.clock(), take);
+  if (confirmed.kind === 'blocked') {
+    if (!(await deps.ledger.giveBack(result.run))) logger.warn('could not hand back the claim of a run whose lane moved on');
+    logger.info('the lane moved on to another run before this claim: trying again shortly', { holderSlot: iso(confirmed.holderSlot) });
+    return { kind: 'contended', retryAt: deps.clock() + CONTENDED_RETRY_MS };
+  }
+  if (job.overlap !== OverlapPolicy.FORBID_QUEUE) return result;
   // forbid-queue: the run goes only if no older run of its lane is open (one opened behind a
   // holder's back, or whose message has not come yet). The claim comes first: its lease lets one
   // copy of the run decide. Giving way: the lane is released before the claim is handed back, so
   // no copy of the run can claim it while the lane is free; and the look comes last, so that a
   // run that took the lane meanwhile and ended (its look saw this one still RUNNING) is not the
   // only one that could have handed the lane back to this run.
-  const older = (await deps.ledger.laneRunsAfter(job.name, id.shard, (taken.floor ?? 0) - 1, id.slot - 1, OPEN_STATUSES, { firstPageWithAny: true })).filter(inLane);
+  const older = (await deps.ledger.laneRunsAfter(job.name, id.shard, (confirmed.floor ?? 0) - 1, id.slot - 1, OPEN_STATUSES, { firstPageWithAny: true })).filter(inLane);
   if (older.length === 0) return result;
   deps.metrics.count(MetricName.OverlapWaits);
   const released = await deps.ledger.lanes.release(job.name, holder);
