@@ -1,0 +1,95 @@
+/**
+ * Counterexample trails Spin printed for the lane model (models/lanes.pml), replayed against
+ * DynamoDB Local through the worker. Each was a way to two live holders in a protocol version
+ * before the one in the code; each must hold one holder now.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Ledger } from '../../../shared/adapters/ledger.js';
+import { LedgerOps } from '../../../shared/adapters/ledger-ops.js';
+import { RunStatus } from '../../../shared/core/vocabulary.js';
+import { PermanentError, type JobHandler } from '../../../shared/handler-api.js';
+import { retryRuns } from '../../../tools/ops/retry.js';
+import { clientWith } from '../../support/faults.js';
+import { testJobs } from '../../support/helpers.js';
+import { Lab } from '../../support/lab.js';
+import { sandbox, uniqueName, type Sandbox } from '../../support/stack.js';
+
+const MIN = 60_000;
+const T0 = Date.UTC(2026, 11, 1, 12, 0);
+
+describe('Spin trails replayed', () => {
+  let box: Sandbox;
+  beforeAll(async () => {
+    box = await sandbox();
+  });
+  afterAll(() => box.destroy());
+
+  // (Under coalesce and forbid-skip, the revival in this trail is refused: test/integration/lanes/ops-revival.test.ts.)
+  for (const overlap of ['forbid-queue'] as const) {
+    it(`${overlap}: a delivery paused between its take of the lane and its claim, while its run ran elsewhere, was revived by ops retry and the lane moved on to the next run, does not run it beside the lane's holder (model trail ASWRITTEN_CLAIM)`, async () => {
+      const name = uniqueName(`trail-claim-${overlap}`);
+      const [r1, r2] = [T0 - MIN, T0];
+      let active = 0;
+      let maxActive = 0;
+      const ran: number[] = [];
+      const during: { run?: () => Promise<void> } = {};
+      const handler: JobHandler = {
+        run: async (ctx) => {
+          active++;
+          maxActive = Math.max(maxActive, active);
+          ran.push(ctx.slot);
+          try {
+            if (ctx.slot === r2) await during.run?.();
+            if (ctx.slot === r1 && ran.filter((slot) => slot === r1).length === 1) throw new PermanentError('bad input', { code: 'BAD' });
+          } finally {
+            active--;
+          }
+        },
+      };
+      const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, lease: '30s', overlap }], ['h']);
+      const lab = new Lab(box, jobs, { h: handler }, r1 + 10);
+      await lab.create(name, r1);
+      // W1 takes the free lane for run 1, then stops before its claim.
+      let reachedClaim!: () => void;
+      const atClaim = new Promise<void>((resolve) => (reachedClaim = resolve));
+      let openGate!: () => void;
+      const gate = new Promise<void>((resolve) => (openGate = resolve));
+      let paused = true;
+      const w1Client = clientWith(box.endpoints.dynamoEndpoint, async (command, input, next) => {
+        if (paused && command === 'UpdateItemCommand' && String(input.UpdateExpression).includes('claimedFrom')) {
+          paused = false;
+          reachedClaim();
+          await gate;
+        }
+        return next();
+      });
+      try {
+        const w1 = lab.deliver(name, r1, 'w1', { ledger: new Ledger(w1Client.doc, { tableName: box.endpoints.ledgerTable }) });
+        await atClaim;
+        // Meanwhile W2 runs run 1 to its end, DEAD (the lane held by run 1 is W2's too: 'held').
+        expect(await lab.deliver(name, r1, 'w2')).toBe('ack');
+        expect(await lab.status(name, r1)).toBe(RunStatus.DEAD);
+        // Run 2 comes due and holds the lane; while its handler runs, the operator revives run 1
+        // (it is reported revived: nothing newer has run yet under coalesce) and W1 wakes up.
+        lab.clock.now = r2 + 10;
+        await lab.create(name, r2);
+        const ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
+        during.run = async () => {
+          during.run = undefined;
+          const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [(await lab.run(name, r1))!]);
+          expect(entry).toMatchObject({ action: 'revived' });
+          lab.queue.take();
+          openGate();
+          await w1;
+        };
+        expect(await lab.deliver(name, r2, 'w3')).toBe('ack');
+      } finally {
+        w1Client.destroy();
+      }
+      expect(maxActive).toBe(1);
+      // Run 1 runs again after run 2, on its own message: once.
+      expect(ran).toEqual([r1, r2]);
+      expect(await lab.status(name, r1)).toBe(RunStatus.READY);
+    });
+  }
+});
