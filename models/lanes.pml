@@ -175,6 +175,8 @@ inline beforeClaim() {
   :: (fl <= 1 && r > 1 && open(1)) || (fl <= 2 && r > 2 && open(2)) ->
 #ifdef HAZARD_ACK_WITHOUT_RELEASE
        FINISH   /* acks and waits, keeping the lane */
+#elif defined(HAZARD_LOOK_BEFORE_RELEASE)
+       after = YIELD; pc = LOOKQ   /* looks first, releases after */
 #else
        pc = YIELD
 #endif
@@ -196,11 +198,12 @@ inline beforeClaim() {
 inline yieldLane() {
   if
   :: RELEASABLE ->
-       holder = 0; lw = me; LOSE; after = IDLE; pc = (lost -> YIELD : LOOKQ)
+       holder = 0; lw = me; LOSE;
+       if :: lost -> skip :: !lost && after == YIELD -> FINISH :: else -> pc = LOOKQ fi
   :: else ->
        if
        :: holder == r -> FINISH   /* r is RUNNING (this is a copy): its worker goes on, or takes over later */
-       :: holder == 0 -> after = IDLE; pc = LOOKQ /* our own lost commit, or freed since: look */
+       :: holder == 0 && after != YIELD -> pc = LOOKQ /* our own lost commit, or freed since: look */
        :: else -> FINISH
        fi
   fi
@@ -316,7 +319,7 @@ inline lookAdvance() {
 #endif
   fi;
 #ifdef HAZARD_LOOK_BEFORE_RELEASE
-  if :: after == REL -> pc = REL :: else -> FINISH fi
+  if :: after == YIELD -> pc = YIELD :: else -> FINISH fi   /* then release */
 #else
   FINISH
 #endif
@@ -347,12 +350,7 @@ end_idle:
        pauses--; expired[r] = 1; send(r) }
   :: atomic { pc == HANDLER -> effect() }
   :: atomic { pc == OUTCOME -> outcome() }
-#ifdef HAZARD_LOOK_BEFORE_RELEASE
-  :: atomic { pc == REL && after == IDLE -> after = REL; pc = LOOKQ }   /* look first */
-  :: atomic { pc == REL && after == REL -> release() }
-#else
   :: atomic { pc == REL -> release() }
-#endif
   :: atomic { pc == LOOKQ -> lookQuery() }
   :: atomic { pc == LOOKADV -> lookAdvance() }
 #ifdef CRASH
