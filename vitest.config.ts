@@ -1,8 +1,11 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The lane model's Spin check takes minutes on 2 cores: .ci/run runs it beside `npm test`
+    // (MODEL_CHECK=1 includes it here).
+    exclude: [...configDefaults.exclude, ...(process.env.MODEL_CHECK ? [] : ['test/unit/model-check.test.ts'])],
     // One DynamoDB Local + local-aws-sqs for the whole run, on free ports (test/support/global-setup.ts).
     globalSetup: ['test/support/global-setup.ts'],
     // Timeouts only catch a hang: on a loaded 2-core machine a test may take several times its
