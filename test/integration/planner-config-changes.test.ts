@@ -57,7 +57,7 @@ class Planner {
   }
 
   async slots(job: string): Promise<number[]> {
-    return [...new Set((await this.runs(job)).filter((r) => r.origin === undefined || r.origin === RunOrigin.PLANNED || r.origin === RunOrigin.CATCH_UP).map((r) => r.slot))];
+    return [...new Set((await this.runs(job)).filter((r) => r.origin === undefined || r.origin === RunOrigin.PLANNED || r.origin === RunOrigin.PLANNED_LATE || r.origin === RunOrigin.CATCH_UP).map((r) => r.slot))];
   }
 }
 

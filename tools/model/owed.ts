@@ -153,7 +153,10 @@ export function computeOwed(input: OwedInput): Owed {
       through.set(job.name, Math.max(from, tick.horizon!));
       if (view === 'ambiguous') continue;
       const lateEdge = tick.now - job.misfire.after - 1;
-      owe(job, Math.max(from, lateEdge), tick.horizon!);
+      // A forbid-queue job that runs its misfires has its slots created in slot order: while its
+      // catch-up is unfinished its on-time slots wait for it (shared/core/plan.ts, inSlotOrder).
+      const inSlotOrder = job.overlap === 'forbid-queue' && job.misfire.policy === 'all';
+      owe(job, Math.max(from, lateEdge), tick.horizon!, inSlotOrder ? input.behindCursors.get(job.name) : undefined);
       if (job.misfire.policy !== 'latest') owe(job, from, lateEdge, input.behindCursors.get(job.name), ofEveryLaterDefinition(job, tick.seqStart));
     }
   }
