@@ -125,7 +125,10 @@ export async function claimInLane(deps: LaneDeps, job: Job, id: RunMessage, logg
   const released = await deps.ledger.lanes.release(job.name, holder);
   // Not handed back (our lease was lost meanwhile): its next holder takes it over as any lost claim.
   if (!(await deps.ledger.giveBack(result.run))) logger.warn('could not hand back the claim of a run that gives way');
-  if (mustLook(released)) await handOn(deps, job, id, released, logger);
+  // The look comes whatever the release said: a release whose response was lost may have freed
+  // the lane for a run that has since taken it, run, ended and looked while this one was still
+  // RUNNING (found by the Spin model aligned with this code).
+  await handOn(deps, job, id, released, logger);
   logger.info('waiting: an earlier run of the job is still open (forbid-queue)', { earlierSlot: iso(older[0]!.slot) });
   return { kind: 'waits' };
 }

@@ -10,7 +10,10 @@ import { PermanentError } from '../../../shared/handler-api.js';
 import { RunStatus } from '../../../shared/core/vocabulary.js';
 import { LedgerKeys } from '../../../shared/resources.js';
 import { retryRuns } from '../../../tools/ops/retry.js';
+import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
+import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { faultyClient } from '../../support/faults.js';
+import { localClientConfig } from '../../../tools/local-stack.js';
 import { testJobs } from '../../support/helpers.js';
 import { Lab } from '../../support/lab.js';
 import { sandbox, uniqueName, type Sandbox } from '../../support/stack.js';
@@ -69,5 +72,68 @@ describe('lost responses on a lane', () => {
     expect(await lab.deliverSent()).toEqual([(await lab.run(name, revived))!.runKey]);
     expect(await lab.status(name, revived)).toBe(RunStatus.SUCCEEDED);
     expect(ran.slice(-2)).toEqual([holder, revived]);
+  });
+
+  it('forbid-queue: a run giving way whose release commits but whose response is lost while an older run takes the lane, runs, ends and looks (seeing it still RUNNING) sends itself when it hands its claim back: not left to the sweeper (trail of the Spin model aligned with the code)', async () => {
+    const name = uniqueName('give-way-lost');
+    const m0 = Math.floor(Date.now() / MIN) * MIN - 10 * MIN;
+    const [older, current] = [m0, m0 + MIN];
+    const ran: number[] = [];
+    let holdOlder!: () => void;
+    const olderHeld = new Promise<void>((resolve) => (holdOlder = resolve));
+    let olderRunning!: () => void;
+    const olderStarted = new Promise<void>((resolve) => (olderRunning = resolve));
+    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, overlap: 'forbid-queue' }], ['h']);
+    const lab = new Lab(box, jobs, {
+      h: {
+        run: async (ctx) => {
+          ran.push(ctx.slot);
+          if (ctx.slot === older) {
+            olderRunning();
+            await olderHeld;
+          }
+        },
+      },
+    }, current + 10);
+    await lab.create(name, older);
+    await lab.create(name, current);
+    // Worker B delivers the current run: it claims, finds the older run open and gives way.
+    const dynamo = new DynamoDBClient({ ...localClientConfig(box.endpoints.dynamoEndpoint), maxAttempts: 3 });
+    let olderDelivery: Promise<'ack' | 'retry'> | undefined;
+    let lost = false;
+    dynamo.middlewareStack.add(
+      (next, context) => async (args) => {
+        const input = args.input as Record<string, unknown>;
+        if (!lost && isRelease(context.commandName ?? '', input)) {
+          lost = true;
+          await next(args);
+          // Committed: the lane is free. Worker A takes it for the older run, which runs; then B's
+          // connection drops, and its SDK retry is refused by A's holder.
+          olderDelivery = lab.deliver(name, older, 'worker-a');
+          await olderStarted;
+          throw Object.assign(new Error('socket hang up'), { name: 'TimeoutError', code: 'ECONNRESET', $metadata: {} });
+        }
+        if (context.commandName === 'UpdateItemCommand' && String(input.UpdateExpression).includes('attempt = attempt - :one')) {
+          // Before B hands its claim back, the older run ends, releases and looks: the current run is still RUNNING.
+          holdOlder();
+          expect(await olderDelivery).toBe('ack');
+          expect(lab.queue.sent).toEqual([]);
+        }
+        return next(args);
+      },
+      { step: 'deserialize', name: 'give-way-race' },
+    );
+    try {
+      const ledger = new Ledger(DynamoDBDocumentClient.from(dynamo, { marshallOptions: { removeUndefinedValues: true } }), { tableName: box.endpoints.ledgerTable });
+      expect(await lab.deliver(name, current, 'worker-b', { ledger })).toBe('ack');
+    } finally {
+      dynamo.destroy();
+    }
+    expect(lost).toBe(true);
+    expect(await lab.status(name, older)).toBe(RunStatus.SUCCEEDED);
+    // B looked after handing its claim back: the current run's message is out, and it runs.
+    expect(await lab.deliverSent()).toEqual([(await lab.run(name, current))!.runKey]);
+    expect(await lab.status(name, current)).toBe(RunStatus.SUCCEEDED);
+    expect(ran).toEqual([older, current]);
   });
 });
