@@ -6,30 +6,35 @@
  *
  * Each worker is a step machine: one step = one call to DynamoDB or SQS (an atomic conditional
  * write, a Query, a send), with the worker's own decisions folded into the step that reads what
- * they depend on. Names of steps and inlines are the code's functions.
+ * they depend on. The steps are claimInLane's, in its order (shared/worker-lanes.ts): acquire
+ * (or getRun + takeFromEnded), claim (the run only), on 'leased' after an 'acquired' take
+ * release(onlyTake) + look, confirm (acquire again under the claim; blocked: giveBack), the
+ * forbid-queue order check on the confirm's floor (give way: release, giveBack, look), handler,
+ * outcome, runEnded (release + look). Names of steps and inlines are the code's functions.
  *
  * Abstractions (each keeps the code's behaviours, or says what it bounds):
  * - A write's response may be lost (budget LOSSES): the write committed, the writer sees a
  *   failure and retries by its rule (acquire: heldBy(r) lets the retry through; takeFromEnded
- *   recognises its own commit by lastWrite; release's retry is refused and looks if the lane is
- *   free; claim recognises its own lease; the outcome write its own status under its token).
+ *   and release recognise their own commit by lastWrite; claim recognises its own lease; the
+ *   outcome write its own status under its token).
  * - SQS is a bag: msgs[r] copies of run r's message (at most MAXMSG: a further identical copy is
  *   merged); any may be received next; one may be delivered twice (budget DUPS). A message not
  *   acked (crash, pause past the visibility timeout, RETRY) comes back. A send is folded into
  *   the step before it (a message received later is the same as one sent later).
  * - Time: every run is due. lastWrite holds the writer (1, 2: workers, 3: creator/operator): a
- *   worker writes nothing between its release and its advanceFloor, so "lastWrite = my release's
- *   id" is "lastWrite = me". A look may advance the floor (budget ADVANCES; the code's ">= 8 ended
+ *   worker writes nothing on the lane between its release and its advanceFloor, so "lastWrite =
+ *   my release's id" is "lastWrite = me"; worker w's take of the lane in its current delivery is
+ *   w + 4; on its next receive, w's ids of the earlier delivery become w + 8 (match nothing). A look may advance the floor (budget ADVANCES; the code's ">= 8 ended
  *   runs passed over" needs a longer history than 3 runs) to min(f.slot, now - 10 s), where
  *   now - 10 s is over-approximated by maxCreated + 1 (every later on-time run is above it).
- * - A claim refused by another worker's live lease acks the copy (the code returns it to the
- *   queue; a later copy only finds the run RUNNING or ended, which DUPS and pauses cover).
+ * - A claim refused by another worker's live lease ('leased') hides the message: it comes back.
+ *   A confirm that is blocked gives the claim back, and the message comes back.
  * - A pause (budget PAUSES) lets the lease run out while the worker is in its handler; its
  *   message comes back; the worker then goes on with its old token. A crash (-DCRASH, budget 1)
  *   stops a worker at any step; its message comes back, its lease runs out.
  *
- * Variants: -DHAZARD_x puts back one known hazard; -DASWRITTEN_x the protocol text at a point
- * where this model found it wrong (models/README.md).
+ * Variants: -DHAZARD_x puts back one known hazard (among them the earlier protocol's order of
+ * steps); -DASWRITTEN_LOWER the protocol text's lowerFloor (models/README.md).
  */
 
 #ifndef LOSSES
@@ -78,6 +83,7 @@ bool expired[NR + 1];   /* the lease ran out (its worker paused or crashed) */
 byte holder;            /* 0: free */
 byte floor;             /* 0: absent (-inf) */
 byte lw;                /* lastWrite: who wrote last */
+byte htk;               /* holderToken: the token the holder's confirm wrote (0: none yet) */
 /* the fenced store the handler writes to */
 byte storeMax;
 /* SQS */
@@ -125,115 +131,188 @@ inline ended(s) {
   olderOpen[2] = olderOpen[2] & ~bit(s)
 }
 
-/* ---- the worker's steps ---- */
+/* ---- the worker's steps (claimInLane, runEnded, handOn in shared/worker-lanes.ts) ---- */
 #define IDLE 0
-#define ACQ 1         /* acquire */
-#define READH 2       /* getRun(holder) */
-#define TAKE 3        /* takeFromEnded */
-#define BC 4          /* beforeClaim's Query */
-#define YIELD 5       /* beforeClaim's release */
-#define CLAIM 6       /* claim */
-#define HANDLER 7     /* the handler's fenced write */
-#define OUTCOME 8     /* the outcome write */
-#define REL 9         /* runEnded: release */
-#define LOOKQ 10      /* look (dispatchNextWaiting): Query, send */
-#define LOOKADV 11    /* look: advanceFloor */
+#define ACQ 1         /* acquire(r, take) */
+#define READH 2       /* getRun(holder) after a blocked acquire */
+#define TAKE 3        /* takeFromEnded(r, h, take) */
+#define CLAIM 4       /* claim: the run only */
+#define LREL 5        /* claim refused 'leased' after an 'acquired' take: release(r, onlyTake) */
+#define CONFIRM 6     /* acquire(r, take) again, under the claim */
+#define GIVEBACK 7    /* giveBack(r): RUNNING -> waiting, my owner and token */
+#define BC 8          /* the forbid-queue order check: Query of open runs in [fl, r) */
+#define YIELD 9       /* giving way: release(r) */
+#define HANDLER 10    /* the handler's fenced write */
+#define OUTCOME 11    /* the outcome write */
+#define REL 12        /* runEnded: release(r) */
+#define LOOKQ 13      /* look (handOn): Query, send */
+#define LOOKADV 14    /* look: advanceFloor */
+
+/* after the take: the claim (the earlier protocol: the order check first) */
+#ifdef HAZARD_CHECK_BEFORE_CLAIM
+#define TAKEN BC
+#else
+#define TAKEN CLAIM
+#endif
+
+#define ACQUIRED 1
+#define HELD 2
+
+/* lastWrite ids of worker me: me (its release), TAKEID (this delivery's take), me + 8 (a write of
+   an earlier delivery: matches no condition of this one) */
+#define TAKEID (me + 4)
 
 /* forget the delivery's locals (fewer states), back to the queue */
-#define FINISH pc = IDLE; r = 0; h = 0; fl = 0; mytok = 0; out = 0; bound = 0; lost = 0; after = IDLE
+#define FINISH pc = IDLE; r = 0; h = 0; fl = 0; mytok = 0; out = 0; bound = 0; lost = 0; after = IDLE; kind = 0; freed = 0; look = 0
 
-/* acquire(r): laneFree OR heldBy(r): holder := r; returns the old item (the floor) */
+/* step 1, acquire(r, take): laneFree OR heldBy(r): holder := r, lastWrite := take; returns the
+   old item (its floor; 'held' when it was r's already under another take). Blocked: getRun(h). */
 inline acquire() {
+  fl = floor;
   if
   :: holder == 0 || holder == r ->
-       holder = r; lw = me; fl = floor; snapshotOlder(r); LOSE;
-       pc = (lost -> ACQ : BC)   /* a lost response: the retry passes as heldBy(r) */
-  :: else -> h = holder; fl = floor; pc = READH
+       kind = ((holder == r && lw != TAKEID) -> HELD : ACQUIRED);
+       holder = r; lw = TAKEID; snapshotOlder(r); LOSE;
+       pc = (lost -> ACQ : TAKEN)   /* lost: the retry passes as heldBy(r), and says 'acquired' */
+  :: else -> h = holder; pc = READH
   fi
 }
 
-/* takeFromEnded(r, h): heldBy(h) AND run h terminal or missing (one transaction): holder := r */
+/* takeFromEnded(r, h, take): heldBy(h) AND run h terminal or missing (one transaction) */
 inline takeFromEnded() {
   if
   :: holder == h && (st[h] == TERM || st[h] == ABSENT) ->
-       holder = r; lw = me; snapshotOlder(r);
-#ifndef ASWRITTEN_TAKE
-       fl = floor;   /* the floor as of the take (a transaction returns nothing: read it after) */
-#endif
-       LOSE; pc = (lost -> TAKE : BC)
+       holder = r; htk = 0; lw = TAKEID; kind = ACQUIRED; snapshotOlder(r); LOSE;
+       pc = (lost -> TAKE : TAKEN)
   :: else ->
        if
-       :: holder == r && lw == me -> pc = BC   /* the retry recognises its own commit */
-       :: else -> pc = ACQ                     /* the lane moved: back to acquire */
+       :: holder == r && lw == TAKEID -> kind = ACQUIRED; pc = TAKEN   /* the retry recognises its own commit */
+       :: else -> pc = ACQ                                              /* the lane moved: acquire again */
        fi
   fi
 }
 
-/* beforeClaim, forbid-queue: an open run with slot in [floor, r) exists: yield, else claim */
-inline beforeClaim() {
-  if
-  :: (fl <= 1 && r > 1 && open(1)) || (fl <= 2 && r > 2 && open(2)) ->
-#ifdef HAZARD_ACK_WITHOUT_RELEASE
-       FINISH   /* acks and waits, keeping the lane */
-#elif defined(HAZARD_LOOK_BEFORE_RELEASE)
-       after = YIELD; pc = LOOKQ   /* looks first, releases after */
+/* after the claim: the confirm (HAZARD_NO_CONFIRM: straight to the order check) */
+#ifdef HAZARD_NO_CONFIRM
+#define AFTERCLAIM BC
 #else
-       pc = YIELD
-#endif
-  :: else -> pc = CLAIM
-  fi
-}
-
-/* release(r)'s condition. The protocol: heldBy(r). Here one transaction with a check that run r
-   is not RUNNING: a copy of a running holder's message passes acquire (heldBy) and must not free
-   the lane under it in beforeClaim; and a run revived and claimed again holds the lane under the
-   same run id, which the runEnded of its earlier end must not free. */
-#ifdef ASWRITTEN_RELEASE
-#define RELEASABLE holder == r
-#else
-#define RELEASABLE holder == r && st[r] != RUN
+#define AFTERCLAIM CONFIRM
 #endif
 
-/* beforeClaim's release(r) + look */
-inline yieldLane() {
-  if
-  :: RELEASABLE ->
-       holder = 0; lw = me; LOSE;
-       if :: lost -> skip :: !lost && after == YIELD -> FINISH :: else -> pc = LOOKQ fi
-  :: else ->
-       if
-       :: holder == r -> FINISH   /* r is RUNNING (this is a copy): its worker goes on, or takes over later */
-       :: holder == 0 && after != YIELD -> pc = LOOKQ /* our own lost commit, or freed since: look */
-       :: else -> FINISH
-       fi
-  fi
-}
-
-/* claim(r): waiting, or RUNNING with its lease run out: RUNNING, token + 1, lease to me. One
-   transaction with a check that the lane is held by r (the protocol has no such check). */
-#ifdef ASWRITTEN_CLAIM
-#define HELD_FOR_CLAIM true
-#else
-#define HELD_FOR_CLAIM holder == r
-#endif
+/* step 2, claim(r): waiting, or RUNNING with its lease run out: RUNNING, token + 1, lease to me.
+   Not tied to the lane. */
 inline claim() {
   if
-  :: HELD_FOR_CLAIM && (st[r] == WAIT || (st[r] == RUN && expired[r])) ->
+  :: st[r] == WAIT || (st[r] == RUN && expired[r]) ->
        st[r] = RUN; tok[r]++; owner[r] = me; expired[r] = 0; mytok = tok[r];
-       /* (b) slot order: no older run open and published since this worker took the lane */
-       assert((olderOpen[me] & (bit(1) | bit(2))) == 0);
        LOSE;
-       if :: !lost -> inHandler[me] = r; htok[me] = mytok; pc = HANDLER :: else fi
+       if :: !lost -> pc = AFTERCLAIM :: else fi
   :: st[r] == RUN && owner[r] == me && !expired[r] && lost ->   /* the retry finds its own lease */
-       lost = 0; inHandler[me] = r; htok[me] = mytok; pc = HANDLER
+       lost = 0; pc = AFTERCLAIM
   :: else ->
        lost = 0;
        if
-       :: st[r] == TERM || st[r] == ABSENT -> after = IDLE; pc = REL   /* runEnded(r) */
-       :: st[r] == WAIT || (st[r] == RUN && expired[r]) -> pc = ACQ    /* the lane moved */
-       :: else -> FINISH                                                /* another's live lease */
-       fi
+       :: st[r] == TERM || st[r] == ABSENT -> after = IDLE; mytok = tok[r]; pc = REL   /* runEnded(r, its token as read) */
+       :: else -> pc = (kind == ACQUIRED -> LREL : IDLE)                  /* 'leased' */
+       fi;
+       if :: pc == IDLE -> send(r); FINISH :: else fi   /* hidden: the message comes back */
   fi
+}
+
+/* 'leased' after an 'acquired' take: release(r, onlyTake = take): heldBy(r) AND lastWrite = take */
+#ifdef HAZARD_LEASED_RELEASES_ANY
+#define UNTOUCHED true
+#else
+#define UNTOUCHED lw == TAKEID
+#endif
+inline leasedRelease() {
+  if
+  :: holder == r && UNTOUCHED -> holder = 0; htk = 0; lw = me; freed = 1; send(r); pc = LOOKQ
+  :: else -> send(r); FINISH
+  fi   /* hidden: the message comes back */
+}
+
+/* the handler may start: the order property */
+inline enterHandler() {
+  /* (b) slot order: no older run open and published since this worker took the lane */
+  assert((olderOpen[me] & (bit(1) | bit(2))) == 0);
+  inHandler[me] = r; htok[me] = mytok; pc = HANDLER
+}
+
+/* step 3, confirm: acquire(r, take, token) under the claim: laneFree OR (heldBy(r) AND the marker's token is not newer
+   than mine); writes my token, so that a release by an earlier incarnation of r (ops retry revived
+   it before that release landed) is refused. Blocked: giveBack, the message comes back */
+#ifdef HAZARD_UNTOKENED_RELEASE
+#define TOKEN_NOT_NEWER(t) true
+#else
+#define TOKEN_NOT_NEWER(t) (htk <= t)
+#endif
+inline confirm() {
+  if
+  :: holder == 0 || (holder == r && TOKEN_NOT_NEWER(mytok)) ->
+       holder = r; lw = TAKEID; htk = mytok;
+#ifndef HAZARD_OLD_FLOOR
+       fl = floor;
+#endif
+       snapshotOlder(r); LOSE;
+       if
+       :: lost -> skip   /* the retry passes as heldBy(r) */
+       :: else ->
+#ifdef HAZARD_CHECK_BEFORE_CLAIM
+            enterHandler()
+#else
+            pc = BC
+#endif
+       fi
+  :: else -> after = CONFIRM; pc = GIVEBACK
+  fi
+}
+
+/* giveBack(r): RUNNING, my owner and token: back to waiting (the attempt refunded) */
+inline giveBack() {
+  if
+  :: st[r] == RUN && owner[r] == me && tok[r] == mytok -> st[r] = WAIT; owner[r] = 0
+  :: else
+  fi;
+  if
+  :: after == CONFIRM -> send(r); FINISH          /* hidden briefly: it comes back */
+#ifndef HAZARD_LOOK_BEFORE_RELEASE
+  :: after == YIELD -> pc = LOOKQ                 /* given back: look, whatever the release said (a lost response) */
+#endif
+  :: else -> FINISH
+  fi
+}
+
+/* step 4, forbid-queue: an open run with slot in [fl, r) exists: give way (release, giveBack,
+   look), else run */
+inline orderCheck() {
+  if
+  :: (fl <= 1 && r > 1 && open(1)) || (fl <= 2 && r > 2 && open(2)) ->
+#ifdef HAZARD_CHECK_BEFORE_CLAIM
+       after = IDLE; pc = REL       /* the earlier protocol: release + look, no claim to give back */
+#elif defined(HAZARD_ACK_WITHOUT_RELEASE)
+       after = IDLE; pc = GIVEBACK  /* gives the claim back, acks, keeps the lane */
+#elif defined(HAZARD_LOOK_BEFORE_RELEASE)
+       after = BC; freed = 0; pc = LOOKQ   /* looks first, then releases and gives back */
+#else
+       pc = YIELD
+#endif
+  :: else ->
+#ifdef HAZARD_CHECK_BEFORE_CLAIM
+       pc = CLAIM
+#else
+       enterHandler()
+#endif
+  fi
+}
+
+/* giving way: release(r) (heldBy(r)); a lost response: the retry recognises its own commit */
+inline yieldLane() {
+  if
+  :: holder == r && TOKEN_NOT_NEWER(mytok) -> holder = 0; htk = 0; lw = me; LOSE; look = 1; freed = 1
+  :: else -> freed = (lw == me); look = (freed || holder == 0)
+  fi;
+  if :: lost -> lost = 0 :: else -> after = YIELD; pc = GIVEBACK fi
 }
 
 /* the handler's fenced write: the store refuses a token lower than the highest it accepted */
@@ -277,24 +356,24 @@ inline outcome() {
   fi
 }
 
-/* release(r) in runEnded: heldBy(r): holder := none. A refused release looks anyway when the
-   lane is free (our own commit whose response was lost, or someone else's release after). */
+/* runEnded(r): release(r) (heldBy(r)); a lost response: the retry recognises its own commit by
+   lastWrite; refused with the lane free: look anyway (mustLook) */
 inline release() {
   if
-  :: RELEASABLE -> holder = 0; lw = me; LOSE;
-       if :: lost -> skip :: else -> pc = (after == REL -> IDLE : LOOKQ) fi
+  :: holder == r && TOKEN_NOT_NEWER(mytok) -> holder = 0; htk = 0; lw = me; freed = 1; LOSE;
+       if :: lost -> skip :: else -> pc = LOOKQ fi
   :: else ->
 #ifdef HAZARD_REFUSED_NO_LOOK
        FINISH
 #else
-       if :: holder == 0 && after != REL -> pc = LOOKQ :: else -> FINISH fi
+       lost = 0; freed = (lw == me);
+       if :: freed || holder == 0 -> pc = LOOKQ :: else -> FINISH fi
 #endif
-  fi;
-  if :: pc == IDLE -> FINISH :: else fi
+  fi
 }
 
-/* look (dispatchNextWaiting, forbid-queue): the first open run f from the floor on; send it if
-   it waits; then maybe advanceFloor to min(f.slot, now - 10 s) */
+/* look (handOn, forbid-queue): the first open run f from the floor on; send it if it waits; then,
+   if this delivery's release freed the lane, maybe advanceFloor to min(f.slot, now - 10 s) */
 inline lookQuery() {
   h = (floor == 0 -> 1 : floor);   /* h: the Query's cursor */
   do
@@ -310,7 +389,7 @@ inline lookQuery() {
 inline lookAdvance() {
   if
   :: true
-  :: advances > 0 && floor < bound ->   /* advanceFloor(release id, bound): lastWrite = id */
+  :: freed && advances > 0 && floor < bound ->   /* advanceFloor(release id, bound): lastWrite = id */
        advances--;
 #ifdef HAZARD_ADVANCE_UNCONDITIONAL
        floor = bound; lw = me
@@ -319,18 +398,21 @@ inline lookAdvance() {
 #endif
   fi;
 #ifdef HAZARD_LOOK_BEFORE_RELEASE
-  if :: after == YIELD -> pc = YIELD :: else -> FINISH fi   /* then release */
+  if :: after == BC -> pc = YIELD :: else -> FINISH fi   /* then release */
 #else
   FINISH
 #endif
 }
 
-/* a message of run r is received; a duplicate delivery leaves a copy in the queue */
-#define RECEIVE if :: dups > 0 -> dups-- :: true -> msgs[r]-- fi; pc = ACQ
+/* a message of run r is received (a duplicate delivery leaves a copy in the queue); this
+   worker's ids of its earlier delivery are stale */
+#define RECEIVE if :: dups > 0 -> dups-- :: true -> msgs[r]-- fi; \
+  if :: lw == me || lw == TAKEID -> lw = me + 8 :: else fi; \
+  pc = ACQ
 
 proctype worker(byte me) {
-  byte pc, r, h, fl, mytok, out, bound, after;
-  bool lost;
+  byte pc, r, h, fl, mytok, out, bound, after, kind;
+  bool lost, freed, look;
 end_idle:
   do
   :: atomic { pc == IDLE && msgs[1] > 0 -> r = 1; RECEIVE }
@@ -343,9 +425,12 @@ end_idle:
        :: else -> FINISH       /* blocked by an open holder: ack and wait for its look */
        fi }
   :: atomic { pc == TAKE -> takeFromEnded() }
-  :: atomic { pc == BC -> beforeClaim() }
-  :: atomic { pc == YIELD -> yieldLane() }
   :: atomic { pc == CLAIM -> claim() }
+  :: atomic { pc == LREL -> leasedRelease() }
+  :: atomic { pc == CONFIRM -> confirm() }
+  :: atomic { pc == GIVEBACK -> giveBack() }
+  :: atomic { pc == BC -> orderCheck() }
+  :: atomic { pc == YIELD -> yieldLane() }
   :: atomic { pc == HANDLER && pauses > 0 ->   /* paused past its lease: the message comes back */
        pauses--; expired[r] = 1; send(r) }
   :: atomic { pc == HANDLER -> effect() }
@@ -366,7 +451,7 @@ end_idle:
 /* the operator's runEnded (ops resolve): release, then look (no lost responses: a worker's cover them) */
 inline opRunEnded(r) {
   atomic {
-    if :: holder == r -> holder = 0; lw = me; relOk = 1 :: else -> relOk = (holder == 0) fi
+    if :: holder == r && TOKEN_NOT_NEWER(s) -> holder = 0; htk = 0; lw = me; relOk = 1 :: else -> relOk = (holder == 0) fi
   };
   if
   :: relOk ->

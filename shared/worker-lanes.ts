@@ -93,7 +93,8 @@ export async function claimInLane(deps: LaneDeps, job: Job, id: RunMessage, logg
   }
   const result = await claim();
   // Ended already (a duplicate delivery), or gone: the lane is not this run's to keep.
-  if (result.kind === 'terminal' || result.kind === 'missing') await runEnded(deps, job, id);
+  if (result.kind === 'terminal') await runEnded(deps, job, result.run);
+  if (result.kind === 'missing') await runEnded(deps, job, id);
   // Leased by another owner although this delivery took a free lane: that owner is giving the
   // lane way (below) and released it before this take. The take is given back, only if no other
   // copy of the run took the lane since (that copy may be the one running).
@@ -106,7 +107,9 @@ export async function claimInLane(deps: LaneDeps, job: Job, id: RunMessage, logg
   // run) may claim a run that was revived or handed back meanwhile, after the lane moved on to
   // another run. Taking the lane again now, under the claim, says whether it is still this run's,
   // and reads the floor as it is now (a run created below it since the first take has lowered it).
-  const confirmed = await deps.ledger.lanes.acquire(job.name, holder, deps.clock(), take);
+  // It records the claim's token: an earlier incarnation of this run (ended, then revived by an
+  // operator before its release landed) can no longer free the lane under this one.
+  const confirmed = await deps.ledger.lanes.acquire(job.name, holder, deps.clock(), take, result.run.fencingToken);
   if (confirmed.kind === 'blocked') {
     if (!(await deps.ledger.giveBack(result.run))) logger.warn('could not hand back the claim of a run whose lane moved on');
     logger.info('the lane moved on to another run before this claim: trying again shortly', { holderSlot: iso(confirmed.holderSlot) });
@@ -122,7 +125,7 @@ export async function claimInLane(deps: LaneDeps, job: Job, id: RunMessage, logg
   const older = (await deps.ledger.laneRunsAfter(job.name, id.shard, (confirmed.floor ?? 0) - 1, id.slot - 1, OPEN_STATUSES, { firstPageWithAny: true })).filter(inLane);
   if (older.length === 0) return result;
   deps.metrics.count(MetricName.OverlapWaits);
-  const released = await deps.ledger.lanes.release(job.name, holder);
+  const released = await deps.ledger.lanes.release(job.name, holder, { token: result.run.fencingToken });
   // Not handed back (our lease was lost meanwhile): its next holder takes it over as any lost claim.
   if (!(await deps.ledger.giveBack(result.run))) logger.warn('could not hand back the claim of a run that gives way');
   // The look comes whatever the release said: a release whose response was lost may have freed
@@ -188,10 +191,12 @@ async function settle(deps: LaneDeps, job: Job, id: RunId, status: typeof RunSta
  * a spent fencing range, `ops resolve`, a lane given back): free the lane and hand it on. A
  * refused release whose marker has no holder (our own release committed and its response was
  * lost, or a later holder released too) looks as well; a lane held by another run is handed on
- * by that run when it ends.
+ * by that run when it ends. The run's fencing token, when known, ties the release to this
+ * incarnation of the run: a later claim of a revived run holds the lane under a newer token.
+ * Without one (the run is gone) any holder naming the run is a stale one.
  */
-export async function runEnded(deps: LaneDeps, job: Job, run: Pick<Run, 'job' | 'slot' | 'shard'>, logger?: RunLogger): Promise<void> {
-  const released = await deps.ledger.lanes.release(job.name, { slot: run.slot, shard: run.shard });
+export async function runEnded(deps: LaneDeps, job: Job, run: Pick<Run, 'job' | 'slot' | 'shard'> & { readonly fencingToken?: number }, logger?: RunLogger): Promise<void> {
+  const released = await deps.ledger.lanes.release(job.name, { slot: run.slot, shard: run.shard }, run.fencingToken !== undefined ? { token: run.fencingToken } : {});
   if (mustLook(released)) await handOn(deps, job, run, released, logger);
 }
 

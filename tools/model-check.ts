@@ -40,16 +40,18 @@ export const CHECKS: readonly Check[] = [
   profile('pause+takeover', 'safety', '-DPAUSES=1', '-DNOBACKFILL'),
   profile('operator', 'safety', '-DOPS=1', '-DNOBACKFILL'),
   profile('crash', 'safety', '-DCRASH', '-DNOBACKFILL'),
-  hazard('beforeClaim looks before its release', 'liveness', '-DHAZARD_LOOK_BEFORE_RELEASE'),
+  hazard('giving way: look before the release', 'liveness', '-DHAZARD_LOOK_BEFORE_RELEASE'),
   hazard('refused release never looks', 'liveness', '-DHAZARD_REFUSED_NO_LOOK', '-DLOSSES=1', '-DNOBACKFILL'),
-  hazard('lowerFloor before put', 'safety', '-DHAZARD_LOWER_BEFORE_PUT'),
+  hazard('lowerFloor before the put', 'safety', '-DHAZARD_LOWER_BEFORE_PUT'),
   hazard('advanceFloor without lastWrite', 'safety', '-DHAZARD_ADVANCE_UNCONDITIONAL'),
   hazard('older run open: ack without release', 'liveness', '-DHAZARD_ACK_WITHOUT_RELEASE'),
   hazard('outcome without fence', 'safety', '-DHAZARD_UNFENCED_OUTCOME', '-DPAUSES=1', '-DRETRIES=1', '-DNOBACKFILL'),
+  hazard('no confirm under the claim', 'safety', '-DHAZARD_NO_CONFIRM', '-DDUPS=1', '-DOPS=1', '-DNOBACKFILL'),
+  hazard('leased: release whatever take holds', 'safety', '-DHAZARD_LEASED_RELEASES_ANY', '-DDUPS=1', '-DNOBACKFILL'),
+  hazard('order check before the claim', 'safety', '-DHAZARD_CHECK_BEFORE_CLAIM', '-DDUPS=1', '-DOPS=1', '-DNOBACKFILL'),
+  hazard("order check on the take's floor", 'safety', '-DHAZARD_OLD_FLOOR', '-DOPS=1', '-DNOBACKFILL'),
+  hazard('release names the run, not the incarnation', 'safety', '-DHAZARD_UNTOKENED_RELEASE', '-DOPS=1', '-DNOBACKFILL'),
   hazard('as written: lowerFloor writes nothing on an absent floor', 'safety', '-DASWRITTEN_LOWER', '-DOPS=1', '-DNOBACKFILL'),
-  hazard('as written: release without run check', 'safety', '-DASWRITTEN_RELEASE', '-DDUPS=1', '-DOPS=1', '-DNOBACKFILL'),
-  hazard('as written: claim without lane check', 'safety', '-DASWRITTEN_CLAIM', '-DDUPS=1', '-DOPS=1', '-DNOBACKFILL'),
-  hazard('as written: takeFromEnded keeps acquire\'s floor', 'safety', '-DASWRITTEN_TAKE', '-DDUPS=1', '-DOPS=1', '-DNOBACKFILL'),
 ];
 
 export interface Result {

@@ -1,7 +1,10 @@
 /**
  * Markers of exclusive lanes (overlap policies other than parallel; DESIGN §8 "Lanes"). One item
  * per (job, shard), with five attributes at most:
- * - `holderSk`, `holderSlot`: the run holding the lane; absent when the lane is free;
+ * - `holderSk`: the run holding the lane (its slot is read from the key); absent when the lane is free;
+ * - `holderToken`: the fencing token of the holder's claim, written by the take under the claim
+ *   (the confirm): a release conditional on it is refused to an earlier incarnation of the same
+ *   run (one that ended, was revived by `ops retry` and claimed again before that release landed);
  * - `since`: when the holder took it;
  * - `lastWrite`: the id of the last write, so that a retried write recognises its own commit and
  *   `advanceFloor` sees whether anybody wrote since the release it follows;
@@ -12,7 +15,7 @@
  * its outcome and its release) is recognised by whoever finds it and taken over, atomically with
  * a check that its holder really ended. Earlier versions' shapes are read and converted in place:
  * a marker naming holder slot 0 (a "vacant" marker that only carried a flag) is a free lane, and
- * the waiting flags they wrote are removed by the next holder's write.
+ * the waiting flags and the `holderSlot` copy they wrote are removed by the next holder's write.
  */
 import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
@@ -40,6 +43,7 @@ export type ReleaseResult =
 
 export interface LaneMarker {
   readonly holderSlot?: number;
+  readonly holderToken?: number;
   readonly since?: number;
   readonly lastWrite?: string;
   readonly floor?: number;
@@ -48,8 +52,15 @@ export interface LaneMarker {
 /** The holder slot of an earlier version's "vacant" marker (a free lane that carried a flag). */
 export const VACANT_SLOT = 0;
 
-/** Attributes earlier versions wrote (waiting flags); removed by every holder write. */
-const EARLIER_FLAGS = 'runsWaiting, olderWaiting, oldestWaitingSlot, flagsWaiting';
+/** Attributes earlier versions wrote (waiting flags, a copy of the holder's slot); removed by every holder write. */
+const EARLIER_FLAGS = 'holderSlot, runsWaiting, olderWaiting, oldestWaitingSlot, flagsWaiting';
+
+/** The slot a run's sort key names (`RUN#<ISO slot>#<shard>`), or undefined. */
+function slotOfRunSk(sk: string): number | undefined {
+  if (!sk.startsWith(LedgerKeys.runSkPrefix)) return undefined;
+  const slot = Date.parse(sk.slice(LedgerKeys.runSkPrefix.length, sk.lastIndexOf('#')));
+  return Number.isNaN(slot) ? undefined : slot;
+}
 
 function isCancellation(error: unknown): error is TransactionCanceledException {
   return error instanceof TransactionCanceledException || (error as { name?: string })?.name === 'TransactionCanceledException';
@@ -58,14 +69,19 @@ function isCancellation(error: unknown): error is TransactionCanceledException {
 /** A marker item as the protocol reads it: a vacant or holder-less one is a free lane. */
 export function markerOf(item: Record<string, unknown> | undefined): LaneMarker | undefined {
   if (!item) return undefined;
-  const holderSlot = typeof item.holderSlot === 'number' && item.holderSlot !== VACANT_SLOT && typeof item.holderSk === 'string' ? item.holderSlot : undefined;
+  const named = typeof item.holderSk === 'string' ? slotOfRunSk(item.holderSk) : undefined;
+  const holderSlot = named !== undefined && named !== VACANT_SLOT && item.holderSlot !== VACANT_SLOT ? named : undefined;
   return {
     ...(holderSlot !== undefined ? { holderSlot } : {}),
+    ...(holderSlot !== undefined && typeof item.holderToken === 'number' ? { holderToken: item.holderToken } : {}),
     ...(holderSlot !== undefined && typeof item.since === 'number' ? { since: item.since } : {}),
     ...(typeof item.lastWrite === 'string' ? { lastWrite: item.lastWrite } : {}),
     ...(typeof item.floor === 'number' ? { floor: item.floor } : {}),
   };
 }
+
+/** The holder's recorded token is not newer than `:token` (none recorded: a take whose claim is to come). */
+const TOKEN_NOT_NEWER = '(attribute_not_exists(holderToken) OR holderToken <= :token)';
 
 const floorOf = (marker: LaneMarker | undefined) => (marker?.floor !== undefined ? { floor: marker.floor } : {});
 
@@ -83,22 +99,30 @@ export class LaneStore {
     return LedgerKeys.runSk(holder.slot, holder.shard);
   }
 
-  /** The holder's write: names it, stamps the write, drops earlier versions' flags. */
-  private holderUpdate(holder: LaneHolder, now: number, writeId: string) {
+  /**
+   * The holder's write: names it, stamps the write, drops earlier versions' attributes. The
+   * holder's token: `set` writes it (the take under the claim), `drop` removes it (a new holder
+   * whose claim is still to come), `keep` leaves it (a take of a lane the run holds already).
+   */
+  private holderUpdate(holder: LaneHolder, now: number, writeId: string, token: { set: number } | 'drop' | 'keep') {
+    const setToken = typeof token === 'object' ? ', holderToken = :holderToken' : '';
+    const dropToken = token === 'drop' ? ', holderToken' : '';
     return {
-      UpdateExpression: `SET holderSk = :holderSk, holderSlot = :holderSlot, since = :since, lastWrite = :lastWrite REMOVE ${EARLIER_FLAGS}`,
-      values: { ':holderSk': this.holderSk(holder), ':holderSlot': holder.slot, ':since': now, ':lastWrite': writeId },
+      UpdateExpression: `SET holderSk = :holderSk, since = :since, lastWrite = :lastWrite${setToken} REMOVE ${EARLIER_FLAGS}${dropToken}`,
+      values: { ':holderSk': this.holderSk(holder), ':since': now, ':lastWrite': writeId, ...(typeof token === 'object' ? { ':holderToken': token.set } : {}) },
     };
   }
 
   /**
    * Takes the lane for `holder` if it is free or already the holder's. `writeId` marks this take
-   * on the marker: a release conditional on it frees only what this take took.
+   * on the marker: a release conditional on it frees only what this take took. `token` (the take
+   * under the claim) records the claim's fencing token, unless a later claim of the run recorded
+   * a newer one: then the lane is another incarnation's, and the result is 'blocked' by our slot.
    */
-  async acquire(job: string, holder: LaneHolder, now: number, writeId = newWriteId()): Promise<AcquireResult> {
+  async acquire(job: string, holder: LaneHolder, now: number, writeId = newWriteId(), token?: number): Promise<AcquireResult> {
     const laneFree = '(attribute_not_exists(holderSk) OR holderSlot = :vacant)';
-    const alreadyOurs = 'holderSk = :holderSk';
-    const update = this.holderUpdate(holder, now, writeId);
+    const alreadyOurs = token === undefined ? 'holderSk = :holderSk' : `(holderSk = :holderSk AND ${TOKEN_NOT_NEWER})`;
+    const update = this.holderUpdate(holder, now, writeId, token === undefined ? 'keep' : { set: token });
     try {
       const { Attributes } = await this.doc.send(
         new UpdateCommand({
@@ -106,7 +130,7 @@ export class LaneStore {
           Key: this.key(job, holder.shard),
           UpdateExpression: update.UpdateExpression,
           ConditionExpression: `${laneFree} OR ${alreadyOurs}`,
-          ExpressionAttributeValues: { ...update.values, ':vacant': VACANT_SLOT },
+          ExpressionAttributeValues: { ...update.values, ':vacant': VACANT_SLOT, ...(token !== undefined ? { ':token': token } : {}) },
           ReturnValues: 'ALL_OLD',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),
@@ -135,7 +159,7 @@ export class LaneStore {
   async takeFromEnded(job: string, holder: LaneHolder, stale: LaneHolder, now: number, writeId = newWriteId()): Promise<boolean> {
     const staleStillHolds = 'holderSk = :staleSk';
     const staleRunEnded = `attribute_not_exists(pk) OR #status IN (${TERMINAL_STATUSES.map((_, i) => `:t${i}`).join(', ')})`;
-    const update = this.holderUpdate(holder, now, writeId);
+    const update = this.holderUpdate(holder, now, writeId, 'drop');
     try {
       await this.doc.send(
         new TransactWriteCommand({
@@ -176,20 +200,29 @@ export class LaneStore {
    * Frees the lane if `holder` holds it; the floor stays. A refusal says who holds the lane now:
    * nobody means our own release committed before its response was lost, or a later holder's
    * release came after it; either way the caller looks for the next run, as after a release.
+   * Options: `token`, the fencing token the caller knows the run by: refused if a later claim of
+   * the run recorded a newer one (that incarnation holds the lane and releases it when it ends);
+   * `onlyTake`, only if the marker is still as that take left it (no other copy of the run took
+   * it since).
    */
-  async release(job: string, holder: LaneHolder, options: { readonly onlyTake?: string } = {}): Promise<ReleaseResult> {
+  async release(job: string, holder: LaneHolder, options: { readonly onlyTake?: string; readonly token?: number } = {}): Promise<ReleaseResult> {
     const writeId = newWriteId();
     const holderStillHolds = 'holderSk = :holderSk';
-    // `onlyTake`: only if the marker is still as that take left it (no other copy of the run took it since).
     const takeUntouched = options.onlyTake !== undefined ? ' AND lastWrite = :take' : '';
+    const sameIncarnation = options.token !== undefined ? ` AND ${TOKEN_NOT_NEWER}` : '';
     try {
       const { Attributes } = await this.doc.send(
         new UpdateCommand({
           TableName: this.tableName,
           Key: this.key(job, holder.shard),
-          UpdateExpression: `SET lastWrite = :lastWrite REMOVE holderSk, holderSlot, since, ${EARLIER_FLAGS}`,
-          ConditionExpression: `${holderStillHolds}${takeUntouched}`,
-          ExpressionAttributeValues: { ':holderSk': this.holderSk(holder), ':lastWrite': writeId, ...(options.onlyTake !== undefined ? { ':take': options.onlyTake } : {}) },
+          UpdateExpression: `SET lastWrite = :lastWrite REMOVE holderSk, holderToken, since, ${EARLIER_FLAGS}`,
+          ConditionExpression: `${holderStillHolds}${takeUntouched}${sameIncarnation}`,
+          ExpressionAttributeValues: {
+            ':holderSk': this.holderSk(holder),
+            ':lastWrite': writeId,
+            ...(options.onlyTake !== undefined ? { ':take': options.onlyTake } : {}),
+            ...(options.token !== undefined ? { ':token': options.token } : {}),
+          },
           ReturnValues: 'ALL_OLD',
           ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
         }),

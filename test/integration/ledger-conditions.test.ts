@@ -547,7 +547,7 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
     }
     const heldByMe = (m: Marker) => m === 'mine' || m === 'flagged-mine' || m === 'unflagged-mine';
     const heldByOther = (m: Marker) => m === 'other' || m === 'flagged-other';
-    const EARLIER_FLAGS = ['runsWaiting', 'olderWaiting', 'oldestWaitingSlot', 'flagsWaiting'];
+    const EARLIER_FLAGS = ['holderSlot', 'runsWaiting', 'olderWaiting', 'oldestWaitingSlot', 'flagsWaiting'];
     async function stored(job: string): Promise<Record<string, unknown> | undefined> {
       return (await box.clients.doc.send(new GetCommand({ TableName: box.endpoints.ledgerTable, Key: key(job), ConsistentRead: true }))).Item;
     }
@@ -599,6 +599,33 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
       // A holder keeps the floor through its take and its release.
       expect(await box.ledger.lanes.acquire(job, holder(BASE + 11 * MIN), NOW)).toEqual({ kind: 'acquired', floor: BASE + 2 * MIN });
       expect(await box.ledger.lanes.release(job, holder(BASE + 11 * MIN))).toMatchObject({ freed: true, floor: BASE + 2 * MIN });
+    });
+
+    it('the take under the claim records its fencing token; a release or take by an earlier incarnation of the same run (an older token) is refused, one by the same or a newer token frees it', async () => {
+      const job = laneJob();
+      const mine = holder(freshSlot());
+      expect(await box.ledger.lanes.acquire(job, mine, NOW)).toEqual({ kind: 'acquired' });
+      // No token yet (the claim is still to come): a release by any incarnation frees it.
+      expect((await box.ledger.lanes.read(job, 0))?.holderToken).toBeUndefined();
+      expect(await box.ledger.lanes.acquire(job, mine, NOW, 'take-1', 7)).toEqual({ kind: 'held' });
+      expect((await box.ledger.lanes.read(job, 0))?.holderToken).toBe(7);
+      // A plain take of a lane the run holds keeps the token (another copy of the same message).
+      expect(await box.ledger.lanes.acquire(job, mine, NOW, 'take-2')).toEqual({ kind: 'held' });
+      expect((await box.ledger.lanes.read(job, 0))?.holderToken).toBe(7);
+      // An earlier incarnation (token 6) can neither free it nor record its token over it.
+      expect(await box.ledger.lanes.release(job, mine, { token: 6 })).toEqual({ freed: false, holderSlot: mine.slot });
+      expect(await box.ledger.lanes.acquire(job, mine, NOW, 'take-3', 6)).toEqual({ kind: 'blocked', holderSlot: mine.slot, since: NOW });
+      expect((await box.ledger.lanes.read(job, 0))?.holderToken).toBe(7);
+      // The same incarnation frees it; the token goes with the holder.
+      expect(await box.ledger.lanes.release(job, mine, { token: 7 })).toMatchObject({ freed: true });
+      expect(await stored(job)).not.toHaveProperty('holderToken');
+      // takeFromEnded drops the ended holder's token.
+      const ended = holder((await put(job, { status: RunStatus.SUCCEEDED, claims: 1, watched: false })).slot);
+      expect(await box.ledger.lanes.acquire(job, ended, NOW, 'take-4', 9)).toEqual({ kind: 'acquired' });
+      const next = holder(freshSlot());
+      expect(await box.ledger.lanes.takeFromEnded(job, next, ended, NOW + 1)).toBe(true);
+      expect(await box.ledger.lanes.read(job, 0)).toMatchObject({ holderSlot: next.slot });
+      expect(await stored(job)).not.toHaveProperty('holderToken');
     });
 
     it('a release whose response was lost after it committed is recognised as ours (its write id), floor and all', async () => {

@@ -92,4 +92,84 @@ describe('Spin trails replayed', () => {
       expect(await lab.status(name, r1)).toBe(RunStatus.READY);
     });
   }
+
+  // The operator profile's trail (models/lanes.pml, HAZARD_UNTOKENED_RELEASE): a release names the
+  // run; without the claim's token on the marker it freed the lane under a later incarnation.
+  // Under forbid-queue the next run's order check sees the revived run open and gives way; under
+  // forbid-skip and coalesce nothing else stands between the two.
+  for (const overlap of ['forbid-skip', 'coalesce'] as const) {
+    it(`${overlap}: the release of a run that ended, landing after ops retry revived it and a new claim holds the lane, does not free the lane under that claim (model trail HAZARD_UNTOKENED_RELEASE)`, async () => {
+      const name = uniqueName(`trail-incarnation-${overlap}`);
+      const [r1, r2] = [T0 - MIN, T0];
+      let active = 0;
+      let maxActive = 0;
+      const ran: number[] = [];
+      const during: { run?: () => Promise<void> } = {};
+      const handler: JobHandler = {
+        run: async (ctx) => {
+          active++;
+          maxActive = Math.max(maxActive, active);
+          ran.push(ctx.slot);
+          try {
+            if (ctx.slot === r1 && ran.filter((slot) => slot === r1).length === 1) throw new PermanentError('bad input', { code: 'BAD' });
+            if (ctx.slot === r1) await during.run?.();
+          } finally {
+            active--;
+          }
+        },
+      };
+      const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, lease: '30s', overlap }], ['h']);
+      const lab = new Lab(box, jobs, { h: handler }, r1 + 10);
+      await lab.create(name, r1);
+      // W1 runs run 1 to DEAD, then stops before its release of the lane lands.
+      let reachedRelease!: () => void;
+      const atRelease = new Promise<void>((resolve) => (reachedRelease = resolve));
+      let openGate!: () => void;
+      const gate = new Promise<void>((resolve) => (openGate = resolve));
+      let paused = true;
+      const w1Client = clientWith(box.endpoints.dynamoEndpoint, async (command, input, next) => {
+        if (paused && command === 'UpdateItemCommand' && String(input.UpdateExpression).includes('REMOVE holderSk')) {
+          paused = false;
+          reachedRelease();
+          await gate;
+        }
+        return next();
+      });
+      try {
+        const w1 = lab.deliver(name, r1, 'w1', { ledger: new Ledger(w1Client.doc, { tableName: box.endpoints.ledgerTable }) });
+        await atRelease;
+        expect(await lab.status(name, r1)).toBe(RunStatus.DEAD);
+        // The operator revives run 1 (the lane still names it: nothing refuses the revival).
+        const ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
+        const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [(await lab.run(name, r1))!]);
+        expect(entry).toMatchObject({ action: 'revived' });
+        lab.queue.take();
+        // W2 takes the lane ('held': it names run 1), claims and runs run 1. Meanwhile W1's
+        // release lands, and run 2 comes due and is delivered to W3.
+        let r2Outcome: string | undefined;
+        during.run = async () => {
+          during.run = undefined;
+          openGate();
+          await w1;
+          lab.clock.now = r2 + 10;
+          await lab.create(name, r2);
+          r2Outcome = await lab.deliver(name, r2, 'w3');
+        };
+        expect(await lab.deliver(name, r1, 'w2')).toBe('ack');
+        expect(r2Outcome).toBe('ack');
+      } finally {
+        w1Client.destroy();
+      }
+      expect(maxActive).toBe(1);
+      expect(await lab.status(name, r1)).toBe(RunStatus.SUCCEEDED);
+      if (overlap === 'forbid-skip') {
+        expect(ran).toEqual([r1, r1]);
+        expect(await lab.status(name, r2)).toBe(RunStatus.SKIPPED);
+      } else {
+        // coalesce: run 2 waited for run 1's end, which handed the lane on to it.
+        expect(await lab.status(name, r2)).toBe(RunStatus.READY);
+        expect(lab.queue.take().map((m) => m.message.slot)).toEqual([r2]);
+      }
+    });
+  }
 });
