@@ -6,9 +6,10 @@
  * states: the sum of states stored over every run; depth: the maximum depth reached; errors: the
  * errors found in the profiles (must be 0). Exit 0 only when errors is 0 and k = n.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
+import { promisify } from 'node:util';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -47,7 +48,7 @@ export const CHECKS: readonly Check[] = [
   hazard('older run open: ack without release', 'liveness', '-DHAZARD_ACK_WITHOUT_RELEASE'),
   hazard('outcome without fence', 'safety', '-DHAZARD_UNFENCED_OUTCOME', '-DPAUSES=1', '-DRETRIES=1', '-DNOBACKFILL'),
   hazard('no confirm under the claim', 'safety', '-DHAZARD_NO_CONFIRM', '-DDUPS=1', '-DOPS=1', '-DNOBACKFILL'),
-  hazard('leased: release whatever take holds', 'safety', '-DHAZARD_LEASED_RELEASES_ANY', '-DDUPS=1', '-DNOBACKFILL'),
+  hazard('leased: release whatever take holds', 'safety', '-DHAZARD_LEASED_RELEASES_ANY', '-DDUPS=1', '-DOPS=1', '-DNOBACKFILL'),
   hazard('order check before the claim', 'safety', '-DHAZARD_CHECK_BEFORE_CLAIM', '-DDUPS=1', '-DOPS=1', '-DNOBACKFILL'),
   hazard("order check on the take's floor", 'safety', '-DHAZARD_OLD_FLOOR', '-DOPS=1', '-DNOBACKFILL'),
   hazard('release names the run, not the incarnation', 'safety', '-DHAZARD_UNTOKENED_RELEASE', '-DOPS=1', '-DNOBACKFILL'),
@@ -69,15 +70,21 @@ function num(text: string, pattern: RegExp): number {
   return m ? Number(m[1]) : Number.NaN;
 }
 
-export function runCheck(check: Check): Result {
+const run = promisify(execFile);
+
+export async function runCheck(check: Check): Promise<Result> {
   const dir = mkdtempSync(join(tmpdir(), 'model-check-'));
   try {
     copyFileSync(MODEL, join(dir, 'lanes.pml'));
-    execFileSync('spin', ['-a', ...check.defines, 'lanes.pml'], { cwd: dir, stdio: 'pipe' });
+    await run('spin', ['-a', ...check.defines, 'lanes.pml'], { cwd: dir });
     const cflags = check.mode === 'safety' ? ['-DSAFETY', '-DNOCLAIM'] : [];
-    execFileSync('gcc', ['-w', '-O2', '-DCOLLAPSE', '-DMEMLIM=3000', ...cflags, '-o', 'pan', 'pan.c'], { cwd: dir, stdio: 'pipe' });
+    await run('gcc', ['-w', '-O2', '-DCOLLAPSE', '-DMEMLIM=3000', ...cflags, '-o', 'pan', 'pan.c'], { cwd: dir });
     const args = check.mode === 'safety' ? ['-m1000000'] : ['-m1000000', '-a', '-f'];
-    const pan = spawnSync('./pan', args, { cwd: dir, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+    // pan exits non-zero when it finds an error: that is a result here, read from its output.
+    const pan = await run('./pan', args, { cwd: dir, maxBuffer: 64 * 1024 * 1024 }).catch((error: unknown) => {
+      if (error instanceof Error && 'stdout' in error && typeof error.stdout === 'string') return { stdout: error.stdout, stderr: 'stderr' in error ? String(error.stderr) : '' };
+      throw error;
+    });
     const out = `${pan.stdout}${pan.stderr}`;
     const errors = num(out, /errors: (\d+)/);
     if (Number.isNaN(errors)) throw new Error(`${check.name} (${check.mode}): pan printed no result:\n${out.slice(-2000)}`);
@@ -95,7 +102,33 @@ export function runCheck(check: Check): Result {
   }
 }
 
-function main(): void {
+/**
+ * Runs the checks `width` at a time (each pan is single-threaded), resolving in the checks' order
+ * so the table reads the same however the runs interleave.
+ */
+async function runAll(checks: readonly Check[], width: number, each: (r: Result) => void): Promise<Result[]> {
+  const started: Promise<Result>[] = [];
+  // When a check settles, the next one starts in its place: `width` run at a time.
+  const startNext = (): void => {
+    if (started.length >= checks.length) return;
+    const p = runCheck(checks[started.length]!);
+    started.push(p);
+    p.then(startNext, startNext);
+  };
+  for (let i = 0; i < Math.max(1, width); i += 1) startNext();
+  const rows: Result[] = [];
+  for (let i = 0; i < checks.length; i += 1) {
+    // Check i starts when check i - width settles, before this loop's await of check i - 1 resumes.
+    const p = started[i];
+    if (!p) throw new Error(`model-check: check ${i} was not started`);
+    const r = await p;
+    rows.push(r);
+    each(r);
+  }
+  return rows;
+}
+
+async function main(): Promise<void> {
   const spin = spawnSync('spin', ['-V'], { encoding: 'utf8' });
   if (spin.error || spin.status !== 0) {
     console.error('model-check: spin not found (Debian/Ubuntu: apt-get install -y spin)');
@@ -104,10 +137,11 @@ function main(): void {
   // `npm run model-check -- <text>` runs only the checks whose name contains it (`hazards`: the
   // hazards); the JSON line then covers those only.
   const only = process.argv[2];
-  const rows: Result[] = [];
-  for (const check of CHECKS.filter((c) => !only || (only === 'hazards' ? c.hazard : c.name.includes(only)))) {
-    const r = runCheck(check);
-    rows.push(r);
+  const checks = CHECKS.filter((c) => !only || (only === 'hazards' ? c.hazard : c.name.includes(only)));
+  // Each pan is single-threaded: one per core (MODEL_CHECK_JOBS overrides).
+  const width = Number(process.env.MODEL_CHECK_JOBS ?? availableParallelism());
+  const rows = await runAll(checks, width, (r) => {
+    const check = r.check;
     const verdict = check.hazard ? (r.errors > 0 ? 'FOUND' : 'MISSED') : r.errors === 0 ? 'ok' : 'ERROR';
     console.log(
       [
@@ -120,7 +154,7 @@ function main(): void {
         r.finding,
       ].join(' '),
     );
-  }
+  });
   const models = rows.filter((r) => !r.check.hazard);
   const hazards = rows.filter((r) => r.check.hazard);
   const summary = {
@@ -135,4 +169,4 @@ function main(): void {
   process.exit(summary.errors === 0 && allFound ? 0 : 1);
 }
 
-if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) main();
+if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) await main();

@@ -2,8 +2,8 @@
  * The short run of the model-based tester inside `npm test`: generated scenarios (jobs with every
  * policy combination, planner ticks, worker lanes that die, pause or run skewed, ops actions,
  * config changes, faults at every SDK boundary) against the shared local stack, checked for
- * safety and, after quiescence, liveness. A fixed seed, then a random one (printed, so a failure
- * replays with `npm run chaos -- --model --seed S --path P`).
+ * safety and, after quiescence, liveness. One fixed seed (printed, so a failure replays with
+ * `npm run chaos -- --model --seed S --path P`).
  */
 import { describe, expect, it } from 'vitest';
 import { formatFailure, runModel } from '../../tools/model/runner.js';
@@ -30,21 +30,15 @@ async function run(seed: number) {
 }
 
 describe('model-based tester (short run)', () => {
-  it('fixed seed: generated scenarios keep every safety and liveness invariant', async () => {
-    const { summary, report } = await run(20261130);
-    expect(summary.scenarios).toBeGreaterThanOrEqual(SCENARIOS);
-    expect(summary.violations, report).toBe(0);
-  }, 900_000);
-
-  // A second seed, printed; MODEL_SEED=random for a random one, MODEL_SEED=N to replay. What once
-  // looked like a scenario that never settled was a failure being shrunk for 150 runs: shrinking
-  // is now bounded (20 runs, 2 minutes). The default stays a fixed seed while the long runs still
-  // find open failures (docs/testing.md, "Open failures"): a random seed would fail CI on them.
-  it('second seed (printed; MODEL_SEED=random for a random one): generated scenarios keep every safety and liveness invariant', async () => {
+  // One seed in the suite: a second one doubled the file's time (584 s in CI) for scenarios the
+  // long run (`npm run chaos -- --model --minutes 25`) draws by the thousand. MODEL_SEED=N replays
+  // a seed, MODEL_SEED=random draws one (printed).
+  it('generated scenarios keep every safety and liveness invariant (seed printed)', async () => {
     const wanted = process.env.MODEL_SEED;
-    const seed = wanted === 'random' ? Math.floor(Math.random() * 2 ** 31) : Number(wanted ?? 586652101);
+    const seed = wanted === 'random' ? Math.floor(Math.random() * 2 ** 31) : Number(wanted ?? 20261130);
     console.log(`model short run: seed ${seed}`);
     const { summary, report } = await run(seed);
+    expect(summary.scenarios).toBeGreaterThanOrEqual(SCENARIOS);
     expect(summary.violations, `seed ${seed}\n${report}`).toBe(0);
   }, 900_000);
 });
