@@ -1,4 +1,5 @@
 import { configDefaults, defineConfig } from 'vitest/config';
+import { LongFirstSequencer } from './test/support/sequencer.js';
 
 export default defineConfig({
   test: {
@@ -8,6 +9,8 @@ export default defineConfig({
     exclude: [...configDefaults.exclude, ...(process.env.MODEL_CHECK ? [] : ['test/unit/model-check.test.ts'])],
     // One DynamoDB Local + local-aws-sqs for the whole run, on free ports (test/support/global-setup.ts).
     globalSetup: ['test/support/global-setup.ts'],
+    // The minutes-long files first (test/support/sequencer.ts).
+    sequence: { sequencer: LongFirstSequencer },
     // Timeouts only catch a hang: on a loaded 2-core machine a test may take several times its
     // idle duration, and that must not fail it (no test asserts on how long it took).
     testTimeout: 300_000,
