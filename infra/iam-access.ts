@@ -94,6 +94,7 @@ export const SDK_CALLERS: Readonly<Record<string, 'ledger' | Exclude<CodeResourc
   LedgerOps: 'ledger',
   LaneStore: 'ledger',
   PlannerStore: 'ledger',
+  DeployedConfigStore: 'ledger',
   DynamoFencedStore: 'handlerTables',
   DynamoItemReader: 'handlerTables',
   RunQueue: 'runQueue',
