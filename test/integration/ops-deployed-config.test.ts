@@ -22,11 +22,13 @@ import { ConfigRecorder } from '../../shared/config-record.js';
 import { configHash } from '../../shared/core/deployed-config.js';
 import type { Job } from '../../shared/core/job-schema.js';
 import { RunStatus, runKeyOf } from '../../shared/core/vocabulary.js';
-import { LocalRuntime } from '../../tools/local-runtime.js';
+import { handlers } from '../../shared/handlers/index.js';
+import { LocalRuntime, seedPayments } from '../../tools/local-runtime.js';
 import { runOps } from '../../tools/ops/cli.js';
 import type { OpsIo } from '../../tools/ops/io.js';
 import { CountingMiddleware } from '../support/counting.js';
 import { drain, silentLogger, testJobs } from '../support/helpers.js';
+import { Lab } from '../support/lab.js';
 import { localClients, sandbox, type Sandbox } from '../support/stack.js';
 
 const MINUTE = 60_000;
@@ -232,6 +234,24 @@ describe('backfill of a latest-wins job (its runs overwrite one shared fenced it
     expect(c.out.at(-1)).toMatch(/: 120 created, 0 already existed, 120 dispatched$/);
     expect((await box.ledger.listRuns('payments-reconcile')).length).toBe(120);
   });
+
+  it('what the warning says is what happens: once a newer slot has moved the shared cursor, each of the 120 backfilled runs ends SUPERSEDED_BY_NEWER_SLOT', async () => {
+    await seedPayments(box.clients, box.endpoints.paymentsTable, 25);
+    const lab = new Lab(box, examples, handlers, NOW);
+    // The planner's slot of 12:00:00 runs (as it did before anyone backfilled): it moves the cursor.
+    const newest = NOW - 30_000;
+    await lab.create('payments-reconcile', newest);
+    expect(await lab.deliver('payments-reconcile', newest)).toBe('ack');
+    expect(await lab.status('payments-reconcile', newest)).toBe(RunStatus.SUCCEEDED);
+    const backfilled = (await box.ledger.listRuns('payments-reconcile')).filter((r) => r.slot < newest);
+    expect(backfilled).toHaveLength(120);
+    for (const run of backfilled) expect(await lab.deliver('payments-reconcile', run.slot)).toBe('ack');
+    const ends = await Promise.all(backfilled.map(async (r) => {
+      const run = await lab.run('payments-reconcile', r.slot);
+      return `${run?.status} ${run?.lastError?.code}`;
+    }));
+    expect(new Set(ends)).toEqual(new Set([`${RunStatus.SUPERSEDED} SUPERSEDED_BY_NEWER_SLOT`]));
+  }, 120_000);
 
   it('a per-slot job of the same config is backfilled without a word', async () => {
     const perSlot = testJobs([{ name: 'per-slot-report', schedule: '*/10 * * * *', handler: 'noop' }]);
