@@ -3,6 +3,7 @@
  * 0 ok · 1 the operation failed or was refused · 2 usage error or bad input (one line naming the field).
  */
 import { parseArgs } from 'node:util';
+import { OPS_ACCESS } from '../../infra/iam-access.js';
 import { COMMON_OPTIONS, COMMON_USAGE, HelpRequest, parseCommand } from './args.js';
 import { backfillCommand, backfillUsage } from './backfill.js';
 import { commandHelp, PROGRAM } from './help.js';
@@ -37,8 +38,10 @@ export const COMMANDS: Readonly<Record<string, { readonly run: OpsCommand; reado
   resolve: { run: resolveCommand, usage: resolveUsage, summary: 'close a run by hand as succeeded (MANUAL) or dead' },
 };
 
-/** Commands that touch no stack: they read this checkout's jobs. */
-const NO_TARGET = new Set(['preview']);
+/** A command touches a stack exactly when the operators' policy has a row for it (preview has none). */
+function hasTarget(name: string): boolean {
+  return Object.hasOwn(OPS_ACCESS, name);
+}
 
 /** A command's own option table: it hands it over when asked for help (before anything else). */
 async function optionsOf(run: OpsCommand): Promise<HelpRequest['options']> {
@@ -127,7 +130,7 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
   try {
     // The command acts on the jobs its target runs: open the target and read the deployed config
     // first (once; the command reuses the target). Given jobs (tests) are used as they are.
-    if (!NO_TARGET.has(name) && commandIo.jobs === undefined) {
+    if (hasTarget(name) && commandIo.jobs === undefined) {
       const { values } = parseCommand(rest, await optionsOf(command.run));
       target = await openTarget(values, commandIo);
       const config = await loadJobConfig(target, commandIo);
