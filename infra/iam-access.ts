@@ -94,6 +94,7 @@ export const SDK_CALLERS: Readonly<Record<string, 'ledger' | Exclude<CodeResourc
   LedgerOps: 'ledger',
   LaneStore: 'ledger',
   PlannerStore: 'ledger',
+  DeployedConfigStore: 'ledger',
   DynamoFencedStore: 'handlerTables',
   DynamoItemReader: 'handlerTables',
   RunQueue: 'runQueue',
@@ -112,6 +113,10 @@ export interface OpsCommandAccess {
 
 /** Every command against AWS first reads the stack's outputs. */
 const READ_STACK = ['cloudformation:DescribeStacks'] as const;
+/**
+ * Every command with a target then reads the job config the planner recorded (GetItem of
+ * CONFIG/#DEPLOYED and of its further chunks, tools/ops/job-config.ts): it acts on what is deployed.
+ */
 
 /**
  * What each ops command needs against a deployed stack (`preview` needs nothing: it touches no
@@ -122,23 +127,23 @@ export const OPS_ACCESS = {
   status: {
     calls: {
       stack: READ_STACK,
-      // The planner's layout and exception lists and the watched runs (BatchGet); each job's runs.
-      ledgerTable: ['dynamodb:BatchGetItem', 'dynamodb:Query'],
+      // The deployed config (Get); the planner's layout and exception lists and the watched runs (BatchGet); each job's runs.
+      ledgerTable: ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:Query'],
       openRunsIndex: ['dynamodb:Query'],
       deadLetterQueue: ['sqs:GetQueueAttributes'],
     },
   },
-  // As status: the planner's state and the watched runs (BatchGet), each job's runs (Query).
+  // As status: the deployed config (Get), the planner's state and the watched runs (BatchGet), each job's runs (Query).
   jobs: {
-    calls: { stack: READ_STACK, ledgerTable: ['dynamodb:BatchGetItem', 'dynamodb:Query'], openRunsIndex: ['dynamodb:Query'] },
+    calls: { stack: READ_STACK, ledgerTable: ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:Query'], openRunsIndex: ['dynamodb:Query'] },
   },
-  runs: { calls: { stack: READ_STACK, ledgerTable: ['dynamodb:Query'] } },
+  runs: { calls: { stack: READ_STACK, ledgerTable: ['dynamodb:GetItem', 'dynamodb:Query'] } },
   show: { calls: { stack: READ_STACK, ledgerTable: ['dynamodb:GetItem'] } },
   // The job's plan item and its exception list, read together and changed in one transaction.
-  pause: { calls: { stack: READ_STACK, ledgerTable: ['dynamodb:BatchGetItem', 'dynamodb:UpdateItem'] } },
-  resume: { calls: { stack: READ_STACK, ledgerTable: ['dynamodb:BatchGetItem', 'dynamodb:UpdateItem'] } },
+  pause: { calls: { stack: READ_STACK, ledgerTable: ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'] } },
+  resume: { calls: { stack: READ_STACK, ledgerTable: ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem'] } },
   backfill: {
-    calls: { stack: READ_STACK, ledgerTable: ['dynamodb:PutItem', 'dynamodb:Query'], runQueue: ['sqs:SendMessage'] },
+    calls: { stack: READ_STACK, ledgerTable: ['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query'], runQueue: ['sqs:SendMessage'] },
   },
   redrive: {
     calls: {
@@ -159,7 +164,7 @@ export const OPS_ACCESS = {
   // Revive DEAD runs (one by key, or a job's by query) and send each a message.
   retry: { calls: { stack: READ_STACK, ledgerTable: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'], runQueue: ['sqs:SendMessage'] } },
   // One run now under its own millisecond run key (a conditional put), and its message.
-  trigger: { calls: { stack: READ_STACK, ledgerTable: ['dynamodb:PutItem'], runQueue: ['sqs:SendMessage'] } },
+  trigger: { calls: { stack: READ_STACK, ledgerTable: ['dynamodb:GetItem', 'dynamodb:PutItem'], runQueue: ['sqs:SendMessage'] } },
 } as const satisfies Record<string, OpsCommandAccess>;
 
 export type OpsCommandName = keyof typeof OPS_ACCESS;

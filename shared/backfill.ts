@@ -14,7 +14,7 @@
 import type { Ledger } from './adapters/ledger.js';
 import { newWriteId } from './adapters/write-id.js';
 import type { OutgoingRun, RunQueue } from './adapters/run-queue.js';
-import { OverlapPolicy, type Job } from './core/job-schema.js';
+import { Effects, OverlapPolicy, type Job } from './core/job-schema.js';
 import { slotSpecOf } from './core/plan.js';
 import { slotsBetween } from './core/slots.js';
 import { RunOrigin, RunStatus } from './core/vocabulary.js';
@@ -48,6 +48,8 @@ export interface BackfillRequest {
   readonly dryRun?: boolean;
   /** Allow more than BACKFILL_MAX_SLOTS slots. */
   readonly force?: boolean;
+  /** Create the runs of a latest-wins job although each will be superseded (supersededWarning). */
+  readonly allowSuperseded?: boolean;
 }
 
 export interface BackfillDeps {
@@ -79,6 +81,20 @@ export function slotsInRange(job: Job, from: number, to: number, limit?: number)
   return slotsBetween(slotSpecOf(job), from - 1, to - 1, limit);
 }
 
+/**
+ * What a backfill of a latest-wins job does (Job.effects): its runs overwrite one shared fenced
+ * item, and a newer slot's write there refuses every older slot's, so each backfilled run ends
+ * SUPERSEDED_BY_NEWER_SLOT without effect. Undefined for a per-slot job (a config recorded before
+ * the field existed is per-slot too).
+ */
+export function supersededWarning(job: Pick<Job, 'name' | 'effects'>, runs: number): string | undefined {
+  if (job.effects !== Effects.LATEST_WINS) return undefined;
+  return (
+    `"${job.name}" has effects 'latest-wins' (its runs overwrite one shared fenced item): each older slot's write will be refused by a newer slot, ` +
+    `so the ${runs} backfilled run(s) would end SUPERSEDED_BY_NEWER_SLOT without effect; to run its work now use \`ops trigger ${job.name}\``
+  );
+}
+
 /** Checks the range and returns its slots; throws BackfillRequestError naming the field. */
 export function planBackfill(request: BackfillRequest, now: number): number[] {
   const { from, to } = request;
@@ -103,6 +119,11 @@ export function planBackfill(request: BackfillRequest, now: number): number[] {
   const slots = slotsInRange(request.job, from, to, request.force ? undefined : BACKFILL_MAX_SLOTS + 1);
   if (!request.force && slots.length > BACKFILL_MAX_SLOTS) {
     throw new BackfillRequestError('to', `the range holds more than ${BACKFILL_MAX_SLOTS} slots of "${request.job.name}": narrow it or pass --force`);
+  }
+  // A dry run only counts, and says the same; a real one creates nothing unless told to.
+  const superseded = supersededWarning(request.job, slots.length * request.job.shards);
+  if (superseded !== undefined && !request.dryRun && !request.allowSuperseded) {
+    throw new BackfillRequestError('job', `${superseded}, or pass --allow-superseded to create them anyway`);
   }
   return slots;
 }

@@ -13,6 +13,8 @@ export const exampleJobDefinitions: readonly JobInput[] = [
     handler: 'payments-reconcile',
     lease: '30s',
     retry: { maxAttempts: 5 },
+    // Its fenced cursor is one item every run moves: a newer slot's fence refuses an older slot's move.
+    effects: 'latest-wins',
   },
   {
     name: 'cache-refresh',
@@ -20,5 +22,7 @@ export const exampleJobDefinitions: readonly JobInput[] = [
     handler: 'cache-refresh',
     lease: '15s',
     misfire: { policy: 'latest' },
+    // Every run overwrites the one cached value under its fence: only the newest slot's write lands.
+    effects: 'latest-wins',
   },
 ];

@@ -70,6 +70,14 @@ export const LedgerKeys = {
   plannerPk: 'PLANNER',
   plannerStateSk: '#STATE',
   exceptionsSk: (bucket: number) => `#EXCEPTIONS#${pad(bucket, 2)}`,
+  /**
+   * The job config the planner runs, recorded on each cold start for the ops CLI: its head item
+   * (hash, when, the first chunk of the gzip'd JSON) and, for a config over one chunk, the further
+   * chunks under the hash they belong to.
+   */
+  configPk: 'CONFIG',
+  deployedConfigSk: '#DEPLOYED',
+  deployedConfigChunkSk: (hash: string, index: number) => `#DEPLOYED#${hash}#${pad(index, 3)}`,
   openPk: (bucket: number) => `OPEN#${pad(bucket, 2)}`,
   /** Watch-index prefix of the open runs the sweeper pages through (OPEN#bb). */
   openPkPrefix: 'OPEN#',

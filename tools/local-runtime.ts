@@ -15,6 +15,8 @@ import { jobsByName } from '../shared/config.js';
 import type { JobHandler } from '../shared/handler-api.js';
 import { PAYMENTS_PK } from '../shared/handlers/payments-reconcile.js';
 import { InMemoryMetrics, JsonLineLogger, MetricName, type RunLogger } from '../shared/observability.js';
+import { ConfigRecorder } from '../shared/config-record.js';
+import { DeployedConfigStore } from '../shared/adapters/deployed-config-store.js';
 import { runPlannerTick, type PlannerOptions, type TickReport } from '../shared/planner.js';
 import { createClients, type Clients } from '../shared/runtime.js';
 import { RunStatus, runKeyOf, type Run } from '../shared/core/vocabulary.js';
@@ -182,6 +184,8 @@ export class LocalRuntime {
   readonly outboxEvents: OutboxEvent[] = [];
   private ticking: Promise<unknown> = Promise.resolve();
   private readonly logger: ChildLogger;
+  /** The planner's cold-start record of its config, which `ops … --local` reads. */
+  private readonly configRecorder: ConfigRecorder;
   runsSucceeded = 0;
   runsFailed = 0;
   runsSkipped = 0;
@@ -202,6 +206,7 @@ export class LocalRuntime {
       settled: (run, status, reason) => this.settled(run, status, reason),
     });
     this.queue = new RunQueue(this.clients.sqs, e.runQueueUrl);
+    this.configRecorder = new ConfigRecorder(DeployedConfigStore.of(this.ledger), options.jobs, this.logger);
   }
 
   private get clock(): () => number {
@@ -295,6 +300,7 @@ export class LocalRuntime {
     const { ledger, queue } = this.adapters();
     const of = this.options.partitions ?? 1;
     this.ticks++;
+    await this.configRecorder.ensureRecorded(this.clock());
     const reports: TickReport[] = [];
     for (let partition = 0; partition < of; partition++) {
       reports.push(

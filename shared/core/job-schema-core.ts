@@ -68,6 +68,14 @@ export const OverlapPolicy = {
 export type OverlapPolicy = (typeof OverlapPolicy)[keyof typeof OverlapPolicy];
 
 export const MisfirePolicy = { SKIP: 'skip', LATEST: 'latest', ALL: 'all' } as const;
+
+export const Effects = {
+  /** Each slot's run writes its own result: an older slot run late still lands. */
+  PER_SLOT: 'per-slot',
+  /** The runs overwrite one shared fenced item: a newer slot's fence refuses every older slot's write. */
+  LATEST_WINS: 'latest-wins',
+} as const;
+export type Effects = (typeof Effects)[keyof typeof Effects];
 export type MisfirePolicy = (typeof MisfirePolicy)[keyof typeof MisfirePolicy];
 
 function jobShapeWith(checks: ScheduleChecks) {
@@ -105,6 +113,13 @@ function jobShapeWith(checks: ScheduleChecks) {
   ),
   /** @default 'parallel' */
   overlap: z._default(z.enum(['forbid-skip', 'forbid-queue', 'coalesce', 'replace', 'parallel']), 'parallel'),
+  /**
+   * What a run's effects are: 'per-slot' (each slot writes its own result, so an older slot run
+   * late still lands) or 'latest-wins' (the handler overwrites one shared fenced item, so a newer
+   * slot's write refuses every older slot's: a backfill of such a job only makes SUPERSEDED runs,
+   * and `ops backfill` says so before creating any). @default 'per-slot'
+   */
+  effects: z._default(z.enum(['per-slot', 'latest-wins']), 'per-slot'),
   /**
    * Pause the job after this many consecutive DEAD runs (a run an operator resolved does not
    * count); `ops resume` clears it. @default never

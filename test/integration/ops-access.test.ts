@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { OPS_ACCESS, type OpsCommandName, type OpsResource } from '../../infra/iam-access.js';
+import { DeployedConfigStore } from '../../shared/adapters/deployed-config-store.js';
 import { messageFor } from '../../shared/core/run-message.js';
 import { RunStatus, runKeyOf } from '../../shared/core/vocabulary.js';
 import type { Clients } from '../../shared/runtime.js';
@@ -102,7 +103,8 @@ describe('ops commands call exactly what OPS_ACCESS grants', () => {
   /** Runs one command line (exit 0 required) and adds its calls to the command's record. */
   async function ops(command: OpsCommandName, ...args: string[]): Promise<void> {
     const err: string[] = [];
-    const io: OpsIo = { stdout: () => undefined, stderr: (l) => err.push(l), now: () => NOW, jobs: JOBS, env: { USER: 'test' }, instrument: recorder.attach };
+    // The commands read the config the planner recorded (beforeAll), as against a deployed stack.
+    const io: OpsIo = { stdout: () => undefined, stderr: (l) => err.push(l), now: () => NOW, checkoutJobs: JOBS, env: { USER: 'test' }, instrument: recorder.attach };
     const code = await runOps([command, ...args, '--endpoints', endpoints, '--json'], io);
     expect(code, `${command} ${args.join(' ')}: ${err.join(' | ')}`).toBe(0);
     const into = recorded.get(command) ?? {};
@@ -118,6 +120,7 @@ describe('ops commands call exactly what OPS_ACCESS grants', () => {
     endpoints = join(mkdtempSync(join(tmpdir(), 'ops-access-')), 'endpoints.json');
     // As the stack outputs give it: the DLQ's ARN, not the run queue's (redrive looks that one up).
     writeFileSync(endpoints, JSON.stringify({ ...box.endpoints, partitions: 1, deadLetterQueueArn }));
+    await DeployedConfigStore.of(box.ledger).recordIfChanged(JOBS, NOW);
 
     for (const s of Object.values(slot)) await box.ledger.createRun({ job: 'alpha', slot: s, shard: 0, shards: 1, status: RunStatus.READY }, s);
     const claim = async (s: number) => {

@@ -10,6 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DeployedConfigStore } from '../../shared/adapters/deployed-config-store.js';
+import { configuredJobDefinitions, loadJobs } from '../../shared/config.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
 import { PROJECT_ROOT } from '../../tools/local-stack.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
@@ -48,6 +50,8 @@ describe('the fsched command', () => {
     endpoints = join(mkdtempSync(join(tmpdir(), 'ops-bin-')), 'endpoints.json');
     // As `npm start` writes it: the example jobs are the target's jobs.
     writeFileSync(endpoints, JSON.stringify({ ...box.endpoints, partitions: 1, exampleJobs: true }));
+    // As its planner records it on its first tick: the config this checkout runs, so no warning.
+    await DeployedConfigStore.of(box.ledger).recordIfChanged(loadJobs(configuredJobDefinitions({ exampleJobs: true })), Date.now());
     const slot = Date.now() - 60_000;
     await box.ledger.createRun({ job: 'cache-refresh', slot: slot - (slot % 10_000), shard: 0, shards: 1, status: RunStatus.READY }, slot);
   });

@@ -50,6 +50,7 @@ describe('parseJobs defaults: an omitted policy never leaves an undefined the pl
       dst: { gap: 'shift', overlap: 'once' },
       misfire: { after: 300_000, policy: 'all', maxPerTick: 10 },
       overlap: 'parallel',
+      effects: 'per-slot',
       shards: 1,
       lease: 30_000,
       heartbeatEvery: 10_000,
@@ -222,10 +223,19 @@ describe('each invalid field fails with a message naming the job and the field (
     ['maxRuns', 100_001], // past MAX_RUNS_LIMIT: the planner could not bound the job's last slot in one tick
     ['pauseOnFailure', 0],
     ['overlap', 'sometimes'],
+    ['effects', 'latest'],
     ['enabled', 'yes'],
   ])('out-of-range or mistyped policy value %s = %j', (field, value) => {
     const error = configError(() => parseJobs([minimal({ name: 'policy', [field]: value })], HANDLERS));
     expectNamed(error, 'policy', field);
+  });
+
+  it('effects: an unknown value names the job, the field, the value as written and the two it may be', () => {
+    const error = configError(() => parseJobs([minimal({ name: 'cursor', effects: 'last-wins' })], HANDLERS));
+    const issue = expectNamed(error, 'cursor', 'effects');
+    expect(issue.value).toBe('last-wins');
+    expect(error.message).toMatch(/job "cursor": field "effects": .*"per-slot".*"latest-wins".* \(value: "last-wins"\)/);
+    expect(parseJobs([minimal({ effects: 'latest-wins' })], HANDLERS)[0]!.effects).toBe('latest-wins');
   });
 
   it.each([
@@ -412,6 +422,7 @@ const mutations: readonly Mutation[] = [
   { field: 'lease', apply: (j) => ({ ...j, lease: 'a while' }) },
   { field: 'timeout', apply: (j) => ({ ...j, timeout: -1 }) },
   { field: 'overlap', apply: (j) => ({ ...j, overlap: 'maybe' }) },
+  { field: 'effects', apply: (j) => ({ ...j, effects: 'sometimes' }) },
   { field: 'misfire.policy', apply: (j) => ({ ...j, misfire: { ...(j.misfire as object), policy: 'whenever' } }) },
   { field: 'retry.maxAttempts', apply: (j) => ({ ...j, retry: { ...(j.retry as object), maxAttempts: 0 } }) },
   { field: 'heartbeatEvery', apply: (j) => ({ ...j, lease: '9s', heartbeatEvery: '9s' }) },

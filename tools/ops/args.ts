@@ -162,8 +162,9 @@ export function parseRunKey(raw: string | undefined): RunId {
   return { job: match[1]!, slot, shard: match[3] === undefined ? 0 : Number(match[3]) };
 }
 
+/** The jobs a command acts on (runOps sets the deployed ones), else this checkout's. */
 export function jobsOf(io: OpsIo): readonly Job[] {
-  return io.jobs ?? loadJobs(configuredJobDefinitions({ exampleJobs: io.exampleJobs ?? exampleJobsEnabled(io.env ?? process.env) }));
+  return io.jobs ?? io.checkoutJobs ?? loadJobs(configuredJobDefinitions({ exampleJobs: io.exampleJobs ?? exampleJobsEnabled(io.env ?? process.env) }));
 }
 
 /** Configured names listed in an unknown-job error; a longer list is cut (the count says how many). */
@@ -180,7 +181,11 @@ export function configuredJob(io: OpsIo, name: string | undefined, field = 'job'
   if (!job) {
     const names = jobs.map((j) => j.name);
     const listed = names.length > JOBS_LISTED ? `${names.slice(0, JOBS_LISTED).join(', ')} … (${names.length} in all)` : names.join(', ') || '(none)';
-    throw new UsageError(field, `no configured job "${name}"; configured: ${listed}`);
+    // A job only the checkout has would be acked by no worker: say why it is refused.
+    const onlyHere = io.jobSource !== undefined && io.checkoutJobs?.some((j) => j.name === name) === true;
+    const where = io.jobSource === undefined ? '' : ` in ${io.jobSource}`;
+    const hint = onlyHere ? ` (this checkout has it, the running scheduler does not: deploy it first)` : '';
+    throw new UsageError(field, `no configured job "${name}"${where}; configured: ${listed}${hint}`);
   }
   return job;
 }

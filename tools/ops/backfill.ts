@@ -1,15 +1,17 @@
 /**
- * `ops backfill <job> --from ISO --to ISO [--max-per-second 10] [--dry-run] [--force]`: creates the
- * runs of the job's slots in [from, to) that do not exist yet and dispatches them (shared/backfill.ts).
- * Idempotent: a second identical call creates nothing. Refuses a range that reaches into the
- * future and, without --force, a range of more than 10,000 slots.
+ * `ops backfill <job> --from ISO --to ISO [--max-per-second 10] [--dry-run] [--force] [--allow-superseded]`:
+ * creates the runs of the job's slots in [from, to) that do not exist yet and dispatches them
+ * (shared/backfill.ts). Idempotent: a second identical call creates nothing. Refuses a range that
+ * reaches into the future, without --force a range of more than 10,000 slots, and without
+ * --allow-superseded a latest-wins job (every backfilled run would be superseded); a dry run
+ * prints that warning on stderr.
  */
-import { backfill, BackfillRequestError, planBackfill, BACKFILL_DEFAULT_RATE, type BackfillReport } from '../../shared/backfill.js';
+import { backfill, BackfillRequestError, planBackfill, supersededWarning, BACKFILL_DEFAULT_RATE, type BackfillReport } from '../../shared/backfill.js';
 import { configuredJob, noExtraPositionals, parseCommand, parseInstant, parsePositive, requireOption, stringOption } from './args.js';
 import { clockOf, EXIT_OK, iso, printJson, sleepOf, UsageError, type OpsIo } from './io.js';
 import { withTarget } from './target.js';
 
-export const backfillUsage = 'backfill <job> --from ISO --to ISO [--max-per-second 10] [--dry-run] [--force]';
+export const backfillUsage = 'backfill <job> --from ISO --to ISO [--max-per-second 10] [--dry-run] [--force] [--allow-superseded]';
 
 export async function backfillCommand(args: readonly string[], io: OpsIo): Promise<number> {
   const { values, positionals } = parseCommand(args, {
@@ -18,6 +20,7 @@ export async function backfillCommand(args: readonly string[], io: OpsIo): Promi
     'max-per-second': { type: 'string' },
     'dry-run': { type: 'boolean', default: false },
     force: { type: 'boolean', default: false },
+    'allow-superseded': { type: 'boolean', default: false },
   });
   noExtraPositionals(positionals, 1);
   const job = configuredJob(io, positionals[0]);
@@ -25,7 +28,7 @@ export async function backfillCommand(args: readonly string[], io: OpsIo): Promi
   const to = parseInstant(requireOption(values, 'to'), 'to');
   const maxPerSecond = parsePositive(stringOption(values, 'max-per-second'), 'max-per-second', BACKFILL_DEFAULT_RATE, { max: 10_000 });
   const clock = clockOf(io);
-  const request = { job, from, to, maxPerSecond, dryRun: values['dry-run'] === true, force: values.force === true };
+  const request = { job, from, to, maxPerSecond, dryRun: values['dry-run'] === true, force: values.force === true, allowSuperseded: values['allow-superseded'] === true };
   // Check the range before touching any stack.
   let slots: number[];
   try {
@@ -34,6 +37,9 @@ export async function backfillCommand(args: readonly string[], io: OpsIo): Promi
     if (error instanceof BackfillRequestError) throw new UsageError(error.field, error.message);
     throw error;
   }
+  // Asked for anyway (or only counted): the operator still reads what the runs will do.
+  const superseded = supersededWarning(job, slots.length * job.shards);
+  if (superseded !== undefined) io.stderr(`ops backfill: warning: ${superseded}`);
 
   const result = await withTarget(values, io, async (target): Promise<BackfillReport & { alreadyInLedger?: number }> => {
     if (request.dryRun) {

@@ -3,7 +3,8 @@
  * 0 ok · 1 the operation failed or was refused · 2 usage error or bad input (one line naming the field).
  */
 import { parseArgs } from 'node:util';
-import { COMMON_OPTIONS, COMMON_USAGE, HelpRequest } from './args.js';
+import { OPS_ACCESS } from '../../infra/iam-access.js';
+import { COMMON_OPTIONS, COMMON_USAGE, HelpRequest, parseCommand } from './args.js';
 import { backfillCommand, backfillUsage } from './backfill.js';
 import { commandHelp, PROGRAM } from './help.js';
 import { EXIT_FAILURE, EXIT_OK, EXIT_USAGE, OpsFailure, UsageError, type OpsIo } from './io.js';
@@ -17,7 +18,8 @@ import { triggerCommand, triggerUsage } from './trigger.js';
 import { runsCommand, runsUsage } from './runs.js';
 import { showCommand, showUsage } from './show.js';
 import { statusCommand } from './status.js';
-import { exampleJobsOfLocalTarget } from './target.js';
+import { loadJobConfig } from './job-config.js';
+import { exampleJobsOfLocalTarget, openTarget, type Target } from './target.js';
 
 export type OpsCommand = (args: readonly string[], io: OpsIo) => Promise<number>;
 
@@ -35,6 +37,22 @@ export const COMMANDS: Readonly<Record<string, { readonly run: OpsCommand; reado
   retry: { run: retryCommand, usage: retryUsage, summary: 'run DEAD runs again with a fresh attempt budget (reconciling first where the last result is unknown)' },
   resolve: { run: resolveCommand, usage: resolveUsage, summary: 'close a run by hand as succeeded (MANUAL) or dead' },
 };
+
+/** A command touches a stack exactly when the operators' policy has a row for it (preview has none). */
+function hasTarget(name: string): boolean {
+  return Object.hasOwn(OPS_ACCESS, name);
+}
+
+/** A command's own option table: it hands it over when asked for help (before anything else). */
+async function optionsOf(run: OpsCommand): Promise<HelpRequest['options']> {
+  try {
+    await run(['--help'], { stdout: () => undefined, stderr: () => undefined });
+  } catch (error) {
+    if (error instanceof HelpRequest) return error.options;
+    throw error;
+  }
+  throw new Error('the command did not hand over its options when asked for help');
+}
 
 export function usage(): string[] {
   const width = Math.max(...Object.keys(COMMANDS).map((name) => name.length));
@@ -107,8 +125,18 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
   const endpointsToken = tokens.find((t) => t.kind === 'option' && t.name === 'endpoints');
   const endpoints = endpointsToken?.kind === 'option' ? (endpointsToken.value ?? valueAfter(tokens, endpointsToken.index)) : undefined;
   const exampleJobs = io.exampleJobs ?? exampleJobsOfLocalTarget({ local, endpoints }, io);
-  const commandIo: OpsIo = exampleJobs === undefined ? io : { ...io, exampleJobs };
+  let commandIo: OpsIo = exampleJobs === undefined ? io : { ...io, exampleJobs };
+  let target: Target | undefined;
   try {
+    // The command acts on the jobs its target runs: open the target and read the deployed config
+    // first (once; the command reuses the target). Given jobs (tests) are used as they are.
+    if (hasTarget(name) && commandIo.jobs === undefined) {
+      const { values } = parseCommand(rest, await optionsOf(command.run));
+      target = await openTarget(values, commandIo);
+      const config = await loadJobConfig(target, commandIo);
+      if (config.warning !== undefined) io.stderr(config.warning);
+      commandIo = { ...commandIo, jobs: config.jobs, jobSource: config.source, checkoutJobs: config.checkoutJobs, target };
+    }
     return await command.run(rest, commandIo);
   } catch (error) {
     if (error instanceof UsageError) {
@@ -121,5 +149,7 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
     }
     io.stderr(`ops ${name}: ${oneLine(error)}`);
     return EXIT_FAILURE;
+  } finally {
+    target?.destroy();
   }
 }

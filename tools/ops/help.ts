@@ -63,6 +63,7 @@ export const FLAG_HELP: Readonly<Record<string, Readonly<Record<string, FlagHelp
     'max-per-second': { value: 'N', text: 'runs created and dispatched per second', default: String(BACKFILL_DEFAULT_RATE) },
     'dry-run': { text: 'count the slots and the runs already in the ledger; create nothing' },
     force: { text: `allow more than ${BACKFILL_MAX_SLOTS.toLocaleString('en-US')} slots` },
+    'allow-superseded': { text: "create the runs of an effects: 'latest-wins' job although a newer slot's fence refuses each one's write (they end SUPERSEDED)" },
   },
   preview: {
     schedule: { value: 'CRON', text: 'a cron expression (5 or 6 fields) to preview, instead of --job or --definition' },

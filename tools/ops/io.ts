@@ -6,6 +6,7 @@
  */
 import type { Calendars, Job } from '../../shared/core/job-schema.js';
 import type { Clients } from '../../shared/runtime.js';
+import type { Target } from './target.js';
 
 export interface OpsIo {
   stdout(line: string): void;
@@ -14,8 +15,17 @@ export interface OpsIo {
   readonly now?: () => number;
   /** @default setTimeout */
   readonly sleep?: (ms: number) => Promise<void>;
-  /** The configured jobs. @default loadJobs() from shared/config.ts, example jobs per `exampleJobs` */
+  /**
+   * The jobs the command acts on. @default what the target's planner recorded (tools/ops/job-config.ts,
+   * which runOps reads before the command); given (tests), they are used as they are and no config is read
+   */
   readonly jobs?: readonly Job[];
+  /** This checkout's jobs, compared with the deployed ones. @default loadJobs() from shared/config.ts, example jobs per `exampleJobs` */
+  readonly checkoutJobs?: readonly Job[];
+  /** Where `jobs` came from, for errors that name it ("the deployed config"). Set by runOps. */
+  readonly jobSource?: string;
+  /** The target runOps opened to read the deployed config; withTarget acts on it. Set by runOps. */
+  readonly target?: Target;
   /** The calendars `preview --definition` may exclude. @default calendars from shared/jobs.ts */
   readonly calendars?: Calendars;
   /**

@@ -217,8 +217,12 @@ function build(clients: Clients, spec: TargetSpec): Target {
   };
 }
 
-/** Opens the target, runs `fn`, and always releases the clients. */
+/**
+ * Opens the target, runs `fn`, and always releases the clients. A target runOps already opened
+ * (io.target, to read the deployed config) is used as it is, and released by runOps.
+ */
 export async function withTarget<T>(values: CommonValues, io: OpsIo, fn: (target: Target) => Promise<T>): Promise<T> {
+  if (io.target) return fn(io.target);
   const target = await openTarget(values, io);
   try {
     return await fn(target);
