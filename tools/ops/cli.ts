@@ -133,6 +133,8 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
     if (hasTarget(name) && commandIo.jobs === undefined) {
       const { values } = parseCommand(rest, await optionsOf(command.run));
       target = await openTarget(values, commandIo);
+      // Against AWS the stack's ExampleJobs output says which checkout config to compare with.
+      if (commandIo.exampleJobs === undefined && target.exampleJobs !== undefined) commandIo = { ...commandIo, exampleJobs: target.exampleJobs };
       const config = await loadJobConfig(target, commandIo);
       if (config.warning !== undefined) io.stderr(config.warning);
       commandIo = { ...commandIo, jobs: config.jobs, jobSource: config.source, checkoutJobs: config.checkoutJobs, target };

@@ -47,6 +47,12 @@ export interface Target {
   readonly queue: RunQueue;
   readonly runQueueUrl: string;
   readonly deadLetterQueueUrl: string;
+  /**
+   * Whether the target runs the example jobs: its endpoints file says so (`npm start` writes
+   * true), or the stack's `ExampleJobs` output; undefined for a stack from before that output.
+   * The checkout's config that the deployed one is compared with follows it.
+   */
+  readonly exampleJobs?: boolean;
   runQueueArn(): Promise<string>;
   deadLetterQueueArn(): Promise<string>;
   destroy(): void;
@@ -143,6 +149,7 @@ export async function openTarget(values: CommonValues, io: OpsIo): Promise<Targe
       deadLetterQueueUrl: file.deadLetterQueueUrl,
       deadLetterQueueArn: file.deadLetterQueueArn,
       runQueueArn: file.runQueueArn,
+      exampleJobs: file.exampleJobs === true,
     });
   }
   return openStack(values, io);
@@ -181,7 +188,15 @@ async function openStack(values: CommonValues, io: OpsIo): Promise<Target> {
     runQueueUrl: need(StackOutput.RunQueueUrl),
     deadLetterQueueUrl: need(StackOutput.DeadLetterQueueUrl),
     deadLetterQueueArn: outputs.get(StackOutput.DeadLetterQueueArn),
+    exampleJobs: exampleJobsOutput(stackName, outputs.get(StackOutput.ExampleJobs)),
   });
+}
+
+/** The stack's `ExampleJobs` output ("true" or "false"; absent on a stack from before it). */
+export function exampleJobsOutput(stackName: string, value: string | undefined): boolean | undefined {
+  if (value === undefined) return undefined;
+  if (value === 'true' || value === 'false') return value === 'true';
+  throw new OpsFailure(`stack "${stackName}" output ${StackOutput.ExampleJobs} must be "true" or "false", got ${JSON.stringify(value)}`);
 }
 
 interface TargetSpec {
@@ -191,6 +206,7 @@ interface TargetSpec {
   readonly deadLetterQueueUrl: string;
   readonly deadLetterQueueArn?: string;
   readonly runQueueArn?: string;
+  readonly exampleJobs?: boolean;
 }
 
 function build(clients: Clients, spec: TargetSpec): Target {
@@ -208,6 +224,7 @@ function build(clients: Clients, spec: TargetSpec): Target {
     queue: new RunQueue(clients.sqs, spec.runQueueUrl),
     runQueueUrl: spec.runQueueUrl,
     deadLetterQueueUrl: spec.deadLetterQueueUrl,
+    exampleJobs: spec.exampleJobs,
     runQueueArn: () => (spec.runQueueArn ? Promise.resolve(spec.runQueueArn) : arnOf(spec.runQueueUrl)),
     deadLetterQueueArn: () => (spec.deadLetterQueueArn ? Promise.resolve(spec.deadLetterQueueArn) : arnOf(spec.deadLetterQueueUrl)),
     destroy: () => {
