@@ -9,7 +9,9 @@ import { describe, expect, it } from 'vitest';
 import { needsRevival, resolveRefusal } from '../../shared/adapters/ledger-ops.js';
 import { BACKFILL_MAX_SLOTS, BackfillRequestError, planBackfill, slotsInRange } from '../../shared/backfill.js';
 import { RunStatus, type Run } from '../../shared/core/vocabulary.js';
-import { parseInstant, parseRunKey, parseSince, parseStatuses } from '../../tools/ops/args.js';
+import { userInfo } from 'node:os';
+import { operatorOf, parseInstant, parseRunKey, parseSince, parseStatuses } from '../../tools/ops/args.js';
+import { fschedUsage, runFsched } from '../../tools/fsched-cli.js';
 import { COMMANDS, runOps } from '../../tools/ops/cli.js';
 import { formatAge, UsageError, type OpsIo } from '../../tools/ops/io.js';
 import { localTime } from '../../tools/ops/preview.js';
@@ -45,6 +47,46 @@ describe('argument parsers', () => {
       expect(() => parseInstant(bad, 'from')).toThrow(UsageError);
     }
     expect(() => parseInstant('soon', 'to')).toThrow(/field "to"/);
+  });
+
+  it('impossible dates and times are refused naming the part, never rolled over into another instant (2026-02-30 is not March 2nd, 24:00 not the next midnight)', () => {
+    const refused: [string, RegExp][] = [
+      ['2026-02-30', /field "from": not a real instant: "2026-02-30" has no day 30 of 2026-02 \(it has 28 days\)/],
+      ['2026-02-29T00:00:00Z', /has no day 29 of 2026-02/],
+      ['2026-13-01', /has no month 13/],
+      ['2026-00-10T00:00Z', /has no month 00/],
+      ['2026-04-31T10:00', /has no day 31 of 2026-04/],
+      ['2026-03-01T24:00', /has no hour 24/],
+      ['2026-03-01T23:60:00Z', /has no minute 60/],
+      ['2026-03-01T23:59:60Z', /has no second 60/],
+      ['2026-03-01T10:00:00+15:00', /has no offset \+15:00/],
+    ];
+    for (const [raw, message] of refused) expect(() => parseInstant(raw, 'from'), raw).toThrow(message);
+    // The real ones still read as before: a leap day, the last second of a day.
+    expect(parseInstant('2028-02-29', 'from')).toBe(Date.UTC(2028, 1, 29));
+    expect(parseInstant('2026-12-31T23:59:59Z', 'to')).toBe(Date.UTC(2026, 11, 31, 23, 59, 59));
+  });
+
+  it('an impossible date in any command is exit 2 with one line naming the field, before any stack is touched', async () => {
+    const jobs = testJobs([{ name: 'alpha', schedule: '* * * * *', handler: 'noop' }]);
+    for (const argv of [
+      ['backfill', 'alpha', '--from', '2026-02-30', '--to', '2026-03-01'],
+      ['preview', '--schedule', '0 * * * *', '--from', '2026-13-01'],
+      ['runs', '--job', 'alpha', '--until', '2026-03-01T24:00'],
+    ]) {
+      const c = capture();
+      expect(await runOps([...argv, '--endpoints', '/nonexistent.json'], { ...c.io, jobs }), argv.join(' ')).toBe(2);
+      expect(c.err, argv.join(' ')).toEqual([expect.stringMatching(/field "(from|until)": not a real instant/)]);
+    }
+  });
+
+  it('every command that records an operator falls back alike: --by, else $USER, else $LOGNAME, else the OS account name', () => {
+    const io = (env: NodeJS.ProcessEnv): OpsIo => ({ ...capture().io, env });
+    expect(operatorOf({ by: 'carol' }, io({ USER: 'alice' }))).toBe('carol');
+    expect(operatorOf({}, io({ USER: 'alice', LOGNAME: 'bob' }))).toBe('alice');
+    expect(operatorOf({}, io({ LOGNAME: 'bob' }))).toBe('bob');
+    expect(operatorOf({ by: '  ' }, io({ USER: '' , LOGNAME: 'bob' }))).toBe('bob');
+    expect(operatorOf({}, io({}))).toBe(userInfo().username);
   });
 
   it('since: a duration before now, or an instant', () => {
@@ -92,6 +134,15 @@ describe('dispatch and exit codes', () => {
     const commandHelp = capture();
     expect(await runOps(['backfill', '--help'], commandHelp.io)).toBe(0);
     expect(commandHelp.out[0]).toContain('--max-per-second');
+  });
+
+  it('fsched --help lists every command of the ops CLI (trigger was missing from a hand-written list)', async () => {
+    const c = capture();
+    expect(await runFsched(['--help'], c.io)).toBe(0);
+    expect(c.out).toEqual(fschedUsage());
+    const listed = /the ops CLI: (.*) \(fsched ops --help\)/.exec(c.out.join('\n'))?.[1]?.split(', ');
+    expect(listed).toEqual(Object.keys(COMMANDS));
+    expect(listed).toContain('trigger');
   });
 
   it('an unknown option or two targets: exit 2 naming it', async () => {
@@ -179,7 +230,7 @@ describe('every command alike', () => {
     expect(await help('backfill')).toMatch(/--max-per-second N .*\(default: 10\)/);
     expect(await help('preview')).toMatch(/--limit N .*\(default: 10 without --to/);
     expect(await help('retry')).toMatch(/--state S\[,S\] .*\(default: DEAD\)/);
-    expect(await help('pause')).toMatch(/--by NAME .*\(default: \$USER\)/);
+    expect(await help('pause')).toMatch(/--by NAME .*\(default: \$USER, else \$LOGNAME, else the OS account name\)/);
   });
 });
 

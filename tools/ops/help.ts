@@ -24,7 +24,7 @@ export interface FlagHelp {
 }
 
 const STATES = Object.values(RunStatus).join(', ');
-const BY: FlagHelp = { value: 'NAME', text: 'who does it, recorded on the run or plan item', default: '$USER' };
+const BY: FlagHelp = { value: 'NAME', text: 'who does it, recorded on the run or plan item', default: '$USER, else $LOGNAME, else the OS account name' };
 
 /** The target and output flags every command accepts. */
 export const COMMON_FLAG_HELP: Readonly<Record<keyof typeof COMMON_OPTIONS, FlagHelp>> = {
@@ -99,7 +99,7 @@ export const FLAG_HELP: Readonly<Record<string, Readonly<Record<string, FlagHelp
   resolve: {
     as: { value: 'succeeded|dead', text: 'close the run as MANUAL (counts as done) or DEAD (required)' },
     reason: { value: 'TEXT', text: 'why, recorded on the run (required)' },
-    by: { ...BY, default: '$USER' },
+    by: BY,
     force: { text: 'take over a RUNNING run even though its lease is not 60s past its end' },
   },
 };

@@ -33,7 +33,7 @@ import { jobsByName } from '../../shared/config.js';
 import type { Job } from '../../shared/core/job-schema.js';
 import { parseRunMessage } from '../../shared/core/run-message.js';
 import { isTerminal, RunStatus } from '../../shared/core/vocabulary.js';
-import { jobsOf, noExtraPositionals, parseCommand, parsePositive, stringOption } from './args.js';
+import { jobsOf, noExtraPositionals, operatorOf, parseCommand, parsePositive, stringOption } from './args.js';
 import { clockOf, EXIT_OK, OpsFailure, printJson, printTable, type OpsIo } from './io.js';
 import { revivalRefusalInLane, revivedInLane } from '../../shared/worker-lanes.js';
 import { withTarget } from './target.js';
@@ -222,7 +222,7 @@ export async function redriveCommand(args: readonly string[], io: OpsIo): Promis
   });
   noExtraPositionals(positionals, 0);
   const maxPerSecond = parsePositive(stringOption(values, 'max-per-second'), 'max-per-second', 10, { integer: true, max: 500 });
-  const by = stringOption(values, 'by') ?? (io.env ?? process.env).USER ?? 'ops';
+  const by = operatorOf(values, io);
   const jobs = jobsOf(io);
   const report = await withTarget(values, io, (target) =>
     redrive(

@@ -17,7 +17,7 @@ import type { Job } from '../../shared/core/job-schema.js';
 import { messageFor } from '../../shared/core/run-message.js';
 import { revivalRefusalInLane, revivedInLane } from '../../shared/worker-lanes.js';
 import { RunStatus, type Run, type RunId } from '../../shared/core/vocabulary.js';
-import { configuredJob, noExtraPositionals, parseCommand, parseInstant, parsePositive, parseRunKey, parseSince, parseStatuses, stringOption } from './args.js';
+import { configuredJob, noExtraPositionals, operatorOf, parseCommand, parseInstant, parsePositive, parseRunKey, parseSince, parseStatuses, stringOption } from './args.js';
 import { clockOf, EXIT_FAILURE, EXIT_OK, OpsFailure, printJson, printTable, UsageError, type OpsIo } from './io.js';
 import { withTarget } from './target.js';
 
@@ -93,7 +93,7 @@ export async function retryCommand(args: readonly string[], io: OpsIo): Promise<
   const states = parseStatuses(stringOption(values, 'state')) ?? [RunStatus.DEAD];
   const wrong = states.find((s) => !RETRYABLE_STATES.includes(s));
   if (wrong) throw new UsageError('state', `a retry revives ended runs: one of ${RETRYABLE_STATES.join(', ')}, got "${wrong}"`);
-  const by = stringOption(values, 'by') ?? (io.env ?? process.env).USER ?? 'ops';
+  const by = operatorOf(values, io);
   const single: RunId | undefined = positionals[0] === undefined ? undefined : parseRunKey(positionals[0]);
   const jobName = stringOption(values, 'job');
   if (!single && !jobName) throw new UsageError('runKey', 'give a run key, or --job NAME to retry its DEAD runs');
