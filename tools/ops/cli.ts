@@ -24,7 +24,7 @@ export type OpsCommand = (args: readonly string[], io: OpsIo) => Promise<number>
 export const COMMANDS: Readonly<Record<string, { readonly run: OpsCommand; readonly usage: string; readonly summary: string }>> = {
   status: { run: statusCommand, usage: 'status [--since 24h]', summary: 'per job: watermark, last run, runs by state, oldest open run, paused (by whom, why); DLQ depth' },
   jobs: { run: jobsCommand, usage: jobsUsage, summary: 'per job: schedule and zone, paused/finished, next 3 fire times, last run, open runs, DEAD runs in 24 h' },
-  runs: { run: runsCommand, usage: runsUsage, summary: "a job's runs, newest first" },
+  runs: { run: runsCommand, usage: runsUsage, summary: 'runs of one job or of every configured job (e.g. --state DEAD), newest first' },
   show: { run: showCommand, usage: showUsage, summary: 'every field of one run, then its attempts (claim, owner, fence, how each ended)' },
   pause: { run: pauseCommand, usage: pauseUsage, summary: 'stop planning a job (the note and who paused it show in status and jobs)' },
   resume: { run: resumeCommand, usage: resumeUsage, summary: 'plan a paused job again (missed slots follow its misfire policy)' },

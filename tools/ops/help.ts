@@ -45,7 +45,7 @@ export const FLAG_HELP: Readonly<Record<string, Readonly<Record<string, FlagHelp
     job: { value: 'NAME', text: 'only this configured job', default: 'every configured job' },
   },
   runs: {
-    job: { value: 'NAME', text: 'the configured job whose runs to list (required)' },
+    job: { value: 'NAME', text: 'only the runs of this configured job', default: 'every configured job' },
     state: { value: 'S[,S]', text: `only runs in these states, any case: ${STATES}`, default: 'every state' },
     since: { value: 'ISO|DURATION', text: 'only runs whose slot is at or after this (an instant, or 2h, 7d before now)', default: 'no lower bound' },
     until: { value: 'ISO', text: 'only runs whose slot is before this instant', default: 'no upper bound' },
