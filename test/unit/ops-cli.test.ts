@@ -7,7 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { needsRevival, resolveRefusal } from '../../shared/adapters/ledger-ops.js';
-import { BACKFILL_MAX_SLOTS, BackfillRequestError, planBackfill, slotsInRange } from '../../shared/backfill.js';
+import { BACKFILL_MAX_SLOTS, BackfillRequestError, countSlotsInRange, planBackfill, slotsInRange } from '../../shared/backfill.js';
+import { UNLIMITED_GUARD } from '../../shared/core/slots.js';
 import { RunStatus, type Run } from '../../shared/core/vocabulary.js';
 import { userInfo } from 'node:os';
 import { operatorOf, parseInstant, parseRunKey, parseSince, parseStatuses } from '../../tools/ops/args.js';
@@ -287,6 +288,20 @@ describe('backfill range', () => {
     expect(check(T, T + tooMany, T + tooMany, true)).toBeUndefined();
     expect(check(T, T + BACKFILL_MAX_SLOTS * 60_000, T + tooMany)).toBeUndefined();
   });
+});
+
+describe('backfill --dry-run', () => {
+  it('counts any range, past the real run\'s cap and past the slot code\'s own guard, without refusing or stopping short', () => {
+    const [seconds] = testJobs([{ name: 'every-second', schedule: '* * * * * *', handler: 'noop' }]);
+    const from = Date.UTC(2026, 0, 1);
+    const to = from + 14 * 86_400_000; // 1,209,600 slots
+    const counted = countSlotsInRange(seconds!, from, to);
+    expect(counted.slots).toBe(1_209_600);
+    expect(counted.slots).toBeGreaterThan(UNLIMITED_GUARD);
+    expect(counted).toMatchObject({ firstSlot: from, lastSlot: to - 1_000 });
+    expect(countSlotsInRange(seconds!, from, from)).toEqual({ slots: 0, firstSlot: undefined, lastSlot: undefined });
+  }, 60_000);
+
 });
 
 describe('which jobs the CLI knows', () => {
