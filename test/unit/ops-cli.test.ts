@@ -305,8 +305,11 @@ describe('backfill --dry-run', () => {
 });
 
 describe('which jobs the CLI knows', () => {
-  const preview = (io: OpsIo, ...target: string[]) =>
-    runOps(['preview', '--job', 'cache-refresh', '--from', '2026-01-01T00:00:00Z', '--to', '2026-01-01T00:00:30Z', '--json', ...target], io);
+  /**
+   * `runs --job cache-refresh` against a target that cannot answer: the job check comes first, so
+   * a known job fails on the target (field "endpoints"), an unknown one on field "job".
+   */
+  const probe = (io: OpsIo, ...target: string[]) => runOps(['runs', '--job', 'cache-refresh', ...target], io);
   const plain = () => {
     const out: string[] = [];
     const err: string[] = [];
@@ -319,16 +322,17 @@ describe('which jobs the CLI knows', () => {
     writeFileSync(file, JSON.stringify({ exampleJobs: true }));
     for (const target of [['--endpoints', file], [`--endpoints=${file}`]]) {
       const c = plain();
-      expect(await preview(c.io, ...target), c.err.join('\n')).toBe(0);
-      expect(JSON.parse(c.out.join('\n'))).toEqual(['2026-01-01T00:00:00.000Z', '2026-01-01T00:00:10.000Z', '2026-01-01T00:00:20.000Z']);
+      expect(await probe(c.io, ...target)).toBe(2);
+      expect(c.err).toEqual([expect.stringContaining('field "endpoints"')]);
     }
   });
 
   it('only the team\'s jobs otherwise, unless EXAMPLE_JOBS=true', async () => {
     const off = plain();
-    expect(await preview(off.io)).toBe(2);
-    expect(off.err.join('\n')).toMatch(/no configured job "cache-refresh"/);
+    expect(await probe(off.io, '--endpoints', '/nonexistent/endpoints.json')).toBe(2);
+    expect(off.err.join('\n')).toMatch(/field "job": no configured job "cache-refresh"/);
     const on = plain();
-    expect(await preview({ ...on.io, env: { EXAMPLE_JOBS: 'true' } })).toBe(0);
+    expect(await probe({ ...on.io, env: { EXAMPLE_JOBS: 'true' } }, '--endpoints', '/nonexistent/endpoints.json')).toBe(2);
+    expect(on.err).toEqual([expect.stringContaining('field "endpoints"')]);
   });
 });

@@ -3,7 +3,7 @@
  * (slotsBetween / nextSlotAfter with the job's SlotSpec). Needs no stack.
  *
  *   preview --schedule "<cron>" [--timezone IANA] [--dst-gap skip|shift] [--dst-overlap once|twice] [range] [--json]
- *   preview --job NAME [range] [--json]
+ *   preview --job NAME [range] [--json]            (the team's jobs and the example jobs)
  *   preview --definition '<job entry as JSON>' [range] [--json]
  *
  * range: `--from ISO --to ISO` lists the slots in [from, to) (`--limit N` caps them); without
@@ -167,7 +167,9 @@ export function targetFromArgs(values: Record<string, unknown>, io: OpsIo): Prev
       if (values[flag] !== undefined) throw new UsageError(flag, `--${flag} cannot be combined with --${by} (the ${by}'s own value is used)`);
     }
     if (definition !== undefined) return definitionTarget(definition, io);
-    const job = configuredJob(io, jobName);
+    // Preview reads no stack, so it cannot know whether the target runs the example jobs: it
+    // knows them always (their definitions are in the repository like the team's).
+    const job = configuredJob({ ...io, exampleJobs: true }, jobName);
     return { spec: slotSpecOf(job), jitter: job };
   }
   const schedule = stringOption(values, 'schedule');
