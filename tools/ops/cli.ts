@@ -30,7 +30,7 @@ export const COMMANDS: Readonly<Record<string, { readonly run: OpsCommand; reado
   resume: { run: resumeCommand, usage: resumeUsage, summary: 'plan a paused job again (missed slots follow its misfire policy)' },
   backfill: { run: backfillCommand, usage: backfillUsage, summary: 'create and dispatch the runs of a past range, idempotently, rate-limited' },
   preview: { run: previewCommand, usage: previewUsage, summary: 'list the slots of a schedule (no stack needed)' },
-  redrive: { run: redriveCommand, usage: redriveUsage, summary: 'revive DEAD runs of the DLQ messages, then move them back to the run queue' },
+  redrive: { run: redriveCommand, usage: redriveUsage, summary: 'revive DEAD runs of the DLQ messages, then move them back to the run queue; --drop ID deletes one junk message' },
   trigger: { run: triggerCommand, usage: triggerUsage, summary: 'run a job now, once, outside its schedule (also while paused)' },
   retry: { run: retryCommand, usage: retryUsage, summary: 'run DEAD runs again with a fresh attempt budget (reconciling first where the last result is unknown)' },
   resolve: { run: resolveCommand, usage: resolveUsage, summary: 'close a run by hand as succeeded (MANUAL) or dead' },

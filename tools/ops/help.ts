@@ -77,8 +77,9 @@ export const FLAG_HELP: Readonly<Record<string, Readonly<Record<string, FlagHelp
   },
   redrive: {
     'max-per-second': { value: 'N', text: 'messages moved back per second (at most 500)', default: '10' },
-    'dry-run': { text: 'list each DLQ message, its run and what redrive would do; change nothing' },
+    'dry-run': { text: 'list each DLQ message, its run and what redrive would do (with --drop: the message it would delete); change nothing' },
     by: BY,
+    drop: { value: 'MESSAGE_ID', text: 'delete this one DLQ message (a junk message redrive would only move back) and say what it held; nothing is revived or moved' },
   },
   retry: {
     job: { value: 'NAME', text: 'retry this configured job\'s runs (instead of one run key)' },
