@@ -14,7 +14,8 @@ import { userInfo } from 'node:os';
 import { operatorOf, parseInstant, parseRunKey, parseSince, parseStatuses } from '../../tools/ops/args.js';
 import { fschedUsage, runFsched } from '../../tools/fsched-cli.js';
 import { COMMANDS, runOps } from '../../tools/ops/cli.js';
-import { formatAge, UsageError, type OpsIo } from '../../tools/ops/io.js';
+import { cell, formatAge, printTable, UsageError, type OpsIo } from '../../tools/ops/io.js';
+import { RUN_HEADERS, runRow } from '../../tools/ops/runs.js';
 import { localTime } from '../../tools/ops/preview.js';
 import { testJobs } from '../support/helpers.js';
 
@@ -232,6 +233,32 @@ describe('every command alike', () => {
     expect(await help('preview')).toMatch(/--limit N .*\(default: 10 without --to/);
     expect(await help('retry')).toMatch(/--state S\[,S\] .*\(default: DEAD\)/);
     expect(await help('pause')).toMatch(/--by NAME .*\(default: \$USER, else \$LOGNAME, else the OS account name\)/);
+  });
+});
+
+describe('tables keep their columns', () => {
+  it('a long error over several lines is cut with an ellipsis on one line in the LAST ERROR column; the rows stay one line each', () => {
+    const trace = `UPSTREAM_503: bank API unavailable\n    at fetchStatement (handlers/payments.ts:42:11)\n${'    at next (node:internal)\n'.repeat(20)}`;
+    const dead = run({ runKey: 'j@2026-01-01T00:00:00.000Z', status: RunStatus.DEAD, lastError: { code: 'UPSTREAM_503', message: trace } });
+    const row = runRow(dead, 0);
+    const error = row[RUN_HEADERS.indexOf('LAST ERROR')] as string;
+    expect(error).toHaveLength(80);
+    expect(error.endsWith('…')).toBe(true);
+    expect(error).toMatch(/^UPSTREAM_503: UPSTREAM_503: bank API unavailable at fetchStatement/);
+    const out: string[] = [];
+    printTable({ stdout: (l) => out.push(l), stderr: () => undefined }, RUN_HEADERS, [row, runRow(run({ runKey: 'j@2026-01-01T00:01:00.000Z' }), 0)]);
+    expect(out).toHaveLength(3);
+    // Both rows' STATUS cells start under the header.
+    const at = out[0]!.indexOf('STATUS');
+    expect(out.slice(1).map((l) => l.slice(at).split(' ')[0])).toEqual(['DEAD', 'READY']);
+  });
+
+  it('a cell is flattened to one line and cut only when longer than its width', () => {
+    expect(cell('short', 10)).toBe('short');
+    expect(cell('exactly10!', 10)).toBe('exactly10!');
+    expect(cell('one\ntwo\tthree', 40)).toBe('one two three');
+    expect(cell('a'.repeat(50), 10)).toBe(`${'a'.repeat(9)}…`);
+    expect(cell(undefined, 10)).toBeUndefined();
   });
 });
 
