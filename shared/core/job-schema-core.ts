@@ -13,7 +13,10 @@ import en from 'zod/v4/locales/en.js';
 import { durationMs, formatDuration } from './duration.js';
 import { MAX_RUNS_LIMIT } from './limits.js';
 import { DEFAULT_DST } from './dst.js';
-import { calendarDateErrors, dateTimeField, excludeField, MAX_JITTER_MS, scheduleField, type ExcludeEntry } from './schedule-schema.js';
+import { dateTimeField, excludeField, MAX_JITTER_MS, scheduleField, type ExcludeEntry } from './schedule-schema.js';
+import { calendarIssues, expandExclude } from './job-calendars.js';
+
+export { CALENDARS_LABEL } from './job-calendars.js';
 import { slotSpecOf, type SlotSpec, type SpecProblem } from './schedule-spec.js';
 
 // zod/mini ships without messages; English ones make "Too big: expected number to be <=10" readable.
@@ -261,45 +264,6 @@ export interface ParseJobsOptions {
 export function createJobParser(checks: ScheduleChecks): (inputs: readonly unknown[], options: ParseJobsOptions) => Job[] {
   const jobShape = jobShapeWith(checks);
   return (inputs, options) => parseWith(jobShape, checks, inputs, options);
-}
-
-/** The label calendar issues carry in place of a job name. */
-export const CALENDARS_LABEL = '(calendars)';
-
-function calendarIssues(calendars: Calendars): JobConfigIssue[] {
-  const issues: JobConfigIssue[] = [];
-  for (const [name, dates] of Object.entries(calendars)) {
-    for (const { index, message } of calendarDateErrors(dates)) {
-      const field = index === undefined ? name : `${name}.${index}`;
-      issues.push({ job: CALENDARS_LABEL, field, value: index === undefined ? dates : dates[index], message });
-    }
-  }
-  return issues;
-}
-
-/** The job's excluded dates with calendars expanded, or issues naming the unknown calendars. */
-function expandExclude(
-  name: string,
-  entries: readonly ExcludeEntry[] | undefined,
-  calendars: Calendars,
-  issues: JobConfigIssue[],
-): readonly string[] | undefined {
-  if (entries === undefined) return undefined;
-  const dates = new Set<string>();
-  entries.forEach((entry, i) => {
-    if (typeof entry === 'string') {
-      dates.add(entry);
-      return;
-    }
-    const calendar = Object.hasOwn(calendars, entry.calendar) ? calendars[entry.calendar] : undefined;
-    if (calendar === undefined) {
-      const known = Object.keys(calendars);
-      issues.push({ job: name, field: `exclude.${i}.calendar`, value: entry.calendar, message: `unknown calendar; defined: ${known.join(', ') || '(none)'}` });
-      return;
-    }
-    for (const date of calendar) dates.add(date);
-  });
-  return [...dates].sort();
 }
 
 /** A duration field as the job wrote it (or its default), for messages that quote it. */

@@ -5,13 +5,12 @@
  * The runs of a job no longer configured are reached by run key (`show`, `resolve`); `status`
  * lists them as orphaned.
  */
-import type { Target } from './target.js';
 import { mapBounded } from '../../shared/core/concurrency.js';
 import type { RunQuery } from '../../shared/adapters/ledger-ops.js';
 import { RunOrigin, RunStatus, type Run } from '../../shared/core/vocabulary.js';
 import { configuredJob, jobsOf, noExtraPositionals, parseCommand, parsePositive, parseSince, parseInstant, parseStatuses, stringOption } from './args.js';
 import { cell, clockOf, ERROR_CELL_WIDTH, EXIT_OK, formatAge, iso, NOTE_CELL_WIDTH, printJson, printTable, type OpsIo } from './io.js';
-import { withTarget } from './target.js';
+import { withTarget, type Target } from './target.js';
 
 export const runsUsage = 'runs [--job NAME] [--state S[,S]] [--since ISO|24h] [--until ISO] [--limit 50]';
 
