@@ -150,10 +150,11 @@ export const OPS_ACCESS = {
       stack: READ_STACK,
       ledgerTable: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
       runQueue: ['sqs:GetQueueAttributes'],
-      deadLetterQueue: ['sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes', 'sqs:ReceiveMessage', 'sqs:StartMessageMoveTask'],
+      // DeleteMessage: `redrive --drop` deletes one junk message (the move task deletes the others).
+      deadLetterQueue: ['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:ReceiveMessage', 'sqs:StartMessageMoveTask'],
     },
     implied: {
-      grants: { deadLetterQueue: ['sqs:DeleteMessage', 'sqs:ListMessageMoveTasks'], runQueue: ['sqs:SendMessage'] },
+      grants: { deadLetterQueue: ['sqs:ListMessageMoveTasks'], runQueue: ['sqs:SendMessage'] },
       why: 'the message move task started by StartMessageMoveTask receives and deletes on the DLQ and sends to the run queue with the caller\'s permissions; ListMessageMoveTasks shows its progress',
     },
   },

@@ -32,6 +32,8 @@ export const StackOutput = {
   OutboxRetentionDays: 'OutboxRetentionDays',
   /** Records of planner ticks that failed or were dropped as stale. */
   PlannerFailureQueueUrl: 'PlannerFailureQueueUrl',
+  /** Records of ledger stream batches the outbox relay gave up on (their events were not published). */
+  OutboxRelayFailureQueueUrl: 'OutboxRelayFailureQueueUrl',
   /** The operators' managed policy: what every ops command needs (docs/operating.md). */
   OperatorPolicyArn: 'OperatorPolicyArn',
 } as const;

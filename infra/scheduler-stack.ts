@@ -266,6 +266,7 @@ export class SchedulerStack extends Stack {
     output(StackOutput.ExampleJobs, String(this.exampleJobs), 'Whether the example jobs are deployed (-c exampleJobs=true)');
     output(StackOutput.OutboxRetentionDays, String(this.ledger.outboxRetentionDays), 'Days outbox rows are kept before TTL deletes them');
     output(StackOutput.PlannerFailureQueueUrl, this.planner.failureQueue.queueUrl, 'Records of planner ticks that failed or were dropped as stale');
+    output(StackOutput.OutboxRelayFailureQueueUrl, this.outboxRelay.failureQueue.queueUrl, 'Records of ledger stream batches the outbox relay gave up on (runbook outbox-relay-failed-batches)');
     output(StackOutput.OperatorPolicyArn, this.operatorPolicy.policy.managedPolicyArn, 'Managed policy for the ops CLI (attach it to the operators\' role)');
   }
 

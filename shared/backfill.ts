@@ -95,8 +95,31 @@ export function supersededWarning(job: Pick<Job, 'name' | 'effects'>, runs: numb
   );
 }
 
-/** Checks the range and returns its slots; throws BackfillRequestError naming the field. */
-export function planBackfill(request: BackfillRequest, now: number): number[] {
+/** Slots enumerated at a time when counting a range. */
+const COUNT_CHUNK = 100_000;
+
+/**
+ * How many slots [from, to) holds, and the first and last, without holding them all: a dry run
+ * counts any range (a year of a per-second job is 31.5 million slots), a chunk at a time.
+ */
+export function countSlotsInRange(job: Job, from: number, to: number): { readonly slots: number; readonly firstSlot?: number; readonly lastSlot?: number } {
+  let slots = 0;
+  let firstSlot: number | undefined;
+  let lastSlot: number | undefined;
+  for (let after = from - 1; ; ) {
+    const chunk = slotsBetween(slotSpecOf(job), after, to - 1, COUNT_CHUNK);
+    if (chunk.length === 0) break;
+    firstSlot ??= chunk[0];
+    lastSlot = chunk.at(-1)!;
+    slots += chunk.length;
+    if (chunk.length < COUNT_CHUNK) break;
+    after = lastSlot;
+  }
+  return { slots, firstSlot, lastSlot };
+}
+
+/** Checks the request (job, range, rate) and throws BackfillRequestError naming the field. */
+export function checkBackfill(request: BackfillRequest, now: number): void {
   const { from, to } = request;
   const latestOnly = request.job.overlap === OverlapPolicy.COALESCE || request.job.overlap === OverlapPolicy.REPLACE;
   if (latestOnly) {
@@ -116,13 +139,19 @@ export function planBackfill(request: BackfillRequest, now: number): number[] {
   }
   const rate = request.maxPerSecond ?? BACKFILL_DEFAULT_RATE;
   if (!(Number.isFinite(rate) && rate > 0)) throw new BackfillRequestError('max-per-second', 'must be a positive number');
+}
+
+/** Checks the request and returns its slots; more than BACKFILL_MAX_SLOTS needs `force`. */
+export function planBackfill(request: BackfillRequest, now: number): number[] {
+  checkBackfill(request, now);
+  const { from, to } = request;
   const slots = slotsInRange(request.job, from, to, request.force ? undefined : BACKFILL_MAX_SLOTS + 1);
   if (!request.force && slots.length > BACKFILL_MAX_SLOTS) {
     throw new BackfillRequestError('to', `the range holds more than ${BACKFILL_MAX_SLOTS} slots of "${request.job.name}": narrow it or pass --force`);
   }
-  // A dry run only counts, and says the same; a real one creates nothing unless told to.
+  // A real backfill creates nothing unless told to (a dry run, counted in `backfill`, only warns).
   const superseded = supersededWarning(request.job, slots.length * request.job.shards);
-  if (superseded !== undefined && !request.dryRun && !request.allowSuperseded) {
+  if (superseded !== undefined && !request.allowSuperseded) {
     throw new BackfillRequestError('job', `${superseded}, or pass --allow-superseded to create them anyway`);
   }
   return slots;
@@ -130,6 +159,12 @@ export function planBackfill(request: BackfillRequest, now: number): number[] {
 
 export async function backfill(deps: BackfillDeps, request: BackfillRequest): Promise<BackfillReport> {
   const { job } = request;
+  if (request.dryRun) {
+    // Counted, never capped: a dry run says how big a range is, however big (a real one needs force).
+    checkBackfill(request, deps.clock());
+    const counted = countSlotsInRange(job, request.from, request.to);
+    return { job: job.name, from: request.from, to: request.to, runs: counted.slots * job.shards, created: 0, existing: 0, sent: 0, dryRun: true, ...counted };
+  }
   const slots = planBackfill(request, deps.clock());
   const runs = slots.flatMap((slot) => Array.from({ length: job.shards }, (_, shard) => ({ slot, shard })));
   const base = {
@@ -138,11 +173,10 @@ export async function backfill(deps: BackfillDeps, request: BackfillRequest): Pr
     to: request.to,
     slots: slots.length,
     runs: runs.length,
-    dryRun: request.dryRun ?? false,
+    dryRun: false,
     firstSlot: slots[0],
     lastSlot: slots.at(-1),
   };
-  if (request.dryRun) return { ...base, created: 0, existing: 0, sent: 0 };
 
   const perSecond = request.maxPerSecond ?? BACKFILL_DEFAULT_RATE;
   // Whole calls per window; a fractional rate (0.5/s) becomes one call per 1/rate seconds.

@@ -1,5 +1,6 @@
 /**
- * `fsched`: the project's command line, run by bin/fsched (`npx fsched …` in the project).
+ * `fsched`: the project's command line, run by bin/fsched (`npx fsched …` in the project); the
+ * dispatch and usage are tools/fsched-cli.ts.
  *
  *   fsched ops <command> [options]   the ops CLI (tools/ops/cli.ts; docs/operating.md)
  *
@@ -7,22 +8,7 @@
  * into jq as it is; errors are one line on stderr; the exit code is the command's.
  */
 import './quiet-sdk.js';
-import { runOps } from './ops/cli.js';
-import type { OpsIo } from './ops/io.js';
-
-export const FSCHED_USAGE = ['usage: fsched <tool> [options]', '', '  ops  the ops CLI: status, jobs, runs, show, pause, resume, backfill, preview, redrive, retry, resolve (fsched ops --help)'];
-
-/** Dispatches `fsched <tool> …`; returns the exit code (2: no or unknown tool). */
-export async function runFsched(argv: readonly string[], io: OpsIo): Promise<number> {
-  const [tool, ...rest] = argv;
-  if (tool === 'ops') return runOps(rest, io);
-  if (tool === undefined || tool === '--help' || tool === '-h') {
-    for (const line of FSCHED_USAGE) (tool === undefined ? io.stderr : io.stdout)(line);
-    return tool === undefined ? 2 : 0;
-  }
-  io.stderr(`fsched: unknown tool "${tool}"; one of: ops (fsched --help)`);
-  return 2;
-}
+import { runFsched } from './fsched-cli.js';
 
 // A reader that closes the pipe early (`| head`) ends the output, not with a stack trace.
 process.stdout.on('error', (error: NodeJS.ErrnoException) => {

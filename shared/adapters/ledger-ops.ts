@@ -160,13 +160,6 @@ export class LedgerOps {
     return counts;
   }
 
-  /** Run keys already in the ledger for a job in [sinceSlot, untilSlot). */
-  async existingRunKeys(job: string, sinceSlot: number, untilSlot: number): Promise<Set<string>> {
-    const keys = new Set<string>();
-    for await (const item of this.pages(job, { sinceSlot, untilSlot }, ['runKey', 'sk'])) keys.add(item.runKey as string);
-    return keys;
-  }
-
   private async *pages(job: string, query: RunQuery, projection: readonly string[] | undefined): AsyncGenerator<Item> {
     // Sort keys are RUN#<slotISO>#<shard>; ISO strings of the same length sort like instants.
     const lower = query.sinceSlot !== undefined ? LedgerKeys.runSk(query.sinceSlot, 0) : LedgerKeys.runSkPrefix;

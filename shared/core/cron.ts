@@ -61,6 +61,10 @@ const PREDEFINED: Readonly<Record<string, string>> = {
 };
 
 const FIELD_NAMES_6 = ['second', 'minute', 'hour', 'day-of-month', 'month', 'day-of-week'] as const;
+/** Each field's values, lowest and highest (day-of-week 7 is Sunday again, so its range is 0-6). */
+const FIELD_RANGES_6: readonly (readonly [number, number])[] = [[0, 59], [0, 59], [0, 23], [1, 31], [1, 12], [0, 6]];
+/** What each field counts within: a step as wide as the range fires once per this. */
+const FIELD_PERIODS_6 = ['minute', 'hour', 'day', 'month', 'year', 'week'] as const;
 
 /** Normalizes to 6 fields (seconds first) or returns a message. */
 function normalizeFields(schedule: unknown): string[] | string {
@@ -123,6 +127,13 @@ function expandField(fields: readonly string[], index: number): FieldValues | st
   const seen = new Set<number | string>();
   for (const raw of field.split(',')) {
     if (raw === '') return `${name} field "${field}": empty list element`;
+    // A step wider than the field's range matches only its start (`*/61` and `*/60` are minute 0):
+    // an author who wrote one meant something else, and cron-parser would take it silently.
+    const step = /\/(\d+)$/.exec(raw)?.[1];
+    const [low, high] = FIELD_RANGES_6[index] ?? [0, 0];
+    if (step !== undefined && Number(step) > high - low) {
+      return `${name} field "${field}": step ${step} is larger than the field's range ${low}-${high} (it would match only once per ${FIELD_PERIODS_6[index]}); use a single value instead`;
+    }
     const element = index === 5 ? sundayEndedRange(raw) : raw;
     // The element alone, every other field a wildcard: cron-parser's errors then name only it.
     const probe = ['0', '*', '*', '*', '*', '*'];
@@ -149,16 +160,20 @@ function expandField(fields: readonly string[], index: number): FieldValues | st
 function compile(schedule: string): CronPlan | string {
   const fields = normalizeFields(schedule);
   if (typeof fields === 'string') return fields;
+  // Every field is checked, so an expression with two bad fields names both at once.
   const expanded: FieldValues[] = [];
+  const problems: string[] = [];
   for (let i = 0; i < fields.length; i++) {
     const f = fields[i] ?? '';
     if (hasHash(f, i)) {
-      return `${FIELD_NAMES_6[i]} field "${f}": hashed values (H) are not supported (they would make slots random)`;
+      problems.push(`${FIELD_NAMES_6[i]} field "${f}": hashed values (H) are not supported (they would make slots random)`);
+      continue;
     }
     const values = expandField(fields, i);
-    if (typeof values === 'string') return values;
-    expanded.push(values);
+    if (typeof values === 'string') problems.push(values);
+    else expanded.push(values);
   }
+  if (problems.length > 0) return problems.join('; ');
   const [second, minute, hour, dayOfMonth, month, dayOfWeek] = expanded as [FieldValues, FieldValues, FieldValues, FieldValues, FieldValues, FieldValues];
   const nextTable = (values: readonly (number | string)[], max: number): Int8Array => {
     const allowed = new Uint8Array(max + 2);

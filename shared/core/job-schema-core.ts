@@ -13,7 +13,10 @@ import en from 'zod/v4/locales/en.js';
 import { durationMs, formatDuration } from './duration.js';
 import { MAX_RUNS_LIMIT } from './limits.js';
 import { DEFAULT_DST } from './dst.js';
-import { calendarDateErrors, dateTimeField, excludeField, MAX_JITTER_MS, scheduleField, type ExcludeEntry } from './schedule-schema.js';
+import { dateTimeField, excludeField, MAX_JITTER_MS, scheduleField, type ExcludeEntry } from './schedule-schema.js';
+import { calendarIssues, expandExclude } from './job-calendars.js';
+
+export { CALENDARS_LABEL } from './job-calendars.js';
 import { slotSpecOf, type SlotSpec, type SpecProblem } from './schedule-spec.js';
 
 // zod/mini ships without messages; English ones make "Too big: expected number to be <=10" readable.
@@ -278,49 +281,70 @@ export function createJobParser(checks: ScheduleChecks): (inputs: readonly unkno
   return (inputs, options) => parseWith(jobShape, checks, inputs, options);
 }
 
-/** The label calendar issues carry in place of a job name. */
-export const CALENDARS_LABEL = '(calendars)';
-
-function calendarIssues(calendars: Calendars): JobConfigIssue[] {
-  const issues: JobConfigIssue[] = [];
-  for (const [name, dates] of Object.entries(calendars)) {
-    for (const { index, message } of calendarDateErrors(dates)) {
-      const field = index === undefined ? name : `${name}.${index}`;
-      issues.push({ job: CALENDARS_LABEL, field, value: index === undefined ? dates : dates[index], message });
-    }
-  }
-  return issues;
-}
-
-/** The job's excluded dates with calendars expanded, or issues naming the unknown calendars. */
-function expandExclude(
-  name: string,
-  entries: readonly ExcludeEntry[] | undefined,
-  calendars: Calendars,
-  issues: JobConfigIssue[],
-): readonly string[] | undefined {
-  if (entries === undefined) return undefined;
-  const dates = new Set<string>();
-  entries.forEach((entry, i) => {
-    if (typeof entry === 'string') {
-      dates.add(entry);
-      return;
-    }
-    const calendar = Object.hasOwn(calendars, entry.calendar) ? calendars[entry.calendar] : undefined;
-    if (calendar === undefined) {
-      const known = Object.keys(calendars);
-      issues.push({ job: name, field: `exclude.${i}.calendar`, value: entry.calendar, message: `unknown calendar; defined: ${known.join(', ') || '(none)'}` });
-      return;
-    }
-    for (const date of calendar) dates.add(date);
-  });
-  return [...dates].sort();
-}
-
 /** A duration field as the job wrote it (or its default), for messages that quote it. */
 function asWritten(input: unknown, field: string, fallback: string): string {
   const value = valueAt(input, [field]);
   return JSON.stringify(value === undefined ? fallback : value);
+}
+
+/** The fields the cross-field checks read; any of them may be missing when it did not parse. */
+type CheckedFields = Partial<Pick<ParsedJob, 'handler' | 'lease' | 'heartbeatEvery' | 'timeout' | 'startLead' | 'checkpoints'>> & { readonly name: string };
+
+/** Each field of a job that failed to parse, parsed on its own: those that parse, with defaults. */
+function fieldsThatParse(jobShape: ReturnType<typeof jobShapeWith>, input: unknown): Partial<ParsedJob> {
+  const out: Record<string, unknown> = {};
+  for (const [key, schema] of Object.entries(jobShape.shape)) {
+    const result = schema.safeParse(valueAt(input, [key]));
+    if (result.success) out[key] = result.data;
+  }
+  return out as Partial<ParsedJob>;
+}
+
+/**
+ * The checks that read a job's fields together (name unique, handler registered, heartbeat
+ * within the lease, timeout within an invocation), each run when the fields it reads parsed.
+ */
+function fieldIssues(job: CheckedFields, input: unknown, options: ParseJobsOptions, seen: Set<string>): JobConfigIssue[] {
+  const issues: JobConfigIssue[] = [];
+  if (seen.has(job.name)) issues.push({ job: job.name, field: 'name', value: job.name, message: 'duplicate job name' });
+  seen.add(job.name);
+  if (job.handler !== undefined && !options.handlers.includes(job.handler)) {
+    issues.push({ job: job.name, field: 'handler', value: job.handler, message: `unknown handler; registered: ${options.handlers.join(', ') || '(none)'}` });
+  }
+  const writtenHeartbeat = valueAt(input, ['heartbeatEvery']);
+  if (job.lease !== undefined && (job.heartbeatEvery !== undefined || writtenHeartbeat === undefined)) {
+    const heartbeatEvery = job.heartbeatEvery ?? Math.floor(job.lease / 3);
+    // Quote what the job wrote; when heartbeatEvery was left to its default, say it is lease / 3.
+    const derived = writtenHeartbeat === undefined ? ' (the default, lease / 3)' : '';
+    if (heartbeatEvery >= job.lease) {
+      issues.push({ job: job.name, field: 'heartbeatEvery', value: writtenHeartbeat, message: `must be shorter than lease ${asWritten(input, 'lease', '30s')}${derived}` });
+    } else if (heartbeatEvery < 1) {
+      issues.push({
+        job: job.name,
+        field: 'heartbeatEvery',
+        value: writtenHeartbeat,
+        message: `must be at least 1 ms${writtenHeartbeat === undefined ? `: lease ${asWritten(input, 'lease', '30s')} / 3 is less` : ''}`,
+      });
+    }
+  }
+  // An attempt that cannot finish within one invocation would yield before its timeout every
+  // time, and a yield without checkpoint progress spends the attempt: say so at synth instead.
+  if (job.timeout === undefined || job.startLead === undefined || job.checkpoints === undefined) return issues;
+  const workerTimeoutMs = options.workerTimeoutMs ?? DEFAULT_WORKER_TIMEOUT_MS;
+  const fits = maxAttemptTimeoutMs(workerTimeoutMs, job.startLead);
+  if (!job.checkpoints && job.timeout > fits) {
+    const written = valueAt(input, ['timeout']);
+    issues.push({
+      job: job.name,
+      field: 'timeout',
+      value: written,
+      message:
+        `${written === undefined ? `the default timeout (${formatDuration(job.timeout)}) does not fit: ` : ''}` +
+        `an attempt must fit in one worker invocation: at most ${formatDuration(fits)} with the worker timeout of ${formatDuration(workerTimeoutMs)} ` +
+        `(minus the ${formatDuration(WORKER_YIELD_MARGIN_MS)} yield margin and a start wait of startLead + 1s); shorten it, raise the worker timeout (context key workerTimeoutSeconds), or set checkpoints: true if the handler checkpoints and resumes`,
+    });
+  }
+  return issues;
 }
 
 function parseWith(
@@ -350,6 +374,9 @@ function parseWith(
         const field = issue.path.map(String).join('.') || '(job)';
         issues.push({ job: label, field, value: valueAt(input, issue.path), message: issue.message });
       }
+      // The checks across fields still run on the fields that parsed, so one synth names every
+      // error of the job (a bad zone does not hide an unknown handler or a heartbeat past the lease).
+      issues.push(...fieldIssues({ ...fieldsThatParse(jobShape, input), name: label }, input, options, seen));
       return;
     }
     const { exclude: entries, ...parsed } = result.data;
@@ -361,53 +388,8 @@ function parseWith(
         issues.push({ job: job.name, field: problem.field, value: valueAt(input, problem.field.split('.')), message: problem.message });
       }
     }
-    if (seen.has(job.name)) {
-      issues.push({ job: job.name, field: 'name', value: job.name, message: 'duplicate job name' });
-    }
-    seen.add(job.name);
-    if (!options.handlers.includes(job.handler)) {
-      issues.push({
-        job: job.name,
-        field: 'handler',
-        value: job.handler,
-        message: `unknown handler; registered: ${options.handlers.join(', ') || '(none)'}`,
-      });
-    }
     const heartbeatEvery = job.heartbeatEvery ?? Math.floor(job.lease / 3);
-    // Quote what the job wrote; when heartbeatEvery was left to its default, say it is lease / 3.
-    const written = valueAt(input, ['heartbeatEvery']);
-    const derived = written === undefined ? ' (the default, lease / 3)' : '';
-    if (heartbeatEvery >= job.lease) {
-      issues.push({
-        job: job.name,
-        field: 'heartbeatEvery',
-        value: written,
-        message: `must be shorter than lease ${asWritten(input, 'lease', '30s')}${derived}`,
-      });
-    } else if (heartbeatEvery < 1) {
-      issues.push({
-        job: job.name,
-        field: 'heartbeatEvery',
-        value: written,
-        message: `must be at least 1 ms${written === undefined ? `: lease ${asWritten(input, 'lease', '30s')} / 3 is less` : ''}`,
-      });
-    }
-    // An attempt that cannot finish within one invocation would yield before its timeout every
-    // time, and a yield without checkpoint progress spends the attempt: say so at synth instead.
-    const workerTimeoutMs = options.workerTimeoutMs ?? DEFAULT_WORKER_TIMEOUT_MS;
-    const fits = maxAttemptTimeoutMs(workerTimeoutMs, job.startLead);
-    if (!job.checkpoints && job.timeout > fits) {
-      const written = valueAt(input, ['timeout']);
-      issues.push({
-        job: job.name,
-        field: 'timeout',
-        value: written,
-        message:
-          `${written === undefined ? `the default timeout (${formatDuration(job.timeout)}) does not fit: ` : ''}` +
-          `an attempt must fit in one worker invocation: at most ${formatDuration(fits)} with the worker timeout of ${formatDuration(workerTimeoutMs)} ` +
-          `(minus the ${formatDuration(WORKER_YIELD_MARGIN_MS)} yield margin and a start wait of startLead + 1s); shorten it, raise the worker timeout (context key workerTimeoutSeconds), or set checkpoints: true if the handler checkpoints and resumes`,
-      });
-    }
+    issues.push(...fieldIssues(job, input, options, seen));
     jobs.push({ ...job, heartbeatEvery });
   });
   if (issues.length > 0) throw new JobConfigError(issues);

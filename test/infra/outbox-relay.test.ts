@@ -5,7 +5,10 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import { describe, expect, it } from 'vitest';
 import { LedgerTable } from '../../infra/constructs/ledger-table.js';
 import { EVENT_BUS_NAME_ENV, OutboxRelay, RELAY_STREAM_ACTIONS, type OutboxRelayProps } from '../../infra/constructs/outbox-relay.js';
-import { actionsOfRole, constructStack, isWildcardResource, statementsOfRole } from './support.js';
+import { readFileSync } from 'node:fs';
+import { projectPath } from '../../infra/lambda-defaults.js';
+import { StackOutput } from '../../infra/outputs.js';
+import { actionsOfRole, constructStack, isWildcardResource, schedulerApp, statementsOfRole } from './support.js';
 
 function relay(props: Partial<Omit<OutboxRelayProps, 'ledger'>> = {}, ledgerKey = false) {
   const stack = constructStack();
@@ -126,5 +129,24 @@ describe('OutboxRelay', () => {
     [{ timeout: Duration.minutes(20) }, /prop "timeout".*got 20 minutes/],
   ])('rejects %o naming the prop and value', (props, message) => {
     expect(() => relay(props)).toThrow(message);
+  });
+});
+
+describe('the relay\'s failure queue in the stack', () => {
+  it('has its URL as the stack output OutboxRelayFailureQueueUrl, so an operator paged by its alarm can find the queue to read', () => {
+    const { stack } = schedulerApp();
+    const template = Template.fromStack(stack);
+    template.hasOutput(StackOutput.OutboxRelayFailureQueueUrl, { Value: stack.resolve(stack.outboxRelay.failureQueue.queueUrl) as unknown });
+    // The relay's on-failure destination is that queue, not another one.
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      DestinationConfig: { OnFailure: { Destination: stack.resolve(stack.outboxRelay.failureQueue.queueArn) as unknown } },
+    });
+  });
+
+  it('its runbook tells operators to read the queue by that output', () => {
+    const operating = readFileSync(projectPath('docs/operating.md'), 'utf8');
+    const runbook = operating.slice(operating.indexOf('### `outbox-relay-failed-batches`'), operating.indexOf('### `trigger-lag-p99`'));
+    expect(runbook).toContain('`OutboxRelayFailureQueueUrl`');
+    expect(runbook).toMatch(/aws sqs receive-message --queue-url <OutboxRelayFailureQueueUrl>/);
   });
 });

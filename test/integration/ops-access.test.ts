@@ -157,6 +157,9 @@ describe('ops commands call exactly what OPS_ACCESS grants', () => {
     await ops('resume', 'alpha');
     await ops('backfill', 'alpha', '--from', new Date(NOW - 10 * MINUTE).toISOString(), '--to', new Date(NOW - 7 * MINUTE).toISOString(), '--dry-run');
     await ops('backfill', 'alpha', '--from', new Date(NOW - 10 * MINUTE).toISOString(), '--to', new Date(NOW - 7 * MINUTE).toISOString(), '--max-per-second', '100');
+    // A junk message deleted by id (before the move task runs, which would move it back).
+    const junk = await box.clients.sqs.send(new SendMessageCommand({ QueueUrl: box.endpoints.deadLetterQueueUrl, MessageBody: 'junk' }));
+    await ops('redrive', '--drop', junk.MessageId!);
     await ops('redrive', '--dry-run');
     await ops('redrive', '--max-per-second', '50');
     await ops('resolve', key(slot.open), '--as', 'dead', '--reason', 'not needed');

@@ -34,7 +34,11 @@ const JOBS = testJobs([
   { name: 'zoned', schedule: '30 2 * * *', handler: 'noop', timezone: 'America/New_York' },
   { name: 'capped-done', schedule: '* * * * *', handler: 'noop', maxRuns: 3 },
   { name: 'capped-open', schedule: '* * * * *', handler: 'noop', maxRuns: 5 },
+  { name: 'noted', schedule: '0 * * * *', handler: 'noop' },
 ]);
+
+/** A pause note as an operator may paste it: long, and over two lines. */
+const LONG_NOTE = 'vendor outage: the bank API answers 503 to every call since 09:14,\nticket INC-4711 open with them, resume when they say so';
 
 function capture() {
   const out: string[] = [];
@@ -75,6 +79,7 @@ describe('ops jobs', () => {
     for (const slot of [M - 2 * MINUTE, M - MINUTE, M]) await runTo('capped-open', slot, 'SUCCEEDED', 5);
     const paused = capture();
     expect(await runOps(['pause', 'held', '--note', 'vendor outage', '--by', 'alice', '--endpoints', endpoints], paused.io)).toBe(0);
+    expect(await runOps(['pause', 'noted', '--note', LONG_NOTE, '--by', 'bob', '--endpoints', endpoints], paused.io)).toBe(0);
   });
   afterAll(() => box.destroy());
 
@@ -128,14 +133,43 @@ describe('ops jobs', () => {
     const c = capture();
     expect(await runOps(['jobs', '--endpoints', endpoints], c.io)).toBe(0);
     const [header, ...lines] = c.out;
-    expect(header).toMatch(/^JOB\s+SCHEDULE\s+TIMEZONE\s+JITTER\s+STATE\s+NEXT FIRES\s+LAST RUN\s+FINISHED\s+OPEN\s+DEAD 24H$/);
+    expect(header).toMatch(/^JOB\s+SCHEDULE\s+TIMEZONE\s+JITTER\s+STATE\s+NEXT FIRES \(UTC\)\s+NEXT FIRES \(JOB ZONE\)\s+LAST RUN\s+FINISHED\s+OPEN\s+DEAD 24H$/);
     const line = (name: string) => lines.find((l) => l.startsWith(`${name} `))!;
-    expect(line('minutely')).toMatch(/^minutely\s+\* \* \* \* \*\s+UTC\s+-\s+active\s+2026-06-15T12:01:00Z, 2026-06-15T12:02:00Z, 2026-06-15T12:03:00Z\s+2026-06-15T12:00:00Z SUCCEEDED\s+2026-06-15T12:00:01\.200Z\s+1\s+1$/);
+    expect(line('minutely')).toMatch(
+      /^minutely\s+\* \* \* \* \*\s+UTC\s+-\s+active\s+2026-06-15T12:01:00Z, 2026-06-15T12:02:00Z, 2026-06-15T12:03:00Z\s+2026-06-15 12:01:00 \+00:00, 2026-06-15 12:02:00 \+00:00, 2026-06-15 12:03:00 \+00:00\s+2026-06-15T12:00:00Z SUCCEEDED\s+2026-06-15T12:00:01\.200Z\s+1\s+1$/,
+    );
     expect(line('held')).toContain('PAUSED by alice 0s ago: vendor outage');
     expect(line('once-done')).toMatch(/finished\s+none \(finished\)/);
     expect(line('off')).toContain('disabled');
     expect(line('herd')).toMatch(/^herd\s+\* \* \* \* \*\s+UTC\s+45s\s+active/);
     expect(c.out.at(-1)).toContain("NEXT FIRES: slot + the job's jitter offset where JITTER is set");
+  });
+
+  it('next fire times in the job\'s zone beside UTC: a New York job\'s 02:30 reads 02:30 -04:00, not only 06:30Z', async () => {
+    const c = capture();
+    expect(await runOps(['jobs', '--job', 'zoned', '--endpoints', endpoints], c.io)).toBe(0);
+    expect(c.out[1]).toMatch(
+      /^zoned\s+30 2 \* \* \*\s+America\/New_York\s+-\s+active\s+2026-06-16T06:30:00Z, 2026-06-17T06:30:00Z, 2026-06-18T06:30:00Z\s+2026-06-16 02:30:00 -04:00, 2026-06-17 02:30:00 -04:00, 2026-06-18 02:30:00 -04:00\s/,
+    );
+  });
+
+  it('a long pause note over two lines is cut with an ellipsis on one line: the rows keep their columns (the whole note is in --json)', async () => {
+    const c = capture();
+    expect(await runOps(['jobs', '--endpoints', endpoints], c.io)).toBe(0);
+    const [header, ...lines] = c.out;
+    expect(c.out).toHaveLength(JOBS.length + 2); // header, one line per job, the jitter note: no line of its own for the note's second line
+    const noted = lines.find((l) => l.startsWith('noted '))!;
+    expect(noted).toContain('PAUSED by bob 0s ago: vendor outage: the bank API answers 503…');
+    expect(noted).not.toContain('INC-4711');
+    // Every row's next fire times start under their header.
+    const column = header!.indexOf('NEXT FIRES (UTC)');
+    for (const name of ['noted', 'minutely', 'held', 'zoned']) {
+      const row = lines.find((l) => l.startsWith(`${name} `))!;
+      expect(row.slice(column), name).toMatch(/^2026-06-1\dT\d\d:\d\d:00Z, /);
+    }
+    const json = capture();
+    expect(await runOps(['jobs', '--job', 'noted', '--endpoints', endpoints, '--json'], json.io)).toBe(0);
+    expect(json.json<JobRow[]>()[0]).toMatchObject({ pauseNote: LONG_NOTE, pausedBy: 'bob' });
   });
 
   it('--job NAME: that job only; an unknown job exits 2 with one line', async () => {

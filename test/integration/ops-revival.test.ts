@@ -228,6 +228,27 @@ describe('ops revival and takeover', () => {
     expect(calls).toEqual({ run: 1, reconcile: 1 });
   });
 
+  it('ops retry of a run whose slot is still ahead delays its message to the fire time instead of sending it now (the handler would start early)', async () => {
+    const name = `ahead-${Math.random().toString(36).slice(2, 8)}`;
+    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: '2s', overlap: 'forbid-skip' }], ['h']);
+    const now = Math.floor(Date.now() / MIN) * MIN + 15_000;
+    // No message is delivered here: only what retry sends, and when, is looked at.
+    const lab = new Lab(box, jobs, { h: { run: async () => undefined } }, now);
+    // A slot the overlap policy skipped before it came, 45 s ahead.
+    const slot = now + 45_000;
+    await box.ledger.createRun({ job: name, slot, shard: 0, shards: 1, status: RunStatus.SKIPPED, reason: 'skipped: run still open (forbid-skip)' }, now - 20_000);
+    const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [(await lab.run(name, slot))!], { states: [RunStatus.SKIPPED] });
+    expect(entry).toMatchObject({ action: 'revived', to: RunStatus.READY, detail: `waits for its fire time ${new Date(slot).toISOString()}` });
+    // Visible startLead before the fire time, as the planner would send it: 45 s - 2 s.
+    expect(lab.queue.sent.map((m) => [m.message.runKey, m.delaySeconds])).toEqual([[`${name}@${new Date(slot).toISOString()}`, 43]]);
+    // A run whose slot has come is sent now.
+    const past = now - MIN;
+    await box.ledger.createRun({ job: name, slot: past, shard: 0, shards: 1, status: RunStatus.SKIPPED, reason: 'skipped' }, past);
+    lab.queue.take();
+    await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [(await lab.run(name, past))!], { states: [RunStatus.SKIPPED] });
+    expect(lab.queue.sent.map((m) => m.delaySeconds)).toEqual([0]);
+  });
+
   it('ops retry runs a DEAD run again once its cause is fixed (the CLI, by run key and by job)', async () => {
     const name = `fix-${Math.random().toString(36).slice(2, 8)}`;
     let broken = true;

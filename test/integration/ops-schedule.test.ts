@@ -201,13 +201,22 @@ describe('ops backfill', () => {
     expect(shards).toContain(`bf-sharded@${new Date(T0).toISOString()}#1`);
   });
 
-  it('refuses ranges in the future and, without --force, over 10,000 slots (exit 2 naming the field)', async () => {
+  it('refuses ranges in the future and, without --force, over 10,000 slots (exit 2 naming the field); a dry run counts such a range without refusing it', async () => {
     const now = T0 + 60 * MINUTE;
     const future = capture({ now: () => now, jobs: JOBS });
     expect(await runOps(['backfill', 'bf', '--from', new Date(now - MINUTE).toISOString(), '--to', new Date(now + MINUTE).toISOString(), '--endpoints', endpoints], future.io)).toBe(2);
     expect(future.err).toHaveLength(1);
     expect(future.err[0]).toContain('"to"');
     expect(future.err[0]).toContain('future');
+
+    // The dry run counts the same range without --force: its true size, and what the backfill needs.
+    const counted = capture({ now: () => now, jobs: JOBS });
+    expect(await runOps(['backfill', 'bf-seconds', '--from', new Date(T0 - 3 * 3_600_000).toISOString(), '--to', new Date(T0).toISOString(), '--endpoints', endpoints, '--dry-run'], counted.io)).toBe(0);
+    expect(counted.out).toEqual([
+      expect.stringMatching(/^dry run: bf-seconds has 10800 slot\(s\) \(10800 run\(s\)\) in \[.*\); 0 already in the ledger, 10800 would be created at 10\/s \(~18m00s\)$/),
+      `first ${new Date(T0 - 3 * 3_600_000).toISOString()}, last ${new Date(T0 - 1_000).toISOString()}`,
+      'the range holds more than 10000 slots: the backfill itself needs --force',
+    ]);
 
     const huge = capture({ now: () => now, jobs: JOBS });
     expect(await runOps(['backfill', 'bf-seconds', '--from', new Date(T0 - 3 * 3_600_000).toISOString(), '--to', new Date(T0).toISOString(), '--endpoints', endpoints], huge.io)).toBe(2);

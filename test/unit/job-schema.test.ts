@@ -391,6 +391,45 @@ describe('all broken jobs are reported at once (one synth shows every problem)',
     expect(error.message.split('\n')).toHaveLength(6);
   });
 
+  it('a cron step larger than its field\'s range (*/61, and */60 in minutes) is refused naming job, field and value, not read as minute 0', () => {
+    for (const [schedule, part] of [
+      ['*/61 * * * *', 'minute field "*/61": step 61 is larger than the field\'s range 0-59'],
+      ['*/60 * * * *', 'minute field "*/60": step 60 is larger than the field\'s range 0-59'],
+      ['0 */24 * * *', 'hour field "*/24": step 24 is larger than the field\'s range 0-23'],
+      ['0 0 */31 * *', 'day-of-month field "*/31": step 31'],
+      ['0 0 1 */12 *', 'month field "*/12": step 12'],
+      ['0 0 * * */7', 'day-of-week field "*/7": step 7'],
+      ['*/60 * * * * *', 'second field "*/60": step 60'],
+      ['10-20/60 * * * *', 'minute field "10-20/60": step 60'],
+    ] as const) {
+      const error = configError(() => parseJobs([minimal({ schedule })], HANDLERS));
+      const issue = expectNamed(error, 'job-a', 'schedule');
+      expect(issue.value).toBe(schedule);
+      expect(issue.message).toContain(part);
+    }
+    // The widest steps that still fire twice per period stay valid.
+    for (const schedule of ['*/59 * * * *', '0 */23 * * *', '0 0 */30 * *', '0 0 1 */11 *', '0 0 * * */6', '*/30 * * * * *']) {
+      expect(() => parseJobs([minimal({ schedule })], HANDLERS), schedule).not.toThrow();
+    }
+  });
+
+  it('every error of one job is reported, not only the first: a bad zone or schedule does not hide an unknown handler or a heartbeat past the lease', () => {
+    const error = configError(() =>
+      parseJobs([minimal({ schedule: '*/61 */99 * * *', timezone: 'Mars/Olympus', handler: 'nope', lease: '5s', heartbeatEvery: '10s' })], HANDLERS),
+    );
+    expect(error.issues.map((i) => i.field).sort()).toEqual(['handler', 'heartbeatEvery', 'schedule', 'timezone']);
+    // Both bad cron fields, in the one schedule issue.
+    expect(expectNamed(error, 'job-a', 'schedule').message).toMatch(/minute field "\*\/61".*; hour field "\*\/99"/);
+    expect(expectNamed(error, 'job-a', 'handler').value).toBe('nope');
+    expect(expectNamed(error, 'job-a', 'heartbeatEvery').message).toContain('must be shorter than lease "5s"');
+    expect(error.message.split('\n')).toHaveLength(4);
+  });
+
+  it('a field that fails to parse is not checked against others (no second, derived error for it)', () => {
+    const error = configError(() => parseJobs([minimal({ lease: 'soon', timeout: 'later', timezone: 'Nowhere/Here' })], HANDLERS));
+    expect(error.issues.map((i) => i.field).sort()).toEqual(['lease', 'timeout', 'timezone']);
+  });
+
   it('JobConfigError is a real Error with a stable name (synth prints it, handlers can instanceof it)', () => {
     const error = configError(() => parseJobs([minimal({ handler: 'nope' })], HANDLERS));
     expect(error).toBeInstanceOf(Error);

@@ -7,11 +7,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { needsRevival, resolveRefusal } from '../../shared/adapters/ledger-ops.js';
-import { BACKFILL_MAX_SLOTS, BackfillRequestError, planBackfill, slotsInRange } from '../../shared/backfill.js';
+import { BACKFILL_MAX_SLOTS, BackfillRequestError, countSlotsInRange, planBackfill, slotsInRange } from '../../shared/backfill.js';
+import { UNLIMITED_GUARD } from '../../shared/core/slots.js';
 import { RunStatus, type Run } from '../../shared/core/vocabulary.js';
-import { parseInstant, parseRunKey, parseSince, parseStatuses } from '../../tools/ops/args.js';
+import { userInfo } from 'node:os';
+import { operatorOf, parseInstant, parseRunKey, parseSince, parseStatuses } from '../../tools/ops/args.js';
+import { fschedUsage, runFsched } from '../../tools/fsched-cli.js';
 import { COMMANDS, runOps } from '../../tools/ops/cli.js';
-import { formatAge, UsageError, type OpsIo } from '../../tools/ops/io.js';
+import { cell, formatAge, printTable, UsageError, type OpsIo } from '../../tools/ops/io.js';
+import { RUN_HEADERS, runRow } from '../../tools/ops/runs.js';
 import { localTime } from '../../tools/ops/preview.js';
 import { testJobs } from '../support/helpers.js';
 
@@ -45,6 +49,46 @@ describe('argument parsers', () => {
       expect(() => parseInstant(bad, 'from')).toThrow(UsageError);
     }
     expect(() => parseInstant('soon', 'to')).toThrow(/field "to"/);
+  });
+
+  it('impossible dates and times are refused naming the part, never rolled over into another instant (2026-02-30 is not March 2nd, 24:00 not the next midnight)', () => {
+    const refused: [string, RegExp][] = [
+      ['2026-02-30', /field "from": not a real instant: "2026-02-30" has no day 30 of 2026-02 \(it has 28 days\)/],
+      ['2026-02-29T00:00:00Z', /has no day 29 of 2026-02/],
+      ['2026-13-01', /has no month 13/],
+      ['2026-00-10T00:00Z', /has no month 00/],
+      ['2026-04-31T10:00', /has no day 31 of 2026-04/],
+      ['2026-03-01T24:00', /has no hour 24/],
+      ['2026-03-01T23:60:00Z', /has no minute 60/],
+      ['2026-03-01T23:59:60Z', /has no second 60/],
+      ['2026-03-01T10:00:00+15:00', /has no offset \+15:00/],
+    ];
+    for (const [raw, message] of refused) expect(() => parseInstant(raw, 'from'), raw).toThrow(message);
+    // The real ones still read as before: a leap day, the last second of a day.
+    expect(parseInstant('2028-02-29', 'from')).toBe(Date.UTC(2028, 1, 29));
+    expect(parseInstant('2026-12-31T23:59:59Z', 'to')).toBe(Date.UTC(2026, 11, 31, 23, 59, 59));
+  });
+
+  it('an impossible date in any command is exit 2 with one line naming the field, before any stack is touched', async () => {
+    const jobs = testJobs([{ name: 'alpha', schedule: '* * * * *', handler: 'noop' }]);
+    for (const argv of [
+      ['backfill', 'alpha', '--from', '2026-02-30', '--to', '2026-03-01'],
+      ['preview', '--schedule', '0 * * * *', '--from', '2026-13-01'],
+      ['runs', '--job', 'alpha', '--until', '2026-03-01T24:00'],
+    ]) {
+      const c = capture();
+      expect(await runOps([...argv, '--endpoints', '/nonexistent.json'], { ...c.io, jobs }), argv.join(' ')).toBe(2);
+      expect(c.err, argv.join(' ')).toEqual([expect.stringMatching(/field "(from|until)": not a real instant/)]);
+    }
+  });
+
+  it('every command that records an operator falls back alike: --by, else $USER, else $LOGNAME, else the OS account name', () => {
+    const io = (env: NodeJS.ProcessEnv): OpsIo => ({ ...capture().io, env });
+    expect(operatorOf({ by: 'carol' }, io({ USER: 'alice' }))).toBe('carol');
+    expect(operatorOf({}, io({ USER: 'alice', LOGNAME: 'bob' }))).toBe('alice');
+    expect(operatorOf({}, io({ LOGNAME: 'bob' }))).toBe('bob');
+    expect(operatorOf({ by: '  ' }, io({ USER: '' , LOGNAME: 'bob' }))).toBe('bob');
+    expect(operatorOf({}, io({}))).toBe(userInfo().username);
   });
 
   it('since: a duration before now, or an instant', () => {
@@ -92,6 +136,15 @@ describe('dispatch and exit codes', () => {
     const commandHelp = capture();
     expect(await runOps(['backfill', '--help'], commandHelp.io)).toBe(0);
     expect(commandHelp.out[0]).toContain('--max-per-second');
+  });
+
+  it('fsched --help lists every command of the ops CLI (trigger was missing from a hand-written list)', async () => {
+    const c = capture();
+    expect(await runFsched(['--help'], c.io)).toBe(0);
+    expect(c.out).toEqual(fschedUsage());
+    const listed = /the ops CLI: (.*) \(fsched ops --help\)/.exec(c.out.join('\n'))?.[1]?.split(', ');
+    expect(listed).toEqual(Object.keys(COMMANDS));
+    expect(listed).toContain('trigger');
   });
 
   it('an unknown option or two targets: exit 2 naming it', async () => {
@@ -179,7 +232,33 @@ describe('every command alike', () => {
     expect(await help('backfill')).toMatch(/--max-per-second N .*\(default: 10\)/);
     expect(await help('preview')).toMatch(/--limit N .*\(default: 10 without --to/);
     expect(await help('retry')).toMatch(/--state S\[,S\] .*\(default: DEAD\)/);
-    expect(await help('pause')).toMatch(/--by NAME .*\(default: \$USER\)/);
+    expect(await help('pause')).toMatch(/--by NAME .*\(default: \$USER, else \$LOGNAME, else the OS account name\)/);
+  });
+});
+
+describe('tables keep their columns', () => {
+  it('a long error over several lines is cut with an ellipsis on one line in the LAST ERROR column; the rows stay one line each', () => {
+    const trace = `UPSTREAM_503: bank API unavailable\n    at fetchStatement (handlers/payments.ts:42:11)\n${'    at next (node:internal)\n'.repeat(20)}`;
+    const dead = run({ runKey: 'j@2026-01-01T00:00:00.000Z', status: RunStatus.DEAD, lastError: { code: 'UPSTREAM_503', message: trace } });
+    const row = runRow(dead, 0);
+    const error = row[RUN_HEADERS.indexOf('LAST ERROR')] as string;
+    expect(error).toHaveLength(80);
+    expect(error.endsWith('…')).toBe(true);
+    expect(error).toMatch(/^UPSTREAM_503: UPSTREAM_503: bank API unavailable at fetchStatement/);
+    const out: string[] = [];
+    printTable({ stdout: (l) => out.push(l), stderr: () => undefined }, RUN_HEADERS, [row, runRow(run({ runKey: 'j@2026-01-01T00:01:00.000Z' }), 0)]);
+    expect(out).toHaveLength(3);
+    // Both rows' STATUS cells start under the header.
+    const at = out[0]!.indexOf('STATUS');
+    expect(out.slice(1).map((l) => l.slice(at).split(' ')[0])).toEqual(['DEAD', 'READY']);
+  });
+
+  it('a cell is flattened to one line and cut only when longer than its width', () => {
+    expect(cell('short', 10)).toBe('short');
+    expect(cell('exactly10!', 10)).toBe('exactly10!');
+    expect(cell('one\ntwo\tthree', 40)).toBe('one two three');
+    expect(cell('a'.repeat(50), 10)).toBe(`${'a'.repeat(9)}…`);
+    expect(cell(undefined, 10)).toBeUndefined();
   });
 });
 
@@ -238,9 +317,26 @@ describe('backfill range', () => {
   });
 });
 
+describe('backfill --dry-run', () => {
+  it('counts any range, past the real run\'s cap and past the slot code\'s own guard, without refusing or stopping short', () => {
+    const [seconds] = testJobs([{ name: 'every-second', schedule: '* * * * * *', handler: 'noop' }]);
+    const from = Date.UTC(2026, 0, 1);
+    const to = from + 14 * 86_400_000; // 1,209,600 slots
+    const counted = countSlotsInRange(seconds!, from, to);
+    expect(counted.slots).toBe(1_209_600);
+    expect(counted.slots).toBeGreaterThan(UNLIMITED_GUARD);
+    expect(counted).toMatchObject({ firstSlot: from, lastSlot: to - 1_000 });
+    expect(countSlotsInRange(seconds!, from, from)).toEqual({ slots: 0, firstSlot: undefined, lastSlot: undefined });
+  }, 60_000);
+
+});
+
 describe('which jobs the CLI knows', () => {
-  const preview = (io: OpsIo, ...target: string[]) =>
-    runOps(['preview', '--job', 'cache-refresh', '--from', '2026-01-01T00:00:00Z', '--to', '2026-01-01T00:00:30Z', '--json', ...target], io);
+  /**
+   * `runs --job cache-refresh` against a target that cannot answer: the job check comes first, so
+   * a known job fails on the target (field "endpoints"), an unknown one on field "job".
+   */
+  const probe = (io: OpsIo, ...target: string[]) => runOps(['runs', '--job', 'cache-refresh', ...target], io);
   const plain = () => {
     const out: string[] = [];
     const err: string[] = [];
@@ -253,16 +349,17 @@ describe('which jobs the CLI knows', () => {
     writeFileSync(file, JSON.stringify({ exampleJobs: true }));
     for (const target of [['--endpoints', file], [`--endpoints=${file}`]]) {
       const c = plain();
-      expect(await preview(c.io, ...target), c.err.join('\n')).toBe(0);
-      expect(JSON.parse(c.out.join('\n'))).toEqual(['2026-01-01T00:00:00.000Z', '2026-01-01T00:00:10.000Z', '2026-01-01T00:00:20.000Z']);
+      expect(await probe(c.io, ...target)).toBe(2);
+      expect(c.err).toEqual([expect.stringContaining('field "endpoints"')]);
     }
   });
 
   it('only the team\'s jobs otherwise, unless EXAMPLE_JOBS=true', async () => {
     const off = plain();
-    expect(await preview(off.io)).toBe(2);
-    expect(off.err.join('\n')).toMatch(/no configured job "cache-refresh"/);
+    expect(await probe(off.io, '--endpoints', '/nonexistent/endpoints.json')).toBe(2);
+    expect(off.err.join('\n')).toMatch(/field "job": no configured job "cache-refresh"/);
     const on = plain();
-    expect(await preview({ ...on.io, env: { EXAMPLE_JOBS: 'true' } })).toBe(0);
+    expect(await probe({ ...on.io, env: { EXAMPLE_JOBS: 'true' } }, '--endpoints', '/nonexistent/endpoints.json')).toBe(2);
+    expect(on.err).toEqual([expect.stringContaining('field "endpoints"')]);
   });
 });

@@ -76,6 +76,15 @@ describe('preview --definition: any job entry, every field, validated like the c
     expect(phase.err[0]).toContain('shorter than every "90s" (value: "2m")');
   });
 
+  it('every error of the entry is on its one line, not only the first', async () => {
+    const r = await preview(['--definition', '{"schedule":"*/61 * * * *","timezone":"Mars/Olympus","handler":"nope"}']);
+    expect(r.code).toBe(2);
+    expect(r.err).toHaveLength(1);
+    expect(r.err[0]).toMatch(/field "schedule": minute field "\*\/61": step 61 is larger than the field's range 0-59.*\(value: "\*\/61 \* \* \* \*"\)/);
+    expect(r.err[0]).toContain('; also field "timezone": unknown time zone "Mars/Olympus"');
+    expect(r.err[0]).toContain('; also field "handler": unknown handler');
+  });
+
   it('cannot be combined with --job or the --schedule options', async () => {
     expect((await preview(['--definition', '{"schedule":"* * * * *"}', '--job', 'hourly'])).code).toBe(2);
     const r = await preview(['--definition', '{"schedule":"* * * * *"}', '--timezone', 'UTC']);
@@ -92,6 +101,18 @@ describe('without --to: the next slots, not a day of them', () => {
     expect(ten.json()[9]).toBe('2026-06-01T09:00:00.000Z');
     const three = await preview(['--job', 'hourly', '--limit', '3', '--from', '2026-06-02T10:30:00Z', '--json']);
     expect(three.json()).toEqual(['2026-06-02T11:00:00.000Z', '2026-06-02T12:00:00.000Z', '2026-06-02T13:00:00.000Z']);
+  });
+
+  it('--job of an example job works without --local or EXAMPLE_JOBS: preview reads no stack, so it knows the example jobs too', async () => {
+    const out: string[] = [];
+    const err: string[] = [];
+    // The jobs as an operator's checkout has them: no injected list, no EXAMPLE_JOBS in the environment.
+    const io: OpsIo = { stdout: (l) => out.push(l), stderr: (l) => err.push(l), now: () => NOW, env: {} };
+    expect(await runOps(['preview', '--job', 'cache-refresh', '--limit', '3', '--json'], io), err.join('\n')).toBe(0);
+    expect(JSON.parse(out.join('\n'))).toEqual(['2026-06-01T00:00:00.000Z', '2026-06-01T00:00:10.000Z', '2026-06-01T00:00:20.000Z']);
+    // A job that is neither the team's nor an example is still exit 2 naming the field.
+    expect(await runOps(['preview', '--job', 'nope'], { ...io, stdout: () => undefined })).toBe(2);
+    expect(err.at(-1)).toMatch(/field "job": no configured job "nope"; configured: .*cache-refresh/);
   });
 
   it('a one-time job lists its one slot, then nothing after it', async () => {

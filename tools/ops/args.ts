@@ -6,6 +6,8 @@
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { configuredJobDefinitions, exampleJobsEnabled, loadJobs } from '../../shared/config.js';
 import { durationMs } from '../../shared/core/duration.js';
+import { daysIn } from '../../shared/core/local-time.js';
+import { userInfo } from 'node:os';
 import type { Job } from '../../shared/core/job-schema.js';
 import { RunStatus, type RunId } from '../../shared/core/vocabulary.js';
 import { UsageError, type OpsIo } from './io.js';
@@ -104,16 +106,29 @@ export function requireOption(values: Record<string, unknown>, name: string): st
   return value;
 }
 
-const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)?(?:Z|[+-]\d{2}:?\d{2})?$/i;
+const ISO_INSTANT = /^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?)?(Z|[+-](\d{2}):?(\d{2}))?$/i;
 
 /**
  * An ISO-8601 instant. A date-time without an offset is read as UTC (never as this machine's zone,
- * so the same command gives the same answer everywhere); a bare date is its UTC midnight.
+ * so the same command gives the same answer everywhere); a bare date is its UTC midnight. Every
+ * part must exist as written: `Date.parse` would roll `2026-02-30` over into March and read
+ * `24:00` as the next midnight, so an operator's typo would select another range without a word.
  */
 export function parseInstant(raw: string, field: string): number {
   const text = raw.trim();
-  if (!ISO_INSTANT.test(text)) throw new UsageError(field, `expected an ISO-8601 instant such as 2026-03-08T07:30:00Z, got "${raw}"`);
-  const hasOffset = /(?:Z|[+-]\d{2}:?\d{2})$/i.test(text) && text.length > 10;
+  const m = ISO_INSTANT.exec(text);
+  if (!m) throw new UsageError(field, `expected an ISO-8601 instant such as 2026-03-08T07:30:00Z, got "${raw}"`);
+  const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  const [hour, minute, second] = [Number(m[4] ?? 0), Number(m[5] ?? 0), Number(m[6] ?? 0)];
+  const impossible =
+    month < 1 || month > 12 ? `month ${m[2]}` :
+    day < 1 || day > daysIn(year, month) ? `day ${m[3]} of ${m[1]}-${m[2]} (it has ${daysIn(year, month)} days)` :
+    hour > 23 ? `hour ${m[4]} (00-23)` :
+    minute > 59 ? `minute ${m[5]} (00-59)` :
+    second > 59 ? `second ${m[6]} (00-59)` :
+    m[8] !== undefined && (Number(m[8]) > 14 || Number(m[9]) > 59) ? `offset ${m[7]}` : undefined;
+  if (impossible !== undefined) throw new UsageError(field, `not a real instant: "${raw}" has no ${impossible}`);
+  const hasOffset = m[7] !== undefined && text.length > 10;
   const normalized = text.replace(' ', 'T');
   const ms = Date.parse(hasOffset || text.length === 10 ? normalized : `${normalized}Z`);
   if (!Number.isFinite(ms)) throw new UsageError(field, `not a valid instant: "${raw}"`);
@@ -161,6 +176,28 @@ export function parseRunKey(raw: string | undefined): RunId {
   const slot = parseInstant(match[2]!, 'runKey');
   return { job: match[1]!, slot, shard: match[3] === undefined ? 0 : Number(match[3]) };
 }
+
+/**
+ * Who an operator's action is recorded as, in every command that records one (pause, trigger,
+ * retry, redrive, resolve): `--by`, else `$USER`, else `$LOGNAME`, else the OS account name.
+ * `ops` only when none is known (a container user without a passwd entry makes userInfo throw).
+ */
+export function operatorOf(values: Record<string, unknown>, io: OpsIo): string {
+  const given = stringOption(values, 'by')?.trim();
+  if (given) return given;
+  const env = io.env ?? process.env;
+  const named = env.USER?.trim() || env.LOGNAME?.trim();
+  if (named) return named;
+  try {
+    return userInfo().username || UNKNOWN_OPERATOR;
+  } catch {
+    // No account entry for this uid: there is no name to record.
+    return UNKNOWN_OPERATOR;
+  }
+}
+
+/** Recorded when no operator name can be found. */
+export const UNKNOWN_OPERATOR = 'ops';
 
 /** The jobs a command acts on (runOps sets the deployed ones), else this checkout's. */
 export function jobsOf(io: OpsIo): readonly Job[] {

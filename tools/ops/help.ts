@@ -24,7 +24,7 @@ export interface FlagHelp {
 }
 
 const STATES = Object.values(RunStatus).join(', ');
-const BY: FlagHelp = { value: 'NAME', text: 'who does it, recorded on the run or plan item', default: '$USER' };
+const BY: FlagHelp = { value: 'NAME', text: 'who does it, recorded on the run or plan item', default: '$USER, else $LOGNAME, else the OS account name' };
 
 /** The target and output flags every command accepts. */
 export const COMMON_FLAG_HELP: Readonly<Record<keyof typeof COMMON_OPTIONS, FlagHelp>> = {
@@ -45,7 +45,7 @@ export const FLAG_HELP: Readonly<Record<string, Readonly<Record<string, FlagHelp
     job: { value: 'NAME', text: 'only this configured job', default: 'every configured job' },
   },
   runs: {
-    job: { value: 'NAME', text: 'the configured job whose runs to list (required)' },
+    job: { value: 'NAME', text: 'only the runs of this configured job', default: 'every configured job' },
     state: { value: 'S[,S]', text: `only runs in these states, any case: ${STATES}`, default: 'every state' },
     since: { value: 'ISO|DURATION', text: 'only runs whose slot is at or after this (an instant, or 2h, 7d before now)', default: 'no lower bound' },
     until: { value: 'ISO', text: 'only runs whose slot is before this instant', default: 'no upper bound' },
@@ -78,8 +78,9 @@ export const FLAG_HELP: Readonly<Record<string, Readonly<Record<string, FlagHelp
   },
   redrive: {
     'max-per-second': { value: 'N', text: 'messages moved back per second (at most 500)', default: '10' },
-    'dry-run': { text: 'list each DLQ message, its run and what redrive would do; change nothing' },
+    'dry-run': { text: 'list each DLQ message, its run and what redrive would do (with --drop: the message it would delete); change nothing' },
     by: BY,
+    drop: { value: 'MESSAGE_ID', text: 'delete this one DLQ message (a junk message redrive would only move back) and say what it held; nothing is revived or moved' },
   },
   retry: {
     job: { value: 'NAME', text: 'retry this configured job\'s runs (instead of one run key)' },
@@ -100,7 +101,7 @@ export const FLAG_HELP: Readonly<Record<string, Readonly<Record<string, FlagHelp
   resolve: {
     as: { value: 'succeeded|dead', text: 'close the run as MANUAL (counts as done) or DEAD (required)' },
     reason: { value: 'TEXT', text: 'why, recorded on the run (required)' },
-    by: { ...BY, default: '$USER' },
+    by: BY,
     force: { text: 'take over a RUNNING run even though its lease is not 60s past its end' },
   },
 };

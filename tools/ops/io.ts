@@ -69,16 +69,51 @@ export function sleepOf(io: OpsIo): (ms: number) => Promise<void> {
   return io.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, Math.max(0, ms))));
 }
 
-/** Exactly one JSON document on stdout (Sets become arrays, so ledger items print as they are). */
-export function printJson(io: OpsIo, value: unknown): void {
-  io.stdout(JSON.stringify(value, (_key, v: unknown) => (v instanceof Set ? [...v] : v), 2));
+/**
+ * Attributes of the ledger's items and the commands' reports that hold an instant as epoch
+ * milliseconds (`at`: of a pause, a revival, a resolution), and as epoch seconds (the TTL).
+ */
+export const EPOCH_MS_FIELDS: ReadonlySet<string> = new Set([
+  'slot', 'leaseUntil', 'nextAttemptAt', 'createdAt', 'dispatchedAt', 'startedAt', 'finishedAt', 'fireAt', 'revivedAt', 'claimedAt', 'endedAt', 'at',
+]);
+export const EPOCH_S_FIELDS: ReadonlySet<string> = new Set(['expiresAt']);
+
+/** An instant field's value as ISO-8601 UTC; any other value as it is. */
+export function jsonValue(key: string, value: unknown): unknown {
+  if (value instanceof Set) return [...value];
+  if (typeof value !== 'number' || !Number.isFinite(value)) return value;
+  if (EPOCH_MS_FIELDS.has(key)) return new Date(value).toISOString();
+  if (EPOCH_S_FIELDS.has(key)) return new Date(value * 1000).toISOString();
+  return value;
 }
 
-/** Left-aligned columns separated by two spaces; empty cells print as "-". */
+/**
+ * Exactly one JSON document on stdout. Every instant in it is an ISO-8601 UTC string, whichever
+ * command printed it (ledger items hold epoch ms; a script reading two commands must not have to
+ * know which format each uses); Sets become arrays, so ledger items print as they are.
+ * Durations (`…Ms`) stay numbers.
+ */
+export function printJson(io: OpsIo, value: unknown): void {
+  io.stdout(JSON.stringify(value, (key, v: unknown) => jsonValue(key, v), 2));
+}
+
+/** Widths of the free-text cells (errors, notes), so a long one does not push the columns after it. */
+export const ERROR_CELL_WIDTH = 80;
+export const NOTE_CELL_WIDTH = 40;
+
+/** A table cell on one line: whitespace runs become one space, and a longer text ends in "…". */
+export function cell(text: string | undefined, max: number): string | undefined {
+  if (text === undefined) return undefined;
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length <= max ? flat : `${flat.slice(0, max - 1).trimEnd()}…`;
+}
+
+/** Left-aligned columns separated by two spaces; empty cells print as "-", each cell on one line. */
 export function printTable(io: OpsIo, headers: readonly string[], rows: readonly (readonly (string | number | undefined)[])[]): void {
+  // A line break or tab inside a value would break the row out of its columns.
   const cells = rows.map((row) => headers.map((_, i) => {
     const value = row[i];
-    return value === undefined || value === '' ? '-' : String(value);
+    return value === undefined || value === '' ? '-' : String(value).replace(/\s+/g, ' ');
   }));
   const widths = headers.map((header, i) => Math.max(header.length, ...cells.map((row) => row[i]!.length)));
   const line = (row: readonly string[]) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ').trimEnd();

@@ -2,7 +2,9 @@
  * `ops jobs [--job NAME]`: one row per configured job, like `kubectl get cronjob`: its schedule
  * and zone, whether it is paused (by whom, when, why), disabled or finished, its next three fire
  * times, its last run (the newest run whose slot has come: slot, state, finish time), its due open
- * runs and its DEAD runs whose slot is in the last 24 h. `--json` prints an array of JobRow.
+ * runs and its DEAD runs whose slot is in the last 24 h. The table shows the next fire times in UTC
+ * and in the job's zone (with the offset in force at each); `--json` prints an array of JobRow,
+ * its times in UTC.
  *
  * Next fire times come from the planner's own slot code (nextSlotAfter / slotsBetween) mapped
  * through fireTimeOf: for a job with jitter they are when its runs fire (slot + its offset), the
@@ -24,7 +26,7 @@ import { describeSchedule, lastSlotOf, slotSpecOf } from '../../shared/core/slot
 import { isTerminal, RunStatus, type Run } from '../../shared/core/vocabulary.js';
 import { configuredJob, jobsOf, noExtraPositionals, parseCommand, stringOption } from './args.js';
 import { clockOf, EXIT_OK, formatAge, iso, printJson, printTable, type OpsIo } from './io.js';
-import { nextFires } from './preview.js';
+import { localTime, nextFires } from './preview.js';
 import { dueOpenRuns, latestDueRun, lastRunOf, pauseCell, STATUS_OPEN_RUNS_LIMIT, type LastRun } from './status.js';
 import { withTarget, type Target } from './target.js';
 
@@ -178,7 +180,7 @@ export async function jobsCommand(args: readonly string[], io: OpsIo): Promise<n
   }
   printTable(
     io,
-    ['JOB', 'SCHEDULE', 'TIMEZONE', 'JITTER', 'STATE', 'NEXT FIRES', 'LAST RUN', 'FINISHED', 'OPEN', 'DEAD 24H'],
+    ['JOB', 'SCHEDULE', 'TIMEZONE', 'JITTER', 'STATE', 'NEXT FIRES (UTC)', 'NEXT FIRES (JOB ZONE)', 'LAST RUN', 'FINISHED', 'OPEN', 'DEAD 24H'],
     rows.map((row) => [
       row.job,
       row.schedule,
@@ -186,6 +188,8 @@ export async function jobsCommand(args: readonly string[], io: OpsIo): Promise<n
       row.jitterMs === undefined ? undefined : formatAge(row.jitterMs),
       stateCell(row, now),
       row.nextFireTimes.map(short).join(', ') || (row.finished ? 'none (finished)' : 'none'),
+      // The same instants on the job's own clock, with the offset in force at each (a DST change shows).
+      row.nextFireTimes.map((t) => localTime(Date.parse(t), row.timezone)).join(', ') || undefined,
       row.lastRun === undefined ? undefined : `${short(row.lastRun.slot)} ${row.lastRun.status}`,
       row.lastRun?.finishedAt === undefined ? undefined : short(row.lastRun.finishedAt),
       row.openRuns,

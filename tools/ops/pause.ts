@@ -12,7 +12,7 @@
 import { jobPlanning } from '../../shared/adapters/planner-store.js';
 import type { Job } from '../../shared/core/job-schema.js';
 import { partitionOf } from '../../shared/core/partition.js';
-import { configuredJob, noExtraPositionals, parseCommand, stringOption } from './args.js';
+import { configuredJob, noExtraPositionals, operatorOf, parseCommand, stringOption } from './args.js';
 import { clockOf, EXIT_OK, iso, printJson, type OpsIo } from './io.js';
 import { PROGRAM } from './help.js';
 import { withTarget } from './target.js';
@@ -36,7 +36,7 @@ async function flip(args: readonly string[], io: OpsIo, action: 'pause' | 'resum
   noExtraPositionals(positionals, 1);
   const job = configuredJob(io, positionals[0]);
   const now = clockOf(io)();
-  const by = stringOption(values, 'by') ?? (io.env ?? process.env).USER ?? 'ops';
+  const by = operatorOf(values, io);
   const note = stringOption(values, 'note')?.trim() || undefined;
   const result = await withTarget(values, io, async (target) => {
     const planning = target.ledger.planning;

@@ -3,7 +3,7 @@
  * (slotsBetween / nextSlotAfter with the job's SlotSpec). Needs no stack.
  *
  *   preview --schedule "<cron>" [--timezone IANA] [--dst-gap skip|shift] [--dst-overlap once|twice] [range] [--json]
- *   preview --job NAME [range] [--json]
+ *   preview --job NAME [range] [--json]            (the team's jobs and the example jobs)
  *   preview --definition '<job entry as JSON>' [range] [--json]
  *
  * range: `--from ISO --to ISO` lists the slots in [from, to) (`--limit N` caps them); without
@@ -131,7 +131,7 @@ function oneOf<T extends string>(raw: string | undefined, field: string, allowed
 /** Stands in for a definition that names no handler: preview never runs it. */
 const PREVIEW_HANDLER = '(preview)';
 
-/** A job entry given as JSON, validated by the config's own parser; the first issue becomes the usage error. */
+/** A job entry given as JSON, validated by the config's own parser; every issue goes into the one-line usage error. */
 export function definitionTarget(raw: string, io: OpsIo): PreviewTarget {
   let entry: unknown;
   try {
@@ -149,10 +149,11 @@ export function definitionTarget(raw: string, io: OpsIo): PreviewTarget {
     return { spec: slotSpecOf(job!), jitter: job! };
   } catch (error) {
     if (!(error instanceof JobConfigError)) throw error;
+    // One line still, but with every issue: the first names the field, the others follow it.
     const [first, ...more] = error.issues;
-    const value = first?.value === undefined ? '' : ` (value: ${JSON.stringify(first.value)})`;
-    const others = more.length === 0 ? '' : `; also ${more.map((i) => `"${i.field}"`).join(', ')}`;
-    throw new UsageError(first?.field, `${first?.message ?? error.message}${value}${others}`);
+    const value = (v: unknown) => (v === undefined ? '' : ` (value: ${JSON.stringify(v)})`);
+    const others = more.map((i) => `; also field "${i.field}": ${i.message}${value(i.value)}`).join('');
+    throw new UsageError(first?.field, `${first?.message ?? error.message}${value(first?.value)}${others}`);
   }
 }
 
@@ -166,7 +167,9 @@ export function targetFromArgs(values: Record<string, unknown>, io: OpsIo): Prev
       if (values[flag] !== undefined) throw new UsageError(flag, `--${flag} cannot be combined with --${by} (the ${by}'s own value is used)`);
     }
     if (definition !== undefined) return definitionTarget(definition, io);
-    const job = configuredJob(io, jobName);
+    // Preview reads no stack, so it cannot know whether the target runs the example jobs: it
+    // knows them always (their definitions are in the repository like the team's).
+    const job = configuredJob({ ...io, exampleJobs: true }, jobName);
     return { spec: slotSpecOf(job), jitter: job };
   }
   const schedule = stringOption(values, 'schedule');

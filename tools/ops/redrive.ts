@@ -21,6 +21,7 @@
  */
 import {
   ChangeMessageVisibilityBatchCommand,
+  DeleteMessageCommand,
   GetQueueAttributesCommand,
   ReceiveMessageCommand,
   StartMessageMoveTaskCommand,
@@ -33,12 +34,12 @@ import { jobsByName } from '../../shared/config.js';
 import type { Job } from '../../shared/core/job-schema.js';
 import { parseRunMessage } from '../../shared/core/run-message.js';
 import { isTerminal, RunStatus } from '../../shared/core/vocabulary.js';
-import { jobsOf, noExtraPositionals, parseCommand, parsePositive, stringOption } from './args.js';
-import { clockOf, EXIT_OK, OpsFailure, printJson, printTable, type OpsIo } from './io.js';
+import { jobsOf, noExtraPositionals, type CommonValues, operatorOf, parseCommand, parsePositive, stringOption } from './args.js';
+import { cell, clockOf, EXIT_OK, OpsFailure, printJson, printTable, UsageError, type OpsIo } from './io.js';
 import { revivalRefusalInLane, revivedInLane } from '../../shared/worker-lanes.js';
 import { withTarget } from './target.js';
 
-export const redriveUsage = 'redrive [--max-per-second 10] [--dry-run] [--by NAME]';
+export const redriveUsage = 'redrive [--max-per-second 10] [--dry-run] [--by NAME] | redrive --drop MESSAGE_ID [--dry-run]';
 
 export type RedriveAction = 'revived' | 'open' | 'skipped-succeeded' | 'skipped-terminal' | 'changed' | 'unknown';
 
@@ -214,15 +215,78 @@ async function decide(
   return { ...base, action: 'open', detail: `still ${run.status}${run.status === RunStatus.RUNNING ? ' (lease live or attempts left)' : ''}: moved back as is` };
 }
 
+/** What `redrive --drop` deleted (or, with --dry-run, would delete). */
+export interface DroppedMessage {
+  readonly messageId: string;
+  /** The run the message names, when it is a run message. */
+  readonly runKey?: string;
+  /** Why it is not a run message, when it is not. */
+  readonly notARun?: string;
+  readonly body: string;
+  readonly receiveCount?: number;
+  readonly deleted: boolean;
+}
+
+/**
+ * Deletes one DLQ message by its id: a junk message (not a run message, an unknown job) that
+ * `redrive` would only move back to come back again. Every other message is released at once.
+ * Throws OpsFailure when no message has that id (nothing is deleted).
+ */
+export async function dropMessage(deps: Pick<RedriveDeps, 'sqs' | 'jobs' | 'deadLetterQueueUrl'>, messageId: string, options: { dryRun?: boolean; maxMessages?: number } = {}): Promise<DroppedMessage> {
+  const messages = await receiveAll(deps.sqs, deps.deadLetterQueueUrl, 300, options.maxMessages ?? 10_000);
+  const target = messages.find((m) => m.MessageId === messageId);
+  const others = messages.filter((m) => m !== target);
+  try {
+    if (!target) throw new OpsFailure(`no message ${messageId} in the DLQ (${messages.length} message(s) seen): nothing deleted; \`redrive --dry-run\` lists their ids`);
+    const parsed = parseRunMessage(target.Body ?? '', jobsByName(deps.jobs));
+    const dropped = {
+      messageId,
+      ...(parsed.ok ? { runKey: parsed.message.runKey } : { notARun: `${parsed.code}: ${parsed.reason}` }),
+      body: target.Body ?? '',
+      receiveCount: target.Attributes?.ApproximateReceiveCount === undefined ? undefined : Number(target.Attributes.ApproximateReceiveCount),
+    };
+    if (options.dryRun) {
+      others.push(target);
+      return { ...dropped, deleted: false };
+    }
+    await deps.sqs.send(new DeleteMessageCommand({ QueueUrl: deps.deadLetterQueueUrl, ReceiptHandle: target.ReceiptHandle! }));
+    return { ...dropped, deleted: true };
+  } finally {
+    await release(deps.sqs, deps.deadLetterQueueUrl, others);
+  }
+}
+
+async function dropCommand(values: CommonValues & Record<string, unknown>, messageId: string, io: OpsIo): Promise<number> {
+  const dryRun = values['dry-run'] === true;
+  const jobs = jobsOf(io);
+  const dropped = await withTarget(values, io, (target) => dropMessage({ sqs: target.clients.sqs, jobs, deadLetterQueueUrl: target.deadLetterQueueUrl }, messageId, { dryRun }));
+  if (values.json) {
+    printJson(io, dropped);
+    return EXIT_OK;
+  }
+  const what = dropped.runKey !== undefined ? `run message of ${dropped.runKey}` : `not a run message (${dropped.notARun})`;
+  const received = dropped.receiveCount === undefined ? '' : `, received ${dropped.receiveCount} time(s)`;
+  io.stdout(`${dropped.deleted ? 'deleted' : 'dry run: would delete'} DLQ message ${messageId}: ${what}${received}; body: ${cell(dropped.body, 200)}`);
+  if (dropped.deleted && dropped.runKey !== undefined) io.stdout(`the run itself is unchanged: \`show ${dropped.runKey}\`; \`retry\` or \`resolve\` it if it still needs a person`);
+  return EXIT_OK;
+}
+
 export async function redriveCommand(args: readonly string[], io: OpsIo): Promise<number> {
   const { values, positionals } = parseCommand(args, {
     'max-per-second': { type: 'string' },
     'dry-run': { type: 'boolean', default: false },
     by: { type: 'string' },
+    drop: { type: 'string' },
   });
   noExtraPositionals(positionals, 0);
+  const drop = stringOption(values, 'drop');
+  if (drop !== undefined) {
+    if (drop.trim() === '') throw new UsageError('drop', '--drop takes the id of one DLQ message (`redrive --dry-run` lists them)');
+    for (const other of ['max-per-second', 'by']) if (values[other] !== undefined) throw new UsageError(other, `--${other} does not apply to --drop (it deletes one message and revives nothing)`);
+    return dropCommand(values, drop.trim(), io);
+  }
   const maxPerSecond = parsePositive(stringOption(values, 'max-per-second'), 'max-per-second', 10, { integer: true, max: 500 });
-  const by = stringOption(values, 'by') ?? (io.env ?? process.env).USER ?? 'ops';
+  const by = operatorOf(values, io);
   const jobs = jobsOf(io);
   const report = await withTarget(values, io, (target) =>
     redrive(

@@ -19,7 +19,7 @@ import type { Job } from '../../shared/core/job-schema.js';
 import type { Run, RunId } from '../../shared/core/vocabulary.js';
 import { InMemoryMetrics } from '../../shared/observability.js';
 import { runEnded, isExclusive } from '../../shared/worker-lanes.js';
-import { jobsOf, noExtraPositionals, parseCommand, parseRunKey, requireOption, stringOption } from './args.js';
+import { jobsOf, noExtraPositionals, operatorOf, parseCommand, parseRunKey, requireOption, stringOption } from './args.js';
 import { clockOf, EXIT_OK, OpsFailure, printJson, UsageError, type OpsIo } from './io.js';
 import { withTarget } from './target.js';
 
@@ -82,7 +82,7 @@ export async function resolveCommand(args: readonly string[], io: OpsIo): Promis
   if (as !== 'succeeded' && as !== 'dead') throw new UsageError('as', `must be succeeded or dead, got "${as}"`);
   const reason = requireOption(values, 'reason').trim();
   if (reason === '') throw new UsageError('reason', '--reason must say why');
-  const by = stringOption(values, 'by') ?? (io.env ?? process.env).USER ?? 'unknown';
+  const by = operatorOf(values, io);
   const jobs = jobsOf(io);
   const { before, after } = await withTarget(values, io, (target) =>
     resolveRun(

@@ -6,6 +6,7 @@
  *   vanished) restarts UNKNOWN: its next claim calls the handler's reconcile first, so an effect
  *   that did land is not applied twice;
  * - every other run restarts READY.
+ * Its message is sent now, or, for a run whose fire time is still ahead, delayed to it.
  * Failing runs are acked and recorded DEAD in the ledger, never left in the DLQ, so this (not
  * `redrive`) is how they run again. Each revival is conditional on the status and token read: a run
  * that changed meanwhile is reported, not touched. `--dry-run` lists what would be revived.
@@ -15,9 +16,10 @@ import { revivalRefusal, revivalStatus, type LedgerOps } from '../../shared/adap
 import type { RunQueue } from '../../shared/adapters/run-queue.js';
 import type { Job } from '../../shared/core/job-schema.js';
 import { messageFor } from '../../shared/core/run-message.js';
+import { delaySecondsFor } from '../../shared/planner.js';
 import { revivalRefusalInLane, revivedInLane } from '../../shared/worker-lanes.js';
 import { RunStatus, type Run, type RunId } from '../../shared/core/vocabulary.js';
-import { configuredJob, noExtraPositionals, parseCommand, parseInstant, parsePositive, parseRunKey, parseSince, parseStatuses, stringOption } from './args.js';
+import { configuredJob, noExtraPositionals, operatorOf, parseCommand, parseInstant, parsePositive, parseRunKey, parseSince, parseStatuses, stringOption } from './args.js';
 import { clockOf, EXIT_FAILURE, EXIT_OK, OpsFailure, printJson, printTable, UsageError, type OpsIo } from './io.js';
 import { withTarget } from './target.js';
 
@@ -65,15 +67,18 @@ export async function retryRuns(deps: RetryDeps, job: Job, runs: readonly Run[],
       continue;
     }
     await revivedInLane(deps.ledger, job, result.run, deps.clock());
-    // The revived run is watched, so should this send fail the sweeper dispatches it.
-    await deps.queue.send([{ message: messageFor(result.run), delaySeconds: 0 }]);
-    entries.push({
-      runKey: run.runKey,
-      from: run.status,
-      to: result.run.status,
-      action: 'revived',
-      detail: result.run.status === RunStatus.UNKNOWN ? 'its last result is unknown: reconciles before running again' : undefined,
-    });
+    // A run whose slot is still ahead (a slot a policy skipped before it came) waits for it, as
+    // the planner's message would: the worker waits out at most startLead, so a message sent now
+    // would start the handler before its fire time. The revived run is watched, so should this
+    // send fail the sweeper dispatches it.
+    const fireAt = result.run.fireAt ?? result.run.slot;
+    const delaySeconds = delaySecondsFor(job, fireAt, deps.clock());
+    await deps.queue.send([{ message: messageFor(result.run), delaySeconds }]);
+    const details = [
+      ...(delaySeconds > 0 ? [`waits for its fire time ${new Date(fireAt).toISOString()}`] : []),
+      ...(result.run.status === RunStatus.UNKNOWN ? ['its last result is unknown: reconciles before running again'] : []),
+    ];
+    entries.push({ runKey: run.runKey, from: run.status, to: result.run.status, action: 'revived', detail: details.join('; ') || undefined });
   }
   return entries;
 }
@@ -93,7 +98,7 @@ export async function retryCommand(args: readonly string[], io: OpsIo): Promise<
   const states = parseStatuses(stringOption(values, 'state')) ?? [RunStatus.DEAD];
   const wrong = states.find((s) => !RETRYABLE_STATES.includes(s));
   if (wrong) throw new UsageError('state', `a retry revives ended runs: one of ${RETRYABLE_STATES.join(', ')}, got "${wrong}"`);
-  const by = stringOption(values, 'by') ?? (io.env ?? process.env).USER ?? 'ops';
+  const by = operatorOf(values, io);
   const single: RunId | undefined = positionals[0] === undefined ? undefined : parseRunKey(positionals[0]);
   const jobName = stringOption(values, 'job');
   if (!single && !jobName) throw new UsageError('runKey', 'give a run key, or --job NAME to retry its DEAD runs');

@@ -12,14 +12,11 @@ import { ATTEMPT_HISTORY_LIMIT } from '../../shared/core/limits.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
 import { noExtraPositionals, parseCommand, parseRunKey } from './args.js';
 import { attemptHistory, endText, type AttemptHistory, type HistorySource } from './attempts.js';
-import { EXIT_OK, formatElapsed, iso, OpsFailure, printJson, printTable, type OpsIo } from './io.js';
+import { cell, ERROR_CELL_WIDTH, EXIT_OK, formatElapsed, iso, jsonValue, OpsFailure, printJson, printTable, type OpsIo } from './io.js';
 import { withTarget } from './target.js';
 
 export const showUsage = 'show <job@slotISO[#shard]>';
 
-/** Attributes holding epoch milliseconds / seconds, annotated with their ISO form. */
-const EPOCH_MS = new Set(['slot', 'leaseUntil', 'nextAttemptAt', 'createdAt', 'dispatchedAt', 'startedAt', 'finishedAt', 'fireAt']);
-const EPOCH_S = new Set(['expiresAt']);
 
 /** First the run's own fields in the design's order, then anything else alphabetically. */
 const ORDER = [
@@ -34,10 +31,11 @@ const HISTORY_FIELD = 'attempts';
 const ENDED_WELL: readonly unknown[] = [RunStatus.SUCCEEDED, RunStatus.MANUAL];
 
 export function formatValue(key: string, value: unknown): string {
-  if (typeof value === 'number' && EPOCH_MS.has(key)) return `${value} (${new Date(value).toISOString()})`;
-  if (typeof value === 'number' && EPOCH_S.has(key)) return `${value} (${new Date(value * 1000).toISOString()})`;
+  // An epoch time shows as stored, with its ISO form (the attributes printJson converts).
+  const instant = jsonValue(key, value);
+  if (typeof value === 'number' && typeof instant === 'string') return `${value} (${instant})`;
   if (typeof value === 'string') return value;
-  return JSON.stringify(value, (_k, v: unknown) => (v instanceof Set ? [...v] : v));
+  return JSON.stringify(value, (k, v: unknown) => jsonValue(k, v));
 }
 
 /** The fields `show` prints, in order: no history map, and no stale lastError on a run that ended well. */
@@ -69,7 +67,7 @@ function printHistory(io: OpsIo, history: AttemptHistory): void {
       row.token,
       row.from === RunStatus.RUNNING ? 'RUNNING (takeover)' : row.from,
       endText(row),
-      row.code === undefined ? undefined : `${row.code}: ${row.message ?? ''}`.trimEnd(),
+      row.code === undefined ? undefined : cell(`${row.code}: ${row.message ?? ''}`, ERROR_CELL_WIDTH),
       formatElapsed(row.durationMs),
     ]),
   );

@@ -10,7 +10,7 @@ import type { Job } from '../../shared/core/job-schema.js';
 import { partitionOf } from '../../shared/core/partition.js';
 import { RunStatus, type Run } from '../../shared/core/vocabulary.js';
 import { jobsOf, noExtraPositionals, parseCommand, parseSince, stringOption } from './args.js';
-import { clockOf, EXIT_OK, formatAge, iso, printJson, printTable, type OpsIo } from './io.js';
+import { cell, clockOf, EXIT_OK, formatAge, iso, NOTE_CELL_WIDTH, printJson, printTable, type OpsIo } from './io.js';
 import { PROGRAM } from './help.js';
 import { withTarget, type Target } from './target.js';
 
@@ -169,7 +169,8 @@ export function formatCounts(counts: Partial<Record<RunStatus, number>>): string
 export function pauseCell(j: { readonly paused: boolean; readonly pausedBy?: string; readonly pausedAt?: string; readonly pauseNote?: string; readonly behind: boolean }, now: number): string {
   if (!j.paused) return j.behind ? 'no (catching up)' : 'no';
   const when = j.pausedAt === undefined ? '' : ` ${formatAge(now - Date.parse(j.pausedAt))} ago`;
-  return `PAUSED by ${j.pausedBy ?? '?'}${when}${j.pauseNote ? `: ${j.pauseNote}` : ''}`;
+  // The note is cut to its cell (the whole note is in --json): the columns after it stay in place.
+  return `PAUSED by ${cell(j.pausedBy ?? '?', NOTE_CELL_WIDTH)}${when}${j.pauseNote ? `: ${cell(j.pauseNote, NOTE_CELL_WIDTH)}` : ''}`;
 }
 
 export async function statusCommand(args: readonly string[], io: OpsIo): Promise<number> {

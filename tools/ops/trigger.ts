@@ -11,7 +11,7 @@
 import type { OverlapPolicy } from '../../shared/core/job-schema.js';
 import { randomUUID } from 'node:crypto';
 import { trigger, TriggerRequestError, type TriggerReport } from '../../shared/trigger.js';
-import { configuredJob, noExtraPositionals, parseCommand, stringOption } from './args.js';
+import { configuredJob, noExtraPositionals, operatorOf, parseCommand, stringOption } from './args.js';
 import { clockOf, EXIT_OK, OpsFailure, printJson, printTable, UsageError, type OpsIo } from './io.js';
 import { withTarget } from './target.js';
 
@@ -32,7 +32,7 @@ export async function triggerCommand(args: readonly string[], io: OpsIo): Promis
   if (rawShard !== undefined && !/^\d+$/.test(rawShard)) throw new UsageError('shard', `must be a whole number, got "${rawShard}"`);
   const shard = rawShard === undefined ? undefined : Number(rawShard);
   const overlap = stringOption(values, 'overlap');
-  const by = stringOption(values, 'by') ?? (io.env ?? process.env).USER ?? 'ops';
+  const by = operatorOf(values, io);
   const note = stringOption(values, 'note')?.trim() || undefined;
   const given = stringOption(values, 'idempotency-key');
   const idempotencyKey = given ?? `auto-${randomUUID()}`;
