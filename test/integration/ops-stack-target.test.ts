@@ -7,6 +7,9 @@
  * aws-sdk-client-mock; DynamoDB and SQS are the local stack's, reached through the SDK's
  * AWS_ENDPOINT_URL_<SERVICE> settings as the stack's real endpoints would be.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-cloudformation';
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -95,6 +98,20 @@ describe('ops against a stack', () => {
       expect(err).toEqual([]);
     } finally {
       delete process.env.EXAMPLE_JOBS;
+    }
+  });
+
+  it("a local target's endpoints file says the same for --local and --endpoints (npm start writes exampleJobs: true)", async () => {
+    for (const exampleJobs of [true, false]) {
+      const file = join(mkdtempSync(join(tmpdir(), 'ops-examples-')), 'endpoints.json');
+      writeFileSync(file, JSON.stringify({ ...box.endpoints, ...(exampleJobs ? { exampleJobs } : {}) }));
+      for (const target of [['--endpoints', file], [`--endpoints=${file}`]]) {
+        const err: string[] = [];
+        const code = await runOps(['jobs', ...target], { stdout: () => undefined, stderr: (l) => err.push(l), now: () => NOW });
+        expect(code).toBe(0);
+        if (exampleJobs) expect(err, target.join(' ')).toEqual([]);
+        else expect(err.join('\n'), target.join(' ')).toMatch(/only deployed: .*cache-refresh/);
+      }
     }
   });
 

@@ -11,7 +11,7 @@ import { BACKFILL_MAX_SLOTS, BackfillRequestError, countSlotsInRange, planBackfi
 import { UNLIMITED_GUARD } from '../../shared/core/slots.js';
 import { RunStatus, type Run } from '../../shared/core/vocabulary.js';
 import { userInfo } from 'node:os';
-import { operatorOf, parseInstant, parseRunKey, parseSince, parseStatuses } from '../../tools/ops/args.js';
+import { jobsOf, operatorOf, parseInstant, parseRunKey, parseSince, parseStatuses } from '../../tools/ops/args.js';
 import { fschedUsage, runFsched } from '../../tools/fsched-cli.js';
 import { COMMANDS, runOps } from '../../tools/ops/cli.js';
 import { cell, formatAge, printTable, UsageError, type OpsIo } from '../../tools/ops/io.js';
@@ -331,35 +331,17 @@ describe('backfill --dry-run', () => {
 
 });
 
-describe('which jobs the CLI knows', () => {
-  /**
-   * `runs --job cache-refresh` against a target that cannot answer: the job check comes first, so
-   * a known job fails on the target (field "endpoints"), an unknown one on field "job".
-   */
-  const probe = (io: OpsIo, ...target: string[]) => runOps(['runs', '--job', 'cache-refresh', ...target], io);
-  const plain = () => {
-    const out: string[] = [];
-    const err: string[] = [];
-    return { io: { stdout: (l: string) => out.push(l), stderr: (l: string) => err.push(l), env: {} } as OpsIo, out, err };
-  };
+describe("which jobs the checkout's config holds", () => {
+  // Compared with the deployed config; the target decides whether the example jobs are in it
+  // (test/integration/ops-stack-target.test.ts), else EXAMPLE_JOBS.
+  const names = (io: OpsIo) => jobsOf(io).map((j) => j.name);
+  const io = (extra: Partial<OpsIo>): OpsIo => ({ stdout: () => undefined, stderr: () => undefined, env: {}, ...extra });
 
-  it('the example jobs on a local target whose endpoints file says so (npm start), in both --endpoints forms', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'ops-jobs-'));
-    const file = join(dir, 'endpoints.json');
-    writeFileSync(file, JSON.stringify({ exampleJobs: true }));
-    for (const target of [['--endpoints', file], [`--endpoints=${file}`]]) {
-      const c = plain();
-      expect(await probe(c.io, ...target)).toBe(2);
-      expect(c.err).toEqual([expect.stringContaining('field "endpoints"')]);
-    }
-  });
-
-  it('only the team\'s jobs otherwise, unless EXAMPLE_JOBS=true', async () => {
-    const off = plain();
-    expect(await probe(off.io, '--endpoints', '/nonexistent/endpoints.json')).toBe(2);
-    expect(off.err.join('\n')).toMatch(/field "job": no configured job "cache-refresh"/);
-    const on = plain();
-    expect(await probe({ ...on.io, env: { EXAMPLE_JOBS: 'true' } }, '--endpoints', '/nonexistent/endpoints.json')).toBe(2);
-    expect(on.err).toEqual([expect.stringContaining('field "endpoints"')]);
+  it("only the team's jobs, unless EXAMPLE_JOBS=true or the target runs the example jobs", () => {
+    expect(names(io({}))).not.toContain('cache-refresh');
+    expect(names(io({ env: { EXAMPLE_JOBS: 'true' } }))).toContain('cache-refresh');
+    expect(names(io({ exampleJobs: true }))).toContain('cache-refresh');
+    expect(names(io({ exampleJobs: false, env: { EXAMPLE_JOBS: 'true' } }))).not.toContain('cache-refresh');
   });
 });
+

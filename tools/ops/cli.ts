@@ -19,7 +19,7 @@ import { runsCommand, runsUsage } from './runs.js';
 import { showCommand, showUsage } from './show.js';
 import { statusCommand } from './status.js';
 import { loadJobConfig } from './job-config.js';
-import { exampleJobsOfLocalTarget, openTarget, type Target } from './target.js';
+import { openTarget, type Target } from './target.js';
 
 export type OpsCommand = (args: readonly string[], io: OpsIo) => Promise<number>;
 
@@ -65,12 +65,6 @@ export function usage(): string[] {
     '  default: AWS, default credential chain, stack FencedScheduler outputs; --local: the running `npm start`',
     `${PROGRAM} <command> --help: every flag of the command, with its default`,
   ];
-}
-
-/** The positional right after the option at `index` (`--endpoints FILE`). */
-function valueAfter(tokens: ReturnType<typeof parseArgs>['tokens'], index: number): string | undefined {
-  const next = tokens?.find((t) => t.index === index + 1);
-  return next?.kind === 'positional' ? next.value : undefined;
 }
 
 function oneLine(error: unknown): string {
@@ -120,12 +114,7 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
     io.stderr(`ops ${name}: no help for this command`);
     return EXIT_FAILURE;
   }
-  // A local target says whether it runs the example jobs; the commands' job lists follow it.
-  const local = tokens.some((t) => t.kind === 'option' && t.name === 'local');
-  const endpointsToken = tokens.find((t) => t.kind === 'option' && t.name === 'endpoints');
-  const endpoints = endpointsToken?.kind === 'option' ? (endpointsToken.value ?? valueAfter(tokens, endpointsToken.index)) : undefined;
-  const exampleJobs = io.exampleJobs ?? exampleJobsOfLocalTarget({ local, endpoints }, io);
-  let commandIo: OpsIo = exampleJobs === undefined ? io : { ...io, exampleJobs };
+  let commandIo: OpsIo = io;
   let target: Target | undefined;
   try {
     // The command acts on the jobs its target runs: open the target and read the deployed config
@@ -133,7 +122,8 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
     if (hasTarget(name) && commandIo.jobs === undefined) {
       const { values } = parseCommand(rest, await optionsOf(command.run));
       target = await openTarget(values, commandIo);
-      // Against AWS the stack's ExampleJobs output says which checkout config to compare with.
+      // The target says whether it runs the example jobs (npm start's endpoints file, the stack's
+      // ExampleJobs output): the checkout config compared with the deployed one follows it.
       if (commandIo.exampleJobs === undefined && target.exampleJobs !== undefined) commandIo = { ...commandIo, exampleJobs: target.exampleJobs };
       const config = await loadJobConfig(target, commandIo);
       if (config.warning !== undefined) io.stderr(config.warning);

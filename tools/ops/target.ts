@@ -75,21 +75,6 @@ export function readEndpointsFile(path: string, field: string): EndpointsFile {
   return record as unknown as EndpointsFile;
 }
 
-/**
- * Whether a local target (`--local`, `--endpoints FILE`) runs the example jobs, from its endpoints
- * file; undefined for AWS or an unreadable file (the command itself reports that).
- */
-export function exampleJobsOfLocalTarget(target: { readonly local: boolean; readonly endpoints?: string }, io: OpsIo): boolean | undefined {
-  if (!target.local && target.endpoints === undefined) return undefined;
-  const path = target.local ? localEndpointsPath(io.cwd) : resolve(process.cwd(), target.endpoints!);
-  try {
-    const parsed: unknown = JSON.parse(readFileSync(path, 'utf8'));
-    return typeof parsed === 'object' && parsed !== null && (parsed as EndpointsFile).exampleJobs === true;
-  } catch {
-    return undefined;
-  }
-}
-
 /** How long a local endpoint may take to accept a connection. */
 const PROBE_TIMEOUT_MS = 1_000;
 
