@@ -5,8 +5,7 @@
  * the benchmark and the chaos drills all build on this class.
  */
 import { randomUUID } from 'node:crypto';
-import { BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { Ledger, type AttemptFacts, type CountedCreateResult, type CreateRunResult, type LeaseCheck, type LedgerOptions, type NewRun, type Outcome, type RunCount } from '../shared/adapters/ledger.js';
+import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { RunQueue } from '../shared/adapters/run-queue.js';
 import type { Job } from '../shared/core/job-schema.js';
 import type { HistoryEvent, HistorySink } from '../shared/core/history.js';
@@ -22,7 +21,9 @@ import { processBatch, type ChildLogger, type QueueRecord, type WorkerOptions } 
 import { localClientConfig, type LocalEndpoints } from './local-stack.js';
 import { LocalPoller } from './local-poller.js';
 import { LocalOutboxRelay } from './local-outbox-relay.js';
+import { ObservedLedger, type PauseRecord, type SettledStatus } from './local-observed-ledger.js';
 import type { OutboxEvent } from '../shared/core/outbox.js';
+import { PAUSED_BY_FAILURE } from '../shared/worker-pause.js';
 
 export interface RunOutcomeLine {
   readonly job: string;
@@ -36,13 +37,31 @@ export interface RunOutcomeLine {
   readonly error?: { readonly code: string; readonly message: string };
 }
 
+export { ObservedLedger } from './local-observed-ledger.js';
+
 /** A run ended without an attempt: SKIPPED (misfire skip, forbid-skip), SUPERSEDED (coalesce), DEAD (fencing range spent). */
 export interface RunSettledLine {
   readonly job: string;
   readonly slot: number;
   readonly runKey: string;
-  readonly status: typeof RunStatus.SKIPPED | typeof RunStatus.SUPERSEDED | typeof RunStatus.DEAD;
+  readonly status: SettledStatus;
   readonly reason?: string;
+}
+
+/** A message no worker can run, the first time a worker received it; SQS moves it to the DLQ after RUN_QUEUES.maxReceiveCount receives. */
+export interface PoisonLine {
+  readonly messageId: string;
+  /** The job its body names, when it names one. */
+  readonly job?: string;
+  readonly runKey: string;
+  readonly code: string;
+  readonly reason: string;
+}
+
+/** A job pauseOnFailure paused: it waits for `ops resume`. */
+export interface PausedLine {
+  readonly job: string;
+  readonly note?: string;
 }
 
 /** A fenced write refused: the item had seen a higher fence (a newer slot, or a takeover of this one). */
@@ -73,7 +92,10 @@ export interface RuntimeSummary {
   readonly takeovers: number;
   readonly fencingRejections: number;
   readonly fencedOutWrites: number;
+  /** Distinct messages a worker found it cannot run (left for the DLQ). */
   readonly poisonMessages: number;
+  /** Jobs pauseOnFailure paused while this runtime ran. */
+  readonly jobsPausedByFailure: number;
   readonly outboxEvents: number;
   /** First attempts of on-time (planned) slots only: handler start − fire time (MetricName.TriggerLag). */
   readonly triggerLagSamples: number;
@@ -83,56 +105,6 @@ export interface RuntimeSummary {
   readonly lateStarts: number;
   readonly lateStartLagP99Ms: number;
   readonly violations: number;
-}
-
-/** What the local runtime's ledger reports beyond the history events: errors recorded, runs ended without an attempt. */
-export interface LedgerObserver {
-  completed(run: Run, outcome: Outcome): void;
-  settled(run: Pick<Run, 'job' | 'slot' | 'shard'> & Partial<Pick<Run, 'shards'>>, status: RunSettledLine['status'], reason: string | undefined): void;
-}
-
-/**
- * The ledger the local runtime hands the planner and workers: the real adapter, telling `npm start`
- * what an outcome's error was and which runs ended without an attempt (SKIPPED, SUPERSEDED, DEAD),
- * which the history events do not carry.
- */
-export class ObservedLedger extends Ledger {
-  constructor(
-    doc: DynamoDBDocumentClient,
-    options: LedgerOptions,
-    private readonly observer: LedgerObserver,
-  ) {
-    super(doc, options);
-  }
-
-  override async createRun(run: NewRun, now: number, creator?: string): Promise<CreateRunResult> {
-    const result = await super.createRun(run, now, creator);
-    if (result.created && run.status === RunStatus.SKIPPED) this.observer.settled(run, RunStatus.SKIPPED, run.reason);
-    return result;
-  }
-
-  override async createCountedRun(run: NewRun, now: number, creator: string, count: RunCount): Promise<CountedCreateResult> {
-    const result = await super.createCountedRun(run, now, creator, count);
-    if (result.created && run.status === RunStatus.SKIPPED) this.observer.settled(run, RunStatus.SKIPPED, run.reason);
-    return result;
-  }
-
-  override async complete(run: Run, outcome: Outcome, now: number, facts?: AttemptFacts, writeId?: string): Promise<LeaseCheck> {
-    const check = await super.complete(run, outcome, now, facts, writeId);
-    if (check.ok) this.observer.completed(run, outcome);
-    return check;
-  }
-
-  override async settleWaiting(
-    run: Pick<Run, 'job' | 'slot' | 'shard'> & { readonly fencingToken?: number },
-    status: RunSettledLine['status'],
-    reason: string,
-    now: number,
-  ): Promise<boolean> {
-    const settled = await super.settleWaiting(run, status, reason, now);
-    if (settled) this.observer.settled(run, status, reason);
-    return settled;
-  }
 }
 
 export interface LocalRuntimeOptions {
@@ -154,6 +126,8 @@ export interface LocalRuntimeOptions {
   readonly onSettled?: (line: RunSettledLine) => void;
   readonly onFencedOut?: (line: FencedOutLine) => void;
   readonly onTakeover?: (line: TakeoverLine) => void;
+  readonly onPoison?: (line: PoisonLine) => void;
+  readonly onPaused?: (line: PausedLine) => void;
   readonly onViolation?: (violation: Violation) => void;
   readonly history?: HistorySink;
   /** Receives every outbox event the local relay reads from the ledger's stream. */
@@ -187,7 +161,10 @@ export class LocalRuntime {
   runsSkipped = 0;
   runsSuperseded = 0;
   fencedOutWrites = 0;
+  jobsPausedByFailure = 0;
   ticks = 0;
+  /** Poison messages seen, by message id: one line each, however often SQS delivers it again. */
+  private readonly poison = new Set<string>();
 
   constructor(readonly options: LocalRuntimeOptions) {
     const e = options.endpoints;
@@ -200,6 +177,7 @@ export class LocalRuntime {
         if ('lastError' in outcome && outcome.lastError) this.errors.set(`${run.runKey}/${run.fencingToken}`, outcome.lastError);
       },
       settled: (run, status, reason) => this.settled(run, status, reason),
+      paused: (job, by) => this.paused(job, by),
     });
     this.queue = new RunQueue(this.clients.sqs, e.runQueueUrl);
   }
@@ -212,13 +190,19 @@ export class LocalRuntime {
     return { ledger: this.ledger, queue: this.queue };
   }
 
-  private settled(run: Pick<Run, 'job' | 'slot' | 'shard'> & Partial<Pick<Run, 'shards'>>, status: RunSettledLine['status'], reason: string | undefined): void {
+  private settled(run: Pick<Run, 'job' | 'slot' | 'shard'> & Partial<Pick<Run, 'shards'>>, status: SettledStatus, reason: string | undefined): void {
     if (status === RunStatus.SKIPPED) this.runsSkipped++;
     if (status === RunStatus.SUPERSEDED) this.runsSuperseded++;
     if (status === RunStatus.DEAD) this.runsFailed++;
     // The run's own count when known: the job's may have changed since the run was created.
     const shards = run.shards ?? this.options.jobs.find((j) => j.name === run.job)?.shards ?? 1;
     this.options.onSettled?.({ job: run.job, slot: run.slot, runKey: runKeyOf(run.job, run.slot, run.shard, shards), status, reason });
+  }
+
+  private paused(job: string, by: PauseRecord): void {
+    if (by.by !== PAUSED_BY_FAILURE) return;
+    this.jobsPausedByFailure++;
+    this.options.onPaused?.({ job, ...(by.note === undefined ? {} : { note: by.note }) });
   }
 
   private observe(event: HistoryEvent): void {
@@ -233,6 +217,10 @@ export class LocalRuntime {
     if (event.type === 'handler-started') {
       const claim = this.claims.get(key(event));
       if (claim) claim.at = event.at;
+    }
+    if (event.type === 'poison' && !this.poison.has(event.messageId)) {
+      this.poison.add(event.messageId);
+      this.options.onPoison?.({ messageId: event.messageId, runKey: event.runKey, code: event.code, reason: event.reason, ...(event.job === undefined ? {} : { job: event.job }) });
     }
     if (event.type === 'effect' && event.result === 'fenced-out') {
       this.fencedOutWrites++;
@@ -279,7 +267,8 @@ export class LocalRuntime {
       takeovers: this.metrics.get(MetricName.Takeovers),
       fencingRejections: this.metrics.get(MetricName.FencingRejections),
       fencedOutWrites: this.fencedOutWrites,
-      poisonMessages: this.metrics.get(MetricName.PoisonMessages),
+      poisonMessages: this.poison.size,
+      jobsPausedByFailure: this.jobsPausedByFailure,
       outboxEvents: this.outboxEvents.length,
       triggerLagSamples: lags.length,
       triggerLagP50Ms: percentile(lags, 50),
