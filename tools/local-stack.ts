@@ -59,6 +59,11 @@ export interface LocalStackOptions {
   readonly maxReceiveCount?: number;
   /** Print DynamoDB Local's own output. @default false */
   readonly verbose?: boolean;
+  /**
+   * Called as soon as DynamoDB Local's Java process is spawned, before it answers: `npm start`
+   * records it in its lock file, so a start after a hard crash can stop it (tools/local-lock.ts).
+   */
+  readonly onDynamoSpawned?: (pid: number, port: number) => void;
 }
 
 /** Thrown when Java is missing; its message is the one line a newcomer needs. */
@@ -131,6 +136,7 @@ async function startDynamo(options: LocalStackOptions): Promise<{ child: ChildPr
       [`-Djava.library.path=${libPath}`, '-Xms256m', '-jar', jar, ...storage, '-port', String(port), '-sharedDb', '-disableTelemetry'],
       { stdio: options.verbose ? 'inherit' : 'ignore', detached: true },
     );
+    if (child.pid !== undefined) options.onDynamoSpawned?.(child.pid, port);
     const killOnExit = () => child.kill('SIGKILL');
     process.once('exit', killOnExit);
     child.once('exit', () => process.removeListener('exit', killOnExit));
