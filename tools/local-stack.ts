@@ -129,8 +129,9 @@ async function startDynamo(options: LocalStackOptions): Promise<{ child: ChildPr
     const port = await freePort();
     const storage = options.dataDir ? ['-dbPath', resolve(options.dataDir)] : ['-inMemory'];
     if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
-    // Its own process group: a Ctrl-C in the terminal reaches only us, and we stop Java last,
-    // after the pollers and the relay have finished with it. Exiting without stop() still kills it.
+    // Its own session: a Ctrl-C in the terminal reaches only us, and we stop Java last, after the
+    // pollers and the relay have finished with it. Exiting without stop() still kills it; a SIGKILL
+    // of this process does not, and `npm start`'s lock file names it for the next start (local-lock.ts).
     const child = spawn(
       'java',
       [`-Djava.library.path=${libPath}`, '-Xms256m', '-jar', jar, ...storage, '-port', String(port), '-sharedDb', '-disableTelemetry'],
