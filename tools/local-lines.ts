@@ -1,7 +1,8 @@
 /**
  * The lines `npm start` prints as the runtime goes: one per run outcome (with the error the attempt
  * recorded), per run ended without an attempt (SKIPPED, SUPERSEDED, DEAD), per takeover, per
- * fenced-out write, per poison message, per job paused by failure, per outbox event, and the
+ * fenced-out write, per poison message, per message moved to the DLQ, per job paused by failure,
+ * per outbox event, and the
  * summary. Every line starts with the same three columns, a label, the job and how long the
  * attempt took (blank when none ran), padded so they align whatever the label; `key=value` follows,
  * so they read in a terminal and grep well. An error message is quoted (JSON) so it stays on its
@@ -11,10 +12,10 @@ import { readableDuration } from '../shared/core/duration.js';
 import type { OutboxEvent } from '../shared/core/outbox.js';
 import { slotIso } from '../shared/core/vocabulary.js';
 import { RUN_QUEUES } from '../shared/resources.js';
-import type { FencedOutLine, PausedLine, PoisonLine, RunOutcomeLine, RunSettledLine, RuntimeSummary, TakeoverLine } from './local-runtime.js';
+import type { DeadLetterLine, FencedOutLine, PausedLine, PoisonLine, RunOutcomeLine, RunSettledLine, RuntimeSummary, TakeoverLine } from './local-runtime.js';
 
 /** Every label a line starts with; the first column is as wide as the longest. */
-export const LINE_LABELS = ['SUCCEEDED', 'RETRY', 'UNKNOWN', 'DEAD', 'SUPERSEDED', 'SKIPPED', 'TAKEOVER', 'FENCED', 'POISON', 'PAUSED', 'EVENT'] as const;
+export const LINE_LABELS = ['SUCCEEDED', 'RETRY', 'UNKNOWN', 'DEAD', 'SUPERSEDED', 'SKIPPED', 'TAKEOVER', 'FENCED', 'POISON', 'DLQ', 'PAUSED', 'EVENT'] as const;
 const LABEL_WIDTH = Math.max(...LINE_LABELS.map((label) => label.length));
 /** Wide enough for the longest readable duration under a day ("59 min 59 s"). */
 const TOOK_WIDTH = 11;
@@ -54,6 +55,11 @@ export function poisonLine(p: PoisonLine, jobWidth = DEFAULT_JOB_WIDTH): string 
   );
 }
 
+export function deadLetterLine(d: DeadLetterLine, jobWidth = DEFAULT_JOB_WIDTH): string {
+  const runKey = d.runKey === undefined ? '' : ` runKey=${d.runKey}`;
+  return `${head('DLQ', d.job ?? '?', jobWidth)}  messageId=${d.messageId}${runKey} (moved to the dead-letter queue: it waits for an operator; npx fsched ops status shows the DLQ depth)`;
+}
+
 export function pausedLine(p: PausedLine, jobWidth = DEFAULT_JOB_WIDTH): string {
   const note = p.note === undefined ? '' : `note=${JSON.stringify(p.note)} `;
   return `${head('PAUSED', p.job, jobWidth)}  ${note}(paused by failure: no slot is planned until npx fsched ops resume ${p.job})`;
@@ -71,7 +77,7 @@ export function summaryLine(s: RuntimeSummary): string {
   const late = s.lateStarts === 0 ? '' : `, ${s.lateStarts} late start(s) (catch-up, backfill, manual) p99 ${readableDuration(s.lateStartLagP99Ms)}`;
   return (
     `summary: ${readableDuration(s.uptimeSeconds * 1_000)} up, ${s.ticks} ticks, ${s.runsSucceeded} succeeded, ${s.runsFailed} dead, ${s.runsSkipped} skipped, ${s.runsSuperseded} superseded, ` +
-    `${s.duplicatesAcked} duplicates acked, ${s.takeovers} takeovers, ${s.fencedOutWrites} fenced-out writes, ${s.poisonMessages} poison message(s), ` +
+    `${s.duplicatesAcked} duplicates acked, ${s.takeovers} takeovers, ${s.fencedOutWrites} fenced-out writes, ${s.poisonMessages} poison message(s), ${s.deadLettered} moved to the DLQ, ` +
     `${s.jobsPausedByFailure} job(s) paused by failure, trigger lag ${lag}${late}, ${s.violations} violations`
   );
 }

@@ -18,7 +18,7 @@ import { runPlannerTick, type PlannerOptions, type TickReport } from '../shared/
 import { createClients, type Clients } from '../shared/runtime.js';
 import { RunStatus, runKeyOf, type Run } from '../shared/core/vocabulary.js';
 import { processBatch, type ChildLogger, type QueueRecord, type WorkerOptions } from '../shared/worker.js';
-import { localClientConfig, type LocalEndpoints } from './local-stack.js';
+import { localClientConfig, type DeadLetter, type LocalEndpoints } from './local-stack.js';
 import { LocalPoller } from './local-poller.js';
 import { LocalOutboxRelay } from './local-outbox-relay.js';
 import { ObservedLedger, type PauseRecord, type SettledStatus } from './local-observed-ledger.js';
@@ -58,6 +58,13 @@ export interface PoisonLine {
   readonly reason: string;
 }
 
+/** A message SQS moved to the dead-letter queue; the job and run its body names, when it is readable. */
+export interface DeadLetterLine {
+  readonly messageId: string;
+  readonly job?: string;
+  readonly runKey?: string;
+}
+
 /** A job pauseOnFailure paused: it waits for `ops resume`. */
 export interface PausedLine {
   readonly job: string;
@@ -94,6 +101,8 @@ export interface RuntimeSummary {
   readonly fencedOutWrites: number;
   /** Distinct messages a worker found it cannot run (left for the DLQ). */
   readonly poisonMessages: number;
+  /** Messages SQS moved to the dead-letter queue (poison, or a run that kept failing its receives). */
+  readonly deadLettered: number;
   /** Jobs pauseOnFailure paused while this runtime ran. */
   readonly jobsPausedByFailure: number;
   readonly outboxEvents: number;
@@ -128,6 +137,7 @@ export interface LocalRuntimeOptions {
   readonly onTakeover?: (line: TakeoverLine) => void;
   readonly onPoison?: (line: PoisonLine) => void;
   readonly onPaused?: (line: PausedLine) => void;
+  readonly onDeadLetter?: (line: DeadLetterLine) => void;
   readonly onViolation?: (violation: Violation) => void;
   readonly history?: HistorySink;
   /** Receives every outbox event the local relay reads from the ledger's stream. */
@@ -162,6 +172,7 @@ export class LocalRuntime {
   runsSuperseded = 0;
   fencedOutWrites = 0;
   jobsPausedByFailure = 0;
+  deadLettered = 0;
   ticks = 0;
   /** Poison messages seen, by message id: one line each, however often SQS delivers it again. */
   private readonly poison = new Set<string>();
@@ -197,6 +208,13 @@ export class LocalRuntime {
     // The run's own count when known: the job's may have changed since the run was created.
     const shards = run.shards ?? this.options.jobs.find((j) => j.name === run.job)?.shards ?? 1;
     this.options.onSettled?.({ job: run.job, slot: run.slot, runKey: runKeyOf(run.job, run.slot, run.shard, shards), status, reason });
+  }
+
+  /** A message the local SQS moved to the run queue's DLQ (LocalStack.onDeadLetter). */
+  deadLetter(message: DeadLetter): void {
+    if (!this.options.endpoints.deadLetterQueueUrl.endsWith(`/${message.queueName}`)) return;
+    this.deadLettered++;
+    this.options.onDeadLetter?.({ messageId: message.messageId, ...namedRun(message.body) });
   }
 
   private paused(job: string, by: PauseRecord): void {
@@ -268,6 +286,7 @@ export class LocalRuntime {
       fencingRejections: this.metrics.get(MetricName.FencingRejections),
       fencedOutWrites: this.fencedOutWrites,
       poisonMessages: this.poison.size,
+      deadLettered: this.deadLettered,
       jobsPausedByFailure: this.jobsPausedByFailure,
       outboxEvents: this.outboxEvents.length,
       triggerLagSamples: lags.length,
@@ -393,6 +412,19 @@ export async function seedPayments(clients: Clients, table: string, count: numbe
       requests = UnprocessedItems as typeof requests;
     }
   }
+}
+
+/** The job and run a message body names, as far as it is readable (a dead letter may be junk). */
+function namedRun(body: string): { job?: string; runKey?: string } {
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return {};
+  }
+  if (value === null || typeof value !== 'object') return {};
+  const { job, runKey } = value as Record<string, unknown>;
+  return { ...(typeof job === 'string' ? { job } : {}), ...(typeof runKey === 'string' ? { runKey } : {}) };
 }
 
 export function percentile(values: readonly number[], p: number): number {

@@ -45,8 +45,24 @@ export interface LocalEndpoints {
   readonly deadLetterQueueUrl: string;
 }
 
+/** The endpoints of a stack alone (no pid, no functions): what is written to an endpoints file or handed to another process. */
+export function endpointsOf(stack: LocalEndpoints): LocalEndpoints {
+  const { dynamoEndpoint, sqsEndpoint, ledgerTable, paymentsTable, runQueueUrl, deadLetterQueueUrl } = stack;
+  return { dynamoEndpoint, sqsEndpoint, ledgerTable, paymentsTable, runQueueUrl, deadLetterQueueUrl };
+}
+
+/** A message local-aws-sqs moved to a dead-letter queue: its source queue's maxReceiveCount was reached. */
+export interface DeadLetter {
+  readonly messageId: string;
+  readonly body: string;
+  /** The dead-letter queue's name. */
+  readonly queueName: string;
+}
+
 export interface LocalStack extends LocalEndpoints {
   readonly dynamoPid: number | undefined;
+  /** Calls `listener` for each message the local SQS moves to a dead-letter queue from now on. */
+  onDeadLetter(listener: (message: DeadLetter) => void): void;
   stop(): Promise<void>;
 }
 
@@ -252,7 +268,13 @@ export async function createQueues(
 interface LocalSqsEntry {
   readonly record: { readonly MessageId: string; readonly attributes: Record<string, string> };
 }
+interface LocalSqsRecordInput {
+  readonly MessageBody?: string;
+  readonly MessageSystemAttributes?: Readonly<Record<string, { readonly StringValue?: string }>>;
+}
 interface LocalSqsQueue {
+  readonly QueueName: string;
+  setRecord(record: LocalSqsRecordInput, messageId?: string): unknown;
   newRecord(msg: unknown, delay?: number): LocalSqsEntry;
   receive(args: unknown): Promise<{ readonly MessageId: string; readonly ReceiptHandle: string }[]>;
   changeVisibility(handle: string, timeout: string): boolean;
@@ -290,19 +312,38 @@ function keepReceiveCountOnVisibilityChange(queue: LocalSqsQueue): void {
   };
 }
 
+/**
+ * local-aws-sqs moves a message to a dead-letter queue by `setRecord` on that queue with the
+ * message's id and a DeadLetterQueueSourceArn system attribute (a SendMessage passes neither):
+ * each such call is reported, so `npm start` can print a line when a message lands in its DLQ.
+ */
+function reportDeadLetters(queue: LocalSqsQueue, listeners: ReadonlySet<(message: DeadLetter) => void>): void {
+  const setRecord = queue.setRecord.bind(queue);
+  queue.setRecord = (record, messageId) => {
+    const result = setRecord(record, messageId);
+    if (messageId !== undefined && record.MessageSystemAttributes?.DeadLetterQueueSourceArn !== undefined) {
+      for (const listener of listeners) listener({ messageId, body: record.MessageBody ?? '', queueName: queue.QueueName });
+    }
+    return result;
+  };
+}
+
 /** Patches every queue the server creates, now and later (tests create queues per file). */
-function patchQueuesAsCreated(queues: LocalSqsQueue[]): void {
+function patchQueuesAsCreated(queues: LocalSqsQueue[], deadLetters: ReadonlySet<(message: DeadLetter) => void>): void {
   const push = queues.push.bind(queues);
   queues.push = (...created: LocalSqsQueue[]) => {
-    created.forEach(keepReceiveCountOnVisibilityChange);
+    for (const queue of created) {
+      keepReceiveCountOnVisibilityChange(queue);
+      reportDeadLetters(queue, deadLetters);
+    }
     return push(...created);
   };
 }
 
-async function startSqs(port: number): Promise<{ server: Server; service: { Queues: object[] } }> {
+async function startSqs(port: number, deadLetters: ReadonlySet<(message: DeadLetter) => void>): Promise<{ server: Server; service: { Queues: object[] } }> {
   const { createRequestHandler } = await import('local-aws-sqs');
   const { requestHandler, service } = createRequestHandler({ port, hostname: '127.0.0.1', emulateQueueCreationLifecycle: false });
-  patchQueuesAsCreated(service.Queues);
+  patchQueuesAsCreated(service.Queues, deadLetters);
   const server = createHttpServer(requestHandler);
   await new Promise<void>((resolveListen, reject) => {
     server.once('error', reject);
@@ -315,13 +356,14 @@ async function startSqs(port: number): Promise<{ server: Server; service: { Queu
 /** Starts DynamoDB Local and local-aws-sqs on free ports and creates every resource. */
 export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
   const dynamo = await startDynamo(options);
+  const deadLetters = new Set<(message: DeadLetter) => void>();
   let sqs: { server: Server; service: { Queues: object[] } } | undefined;
   let sqsPort = 0;
   try {
     for (let tries = 0; !sqs; tries++) {
       sqsPort = await freePort();
       try {
-        sqs = await startSqs(sqsPort);
+        sqs = await startSqs(sqsPort, deadLetters);
       } catch (error) {
         if (tries >= 2) throw error;
       }
@@ -345,6 +387,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       paymentsTable: PAYMENTS_TABLE.name,
       ...queues,
       dynamoPid: dynamo.child.pid,
+      onDeadLetter: (listener) => void deadLetters.add(listener),
       async stop() {
         if (stopped) return;
         stopped = true;

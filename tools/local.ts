@@ -2,8 +2,8 @@
  * `npm start`: the whole scheduler on this machine. Starts DynamoDB Local and local-aws-sqs on
  * free ports, creates the table and queues, ticks the planner every `--tick` seconds and runs
  * `--workers` pollers. Prints one line per run outcome (with its error), per run ended without an
- * attempt (SKIPPED, SUPERSEDED), per takeover, per fenced-out write, per poison message and per
- * job paused by failure, and a summary every minute (tools/local-lines.ts); with `--duration` it
+ * attempt (SKIPPED, SUPERSEDED), per takeover, per fenced-out write, per poison message, per
+ * message moved to the DLQ and per job paused by failure, and a summary every minute (tools/local-lines.ts); with `--duration` it
  * stops by itself and its last line is one JSON object. Exits 0 only if no invariant violation was
  * observed.
  *
@@ -26,8 +26,8 @@ import { readableDuration } from '../shared/core/duration.js';
 import { describeSchedule } from '../shared/core/schedule-spec.js';
 import { MAX_PLANNER_PARTITIONS } from '../shared/resources.js';
 import { SWEEP_DEFAULTS } from '../shared/sweeper.js';
-import { JavaMissingError, localEndpointsPath, startLocalStack, type LocalStack } from './local-stack.js';
-import { eventLine, fencedOutLine, jobColumnWidth, outcomeLine, pausedLine, poisonLine, settledLine, summaryLine, takeoverLine } from './local-lines.js';
+import { endpointsOf, JavaMissingError, localEndpointsPath, startLocalStack, type LocalStack } from './local-stack.js';
+import { deadLetterLine, eventLine, fencedOutLine, jobColumnWidth, outcomeLine, pausedLine, poisonLine, settledLine, summaryLine, takeoverLine } from './local-lines.js';
 import { acquireRuntimeLock, lockPathFor, RuntimeAlreadyRunningError, type RuntimeLock } from './local-lock.js';
 import { LocalRuntime, seedPayments } from './local-runtime.js';
 
@@ -146,12 +146,12 @@ async function run(args: ReturnType<typeof options>, lock: RuntimeLock, onStoppa
     throw error;
   }
   const { endpointsFile } = args;
-  const { stop: _stop, dynamoPid, ...endpoints } = stack;
+  const endpoints = endpointsOf(stack);
   mkdirSync(dirname(endpointsFile), { recursive: true });
   writeFileSync(endpointsFile, JSON.stringify({ ...endpoints, partitions: args.partitions, exampleJobs: true }, null, 2));
   const opsTarget = args.endpointsArg === undefined ? '--local' : `--endpoints ${args.endpointsArg}`;
   console.log(
-    `local stack up (npm start pid ${process.pid}): DynamoDB Local ${stack.dynamoEndpoint} (pid ${dynamoPid ?? '?'}), SQS ${stack.sqsEndpoint} (ops: npx fsched ops jobs ${opsTarget})`,
+    `local stack up (npm start pid ${process.pid}): DynamoDB Local ${stack.dynamoEndpoint} (pid ${stack.dynamoPid ?? '?'}), SQS ${stack.sqsEndpoint} (ops: npx fsched ops jobs ${opsTarget})`,
   );
   if (args.dataDir !== undefined) {
     console.log(
@@ -174,6 +174,7 @@ async function run(args: ReturnType<typeof options>, lock: RuntimeLock, onStoppa
     onFencedOut: (f) => console.log(fencedOutLine(f, width)),
     onPoison: (p) => console.log(poisonLine(p, width)),
     onPaused: (p) => console.log(pausedLine(p, width)),
+    onDeadLetter: (d) => console.log(deadLetterLine(d, width)),
     onViolation: (v) => console.error(`VIOLATION ${v.invariant} ${v.runKey}: ${v.detail}`),
     onOutboxEvent: (e) => console.log(eventLine(e, width)),
   });
@@ -205,6 +206,7 @@ async function run(args: ReturnType<typeof options>, lock: RuntimeLock, onStoppa
 
   await runtime.startRelay();
   await seedPayments(runtime.clients, endpoints.paymentsTable, 25);
+  stack.onDeadLetter((message) => runtime.deadLetter(message));
   runtime.start(args.tick);
   minutely = setInterval(printSummary, 60_000);
   const { duration } = args;

@@ -6,14 +6,14 @@
  * their own) beside the poison count.
  */
 import { describe, expect, it } from 'vitest';
-import { eventLine, fencedOutLine, jobColumnWidth, outcomeLine, pausedLine, poisonLine, settledLine, summaryLine, takeoverLine } from '../../tools/local-lines.js';
+import { deadLetterLine, eventLine, fencedOutLine, jobColumnWidth, outcomeLine, pausedLine, poisonLine, settledLine, summaryLine, takeoverLine } from '../../tools/local-lines.js';
 import type { RuntimeSummary } from '../../tools/local-runtime.js';
 
 const SLOT = Date.UTC(2026, 10, 29, 18, 28, 10);
 const KEY = 'payments-reconcile@2026-11-29T18:28:10.000Z';
 const SUMMARY: RuntimeSummary = {
   uptimeSeconds: 60, ticks: 6, runsSucceeded: 7, runsFailed: 0, runsSkipped: 1, runsSuperseded: 0, duplicatesAcked: 0, takeovers: 0,
-  fencingRejections: 0, fencedOutWrites: 0, poisonMessages: 0, jobsPausedByFailure: 0, outboxEvents: 0,
+  fencingRejections: 0, fencedOutWrites: 0, poisonMessages: 0, deadLettered: 0, jobsPausedByFailure: 0, outboxEvents: 0,
   triggerLagSamples: 6, triggerLagP50Ms: 0, triggerLagP99Ms: 4, lateStarts: 1, lateStartLagP99Ms: 1_112_051, violations: 0,
 };
 
@@ -52,6 +52,13 @@ describe('npm start lines', () => {
     expect(poisonLine({ messageId: 'm-2', runKey: '', code: 'MALFORMED', reason: 'body is not JSON' })).toMatch(/^POISON {5}\? {20}/);
   });
 
+  it('a message moved to the DLQ names its id and the run its body names, or ? for a body that names none', () => {
+    expect(deadLetterLine({ messageId: 'm-1', job: 'payments-reconcile', runKey: KEY })).toBe(
+      `DLQ        payments-reconcile                messageId=m-1 runKey=${KEY} (moved to the dead-letter queue: it waits for an operator; npx fsched ops status shows the DLQ depth)`,
+    );
+    expect(deadLetterLine({ messageId: 'm-2' })).toMatch(/^DLQ {8}\? {20} {13}messageId=m-2 \(moved/);
+  });
+
   it('a job paused by failure names the pause note and the command that resumes it', () => {
     expect(pausedLine({ job: 'payments-reconcile', note: 'paused after 3 consecutive DEAD run(s); last x: BOOM' })).toBe(
       'PAUSED     payments-reconcile                note="paused after 3 consecutive DEAD run(s); last x: BOOM" (paused by failure: no slot is planned until npx fsched ops resume payments-reconcile)',
@@ -70,6 +77,7 @@ describe('npm start lines', () => {
       fencedOutLine({ runKey: KEY, token: 9, resource: 'r' }, width),
       poisonLine({ messageId: 'm', runKey: '', code: 'MALFORMED', reason: 'x' }, width),
       pausedLine({ job: 'j' }, width),
+      deadLetterLine({ messageId: 'm' }, width),
       eventLine({ detailType: 'PaymentSettled', eventKey: 'k', detail: {}, job: 'j', runKey: KEY }, width),
     ];
     // The job column starts after the label column, and what follows the duration column starts at one place.
@@ -86,11 +94,11 @@ describe('npm start lines', () => {
   });
 
   it('the summary shows trigger lag over on-time first attempts in units, late starts apart, and the poison count', () => {
-    const line = summaryLine({ ...SUMMARY, poisonMessages: 2, jobsPausedByFailure: 1, uptimeSeconds: 10_643 });
+    const line = summaryLine({ ...SUMMARY, poisonMessages: 2, deadLettered: 1, jobsPausedByFailure: 1, uptimeSeconds: 10_643 });
     expect(line).toContain('summary: 2 h 57 min up, ');
     expect(line).toContain('trigger lag p50 0 ms / p99 4 ms over 6 on-time first attempt(s), 1 late start(s) (catch-up, backfill, manual) p99 18 min 32 s');
     expect(line).toContain('1 skipped');
-    expect(line).toContain('2 poison message(s), 1 job(s) paused by failure');
+    expect(line).toContain('2 poison message(s), 1 moved to the DLQ, 1 job(s) paused by failure');
     expect(line).not.toMatch(/\d{4,} ?ms/);
     expect(summaryLine({ ...SUMMARY, triggerLagSamples: 0, lateStarts: 0 })).toContain('trigger lag no on-time first attempts yet, 0 violations');
   });
