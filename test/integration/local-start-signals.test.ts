@@ -8,6 +8,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { lockPathFor } from '../../tools/local-lock.js';
 import { PROJECT_ROOT } from '../../tools/local-stack.js';
@@ -46,6 +47,24 @@ describe('npm start and a signal to the npm process alone', () => {
 
   it('SIGINT to npm stops them all the same way', async () => {
     await stopsEverythingOn('SIGINT');
+  }, 600_000);
+});
+
+describe('npm start --data-dir', () => {
+  it('says on its startup line that the ledger is kept there and the queues are not', async () => {
+    const endpoints = tempEndpoints('local-start-data-dir');
+    const dataDir = join(dirname(endpoints), 'data');
+    const start = npmStart(endpoints, ['--tick', '5', '--workers', '1', '--data-dir', dataDir]);
+    started.add(start.child.pid!);
+    await whenUp(start);
+    const tree = descendants(start.child.pid!);
+    tree.forEach((pid) => started.add(pid));
+    expect(start.output()).toContain(
+      `--data-dir ${dataDir}: the ledger (DynamoDB) is kept there across restarts; the run queue and its DLQ are not (in memory): ` +
+        `an open run whose message is lost is sent again by the planner's sweep about 2 min after its slot, and dead-lettered messages are gone`,
+    );
+    process.kill(start.child.pid!, 'SIGTERM');
+    await allGone([start.child.pid!, ...tree], 'SIGTERM to the npm process', start.output);
   }, 600_000);
 });
 
