@@ -12,7 +12,7 @@ import { readableDuration } from '../shared/core/duration.js';
 import type { OutboxEvent } from '../shared/core/outbox.js';
 import { slotIso } from '../shared/core/vocabulary.js';
 import { RUN_QUEUES } from '../shared/resources.js';
-import type { DeadLetterLine, FencedOutLine, PausedLine, PoisonLine, RunOutcomeLine, RunSettledLine, RuntimeSummary, TakeoverLine } from './local-runtime.js';
+import type { DeadLetterLine, FencedOutLine, PausedLine, PoisonLine, RunOutcomeLine, RunSettledLine, RuntimeSummary, TakeoverLine } from './local-reports.js';
 
 /** Every label a line starts with; the first column is as wide as the longest. */
 export const LINE_LABELS = ['SUCCEEDED', 'RETRY', 'UNKNOWN', 'DEAD', 'SUPERSEDED', 'SKIPPED', 'TAKEOVER', 'FENCED', 'POISON', 'DLQ', 'PAUSED', 'EVENT'] as const;
