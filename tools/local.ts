@@ -102,7 +102,7 @@ async function main(): Promise<number> {
   let shutdown: ((reason: string) => Promise<number>) | undefined;
   let requested: string | undefined;
   const requestStop = (reason: string) => {
-    if (shutdown) void shutdown(reason).then((code) => process.exit(code));
+    if (shutdown) void shutdown(reason).then((code) => process.exit(code), failed);
     else requested ??= reason;
   };
   for (const signal of STOP_SIGNALS) process.on(signal, () => requestStop(signal));
@@ -217,10 +217,10 @@ async function run(args: ReturnType<typeof options>, lock: RuntimeLock, onStoppa
   return new Promise<number>(() => undefined);
 }
 
-main().then(
-  (code) => process.exit(code),
-  (error: unknown) => {
-    console.error(error instanceof Error ? error.message : error);
-    process.exit(1);
-  },
-);
+/** An error the runtime cannot go on from: said on stderr, exit 1 (the exit handler still kills Java). */
+function failed(error: unknown): never {
+  console.error(error instanceof Error ? error.message : error);
+  process.exit(1);
+}
+
+main().then((code) => process.exit(code), failed);
