@@ -204,8 +204,16 @@ async function run(args: ReturnType<typeof options>, lock: RuntimeLock, onStoppa
   const requested = onStoppable(shutdown);
   if (requested !== undefined) return shutdown(requested);
 
-  await runtime.startRelay();
-  await seedPayments(runtime.clients, endpoints.paymentsTable, 25);
+  // A stop asked for from here on runs beside the start: once it has begun, the start gives way
+  // (its calls fail as the stack goes down) and the stop's exit code is the one that counts.
+  try {
+    await runtime.startRelay();
+    await seedPayments(runtime.clients, endpoints.paymentsTable, 25);
+  } catch (error) {
+    if (stopping) return stopping;
+    throw error;
+  }
+  if (stopping) return stopping;
   stack.onDeadLetter((message) => runtime.deadLetter(message));
   runtime.start(args.tick);
   minutely = setInterval(printSummary, 60_000);

@@ -80,12 +80,12 @@ export interface Up {
   readonly javaPid: number;
 }
 
-/** Waits for the "local stack up" line and the first planner tick's jobs line. */
-export async function whenUp(start: NpmStart): Promise<Up> {
+/** Waits for the "local stack up" line and, unless `stackOnly`, the jobs line that follows it. */
+export async function whenUp(start: NpmStart, stackOnly = false): Promise<Up> {
   const up = await waitFor(
     async () => {
       const match = /local stack up \(npm start pid (\d+)\): DynamoDB Local \S+ \(pid (\d+)\)/.exec(start.output());
-      return match && /\njobs: /.test(start.output()) ? { runtimePid: Number(match[1]), javaPid: Number(match[2]) } : undefined;
+      return match && (stackOnly || /\njobs: /.test(start.output())) ? { runtimePid: Number(match[1]), javaPid: Number(match[2]) } : undefined;
     },
     UP_TIMEOUT_MS,
     `npm start to be up (output: ${start.output().slice(-2_000)})`,
