@@ -106,6 +106,12 @@ export const RUN_QUEUES = {
   maxDelaySeconds: 900,
 } as const;
 
+/**
+ * Upper bound on planner partitions: one EventBridge rule each, well under EventBridge's 300 rules
+ * per bus. The stack refuses more at synth, and `npm start --partitions` refuses more too.
+ */
+export const MAX_PLANNER_PARTITIONS = 64;
+
 /** The planner's EventBridge rule fires every `tickMs` (one rule per partition). */
 export const PLANNER_SCHEDULE = {
   tickMs: 60_000,

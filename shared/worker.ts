@@ -81,9 +81,14 @@ export async function processBatch(deps: WorkerDeps, records: readonly QueueReco
 }
 
 /** Seconds a message whose processing threw stays hidden: doubling per receive, at most a minute. */
-function backoffSeconds(record: QueueRecord): number {
+/** How many times SQS has delivered the record (1 when it does not say). */
+function receiveCountOf(record: QueueRecord): number {
   const receives = Number(record.attributes?.ApproximateReceiveCount ?? '1');
-  return Math.min(60, 2 ** Math.max(1, Number.isFinite(receives) ? receives : 1));
+  return Number.isFinite(receives) ? receives : 1;
+}
+
+function backoffSeconds(record: QueueRecord): number {
+  return Math.min(60, 2 ** Math.max(1, receiveCountOf(record)));
 }
 
 /**
@@ -116,6 +121,7 @@ export async function processRecord(deps: WorkerDeps, record: QueueRecord): Prom
   const base = deps.logger.child({ messageId: record.messageId, owner: deps.owner });
   if (!parsed.ok) {
     deps.metrics.count(MetricName.PoisonMessages);
+    history.record({ type: 'poison', at: deps.clock(), runKey: '', ...(parsed.orphan ? { job: parsed.orphan.job } : {}), messageId: record.messageId, receiveCount: receiveCountOf(record), code: parsed.code, reason: parsed.reason });
     base.error('poison message: left for the dead-letter queue', { code: parsed.code, reason: parsed.reason, body: record.body.slice(0, 512) });
     // The run of a job removed from the config is left open: watched, so the sweeper reports it.
     if (parsed.orphan) await deps.ledger.watch(parsed.orphan).catch(() => false);
@@ -175,6 +181,7 @@ export async function processRecord(deps: WorkerDeps, record: QueueRecord): Prom
     }
     case 'missing':
       deps.metrics.count(MetricName.PoisonMessages);
+      history.record({ type: 'poison', at: deps.clock(), runKey: message.runKey, job: message.job, messageId: record.messageId, receiveCount: receiveCountOf(record), code: 'RUN_MISSING', reason: 'the message names a run that does not exist' });
       logger.error('message names a run that does not exist: left for the dead-letter queue');
       return 'retry';
   }

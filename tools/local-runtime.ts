@@ -5,8 +5,7 @@
  * the benchmark and the chaos drills all build on this class.
  */
 import { randomUUID } from 'node:crypto';
-import { BatchWriteCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { Ledger, type AttemptFacts, type CountedCreateResult, type CreateRunResult, type LeaseCheck, type LedgerOptions, type NewRun, type Outcome, type RunCount } from '../shared/adapters/ledger.js';
+import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
 import { RunQueue } from '../shared/adapters/run-queue.js';
 import type { Job } from '../shared/core/job-schema.js';
 import type { HistoryEvent, HistorySink } from '../shared/core/history.js';
@@ -21,121 +20,16 @@ import { runPlannerTick, type PlannerOptions, type TickReport } from '../shared/
 import { createClients, type Clients } from '../shared/runtime.js';
 import { RunStatus, runKeyOf, type Run } from '../shared/core/vocabulary.js';
 import { processBatch, type ChildLogger, type QueueRecord, type WorkerOptions } from '../shared/worker.js';
-import { localClientConfig, type LocalEndpoints } from './local-stack.js';
+import { localClientConfig, type DeadLetter, type LocalEndpoints } from './local-stack.js';
 import { LocalPoller } from './local-poller.js';
 import { LocalOutboxRelay } from './local-outbox-relay.js';
+import { ObservedLedger, type PauseRecord, type SettledStatus } from './local-observed-ledger.js';
+import type { DeadLetterLine, FencedOutLine, PausedLine, PoisonLine, RunOutcomeLine, RunSettledLine, RuntimeSummary, TakeoverLine } from './local-reports.js';
 import type { OutboxEvent } from '../shared/core/outbox.js';
+import { PAUSED_BY_FAILURE } from '../shared/worker-pause.js';
 
-export interface RunOutcomeLine {
-  readonly job: string;
-  readonly slot: number;
-  readonly runKey: string;
-  readonly attempt: number;
-  readonly token: number;
-  readonly status: string;
-  readonly durationMs: number;
-  /** The error the attempt recorded (RETRY, UNKNOWN, DEAD, SUPERSEDED). */
-  readonly error?: { readonly code: string; readonly message: string };
-}
-
-/** A run ended without an attempt: SKIPPED (misfire skip, forbid-skip), SUPERSEDED (coalesce), DEAD (fencing range spent). */
-export interface RunSettledLine {
-  readonly job: string;
-  readonly slot: number;
-  readonly runKey: string;
-  readonly status: typeof RunStatus.SKIPPED | typeof RunStatus.SUPERSEDED | typeof RunStatus.DEAD;
-  readonly reason?: string;
-}
-
-/** A fenced write refused: the item had seen a higher fence (a newer slot, or a takeover of this one). */
-export interface FencedOutLine {
-  readonly runKey: string;
-  readonly token: number;
-  readonly resource: string;
-}
-
-/** A claim that took a run over from a worker whose lease expired. */
-export interface TakeoverLine {
-  readonly runKey: string;
-  readonly token: number;
-  readonly owner: string;
-  /** Who held the lease before, if this runtime saw that claim. */
-  readonly previousOwner?: string;
-}
-
-/** `npm start`'s summary figures (also its last line with --duration). */
-export interface RuntimeSummary {
-  readonly uptimeSeconds: number;
-  readonly ticks: number;
-  readonly runsSucceeded: number;
-  readonly runsFailed: number;
-  readonly runsSkipped: number;
-  readonly runsSuperseded: number;
-  readonly duplicatesAcked: number;
-  readonly takeovers: number;
-  readonly fencingRejections: number;
-  readonly fencedOutWrites: number;
-  readonly poisonMessages: number;
-  readonly outboxEvents: number;
-  /** First attempts of on-time (planned) slots only: handler start − fire time (MetricName.TriggerLag). */
-  readonly triggerLagSamples: number;
-  readonly triggerLagP50Ms: number;
-  readonly triggerLagP99Ms: number;
-  /** First attempts of catch-up, backfilled and manual runs (MetricName.LateStartLag): late by construction. */
-  readonly lateStarts: number;
-  readonly lateStartLagP99Ms: number;
-  readonly violations: number;
-}
-
-/** What the local runtime's ledger reports beyond the history events: errors recorded, runs ended without an attempt. */
-export interface LedgerObserver {
-  completed(run: Run, outcome: Outcome): void;
-  settled(run: Pick<Run, 'job' | 'slot' | 'shard'> & Partial<Pick<Run, 'shards'>>, status: RunSettledLine['status'], reason: string | undefined): void;
-}
-
-/**
- * The ledger the local runtime hands the planner and workers: the real adapter, telling `npm start`
- * what an outcome's error was and which runs ended without an attempt (SKIPPED, SUPERSEDED, DEAD),
- * which the history events do not carry.
- */
-export class ObservedLedger extends Ledger {
-  constructor(
-    doc: DynamoDBDocumentClient,
-    options: LedgerOptions,
-    private readonly observer: LedgerObserver,
-  ) {
-    super(doc, options);
-  }
-
-  override async createRun(run: NewRun, now: number, creator?: string): Promise<CreateRunResult> {
-    const result = await super.createRun(run, now, creator);
-    if (result.created && run.status === RunStatus.SKIPPED) this.observer.settled(run, RunStatus.SKIPPED, run.reason);
-    return result;
-  }
-
-  override async createCountedRun(run: NewRun, now: number, creator: string, count: RunCount): Promise<CountedCreateResult> {
-    const result = await super.createCountedRun(run, now, creator, count);
-    if (result.created && run.status === RunStatus.SKIPPED) this.observer.settled(run, RunStatus.SKIPPED, run.reason);
-    return result;
-  }
-
-  override async complete(run: Run, outcome: Outcome, now: number, facts?: AttemptFacts, writeId?: string): Promise<LeaseCheck> {
-    const check = await super.complete(run, outcome, now, facts, writeId);
-    if (check.ok) this.observer.completed(run, outcome);
-    return check;
-  }
-
-  override async settleWaiting(
-    run: Pick<Run, 'job' | 'slot' | 'shard'> & { readonly fencingToken?: number },
-    status: RunSettledLine['status'],
-    reason: string,
-    now: number,
-  ): Promise<boolean> {
-    const settled = await super.settleWaiting(run, status, reason, now);
-    if (settled) this.observer.settled(run, status, reason);
-    return settled;
-  }
-}
+export { ObservedLedger } from './local-observed-ledger.js';
+export type { DeadLetterLine, FencedOutLine, PausedLine, PoisonLine, RunOutcomeLine, RunSettledLine, RuntimeSummary, TakeoverLine } from './local-reports.js';
 
 export interface LocalRuntimeOptions {
   readonly endpoints: LocalEndpoints;
@@ -156,6 +50,9 @@ export interface LocalRuntimeOptions {
   readonly onSettled?: (line: RunSettledLine) => void;
   readonly onFencedOut?: (line: FencedOutLine) => void;
   readonly onTakeover?: (line: TakeoverLine) => void;
+  readonly onPoison?: (line: PoisonLine) => void;
+  readonly onPaused?: (line: PausedLine) => void;
+  readonly onDeadLetter?: (line: DeadLetterLine) => void;
   readonly onViolation?: (violation: Violation) => void;
   readonly history?: HistorySink;
   /** Receives every outbox event the local relay reads from the ledger's stream. */
@@ -191,7 +88,11 @@ export class LocalRuntime {
   runsSkipped = 0;
   runsSuperseded = 0;
   fencedOutWrites = 0;
+  jobsPausedByFailure = 0;
+  deadLettered = 0;
   ticks = 0;
+  /** Poison messages seen, by message id: one line each, however often SQS delivers it again. */
+  private readonly poison = new Set<string>();
 
   constructor(readonly options: LocalRuntimeOptions) {
     const e = options.endpoints;
@@ -204,6 +105,7 @@ export class LocalRuntime {
         if ('lastError' in outcome && outcome.lastError) this.errors.set(`${run.runKey}/${run.fencingToken}`, outcome.lastError);
       },
       settled: (run, status, reason) => this.settled(run, status, reason),
+      paused: (job, by) => this.paused(job, by),
     });
     this.queue = new RunQueue(this.clients.sqs, e.runQueueUrl);
     this.configRecorder = new ConfigRecorder(DeployedConfigStore.of(this.ledger), options.jobs, this.logger);
@@ -217,13 +119,26 @@ export class LocalRuntime {
     return { ledger: this.ledger, queue: this.queue };
   }
 
-  private settled(run: Pick<Run, 'job' | 'slot' | 'shard'> & Partial<Pick<Run, 'shards'>>, status: RunSettledLine['status'], reason: string | undefined): void {
+  private settled(run: Pick<Run, 'job' | 'slot' | 'shard'> & Partial<Pick<Run, 'shards'>>, status: SettledStatus, reason: string | undefined): void {
     if (status === RunStatus.SKIPPED) this.runsSkipped++;
     if (status === RunStatus.SUPERSEDED) this.runsSuperseded++;
     if (status === RunStatus.DEAD) this.runsFailed++;
     // The run's own count when known: the job's may have changed since the run was created.
     const shards = run.shards ?? this.options.jobs.find((j) => j.name === run.job)?.shards ?? 1;
     this.options.onSettled?.({ job: run.job, slot: run.slot, runKey: runKeyOf(run.job, run.slot, run.shard, shards), status, reason });
+  }
+
+  /** A message the local SQS moved to the run queue's DLQ (LocalStack.onDeadLetter). */
+  deadLetter(message: DeadLetter): void {
+    if (!this.options.endpoints.deadLetterQueueUrl.endsWith(`/${message.queueName}`)) return;
+    this.deadLettered++;
+    this.options.onDeadLetter?.({ messageId: message.messageId, ...namedRun(message.body) });
+  }
+
+  private paused(job: string, by: PauseRecord): void {
+    if (by.by !== PAUSED_BY_FAILURE) return;
+    this.jobsPausedByFailure++;
+    this.options.onPaused?.({ job, ...(by.note === undefined ? {} : { note: by.note }) });
   }
 
   private observe(event: HistoryEvent): void {
@@ -238,6 +153,10 @@ export class LocalRuntime {
     if (event.type === 'handler-started') {
       const claim = this.claims.get(key(event));
       if (claim) claim.at = event.at;
+    }
+    if (event.type === 'poison' && !this.poison.has(event.messageId)) {
+      this.poison.add(event.messageId);
+      this.options.onPoison?.({ messageId: event.messageId, runKey: event.runKey, code: event.code, reason: event.reason, ...(event.job === undefined ? {} : { job: event.job }) });
     }
     if (event.type === 'effect' && event.result === 'fenced-out') {
       this.fencedOutWrites++;
@@ -284,7 +203,9 @@ export class LocalRuntime {
       takeovers: this.metrics.get(MetricName.Takeovers),
       fencingRejections: this.metrics.get(MetricName.FencingRejections),
       fencedOutWrites: this.fencedOutWrites,
-      poisonMessages: this.metrics.get(MetricName.PoisonMessages),
+      poisonMessages: this.poison.size,
+      deadLettered: this.deadLettered,
+      jobsPausedByFailure: this.jobsPausedByFailure,
       outboxEvents: this.outboxEvents.length,
       triggerLagSamples: lags.length,
       triggerLagP50Ms: percentile(lags, 50),
@@ -410,6 +331,19 @@ export async function seedPayments(clients: Clients, table: string, count: numbe
       requests = UnprocessedItems as typeof requests;
     }
   }
+}
+
+/** The job and run a message body names, as far as it is readable (a dead letter may be junk). */
+function namedRun(body: string): { job?: string; runKey?: string } {
+  let value: unknown;
+  try {
+    value = JSON.parse(body);
+  } catch {
+    return {};
+  }
+  if (value === null || typeof value !== 'object') return {};
+  const { job, runKey } = value as Record<string, unknown>;
+  return { ...(typeof job === 'string' ? { job } : {}), ...(typeof runKey === 'string' ? { runKey } : {}) };
 }
 
 export function percentile(values: readonly number[], p: number): number {

@@ -6,7 +6,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createServer } from 'node:net';
-import { createServer as createHttpServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import { createRequire } from 'node:module';
 import { mkdirSync, readdirSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -20,6 +20,7 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { LEDGER_TABLE, PAYMENTS_TABLE, RUN_QUEUES } from '../shared/resources.js';
+import { startSqs } from './local-sqs.js';
 
 /** Where `npm start` publishes its endpoints for `fsched ops --local` (removed on exit), in the project. */
 export const LOCAL_ENDPOINTS_FILE = '.local-data/endpoints.json';
@@ -45,8 +46,24 @@ export interface LocalEndpoints {
   readonly deadLetterQueueUrl: string;
 }
 
+/** The endpoints of a stack alone (no pid, no functions): what is written to an endpoints file or handed to another process. */
+export function endpointsOf(stack: LocalEndpoints): LocalEndpoints {
+  const { dynamoEndpoint, sqsEndpoint, ledgerTable, paymentsTable, runQueueUrl, deadLetterQueueUrl } = stack;
+  return { dynamoEndpoint, sqsEndpoint, ledgerTable, paymentsTable, runQueueUrl, deadLetterQueueUrl };
+}
+
+/** A message local-aws-sqs moved to a dead-letter queue: its source queue's maxReceiveCount was reached. */
+export interface DeadLetter {
+  readonly messageId: string;
+  readonly body: string;
+  /** The dead-letter queue's name. */
+  readonly queueName: string;
+}
+
 export interface LocalStack extends LocalEndpoints {
   readonly dynamoPid: number | undefined;
+  /** Calls `listener` for each message the local SQS moves to a dead-letter queue from now on. */
+  onDeadLetter(listener: (message: DeadLetter) => void): void;
   stop(): Promise<void>;
 }
 
@@ -59,6 +76,11 @@ export interface LocalStackOptions {
   readonly maxReceiveCount?: number;
   /** Print DynamoDB Local's own output. @default false */
   readonly verbose?: boolean;
+  /**
+   * Called as soon as DynamoDB Local's Java process is spawned, before it answers: `npm start`
+   * records it in its lock file, so a start after a hard crash can stop it (tools/local-lock.ts).
+   */
+  readonly onDynamoSpawned?: (pid: number, port: number) => void;
 }
 
 /** Thrown when Java is missing; its message is the one line a newcomer needs. */
@@ -124,13 +146,15 @@ async function startDynamo(options: LocalStackOptions): Promise<{ child: ChildPr
     const port = await freePort();
     const storage = options.dataDir ? ['-dbPath', resolve(options.dataDir)] : ['-inMemory'];
     if (options.dataDir) mkdirSync(options.dataDir, { recursive: true });
-    // Its own process group: a Ctrl-C in the terminal reaches only us, and we stop Java last,
-    // after the pollers and the relay have finished with it. Exiting without stop() still kills it.
+    // Its own session: a Ctrl-C in the terminal reaches only us, and we stop Java last, after the
+    // pollers and the relay have finished with it. Exiting without stop() still kills it; a SIGKILL
+    // of this process does not, and `npm start`'s lock file names it for the next start (local-lock.ts).
     const child = spawn(
       'java',
       [`-Djava.library.path=${libPath}`, '-Xms256m', '-jar', jar, ...storage, '-port', String(port), '-sharedDb', '-disableTelemetry'],
       { stdio: options.verbose ? 'inherit' : 'ignore', detached: true },
     );
+    if (child.pid !== undefined) options.onDynamoSpawned?.(child.pid, port);
     const killOnExit = () => child.kill('SIGKILL');
     process.once('exit', killOnExit);
     child.once('exit', () => process.removeListener('exit', killOnExit));
@@ -242,79 +266,17 @@ export async function createQueues(
   return { runQueueUrl: run.QueueUrl!, deadLetterQueueUrl };
 }
 
-interface LocalSqsEntry {
-  readonly record: { readonly MessageId: string; readonly attributes: Record<string, string> };
-}
-interface LocalSqsQueue {
-  newRecord(msg: unknown, delay?: number): LocalSqsEntry;
-  receive(args: unknown): Promise<{ readonly MessageId: string; readonly ReceiptHandle: string }[]>;
-  changeVisibility(handle: string, timeout: string): boolean;
-}
-
-/**
- * local-aws-sqs counts every ChangeMessageVisibility as a receive (real SQS does not), so a run
- * that heartbeats a few times would reach the DLQ on its next delivery. Until that is fixed
- * upstream, each queue remembers its message entries (newRecord returns them) and restores the
- * receive count around a visibility change.
- */
-function keepReceiveCountOnVisibilityChange(queue: LocalSqsQueue): void {
-  const entries = new Map<string, LocalSqsEntry>();
-  const handles = new Map<string, string>();
-  const newRecord = queue.newRecord.bind(queue);
-  queue.newRecord = (msg, delay) => {
-    const entry = newRecord(msg, delay);
-    entries.set(entry.record.MessageId, entry);
-    return entry;
-  };
-  const receive = queue.receive.bind(queue);
-  queue.receive = async (args) => {
-    const records = await receive(args);
-    for (const record of records) handles.set(record.ReceiptHandle, record.MessageId);
-    return records;
-  };
-  const change = queue.changeVisibility.bind(queue);
-  queue.changeVisibility = (handle, timeout) => {
-    const messageId = handles.get(handle);
-    const entry = messageId === undefined ? undefined : entries.get(messageId);
-    const before = entry?.record.attributes.ApproximateReceiveCount;
-    const changed = change(handle, timeout);
-    if (entry && before !== undefined) entry.record.attributes.ApproximateReceiveCount = before;
-    return changed;
-  };
-}
-
-/** Patches every queue the server creates, now and later (tests create queues per file). */
-function patchQueuesAsCreated(queues: LocalSqsQueue[]): void {
-  const push = queues.push.bind(queues);
-  queues.push = (...created: LocalSqsQueue[]) => {
-    created.forEach(keepReceiveCountOnVisibilityChange);
-    return push(...created);
-  };
-}
-
-async function startSqs(port: number): Promise<{ server: Server; service: { Queues: object[] } }> {
-  const { createRequestHandler } = await import('local-aws-sqs');
-  const { requestHandler, service } = createRequestHandler({ port, hostname: '127.0.0.1', emulateQueueCreationLifecycle: false });
-  patchQueuesAsCreated(service.Queues);
-  const server = createHttpServer(requestHandler);
-  await new Promise<void>((resolveListen, reject) => {
-    server.once('error', reject);
-    server.listen(port, '127.0.0.1', () => resolveListen());
-  });
-  service.PORT = port;
-  return { server, service };
-}
-
 /** Starts DynamoDB Local and local-aws-sqs on free ports and creates every resource. */
 export async function startLocalStack(options: LocalStackOptions = {}): Promise<LocalStack> {
   const dynamo = await startDynamo(options);
+  const deadLetters = new Set<(message: DeadLetter) => void>();
   let sqs: { server: Server; service: { Queues: object[] } } | undefined;
   let sqsPort = 0;
   try {
     for (let tries = 0; !sqs; tries++) {
       sqsPort = await freePort();
       try {
-        sqs = await startSqs(sqsPort);
+        sqs = await startSqs(sqsPort, deadLetters);
       } catch (error) {
         if (tries >= 2) throw error;
       }
@@ -338,6 +300,7 @@ export async function startLocalStack(options: LocalStackOptions = {}): Promise<
       paymentsTable: PAYMENTS_TABLE.name,
       ...queues,
       dynamoPid: dynamo.child.pid,
+      onDeadLetter: (listener) => void deadLetters.add(listener),
       async stop() {
         if (stopped) return;
         stopped = true;

@@ -18,15 +18,15 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { PartitionRef } from '../../shared/core/partition.js';
-import { PLANNER_SCHEDULE } from '../../shared/resources.js';
+import { MAX_PLANNER_PARTITIONS, PLANNER_SCHEDULE } from '../../shared/resources.js';
 import { createSchedulerFunction, jobConfigEnvironment, runResourcesEnvironment, type SchedulerFunctionOptions } from '../lambda-defaults.js';
 import { QueueFailureDestination } from '../queue-destinations.js';
 import { durationIn, integerIn, validateProps, type PropRule } from '../validation.js';
 import type { LedgerTable } from './ledger-table.js';
 import type { RunQueues } from './run-queues.js';
 
-/** Upper bound on partitions: one rule each, well under EventBridge's 300 rules per bus. */
-export const MAX_PLANNER_PARTITIONS = 64;
+/** Upper bound on partitions (shared/resources.ts: the local runtime refuses more too). */
+export { MAX_PLANNER_PARTITIONS };
 
 export interface PlannerFunctionProps extends SchedulerFunctionOptions {
   /** The ledger the planner materializes runs into. */

@@ -32,6 +32,9 @@ export type HistoryEvent =
       readonly resultUnknown?: boolean;
     }
   | { readonly type: 'duplicate'; readonly at: number; readonly runKey: string; readonly messageId: string }
+  // A message no worker can run (unreadable, an unknown job, a run that does not exist), on each
+  // receive until SQS moves it to the DLQ; runKey '' unless it names an existing job's run.
+  | { readonly type: 'poison'; readonly at: number; readonly runKey: string; readonly job?: string; readonly messageId: string; readonly receiveCount: number; readonly code: string; readonly reason: string }
   // Reported by handler wrappers (the model tester's handlers), which see what the worker cannot:
   // how the handler itself ended, and that a reconcile ran before it.
   | { readonly type: 'handler-finished'; readonly at: number; readonly runKey: string; readonly owner: string; readonly token: number; readonly result: HandlerResult }

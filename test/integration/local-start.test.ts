@@ -42,7 +42,7 @@ describe('npm start and a closed terminal', () => {
 
     // Up: the line that names Java's pid, and the endpoints file written.
     const pid = await waitFor(async () => {
-      const match = /local stack up: DynamoDB Local \S+ \(pid (\d+)\)/.exec(stdout);
+      const match = /local stack up \(npm start pid \d+\): DynamoDB Local \S+ \(pid (\d+)\)/.exec(stdout);
       return match && existsSync(endpoints) ? Number(match[1]) : undefined;
     }, 120_000, `npm start to be up (stdout: ${stdout}, stderr: ${stderr})`);
     javaPid = pid;

@@ -4,7 +4,7 @@
  */
 import '../../tools/quiet-sdk.js';
 import type { TestProject } from 'vitest/node';
-import { startLocalStack, type LocalEndpoints, type LocalStack } from '../../tools/local-stack.js';
+import { endpointsOf, startLocalStack, type LocalEndpoints, type LocalStack } from '../../tools/local-stack.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -17,8 +17,7 @@ let stack: LocalStack | undefined;
 export async function setup(project: TestProject): Promise<void> {
   // Short visibility so poison messages reach the DLQ within a test's time.
   stack = await startLocalStack({ visibilityTimeoutSeconds: 30, maxReceiveCount: 3 });
-  const { stop: _stop, dynamoPid: _pid, ...endpoints } = stack;
-  project.provide('localStack', endpoints);
+  project.provide('localStack', endpointsOf(stack));
 }
 
 export async function teardown(): Promise<void> {
