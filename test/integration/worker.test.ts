@@ -35,11 +35,20 @@ async function enqueue(box: Sandbox, job: string, slot: number): Promise<void> {
   await box.clients.sqs.send(new SendMessageCommand({ QueueUrl: box.endpoints.runQueueUrl, MessageBody: JSON.stringify(messageFor({ job, slot, shard: 0, runKey: runKeyOf(job, slot, 0, 1) })) }));
 }
 
-async function receive(box: Sandbox, visibilityTimeoutSeconds?: number): Promise<QueueRecord[]> {
-  const { Messages = [] } = await box.clients.sqs.send(
-    new ReceiveMessageCommand({ QueueUrl: box.endpoints.runQueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: visibilityTimeoutSeconds }),
-  );
-  return Messages.map((m) => ({ messageId: m.MessageId!, receiptHandle: m.ReceiptHandle!, body: m.Body! }));
+/**
+ * The messages of one job on the file's queue. Earlier tests' messages share the queue (its
+ * visibility is 2 s and nothing deletes them), and on a loaded machine they are visible again by
+ * the time this receive runs: only `job`'s count. `atLeastOne` polls until one of them comes.
+ */
+async function receive(box: Sandbox, job: string, options: { visibilityTimeoutSeconds?: number; atLeastOne?: boolean } = {}): Promise<QueueRecord[]> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const { Messages = [] } = await box.clients.sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: box.endpoints.runQueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: options.visibilityTimeoutSeconds }),
+    );
+    const own = Messages.filter((m) => (JSON.parse(m.Body!) as { job?: string }).job === job);
+    if (own.length > 0 || !options.atLeastOne || Date.now() > deadline) return own.map((m) => ({ messageId: m.MessageId!, receiptHandle: m.ReceiptHandle!, body: m.Body! }));
+  }
 }
 
 describe('worker', () => {
@@ -50,7 +59,9 @@ describe('worker', () => {
   afterAll(() => box.destroy());
 
   it('a heartbeat extends both the lease and the message visibility while the handler runs', async () => {
-    const jobs = testJobs([{ name: 'slow', schedule: '* * * * *', handler: 'slow', lease: 1_500, heartbeatEvery: 400, startLead: 0 }], ['slow']);
+    // A lease well above the queue's 2 s visibility, so that only a stall of seconds on a loaded
+    // machine (the lease then rightly runs out and the message comes back) could show the message.
+    const jobs = testJobs([{ name: 'slow', schedule: '* * * * *', handler: 'slow', lease: 5_000, heartbeatEvery: 1_000, startLead: 0 }], ['slow']);
     const slot = Date.now() - 100;
     await box.ledger.createRun({ job: 'slow', slot, shard: 0, shards: 1, status: RunStatus.READY }, Date.now());
     await enqueue(box, 'slow', slot);
@@ -59,7 +70,7 @@ describe('worker', () => {
     const slow: JobHandler = {
       async run() {
         for (let i = 0; i < 6; i++) {
-          await new Promise((r) => setTimeout(r, 500));
+          await new Promise((r) => setTimeout(r, 600));
           leases.push((await box.ledger.getRun({ job: 'slow', slot, shard: 0 }))!.leaseUntil!);
           // Queue visibility is 2 s: without heartbeats the message would be back by now.
           const { Messages = [] } = await box.clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: box.endpoints.runQueueUrl, WaitTimeSeconds: 0, VisibilityTimeout: 1 }));
@@ -77,7 +88,7 @@ describe('worker', () => {
     expect(await poller.pollOnce()).toBe(1);
     expect(results).toEqual([[]]);
     expect(visibleDuringRun).toBe(0);
-    // The handler ran 3 s on a 1.5 s lease: the lease kept moving forward.
+    // The handler ran 3.6 s, past the queue's visibility; the lease kept moving forward.
     expect(leases[leases.length - 1]!).toBeGreaterThan(leases[0]! + 1_000);
     expect((await box.ledger.getRun({ job: 'slow', slot, shard: 0 }))?.status).toBe(RunStatus.SUCCEEDED);
   });
@@ -150,14 +161,14 @@ describe('worker', () => {
     await enqueue(box, 'held', slot);
     let executions = 0;
     const count: JobHandler = { run: async () => void executions++ };
-    const records = await receive(box);
+    const records = await receive(box, 'held', { atLeastOne: true });
     expect(records.map((r) => JSON.parse(r.body).job)).toEqual(['held']);
     const result = await processBatch(workerDeps(box, jobs, { count }, 'second'), records);
     expect(result.batchItemFailures).toEqual([{ itemIdentifier: records[0]!.messageId }]);
     expect(executions).toBe(0);
     // Queue visibility is 2 s; the worker hid it for ~22 s.
     await new Promise((r) => setTimeout(r, 2_500));
-    expect(await receive(box, 1)).toHaveLength(0);
+    expect(await receive(box, 'held', { visibilityTimeoutSeconds: 1 })).toHaveLength(0);
   });
 
   it('a message back at the end of a dead holder\'s lease waits out the clock allowance in process: takeover within lease + allowance, not a second later', async () => {
