@@ -176,6 +176,14 @@ async function startDynamo(options: LocalStackOptions): Promise<{ child: ChildPr
 export async function createTables(
   dynamo: DynamoDBClient,
   names: { readonly ledgerTable: string; readonly paymentsTable: string } = { ledgerTable: LEDGER_TABLE.name, paymentsTable: PAYMENTS_TABLE.name },
+  options: {
+    /**
+     * Enable the ledger's TTL as deployed (default). DynamoDB Local deletes expired items at
+     * random moments: tests and generated scenarios whose clocks run on dates past their items'
+     * retention turn it off, or their ended runs would vanish under them.
+     */
+    readonly timeToLive?: boolean;
+  } = {},
 ): Promise<void> {
   const index = LEDGER_TABLE.openRunsIndex;
   const definitions = [
@@ -226,6 +234,7 @@ export async function createTables(
       if (!(error instanceof ResourceInUseException)) throw error;
     }
   }
+  if (options.timeToLive === false) return;
   await dynamo.send(
     new UpdateTimeToLiveCommand({
       TableName: names.ledgerTable,

@@ -36,7 +36,8 @@ export async function sandbox(options: { visibilityTimeoutSeconds?: number; maxR
   const clients = localClients(shared);
   const suffix = randomUUID().slice(0, 8);
   const tables = { ledgerTable: `ledger-${suffix}`, paymentsTable: `payments-${suffix}` };
-  await createTables(clients.dynamo, tables);
+  // Tests run on fixed dates long past their runs' retention: no TTL sweep may delete them.
+  await createTables(clients.dynamo, tables, { timeToLive: false });
   const queues = await createQueues(clients.sqs, { visibilityTimeoutSeconds: 30, ...options, nameSuffix: `-${suffix}` });
   const endpoints: LocalEndpoints = { ...shared, ...tables, ...queues };
   return {
