@@ -3,13 +3,13 @@
  * opens the target and reads the deployed job config exactly as the ops commands do
  * (openTarget, loadJobConfig), then serves the console on 127.0.0.1 and prints its address.
  */
-import { COMMON_USAGE, HelpRequest, noExtraPositionals, parseCommand, parsePositive, stringOption } from '../ops/args.js';
+import { HelpRequest, noExtraPositionals, parseCommand, parsePositive, stringOption } from '../ops/args.js';
 import { clockOf, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, OpsFailure, UsageError, type OpsIo } from '../ops/io.js';
 import { loadJobConfig } from '../ops/job-config.js';
 import { openTarget, type Target } from '../ops/target.js';
 import { startConsole, type RunningConsole } from './server.js';
 
-export const CONSOLE_USAGE = `usage: fsched console ${COMMON_USAGE} [--port N] [--read-only] [--by NAME]`;
+export const CONSOLE_USAGE = 'usage: fsched console [--local | --endpoints FILE | --stack NAME [--region R]] [--port N] [--read-only] [--by NAME]';
 
 const CONSOLE_OPTIONS = {
   port: { type: 'string' },
