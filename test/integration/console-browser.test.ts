@@ -97,7 +97,7 @@ describe('the operator console in Chromium', () => {
     expect(text).toContain('America/New_York');
     const [first] = nextFires({ spec: slotSpecOf(JOBS[0]!), jitter: JOBS[0]! }, NOW, 1);
     expect(text).toContain(new Date(first!.fireAt).toISOString().replace('.000Z', 'Z'));
-    expect(text).toContain('2026-12-01 08:00:00 GMT-5');
+    expect(text).toContain('2026-12-01 08:00:00 -05:00');
     expect(text).toContain(key(S_LIVE));
     expect(await report.locator('td.num').last().innerText()).toBe('1');
     await open('/?name=syn');
@@ -147,17 +147,19 @@ describe('the operator console in Chromium', () => {
     expect(await page.locator('#config-compare').innerText()).toBe('the same');
   });
 
-  it('pause (note required) and resume: confirmed in the browser, recorded in the ledger, shown as a badge', async () => {
+  it('pause (note required) and resume: confirmed in the browser, recorded in the ledger, shown as a badge with the note as text', async () => {
     await open('/jobs/report');
     await page.click('a[data-action="pause"]');
     expect(await pauseOf()).toBeUndefined();
     expect(await postFromPage('/actions/pause', { csrf: await page.inputValue('input[name=csrf]'), job: 'report', note: '' })).toBe(400);
-    await page.fill('input[name=note]', 'vendor outage');
+    await page.fill('input[name=note]', 'vendor <b>outage</b>');
     await page.click('#confirm');
-    expect(await page.locator('#result').innerText()).toContain('Paused report (note: vendor outage), by alice');
-    expect(await pauseOf()).toMatchObject({ by: 'alice', note: 'vendor outage' });
+    expect(await page.locator('#result').innerText()).toContain('Paused report (note: vendor <b>outage</b>), by alice');
+    expect(await pauseOf()).toMatchObject({ by: 'alice', note: 'vendor <b>outage</b>' });
     await open('/');
-    expect(await page.locator('tr[data-job="report"] .badge.paused').innerText()).toContain('PAUSED by alice');
+    // The note is text, never markup.
+    expect(await page.locator('tr[data-job="report"] .badge.paused').innerText()).toMatch(/^PAUSED by alice at \S+: vendor <b>outage<\/b>$/);
+    expect(await page.locator('tr[data-job="report"] .badge.paused b').count()).toBe(0);
     await open('/jobs/report');
     await page.click('a[data-action="resume"]');
     await page.click('#confirm');

@@ -47,23 +47,6 @@ export function href(path: string, query: Record<string, string | number | undef
 export const runHref = (runKey: string) => `/runs/${encodeURIComponent(runKey)}`;
 export const jobHref = (job: string) => `/jobs/${encodeURIComponent(job)}`;
 
-/** An instant in a zone, `2026-03-08 03:30 -04:00`-like (the zone's own offset). */
-export function inZone(ms: number, timeZone: string): string {
-  const parts = new Intl.DateTimeFormat('en-CA', {
-    timeZone,
-    year: 'numeric',
-    month: '2-digit',
-    day: '2-digit',
-    hour: '2-digit',
-    minute: '2-digit',
-    second: '2-digit',
-    hourCycle: 'h23',
-    timeZoneName: 'shortOffset',
-  }).formatToParts(new Date(ms));
-  const get = (type: string) => parts.find((p) => p.type === type)?.value ?? '';
-  return `${get('year')}-${get('month')}-${get('day')} ${get('hour')}:${get('minute')}:${get('second')} ${get('timeZoneName')}`;
-}
-
 export function utc(ms: number | undefined): string {
   return ms === undefined || !Number.isFinite(ms) ? '' : new Date(ms).toISOString().replace(/\.000Z$/, 'Z');
 }

@@ -6,7 +6,6 @@ import { html, type Html } from './html.js';
 
 export interface PageContext {
   readonly readOnly: boolean;
-  readonly csrf: string;
   readonly target: string;
 }
 

@@ -68,7 +68,7 @@ export async function startConsole(ctx: ConsoleContext, options: { port?: number
   let security: Security | undefined;
   const log = options.log ?? (() => undefined);
 
-  async function route(request: IncomingMessage, url: URL, pageCtx: PageContext, session: string): Promise<Page> {
+  async function route(request: IncomingMessage, url: URL, session: string): Promise<Page> {
     const path = url.pathname;
     const method = request.method ?? 'GET';
     if (method === 'POST') {
@@ -122,10 +122,10 @@ export async function startConsole(ctx: ConsoleContext, options: { port?: number
     const session = existing ?? security!.newSession();
     const headers: Record<string, string> = { 'Content-Type': 'text/html; charset=utf-8', ...SECURITY_HEADERS };
     if (existing === undefined) headers['Set-Cookie'] = sessionCookie(session);
-    const pageCtx: PageContext = { readOnly: ctx.readOnly, csrf: security!.tokenFor(session), target: ctx.target.description };
+    const pageCtx: PageContext = { readOnly: ctx.readOnly, target: ctx.target.description };
     let page: Page;
     try {
-      page = await route(request, url, pageCtx, session);
+      page = await route(request, url, session);
     } catch (error) {
       if (!(error instanceof HttpError)) {
         log(`console: ${request.method} ${url.pathname}: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);

@@ -6,12 +6,12 @@
 import { jobPlanning } from '../../../shared/adapters/planner-store.js';
 import { partitionOf } from '../../../shared/core/partition.js';
 import { describeSchedule, slotSpecOf } from '../../../shared/core/slots.js';
-import { nextFires } from '../../ops/preview.js';
+import { localTime, nextFires } from '../../ops/preview.js';
 import { runRow, RUN_HEADERS } from '../../ops/runs.js';
 import { iso } from '../../ops/io.js';
 import { countByDay, heatmap, timeline, timelineRuns } from '../charts.js';
 import { HttpError, type ConsoleContext } from '../context.js';
-import { html, href, inZone, jobHref, runHref, statusBadge, utc, type Html } from '../html.js';
+import { html, href, jobHref, runHref, statusBadge, utc, type Html } from '../html.js';
 import { actionButton } from './actions-ui.js';
 import { pauseBadge } from './jobs.js';
 
@@ -41,7 +41,7 @@ export async function jobPage(ctx: ConsoleContext, name: string, before: string 
 ${ctx.readOnly ? '' : html`<p class="actions">${plan.pause ? actionButton('resume', { job: job.name }, 'Resume…') : actionButton('pause', { job: job.name }, 'Pause…')} ${actionButton('trigger', { job: job.name }, 'Trigger now…')}</p>`}
 <h2>Upcoming</h2>
 <table class="upcoming"><thead><tr><th scope="col">Slot (${job.timezone})</th><th scope="col">Slot (UTC)</th><th scope="col">Fires at (UTC, with jitter)</th></tr></thead>
-<tbody>${upcoming.map((f) => html`<tr><td>${inZone(f.slot, job.timezone)}</td><td>${utc(f.slot)}</td><td>${utc(f.fireAt)}</td></tr>`)}</tbody></table>
+<tbody>${upcoming.map((f) => html`<tr><td>${localTime(f.slot, job.timezone)}</td><td>${utc(f.slot)}</td><td>${utc(f.fireAt)}</td></tr>`)}</tbody></table>
 ${upcoming.length === 0 ? html`<p>No slot to come.</p>` : ''}
 <h2>Timeline of the runs below</h2>
 ${timeline(timelineRuns(runs), now)}

@@ -5,7 +5,8 @@
 import type { Job } from '../../../shared/core/job-schema.js';
 import { collectJobs, type JobRow } from '../../ops/jobs.js';
 import type { ConsoleContext } from '../context.js';
-import { html, inZone, jobHref, runHref, statusBadge, utc, type Html } from '../html.js';
+import { localTime } from '../../ops/preview.js';
+import { html, jobHref, runHref, statusBadge, utc, type Html } from '../html.js';
 
 export const JOB_STATES = ['active', 'paused', 'disabled', 'finished'] as const;
 
@@ -49,7 +50,7 @@ function jobRow(row: JobRow, job: Job): Html {
   return html`<tr data-job="${row.job}"><th scope="row"><a href="${jobHref(row.job)}">${row.job}</a></th>
 <td><code>${row.schedule}</code><br><small>zone ${row.timezone} · overlap ${job.overlap}</small></td>
 <td>${row.paused ? pauseBadge(row) : html`<span class="state">${stateOf(row)}${row.behind ? ' (catching up)' : ''}</span>`}</td>
-<td class="fires">${fires.length === 0 ? (row.finished ? 'none (finished)' : 'none') : fires.map((f) => html`<div>${inZone(f, row.timezone)} · ${utc(f)}</div>`)}</td>
+<td class="fires">${fires.length === 0 ? (row.finished ? 'none (finished)' : 'none') : fires.map((f) => html`<div>${localTime(f, row.timezone)} · ${utc(f)}</div>`)}</td>
 <td>${row.lastRun ? html`<a href="${runHref(row.lastRun.runKey)}">${row.lastRun.runKey}</a> ${statusBadge(row.lastRun.status)}` : 'none'}</td>
 <td class="num">${row.openRuns}</td><td class="num ${row.deadLast24h > 0 ? 'alert' : ''}">${row.deadLast24h}</td></tr>`;
 }
