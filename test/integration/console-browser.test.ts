@@ -29,6 +29,7 @@ const JOBS = testJobs([
   { name: 'sync', schedule: '*/5 * * * *', handler: 'noop', overlap: 'parallel' },
 ]);
 const LEASE = 10 * SEC;
+const SYNC_RUNS = 23;
 const SKEW = 2 * SEC;
 const S_TAKEOVER = NOW - 4 * HOUR - 30 * SEC;
 const S_DEAD = NOW - 3 * HOUR - 30 * SEC;
@@ -75,6 +76,12 @@ describe('the operator console in Chromium', () => {
     await box.ledger.complete(second, { status: RunStatus.SUCCEEDED }, second.startedAt! + 500, { from: RunStatus.RUNNING });
     const dead = await claim(S_DEAD, 'worker-c', S_DEAD + 100);
     await box.ledger.complete(dead, { status: RunStatus.DEAD, lastError: { code: 'BANK_DOWN', message: 'bank API refused' } }, S_DEAD + 900, { from: RunStatus.READY });
+    // The planner's layout: one partition with its watermarks.
+    await box.ledger.planning.writeLayout(undefined, { of: 1, gen: 1, partitions: new Map([[0, { plannedUntil: NOW - 60 * SEC, sweptUntil: NOW - 120 * SEC }]]) }, NOW);
+    for (let i = 0; i < SYNC_RUNS; i++) {
+      const slot = NOW - 30 * SEC - (i + 1) * 5 * 60 * SEC;
+      await box.ledger.createRun({ job: 'sync', slot, shard: 0, shards: 1, status: RunStatus.READY }, slot - SEC);
+    }
     live = await openConsole(['--endpoints', endpoints, '--by', 'alice'], ioOf());
     readOnly = await openConsole(['--endpoints', endpoints, '--read-only'], ioOf());
     browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox'] });
@@ -125,6 +132,18 @@ describe('the operator console in Chromium', () => {
     expect(await page.locator('svg.heatmap rect').count()).toBe(90);
   });
 
+  it('Job: runs are paged newest first by slot, 20 a page', async () => {
+    await open('/jobs/sync');
+    const first = await page.locator('table.runs tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-run')!));
+    expect(first).toHaveLength(20);
+    await page.click('a[rel=next]');
+    const second = await page.locator('table.runs tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-run')!));
+    expect(second).toHaveLength(SYNC_RUNS - 20);
+    const all = (await box.ledger.listRuns('sync')).map((r) => r.runKey).sort().reverse();
+    expect([...first, ...second]).toEqual(all);
+    expect(await page.locator('.pager').innerText()).toContain('No older runs.');
+  });
+
   it('Run: status, reason, every attempt with owner and fencing token, and what may be done', async () => {
     await open(`/runs/${encodeURIComponent(key(S_DEAD))}`);
     expect(await page.locator('#run-status').innerText()).toBe('DEAD');
@@ -143,7 +162,8 @@ describe('the operator console in Chromium', () => {
     expect(await page.locator('table.attention tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-run')))).toEqual([key(S_DEAD)]);
     expect(await page.locator('#dlq').innerText()).toContain('Dead-letter queue: 0 visible');
     await open('/system');
-    expect(await page.locator('#planner').innerText()).toContain('never run');
+    expect(await page.locator('#planner').innerText()).toBe('1 partition(s), layout generation 1.');
+    expect(await page.locator('tr[data-partition="0"]').innerText()).toBe('0\t2026-12-01T11:59:30Z\t2026-12-01T11:58:30Z');
     expect(await page.locator('#config-compare').innerText()).toBe('the same');
   });
 

@@ -9,6 +9,7 @@ import { ACTIONS, formFields } from '../../tools/console/actions.js';
 import { countByDay, dayClass } from '../../tools/console/charts.js';
 import { HttpError } from '../../tools/console/context.js';
 import { html, raw } from '../../tools/console/html.js';
+import { pageOf } from '../../tools/console/pages/job.js';
 import { Security, sessionOf } from '../../tools/console/security.js';
 
 const DAY = 86_400_000;
@@ -83,5 +84,19 @@ describe('console action forms', () => {
     expect(() => formFields(ACTIONS.resolve!, form({ as: 'maybe', reason: 'x' }))).toThrow(/field "as": one of succeeded, dead, got "maybe"/);
     expect(formFields(ACTIONS.resolve!, form({ as: 'dead', reason: ' fixed by hand ' }))).toEqual({ as: 'dead', reason: 'fixed by hand' });
     expect(formFields(ACTIONS.trigger!, form({ note: '', overlap: '' }))).toEqual({});
+  });
+});
+
+describe('console run pages', () => {
+  const runs = (...slots: number[]) => slots.map((slot, i) => ({ slot, i }));
+  it('shows all runs when they fit, with no older page', () => {
+    expect(pageOf(runs(5, 4, 3), 3)).toEqual({ runs: runs(5, 4, 3) });
+  });
+  it('ends a full page on a slot boundary, so the next page (before the cursor) holds the split slot whole', () => {
+    expect(pageOf(runs(9, 8, 7, 6), 3)).toEqual({ runs: runs(9, 8, 7, 6).slice(0, 3), before: 7 });
+    expect(pageOf(runs(9, 8, 7, 7), 3)).toEqual({ runs: runs(9, 8, 7, 7).slice(0, 2), before: 8 });
+    expect(pageOf(runs(9, 8, 8, 8), 3)).toEqual({ runs: runs(9, 8, 8, 8).slice(0, 1), before: 9 });
+    // One slot alone fills the page: it is cut (its other shards are reached by run key).
+    expect(pageOf(runs(8, 8, 8, 8), 3)).toEqual({ runs: runs(8, 8, 8, 8).slice(0, 3), before: 8 });
   });
 });

@@ -27,13 +27,13 @@ export async function jobPage(ctx: ConsoleContext, name: string, before: string 
   const untilSlot = before === undefined || before === '' ? undefined : Number(before);
   if (untilSlot !== undefined && !Number.isSafeInteger(untilSlot)) throw new HttpError(400, `"before" must be a slot in epoch milliseconds, got "${before}"`);
   const now = ctx.now();
-  const [plan, runs, recent] = await Promise.all([
+  const [plan, read, recent] = await Promise.all([
     jobPlanning(ctx.target.ledger.planning, [job.name], partitionOf).then((m) => m.get(job.name)!),
-    ctx.target.ops.queryRuns(job.name, { untilSlot, limit: RUNS_PER_PAGE }),
+    ctx.target.ops.queryRuns(job.name, { untilSlot, limit: RUNS_PER_PAGE + 1 }),
     ctx.target.ops.queryRuns(job.name, { sinceSlot: now - HEATMAP_DAYS * 86_400_000, untilSlot: now + 1, limit: HEATMAP_MAX_RUNS }),
   ]);
+  const { runs, before: older } = pageOf(read, RUNS_PER_PAGE);
   const upcoming = nextFires({ spec: slotSpecOf(job), jitter: job }, now, UPCOMING);
-  const oldest = runs.at(-1);
   const paused = { paused: plan.pause !== undefined, pausedBy: plan.pause?.by, pausedAt: iso(plan.pause?.at), pauseNote: plan.pause?.note };
   const truncatedFrom = recent.length >= HEATMAP_MAX_RUNS ? recent.at(-1)!.slot : undefined;
   const main = html`<h1>Job ${job.name} ${pauseBadge(paused)}</h1>
@@ -50,8 +50,23 @@ ${heatmap(countByDay(recent, now, HEATMAP_DAYS))}
 ${truncatedFrom !== undefined ? html`<p class="note">Only the newest ${HEATMAP_MAX_RUNS} runs are read: days before ${utc(truncatedFrom)} are incomplete.</p>` : ''}
 <h2>Runs, newest first</h2>
 ${runsTable(runs, now)}
-<p class="pager">${before !== undefined ? html`<a href="${jobHref(job.name)}">Newest</a> · ` : ''}${oldest !== undefined && runs.length === RUNS_PER_PAGE ? html`<a href="${href(jobHref(job.name), { before: oldest.slot })}" rel="next">Older runs</a>` : 'No older runs.'}</p>`;
+<p class="pager">${before !== undefined ? html`<a href="${jobHref(job.name)}">Newest</a> · ` : ''}${older !== undefined ? html`<a href="${href(jobHref(job.name), { before: older })}" rel="next">Older runs</a>` : 'No older runs.'}</p>`;
   return { title: `Job ${job.name}`, main };
+}
+
+/**
+ * One page of runs read newest first with one run to spare: the runs shown, and the `before`
+ * cursor of the next page (undefined: no older run). A page never ends inside a slot whose
+ * shards go on past it: those runs move to the next page, which then holds the whole slot
+ * (unless one slot alone fills the page).
+ */
+export function pageOf<R extends { readonly slot: number }>(read: readonly R[], size: number): { runs: R[]; before?: number } {
+  if (read.length <= size) return { runs: [...read] };
+  let end = size;
+  const split = read[size]!.slot;
+  while (end > 0 && read[end - 1]!.slot === split) end--;
+  if (end === 0) end = size;
+  return { runs: read.slice(0, end), before: read[end - 1]!.slot };
 }
 
 /** The same columns as `ops runs`, the run key linking to its page. */
