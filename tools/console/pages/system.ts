@@ -20,8 +20,8 @@ export async function systemPage(ctx: ConsoleContext): Promise<{ title: string; 
 ${layout === undefined
     ? html`<p id="planner">The planner has never run against this ledger.</p>`
     : html`<p id="planner">${layout.of} partition(s), layout generation ${layout.gen}.</p>
-<table class="partitions"><thead><tr><th scope="col">Partition</th><th scope="col">Planned until (watermark)</th><th scope="col">Swept until</th></tr></thead><tbody>
-${partitions.map(([p, c]) => html`<tr data-partition="${p}"><td>${p}</td><td>${utc(c.plannedUntil) || '-'}</td><td>${utc(c.sweptUntil) || '-'}</td></tr>`)}</tbody></table>`}
+<table class="partitions"><thead><tr><th scope="col">Partition</th><th scope="col">Planned until (watermark)</th><th scope="col">Swept until</th><th scope="col">Watch sweep resumes after</th></tr></thead><tbody>
+${partitions.map(([p, c]) => html`<tr data-partition="${p}"><td>${p}</td><td>${utc(c.plannedUntil) || '-'}</td><td>${utc(c.sweptUntil) || '-'}</td><td>${c.watchAfter ?? 'the start'}</td></tr>`)}</tbody></table>`}
 <h2>Job config</h2>
 <dl class="fields" id="config">
 <dt>Deployed (recorded by the planner)</dt><dd>${recorded ? html`<code>${recorded.hash.slice(0, 12)}</code>, recorded ${utc(recorded.recordedAt)}, ${recorded.jobs.length} job(s)` : 'none recorded yet'}</dd>
