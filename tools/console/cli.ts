@@ -6,7 +6,7 @@
 import { HelpRequest, noExtraPositionals, parseCommand, parsePositive, stringOption } from '../ops/args.js';
 import { clockOf, EXIT_FAILURE, EXIT_OK, EXIT_USAGE, OpsFailure, UsageError, type OpsIo } from '../ops/io.js';
 import { loadJobConfig } from '../ops/job-config.js';
-import { openTarget, type Target } from '../ops/target.js';
+import { exampleJobsOfLocalTarget, openTarget, type Target } from '../ops/target.js';
 import { startConsole, type RunningConsole } from './server.js';
 
 export const CONSOLE_USAGE = 'usage: fsched console [--local | --endpoints FILE | --stack NAME [--region R]] [--port N] [--read-only] [--by NAME]';
@@ -28,9 +28,12 @@ export async function openConsole(argv: readonly string[], io: OpsIo): Promise<O
   const rawPort = stringOption(values, 'port');
   const port = rawPort === undefined ? 0 : parsePositive(rawPort, 'port', 0, { integer: true, max: 65_535 });
   const by = stringOption(values, 'by') ?? (io.env ?? process.env).USER ?? 'console';
-  const target = await openTarget(values, io);
+  // As runOps: a local target says whether it runs the example jobs, and the checkout's jobs follow it.
+  const exampleJobs = io.exampleJobs ?? exampleJobsOfLocalTarget({ local: values.local, endpoints: values.endpoints }, io);
+  const targetIo: OpsIo = exampleJobs === undefined ? io : { ...io, exampleJobs };
+  const target = await openTarget(values, targetIo);
   try {
-    const config = io.jobs === undefined ? await loadJobConfig(target, io) : { jobs: io.jobs, source: 'the given jobs', checkoutJobs: io.checkoutJobs ?? io.jobs };
+    const config = io.jobs === undefined ? await loadJobConfig(target, targetIo) : { jobs: io.jobs, source: 'the given jobs', checkoutJobs: io.checkoutJobs ?? io.jobs };
     if ('warning' in config && config.warning !== undefined) io.stderr(config.warning);
     const running = await startConsole(
       { target, jobs: config.jobs, jobSource: config.source, checkoutJobs: config.checkoutJobs, readOnly: values['read-only'] === true, by, now: clockOf(io) },
