@@ -35,6 +35,7 @@ const S_TAKEOVER = NOW - 4 * HOUR - 30 * SEC;
 const S_DEAD = NOW - 3 * HOUR - 30 * SEC;
 const S_READY = NOW - 2 * HOUR - 30 * SEC;
 const S_LIVE = NOW - HOUR - 30 * SEC;
+const S_UNKNOWN = NOW - 5 * HOUR - 30 * SEC;
 const id = (slot: number): RunId => ({ job: 'report', slot, shard: 0 });
 const key = (slot: number) => runKeyOf('report', slot, 0, 1);
 const ioOf = (): OpsIo => ({ stdout: () => undefined, stderr: () => undefined, now: () => NOW, jobs: JOBS, env: { USER: 'alice' } });
@@ -69,13 +70,18 @@ describe('the operator console in Chromium', () => {
     endpoints = join(mkdtempSync(join(tmpdir(), 'console-')), 'endpoints.json');
     writeFileSync(endpoints, JSON.stringify({ ...box.endpoints, partitions: 1 }));
     await DeployedConfigStore.of(box.ledger).recordIfChanged(JOBS, NOW - HOUR);
-    for (const slot of [S_TAKEOVER, S_DEAD, S_READY, S_LIVE]) await box.ledger.createRun({ job: 'report', slot, shard: 0, shards: 1, status: RunStatus.READY }, slot - SEC);
+    for (const slot of [S_UNKNOWN, S_TAKEOVER, S_DEAD, S_READY, S_LIVE]) await box.ledger.createRun({ job: 'report', slot, shard: 0, shards: 1, status: RunStatus.READY }, slot - SEC);
     // A worker dies holding S_TAKEOVER; another takes it over after the lease and succeeds.
     await claim(S_TAKEOVER, 'worker-a', S_TAKEOVER + 100);
     const second = await claim(S_TAKEOVER, 'worker-b', S_TAKEOVER + 100 + LEASE + SKEW + 1);
     await box.ledger.complete(second, { status: RunStatus.SUCCEEDED }, second.startedAt! + 500, { from: RunStatus.RUNNING });
     const dead = await claim(S_DEAD, 'worker-c', S_DEAD + 100);
     await box.ledger.complete(dead, { status: RunStatus.DEAD, lastError: { code: 'BANK_DOWN', message: 'bank API refused' } }, S_DEAD + 900, { from: RunStatus.READY });
+    // An attempt whose result is unknown (it timed out mid-effect): UNKNOWN, reconciled before it runs again.
+    const unknown = await claim(S_UNKNOWN, 'worker-d', S_UNKNOWN + 100);
+    await box.ledger.complete(unknown, { status: RunStatus.UNKNOWN, nextAttemptAt: NOW + HOUR, lastError: { code: 'TIMEOUT', message: 'attempt timed out' } }, S_UNKNOWN + 900, { from: RunStatus.READY });
+    // An open run of a job no longer deployed.
+    await box.ledger.createRun({ job: 'gone', slot: S_READY, shard: 0, shards: 1, status: RunStatus.READY, watch: true }, S_READY - SEC);
     // The planner's layout: one partition with its watermarks.
     await box.ledger.planning.writeLayout(undefined, { of: 1, gen: 1, partitions: new Map([[0, { plannedUntil: NOW - 60 * SEC, sweptUntil: NOW - 120 * SEC }]]) }, NOW);
     for (let i = 0; i < SYNC_RUNS; i++) {
@@ -121,7 +127,7 @@ describe('the operator console in Chromium', () => {
     expect(upcoming[0]).toBe('2026-12-01T13:00:00Z');
     expect(upcoming).toHaveLength(10);
     const runs = await page.locator('table.runs tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-run')));
-    expect(runs).toEqual([key(S_LIVE), key(S_READY), key(S_DEAD), key(S_TAKEOVER)]);
+    expect(runs).toEqual([key(S_LIVE), key(S_READY), key(S_DEAD), key(S_TAKEOVER), key(S_UNKNOWN)]);
     const takeovers = page.locator('svg.timeline rect[data-takeover="true"]');
     expect(await takeovers.count()).toBe(1);
     expect(await takeovers.getAttribute('data-run')).toBe(key(S_TAKEOVER));
@@ -157,9 +163,11 @@ describe('the operator console in Chromium', () => {
     expect(await page.locator('ul.may').innerText()).toContain('retry: no');
   });
 
-  it('Needs a person lists the DEAD run and the DLQ depth; System shows the planner and the config hash', async () => {
+  it('Needs a person lists the DEAD and UNKNOWN runs, the open run of a removed job and the DLQ depth; System shows the planner and the config hash', async () => {
     await open('/attention');
-    expect(await page.locator('table.attention tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-run')))).toEqual([key(S_DEAD)]);
+    const listed = await page.locator('table.attention tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-run')));
+    expect(listed).toEqual([key(S_DEAD), key(S_UNKNOWN), runKeyOf('gone', S_READY, 0, 1)]);
+    expect(await page.locator(`tr[data-run="${key(S_UNKNOWN)}"]`).innerText()).toContain('UNKNOWN');
     expect(await page.locator('#dlq').innerText()).toContain('Dead-letter queue: 0 visible');
     await open('/system');
     expect(await page.locator('#planner').innerText()).toBe('1 partition(s), layout generation 1.');
