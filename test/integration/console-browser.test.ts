@@ -200,10 +200,16 @@ describe('the operator console in Chromium', () => {
     await page.click('a[data-action="trigger"]');
     await page.fill('input[name=note]', 'rerun after fix');
     await page.selectOption('select[name=overlap]', 'parallel');
+    const form: Record<string, string> = {};
+    for (const name of ['csrf', 'job', 'idempotency', 'note', 'overlap']) form[name] = await page.inputValue(`form.confirm [name=${name}]`);
+    expect(form.idempotency).toMatch(/^console-[0-9a-f-]{36}$/);
     await page.click('#confirm');
     const manual = (await box.ledger.listRuns('report')).filter((r) => r.origin === RunOrigin.MANUAL);
     expect(manual).toEqual([expect.objectContaining({ note: 'rerun after fix', triggeredBy: 'alice', overlap: 'parallel', status: RunStatus.READY })]);
     expect(await page.locator('#result').innerText()).toContain(`Created manual run ${manual[0]!.runKey} (READY, overlap parallel), dispatched now.`);
+    // The same confirmation sent again (a double click) creates nothing more.
+    expect(await postFromPage('/actions/trigger', form)).toBe(200);
+    expect((await box.ledger.listRuns('report')).filter((r) => r.origin === RunOrigin.MANUAL)).toHaveLength(1);
 
     await open(`/runs/${encodeURIComponent(key(S_DEAD))}`);
     await page.click('a[data-action="retry"]');

@@ -83,7 +83,8 @@ describe('console action forms', () => {
     expect(() => formFields(ACTIONS.pause!, form({ note: '  ' }))).toThrow(new HttpError(400, 'field "note": note (why; shown with the paused badge) is required'));
     expect(() => formFields(ACTIONS.resolve!, form({ as: 'maybe', reason: 'x' }))).toThrow(/field "as": one of succeeded, dead, got "maybe"/);
     expect(formFields(ACTIONS.resolve!, form({ as: 'dead', reason: ' fixed by hand ' }))).toEqual({ as: 'dead', reason: 'fixed by hand' });
-    expect(formFields(ACTIONS.trigger!, form({ note: '', overlap: '' }))).toEqual({});
+    expect(formFields(ACTIONS.trigger!, form({ note: '', overlap: '', idempotency: 'console-1' }))).toEqual({ idempotency: 'console-1' });
+    expect(() => formFields(ACTIONS.trigger!, form({ note: '', overlap: '' }))).toThrow(/field "idempotency"/);
   });
 });
 

@@ -15,6 +15,8 @@ export interface ActionField {
   readonly required: boolean;
   /** A choice among these values (a select), else free text. */
   readonly choices?: readonly string[];
+  /** Not shown: the confirmation page fills it with a fresh value (an idempotency key). */
+  readonly hidden?: boolean;
 }
 
 export interface ActionSpec {
@@ -66,10 +68,17 @@ export const ACTIONS: Readonly<Record<string, ActionSpec>> = {
     fields: [
       { name: 'note', label: 'Note', required: false },
       { name: 'overlap', label: 'Overlap policy for this run (empty: the job\'s own)', required: false, choices: ['', 'forbid-skip', 'forbid-queue', 'coalesce', 'replace', 'parallel'] },
+      // One key per confirmation page: the same form sent twice (a double click, a resent POST) creates the runs once.
+      { name: 'idempotency', label: 'Idempotency key', required: true, hidden: true },
     ],
     describe: (job) => `Run ${job} now, once, outside its schedule (also while paused), one run per shard.`,
-    command: (job, f, by) => ({ name: 'trigger', args: [job, ...optional('--note', f.note), ...optional('--overlap', f.overlap), '--by', by] }),
-    summarize: (json) => list(json).map((r) => `Created manual run ${String(r.runKey)} (${String(r.status)}, overlap ${String(r.overlap)}), dispatched ${String(r.dispatched)}.`),
+    command: (job, f, by) => ({ name: 'trigger', args: [job, ...optional('--note', f.note), ...optional('--overlap', f.overlap), '--by', by, '--idempotency-key', f.idempotency!] }),
+    summarize: (json) =>
+      list(json).map((r) =>
+        r.repeated
+          ? `Already triggered from this confirmation: manual run ${String(r.runKey)} exists (${String(r.status)}), no new run created.`
+          : `Created manual run ${String(r.runKey)} (${String(r.status)}, overlap ${String(r.overlap)}), dispatched ${String(r.dispatched)}.`,
+      ),
   },
   retry: {
     title: 'Retry',

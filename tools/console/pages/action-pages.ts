@@ -1,4 +1,5 @@
 /** The confirmation page of an action (its fields, what it will do) and the page that says what happened. */
+import { randomUUID } from 'node:crypto';
 import type { ActionResult, ActionSpec } from '../actions.js';
 import { html, jobHref, runHref, type Html } from '../html.js';
 import { CSRF_FIELD } from '../security.js';
@@ -12,7 +13,8 @@ export function confirmPage(action: string, spec: ActionSpec, subject: string, c
 <p>${spec.describe(subject)}</p>
 <form method="post" action="/actions/${action}" class="confirm">
 <input type="hidden" name="${CSRF_FIELD}" value="${csrf}"><input type="hidden" name="${spec.subject}" value="${subject}">
-${spec.fields.map((f) => html`<p><label>${f.label}${f.required ? ' (required)' : ''}<br>${f.choices
+${spec.fields.filter((f) => f.hidden).map((f) => html`<input type="hidden" name="${f.name}" value="console-${randomUUID()}">`)}
+${spec.fields.filter((f) => !f.hidden).map((f) => html`<p><label>${f.label}${f.required ? ' (required)' : ''}<br>${f.choices
     ? html`<select name="${f.name}" ${f.required ? html`required` : ''}>${f.choices.map((c) => html`<option value="${c}">${c || 'the job\'s own'}</option>`)}</select>`
     : html`<input name="${f.name}" size="60" ${f.required ? html`required` : ''}>`}</label></p>`)}
 <p><button type="submit" id="confirm">Confirm: ${spec.title.toLowerCase()} ${subject}</button> <a href="${spec.subject === 'job' ? jobHref(subject) : runHref(subject)}">Cancel</a></p>
