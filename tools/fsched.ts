@@ -3,6 +3,7 @@
  * dispatch and usage are tools/fsched-cli.ts.
  *
  *   fsched ops <command> [options]   the ops CLI (tools/ops/cli.ts; docs/operating.md)
+ *   fsched console [options]         the operator console (tools/console/; README Console)
  *
  * stdout carries only the command's output (with --json exactly one JSON document), so it pipes
  * into jq as it is; errors are one line on stderr; the exit code is the command's.

@@ -18,7 +18,7 @@ import { triggerCommand, triggerUsage } from './trigger.js';
 import { runsCommand, runsUsage } from './runs.js';
 import { showCommand, showUsage } from './show.js';
 import { statusCommand } from './status.js';
-import { loadJobConfig } from './job-config.js';
+import { ioForTarget, loadJobConfig } from './job-config.js';
 import { openTarget, type Target } from './target.js';
 
 export type OpsCommand = (args: readonly string[], io: OpsIo) => Promise<number>;
@@ -122,9 +122,7 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
     if (hasTarget(name) && commandIo.jobs === undefined) {
       const { values } = parseCommand(rest, await optionsOf(command.run));
       target = await openTarget(values, commandIo);
-      // The target says whether it runs the example jobs (npm start's endpoints file, the stack's
-      // ExampleJobs output): the checkout config compared with the deployed one follows it.
-      if (commandIo.exampleJobs === undefined && target.exampleJobs !== undefined) commandIo = { ...commandIo, exampleJobs: target.exampleJobs };
+      commandIo = ioForTarget(commandIo, target);
       const config = await loadJobConfig(target, commandIo);
       if (config.warning !== undefined) io.stderr(config.warning);
       commandIo = { ...commandIo, jobs: config.jobs, jobSource: config.source, checkoutJobs: config.checkoutJobs, target };

@@ -16,6 +16,15 @@ import { jobsOf } from './args.js';
 import { iso, OpsFailure, type OpsIo } from './io.js';
 import type { Target } from './target.js';
 
+/**
+ * The io a command runs with on `target`: the target says whether it runs the example jobs
+ * (npm start's endpoints file, the stack's ExampleJobs output), and the checkout's config compared
+ * with the deployed one follows it. Given (tests), `io.exampleJobs` stands.
+ */
+export function ioForTarget(io: OpsIo, target: Target): OpsIo {
+  return io.exampleJobs === undefined && target.exampleJobs !== undefined ? { ...io, exampleJobs: target.exampleJobs } : io;
+}
+
 /** Where the jobs a command acts on came from (unknown-job errors name it). */
 export const JobSource = {
   DEPLOYED: 'the deployed config',

@@ -1,0 +1,149 @@
+/**
+ * The console's actions run the ops CLI's own commands in-process (COMMANDS of tools/ops/cli.ts,
+ * with `--json`), on the target and deployed jobs the console opened: what the console does is
+ * exactly what `fsched ops <command>` does, refusals included. Each action names its fields, says
+ * what it will do (the confirmation page), and turns the command's JSON into what happened.
+ */
+import { COMMANDS } from '../ops/cli.js';
+import { OpsFailure, UsageError, type OpsIo } from '../ops/io.js';
+import type { ConsoleContext } from './context.js';
+import { HttpError } from './context.js';
+
+export interface ActionField {
+  readonly name: string;
+  readonly label: string;
+  readonly required: boolean;
+  /** A choice among these values (a select), else free text. */
+  readonly choices?: readonly string[];
+  /** Not shown: the confirmation page fills it with a fresh value (an idempotency key). */
+  readonly hidden?: boolean;
+}
+
+export interface ActionSpec {
+  readonly title: string;
+  /** The subject: a job name or a run key. */
+  readonly subject: 'job' | 'run';
+  readonly fields: readonly ActionField[];
+  /** What confirming does, in words. */
+  describe(subject: string): string;
+  /** The ops command and its arguments. */
+  command(subject: string, fields: Readonly<Record<string, string>>, by: string): { name: string; args: string[] };
+  /** What happened, from the command's JSON. */
+  summarize(json: unknown): string[];
+}
+
+type Json = Record<string, unknown>;
+const list = (json: unknown): Json[] => (Array.isArray(json) ? (json as Json[]) : []);
+const obj = (json: unknown): Json => (json !== null && typeof json === 'object' && !Array.isArray(json) ? (json as Json) : {});
+const optional = (flag: string, value: string | undefined) => (value ? [flag, value] : []);
+
+export const ACTIONS: Readonly<Record<string, ActionSpec>> = {
+  pause: {
+    title: 'Pause',
+    subject: 'job',
+    fields: [{ name: 'note', label: 'Note (why; shown with the paused badge)', required: true }],
+    describe: (job) => `Stop planning ${job}: nothing new is materialized until it is resumed (runs already materialized still execute).`,
+    command: (job, f, by) => ({ name: 'pause', args: [job, '--note', f.note!, '--by', by] }),
+    summarize: (json) => {
+      const r = obj(json);
+      return r.changed
+        ? [`Paused ${String(r.job)} (note: ${String(r.pauseNote ?? '')}), by ${String(r.pausedBy)} at ${String(r.pausedAt)}; planned up to ${String(r.plannedUntil ?? '-')}.`]
+        : [`${String(r.job)} was already paused by ${String(r.pausedBy)} at ${String(r.pausedAt)} (${String(r.pauseNote ?? '')}): the first pause's note stays.`];
+    },
+  },
+  resume: {
+    title: 'Resume',
+    subject: 'job',
+    fields: [],
+    describe: (job) => `Plan ${job} again: slots missed while paused follow its misfire policy.`,
+    command: (job) => ({ name: 'resume', args: [job] }),
+    summarize: (json) => {
+      const r = obj(json);
+      return r.changed ? [`Resumed ${String(r.job)}: the next tick plans from ${String(r.plannedUntil ?? 'now')}.`] : [`${String(r.job)} was not paused: nothing changed.`];
+    },
+  },
+  trigger: {
+    title: 'Trigger now',
+    subject: 'job',
+    fields: [
+      { name: 'note', label: 'Note', required: false },
+      { name: 'overlap', label: 'Overlap policy for this run (empty: the job\'s own)', required: false, choices: ['', 'forbid-skip', 'forbid-queue', 'coalesce', 'replace', 'parallel'] },
+      // One key per confirmation page: the same form sent twice (a double click, a resent POST) creates the runs once.
+      { name: 'idempotency', label: 'Idempotency key', required: true, hidden: true },
+    ],
+    describe: (job) => `Run ${job} now, once, outside its schedule (also while paused), one run per shard.`,
+    command: (job, f, by) => ({ name: 'trigger', args: [job, ...optional('--note', f.note), ...optional('--overlap', f.overlap), '--by', by, '--idempotency-key', f.idempotency!] }),
+    summarize: (json) =>
+      list(json).map((r) =>
+        r.repeated
+          ? `Already triggered from this confirmation: manual run ${String(r.runKey)} exists (${String(r.status)}), no new run created.`
+          : `Created manual run ${String(r.runKey)} (${String(r.status)}, overlap ${String(r.overlap)}), dispatched ${String(r.dispatched)}.`,
+      ),
+  },
+  retry: {
+    title: 'Retry',
+    subject: 'run',
+    fields: [],
+    describe: (run) => `Run ${run} again with a fresh attempt budget (an unknown last result is reconciled first).`,
+    command: (run, _f, by) => ({ name: 'retry', args: [run, '--by', by] }),
+    summarize: (json) => list(json).map((e) => `${String(e.runKey)}: ${String(e.action)}${e.to ? `, ${String(e.from)} → ${String(e.to)}` : ` (was ${String(e.from)})`}${e.detail ? `: ${String(e.detail)}` : ''}.`),
+  },
+  resolve: {
+    title: 'Resolve',
+    subject: 'run',
+    fields: [
+      { name: 'as', label: 'Close it as', required: true, choices: ['succeeded', 'dead'] },
+      { name: 'reason', label: 'Reason (recorded on the run)', required: true },
+    ],
+    describe: (run) => `Close ${run} by hand: as succeeded it becomes MANUAL, as dead it becomes DEAD; a worker holding it is fenced out.`,
+    command: (run, f, by) => ({ name: 'resolve', args: [run, '--as', f.as!, '--reason', f.reason!, '--by', by] }),
+    summarize: (json) => {
+      const r = obj(json);
+      return [`Resolved ${String(r.runKey)}: ${String(r.from)} → ${String(r.to)} (as ${String(r.as)}, by ${String(r.by)}): ${String(r.reason)}.`];
+    },
+  },
+};
+
+export function actionSpec(name: string): ActionSpec {
+  const spec = Object.hasOwn(ACTIONS, name) ? ACTIONS[name] : undefined;
+  if (!spec) throw new HttpError(404, `no action "${name}"; one of ${Object.keys(ACTIONS).join(', ')}`);
+  return spec;
+}
+
+export interface ActionResult {
+  readonly ok: boolean;
+  /** What happened (ok), or why nothing did. */
+  readonly lines: readonly string[];
+  readonly warnings: readonly string[];
+  readonly command: string;
+}
+
+/** Checks the form's fields: required ones present, choices among theirs (400 naming the field). */
+export function formFields(spec: ActionSpec, form: URLSearchParams): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const field of spec.fields) {
+    const value = (form.get(field.name) ?? '').trim();
+    if (field.required && value === '') throw new HttpError(400, `field "${field.name}": ${field.label.toLowerCase()} is required`);
+    if (field.choices && !field.choices.includes(value)) throw new HttpError(400, `field "${field.name}": one of ${field.choices.filter(Boolean).join(', ')}, got "${value}"`);
+    if (value !== '') out[field.name] = value;
+  }
+  return out;
+}
+
+export async function runAction(ctx: ConsoleContext, spec: ActionSpec, subject: string, fields: Readonly<Record<string, string>>): Promise<ActionResult> {
+  const { name, args } = spec.command(subject, fields, ctx.by);
+  const out: string[] = [];
+  const err: string[] = [];
+  const io: OpsIo = { stdout: (l) => out.push(l), stderr: (l) => err.push(l), now: ctx.now, jobs: ctx.jobs, jobSource: ctx.jobSource, checkoutJobs: ctx.checkoutJobs, target: ctx.target };
+  const commandLine = `fsched ops ${name} ${args.map((a) => (/^[\w@:.#-]+$/.test(a) ? a : JSON.stringify(a))).join(' ')}`;
+  let code: number;
+  try {
+    code = await COMMANDS[name]!.run([...args, '--json'], io);
+  } catch (error) {
+    if (error instanceof UsageError || error instanceof OpsFailure) return { ok: false, lines: [error.message], warnings: err, command: commandLine };
+    throw error;
+  }
+  const json: unknown = out.length > 0 ? JSON.parse(out.join('\n')) : undefined;
+  const lines = json === undefined ? [] : spec.summarize(json);
+  return { ok: code === 0, lines: lines.length > 0 ? lines : ['The command printed nothing.'], warnings: err, command: commandLine };
+}

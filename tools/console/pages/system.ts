@@ -1,0 +1,33 @@
+/**
+ * `/system`: the planner's partitions with their watermarks (how far each is planned and swept),
+ * and the config hash the deployment recorded against this checkout's (tools/ops/job-config.ts's
+ * comparison).
+ */
+import { DeployedConfigStore } from '../../../shared/adapters/deployed-config-store.js';
+import { configHash } from '../../../shared/core/deployed-config.js';
+import { describeDifference } from '../../ops/job-config.js';
+import type { ConsoleContext } from '../context.js';
+import { html, utc, type Html } from '../html.js';
+
+export async function systemPage(ctx: ConsoleContext): Promise<{ title: string; main: Html }> {
+  const [layout, recorded] = await Promise.all([ctx.target.ledger.planning.readLayout(), DeployedConfigStore.of(ctx.target.ledger).readRecorded()]);
+  const checkout = ctx.checkoutJobs === undefined ? undefined : configHash(ctx.checkoutJobs);
+  const partitions = layout === undefined ? [] : [...layout.partitions.entries()].sort(([a], [b]) => a - b);
+  const same = recorded !== undefined && checkout === recorded.hash;
+  const main = html`<h1>System</h1>
+<p>Target: ${ctx.target.description}</p>
+<h2>Planner partitions</h2>
+${layout === undefined
+    ? html`<p id="planner">The planner has never run against this ledger.</p>`
+    : html`<p id="planner">${layout.of} partition(s), layout generation ${layout.gen}.</p>
+<table class="partitions"><thead><tr><th scope="col">Partition</th><th scope="col">Planned until (watermark)</th><th scope="col">Swept until</th><th scope="col">Watch sweep resumes after</th></tr></thead><tbody>
+${partitions.map(([p, c]) => html`<tr data-partition="${p}"><td>${p}</td><td>${utc(c.plannedUntil) || '-'}</td><td>${utc(c.sweptUntil) || '-'}</td><td>${c.watchAfter ?? 'the start'}</td></tr>`)}</tbody></table>`}
+<h2>Job config</h2>
+<dl class="fields" id="config">
+<dt>Deployed (recorded by the planner)</dt><dd>${recorded ? html`<code>${recorded.hash.slice(0, 12)}</code>, recorded ${utc(recorded.recordedAt)}, ${recorded.jobs.length} job(s)` : 'none recorded yet'}</dd>
+<dt>This checkout</dt><dd>${checkout ? html`<code>${checkout.slice(0, 12)}</code>, ${ctx.checkoutJobs!.length} job(s)` : 'does not load'}</dd>
+<dt>Comparison</dt><dd id="config-compare">${recorded === undefined || checkout === undefined ? 'cannot compare' : same ? 'the same' : html`<strong>different</strong>: ${describeDifference(recorded.jobs, ctx.checkoutJobs!) || 'the same job names, other settings'}`}</dd>
+<dt>The console acts on</dt><dd>${ctx.jobSource}</dd>
+</dl>`;
+  return { title: 'System', main };
+}
