@@ -22,6 +22,8 @@ export const Invariant = {
   MAX_RUNS_EXACT: 'max-runs-exact',
   YIELD_NEVER_DLQ: 'yield-never-dlq',
   CREATED_RUNS_RUN: 'created-runs-run',
+  RUN_MESSAGE_ACCEPTED: 'run-message-accepted',
+  REPORT_KEPT: 'report-kept',
   // Liveness at quiescence (shared/core/liveness.ts).
   LANE_NOT_BLOCKED: 'lane-not-blocked',
   WATERMARK_CAUGHT_UP: 'watermark-caught-up',

@@ -13,6 +13,7 @@ import { maxAttemptTimeoutMs } from '../../shared/core/job-schema-core.js';
 import type { RunStatus } from '../../shared/core/vocabulary.js';
 import { RETRYABLE_STATES } from '../ops/retry.js';
 import { RUN_QUEUES } from '../../shared/resources.js';
+import { operatorTrigger } from './operator-trigger.js';
 import { changeLabel, scheduleLabel, scheduleSoon, type JobChange } from './config-changes.js';
 import { MODEL_WORKER_TIMEOUT_MS, type JobSpec, type LaneSpec, type ScenarioSetup, type World } from './world.js';
 
@@ -255,6 +256,18 @@ class Retry extends Base {
   }
   toString() {
     return `ops retry run#${this.pick} (${this.prefer === 'result-unknown' ? 'an ended run whose result is unknown' : `a ${this.prefer} one`} if any)`;
+  }
+}
+
+class OpsTrigger extends Base {
+  constructor(readonly job: number) {
+    super();
+  }
+  act(world: World) {
+    return operatorTrigger(world, this.job);
+  }
+  toString() {
+    return `ops trigger job#${this.job} --idempotency-key (again with the same key after a non-zero exit)`;
   }
 }
 
@@ -787,6 +800,8 @@ export const SWARM_KINDS: readonly CommandKind[] = COMMAND_KINDS.flatMap((k): Co
         kind('ops-retry-unknown', k.weight, fc.nat(50).map((p) => new Retry(p, 'result-unknown')), { together: true }),
         // On the DEAD-runs alarm an operator retries a job's DEAD runs at once (`ops retry --job`).
         kind('ops-retry-job', k.weight, jobRef.map((j) => new RetryJob(j)), { together: true }),
+        // One extra run now, its report held to what it created (a send or write may fail: armed ops faults).
+        kind('ops-trigger', k.weight, jobRef.map((j) => new OpsTrigger(j)), { together: true }),
       ];
     default:
       return [k];

@@ -15,6 +15,7 @@ import { BehaviourKind } from './handlers.js';
 import type { CallKind } from './ledger-view.js';
 import { scheduleSoon, type JobChange } from './config-changes.js';
 import { withTrait } from './commands.js';
+import { operatorTrigger } from './operator-trigger.js';
 import { World, type JobSpec, type ModelStack, type ScenarioSetup } from './world.js';
 
 export type DirectedStep =
@@ -35,7 +36,8 @@ export type DirectedStep =
   | { readonly step: 'arm-planner'; readonly kind: CallKind; readonly fault: FaultKind; readonly count: number }
   | { readonly step: 'arm-ops'; readonly kind: CallKind; readonly fault: FaultKind; readonly count: number }
   | { readonly step: 'change'; readonly job: number; readonly change: JobChange }
-  | { readonly step: 'add-soon'; readonly job: Partial<JobSpec>; readonly offsetMs: number };
+  | { readonly step: 'add-soon'; readonly job: Partial<JobSpec>; readonly offsetMs: number }
+  | { readonly step: 'trigger'; readonly job: number };
 
 export interface DirectedScenario {
   readonly title: string;
@@ -274,6 +276,8 @@ async function apply(world: World, step: DirectedStep): Promise<void> {
       return world.armFault('ops', step.kind, step.fault, step.count);
     case 'change':
       return world.changeJob(step.job, step.change);
+    case 'trigger':
+      return operatorTrigger(world, step.job);
     case 'add-soon': {
       const name = world.newJobName();
       world.addJob({ ...jobSpec(0, step.job), name, group: `own-${name}`, schedule: scheduleSoon(world.time.now(), step.offsetMs, 'at') });

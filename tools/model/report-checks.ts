@@ -11,13 +11,22 @@
  *                       for its deadline before that deadline, counted from its creation, passed
  *   one-run-per-slot    the runs of one slot all have one shard count (a change of `shards` with
  *                       runs in flight never mixes two counts, which would double the slot)
+ *   run-message-accepted  a message of an existing run of a configured job is not dead-lettered
+ *                       before any claim of the run: only real poison reaches the DLQ (a run
+ *                       created under an earlier shard count is the run its message names)
+ *   report-kept         a command's report is an assertion: `ops retry` that reported a run
+ *                       revived runs it (a claim follows, or it ends skipped or superseded by
+ *                       its overlap policy, or an operator acts on it again, or the sweeper left
+ *                       it for one); every run `ops trigger` reported created runs or ends; and
+ *                       no manual run exists that no trigger reported (a non-zero exit created
+ *                       nothing: a repeat with the same idempotency key finds the run instead)
  *
  * And the owed slots' shard counts: a slot belongs to the count its runs were created with
  * (the first put of the slot decides), so what is owed of it follows its runs, not the config.
  */
 import { Invariant, type CheckViolation, type ExpectedSlot } from '../../shared/core/checker.js';
 import type { HistoryEvent } from '../../shared/core/history.js';
-import { RunOrigin, type Run } from '../../shared/core/vocabulary.js';
+import { isTerminal, RunOrigin, RunStatus, type Run } from '../../shared/core/vocabulary.js';
 
 /** The code of a run refused for its deadline before it ever started (shared/core/outcome.ts). */
 const DEADLINE_BEFORE_START = 'DEADLINE_BEFORE_START';
@@ -94,6 +103,29 @@ export function checkYieldsNeverDeadLettered(history: readonly HistoryEvent[], d
 }
 
 /**
+ * Messages moved to the DLQ though their run exists, its job was configured all along (the model
+ * never re-adds a removed job's name) and nobody had claimed it: the worker refused a message the
+ * scheduler built from the run item, as poison.
+ */
+export function checkOnlyPoisonDeadLettered(
+  history: readonly HistoryEvent[],
+  deadLettered: readonly { readonly runKey: string; readonly at: number }[],
+  runs: readonly Run[],
+  configured: ReadonlySet<string>,
+): CheckViolation[] {
+  const byKey = new Map(runs.map((r) => [r.runKey, r]));
+  const firstClaim = new Map<string, number>();
+  for (const e of history) if (e.type === 'claimed' && !firstClaim.has(e.runKey)) firstClaim.set(e.runKey, e.at);
+  const out: CheckViolation[] = [];
+  for (const moved of deadLettered) {
+    const run = byKey.get(moved.runKey);
+    if (!run || !configured.has(run.job) || (firstClaim.get(moved.runKey) ?? Infinity) <= moved.at) continue;
+    out.push({ invariant: Invariant.RUN_MESSAGE_ACCEPTED, runKey: moved.runKey, detail: `its message went to the DLQ at ${iso(moved.at)} without any claim of the run (${run.shards} shard(s), now ${run.status}): refused as poison` });
+  }
+  return out;
+}
+
+/**
  * A backfilled or manual run refused for its deadline before it ever started must have been
  * refused after its deadline counted from its creation (README: a backfill or a trigger asks for the
  * slot's work now). `deadlines` holds each job's shortest deadline over the scenario (the most any
@@ -154,6 +186,49 @@ export function withSlotShards(slots: readonly ExpectedSlot[], runs: readonly Ru
     if (done.has(key)) continue;
     done.add(key);
     for (let shard = 0; shard < shards; shard++) out.push({ job: slot.job, slot: slot.slot, shard, shards });
+  }
+  return out;
+}
+
+/** What operator commands reported, as the model's operator read it from their output. */
+export interface OperatorReports {
+  /** `ops retry` reported the run revived at `at`. */
+  readonly revived: { readonly runKey: string; readonly at: number }[];
+  /** `ops trigger` commands: the run keys their last try reported (none when every try exited non-zero). */
+  readonly triggers: { readonly job: string; readonly key: string; readonly runKeys: readonly string[] }[];
+}
+
+/** Ends a revival may have without a claim: refused on arrival by its overlap policy (README "Overlap"). */
+const REFUSED_ON_ARRIVAL: readonly RunStatus[] = [RunStatus.SKIPPED, RunStatus.SUPERSEDED];
+
+export function checkReportsKept(reports: OperatorReports, history: readonly HistoryEvent[], runs: readonly Run[], stuck: ReadonlySet<string>): CheckViolation[] {
+  const byKey = new Map(runs.map((r) => [r.runKey, r]));
+  const claims = new Map<string, number[]>();
+  const opsActs = new Map<string, number[]>();
+  for (const e of history) {
+    if (e.type === 'claimed') claims.set(e.runKey, [...(claims.get(e.runKey) ?? []), e.at]);
+    else if (e.type === 'ops') opsActs.set(e.runKey, [...(opsActs.get(e.runKey) ?? []), e.at]);
+  }
+  const out: CheckViolation[] = [];
+  for (const { runKey, at } of reports.revived) {
+    const run = byKey.get(runKey);
+    const ran = (claims.get(runKey) ?? []).some((t) => t >= at);
+    const actedOnAgain = (opsActs.get(runKey) ?? []).some((t) => t > at);
+    if (ran || actedOnAgain || stuck.has(runKey) || (run !== undefined && REFUSED_ON_ARRIVAL.includes(run.status))) continue;
+    out.push({ invariant: Invariant.REPORT_KEPT, runKey, detail: `ops retry reported it revived at ${iso(at)}, but it never ran after (${run ? `now ${run.status}` : 'no run item'})` });
+  }
+  const reported = new Set<string>();
+  for (const trigger of reports.triggers) {
+    for (const runKey of trigger.runKeys) {
+      reported.add(runKey);
+      const run = byKey.get(runKey);
+      if (run && (isTerminal(run.status) || claims.has(runKey) || stuck.has(runKey))) continue;
+      out.push({ invariant: Invariant.REPORT_KEPT, runKey, detail: `ops trigger ${trigger.job} --idempotency-key ${trigger.key} reported it created, but it ${run ? `never ran (now ${run.status})` : 'does not exist'}` });
+    }
+  }
+  for (const run of runs) {
+    if (run.origin !== RunOrigin.MANUAL || reported.has(run.runKey)) continue;
+    out.push({ invariant: Invariant.REPORT_KEPT, runKey: run.runKey, detail: `a manual run no ops trigger reported (${run.status}): a command that exited non-zero created it` });
   }
   return out;
 }

@@ -41,7 +41,7 @@ import { readFinal, type FinalTables } from './ledger-view.js';
 import { ModelQueue } from './model-queue.js';
 import { computeOwed, owedStatuses, unexpectedRuns, type TickRecord, type TimelineEvent } from './owed.js';
 import { VirtualTime } from './virtual-time.js';
-import { checkCreatedRunsRun, checkMaxRuns, checkOneShardCountPerSlot, checkYieldsNeverDeadLettered, withoutSpentMaxRuns, withSlotShards } from './report-checks.js';
+import { checkCreatedRunsRun, checkMaxRuns, checkOneShardCountPerSlot, checkOnlyPoisonDeadLettered, checkReportsKept, type OperatorReports, checkYieldsNeverDeadLettered, withoutSpentMaxRuns, withSlotShards } from './report-checks.js';
 import { changedSpec, changeLabel, fieldLabel, scheduleLabel, type JobChange, type ModelSchedule } from './config-changes.js';
 
 export interface JobSpec {
@@ -230,6 +230,8 @@ export class World implements Gate {
   private seq = 0;
   private tickCommands = 0;
   readonly ticks: TickRecord[] = [];
+  /** What operator commands reported (report-checks.ts holds the model to them). */
+  readonly reports: OperatorReports = { revived: [], triggers: [] };
   /** Jobs paused as the operator last confirmed. */
   readonly pausedJobs = new Set<string>();
   private readonly extraLanes: Lane[] = [];
@@ -858,7 +860,7 @@ export class World implements Gate {
 
   // ---------------------------------------------------------------- operator
 
-  private opsDeps() {
+  opsDeps() {
     const clock = this.time.clockOf({ skewMs: this.setup.opsSkewMs });
     const ledger = new Ledger(this.ops.doc, { tableName: this.tables.ledger });
     const ops = new LedgerOps(this.ops.doc, { tableName: this.tables.ledger });
@@ -866,7 +868,7 @@ export class World implements Gate {
     return { clock, ledger, ops, queue };
   }
 
-  private async opsActivity(label: string, work: () => Promise<void>): Promise<void> {
+  async opsActivity(label: string, work: () => Promise<void>): Promise<void> {
     this.trackUnkillable(
       work().catch((error: unknown) => {
         this.say(`ops ${label} failed: ${short(error)}`);
@@ -1051,6 +1053,7 @@ export class World implements Gate {
         return;
       }
       this.events.push({ type: 'ops', at: this.time.now(), runKey: run.runKey, action: 'retry', from: run.status, to: entry.to });
+      this.reports.revived.push({ runKey: run.runKey, at: this.time.now() });
       this.say(`ops retry ${run.runKey}: ${run.status} → ${entry.to}`);
     });
   }
@@ -1251,6 +1254,8 @@ export class World implements Gate {
       ...checkYieldsNeverDeadLettered(this.events, this.queue.deadLettered),
       ...checkCreatedRunsRun(this.events, final.runs, this.shortestDeadlines(), tolerance),
       ...checkOneShardCountPerSlot(final.runs),
+      ...checkOnlyPoisonDeadLettered(this.events, this.queue.deadLettered, final.runs, configured),
+      ...checkReportsKept(this.reports, this.events, final.runs, stuckKeys),
     ];
     const violations = [...result.violations, ...reported];
     return { result: { ...result, ok: violations.length === 0, violations }, final };
