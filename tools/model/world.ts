@@ -573,8 +573,10 @@ export class World implements Gate {
    * told in the story and not applied, as a deploy that fails its synth changes nothing.
    */
   changeJob(index: number, change: JobChange): void {
-    if (this.jobs.length === 0) return;
-    const job = this.jobs[index % this.jobs.length]!;
+    // A bound is raised on a job that has one (the others have none to raise).
+    const candidates = change.field === 'maxRuns' ? this.jobs.filter((j) => j.maxRuns !== undefined) : this.jobs;
+    if (candidates.length === 0) return;
+    const job = candidates[index % candidates.length]!;
     const spec = this.specs.get(job.name)!;
     const next = changedSpec(spec, change);
     if (!next) return;
