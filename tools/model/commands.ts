@@ -530,7 +530,7 @@ type SwarmJobTrait = { readonly maxRuns: number } | { readonly longRun: number }
 
 const swarmJobTraitArb: fc.Arbitrary<SwarmJobTrait> = fc.oneof(
   { weight: 6, arbitrary: fc.constant(undefined) },
-  { weight: 2, arbitrary: fc.integer({ min: 1, max: 4 }).map((maxRuns) => ({ maxRuns })) },
+  { weight: 3, arbitrary: fc.integer({ min: 1, max: 4 }).map((maxRuns) => ({ maxRuns })) },
   { weight: 1, arbitrary: fc.integer({ min: RUN_QUEUES.maxReceiveCount + 1, max: RUN_QUEUES.maxReceiveCount + 5 }).map((longRun) => ({ longRun })) },
 );
 
@@ -757,10 +757,9 @@ export const COMMAND_KINDS: readonly CommandKind[] = [
 ];
 
 /** A change of a job's counts: shards up or down, maxRuns raised (config-changes.ts). */
-const jobCountChangeArb: fc.Arbitrary<JobChange> = fc.oneof(
-  fc.integer({ min: 1, max: 3 }).map((to): JobChange => ({ field: 'shards', to })),
-  fc.integer({ min: 1, max: 3 }).map((raiseBy): JobChange => ({ field: 'maxRuns', raiseBy })),
-);
+const shardsChangeArb: fc.Arbitrary<JobChange> = fc.integer({ min: 1, max: 3 }).map((to): JobChange => ({ field: 'shards', to }));
+const maxRunsChangeArb: fc.Arbitrary<JobChange> = fc.integer({ min: 1, max: 3 }).map((raiseBy): JobChange => ({ field: 'maxRuns', raiseBy }));
+const jobCountChangeArb: fc.Arbitrary<JobChange> = fc.oneof(shardsChangeArb, maxRunsChangeArb);
 
 /** A change of any one job field (config-changes.ts), the counts most often. */
 const jobChangeArb: fc.Arbitrary<JobChange> = fc.oneof(
@@ -806,12 +805,13 @@ export const SWARM_KINDS: readonly CommandKind[] = COMMAND_KINDS.flatMap((k): Co
       return [k, kind('remove-backlogged-job', k.weight, fc.constant(new RemoveBackloggedJob()))];
     case 'change-schedule':
       // A deploy changes any field of a job between ticks, and adds jobs due within the lookahead.
-      // The counts a change must keep (shards, maxRuns) are a kind of their own: met in half the
-      // scenarios, not in a quarter of the changes of half of them.
+      // The counts a change must keep (shards, maxRuns) are kinds of their own: each met in half
+      // the scenarios, not in a quarter of the changes of half of them.
       return [
         k,
         kind('change-job', k.weight, fc.tuple(jobRef, jobChangeArb).map(([j, change]) => new ChangeJob(j, change))),
-        kind('change-job-counts', k.weight, fc.tuple(jobRef, jobCountChangeArb).map(([j, change]) => new ChangeJob(j, change))),
+        kind('change-shards', k.weight, fc.tuple(jobRef, shardsChangeArb).map(([j, change]) => new ChangeJob(j, change))),
+        kind('raise-max-runs', k.weight, fc.tuple(jobRef, maxRunsChangeArb).map(([j, change]) => new ChangeJob(j, change))),
         kind('add-job-soon', k.weight, addJobSoonArb),
       ];
     case 'ops-retry':
