@@ -115,33 +115,39 @@ describe('run-message-accepted: only real poison reaches the DLQ', () => {
 });
 
 describe('report-kept: a command\'s report is an assertion', () => {
+  const J = new Set(['j']);
   const dead = run(T, { status: RunStatus.READY });
   const claimedAt = (at: number): HistoryEvent => ({ type: 'claimed', at, runKey: dead.runKey, owner: 'w', token: 2, attempt: 1, from: RunStatus.READY, leaseUntil: at + MIN });
 
   it('ops retry that reported a run revived, which then never ran, is flagged (a revival that forgets to send, or revives a state no worker claims)', () => {
-    const violations = checkReportsKept({ revived: [{ runKey: dead.runKey, at: T + MIN }], triggers: [] }, [claimedAt(T)], [dead], new Set());
+    const violations = checkReportsKept({ revived: [{ runKey: dead.runKey, at: T + MIN }], triggers: [] }, [claimedAt(T)], [dead], new Set(), J);
     expect(violations.map((v) => `${v.invariant}:${v.runKey}`)).toEqual([`report-kept:${dead.runKey}`]);
   });
 
   it('a revival that ran, was refused on arrival by its overlap policy, acted on again by an operator, or left by the sweeper for one keeps its report', () => {
     const revived = { revived: [{ runKey: dead.runKey, at: T + MIN }], triggers: [] };
-    expect(checkReportsKept(revived, [claimedAt(T + 2 * MIN)], [dead], new Set())).toEqual([]);
-    expect(checkReportsKept(revived, [], [{ ...dead, status: RunStatus.SKIPPED }], new Set())).toEqual([]);
-    expect(checkReportsKept(revived, [{ type: 'ops', at: T + 3 * MIN, runKey: dead.runKey, action: 'resolve', from: RunStatus.READY, to: RunStatus.MANUAL }], [dead], new Set())).toEqual([]);
-    expect(checkReportsKept(revived, [], [dead], new Set([dead.runKey]))).toEqual([]);
+    expect(checkReportsKept(revived, [claimedAt(T + 2 * MIN)], [dead], new Set(), J)).toEqual([]);
+    expect(checkReportsKept(revived, [], [{ ...dead, status: RunStatus.SKIPPED }], new Set(), J)).toEqual([]);
+    expect(checkReportsKept(revived, [{ type: 'ops', at: T + 3 * MIN, runKey: dead.runKey, action: 'resolve', from: RunStatus.READY, to: RunStatus.MANUAL }], [dead], new Set(), J)).toEqual([]);
+    expect(checkReportsKept(revived, [], [dead], new Set([dead.runKey]), J)).toEqual([]);
   });
 
   it('a manual run no trigger reported is flagged (a trigger that exited non-zero had created it: a second try without the key would add another, D3-09); a reported one that ran passes', () => {
     const manual = run(T + 417, { origin: RunOrigin.MANUAL });
-    expect(checkReportsKept({ revived: [], triggers: [{ job: 'j', key: 'k', runKeys: [] }] }, [], [manual], new Set()).map((v) => v.detail)).toEqual([
+    expect(checkReportsKept({ revived: [], triggers: [{ job: 'j', key: 'k', runKeys: [] }] }, [], [manual], new Set(), J).map((v) => v.detail)).toEqual([
       'a manual run no ops trigger reported (SUCCEEDED): a command that exited non-zero created it',
     ]);
-    expect(checkReportsKept({ revived: [], triggers: [{ job: 'j', key: 'k', runKeys: [manual.runKey] }] }, [], [manual], new Set())).toEqual([]);
+    expect(checkReportsKept({ revived: [], triggers: [{ job: 'j', key: 'k', runKeys: [manual.runKey] }] }, [], [manual], new Set(), J)).toEqual([]);
+  });
+
+  it("a trigger's or a revival's run of a job removed from the config since is an orphan, not a broken report (model seed 20269227: a false alarm)", () => {
+    const open = run(T + 417, { origin: RunOrigin.MANUAL, status: RunStatus.READY });
+    expect(checkReportsKept({ revived: [{ runKey: open.runKey, at: T }], triggers: [{ job: 'j', key: 'k', runKeys: [open.runKey] }] }, [], [open], new Set(), new Set())).toEqual([]);
   });
 
   it('a run a trigger reported created that does not exist, or never ran and is still open, is flagged', () => {
     const open = run(T + 417, { origin: RunOrigin.MANUAL, status: RunStatus.READY });
-    const violations = checkReportsKept({ revived: [], triggers: [{ job: 'j', key: 'k', runKeys: [open.runKey, 'j@missing'] }] }, [], [open], new Set());
+    const violations = checkReportsKept({ revived: [], triggers: [{ job: 'j', key: 'k', runKeys: [open.runKey, 'j@missing'] }] }, [], [open], new Set(), J);
     expect(violations.map((v) => v.detail)).toEqual([
       'ops trigger j --idempotency-key k reported it created, but it never ran (now READY)',
       'ops trigger j --idempotency-key k reported it created, but it does not exist',

@@ -201,8 +201,13 @@ export interface OperatorReports {
 /** Ends a revival may have without a claim: refused on arrival by its overlap policy (README "Overlap"). */
 const REFUSED_ON_ARRIVAL: readonly RunStatus[] = [RunStatus.SKIPPED, RunStatus.SUPERSEDED];
 
-export function checkReportsKept(reports: OperatorReports, history: readonly HistoryEvent[], runs: readonly Run[], stuck: ReadonlySet<string>): CheckViolation[] {
-  const byKey = new Map(runs.map((r) => [r.runKey, r]));
+/**
+ * The runs of a job removed from the config since are left out: nobody runs them (the sweeper
+ * reports them as orphans, README), whatever a command reported before the removal.
+ */
+export function checkReportsKept(reports: OperatorReports, history: readonly HistoryEvent[], runs: readonly Run[], stuck: ReadonlySet<string>, configured: ReadonlySet<string>): CheckViolation[] {
+  const byKey = new Map(runs.filter((r) => configured.has(r.job)).map((r) => [r.runKey, r]));
+  const removed = new Set(runs.filter((r) => !configured.has(r.job)).map((r) => r.runKey));
   const claims = new Map<string, number[]>();
   const opsActs = new Map<string, number[]>();
   for (const e of history) {
@@ -211,6 +216,7 @@ export function checkReportsKept(reports: OperatorReports, history: readonly His
   }
   const out: CheckViolation[] = [];
   for (const { runKey, at } of reports.revived) {
+    if (removed.has(runKey)) continue;
     const run = byKey.get(runKey);
     const ran = (claims.get(runKey) ?? []).some((t) => t >= at);
     const actedOnAgain = (opsActs.get(runKey) ?? []).some((t) => t > at);
@@ -219,6 +225,7 @@ export function checkReportsKept(reports: OperatorReports, history: readonly His
   }
   const reported = new Set<string>();
   for (const trigger of reports.triggers) {
+    if (!configured.has(trigger.job)) continue;
     for (const runKey of trigger.runKeys) {
       reported.add(runKey);
       const run = byKey.get(runKey);
@@ -226,7 +233,7 @@ export function checkReportsKept(reports: OperatorReports, history: readonly His
       out.push({ invariant: Invariant.REPORT_KEPT, runKey, detail: `ops trigger ${trigger.job} --idempotency-key ${trigger.key} reported it created, but it ${run ? `never ran (now ${run.status})` : 'does not exist'}` });
     }
   }
-  for (const run of runs) {
+  for (const run of byKey.values()) {
     if (run.origin !== RunOrigin.MANUAL || reported.has(run.runKey)) continue;
     out.push({ invariant: Invariant.REPORT_KEPT, runKey: run.runKey, detail: `a manual run no ops trigger reported (${run.status}): a command that exited non-zero created it` });
   }

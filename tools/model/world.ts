@@ -1257,7 +1257,7 @@ export class World implements Gate {
       ...checkCreatedRunsRun(this.events, final.runs, this.shortestDeadlines(), tolerance),
       ...checkOneShardCountPerSlot(final.runs),
       ...checkOnlyPoisonDeadLettered(this.events, this.queue.deadLettered, final.runs, configured),
-      ...checkReportsKept(this.reports, this.events, final.runs, stuckKeys),
+      ...checkReportsKept(this.reports, this.events, final.runs, stuckKeys, configured),
     ];
     const violations = [...result.violations, ...reported];
     return { result: { ...result, ok: violations.length === 0, violations }, final };
