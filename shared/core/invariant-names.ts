@@ -18,6 +18,12 @@ export const Invariant = {
   FENCED_OUT_SUPERSEDED: 'fenced-out-superseded',
   SUPERSEDED_BY_DUE: 'superseded-by-due',
   NO_UNEXPECTED_RUN: 'no-unexpected-run',
+  // The model's checks of config changes, long runs and operator-created runs (tools/model/report-checks.ts).
+  MAX_RUNS_EXACT: 'max-runs-exact',
+  YIELD_NEVER_DLQ: 'yield-never-dlq',
+  CREATED_RUNS_RUN: 'created-runs-run',
+  RUN_MESSAGE_ACCEPTED: 'run-message-accepted',
+  REPORT_KEPT: 'report-kept',
   // Liveness at quiescence (shared/core/liveness.ts).
   LANE_NOT_BLOCKED: 'lane-not-blocked',
   WATERMARK_CAUGHT_UP: 'watermark-caught-up',

@@ -161,6 +161,23 @@ describe('model tester: directed scenarios of the defect classes', () => {
     expect(violations, `${formatViolations(violations.slice(0, 10))}\n${story}`).toEqual([]);
   }, 300_000);
 
+  it("an ops trigger whose key write fails exits non-zero having created nothing, and its repeat with the same idempotency key, whose send fails, exits 0 naming the one run the sweeper then sends (report-kept)", async () => {
+    const { violations, story } = await runOnSharedStack({
+      title: 'ops trigger with its key write refused on every SDK attempt, then its send refused',
+      jobs: [{ schedule: '0 * * * *' }],
+      steps: [
+        { step: 'run', ms: 30_000 },
+        { step: 'arm-ops', kind: 'other', fault: FaultKind.REFUSED, count: 3 },
+        { step: 'arm-ops', kind: 'sqs-send', fault: FaultKind.REFUSED, count: 3 },
+        { step: 'trigger', job: 0 },
+        { step: 'run', ms: 4 * MINUTE },
+      ],
+    });
+    expect(story).toMatch(/ops trigger j0 --idempotency-key \S+: exit 1 \(try 1 of 3\)/);
+    expect(story).toMatch(/ops trigger j0 --idempotency-key \S+: exit 0, created j0@\S+ \(send failed/);
+    expect(violations, `${formatViolations(violations.slice(0, 10))}\n${story}`).toEqual([]);
+  }, 300_000);
+
   it('every defect patch applies to the code as it is (git apply --check)', () => {
     for (const defect of DEFECT_CLASSES) {
       const checked = spawnSync('git', ['apply', '--check', `tools/model/defects/${defect.patch}.patch`], { cwd: root, encoding: 'utf8' });

@@ -8,7 +8,7 @@ import { COMMAND_KINDS, commandsArb, kindSwarmFaultProfileArb, scenarioSetupArb,
 import { DYNAMO_CALL_KINDS, SQS_CALL_KINDS } from '../../tools/model/ledger-view.js';
 
 /** The swarm's own commands, by the full-mix command they were split from. */
-const SPLIT_FROM: Readonly<Record<string, string>> = { RetryJob: 'Retry', RemoveBackloggedJob: 'RemoveJob', RemoveBulkAdded: 'AddManyJobs' };
+const SPLIT_FROM: Readonly<Record<string, string>> = { RetryJob: 'Retry', RemoveBackloggedJob: 'RemoveJob', RemoveBulkAdded: 'AddManyJobs', ChangeJob: 'ChangeSchedule', AddJobSoon: 'ChangeSchedule', OpsTrigger: 'Retry' };
 
 /** The kinds of command in one scenario, by class name (the parts of a `together` counted). */
 function kindsIn(commands: Iterable<unknown>): Set<string> {
@@ -63,8 +63,9 @@ describe('model generator: command mix', () => {
     // 8.95 against 10.1 of the full mix at 40 commands, fixed seed).
     expect(swarm.perScenario).toBeLessThan(full.perScenario * 0.9);
     // Every command of the full mix, and the swarm's own: the rollback of a bulk add, a job's
-    // retry, the removal of the job with the most open runs.
-    expect([...swarm.all].sort()).toEqual([...full.all, 'RemoveBulkAdded', 'RetryJob', 'RemoveBackloggedJob'].sort());
+    // retry, the removal of the job with the most open runs, a change of any job field, a job
+    // added with its first slot inside the lookahead, an operator's trigger.
+    expect([...swarm.all].sort()).toEqual([...full.all, 'RemoveBulkAdded', 'RetryJob', 'RemoveBackloggedJob', 'ChangeJob', 'AddJobSoon', 'OpsTrigger'].sort());
     expect(full.all.size).toBeGreaterThanOrEqual(20);
   });
 });

@@ -35,7 +35,11 @@ function plannerRun(ticks: readonly { readonly now: number; readonly job: Job }[
   const created = new Set<number>();
   const records: TickRecord[] = [];
   ticks.forEach(({ now, job: def }, i) => {
-    const plan = planTick({ jobs: [def], plannedUntil, paused: new Set(), behind, catchUpEdges: edges, now, lookaheadMs: defaultLookaheadMs([def]) });
+    // As the planner does when the partition's jobs differ from those its watermark was planned
+    // under: it re-plans on time from the previous tick's now (replanFromOf).
+    const previous = ticks[i - 1];
+    const replanFrom = previous !== undefined && previous.job !== def ? previous.now : undefined;
+    const plan = planTick({ jobs: [def], plannedUntil, paused: new Set(), behind, catchUpEdges: edges, now, lookaheadMs: defaultLookaheadMs([def]), replanFrom });
     for (const run of plan.runs) created.add(run.slot);
     for (const [name, cursor] of plan.behindSet) {
       behind.set(name, cursor);
@@ -116,7 +120,7 @@ describe('owed slots: a backfill racing a schedule change', () => {
     const timeline: TimelineEvent[] = [
       { kind: 'add', seq: 0, job: every30 },
       { kind: 'backfill-started', seq: 1, job: 'j', slotFrom: T0, slotTo: T0 + MIN },
-      { kind: 'schedule', seq: 2, job: every20 },
+      { kind: 'change', seq: 2, job: every20 },
       { kind: 'backfill', seq: 3, job: 'j', definition: every30, slotFrom: T0, slotTo: T0 + MIN },
     ];
     const owed = computeOwed({ timeline, ticks: [], until: T0 + HOUR, plannerSkewMs: 0, configured: new Set(['j']), behindCursors: new Map() });

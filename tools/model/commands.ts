@@ -12,6 +12,9 @@ import { BehaviourKind, type Behaviour } from './handlers.js';
 import { maxAttemptTimeoutMs } from '../../shared/core/job-schema-core.js';
 import type { RunStatus } from '../../shared/core/vocabulary.js';
 import { RETRYABLE_STATES } from '../ops/retry.js';
+import { RUN_QUEUES } from '../../shared/resources.js';
+import { operatorTrigger } from './operator-trigger.js';
+import { changeLabel, scheduleLabel, scheduleSoon, type JobChange } from './config-changes.js';
 import { MODEL_WORKER_TIMEOUT_MS, type JobSpec, type LaneSpec, type ScenarioSetup, type World } from './world.js';
 
 /** fc.commands needs a model; ours only counts (every command is valid in every state). */
@@ -256,6 +259,18 @@ class Retry extends Base {
   }
 }
 
+class OpsTrigger extends Base {
+  constructor(readonly job: number) {
+    super();
+  }
+  act(world: World) {
+    return operatorTrigger(world, this.job);
+  }
+  toString() {
+    return `ops trigger job#${this.job} --idempotency-key (again with the same key after a non-zero exit)`;
+  }
+}
+
 class RetryJob extends Base {
   constructor(readonly job: number) {
     super();
@@ -276,7 +291,7 @@ class AddJob extends Base {
     world.addJob({ ...this.spec, name: world.newJobName() });
   }
   toString() {
-    return `add job (${this.spec.schedule}, ${this.spec.overlap}, misfire ${this.spec.misfire.policy})`;
+    return `add job (${scheduleLabel(this.spec.schedule)}, ${this.spec.overlap}, misfire ${this.spec.misfire.policy})`;
   }
 }
 
@@ -334,6 +349,48 @@ class ChangeSchedule extends Base {
   }
   toString() {
     return `job#${this.job} schedule → ${this.schedule}`;
+  }
+}
+
+class ChangeJob extends Base {
+  constructor(
+    readonly job: number,
+    readonly change: JobChange,
+  ) {
+    super();
+  }
+  async act(world: World) {
+    world.changeJob(this.job, this.change);
+  }
+  toString() {
+    return `job#${this.job} ${changeLabel(this.change)}`;
+  }
+}
+
+/** A job added with its first slot `offsetMs` after the next whole minute: inside the planner's lookahead (config-changes.ts). */
+class AddJobSoon extends Base {
+  constructor(
+    readonly spec: Omit<JobSpec, 'name'>,
+    readonly offsetMs: number,
+    readonly kind: 'at' | 'daily',
+  ) {
+    super();
+  }
+  /**
+   * A deploy between two ticks of production: time runs on past the next whole minute (its tick
+   * plans a lookahead ahead), the job is added, and time runs on past its first slot (the next
+   * tick is the first to see it). Added after an outage instead, no tick's watermark would be
+   * ahead of the slot, and nothing could be lost.
+   */
+  async act(world: World) {
+    const minute = 60_000;
+    await world.runFor(minute - (world.time.now() % minute) + 1_000);
+    const schedule = scheduleSoon(world.time.now(), this.offsetMs, this.kind);
+    world.addJob({ ...this.spec, name: world.newJobName(), schedule });
+    await world.runFor(minute - (world.time.now() % minute) + Math.max(0, this.offsetMs) + 2_000);
+  }
+  toString() {
+    return `run on past the minute, add a ${this.kind === 'at' ? 'one-time { at }' : 'daily'} job due ${sec(this.offsetMs)} after the next one (${this.spec.overlap}, ${this.spec.shards} shard(s)), run on past it`;
   }
 }
 
@@ -461,8 +518,31 @@ export const jobTraitsArb: fc.Arbitrary<fc.Arbitrary<Omit<JobSpec, 'name'>>> = f
     const kinds = BEHAVIOUR_WEIGHTS.flatMap(([kind], i): (readonly [BehaviourKind, number])[] =>
       kind === BehaviourKind.OK ? [[kind, 4]] : kept[i]![0] ? [[kind, kept[i]![1]]] : [],
     );
-    return jobSpecOf(behaviourOf(kinds), reconcile === 'either' ? fc.boolean() : fc.constant(reconcile === 'always'), attempts === 'one' ? fc.constant(1) : ANY_ATTEMPTS);
+    return fc.tuple(jobSpecOf(behaviourOf(kinds), reconcile === 'either' ? fc.boolean() : fc.constant(reconcile === 'always'), attempts === 'one' ? fc.constant(1) : ANY_ATTEMPTS), swarmJobTraitArb).map(([spec, trait]) => withTrait(spec, trait));
   });
+
+/**
+ * The swarm's job traits of issue 30 (point 7): a `maxRuns` bound (raised later by a config
+ * change), or a long job whose every run needs more invocations than the queue's maxReceiveCount,
+ * each yielding with checkpoint progress through the queue's receive counts.
+ */
+type SwarmJobTrait = { readonly maxRuns: number } | { readonly longRun: number } | undefined;
+
+const swarmJobTraitArb: fc.Arbitrary<SwarmJobTrait> = fc.oneof(
+  { weight: 6, arbitrary: fc.constant(undefined) },
+  { weight: 3, arbitrary: fc.integer({ min: 1, max: 4 }).map((maxRuns) => ({ maxRuns })) },
+  { weight: 1, arbitrary: fc.integer({ min: RUN_QUEUES.maxReceiveCount + 1, max: RUN_QUEUES.maxReceiveCount + 5 }).map((longRun) => ({ longRun })) },
+);
+
+/** The long job: a run every 5 minutes at most one at a time (forbid-skip), an attempt long enough for all its invocations, no deadline. */
+export const LONG_RUN_INVOCATION_MS = RUN_QUEUES.workerTimeoutSeconds * 1000;
+
+export function withTrait(spec: Omit<JobSpec, 'name'>, trait: SwarmJobTrait): Omit<JobSpec, 'name'> {
+  if (trait === undefined) return spec;
+  if ('maxRuns' in trait) return { ...spec, maxRuns: trait.maxRuns };
+  const { deadlineMs: _none, ...rest } = spec;
+  return { ...rest, longRun: trait.longRun, schedule: '*/5 * * * *', overlap: 'forbid-skip', checkpoints: true, timeoutMs: (trait.longRun + 2) * LONG_RUN_INVOCATION_MS };
+}
 
 const jobsOf = (jobSpec: fc.Arbitrary<Omit<JobSpec, 'name'>>) =>
   fc.oneof({ weight: 5, arbitrary: fc.array(jobSpec, { minLength: 1, maxLength: 1 }) }, { weight: 4, arbitrary: fc.array(jobSpec, { minLength: 2, maxLength: 2 }) }, { weight: 2, arbitrary: fc.array(jobSpec, { minLength: 3, maxLength: 3 }) });
@@ -676,6 +756,26 @@ export const COMMAND_KINDS: readonly CommandKind[] = [
   kind('add-many-jobs', 8, fc.integer({ min: 90, max: 140 }).map((n): ModelCommand => new AddManyJobs(n))),
 ];
 
+/** A change of a job's counts: shards up or down, maxRuns raised (config-changes.ts). */
+const shardsChangeArb: fc.Arbitrary<JobChange> = fc.integer({ min: 1, max: 3 }).map((to): JobChange => ({ field: 'shards', to }));
+const maxRunsChangeArb: fc.Arbitrary<JobChange> = fc.integer({ min: 1, max: 3 }).map((raiseBy): JobChange => ({ field: 'maxRuns', raiseBy }));
+const jobCountChangeArb: fc.Arbitrary<JobChange> = fc.oneof(shardsChangeArb, maxRunsChangeArb);
+
+/** A change of any one job field (config-changes.ts), the counts most often. */
+const jobChangeArb: fc.Arbitrary<JobChange> = fc.oneof(
+  { weight: 6, arbitrary: jobCountChangeArb },
+  { weight: 2, arbitrary: fc.constantFrom(...SCHEDULES).map((to): JobChange => ({ field: 'schedule', to })) },
+  { weight: 1, arbitrary: fc.constantFrom(0, 1_500, 5_000).map((toMs): JobChange => ({ field: 'startLead', toMs })) },
+  { weight: 1, arbitrary: fc.constantFrom(undefined, 60_000, 300_000).map((toMs): JobChange => ({ field: 'deadline', toMs })) },
+  { weight: 1, arbitrary: fc.constantFrom('parallel' as const, 'forbid-skip' as const, 'forbid-queue' as const, 'coalesce' as const).map((to): JobChange => ({ field: 'overlap', to })) },
+  { weight: 1, arbitrary: fc.boolean().map((to): JobChange => ({ field: 'checkpoints', to })) },
+);
+
+/** A job added with its first slot inside the planner's lookahead: a one-time `{ at }` job, or a daily one due this minute. */
+const addJobSoonArb: fc.Arbitrary<ModelCommand> = fc
+  .tuple(jobSpecArb, fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 1_000, max: 3_000 }) }, { weight: 1, arbitrary: fc.integer({ min: -20_000, max: 40_000 }) }), fc.constantFrom('at' as const, 'daily' as const))
+  .map(([spec, offsetMs, soon]) => new AddJobSoon(spec, offsetMs, soon));
+
 /**
  * The swarm's kinds: those of the full mix, with a kind whose values have rare modes split into one
  * kind per mode (a planner outage of minutes or of hours is a choice of its own, not 8% of the
@@ -703,6 +803,17 @@ export const SWARM_KINDS: readonly CommandKind[] = COMMAND_KINDS.flatMap((k): Co
       // stay open for good (orphans, watched and reported by every sweep), ahead of every later
       // run in the watch index: more than a hundred of them after a backfill of hours.
       return [k, kind('remove-backlogged-job', k.weight, fc.constant(new RemoveBackloggedJob()))];
+    case 'change-schedule':
+      // A deploy changes any field of a job between ticks, and adds jobs due within the lookahead.
+      // The counts a change must keep (shards, maxRuns) are kinds of their own: each met in half
+      // the scenarios, not in a quarter of the changes of half of them.
+      return [
+        k,
+        kind('change-job', k.weight, fc.tuple(jobRef, jobChangeArb).map(([j, change]) => new ChangeJob(j, change))),
+        kind('change-shards', k.weight, fc.tuple(jobRef, shardsChangeArb).map(([j, change]) => new ChangeJob(j, change))),
+        kind('raise-max-runs', k.weight, fc.tuple(jobRef, maxRunsChangeArb).map(([j, change]) => new ChangeJob(j, change))),
+        kind('add-job-soon', k.weight, addJobSoonArb),
+      ];
     case 'ops-retry':
       // The runs an operator retries first are the ones the alarms name: those that ended with
       // their result unknown (a charge that may have gone through), which a revival must reconcile.
@@ -711,6 +822,8 @@ export const SWARM_KINDS: readonly CommandKind[] = COMMAND_KINDS.flatMap((k): Co
         kind('ops-retry-unknown', k.weight, fc.nat(50).map((p) => new Retry(p, 'result-unknown')), { together: true }),
         // On the DEAD-runs alarm an operator retries a job's DEAD runs at once (`ops retry --job`).
         kind('ops-retry-job', k.weight, jobRef.map((j) => new RetryJob(j)), { together: true }),
+        // One extra run now, its report held to what it created (a send or write may fail: armed ops faults).
+        kind('ops-trigger', k.weight, jobRef.map((j) => new OpsTrigger(j)), { together: true }),
       ];
     default:
       return [k];

@@ -9,9 +9,13 @@
 import fc from 'fast-check';
 import type { CheckViolation } from '../../shared/core/checker.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
+import { RUN_QUEUES } from '../../shared/resources.js';
 import { FaultKind } from './faults.js';
 import { BehaviourKind } from './handlers.js';
 import type { CallKind } from './ledger-view.js';
+import { scheduleSoon, type JobChange } from './config-changes.js';
+import { withTrait } from './commands.js';
+import { operatorTrigger } from './operator-trigger.js';
 import { World, type JobSpec, type ModelStack, type ScenarioSetup } from './world.js';
 
 export type DirectedStep =
@@ -30,7 +34,10 @@ export type DirectedStep =
   | { readonly step: 'add'; readonly job: Partial<JobSpec> }
   | { readonly step: 'backfill'; readonly job: number; readonly agoMs: number; readonly spanMs: number }
   | { readonly step: 'arm-planner'; readonly kind: CallKind; readonly fault: FaultKind; readonly count: number }
-  | { readonly step: 'arm-ops'; readonly kind: CallKind; readonly fault: FaultKind; readonly count: number };
+  | { readonly step: 'arm-ops'; readonly kind: CallKind; readonly fault: FaultKind; readonly count: number }
+  | { readonly step: 'change'; readonly job: number; readonly change: JobChange }
+  | { readonly step: 'add-soon'; readonly job: Partial<JobSpec>; readonly offsetMs: number }
+  | { readonly step: 'trigger'; readonly job: number };
 
 export interface DirectedScenario {
   readonly title: string;
@@ -157,6 +164,39 @@ export const DIRECTED: Readonly<Record<number, DirectedScenario>> = {
     jobs: [{ misfire: { policy: 'skip', afterMs: 10_000, maxPerTick: 10 } }],
     steps: [{ step: 'tick' }, { step: 'advance', ms: 3 * MINUTE }, { step: 'run', ms: MINUTE }, { step: 'retry', prefer: RunStatus.SKIPPED }, { step: 'run', ms: 2 * MINUTE }],
   },
+  // ---- issue 30 (defects 1, 2, 3, 4 and 6 of its third adversarial review), numbered 30N.
+  301: {
+    title: 'maxRuns raised from 2 to 4 once the first 2 runs were planned',
+    jobs: [{ maxRuns: 2 }],
+    steps: [{ step: 'run', ms: 3 * MINUTE }, { step: 'change', job: 0, change: { field: 'maxRuns', raiseBy: 2 } }, { step: 'run', ms: 4 * MINUTE }],
+  },
+  302: {
+    title: 'shards changed 1 → 3 → 1 with the next slot planned ahead each time',
+    jobs: [{}],
+    steps: [
+      { step: 'run', ms: 2 * MINUTE },
+      { step: 'change', job: 0, change: { field: 'shards', to: 3 } },
+      { step: 'run', ms: 2 * MINUTE },
+      { step: 'change', job: 0, change: { field: 'shards', to: 1 } },
+      { step: 'run', ms: 2 * MINUTE },
+    ],
+  },
+  303: {
+    title: `a long job whose run yields with progress ${RUN_QUEUES.maxReceiveCount + 3} times`,
+    jobs: [withTrait(jobSpec(0, { schedule: '*/5 * * * *' }), { longRun: RUN_QUEUES.maxReceiveCount + 3 })],
+    steps: [{ step: 'run', ms: 6 * MINUTE }],
+  },
+  304: {
+    title: 'a one-time { at } job deployed with its instant between the next tick and the watermark',
+    jobs: [{}],
+    // The first tick (00:00:10) plans to 00:01:13.5; the job is added at 00:00:55, due at 00:01:02.
+    steps: [{ step: 'tick' }, { step: 'advance', ms: 45_000 }, { step: 'add-soon', job: {}, offsetMs: 2_000 }, { step: 'run', ms: 3 * MINUTE }],
+  },
+  306: {
+    title: 'a backfill of 4 slots of a job with a deadline of 60 s',
+    jobs: [{ schedule: '*/5 * * * *', deadlineMs: 60_000 }],
+    steps: [{ step: 'run', ms: MINUTE }, { step: 'backfill', job: 0, agoMs: 5 * MINUTE, spanMs: 20 * MINUTE }, { step: 'run', ms: 2 * MINUTE }],
+  },
 };
 
 export interface DirectedResult {
@@ -234,5 +274,14 @@ async function apply(world: World, step: DirectedStep): Promise<void> {
       return world.armFault('planner', step.kind, step.fault, step.count);
     case 'arm-ops':
       return world.armFault('ops', step.kind, step.fault, step.count);
+    case 'change':
+      return world.changeJob(step.job, step.change);
+    case 'trigger':
+      return operatorTrigger(world, step.job);
+    case 'add-soon': {
+      const name = world.newJobName();
+      world.addJob({ ...jobSpec(0, step.job), name, group: `own-${name}`, schedule: scheduleSoon(world.time.now(), step.offsetMs, 'at') });
+      return;
+    }
   }
 }

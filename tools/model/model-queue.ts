@@ -70,6 +70,8 @@ export class ModelQueue {
   private seq = 0;
   movedToDlq = 0;
   deliveries = 0;
+  /** Every message moved to the DLQ: its run and when (virtual time), for the check that no progressing run is dead-lettered. */
+  readonly deadLettered: { readonly runKey: string; readonly at: number }[] = [];
 
   constructor(
     private readonly sqs: SQSClient,
@@ -216,6 +218,7 @@ export class ModelQueue {
     await this.sqs.send(new DeleteMessageCommand({ QueueUrl: this.options.queueUrl, ReceiptHandle: message.receiptHandle! }));
     message.state = 'dlq';
     this.movedToDlq++;
+    if (message.runKey !== undefined) this.deadLettered.push({ runKey: message.runKey, at: this.time.now() });
   }
 
   async deadLetterDepth(): Promise<number> {

@@ -17,7 +17,10 @@
  *                                          is still behind)
  * where `through` is an upper bound of how far the job was planned before that tick: the horizon
  * of the last tick that planned it, or for its first tick the highest horizon any tick reported
- * (or `now` when that is earlier). Upper bounds only ever shrink what is owed. A tick that may
+ * (or `now` when that is earlier). Upper bounds only ever shrink what is owed. A tick that plans a
+ * job for the first time, or with a definition other than its last planning's (a deploy changed
+ * any field), owes it from the tick's own `now` at the latest: the slots between `now` and the
+ * watermark were planned without it (the planner re-plans them from the previous tick's now). A tick that may
  * have seen the job either paused or not (a pause racing the tick) owes nothing for it.
  *
  * The planner keeps no schedule with a catch-up, only a cursor (an instant): the on-time window is
@@ -49,7 +52,8 @@ import { isTerminal, RunOrigin, runKeyOf, type Run } from '../../shared/core/voc
 export type TimelineEvent =
   | { readonly kind: 'add'; readonly seq: number; readonly job: Job }
   | { readonly kind: 'remove'; readonly seq: number; readonly job: string }
-  | { readonly kind: 'schedule'; readonly seq: number; readonly job: Job }
+  /** A deploy changed the job's definition (any field). */
+  | { readonly kind: 'change'; readonly seq: number; readonly job: Job }
   | { readonly kind: 'pause'; readonly seq: number; readonly from: number; readonly job: string }
   | { readonly kind: 'resume'; readonly seq: number; readonly from: number; readonly job: string }
   /** A backfill returned: every slot of `definition` (the job as the backfill was given it) in its range has a run. */
@@ -117,6 +121,8 @@ export function computeOwed(input: OwedInput): Owed {
   const planning = input.ticks.filter((t) => t.ok && t.horizon !== undefined && t.horizon > t.now).sort((a, b) => a.seqStart - b.seqStart || a.id - b.id);
   const owed = new Map<string, Map<number, Job>>();
   const through = new Map<string, number>();
+  /** The definition each job was last planned with (by a tick that planned it). */
+  const plannedAs = new Map<string, Job>();
   const owe = (job: Job, after: number, upTo: number, limitTo?: number, keep: (slot: number) => boolean = () => true) => {
     const to = Math.min(upTo, until, limitTo ?? Number.POSITIVE_INFINITY);
     if (to <= after) return;
@@ -149,8 +155,15 @@ export function computeOwed(input: OwedInput): Owed {
       if (!input.configured.has(job.name) || !job.enabled) continue;
       const view = pauseView(input.timeline, job.name, tick.seqStart, tick.seqEnd);
       if (view === 'paused') continue;
-      const from = through.get(job.name) ?? highest;
-      through.set(job.name, Math.max(from, tick.horizon!));
+      // A job new to the planner, or whose definition changed since it was last planned, owns
+      // slots before the watermark that no tick planned for it: every one still ahead when a
+      // tick first plans it (after that tick's now) is owed (the planner re-plans from the
+      // previous tick's now; issue 30 point 4).
+      const known = through.get(job.name) ?? highest;
+      const changed = plannedAs.get(job.name) !== job;
+      plannedAs.set(job.name, job);
+      const from = changed ? Math.min(known, tick.now) : known;
+      through.set(job.name, Math.max(known, tick.horizon!));
       if (view === 'ambiguous') continue;
       const lateEdge = tick.now - job.misfire.after - 1;
       // A forbid-queue job that runs its misfires has its slots created in slot order: while its

@@ -41,6 +41,12 @@ export const DEFECT_CLASSES: readonly DefectClass[] = [
     title: 'ops retry of a slot created terminal (SKIPPED, no attempt history): every outcome write rejected, the run stuck',
     shows: ['no-expired-running', 'no-lost-slot', 'no-looping-message', 'open-run-swept', 'lane-not-blocked'],
   },
+  // Issue 30's defects, put back one at a time (numbered 30N: its point N).
+  { defect: 301, patch: '301-maxruns-frozen', title: 'maxRuns frozen at the job\'s first planning: a raised bound plans no more runs', shows: ['max-runs-exact'] },
+  { defect: 302, patch: '302-message-checked-against-current-shards', title: "a run's message checked against the job's current shards: runs created before a change of shards are refused for good", shows: ['no-lost-slot', 'one-run-per-slot', 'run-message-accepted'] },
+  { defect: 303, patch: '303-yield-reuses-message', title: "a yield with progress re-uses its message: a long run's invocations use up maxReceiveCount and land it in the DLQ", shows: ['yield-never-dlq'] },
+  { defect: 304, patch: '304-no-replan-after-config-change', title: "a job added or changed loses its slots before the partition's watermark", shows: ['no-lost-slot'] },
+  { defect: 306, patch: '306-deadline-from-slot', title: "a backfilled or manual run's deadline counted from its slot: refused before it ever ran", shows: ['created-runs-run'] },
 ];
 
 /** The line a `--counts` child run prints for its first failure (then the usual JSON line). */

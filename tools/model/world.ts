@@ -41,10 +41,13 @@ import { readFinal, type FinalTables } from './ledger-view.js';
 import { ModelQueue } from './model-queue.js';
 import { computeOwed, owedStatuses, unexpectedRuns, type TickRecord, type TimelineEvent } from './owed.js';
 import { VirtualTime } from './virtual-time.js';
+import { checkCreatedRunsRun, checkMaxRuns, checkOneShardCountPerSlot, checkOnlyPoisonDeadLettered, checkReportsKept, type OperatorReports, checkYieldsNeverDeadLettered, withoutSpentMaxRuns, withSlotShards } from './report-checks.js';
+import { changedSpec, changeLabel, fieldLabel, scheduleLabel, type JobChange, type ModelSchedule } from './config-changes.js';
 
 export interface JobSpec {
   readonly name: string;
-  readonly schedule: string;
+  /** A cron expression, or `{ at }`: a one-time job (an instant with `Z`). */
+  readonly schedule: ModelSchedule;
   readonly overlap: 'forbid-skip' | 'forbid-queue' | 'coalesce' | 'parallel';
   readonly misfire: { readonly policy: 'skip' | 'latest' | 'all'; readonly afterMs: number; readonly maxPerTick: number };
   readonly shards: number;
@@ -61,6 +64,15 @@ export interface JobSpec {
   /** Jobs with the same group write the same business items. */
   readonly group: string;
   readonly behaviours: readonly Behaviour[];
+  /** The job ends after this many scheduled runs. @default unbounded */
+  readonly maxRuns?: number;
+  /**
+   * A long job: every run needs this many invocations, each saving one checkpoint of progress and
+   * then yielding at the invocation's time limit (its script is not used, in quiescence either:
+   * the work is long, not faulty). More than the queue's maxReceiveCount, so a yield that re-used
+   * its message would land it in the DLQ (issue 30, point 3).
+   */
+  readonly longRun?: number;
 }
 
 export interface LaneSpec {
@@ -125,7 +137,7 @@ const CATCH_UP_STREAK = 3;
 const MAX_EXTRA_LANES = 4;
 const HARNESS = 'harness';
 
-export function jobInput(spec: JobSpec, schedule = spec.schedule): JobInput {
+export function jobInput(spec: JobSpec, schedule: ModelSchedule = spec.schedule): JobInput {
   return {
     name: spec.name,
     schedule,
@@ -139,6 +151,7 @@ export function jobInput(spec: JobSpec, schedule = spec.schedule): JobInput {
     ...(spec.deadlineMs !== undefined ? { deadline: spec.deadlineMs } : {}),
     startLead: spec.startLeadMs,
     checkpoints: spec.checkpoints,
+    ...(spec.maxRuns !== undefined ? { maxRuns: spec.maxRuns } : {}),
   };
 }
 
@@ -217,6 +230,8 @@ export class World implements Gate {
   private seq = 0;
   private tickCommands = 0;
   readonly ticks: TickRecord[] = [];
+  /** What operator commands reported (report-checks.ts holds the model to them). */
+  readonly reports: OperatorReports = { revived: [], triggers: [] };
   /** Jobs paused as the operator last confirmed. */
   readonly pausedJobs = new Set<string>();
   private readonly extraLanes: Lane[] = [];
@@ -454,7 +469,7 @@ export class World implements Gate {
     // Initial jobs too: a story must say each job's policies (misfire, deadline, attempts, reconcile) to be read.
     const misfire = `misfire ${spec.misfire.policy}${spec.misfire.afterMs !== undefined ? ` after ${spec.misfire.afterMs / 1000} s` : ''}${spec.misfire.maxPerTick !== undefined ? ` ≤ ${spec.misfire.maxPerTick}/tick` : ''}`;
     const limits = `${spec.maxAttempts} attempt(s)${spec.deadlineMs !== undefined ? `, deadline ${spec.deadlineMs / 1000} s` : ''}${spec.reconcile ? ', reconciles' : ''}`;
-    this.say(`config: job ${spec.name} ${initial ? 'configured' : 'added'} (${spec.schedule}, ${spec.overlap}, ${spec.shards} shard(s), ${misfire}, ${limits})`);
+    this.say(`config: job ${spec.name} ${initial ? 'configured' : 'added'} (${scheduleLabel(spec.schedule)}, ${spec.overlap}, ${spec.shards} shard(s), ${misfire}, ${limits}${spec.maxRuns !== undefined ? `, maxRuns ${spec.maxRuns}` : ''}${spec.longRun !== undefined ? `, ${spec.longRun} invocations a run` : ''})`);
     return job!;
   }
 
@@ -549,14 +564,33 @@ export class World implements Gate {
   }
 
   changeSchedule(index: number, schedule: string): void {
-    if (this.jobs.length === 0) return;
-    const job = this.jobs[index % this.jobs.length]!;
+    this.changeJob(index, { field: 'schedule', to: schedule });
+  }
+
+  /**
+   * A deploy that changes one field of a job (config-changes.ts). The change is validated as the
+   * config is; one the validation refuses (a timeout that no longer fits without checkpoints) is
+   * told in the story and not applied, as a deploy that fails its synth changes nothing.
+   */
+  changeJob(index: number, change: JobChange): void {
+    // A bound is raised on a job that has one (the others have none to raise).
+    const candidates = change.field === 'maxRuns' ? this.jobs.filter((j) => j.maxRuns !== undefined) : this.jobs;
+    if (candidates.length === 0) return;
+    const job = candidates[index % candidates.length]!;
     const spec = this.specs.get(job.name)!;
-    if (job.schedule === schedule) return;
-    const [changed] = parseModelJobs([jobInput(spec, schedule)]);
-    this.jobs = this.jobs.map((j) => (j === job ? changed! : j));
-    this.timeline.push({ kind: 'schedule', seq: this.nextSeq(), job: changed! });
-    this.say(`config: job ${job.name} schedule ${job.schedule} → ${schedule}`);
+    const next = changedSpec(spec, change);
+    if (!next) return;
+    let changed: Job;
+    try {
+      [changed] = parseModelJobs([jobInput(next)]) as [Job];
+    } catch (error) {
+      this.say(`config: job ${job.name} ${changeLabel(change)} refused by validation: ${short(error)}`);
+      return;
+    }
+    this.specs.set(job.name, next);
+    this.jobs = this.jobs.map((j) => (j === job ? changed : j));
+    this.timeline.push({ kind: 'change', seq: this.nextSeq(), job: changed });
+    this.say(`config: job ${job.name} ${change.field} ${fieldLabel(spec, change.field)} → ${fieldLabel(next, change.field)}`);
   }
 
   setPartitions(of: number): void {
@@ -571,6 +605,8 @@ export class World implements Gate {
 
   behaviourFor(job: string): Behaviour {
     const spec = this.specs.get(job);
+    // A long job's work is long, not faulty: the same in quiescence.
+    if (spec?.longRun !== undefined) return { kind: BehaviourKind.LONG, workMs: 0, writes: spec.longRun };
     if (this.quiescent || !spec || spec.behaviours.length === 0) return { kind: BehaviourKind.OK, workMs: 100, writes: 1 };
     const cursor = this.cursors.get(job) ?? 0;
     this.cursors.set(job, cursor + 1);
@@ -826,7 +862,7 @@ export class World implements Gate {
 
   // ---------------------------------------------------------------- operator
 
-  private opsDeps() {
+  opsDeps() {
     const clock = this.time.clockOf({ skewMs: this.setup.opsSkewMs });
     const ledger = new Ledger(this.ops.doc, { tableName: this.tables.ledger });
     const ops = new LedgerOps(this.ops.doc, { tableName: this.tables.ledger });
@@ -834,7 +870,7 @@ export class World implements Gate {
     return { clock, ledger, ops, queue };
   }
 
-  private async opsActivity(label: string, work: () => Promise<void>): Promise<void> {
+  async opsActivity(label: string, work: () => Promise<void>): Promise<void> {
     this.trackUnkillable(
       work().catch((error: unknown) => {
         this.say(`ops ${label} failed: ${short(error)}`);
@@ -1019,6 +1055,7 @@ export class World implements Gate {
         return;
       }
       this.events.push({ type: 'ops', at: this.time.now(), runKey: run.runKey, action: 'retry', from: run.status, to: entry.to });
+      this.reports.revived.push({ runKey: run.runKey, at: this.time.now() });
       this.say(`ops retry ${run.runKey}: ${run.status} → ${entry.to}`);
     });
   }
@@ -1171,7 +1208,9 @@ export class World implements Gate {
     // Runs the sweeper left for an operator, and the last pages of a catch-up still moving (with,
     // under forbid-queue, the runs queued behind them in slot order), may stay open.
     const slotOrdered = new Set([...this.specs.values()].filter((s) => s.overlap === 'forbid-queue').map((s) => s.name));
-    const slots = owedStatuses(owed.slots, runsByKey, stuckKeys, new Set(this.progressing), slotOrdered);
+    const bounded = new Map(this.jobs.filter((j) => j.maxRuns !== undefined).map((j) => [j.name, j.maxRuns!]));
+    const owedSlots = withoutSpentMaxRuns(withSlotShards(owed.slots, final.runs), bounded, final.runs);
+    const slots = owedStatuses(owedSlots, runsByKey, stuckKeys, new Set(this.progressing), slotOrdered);
     const skews = [...this.setup.lanes.map((l) => l.skewMs), this.setup.opsSkewMs];
     const pairwise = Math.max(...skews) - Math.min(...skews);
     const jobsByPartition: Record<number, string[]> = {};
@@ -1210,7 +1249,28 @@ export class World implements Gate {
         exclusive: all.filter((spec) => spec.overlap !== 'parallel').map((spec) => spec.name),
       },
     );
-    return { result, final };
+    const owedPerJob = new Map<string, number>();
+    for (const slot of new Set(owed.slots.map((s) => `${s.job}|${s.slot}`))) owedPerJob.set(slot.split('|')[0]!, (owedPerJob.get(slot.split('|')[0]!) ?? 0) + 1);
+    const reported = [
+      ...checkMaxRuns(bounded, owedPerJob, final.runs),
+      ...checkYieldsNeverDeadLettered(this.events, this.queue.deadLettered),
+      ...checkCreatedRunsRun(this.events, final.runs, this.shortestDeadlines(), tolerance),
+      ...checkOneShardCountPerSlot(final.runs),
+      ...checkOnlyPoisonDeadLettered(this.events, this.queue.deadLettered, final.runs, configured),
+      ...checkReportsKept(this.reports, this.events, final.runs, stuckKeys, configured),
+    ];
+    const violations = [...result.violations, ...reported];
+    return { result: { ...result, ok: violations.length === 0, violations }, final };
+  }
+
+  /** Each job's shortest deadline over the scenario's definitions (the most a worker may have applied). */
+  private shortestDeadlines(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const e of this.timeline) {
+      if ((e.kind !== 'add' && e.kind !== 'change') || e.job.deadline === undefined) continue;
+      out.set(e.job.name, Math.min(out.get(e.job.name) ?? Infinity, e.job.deadline));
+    }
+    return out;
   }
 
   story(): string {
