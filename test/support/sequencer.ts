@@ -14,6 +14,7 @@ export const LONG_FILES: readonly string[] = [
   'test/chaos/chaos-short.test.ts', // ~120 s
   'test/integration/local-start-crash.test.ts', // ~90 s (npm start as a child, killed)
   'test/integration/local-start-signals.test.ts', // ~75 s
+  'test/integration/console-browser.test.ts', // ~50 s (Chromium)
   'test/infra/scheduler-stack.test.ts', // ~45 s (CDK synths)
   'test/integration/drill-worker-paused.test.ts',
   'test/integration/drill-failing-job.test.ts',
