@@ -126,6 +126,18 @@ describe('owed slots: a backfill racing a schedule change', () => {
     const owed = computeOwed({ timeline, ticks: [], until: T0 + HOUR, plannerSkewMs: 0, configured: new Set(['j']), behindCursors: new Map() });
     expect(owed.slots.map((s) => iso(s.slot))).toEqual(['00:00:00', '00:00:30']);
   });
+
+  it('max-runs-exact false alarm (model seed 20269227, path 15:0): a backfill\'s slots are owed as runs, never as scheduled slots that maxRuns counts', () => {
+    const every30 = job('*/30 * * * * *');
+    const timeline: TimelineEvent[] = [
+      { kind: 'add', seq: 0, job: every30 },
+      { kind: 'backfill-started', seq: 1, job: 'j', slotFrom: T0, slotTo: T0 + MIN },
+      { kind: 'backfill', seq: 2, job: 'j', definition: every30, slotFrom: T0, slotTo: T0 + MIN },
+    ];
+    const owed = computeOwed({ timeline, ticks: [], until: T0 + HOUR, plannerSkewMs: 0, configured: new Set(['j']), behindCursors: new Map() });
+    expect(owed.slots).toHaveLength(2);
+    expect(owed.plannedPerJob.get('j') ?? 0).toBe(0);
+  });
 });
 
 describe('owed statuses at the end of quiescence', () => {

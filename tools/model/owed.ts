@@ -100,6 +100,8 @@ export interface OwedInput {
 
 export interface Owed {
   readonly slots: ExpectedSlot[];
+  /** Distinct slots per job the planner owes (a backfill's are not: `maxRuns` does not count them). */
+  readonly plannedPerJob: ReadonlyMap<string, number>;
 }
 
 type PauseView = 'unpaused' | 'paused' | 'ambiguous';
@@ -173,6 +175,8 @@ export function computeOwed(input: OwedInput): Owed {
       if (job.misfire.policy !== 'latest') owe(job, from, lateEdge, input.behindCursors.get(job.name), ofEveryLaterDefinition(job, tick.seqStart));
     }
   }
+  // What the planner owes, before the backfills add theirs: `maxRuns` counts scheduled slots only.
+  const plannedPerJob = new Map([...owed].map(([name, bySlot]) => [name, bySlot.size]));
   // Backfilled ranges: every slot in them has a run once the backfill returned.
   for (const e of input.timeline) {
     if (e.kind !== 'backfill' || !input.configured.has(e.job)) continue;
@@ -185,7 +189,7 @@ export function computeOwed(input: OwedInput): Owed {
       for (let shard = 0; shard < job.shards; shard++) slots.push({ job: name, slot, shard, shards: job.shards });
     }
   }
-  return { slots };
+  return { slots, plannedPerJob };
 }
 
 /**

@@ -1249,10 +1249,8 @@ export class World implements Gate {
         exclusive: all.filter((spec) => spec.overlap !== 'parallel').map((spec) => spec.name),
       },
     );
-    const owedPerJob = new Map<string, number>();
-    for (const slot of new Set(owed.slots.map((s) => `${s.job}|${s.slot}`))) owedPerJob.set(slot.split('|')[0]!, (owedPerJob.get(slot.split('|')[0]!) ?? 0) + 1);
     const reported = [
-      ...checkMaxRuns(bounded, owedPerJob, final.runs),
+      ...checkMaxRuns(bounded, owed.plannedPerJob, final.runs),
       ...checkYieldsNeverDeadLettered(this.events, this.queue.deadLettered),
       ...checkCreatedRunsRun(this.events, final.runs, this.shortestDeadlines(), tolerance),
       ...checkOneShardCountPerSlot(final.runs),
