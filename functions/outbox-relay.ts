@@ -9,10 +9,10 @@ import type { DynamoDBBatchResponse, DynamoDBStreamEvent } from 'aws-lambda';
 import { unmarshall } from '@aws-sdk/util-dynamodb';
 import type { AttributeValue } from '@aws-sdk/client-dynamodb';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
-import { EventBridgePublisher } from '../shared/adapters/event-publisher.js';
+import { EventBridgePublisher } from '../shared/messaging/event-publisher.js';
 import { outboxEventsFrom } from '../shared/core/outbox.js';
-import { requireEnv } from '../shared/runtime.js';
-import { ENV } from '../shared/resources.js';
+import { requireEnv } from '../shared/runtime/clients.js';
+import { ENV } from '../shared/core/resources.js';
 
 const publisher = new EventBridgePublisher(new EventBridgeClient({}), requireEnv(ENV.eventBusName));
 

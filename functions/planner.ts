@@ -1,11 +1,11 @@
 /** Planner Lambda: EventBridge invokes it every minute with `{ partition, of }`. Wiring only. */
-import { DeployedConfigStore } from '../shared/adapters/deployed-config-store.js';
+import { DeployedConfigStore } from '../shared/store/deployed-config.js';
 import { loadJobs } from '../shared/config.js';
-import { ConfigRecorder } from '../shared/config-record.js';
+import { ConfigRecorder } from '../shared/planner/config-record.js';
 import { partitionRefError, type PartitionRef } from '../shared/core/partition.js';
-import { runPlannerTick, type TickReport } from '../shared/planner.js';
-import { powertoolsLogger, PowertoolsMetricsSink } from '../shared/powertools.js';
-import { createAdapters, createClients, resourcesFromEnv } from '../shared/runtime.js';
+import { runPlannerTick, type TickReport } from '../shared/planner/planner.js';
+import { powertoolsLogger, PowertoolsMetricsSink } from '../shared/runtime/powertools.js';
+import { createAdapters, createClients, resourcesFromEnv } from '../shared/runtime/clients.js';
 
 const jobs = loadJobs();
 const clients = createClients();

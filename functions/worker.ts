@@ -1,11 +1,11 @@
 /** Worker Lambda: SQS event source with ReportBatchItemFailures. Wiring only. */
 import type { Context, SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { randomUUID } from 'node:crypto';
-import { jobsByName, loadWorkerJobs } from '../shared/worker-config.js';
+import { jobsByName, loadWorkerJobs } from '../shared/worker/config.js';
 import { handlers } from '../shared/handlers/index.js';
-import { powertoolsLogger, PowertoolsMetricsSink } from '../shared/powertools.js';
-import { createAdapters, createClients, resourcesFromEnv } from '../shared/runtime.js';
-import { processBatch } from '../shared/worker.js';
+import { powertoolsLogger, PowertoolsMetricsSink } from '../shared/runtime/powertools.js';
+import { createAdapters, createClients, resourcesFromEnv } from '../shared/runtime/clients.js';
+import { processBatch } from '../shared/worker/batch.js';
 
 const jobs = jobsByName(loadWorkerJobs());
 const clients = createClients();

@@ -11,8 +11,8 @@ import { NodejsFunction, OutputFormat, SourceMapMode } from 'aws-cdk-lib/aws-lam
 import * as logs from 'aws-cdk-lib/aws-logs';
 import type { Construct } from 'constructs';
 import { fileURLToPath } from 'node:url';
-import { METRICS_NAMESPACE, SERVICE_NAME } from '../shared/powertools.js';
-import { ENV } from '../shared/resources.js';
+import { METRICS_NAMESPACE, SERVICE_NAME } from '../shared/runtime/powertools.js';
+import { ENV } from '../shared/core/resources.js';
 import type { LedgerTable } from './constructs/ledger-table.js';
 import type { RunQueues } from './constructs/run-queues.js';
 
@@ -39,7 +39,7 @@ export const LAMBDA_BUNDLE_ALIASES: Readonly<Record<string, string>> = {
   '@aws-sdk/credential-provider-node': projectPath('functions/lambda-credentials.ts'),
 };
 
-/** What the planner and the worker both read to find runs (shared/runtime.ts, resourcesFromEnv). */
+/** What the planner and the worker both read to find runs (shared/runtime/clients.ts, resourcesFromEnv). */
 export function runResourcesEnvironment(ledger: LedgerTable, runQueues: RunQueues): Record<string, string> {
   return {
     [ENV.ledgerTable]: ledger.table.tableName,
@@ -51,7 +51,7 @@ export function runResourcesEnvironment(ledger: LedgerTable, runQueues: RunQueue
 }
 
 /**
- * Which job definitions the planner and the worker load at cold start (shared/worker-config.ts):
+ * Which job definitions the planner and the worker load at cold start (shared/worker/config.ts):
  * both get the same value, so they always agree on the job set.
  */
 export function jobConfigEnvironment(exampleJobs: boolean): Record<string, string> {

@@ -10,7 +10,7 @@
  */
 import { App, Duration, RemovalPolicy, Validations, type AppProps } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { RUN_QUEUES } from '../shared/resources.js';
+import { RUN_QUEUES } from '../shared/core/resources.js';
 import { DEFAULT_STACK_NAME } from './outputs.js';
 import { SchedulerStack, type SchedulerStackProps } from './scheduler-stack.js';
 import { describeValue, InvalidPropsError, type PropProblem } from './validation.js';

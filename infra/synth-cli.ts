@@ -4,7 +4,7 @@
  * problem and no stack trace, and exits 1. Anything else is a bug and keeps its stack trace.
  */
 import type { App } from 'aws-cdk-lib';
-import { JobConfigError } from '../shared/core/job-schema.js';
+import { JobConfigError } from '../shared/schedule/job-schema.js';
 import { ContextError } from './scheduler-app.js';
 import { InvalidJobConfigError } from './scheduler-stack.js';
 import { InvalidPropsError } from './validation.js';

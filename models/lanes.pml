@@ -6,7 +6,7 @@
  *
  * Each worker is a step machine: one step = one call to DynamoDB or SQS (an atomic conditional
  * write, a Query, a send), with the worker's own decisions folded into the step that reads what
- * they depend on. The steps are claimInLane's, in its order (shared/worker-lanes.ts): acquire
+ * they depend on. The steps are claimInLane's, in its order (shared/worker/lanes.ts): acquire
  * (or getRun + takeFromEnded), claim (the run only), on 'leased' after an 'acquired' take
  * release(onlyTake) + look, confirm (acquire again under the claim; blocked: giveBack), the
  * forbid-queue order check on the confirm's floor (give way: release, giveBack, look), handler,
@@ -131,7 +131,7 @@ inline ended(s) {
   olderOpen[2] = olderOpen[2] & ~bit(s)
 }
 
-/* ---- the worker's steps (claimInLane, runEnded, handOn in shared/worker-lanes.ts) ---- */
+/* ---- the worker's steps (claimInLane, runEnded, handOn in shared/worker/lanes.ts) ---- */
 #define IDLE 0
 #define ACQ 1         /* acquire(r, take) */
 #define READH 2       /* getRun(holder) after a blocked acquire */

@@ -3,10 +3,10 @@
  * shared/example-jobs.ts when EXAMPLE_JOBS=true) checked against the handler registry, the
  * calendars and the worker's time limit.
  */
-import { parseJobs, type Job } from './core/job-schema.js';
+import { parseJobs, type Job } from './schedule/job-schema.js';
 import { handlers } from './handlers/index.js';
 import { calendars } from './jobs.js';
-import { configuredJobDefinitions, workerTimeoutFromEnv } from './worker-config.js';
+import { configuredJobDefinitions, workerTimeoutFromEnv } from './worker/config.js';
 
 const cached = new WeakMap<readonly unknown[], readonly Job[]>();
 
@@ -29,4 +29,4 @@ export function loadJobs(definitions: readonly unknown[] = configuredJobDefiniti
   return jobs;
 }
 
-export { configuredJobDefinitions, exampleJobsEnabled, jobsByName, workerTimeoutFromEnv } from './worker-config.js';
+export { configuredJobDefinitions, exampleJobsEnabled, jobsByName, workerTimeoutFromEnv } from './worker/config.js';

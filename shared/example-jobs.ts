@@ -4,7 +4,7 @@
  * runs; a deployment gets them only when asked for (`-c exampleJobs=true`), so a team's first
  * deploy runs its own jobs and nothing else.
  */
-import type { JobInput } from './core/job-schema.js';
+import type { JobInput } from './schedule/job-schema.js';
 
 export const exampleJobDefinitions: readonly JobInput[] = [
   {

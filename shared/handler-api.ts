@@ -19,7 +19,7 @@
  * - `AttemptEndedError`: a `ctx` call made after the attempt ended (timeout, yield, lost lease,
  *   or the handler already returned): refused, so nothing of an ended attempt lands.
  */
-import type { Job } from './core/job-schema-core.js';
+import type { Job } from './schedule/job-schema-core.js';
 import { slotOfFence, type FenceRefusal } from './core/fence.js';
 
 export interface RunLogger {

@@ -4,7 +4,7 @@
  * and by the tests; an invalid job names itself and the field at fault. The example jobs live in
  * shared/example-jobs.ts and are deployed only with `-c exampleJobs=true`.
  */
-import type { Calendars, JobInput } from './core/job-schema.js';
+import type { Calendars, JobInput } from './schedule/job-schema.js';
 
 /**
  * Named lists of local dates (`2026-12-25`) that jobs skip with `exclude: [{ calendar: name }]`;

@@ -6,12 +6,12 @@
  * summary. Every line starts with the same three columns, a label, the job and how long the
  * attempt took (blank when none ran), padded so they align whatever the label; `key=value` follows,
  * so they read in a terminal and grep well. An error message is quoted (JSON) so it stays on its
- * line. Durations read in units (`45 s`, `2 h 57 min`: shared/core/duration.ts).
+ * line. Durations read in units (`45 s`, `2 h 57 min`: shared/schedule/duration.ts).
  */
-import { readableDuration } from '../shared/core/duration.js';
+import { readableDuration } from '../shared/schedule/duration.js';
 import type { OutboxEvent } from '../shared/core/outbox.js';
 import { slotIso } from '../shared/core/vocabulary.js';
-import { RUN_QUEUES } from '../shared/resources.js';
+import { RUN_QUEUES } from '../shared/core/resources.js';
 import type { DeadLetterLine, FencedOutLine, PausedLine, PoisonLine, RunOutcomeLine, RunSettledLine, RuntimeSummary, TakeoverLine } from './local-reports.js';
 
 /** Every label a line starts with; the first column is as wide as the longest. */

@@ -3,8 +3,8 @@
  * adapter, reporting to `npm start` what the history events do not carry.
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { Ledger, type AttemptFacts, type CountedCreateResult, type CreateRunResult, type LeaseCheck, type LedgerOptions, type NewRun, type Outcome, type RunCount } from '../shared/adapters/ledger.js';
-import { PlannerStore } from '../shared/adapters/planner-store.js';
+import { Ledger, type AttemptFacts, type CountedCreateResult, type CreateRunResult, type LeaseCheck, type LedgerOptions, type NewRun, type Outcome, type RunCount } from '../shared/store/ledger.js';
+import { PlannerStore } from '../shared/store/planner-state.js';
 import { RunStatus, type Run } from '../shared/core/vocabulary.js';
 
 /** How a run ended without an attempt: SKIPPED (misfire skip, forbid-skip), SUPERSEDED (coalesce), DEAD (fencing range spent). */

@@ -4,7 +4,7 @@
  * others to come back after their visibility timeout (or the one the worker set).
  */
 import { DeleteMessageBatchCommand, ReceiveMessageCommand, type SQSClient } from '@aws-sdk/client-sqs';
-import type { BatchResult, QueueRecord } from '../shared/worker.js';
+import type { BatchResult, QueueRecord } from '../shared/worker/batch.js';
 
 export interface PollerOptions {
   readonly queueUrl: string;

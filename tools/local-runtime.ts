@@ -6,27 +6,27 @@
  */
 import { randomUUID } from 'node:crypto';
 import { BatchWriteCommand } from '@aws-sdk/lib-dynamodb';
-import { RunQueue } from '../shared/adapters/run-queue.js';
-import type { Job } from '../shared/core/job-schema.js';
+import { RunQueue } from '../shared/messaging/run-queue.js';
+import type { Job } from '../shared/schedule/job-schema.js';
 import type { HistoryEvent, HistorySink } from '../shared/core/history.js';
-import { InvariantMonitor, teeHistory, type Violation } from '../shared/core/invariants.js';
+import { InvariantMonitor, teeHistory, type Violation } from './verify/invariants.js';
 import { jobsByName } from '../shared/config.js';
 import type { JobHandler } from '../shared/handler-api.js';
 import { PAYMENTS_PK } from '../shared/handlers/payments-reconcile.js';
-import { InMemoryMetrics, JsonLineLogger, MetricName, type RunLogger } from '../shared/observability.js';
-import { ConfigRecorder } from '../shared/config-record.js';
-import { DeployedConfigStore } from '../shared/adapters/deployed-config-store.js';
-import { runPlannerTick, type PlannerOptions, type TickReport } from '../shared/planner.js';
-import { createClients, type Clients } from '../shared/runtime.js';
+import { InMemoryMetrics, JsonLineLogger, MetricName, type RunLogger } from '../shared/runtime/observability.js';
+import { ConfigRecorder } from '../shared/planner/config-record.js';
+import { DeployedConfigStore } from '../shared/store/deployed-config.js';
+import { runPlannerTick, type PlannerOptions, type TickReport } from '../shared/planner/planner.js';
+import { createClients, type Clients } from '../shared/runtime/clients.js';
 import { RunStatus, runKeyOf, type Run } from '../shared/core/vocabulary.js';
-import { processBatch, type ChildLogger, type QueueRecord, type WorkerOptions } from '../shared/worker.js';
+import { processBatch, type ChildLogger, type QueueRecord, type WorkerOptions } from '../shared/worker/batch.js';
 import { localClientConfig, type DeadLetter, type LocalEndpoints } from './local-stack.js';
 import { LocalPoller } from './local-poller.js';
 import { LocalOutboxRelay } from './local-outbox-relay.js';
 import { ObservedLedger, type PauseRecord, type SettledStatus } from './local-observed-ledger.js';
 import type { DeadLetterLine, FencedOutLine, PausedLine, PoisonLine, RunOutcomeLine, RunSettledLine, RuntimeSummary, TakeoverLine } from './local-reports.js';
 import type { OutboxEvent } from '../shared/core/outbox.js';
-import { PAUSED_BY_FAILURE } from '../shared/worker-pause.js';
+import { PAUSED_BY_FAILURE } from '../shared/worker/pause.js';
 
 export { ObservedLedger } from './local-observed-ledger.js';
 export type { DeadLetterLine, FencedOutLine, PausedLine, PoisonLine, RunOutcomeLine, RunSettledLine, RuntimeSummary, TakeoverLine } from './local-reports.js';

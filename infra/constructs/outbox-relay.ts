@@ -9,7 +9,7 @@
  * queue keeps a batch), so a failed event can be republished from it; its TTL delete is a REMOVE
  * record, which the filter never lets through.
  */
-import { ENV } from '../../shared/resources.js';
+import { ENV } from '../../shared/core/resources.js';
 import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import type * as iam from 'aws-cdk-lib/aws-iam';
@@ -20,7 +20,7 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { OUTBOX_PK_PREFIX } from '../../shared/core/outbox.js';
-import { LEDGER_TABLE } from '../../shared/resources.js';
+import { LEDGER_TABLE } from '../../shared/core/resources.js';
 import { FUNCTION_ACCESS } from '../iam-access.js';
 import { createSchedulerFunction, type SchedulerFunctionOptions } from '../lambda-defaults.js';
 import { QueueEventSourceDlq } from '../queue-destinations.js';

@@ -18,14 +18,14 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { PartitionRef } from '../../shared/core/partition.js';
-import { MAX_PLANNER_PARTITIONS, PLANNER_SCHEDULE } from '../../shared/resources.js';
+import { MAX_PLANNER_PARTITIONS, PLANNER_SCHEDULE } from '../../shared/core/resources.js';
 import { createSchedulerFunction, jobConfigEnvironment, runResourcesEnvironment, type SchedulerFunctionOptions } from '../lambda-defaults.js';
 import { QueueFailureDestination } from '../queue-destinations.js';
 import { durationIn, integerIn, validateProps, type PropRule } from '../validation.js';
 import type { LedgerTable } from './ledger-table.js';
 import type { RunQueues } from './run-queues.js';
 
-/** Upper bound on partitions (shared/resources.ts: the local runtime refuses more too). */
+/** Upper bound on partitions (shared/core/resources.ts: the local runtime refuses more too). */
 export { MAX_PLANNER_PARTITIONS };
 
 export interface PlannerFunctionProps extends SchedulerFunctionOptions {

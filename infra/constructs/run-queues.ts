@@ -8,7 +8,7 @@ import { Duration, RemovalPolicy } from 'aws-cdk-lib';
 import type * as iam from 'aws-cdk-lib/aws-iam';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
-import { RUN_QUEUES } from '../../shared/resources.js';
+import { RUN_QUEUES } from '../../shared/core/resources.js';
 import { FUNCTION_ACCESS } from '../iam-access.js';
 import { durationIn, integerIn, validateProps, type PropRule } from '../validation.js';
 
@@ -29,7 +29,7 @@ export interface RunQueuesProps {
   readonly visibilityTimeout?: Duration;
   /**
    * Receives before a message moves to the DLQ; must exceed every job's retry.maxAttempts.
-   * @default RUN_QUEUES.maxReceiveCount (shared/resources.ts)
+   * @default RUN_QUEUES.maxReceiveCount (shared/core/resources.ts)
    */
   readonly maxReceiveCount?: number;
   /**

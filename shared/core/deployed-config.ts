@@ -2,11 +2,11 @@
  * The deployed job config as the planner records it in the ledger on each cold start, so that the
  * ops CLI acts on what runs, not on the operator's working copy: the validated jobs (defaults
  * applied, calendars expanded) as one JSON document, and a hash that says whether two configs are
- * the same. Pure: the adapter (shared/adapters/deployed-config-store.ts) compresses, chunks and
+ * the same. Pure: the adapter (shared/store/deployed-config.ts) compresses, chunks and
  * stores it.
  */
 import { createHash } from 'node:crypto';
-import type { Job } from './job-schema.js';
+import type { Job } from '../schedule/job-schema.js';
 
 /** The document's format; a reader refuses another one rather than guess. */
 export const DEPLOYED_CONFIG_VERSION = 1;

@@ -3,7 +3,7 @@
  * holder that ended hands the lane to, and how far its floor may rise. The worker
  * (worker-lanes.ts), the operator commands and the sweeper ask these, so one rule has one home.
  */
-import { OverlapPolicy, type Job } from './job-schema-core.js';
+import { OverlapPolicy, type Job } from '../schedule/job-schema-core.js';
 import { isTerminal, RunStatus, WAITING_STATUSES, type Run } from './vocabulary.js';
 
 /** How far another process's clock may be ahead of ours when it says a run was due. */

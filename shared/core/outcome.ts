@@ -2,7 +2,7 @@
  * What an attempt's end means for the run (DESIGN §5, §8), pure: the worker hands in how the
  * handler ended and gets the transition to record.
  */
-import type { Job } from './job-schema-core.js';
+import type { Job } from '../schedule/job-schema-core.js';
 import { boundError, boundEvidence } from './limits.js';
 import { RunOrigin, RunStatus, type Run } from './vocabulary.js';
 

@@ -1,13 +1,13 @@
 /**
  * What one planner tick should materialize, computed from the config, the partition watermark,
  * the exceptional jobs' own state and an injected `now` alone (DESIGN §7). Pure: the planner's
- * I/O loop (shared/planner.ts) executes the plan. A job with no slot in the window costs nothing
+ * I/O loop (shared/planner/planner.ts) executes the plan. A job with no slot in the window costs nothing
  * but one `nextSlotAfter` call.
  */
-import type { Job } from './job-schema.js';
-import { nextSlotAfter, slotSpecOf, slotsBetween, type SlotSpec } from './slots.js';
+import type { Job } from '../schedule/job-schema.js';
+import { nextSlotAfter, slotSpecOf, slotsBetween, type SlotSpec } from '../schedule/slots.js';
 import { RunStatus } from './vocabulary.js';
-import { fireTimeOf } from './jitter.js';
+import { fireTimeOf } from '../schedule/jitter.js';
 
 export interface PlannedRun {
   readonly job: Job;
@@ -79,7 +79,7 @@ export interface PlanInput {
   readonly replanFrom?: number;
 }
 
-export { slotSpecOf } from './slots.js';
+export { slotSpecOf } from '../schedule/slots.js';
 
 /**
  * The count of scheduled slots a `maxRuns` job had when earlier code recorded a bound instead

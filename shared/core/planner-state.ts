@@ -15,7 +15,7 @@
  */
 import { createHash } from 'node:crypto';
 import { partitionOf, stableHash } from './partition.js';
-import { KEY_SPREAD } from '../resources.js';
+import { KEY_SPREAD } from './resources.js';
 
 /** Where one planner partition stands. */
 export interface PartitionCursor {

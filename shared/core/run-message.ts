@@ -2,7 +2,7 @@
  * Validation of run messages read from the queue (DESIGN §8). A message that fails here is
  * poison: logged with its id, counted, and left to reach the DLQ; it never crashes the batch.
  */
-import { OverlapPolicy, type Job } from './job-schema-core.js';
+import { OverlapPolicy, type Job } from '../schedule/job-schema-core.js';
 import { MAX_FENCEABLE_SLOT } from './fence.js';
 import { RUN_MESSAGE_VERSION, runKeyOf, type Run, type RunId, type RunMessage } from './vocabulary.js';
 

@@ -11,9 +11,9 @@ import { AlarmKey } from '../../infra/constructs/observability.js';
 import { StackOutput } from '../../infra/outputs.js';
 import { ContextKey } from '../../infra/scheduler-app.js';
 import { SchedulerStack } from '../../infra/scheduler-stack.js';
-import { MetricName } from '../../shared/observability.js';
-import { METRICS_NAMESPACE, STACK_DIMENSION } from '../../shared/powertools.js';
-import { ENV } from '../../shared/resources.js';
+import { MetricName } from '../../shared/runtime/observability.js';
+import { METRICS_NAMESPACE, STACK_DIMENSION } from '../../shared/runtime/powertools.js';
+import { ENV } from '../../shared/core/resources.js';
 import { FAST_APP, schedulerApp, testContext } from './support.js';
 
 type AlarmResource = { Properties: { AlarmName: string; Namespace?: string; Dimensions?: { Name: string; Value: unknown }[]; AlarmActions?: unknown[]; OKActions?: unknown[] } };

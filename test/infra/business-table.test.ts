@@ -2,11 +2,11 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { describe, expect, it } from 'vitest';
 import { BusinessTable, FENCED_WRITER_ACTIONS } from '../../infra/constructs/business-table.js';
-import { PAYMENTS_TABLE } from '../../shared/resources.js';
+import { PAYMENTS_TABLE } from '../../shared/core/resources.js';
 import { actionsOfRole, constructStack, isWildcardResource, statementsOfRole } from './support.js';
 
 describe('BusinessTable', () => {
-  it('is the payments table of shared/resources.ts with PITR and encryption', () => {
+  it('is the payments table of shared/core/resources.ts with PITR and encryption', () => {
     const stack = constructStack();
     new BusinessTable(stack, 'Payments');
     Template.fromStack(stack).hasResource('AWS::DynamoDB::Table', {

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { projectPath } from '../../infra/lambda-defaults.js';
 import { CONTEXT_PARAMETERS } from '../../infra/scheduler-app.js';
 import { InvalidJobConfigError } from '../../infra/scheduler-stack.js';
-import { JobConfigError, jobFieldNames, parseJobs } from '../../shared/core/job-schema.js';
+import { JobConfigError, jobFieldNames, parseJobs } from '../../shared/schedule/job-schema.js';
 import { handlers } from '../../shared/handlers/index.js';
 
 const README = readFileSync(projectPath('README.md'), 'utf8');

@@ -5,7 +5,7 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import { describe, expect, it } from 'vitest';
 import { LedgerTable } from '../../infra/constructs/ledger-table.js';
 import { FUNCTION_ACCESS } from '../../infra/iam-access.js';
-import { LEDGER_TABLE } from '../../shared/resources.js';
+import { LEDGER_TABLE } from '../../shared/core/resources.js';
 import { actionsOfRole, constructStack, isWildcardResource, statementsOfRole } from './support.js';
 
 function ledger(props: ConstructorParameters<typeof LedgerTable>[2] = {}) {
@@ -15,7 +15,7 @@ function ledger(props: ConstructorParameters<typeof LedgerTable>[2] = {}) {
 }
 
 describe('LedgerTable', () => {
-  it('has the keys, open-runs index and TTL attribute of shared/resources.ts', () => {
+  it('has the keys, open-runs index and TTL attribute of shared/core/resources.ts', () => {
     const template = Template.fromStack(ledger().stack);
     template.resourceCountIs('AWS::DynamoDB::Table', 1);
     template.hasResourceProperties('AWS::DynamoDB::Table', {

@@ -5,8 +5,8 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { describe, expect, it } from 'vitest';
 import { AlarmKey, OLDEST_OPEN_RUN_AGE, OUTBOX_RELAY_ALARM_KEYS, Observability, type ObservabilityProps } from '../../infra/constructs/observability.js';
-import { MetricName } from '../../shared/observability.js';
-import { METRICS_NAMESPACE, PARTITION_DIMENSION, SERVICE_NAME, STACK_DIMENSION } from '../../shared/powertools.js';
+import { MetricName } from '../../shared/runtime/observability.js';
+import { METRICS_NAMESPACE, PARTITION_DIMENSION, SERVICE_NAME, STACK_DIMENSION } from '../../shared/runtime/powertools.js';
 import { constructStack } from './support.js';
 
 type Extra = Partial<Omit<ObservabilityProps, 'plannerFunction' | 'plannerFailureQueue' | 'workerFunction' | 'runQueue' | 'deadLetterQueue' | 'outboxRelayFunction' | 'outboxRelayFailureQueue'>>;

@@ -5,7 +5,7 @@ import { LedgerTable } from '../../infra/constructs/ledger-table.js';
 import { PlannerFunction, plannerInputs, type PlannerFunctionProps } from '../../infra/constructs/planner-function.js';
 import { RunQueues } from '../../infra/constructs/run-queues.js';
 import { partitionOf } from '../../shared/core/partition.js';
-import { ENV } from '../../shared/resources.js';
+import { ENV } from '../../shared/core/resources.js';
 import { actionsOfRole, constructStack, isWildcardResource, statementsOfRole } from './support.js';
 
 function planner(props: Partial<Omit<PlannerFunctionProps, 'ledger' | 'runQueues'>> = {}) {

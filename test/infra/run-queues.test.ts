@@ -3,7 +3,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import { describe, expect, it } from 'vitest';
 import { RunQueues } from '../../infra/constructs/run-queues.js';
-import { RUN_QUEUES } from '../../shared/resources.js';
+import { RUN_QUEUES } from '../../shared/core/resources.js';
 import { actionsOfRole, constructStack, isWildcardResource, statementsOfRole } from './support.js';
 
 function queues(props: ConstructorParameters<typeof RunQueues>[2] = {}) {
@@ -19,7 +19,7 @@ function logicalId(template: Template, construct: RunQueues, which: 'runQueue' |
 }
 
 describe('RunQueues', () => {
-  it('redrives to the DLQ after maxReceiveCount from shared/resources.ts', () => {
+  it('redrives to the DLQ after maxReceiveCount from shared/core/resources.ts', () => {
     const { construct, template: t } = queues();
     const template = t();
     const dlq = logicalId(template, construct, 'deadLetterQueue');

@@ -17,7 +17,7 @@ import { StackOutput } from '../../infra/outputs.js';
 import { CONTEXT_PARAMETERS, ContextError, ContextKey, createSchedulerApp, stackPropsFromContext } from '../../infra/scheduler-app.js';
 import { NAG_ACKNOWLEDGMENTS, SchedulerStack, validateJobsForDeployment } from '../../infra/scheduler-stack.js';
 import { exampleJobDefinitions } from '../../shared/example-jobs.js';
-import { ENV, RUN_QUEUES } from '../../shared/resources.js';
+import { ENV, RUN_QUEUES } from '../../shared/core/resources.js';
 import { FAST_APP, iamStatements, isWildcardResource, schedulerApp, testContext } from './support.js';
 
 function nagViolations(scope: Parameters<AwsSolutionsChecks['validateScope']>[0]) {

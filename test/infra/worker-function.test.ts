@@ -5,7 +5,7 @@ import { BusinessTable } from '../../infra/constructs/business-table.js';
 import { LedgerTable } from '../../infra/constructs/ledger-table.js';
 import { RunQueues } from '../../infra/constructs/run-queues.js';
 import { WorkerFunction, type WorkerFunctionProps } from '../../infra/constructs/worker-function.js';
-import { ENV } from '../../shared/resources.js';
+import { ENV } from '../../shared/core/resources.js';
 import { actionsOfRole, constructStack, isWildcardResource, statementsOfRole } from './support.js';
 
 function worker(props: Partial<Omit<WorkerFunctionProps, 'ledger' | 'runQueues'>> = {}, queueTimeout?: Duration) {

@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { openBucketOf } from '../../shared/core/planner-state.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
-import { KEY_SPREAD, LedgerKeys } from '../../shared/resources.js';
+import { KEY_SPREAD, LedgerKeys } from '../../shared/core/resources.js';
 import { describeKeySchemas, keyConditionValue, KeyLoad, parseUpdate, type KeyUnits } from '../../tools/bench/key-load.js';
 import { sandbox } from '../support/stack.js';
 

@@ -8,7 +8,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DeployedConfigStore } from '../../shared/adapters/deployed-config-store.js';
+import { DeployedConfigStore } from '../../shared/store/deployed-config.js';
 import { configuredJobDefinitions, loadJobs } from '../../shared/config.js';
 import { PROJECT_ROOT } from '../../tools/local-stack.js';
 import { sandbox, type Sandbox } from '../support/stack.js';

@@ -10,14 +10,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { ReceiveMessageCommand, SendMessageBatchCommand } from '@aws-sdk/client-sqs';
-import type { RunQueue } from '../../shared/adapters/run-queue.js';
+import type { RunQueue } from '../../shared/messaging/run-queue.js';
 import { jobsByName } from '../../shared/config.js';
 import { mapBounded } from '../../shared/core/concurrency.js';
 import { RunStatus, runKeyOf, type RunId } from '../../shared/core/vocabulary.js';
 import type { JobHandler } from '../../shared/handler-api.js';
-import { InMemoryMetrics } from '../../shared/observability.js';
-import { messageFor } from '../../shared/planner.js';
-import { processBatch, type QueueRecord, type WorkerDeps } from '../../shared/worker.js';
+import { InMemoryMetrics } from '../../shared/runtime/observability.js';
+import { messageFor } from '../../shared/planner/planner.js';
+import { processBatch, type QueueRecord, type WorkerDeps } from '../../shared/worker/batch.js';
 import { LocalPoller } from '../../tools/local-poller.js';
 import { Rng } from '../../tools/chaos/rng.js';
 import { silentLogger, testJobs, waitFor } from '../support/helpers.js';

@@ -10,7 +10,7 @@ import { CURSOR_KEY, PAYMENTS_PK } from '../../shared/handlers/payments-reconcil
 import { CACHE_KEY } from '../../shared/handlers/cache-refresh.js';
 import { isTerminal, RunStatus } from '../../shared/core/vocabulary.js';
 import { LocalRuntime, seedPayments } from '../../tools/local-runtime.js';
-import { DynamoItemReader } from '../../shared/adapters/item-reader.js';
+import { DynamoItemReader } from '../../shared/store/item-reader.js';
 import { waitFor } from '../support/helpers.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
 

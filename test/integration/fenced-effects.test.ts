@@ -4,8 +4,8 @@
  * after it committed is applied once (increments included); nothing of an ended attempt lands.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DynamoItemReader } from '../../shared/adapters/item-reader.js';
-import { DynamoFencedStore } from '../../shared/adapters/fenced-store.js';
+import { DynamoItemReader } from '../../shared/store/item-reader.js';
+import { DynamoFencedStore } from '../../shared/store/fenced-store.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
 import { AttemptAbortedError, AttemptEndedError, ConditionFailedError, FencedOutError, type JobHandler, type RunContext } from '../../shared/handler-api.js';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';

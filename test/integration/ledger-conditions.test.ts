@@ -10,11 +10,11 @@ import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { initialFence, MAX_CLAIMS_PER_SLOT } from '../../shared/core/fence.js';
 import { explainClaimRefusal } from '../../shared/core/lease.js';
 import { isTerminal, RunOrigin, RunStatus, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
-import { deadKeys, Ledger, runFromItem, watchKeys } from '../../shared/adapters/ledger.js';
+import { deadKeys, Ledger, runFromItem, watchKeys } from '../../shared/store/ledger.js';
 import { ATTEMPT_HISTORY_LIMIT } from '../../shared/core/limits.js';
 import { exceptionBucketOf } from '../../shared/core/planner-state.js';
-import { LedgerKeys } from '../../shared/resources.js';
-import { LaneStore, VACANT_SLOT } from '../../shared/adapters/lane-store.js';
+import { LedgerKeys } from '../../shared/core/resources.js';
+import { LaneStore, VACANT_SLOT } from '../../shared/store/lanes.js';
 import { faultyClient } from '../support/faults.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
 

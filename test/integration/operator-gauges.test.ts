@@ -5,13 +5,13 @@
  * `ops resume`, a job an operator paused is not; the cleared state publishes 0.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LedgerOps } from '../../shared/adapters/ledger-ops.js';
+import { LedgerOps } from '../../shared/store/repairs.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
 import { PermanentError, type JobHandler } from '../../shared/handler-api.js';
 import { resolveRun } from '../../tools/ops/resolve.js';
-import { InMemoryMetrics, MetricName } from '../../shared/observability.js';
-import { runPlannerTick } from '../../shared/planner.js';
-import { PAUSED_BY_FAILURE } from '../../shared/worker-pause.js';
+import { InMemoryMetrics, MetricName } from '../../shared/runtime/observability.js';
+import { runPlannerTick } from '../../shared/planner/planner.js';
+import { PAUSED_BY_FAILURE } from '../../shared/worker/pause.js';
 import { silentLogger, testJobs } from '../support/helpers.js';
 import { Lab, RecordingQueue } from '../support/lab.js';
 import { sandbox, type Sandbox } from '../support/stack.js';

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DeployedConfigStore } from '../../shared/adapters/deployed-config-store.js';
+import { DeployedConfigStore } from '../../shared/store/deployed-config.js';
 import { configuredJobDefinitions, loadJobs } from '../../shared/config.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
 import { PROJECT_ROOT } from '../../tools/local-stack.js';

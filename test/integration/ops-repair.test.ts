@@ -13,9 +13,9 @@ import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-s
 import { jobsByName } from '../../shared/config.js';
 import { RunStatus, runKeyOf, type Run, type RunId } from '../../shared/core/vocabulary.js';
 import type { JobHandler } from '../../shared/handler-api.js';
-import { InMemoryMetrics } from '../../shared/observability.js';
-import { messageFor } from '../../shared/planner.js';
-import { processBatch } from '../../shared/worker.js';
+import { InMemoryMetrics } from '../../shared/runtime/observability.js';
+import { messageFor } from '../../shared/planner/planner.js';
+import { processBatch } from '../../shared/worker/batch.js';
 import { runOps } from '../../tools/ops/cli.js';
 import type { OpsIo } from '../../tools/ops/io.js';
 import { OpsFailure } from '../../tools/ops/io.js';
@@ -220,7 +220,7 @@ describe('ops resolve', () => {
         return seen;
       },
     };
-    const { LedgerOps } = await import('../../shared/adapters/ledger-ops.js');
+    const { LedgerOps } = await import('../../shared/store/repairs.js');
     const ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
     await expect(resolveRun({ ledger: racingLedger, ops, clock: Date.now }, { id: id(s), as: 'dead', reason: 'stale', by: 'ops' })).rejects.toThrow(OpsFailure);
     await expect(

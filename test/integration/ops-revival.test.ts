@@ -9,7 +9,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { LedgerOps } from '../../shared/adapters/ledger-ops.js';
+import { LedgerOps } from '../../shared/store/repairs.js';
 import { messageFor } from '../../shared/core/run-message.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
 import { AttemptEndedError, ReconcileOutcome, ResultUnknownError, RetryableError, type JobHandler } from '../../shared/handler-api.js';

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LedgerKeys } from '../../shared/resources.js';
+import { LedgerKeys } from '../../shared/core/resources.js';
 import { RunStatus, runKeyOf } from '../../shared/core/vocabulary.js';
 import { runOps } from '../../tools/ops/cli.js';
 import type { OpsIo } from '../../tools/ops/io.js';

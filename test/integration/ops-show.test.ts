@@ -11,7 +11,7 @@ import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initialFence } from '../../shared/core/fence.js';
 import { RunStatus, runKeyOf, type Run, type RunId } from '../../shared/core/vocabulary.js';
-import { LedgerKeys } from '../../shared/resources.js';
+import { LedgerKeys } from '../../shared/core/resources.js';
 import { runOps } from '../../tools/ops/cli.js';
 import type { OpsIo } from '../../tools/ops/io.js';
 import { testJobs } from '../support/helpers.js';

@@ -14,7 +14,7 @@ import { CloudFormationClient, DescribeStacksCommand } from '@aws-sdk/client-clo
 import { mockClient } from 'aws-sdk-client-mock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { StackOutput } from '../../infra/outputs.js';
-import { DeployedConfigStore } from '../../shared/adapters/deployed-config-store.js';
+import { DeployedConfigStore } from '../../shared/store/deployed-config.js';
 import { configuredJobDefinitions, loadJobs } from '../../shared/config.js';
 import { runOps } from '../../tools/ops/cli.js';
 import { OpsFailure, type OpsIo } from '../../tools/ops/io.js';

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunOrigin, RunStatus } from '../../shared/core/vocabulary.js';
-import type { Clients } from '../../shared/runtime.js';
+import type { Clients } from '../../shared/runtime/clients.js';
 import { runOps } from '../../tools/ops/cli.js';
 import type { OpsIo } from '../../tools/ops/io.js';
 import { drain, testJobs } from '../support/helpers.js';

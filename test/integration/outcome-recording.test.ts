@@ -9,7 +9,7 @@ import { MAX_CHECKPOINT_CHARS, MAX_ERROR_MESSAGE_CHARS, MAX_EVIDENCE_CHARS, type
 import { RunStatus } from '../../shared/core/vocabulary.js';
 import { CheckpointTooLargeError, RetryableError, type JobHandler } from '../../shared/handler-api.js';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { Ledger } from '../../shared/adapters/ledger.js';
+import { Ledger } from '../../shared/store/ledger.js';
 import { faultyClient } from '../support/faults.js';
 import { testJobs } from '../support/helpers.js';
 import { Lab } from '../support/lab.js';
@@ -121,7 +121,7 @@ describe('outcome recording', () => {
     await lab.create(name, T0);
     const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: isClaim, fault: 'refused', times: 3 }], 3);
     const ledger = new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable });
-    const { processBatch } = await import('../../shared/worker.js');
+    const { processBatch } = await import('../../shared/worker/batch.js');
     const result = await processBatch(lab.deps('w', { ledger }), [lab.record(name, T0)]);
     expect(result.batchItemFailures).toHaveLength(1);
     expect(lab.metrics.get('WorkerRecordErrors')).toBe(1);

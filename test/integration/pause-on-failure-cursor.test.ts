@@ -3,10 +3,10 @@
  * the planner's newest (a backfilled slot) must not move that back.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { backfill } from '../../shared/backfill.js';
+import { backfill } from '../../shared/operations/backfill.js';
 import { RunOrigin, RunStatus } from '../../shared/core/vocabulary.js';
 import { PermanentError, type JobHandler } from '../../shared/handler-api.js';
-import { runPlannerTick } from '../../shared/planner.js';
+import { runPlannerTick } from '../../shared/planner/planner.js';
 import { silentLogger, testJobs } from '../support/helpers.js';
 import { Lab } from '../support/lab.js';
 import { sandbox, type Sandbox } from '../support/stack.js';

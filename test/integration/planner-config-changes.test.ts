@@ -5,11 +5,11 @@
  * hazard it guards against.
  */
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { runPlannerTick, type PlannerDeps } from '../../shared/planner.js';
-import type { Job, JobInput } from '../../shared/core/job-schema.js';
+import { runPlannerTick, type PlannerDeps } from '../../shared/planner/planner.js';
+import type { Job, JobInput } from '../../shared/schedule/job-schema.js';
 import { RunOrigin, RunStatus, type Run } from '../../shared/core/vocabulary.js';
 import type { JobHandler } from '../../shared/handler-api.js';
-import { processRecord } from '../../shared/worker.js';
+import { processRecord } from '../../shared/worker/batch.js';
 import { Lab, RecordingQueue } from '../support/lab.js';
 import { ManualClock, metrics, silentLogger, testJobs } from '../support/helpers.js';
 import { sandbox, type Sandbox } from '../support/stack.js';

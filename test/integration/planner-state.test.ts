@@ -5,15 +5,15 @@
  * plans slots from before its first planning; a stale tick never moves the watermark back.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jobPlanning } from '../../shared/adapters/planner-store.js';
+import { jobPlanning } from '../../shared/store/planner-state.js';
 import type { HistoryEvent } from '../../shared/core/history.js';
 import { partitionOf } from '../../shared/core/partition.js';
 import { slotSpecOf } from '../../shared/core/plan.js';
-import { slotsBetween } from '../../shared/core/slots.js';
+import { slotsBetween } from '../../shared/schedule/slots.js';
 import { RunStatus, type Run } from '../../shared/core/vocabulary.js';
-import { InMemoryMetrics } from '../../shared/observability.js';
-import { runPlannerTick, type PlannerOptions, type TickReport } from '../../shared/planner.js';
-import type { Job } from '../../shared/core/job-schema.js';
+import { InMemoryMetrics } from '../../shared/runtime/observability.js';
+import { runPlannerTick, type PlannerOptions, type TickReport } from '../../shared/planner/planner.js';
+import type { Job } from '../../shared/schedule/job-schema.js';
 import { ManualClock, silentLogger, testJobs } from '../support/helpers.js';
 import { RecordingQueue } from '../support/lab.js';
 import { sandbox, type Sandbox } from '../support/stack.js';

@@ -1,5 +1,5 @@
 /**
- * The planner's own ledger items (shared/adapters/planner-store.ts) on DynamoDB Local: the layout
+ * The planner's own ledger items (shared/store/planner-state.ts) on DynamoDB Local: the layout
  * and its watermarks, the exception buckets of paused and catching-up jobs, and each job's plan
  * item. Every test asserts on what the store returns and on what is read back afterwards, never
  * on request text. Faults a local server cannot produce (unprocessed keys, lost responses,
@@ -12,8 +12,8 @@ import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mapBounded } from '../../shared/core/concurrency.js';
 import { exceptionBucketOf, type PartitionCursor, type PlannerLayout } from '../../shared/core/planner-state.js';
-import { jobPlanning, PlannerStore, type JobPlan } from '../../shared/adapters/planner-store.js';
-import { KEY_SPREAD, LedgerKeys } from '../../shared/resources.js';
+import { jobPlanning, PlannerStore, type JobPlan } from '../../shared/store/planner-state.js';
+import { KEY_SPREAD, LedgerKeys } from '../../shared/core/resources.js';
 import { localClientConfig } from '../../tools/local-stack.js';
 import { clientWith, faultyClient } from '../support/faults.js';
 import { sandbox, type Sandbox } from '../support/stack.js';

@@ -2,13 +2,13 @@
  * The planner against DynamoDB Local and local-aws-sqs: concurrent planners, crash safety, and
  * cost that grows with due slots rather than with jobs.
  */
-import { KEY_SPREAD } from '../../shared/resources.js';
+import { KEY_SPREAD } from '../../shared/core/resources.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CountingMiddleware } from '../support/counting.js';
-import { runPlannerTick } from '../../shared/planner.js';
+import { runPlannerTick } from '../../shared/planner/planner.js';
 import { NO_HISTORY, type HistoryEvent } from '../../shared/core/history.js';
 import { RunStatus, runKeyOf } from '../../shared/core/vocabulary.js';
-import { Ledger } from '../../shared/adapters/ledger.js';
+import { Ledger } from '../../shared/store/ledger.js';
 import { faultyClient } from '../support/faults.js';
 import { RecordingQueue } from '../support/lab.js';
 import { partitionOf } from '../../shared/core/partition.js';

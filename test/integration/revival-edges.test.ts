@@ -3,7 +3,7 @@
  * operator paths (resolve, retry) and at the edge of a run's fencing range.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LedgerOps } from '../../shared/adapters/ledger-ops.js';
+import { LedgerOps } from '../../shared/store/repairs.js';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { MAX_CLAIMS_PER_SLOT, claimsOf, initialFence } from '../../shared/core/fence.js';
 import { RunStatus, type Run } from '../../shared/core/vocabulary.js';

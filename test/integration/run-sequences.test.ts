@@ -6,10 +6,10 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { LedgerOps, needsRevival } from '../../shared/adapters/ledger-ops.js';
+import { LedgerOps, needsRevival } from '../../shared/store/repairs.js';
 import { isTerminal, RunStatus } from '../../shared/core/vocabulary.js';
 import { PermanentError, ReconcileOutcome, ResultUnknownError, RetryableError, type JobHandler } from '../../shared/handler-api.js';
-import { MetricName } from '../../shared/observability.js';
+import { MetricName } from '../../shared/runtime/observability.js';
 import { OpsFailure } from '../../tools/ops/io.js';
 import { resolveRun } from '../../tools/ops/resolve.js';
 import { RETRYABLE_STATES, retryRuns } from '../../tools/ops/retry.js';

@@ -4,20 +4,20 @@
  * against a handler that ignores its signal, pauseOnFailure and maxRuns.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Ledger, watchKeys } from '../../shared/adapters/ledger.js';
-import { jobPlanning } from '../../shared/adapters/planner-store.js';
-import { backfill } from '../../shared/backfill.js';
-import { DynamoItemReader } from '../../shared/adapters/item-reader.js';
-import { LedgerOps } from '../../shared/adapters/ledger-ops.js';
+import { Ledger, watchKeys } from '../../shared/store/ledger.js';
+import { jobPlanning } from '../../shared/store/planner-state.js';
+import { backfill } from '../../shared/operations/backfill.js';
+import { DynamoItemReader } from '../../shared/store/item-reader.js';
+import { LedgerOps } from '../../shared/store/repairs.js';
 import { initialFence } from '../../shared/core/fence.js';
-import { fireTimeOf } from '../../shared/core/jitter.js';
+import { fireTimeOf } from '../../shared/schedule/jitter.js';
 import { partitionOf } from '../../shared/core/partition.js';
 import { openBucketOf } from '../../shared/core/planner-state.js';
 import { RunOrigin, RunStatus } from '../../shared/core/vocabulary.js';
 import { AttemptEndedError, FencedOutError, PermanentError, RetryableError, type JobHandler, type RunContext } from '../../shared/handler-api.js';
-import { InMemoryMetrics } from '../../shared/observability.js';
-import { runPlannerTick } from '../../shared/planner.js';
-import { manualSlot, triggerRun } from '../../shared/trigger.js';
+import { InMemoryMetrics } from '../../shared/runtime/observability.js';
+import { runPlannerTick } from '../../shared/planner/planner.js';
+import { manualSlot, triggerRun } from '../../shared/operations/trigger.js';
 import { resolveRun } from '../../tools/ops/resolve.js';
 import { retryRuns } from '../../tools/ops/retry.js';
 import { silentLogger, testJobs, waitFor } from '../support/helpers.js';

@@ -6,14 +6,14 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Duration } from 'aws-cdk-lib';
-import { JobConfigError, parseJobs } from '../../shared/core/job-schema.js';
-import { loadWorkerJobs } from '../../shared/worker-config.js';
+import { JobConfigError, parseJobs } from '../../shared/schedule/job-schema.js';
+import { loadWorkerJobs } from '../../shared/worker/config.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
 import type { JobHandler } from '../../shared/handler-api.js';
 import { validateJobsForDeployment } from '../../infra/scheduler-stack.js';
 import { testJobs, VirtualTime } from '../support/helpers.js';
 import { Lab } from '../support/lab.js';
-import { LedgerOps } from '../../shared/adapters/ledger-ops.js';
+import { LedgerOps } from '../../shared/store/repairs.js';
 import { retryRuns } from '../../tools/ops/retry.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
 

@@ -6,8 +6,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunOrigin } from '../../shared/core/vocabulary.js';
-import { InMemoryMetrics, MetricName } from '../../shared/observability.js';
-import { runPlannerTick } from '../../shared/planner.js';
+import { InMemoryMetrics, MetricName } from '../../shared/runtime/observability.js';
+import { runPlannerTick } from '../../shared/planner/planner.js';
 import { silentLogger, testJobs } from '../support/helpers.js';
 import { Lab, RecordingQueue } from '../support/lab.js';
 import { sandbox, type Sandbox } from '../support/stack.js';

@@ -1,5 +1,5 @@
 /**
- * One attempt of a claimed run (shared/worker-attempt.ts), step by step on virtual time (the
+ * One attempt of a claimed run (shared/worker/attempt.ts), step by step on virtual time (the
  * worker's clock and timers), against DynamoDB Local; the queue records the worker's visibility
  * changes and sends (test/support/lab.ts). What is asserted is what the worker does, at which
  * virtual instant: the history it records (claimed, handler-started, heartbeat, outcome), the
@@ -10,8 +10,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DeleteCommand } from '@aws-sdk/lib-dynamodb';
-import { DynamoFencedStore } from '../../shared/adapters/fenced-store.js';
-import { Ledger } from '../../shared/adapters/ledger.js';
+import { DynamoFencedStore } from '../../shared/store/fenced-store.js';
+import { Ledger } from '../../shared/store/ledger.js';
 import { initialFence } from '../../shared/core/fence.js';
 import type { HistoryEvent } from '../../shared/core/history.js';
 import { takeoverVisibilitySeconds } from '../../shared/core/lease.js';

@@ -9,7 +9,7 @@ import { DeleteMessageCommand, ReceiveMessageCommand, type Message } from '@aws-
 import { messageFor } from '../../shared/core/run-message.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
 import type { JobHandler } from '../../shared/handler-api.js';
-import { processRecord } from '../../shared/worker.js';
+import { processRecord } from '../../shared/worker/batch.js';
 import { drain, testJobs } from '../support/helpers.js';
 import { Lab } from '../support/lab.js';
 import { sandbox, type Sandbox } from '../support/stack.js';

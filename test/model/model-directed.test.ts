@@ -7,7 +7,7 @@
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { formatViolations } from '../../shared/core/checker.js';
+import { formatViolations } from '../../tools/verify/checker.js';
 import { DIRECTED, runDirected, type DirectedScenario } from '../../tools/model/directed.js';
 import { DEFECT_CLASSES } from '../../tools/model/prove.js';
 import { FaultKind } from '../../tools/model/faults.js';

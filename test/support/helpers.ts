@@ -1,8 +1,8 @@
 /** Small helpers shared by the integration tests. */
 import { ReceiveMessageCommand, type Message } from '@aws-sdk/client-sqs';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { parseJobs, type Job, type JobInput } from '../../shared/core/job-schema.js';
-import { InMemoryMetrics, JsonLineLogger } from '../../shared/observability.js';
+import { parseJobs, type Job, type JobInput } from '../../shared/schedule/job-schema.js';
+import { InMemoryMetrics, JsonLineLogger } from '../../shared/runtime/observability.js';
 import type { Timers } from '../../shared/core/concurrency.js';
 
 /**

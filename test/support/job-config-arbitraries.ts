@@ -4,8 +4,8 @@
  * so the exact choices (and their order) decide which configs they replay.
  */
 import fc from 'fast-check';
-import { durationMs } from '../../shared/core/duration.js';
-import { DEFAULT_START_LEAD_MS, DEFAULT_TIMEOUT_MS, DEFAULT_WORKER_TIMEOUT_MS, maxAttemptTimeoutMs } from '../../shared/core/job-schema-core.js';
+import { durationMs } from '../../shared/schedule/duration.js';
+import { DEFAULT_START_LEAD_MS, DEFAULT_TIMEOUT_MS, DEFAULT_WORKER_TIMEOUT_MS, maxAttemptTimeoutMs } from '../../shared/schedule/job-schema-core.js';
 
 /** Schedules both schema tests draw from first; each adds its own after them. */
 export const COMMON_SCHEDULES = ['* * * * *', '*/5 * * * *', '0 * * * *', '30 2 * * 1-5', '*/10 * * * * *', '0 0 12 1 * *', '15 3 L * *'] as const;

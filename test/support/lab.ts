@@ -3,16 +3,16 @@
  * messages handed to `processRecord` one at a time under a manual clock, and every message the
  * worker sends (lane hand-offs) or hides kept for the test to inspect and deliver.
  */
-import { RunQueue, type OutgoingRun } from '../../shared/adapters/run-queue.js';
+import { RunQueue, type OutgoingRun } from '../../shared/messaging/run-queue.js';
 import { jobsByName } from '../../shared/config.js';
 import type { HistoryEvent } from '../../shared/core/history.js';
-import type { Job } from '../../shared/core/job-schema.js';
-import { InvariantMonitor, teeHistory } from '../../shared/core/invariants.js';
+import type { Job } from '../../shared/schedule/job-schema.js';
+import { InvariantMonitor, teeHistory } from '../../tools/verify/invariants.js';
 import { messageFor } from '../../shared/core/run-message.js';
 import { RunStatus, runKeyOf, type Run, type RunId } from '../../shared/core/vocabulary.js';
 import type { JobHandler } from '../../shared/handler-api.js';
-import { InMemoryMetrics, JsonLineLogger } from '../../shared/observability.js';
-import { processRecord, type QueueRecord, type WorkerDeps } from '../../shared/worker.js';
+import { InMemoryMetrics, JsonLineLogger } from '../../shared/runtime/observability.js';
+import { processRecord, type QueueRecord, type WorkerDeps } from '../../shared/worker/batch.js';
 import { ManualClock } from './helpers.js';
 import type { Sandbox } from './stack.js';
 

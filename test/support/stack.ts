@@ -5,9 +5,9 @@
  */
 import { inject } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { Ledger } from '../../shared/adapters/ledger.js';
-import { RunQueue } from '../../shared/adapters/run-queue.js';
-import { createClients, type Clients } from '../../shared/runtime.js';
+import { Ledger } from '../../shared/store/ledger.js';
+import { RunQueue } from '../../shared/messaging/run-queue.js';
+import { createClients, type Clients } from '../../shared/runtime/clients.js';
 import { createQueues, createTables, localClientConfig, type LocalEndpoints } from '../../tools/local-stack.js';
 
 export function sharedEndpoints(): LocalEndpoints {

@@ -4,13 +4,13 @@
  */
 import { jobsByName } from '../../shared/config.js';
 import type { HistoryEvent } from '../../shared/core/history.js';
-import type { Job } from '../../shared/core/job-schema.js';
-import { InvariantMonitor, teeHistory } from '../../shared/core/invariants.js';
+import type { Job } from '../../shared/schedule/job-schema.js';
+import { InvariantMonitor, teeHistory } from '../../tools/verify/invariants.js';
 import { runKeyOf } from '../../shared/core/vocabulary.js';
 import type { JobHandler } from '../../shared/handler-api.js';
-import { InMemoryMetrics, JsonLineLogger } from '../../shared/observability.js';
-import { messageFor } from '../../shared/planner.js';
-import { processBatch, type QueueRecord, type WorkerDeps } from '../../shared/worker.js';
+import { InMemoryMetrics, JsonLineLogger } from '../../shared/runtime/observability.js';
+import { messageFor } from '../../shared/planner/planner.js';
+import { processBatch, type QueueRecord, type WorkerDeps } from '../../shared/worker/batch.js';
 import { LocalPoller } from '../../tools/local-poller.js';
 import type { Sandbox } from './stack.js';
 

@@ -1,12 +1,12 @@
 /**
- * The invariant checker of DESIGN §9 (shared/core/checker.ts): every kind of violation, fed as a
+ * The invariant checker of DESIGN §9 (tools/verify/checker.ts): every kind of violation, fed as a
  * deliberately broken history or final state, is caught and names the run at fault; clean
  * histories (including takeovers, fenced-out stale writers and events merged out of order from
  * several processes) pass.
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { checkHistory, Invariant, type BusinessState, type Expected, type FinalState } from '../../shared/core/checker.js';
+import { checkHistory, Invariant, type BusinessState, type Expected, type FinalState } from '../../tools/verify/checker.js';
 import type { HistoryEvent } from '../../shared/core/history.js';
 import { initialFence } from '../../shared/core/fence.js';
 import { RunStatus, runKeyOf, type Run } from '../../shared/core/vocabulary.js';

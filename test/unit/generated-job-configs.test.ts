@@ -6,8 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { durationMs } from '../../shared/core/duration.js';
-import { JobConfigError, parseJobs } from '../../shared/core/job-schema.js';
+import { durationMs } from '../../shared/schedule/duration.js';
+import { JobConfigError, parseJobs } from '../../shared/schedule/job-schema.js';
 import { COMMON_SCHEDULES, jobNameArb, validJobInputArb } from '../support/job-config-arbitraries.js';
 
 const HANDLERS = { handlers: ['reconcile', 'refresh', 'report'] } as const;

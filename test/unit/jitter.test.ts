@@ -5,10 +5,10 @@
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import fc from 'fast-check';
-import { fireTimeOf, jitterOffsetMs } from '../../shared/core/jitter.js';
-import { parseJobs, type Job } from '../../shared/core/job-schema.js';
+import { fireTimeOf, jitterOffsetMs } from '../../shared/schedule/jitter.js';
+import { parseJobs, type Job } from '../../shared/schedule/job-schema.js';
 import { planTick } from '../../shared/core/plan.js';
-import { nextSlotAfter, slotSpecOf, slotsBetween } from '../../shared/core/slots.js';
+import { nextSlotAfter, slotSpecOf, slotsBetween } from '../../shared/schedule/slots.js';
 
 const SEC = 1000;
 const MIN = 60 * SEC;

@@ -4,12 +4,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { createJobParser, JobConfigError, parseJobs, WORKER_SCHEDULE_CHECKS, type Job, type JobConfigIssue } from '../../shared/core/job-schema.js';
+import { createJobParser, JobConfigError, parseJobs, WORKER_SCHEDULE_CHECKS, type Job, type JobConfigIssue } from '../../shared/schedule/job-schema.js';
 import { configuredJobDefinitions, exampleJobsEnabled, loadJobs } from '../../shared/config.js';
 import { exampleJobDefinitions } from '../../shared/example-jobs.js';
 import { jobDefinitions } from '../../shared/jobs.js';
-import { loadWorkerJobs } from '../../shared/worker-config.js';
-import { slotsBetween } from '../../shared/core/slots.js';
+import { loadWorkerJobs } from '../../shared/worker/config.js';
+import { slotsBetween } from '../../shared/schedule/slots.js';
 import { slotSpecOf } from '../../shared/core/plan.js';
 import { COMMON_SCHEDULES, jobNameArb, validJobInputArb } from '../support/job-config-arbitraries.js';
 

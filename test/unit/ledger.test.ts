@@ -23,12 +23,12 @@ import {
   UpdateCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { Ledger, watchKeys } from '../../shared/adapters/ledger.js';
-import { DynamoFencedStore, type FencedWriteResult } from '../../shared/adapters/fenced-store.js';
-import { RunQueue, SendRunsError, type OutgoingRun } from '../../shared/adapters/run-queue.js';
+import { Ledger, watchKeys } from '../../shared/store/ledger.js';
+import { DynamoFencedStore, type FencedWriteResult } from '../../shared/store/fenced-store.js';
+import { RunQueue, SendRunsError, type OutgoingRun } from '../../shared/messaging/run-queue.js';
 import { ConditionFailedError, FencedOutError, type FencedWrite } from '../../shared/handler-api.js';
 import { initialFence, MAX_CLAIMS_PER_SLOT } from '../../shared/core/fence.js';
-import { LedgerKeys } from '../../shared/resources.js';
+import { LedgerKeys } from '../../shared/core/resources.js';
 import { RunOrigin, RunStatus, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
 
 // ------------------------------------------------------------------------------------------------

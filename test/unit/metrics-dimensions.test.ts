@@ -4,9 +4,9 @@
  * is counted per partition. Locally (no METRICS_STACK) the metrics keep the service dimension only.
  */
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { MetricName } from '../../shared/observability.js';
-import { PowertoolsMetricsSink, schedulerMetrics, METRICS_NAMESPACE } from '../../shared/powertools.js';
-import { ENV } from '../../shared/resources.js';
+import { MetricName } from '../../shared/runtime/observability.js';
+import { PowertoolsMetricsSink, schedulerMetrics, METRICS_NAMESPACE } from '../../shared/runtime/powertools.js';
+import { ENV } from '../../shared/core/resources.js';
 
 interface Emf {
   readonly _aws: { readonly CloudWatchMetrics: readonly { Namespace: string; Dimensions: string[][]; Metrics: { Name: string }[] }[] };

@@ -1,10 +1,10 @@
 /**
- * The model-based invariants of the checker (shared/core/model-safety.ts, liveness.ts): each one,
+ * The model-based invariants of the checker (tools/verify/model-safety.ts, liveness.ts): each one,
  * fed a deliberately broken history or final state, is caught and names the run at fault.
  */
 import { describe, expect, it } from 'vitest';
-import { checkHistory, type Expected, type ModelExpectations } from '../../shared/core/checker.js';
-import { checkLiveness } from '../../shared/core/liveness.js';
+import { checkHistory, type Expected, type ModelExpectations } from '../../tools/verify/checker.js';
+import { checkLiveness } from '../../tools/verify/liveness.js';
 import type { HistoryEvent } from '../../shared/core/history.js';
 import { RunStatus, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
 

@@ -6,11 +6,11 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { checkHistory } from '../../shared/core/checker.js';
-import { parseJobs, type Job } from '../../shared/core/job-schema.js';
+import { checkHistory } from '../../tools/verify/checker.js';
+import { parseJobs, type Job } from '../../shared/schedule/job-schema.js';
 import { planTick } from '../../shared/core/plan.js';
 import { RunOrigin, RunStatus, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
-import { defaultLookaheadMs } from '../../shared/planner.js';
+import { defaultLookaheadMs } from '../../shared/planner/planner.js';
 import { computeOwed, owedStatuses, type TickRecord, type TimelineEvent } from '../../tools/model/owed.js';
 
 const SEC = 1_000;

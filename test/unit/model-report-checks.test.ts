@@ -5,7 +5,7 @@
  * history of the fixed code that it must pass.
  */
 import { describe, expect, it } from 'vitest';
-import type { ExpectedSlot } from '../../shared/core/checker.js';
+import type { ExpectedSlot } from '../../tools/verify/checker.js';
 import type { HistoryEvent } from '../../shared/core/history.js';
 import { RunOrigin, RunStatus, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
 import { changedSpec, scheduleSoon } from '../../tools/model/config-changes.js';

@@ -8,9 +8,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { claimsOf, initialFence } from '../../shared/core/fence.js';
-import { fireTimeOf } from '../../shared/core/jitter.js';
+import { fireTimeOf } from '../../shared/schedule/jitter.js';
 import { ATTEMPT_HISTORY_LIMIT } from '../../shared/core/limits.js';
-import { nextSlotAfter, slotsBetween, slotSpecOf } from '../../shared/core/slots.js';
+import { nextSlotAfter, slotsBetween, slotSpecOf } from '../../shared/schedule/slots.js';
 import { RunStatus, type AttemptRecord } from '../../shared/core/vocabulary.js';
 import { AttemptEnd, attemptHistory, endText, type HistorySource } from '../../tools/ops/attempts.js';
 import { nextFires } from '../../tools/ops/preview.js';

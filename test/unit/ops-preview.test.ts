@@ -4,9 +4,9 @@
  * with a dash.
  */
 import { describe, expect, it } from 'vitest';
-import { fireTimeOf } from '../../shared/core/jitter.js';
-import { parseJobs } from '../../shared/core/job-schema.js';
-import { nextSlotAfter, slotSpecOf, slotsBetween } from '../../shared/core/slots.js';
+import { fireTimeOf } from '../../shared/schedule/jitter.js';
+import { parseJobs } from '../../shared/schedule/job-schema.js';
+import { nextSlotAfter, slotSpecOf, slotsBetween } from '../../shared/schedule/slots.js';
 import { joinDashValues } from '../../tools/ops/args.js';
 import { runOps } from '../../tools/ops/cli.js';
 import type { OpsIo } from '../../tools/ops/io.js';

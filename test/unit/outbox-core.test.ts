@@ -7,7 +7,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { parseJobs, type Job } from '../../shared/core/job-schema.js';
+import { parseJobs, type Job } from '../../shared/schedule/job-schema.js';
 import { OutboxEventNameError, PermanentError } from '../../shared/handler-api.js';
 import {
   OUTBOX_DEFAULT_RETENTION_DAYS,

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { parseJobs, type Job } from '../../shared/core/job-schema.js';
+import { parseJobs, type Job } from '../../shared/schedule/job-schema.js';
 import { backoffMs, deadlineOf, endsRun, previousResultUnknown, refuseToStart, transitionFor, YIELD_WITHOUT_PROGRESS, type AttemptEnd } from '../../shared/core/outcome.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
 

@@ -1,6 +1,6 @@
 /**
  * planTick over sequences of ticks (DESIGN §7), with the planner's state carried from tick to tick
- * the way shared/planner.ts carries it: the watermark only moves forward, catch-up cursors and
+ * the way shared/planner/planner.ts carries it: the watermark only moves forward, catch-up cursors and
  * edges are set and cleared, a maxRuns job's slots are counted as the puts create them (oldest
  * first, until the count is reached), a pause keeps (or sets) the cursor and drops the edge.
  * Hazards: a slot planned twice or never, a misfire run on time or an on-time slot skipped, a
@@ -9,9 +9,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { parseJobs, type Job } from '../../shared/core/job-schema.js';
+import { parseJobs, type Job } from '../../shared/schedule/job-schema.js';
 import { DEFAULT_CATCH_UP_BUDGET, legacyRunCount, planTick, slotSpecOf, type PlanInput, type TickPlan } from '../../shared/core/plan.js';
-import { nextSlotAfter, slotsBetween } from '../../shared/core/slots.js';
+import { nextSlotAfter, slotsBetween } from '../../shared/schedule/slots.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
 
 const SEC = 1_000;

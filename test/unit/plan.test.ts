@@ -3,10 +3,10 @@
  * watermark and an injected `now`.
  */
 import { describe, expect, it } from 'vitest';
-import { parseJobs, type Job } from '../../shared/core/job-schema.js';
+import { parseJobs, type Job } from '../../shared/schedule/job-schema.js';
 import { planTick, type PlanInput, type PlannedRun, type TickPlan } from '../../shared/core/plan.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
-import { defaultLookaheadMs } from '../../shared/planner.js';
+import { defaultLookaheadMs } from '../../shared/planner/planner.js';
 
 const SEC = 1_000;
 const MIN = 60 * SEC;

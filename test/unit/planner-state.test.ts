@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { partitionOf } from '../../shared/core/partition.js';
 import { configFingerprint, exceptionBucketOf, jobsOfPartition, openBucketOf, ownedOpenBuckets, relayout, replanFromOf, type PartitionCursor, type PlannerLayout } from '../../shared/core/planner-state.js';
-import { KEY_SPREAD } from '../../shared/resources.js';
+import { KEY_SPREAD } from '../../shared/core/resources.js';
 
 const T0 = Date.UTC(2026, 11, 1, 12, 0);
 

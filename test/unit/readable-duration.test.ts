@@ -4,7 +4,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { readableDuration } from '../../shared/core/duration.js';
+import { readableDuration } from '../../shared/schedule/duration.js';
 
 const SEC = 1_000;
 const MIN = 60 * SEC;

@@ -4,12 +4,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { parseJobs } from '../../shared/core/job-schema.js';
+import { parseJobs } from '../../shared/schedule/job-schema.js';
 import { jobsByName } from '../../shared/config.js';
 import { messageFor, parseRunMessage } from '../../shared/core/run-message.js';
 import { MAX_FENCEABLE_SLOT } from '../../shared/core/fence.js';
 import { runKeyOf } from '../../shared/core/vocabulary.js';
-import { OverlapPolicy } from '../../shared/core/job-schema-core.js';
+import { OverlapPolicy } from '../../shared/schedule/job-schema-core.js';
 
 const JOBS = jobsByName(
   parseJobs(

@@ -15,7 +15,7 @@ import {
   type DstOverlapPolicy,
   type Schedule,
   type SlotSpec,
-} from '../../shared/core/slots.js';
+} from '../../shared/schedule/slots.js';
 
 const Z = (iso: string): number => Date.parse(iso);
 const isoOf = (xs: readonly number[]): string[] => xs.map((x) => new Date(x).toISOString());

@@ -6,9 +6,9 @@
  * window that closed during the outage.
  */
 import { describe, expect, it } from 'vitest';
-import { parseJobs, type Job } from '../../shared/core/job-schema.js';
+import { parseJobs, type Job } from '../../shared/schedule/job-schema.js';
 import { planTick, type PlannedRun, type TickPlan } from '../../shared/core/plan.js';
-import { lastSlotOf, slotSpecOf } from '../../shared/core/slots.js';
+import { lastSlotOf, slotSpecOf } from '../../shared/schedule/slots.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
 
 const SEC = 1000;

@@ -12,7 +12,7 @@ import {
   type DstGapPolicy,
   type DstOverlapPolicy,
   type SlotSpec,
-} from '../../shared/core/slots.js';
+} from '../../shared/schedule/slots.js';
 
 const Z = (iso: string): number => Date.parse(iso);
 const isoOf = (xs: readonly number[]): string[] => xs.map((x) => new Date(x).toISOString());

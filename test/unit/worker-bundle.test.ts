@@ -17,16 +17,16 @@ describe('bundles', () => {
   it('functions/worker.ts: no cron-parser, no slots.ts / cron.ts / zone.ts; the config schema is there', async () => {
     const inputs = await inputsOf('functions/worker.ts');
     expect(inputs.filter((p) => p.includes('cron-parser') || /shared\/core\/(slots|cron|zone|schedule-resolve)\.ts$/.test(p))).toEqual([]);
-    expect(inputs).toContain('shared/core/schedule-schema.ts');
+    expect(inputs).toContain('shared/schedule/schedule-schema.ts');
   });
 
-  it('shared/core/jitter.ts alone imports nothing', async () => {
-    expect(await inputsOf('shared/core/jitter.ts')).toEqual(['shared/core/jitter.ts']);
+  it('shared/schedule/jitter.ts alone imports nothing', async () => {
+    expect(await inputsOf('shared/schedule/jitter.ts')).toEqual(['shared/schedule/jitter.ts']);
   });
 
   it('functions/planner.ts does carry the slot engine (the check above would notice a renamed file)', async () => {
     const inputs = await inputsOf('functions/planner.ts');
-    expect(inputs).toContain('shared/core/slots.ts');
+    expect(inputs).toContain('shared/schedule/slots.ts');
     expect(inputs.some((p) => p.includes('cron-parser'))).toBe(true);
   });
 });

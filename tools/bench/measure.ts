@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { createClients, type Clients } from '../../shared/runtime.js';
+import { createClients, type Clients } from '../../shared/runtime/clients.js';
 import { createQueues, createTables, localClientConfig, startLocalStack, type LocalEndpoints, type LocalStack } from '../local-stack.js';
 
 /** The two servers of a local stack; every phase makes its own tables and queues on them. */

@@ -9,11 +9,11 @@
  * minutes); the second tick of a partition is measured (the first only creates its watermark),
  * counting every ledger request with CountingMiddleware on the DocumentClient.
  */
-import { Ledger, type CreateRunResult, type NewRun } from '../../shared/adapters/ledger.js';
-import { RunQueue, type OutgoingRun } from '../../shared/adapters/run-queue.js';
-import { parseJobs, type Job, type JobInput } from '../../shared/core/job-schema.js';
-import { InMemoryMetrics, JsonLineLogger } from '../../shared/observability.js';
-import { runPlannerTick, type PlannerDeps } from '../../shared/planner.js';
+import { Ledger, type CreateRunResult, type NewRun } from '../../shared/store/ledger.js';
+import { RunQueue, type OutgoingRun } from '../../shared/messaging/run-queue.js';
+import { parseJobs, type Job, type JobInput } from '../../shared/schedule/job-schema.js';
+import { InMemoryMetrics, JsonLineLogger } from '../../shared/runtime/observability.js';
+import { runPlannerTick, type PlannerDeps } from '../../shared/planner/planner.js';
 import { CountingMiddleware } from '../../test/support/counting.js';
 import type { LocalEndpoints } from '../local-stack.js';
 import { benchClients, cpuProbe, DynamoMeter, freshResources, round, SqsMeter, sum, type CpuUse } from './measure.js';

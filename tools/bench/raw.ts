@@ -21,7 +21,7 @@
  */
 import { CreateTableCommand } from '@aws-sdk/client-dynamodb';
 import { randomUUID } from 'node:crypto';
-import { Ledger } from '../../shared/adapters/ledger.js';
+import { Ledger } from '../../shared/store/ledger.js';
 import { mapBounded } from '../../shared/core/concurrency.js';
 import type { Run } from '../../shared/core/vocabulary.js';
 import type { LocalEndpoints } from '../local-stack.js';

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { OverlapPolicy } from '../../shared/core/job-schema.js';
+import { OverlapPolicy } from '../../shared/schedule/job-schema.js';
 import type { LocalEndpoints, LocalStack } from '../local-stack.js';
 import { bundleSize, type BundleResult } from './bundle.js';
 import { costPerMillionRuns, describePrices, PRICES, type CostBreakdown } from './cost.js';
@@ -304,7 +304,7 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchResult>
     if (phases.has('overlap')) {
       details.overlap = {};
       if (!overlapPoliciesImplemented()) {
-        log('overlap policies forbid-queue/coalesce: not implemented in shared/worker.ts yet: n/a');
+        log('overlap policies forbid-queue/coalesce: not implemented in shared/worker/batch.ts yet: n/a');
       } else {
         for (const overlap of [OverlapPolicy.FORBID_QUEUE, OverlapPolicy.COALESCE]) {
           try {

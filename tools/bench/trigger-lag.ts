@@ -16,7 +16,7 @@
  * bills), and the SQS calls of the phase are counted: the scheduler's per planned run, the event
  * source's (receives that returned messages, deletes) per executed run.
  */
-import { parseJobs, type Job } from '../../shared/core/job-schema.js';
+import { parseJobs, type Job } from '../../shared/schedule/job-schema.js';
 import { LocalRuntime, percentile } from '../local-runtime.js';
 import type { LocalEndpoints } from '../local-stack.js';
 import { noopHandlers } from './end-to-end.js';

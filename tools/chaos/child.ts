@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { HistoryEvent } from '../../shared/core/history.js';
-import type { JobInput } from '../../shared/core/job-schema.js';
+import type { JobInput } from '../../shared/schedule/job-schema.js';
 import type { LocalEndpoints } from '../local-stack.js';
 import type { DrillNote, HandlerConfig } from './handlers.js';
 

@@ -4,7 +4,7 @@
  * iteration on its own sandbox, and reports faults injected, takeovers, fencing rejections,
  * violations (the checker's five invariants and the drill's own facts), facts and observations.
  */
-import type { CheckResult } from '../../shared/core/checker.js';
+import type { CheckResult } from '../verify/checker.js';
 import type { LocalEndpoints } from '../local-stack.js';
 import { Rng, hash32 } from './rng.js';
 

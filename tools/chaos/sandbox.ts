@@ -6,9 +6,9 @@
 import { randomUUID } from 'node:crypto';
 import { DeleteTableCommand } from '@aws-sdk/client-dynamodb';
 import { DeleteQueueCommand } from '@aws-sdk/client-sqs';
-import { Ledger } from '../../shared/adapters/ledger.js';
-import { RunQueue } from '../../shared/adapters/run-queue.js';
-import { createClients, type Clients } from '../../shared/runtime.js';
+import { Ledger } from '../../shared/store/ledger.js';
+import { RunQueue } from '../../shared/messaging/run-queue.js';
+import { createClients, type Clients } from '../../shared/runtime/clients.js';
 import { createQueues, createTables, localClientConfig, type LocalEndpoints } from '../local-stack.js';
 
 export interface SandboxOptions {

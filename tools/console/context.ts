@@ -1,5 +1,5 @@
 /** What every page and action reads: the opened target, the jobs it runs, and how the console was started. */
-import type { Job } from '../../shared/core/job-schema.js';
+import type { Job } from '../../shared/schedule/job-schema.js';
 import type { Target } from '../ops/target.js';
 
 export interface ConsoleContext {

@@ -8,7 +8,7 @@
  * Pure: a change maps a job's spec to its next spec; the world validates it as the config is
  * validated and applies it (a change the validation refuses is told in the story, not applied).
  */
-import type { ScheduleInput } from '../../shared/core/schedule-schema.js';
+import type { ScheduleInput } from '../../shared/schedule/schedule-schema.js';
 import type { JobSpec } from './world.js';
 
 /** A job's schedule as the model writes it: a cron expression or a one-time `{ at }` (an instant with `Z`). */

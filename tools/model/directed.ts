@@ -7,9 +7,9 @@
  * against the fixed code in `npm test` (test/model/model-directed.test.ts), with no violation.
  */
 import fc from 'fast-check';
-import type { CheckViolation } from '../../shared/core/checker.js';
+import type { CheckViolation } from '../verify/checker.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
-import { RUN_QUEUES } from '../../shared/resources.js';
+import { RUN_QUEUES } from '../../shared/core/resources.js';
 import { FaultKind } from './faults.js';
 import { BehaviourKind } from './handlers.js';
 import type { CallKind } from './ledger-view.js';

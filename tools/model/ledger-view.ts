@@ -9,18 +9,18 @@
  *    checker's terms: runs, active-run markers, planner state (layout, watermarks, the paused and
  *    catching-up job lists, each job's plan item), business items.
  *
- * Layout read here (shared/resources.ts LedgerKeys): runs `JOB#<job>` / `RUN#<slot>#<shard>`;
+ * Layout read here (shared/core/resources.ts LedgerKeys): runs `JOB#<job>` / `RUN#<slot>#<shard>`;
  * lane markers `JOB#<job>` / `#ACTIVE#<shard>`; job plans `JOB#<job>` / `#PLAN`; the planner's
  * layout `PLANNER` / `#STATE` ({of, gen, partitions: {p: {plannedUntil, sweptUntil, watchAfter}}});
  * exception lists `PLANNER` / `#EXCEPTIONS#nn` ({paused, behind} name sets).
  */
 import { ScanCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { markerOf } from '../../shared/adapters/lane-store.js';
-import { runFromItem } from '../../shared/adapters/ledger.js';
-import type { BusinessEffect, BusinessState, LaneMarker, PlannerState } from '../../shared/core/checker.js';
+import { markerOf } from '../../shared/store/lanes.js';
+import { runFromItem } from '../../shared/store/ledger.js';
+import type { BusinessEffect, BusinessState, LaneMarker, PlannerState } from '../verify/checker.js';
 import { partitionOf } from '../../shared/core/partition.js';
 import type { Run } from '../../shared/core/vocabulary.js';
-import { LedgerKeys } from '../../shared/resources.js';
+import { LedgerKeys } from '../../shared/core/resources.js';
 
 export type CallKind =
   | 'claim'

@@ -24,8 +24,8 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import type { QueuedMessage } from '../../shared/core/checker.js';
-import type { QueueRecord } from '../../shared/worker.js';
+import type { QueuedMessage } from '../verify/checker.js';
+import type { QueueRecord } from '../../shared/worker/batch.js';
 import type { VirtualTime } from './virtual-time.js';
 
 /** Real-time visibility that keeps a message out of real circulation for the whole scenario. */

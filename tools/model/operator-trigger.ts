@@ -4,7 +4,7 @@
  * What the last try reported is recorded for report-checks.ts, which holds the model to it: each
  * run it named created runs or ends, and no manual run exists that no try reported.
  */
-import { trigger } from '../../shared/trigger.js';
+import { trigger } from '../../shared/operations/trigger.js';
 import type { World } from './world.js';
 
 /** Tries of one operator's trigger: the first and its repeats after a non-zero exit. */

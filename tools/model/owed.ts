@@ -41,11 +41,11 @@
  * the watermark every partition had reached when the job was added (a slot from before the job
  * existed that the planner had already passed).
  */
-import { SETTLED_STATUSES, type ExpectedSlot, type UnexpectedRun } from '../../shared/core/checker.js';
-import type { Job } from '../../shared/core/job-schema.js';
+import { SETTLED_STATUSES, type ExpectedSlot, type UnexpectedRun } from '../verify/checker.js';
+import type { Job } from '../../shared/schedule/job-schema.js';
 import { slotSpecOf } from '../../shared/core/plan.js';
 import { jobsOfPartition } from '../../shared/core/planner-state.js';
-import { slotsBetween } from '../../shared/core/slots.js';
+import { slotsBetween } from '../../shared/schedule/slots.js';
 import { isTerminal, RunOrigin, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
 
 /** Sequence numbers order the model's events; an operator's action spans [from, to] (its call to its confirmation). */

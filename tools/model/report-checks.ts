@@ -1,6 +1,6 @@
 /**
  * The model's checks of what the scheduler promises about config changes, long runs and the runs
- * an operator asks for (issue 30, point 7), beside the checker's (shared/core/checker.ts). Pure:
+ * an operator asks for (issue 30, point 7), beside the checker's (tools/verify/checker.ts). Pure:
  * each reads the history, the final runs and what the model recorded, and returns violations.
  *
  *   max-runs-exact      a job with `maxRuns: N` has exactly N scheduled runs once N slots were
@@ -24,7 +24,7 @@
  * And the owed slots' shard counts: a slot belongs to the count its runs were created with
  * (the first put of the slot decides), so what is owed of it follows its runs, not the config.
  */
-import { Invariant, type CheckViolation, type ExpectedSlot } from '../../shared/core/checker.js';
+import { Invariant, type CheckViolation, type ExpectedSlot } from '../verify/checker.js';
 import type { HistoryEvent } from '../../shared/core/history.js';
 import { isTerminal, RunOrigin, RunStatus, type Run } from '../../shared/core/vocabulary.js';
 

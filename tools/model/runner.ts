@@ -5,7 +5,7 @@
  * every failure: seed, path and the shrunk story.
  */
 import fc from 'fast-check';
-import type { CheckViolation } from '../../shared/core/checker.js';
+import type { CheckViolation } from '../verify/checker.js';
 import { commandsArb, scenarioSetupArb, type CommandMix, type FaultProfiles, type JobMix, type ModelState } from './commands.js';
 import { ScenarioFailure, World, type ModelStack } from './world.js';
 

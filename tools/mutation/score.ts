@@ -22,8 +22,8 @@ interface Report {
 /** The floors (docs/testing.md, Mutation testing): an area's score must stay at or above its floor. */
 export const AREAS = [
   { name: 'shared/core', floor: 90, matches: (file: string) => file.startsWith('shared/core/') },
-  { name: 'adapters (conditions)', floor: 80, matches: (file: string) => file.startsWith('shared/adapters/') },
-  { name: 'worker (outcome, heartbeat, lanes)', floor: 80, matches: (file: string) => file === 'shared/worker-attempt.ts' || file === 'shared/worker-lanes.ts' },
+  { name: 'store (conditions)', floor: 80, matches: (file: string) => file.startsWith('shared/store/') },
+  { name: 'worker (outcome, heartbeat, lanes)', floor: 80, matches: (file: string) => file === 'shared/worker/attempt.ts' || file === 'shared/worker/lanes.ts' },
 ] as const;
 
 export interface Tally {

@@ -5,10 +5,10 @@
  */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
 import { configuredJobDefinitions, exampleJobsEnabled, loadJobs } from '../../shared/config.js';
-import { durationMs } from '../../shared/core/duration.js';
-import { daysIn } from '../../shared/core/local-time.js';
+import { durationMs } from '../../shared/schedule/duration.js';
+import { daysIn } from '../../shared/schedule/local-time.js';
 import { userInfo } from 'node:os';
-import type { Job } from '../../shared/core/job-schema.js';
+import type { Job } from '../../shared/schedule/job-schema.js';
 import { RunStatus, type RunId } from '../../shared/core/vocabulary.js';
 import { UsageError, type OpsIo } from './io.js';
 

@@ -1,13 +1,13 @@
 /**
  * `ops backfill <job> --from ISO --to ISO [--max-per-second 10] [--dry-run] [--force] [--allow-superseded]`:
  * creates the runs of the job's slots in [from, to) that do not exist yet and dispatches them
- * (shared/backfill.ts). Idempotent: a second identical call creates nothing. Refuses a range that
+ * (shared/operations/backfill.ts). Idempotent: a second identical call creates nothing. Refuses a range that
  * reaches into the future, without --force a range of more than 10,000 slots, and without
  * --allow-superseded a latest-wins job (every backfilled run would be superseded). `--dry-run`
  * counts any range (and says when the backfill itself would need --force), and prints the
  * latest-wins warning on stderr.
  */
-import { backfill, BACKFILL_DEFAULT_RATE, BACKFILL_MAX_SLOTS, BackfillRequestError, checkBackfill, planBackfill, supersededWarning, type BackfillReport } from '../../shared/backfill.js';
+import { backfill, BACKFILL_DEFAULT_RATE, BACKFILL_MAX_SLOTS, BackfillRequestError, checkBackfill, planBackfill, supersededWarning, type BackfillReport } from '../../shared/operations/backfill.js';
 import { configuredJob, noExtraPositionals, parseCommand, parseInstant, parsePositive, requireOption, stringOption } from './args.js';
 import { clockOf, EXIT_OK, formatAge, iso, printJson, sleepOf, UsageError, type OpsIo } from './io.js';
 import { withTarget, type Target } from './target.js';

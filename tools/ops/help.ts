@@ -5,8 +5,8 @@
  * printed as "(undocumented)", which test/unit/ops-cli.test.ts refuses.
  */
 import type { ParseArgsConfig } from 'node:util';
-import { BACKFILL_DEFAULT_RATE, BACKFILL_MAX_SLOTS } from '../../shared/backfill.js';
-import { DEFAULT_DST } from '../../shared/core/dst.js';
+import { BACKFILL_DEFAULT_RATE, BACKFILL_MAX_SLOTS } from '../../shared/operations/backfill.js';
+import { DEFAULT_DST } from '../../shared/schedule/dst.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
 import { COMMON_OPTIONS } from './args.js';
 

@@ -4,8 +4,8 @@
  * `UsageError` (exit 2: bad arguments or input, one line naming the field) and `OpsFailure`
  * (exit 1: the operation was refused or failed).
  */
-import type { Calendars, Job } from '../../shared/core/job-schema.js';
-import type { Clients } from '../../shared/runtime.js';
+import type { Calendars, Job } from '../../shared/schedule/job-schema.js';
+import type { Clients } from '../../shared/runtime/clients.js';
 import type { Target } from './target.js';
 
 export interface OpsIo {

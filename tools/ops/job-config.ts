@@ -1,6 +1,6 @@
 /**
  * The jobs an ops command acts on: the config the target's planner recorded on its last cold start
- * (shared/adapters/deployed-config-store.ts), not the operator's checkout, which may hold a job
+ * (shared/store/deployed-config.ts), not the operator's checkout, which may hold a job
  * the running workers do not know. Loaded once per command, before it runs:
  *
  * - recorded, same hash as this checkout: silent;
@@ -9,9 +9,9 @@
  * - nothing recorded yet (no planner has started since a version that records was deployed):
  *   this checkout's jobs, with one warning line saying so.
  */
-import { DeployedConfigStore } from '../../shared/adapters/deployed-config-store.js';
+import { DeployedConfigStore } from '../../shared/store/deployed-config.js';
 import { configHash, DeployedConfigError, type DeployedConfig } from '../../shared/core/deployed-config.js';
-import type { Job } from '../../shared/core/job-schema.js';
+import type { Job } from '../../shared/schedule/job-schema.js';
 import { jobsOf } from './args.js';
 import { iso, OpsFailure, type OpsIo } from './io.js';
 import type { Target } from './target.js';

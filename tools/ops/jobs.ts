@@ -17,12 +17,12 @@
  * of its scheduled slots (on its plan item) reached N; before that, its next fire times stop
  * after the runs it has left.
  */
-import { jobPlanning, type JobPlanning } from '../../shared/adapters/planner-store.js';
+import { jobPlanning, type JobPlanning } from '../../shared/store/planner-state.js';
 import { legacyRunCount } from '../../shared/core/plan.js';
 import { mapBounded } from '../../shared/core/concurrency.js';
-import type { Job } from '../../shared/core/job-schema.js';
+import type { Job } from '../../shared/schedule/job-schema.js';
 import { partitionOf } from '../../shared/core/partition.js';
-import { describeSchedule, lastSlotOf, slotSpecOf } from '../../shared/core/slots.js';
+import { describeSchedule, lastSlotOf, slotSpecOf } from '../../shared/schedule/slots.js';
 import { isTerminal, RunStatus, type Run } from '../../shared/core/vocabulary.js';
 import { configuredJob, jobsOf, noExtraPositionals, parseCommand, stringOption } from './args.js';
 import { clockOf, EXIT_OK, formatAge, iso, printJson, printTable, type OpsIo } from './io.js';

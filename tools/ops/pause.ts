@@ -9,8 +9,8 @@
  * per tick); the newer ones run as on-time slots, never one from before the job was first planned.
  * Runs already materialized before the pause (up to the lookahead) still execute.
  */
-import { jobPlanning } from '../../shared/adapters/planner-store.js';
-import type { Job } from '../../shared/core/job-schema.js';
+import { jobPlanning } from '../../shared/store/planner-state.js';
+import type { Job } from '../../shared/schedule/job-schema.js';
 import { partitionOf } from '../../shared/core/partition.js';
 import { configuredJob, noExtraPositionals, operatorOf, parseCommand, stringOption } from './args.js';
 import { clockOf, EXIT_OK, iso, printJson, type OpsIo } from './io.js';

@@ -21,9 +21,9 @@
  */
 import { calendars as configuredCalendars } from '../../shared/jobs.js';
 import { handlers } from '../../shared/handlers/index.js';
-import { formatDuration } from '../../shared/core/duration.js';
-import { fireTimeOf, type JitterFields } from '../../shared/core/jitter.js';
-import { JobConfigError, parseJobs } from '../../shared/core/job-schema.js';
+import { formatDuration } from '../../shared/schedule/duration.js';
+import { fireTimeOf, type JitterFields } from '../../shared/schedule/jitter.js';
+import { JobConfigError, parseJobs } from '../../shared/schedule/job-schema.js';
 import {
   DEFAULT_DST,
   describeSchedule,
@@ -36,7 +36,7 @@ import {
   type DstGapPolicy,
   type DstOverlapPolicy,
   type SlotSpec,
-} from '../../shared/core/slots.js';
+} from '../../shared/schedule/slots.js';
 import { configuredJob, noExtraPositionals, parseCommand, parseInstant, parsePositive, stringOption } from './args.js';
 import { EXIT_OK, printJson, printTable, UsageError, type OpsIo } from './io.js';
 

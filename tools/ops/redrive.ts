@@ -28,15 +28,15 @@ import {
   type Message,
   type SQSClient,
 } from '@aws-sdk/client-sqs';
-import type { Ledger } from '../../shared/adapters/ledger.js';
-import { needsRevival, revivalRefusal, type LedgerOps } from '../../shared/adapters/ledger-ops.js';
+import type { Ledger } from '../../shared/store/ledger.js';
+import { needsRevival, revivalRefusal, type LedgerOps } from '../../shared/store/repairs.js';
 import { jobsByName } from '../../shared/config.js';
-import type { Job } from '../../shared/core/job-schema.js';
+import type { Job } from '../../shared/schedule/job-schema.js';
 import { parseRunMessage } from '../../shared/core/run-message.js';
 import { isTerminal, RunStatus } from '../../shared/core/vocabulary.js';
 import { jobsOf, noExtraPositionals, type CommonValues, operatorOf, parseCommand, parsePositive, stringOption } from './args.js';
 import { cell, clockOf, EXIT_OK, OpsFailure, printJson, printTable, UsageError, type OpsIo } from './io.js';
-import { revivalRefusalInLane, revivedInLane } from '../../shared/worker-lanes.js';
+import { revivalRefusalInLane, revivedInLane } from '../../shared/worker/lanes.js';
 import { withTarget } from './target.js';
 
 export const redriveUsage = 'redrive [--max-per-second 10] [--dry-run] [--by NAME] | redrive --drop MESSAGE_ID [--dry-run]';

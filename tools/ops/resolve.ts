@@ -12,13 +12,13 @@
  * Either way a message that later arrives for the run is acked as a duplicate, and for an
  * exclusive job the lane is freed and its next waiting run dispatched.
  */
-import type { Ledger } from '../../shared/adapters/ledger.js';
-import { resolveRefusal, type LedgerOps, type ResolveAs } from '../../shared/adapters/ledger-ops.js';
-import type { RunQueue } from '../../shared/adapters/run-queue.js';
-import type { Job } from '../../shared/core/job-schema.js';
+import type { Ledger } from '../../shared/store/ledger.js';
+import { resolveRefusal, type LedgerOps, type ResolveAs } from '../../shared/store/repairs.js';
+import type { RunQueue } from '../../shared/messaging/run-queue.js';
+import type { Job } from '../../shared/schedule/job-schema.js';
 import type { Run, RunId } from '../../shared/core/vocabulary.js';
-import { InMemoryMetrics } from '../../shared/observability.js';
-import { runEnded, isExclusive } from '../../shared/worker-lanes.js';
+import { InMemoryMetrics } from '../../shared/runtime/observability.js';
+import { runEnded, isExclusive } from '../../shared/worker/lanes.js';
 import { jobsOf, noExtraPositionals, operatorOf, parseCommand, parseRunKey, requireOption, stringOption } from './args.js';
 import { clockOf, EXIT_OK, OpsFailure, printJson, UsageError, type OpsIo } from './io.js';
 import { withTarget } from './target.js';

@@ -11,13 +11,13 @@
  * `redrive`) is how they run again. Each revival is conditional on the status and token read: a run
  * that changed meanwhile is reported, not touched. `--dry-run` lists what would be revived.
  */
-import type { Ledger } from '../../shared/adapters/ledger.js';
-import { revivalRefusal, revivalStatus, type LedgerOps } from '../../shared/adapters/ledger-ops.js';
-import type { RunQueue } from '../../shared/adapters/run-queue.js';
-import type { Job } from '../../shared/core/job-schema.js';
+import type { Ledger } from '../../shared/store/ledger.js';
+import { revivalRefusal, revivalStatus, type LedgerOps } from '../../shared/store/repairs.js';
+import type { RunQueue } from '../../shared/messaging/run-queue.js';
+import type { Job } from '../../shared/schedule/job-schema.js';
 import { messageFor } from '../../shared/core/run-message.js';
-import { delaySecondsFor } from '../../shared/planner.js';
-import { revivalRefusalInLane, revivedInLane } from '../../shared/worker-lanes.js';
+import { delaySecondsFor } from '../../shared/planner/planner.js';
+import { revivalRefusalInLane, revivedInLane } from '../../shared/worker/lanes.js';
 import { RunStatus, type Run, type RunId } from '../../shared/core/vocabulary.js';
 import { configuredJob, noExtraPositionals, operatorOf, parseCommand, parseInstant, parsePositive, parseRunKey, parseSince, parseStatuses, stringOption } from './args.js';
 import { clockOf, EXIT_FAILURE, EXIT_OK, OpsFailure, printJson, printTable, UsageError, type OpsIo } from './io.js';

@@ -6,7 +6,7 @@
  * lists them as orphaned.
  */
 import { mapBounded } from '../../shared/core/concurrency.js';
-import type { RunQuery } from '../../shared/adapters/ledger-ops.js';
+import type { RunQuery } from '../../shared/store/repairs.js';
 import { RunOrigin, RunStatus, type Run } from '../../shared/core/vocabulary.js';
 import { configuredJob, jobsOf, noExtraPositionals, parseCommand, parsePositive, parseSince, parseInstant, parseStatuses, stringOption } from './args.js';
 import { cell, clockOf, ERROR_CELL_WIDTH, EXIT_OK, formatAge, iso, NOTE_CELL_WIDTH, printJson, printTable, type OpsIo } from './io.js';

@@ -7,7 +7,7 @@
  * A run that ended well (SUCCEEDED, MANUAL) shows no `lastError`: an earlier attempt's error is
  * history, in the attempts, not the run's state (older items may still carry one).
  */
-import { runFromItem } from '../../shared/adapters/ledger.js';
+import { runFromItem } from '../../shared/store/ledger.js';
 import { ATTEMPT_HISTORY_LIMIT } from '../../shared/core/limits.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
 import { noExtraPositionals, parseCommand, parseRunKey } from './args.js';

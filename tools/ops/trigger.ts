@@ -1,6 +1,6 @@
 /**
  * `ops trigger <job> [--shard N] [--note TEXT] [--overlap POLICY] [--by NAME] [--idempotency-key K]`:
- * run a job now, once, outside its schedule (shared/trigger.ts): its own run key (the trigger's
+ * run a job now, once, outside its schedule (shared/operations/trigger.ts): its own run key (the trigger's
  * millisecond), fenced like any run, under the job's overlap policy unless --overlap overrides it,
  * also while the job is paused. `ops runs` shows it as manual, with its note.
  *
@@ -8,9 +8,9 @@
  * failed). A failure (exit 1) before any run was known to be created prints the idempotency key
  * (generated when none was given): repeating the command with it creates at most one run.
  */
-import type { OverlapPolicy } from '../../shared/core/job-schema.js';
+import type { OverlapPolicy } from '../../shared/schedule/job-schema.js';
 import { randomUUID } from 'node:crypto';
-import { trigger, TriggerRequestError, type TriggerReport } from '../../shared/trigger.js';
+import { trigger, TriggerRequestError, type TriggerReport } from '../../shared/operations/trigger.js';
 import { configuredJob, noExtraPositionals, operatorOf, parseCommand, stringOption } from './args.js';
 import { clockOf, EXIT_OK, OpsFailure, printJson, printTable, UsageError, type OpsIo } from './io.js';
 import { withTarget } from './target.js';

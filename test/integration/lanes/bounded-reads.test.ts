@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { FLOOR_ADVANCE_AFTER } from '../../../shared/core/lanes.js';
 import { RunStatus } from '../../../shared/core/vocabulary.js';
-import { LedgerKeys } from '../../../shared/resources.js';
+import { LedgerKeys } from '../../../shared/core/resources.js';
 import { testJobs } from '../../support/helpers.js';
 import { Lab } from '../../support/lab.js';
 import { sandbox, uniqueName, type Sandbox } from '../../support/stack.js';

@@ -7,7 +7,7 @@
  * lane is then free under a live holder: the next run takes it and runs alongside.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Ledger } from '../../../shared/adapters/ledger.js';
+import { Ledger } from '../../../shared/store/ledger.js';
 import { RunStatus } from '../../../shared/core/vocabulary.js';
 import type { JobHandler } from '../../../shared/handler-api.js';
 import { clientWith } from '../../support/faults.js';

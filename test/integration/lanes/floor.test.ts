@@ -8,7 +8,7 @@
  * past the new open run. No look finds it again and no order check sees it.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Ledger } from '../../../shared/adapters/ledger.js';
+import { Ledger } from '../../../shared/store/ledger.js';
 import { RunStatus } from '../../../shared/core/vocabulary.js';
 import { clientWith } from '../../support/faults.js';
 import { testJobs } from '../../support/helpers.js';

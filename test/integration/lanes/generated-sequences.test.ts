@@ -7,13 +7,13 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { LedgerOps, needsRevival } from '../../../shared/adapters/ledger-ops.js';
+import { LedgerOps, needsRevival } from '../../../shared/store/repairs.js';
 import { messageFor } from '../../../shared/core/run-message.js';
 import { isTerminal, RunStatus, type RunMessage } from '../../../shared/core/vocabulary.js';
 import { PermanentError, ReconcileOutcome, ResultUnknownError, RetryableError, type JobHandler } from '../../../shared/handler-api.js';
-import { MetricName } from '../../../shared/observability.js';
-import { runPlannerTick } from '../../../shared/planner.js';
-import { processRecord } from '../../../shared/worker.js';
+import { MetricName } from '../../../shared/runtime/observability.js';
+import { runPlannerTick } from '../../../shared/planner/planner.js';
+import { processRecord } from '../../../shared/worker/batch.js';
 import { OpsFailure } from '../../../tools/ops/io.js';
 import { laneHandOn, resolveRun } from '../../../tools/ops/resolve.js';
 import { RETRYABLE_STATES, retryRuns } from '../../../tools/ops/retry.js';

@@ -4,11 +4,11 @@
  * back it lies.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Ledger } from '../../../shared/adapters/ledger.js';
-import { LedgerOps } from '../../../shared/adapters/ledger-ops.js';
+import { Ledger } from '../../../shared/store/ledger.js';
+import { LedgerOps } from '../../../shared/store/repairs.js';
 import { PermanentError } from '../../../shared/handler-api.js';
 import { RunStatus } from '../../../shared/core/vocabulary.js';
-import { LedgerKeys } from '../../../shared/resources.js';
+import { LedgerKeys } from '../../../shared/core/resources.js';
 import { retryRuns } from '../../../tools/ops/retry.js';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';

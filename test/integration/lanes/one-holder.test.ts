@@ -1,5 +1,5 @@
 /**
- * The lane decisions of shared/worker-lanes.ts through the worker (processRecord), against
+ * The lane decisions of shared/worker/lanes.ts through the worker (processRecord), against
  * DynamoDB Local, under a manual clock (test/support/lab.ts: what the worker sends is kept, not
  * delivered): a lane taken for a run that turns out ended or missing is given back; `replace`
  * ends the lane's older holder and runs, and an older run gives way to a newer holder; when a run
@@ -9,12 +9,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunStatus, type Run } from '../../../shared/core/vocabulary.js';
 import type { JobHandler } from '../../../shared/handler-api.js';
-import type { JobInput } from '../../../shared/core/job-schema.js';
+import type { JobInput } from '../../../shared/schedule/job-schema.js';
 import { testJobs } from '../../support/helpers.js';
 import { Lab } from '../../support/lab.js';
 import { faultyClient } from '../../support/faults.js';
-import { triggerRun } from '../../../shared/trigger.js';
-import { Ledger } from '../../../shared/adapters/ledger.js';
+import { triggerRun } from '../../../shared/operations/trigger.js';
+import { Ledger } from '../../../shared/store/ledger.js';
 import { sandbox, uniqueName as unique, type Sandbox } from '../../support/stack.js';
 
 const MIN = 60_000;

@@ -3,8 +3,8 @@
  * them (DESIGN §8 "Lanes"): a revived run runs, or the command refuses it with the reason.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LedgerOps } from '../../../shared/adapters/ledger-ops.js';
-import { backfill, BackfillRequestError } from '../../../shared/backfill.js';
+import { LedgerOps } from '../../../shared/store/repairs.js';
+import { backfill, BackfillRequestError } from '../../../shared/operations/backfill.js';
 import { RunStatus } from '../../../shared/core/vocabulary.js';
 import { retryRuns } from '../../../tools/ops/retry.js';
 import { testJobs } from '../../support/helpers.js';

@@ -4,8 +4,8 @@
  * before the one in the code; each must hold one holder now.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Ledger } from '../../../shared/adapters/ledger.js';
-import { LedgerOps } from '../../../shared/adapters/ledger-ops.js';
+import { Ledger } from '../../../shared/store/ledger.js';
+import { LedgerOps } from '../../../shared/store/repairs.js';
 import { RunStatus } from '../../../shared/core/vocabulary.js';
 import { PermanentError, type JobHandler } from '../../../shared/handler-api.js';
 import { retryRuns } from '../../../tools/ops/retry.js';

@@ -7,15 +7,15 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
-import { LedgerOps } from '../../../shared/adapters/ledger-ops.js';
+import { LedgerOps } from '../../../shared/store/repairs.js';
 import { initialFence, MAX_CLAIMS_PER_SLOT } from '../../../shared/core/fence.js';
 import { RunStatus } from '../../../shared/core/vocabulary.js';
 import { PermanentError, RetryableError, type JobHandler, type RunContext } from '../../../shared/handler-api.js';
-import { LedgerKeys } from '../../../shared/resources.js';
+import { LedgerKeys } from '../../../shared/core/resources.js';
 import { laneHandOn, resolveRun } from '../../../tools/ops/resolve.js';
 import { retryRuns } from '../../../tools/ops/retry.js';
 import { silentLogger, testJobs } from '../../support/helpers.js';
-import { runPlannerTick } from '../../../shared/planner.js';
+import { runPlannerTick } from '../../../shared/planner/planner.js';
 import { Lab } from '../../support/lab.js';
 import { sandbox, type Sandbox } from '../../support/stack.js';
 

@@ -1,5 +1,5 @@
 /**
- * Lane hand-on corners of shared/worker-lanes.ts through the worker, against DynamoDB Local under
+ * Lane hand-on corners of shared/worker/lanes.ts through the worker, against DynamoDB Local under
  * a manual clock (test/support/lab.ts): a holder whose marker is already gone when it ends still
  * dispatches the next due run; a run older than the holder that appeared behind its back without
  * flagging the marker is not handed the lane ahead of slot order (forbid-queue) nor instead of
@@ -7,7 +7,7 @@
  * after it is acknowledged, not retried; runs superseded in between name the run that superseded them.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { JobInput } from '../../../shared/core/job-schema.js';
+import type { JobInput } from '../../../shared/schedule/job-schema.js';
 import { RunStatus, runKeyOf } from '../../../shared/core/vocabulary.js';
 import type { JobHandler } from '../../../shared/handler-api.js';
 import { testJobs } from '../../support/helpers.js';

@@ -1,7 +1,7 @@
 /** Pieces the worker-fault drills (kill, pause, ledger unreachable) share. */
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { HistoryEvent } from '../../../shared/core/history.js';
-import type { Job, JobInput } from '../../../shared/core/job-schema.js';
+import type { Job, JobInput } from '../../../shared/schedule/job-schema.js';
 import { RunStatus, type Run, type RunId } from '../../../shared/core/vocabulary.js';
 import type { LocalPoller } from '../../local-poller.js';
 import type { LocalEndpoints } from '../../local-stack.js';

@@ -9,7 +9,7 @@
  * checker's five invariants.
  */
 import type { HistoryEvent } from '../../../shared/core/history.js';
-import { createClients } from '../../../shared/runtime.js';
+import { createClients } from '../../../shared/runtime/clients.js';
 import { localClientConfig } from '../../local-stack.js';
 import type { ChildWorker } from '../child.js';
 import { invariantViolations, iterate, tracer, type Drill, type DrillViolation } from '../drill.js';

@@ -12,10 +12,10 @@
  *  - catch-up ends: once the missed slots are planned the job is no longer "behind";
  *  - the checker's five invariants.
  */
-import { jobPlanning } from '../../../shared/adapters/planner-store.js';
+import { jobPlanning } from '../../../shared/store/planner-state.js';
 import { partitionOf } from '../../../shared/core/partition.js';
 import type { HistoryEvent } from '../../../shared/core/history.js';
-import type { ExpectedSlot } from '../../../shared/core/checker.js';
+import type { ExpectedSlot } from '../../verify/checker.js';
 import { RunStatus } from '../../../shared/core/vocabulary.js';
 import type { LocalEndpoints } from '../../local-stack.js';
 import { invariantViolations, iterate, tracer, type Drill, type DrillViolation, type IterationReport } from '../drill.js';

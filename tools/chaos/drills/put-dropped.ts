@@ -13,10 +13,10 @@
  */
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { Ledger } from '../../../shared/adapters/ledger.js';
+import { Ledger } from '../../../shared/store/ledger.js';
 import type { HistoryEvent } from '../../../shared/core/history.js';
 import { RunStatus, type Run } from '../../../shared/core/vocabulary.js';
-import { LedgerKeys } from '../../../shared/resources.js';
+import { LedgerKeys } from '../../../shared/core/resources.js';
 import { localClientConfig } from '../../local-stack.js';
 import { invariantViolations, iterate, tracer, type Drill, type DrillViolation } from '../drill.js';
 import type { Rng } from '../rng.js';

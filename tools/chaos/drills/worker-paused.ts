@@ -10,7 +10,7 @@
  * invariants.
  */
 import { RunStatus } from '../../../shared/core/vocabulary.js';
-import { InMemoryMetrics } from '../../../shared/observability.js';
+import { InMemoryMetrics } from '../../../shared/runtime/observability.js';
 import type { ChildWorker } from '../child.js';
 import { invariantViolations, iterate, tracer, type Drill, type DrillViolation } from '../drill.js';
 import { stepGapOf, type HandlerConfig } from '../handlers.js';

@@ -3,9 +3,9 @@
  * `ops jobs` use it), a timeline of the shown runs' attempts, a 90-day heatmap of outcomes, and
  * its runs newest first, paged by slot (`?before=<slot ms>`, the oldest slot shown).
  */
-import { jobPlanning } from '../../../shared/adapters/planner-store.js';
+import { jobPlanning } from '../../../shared/store/planner-state.js';
 import { partitionOf } from '../../../shared/core/partition.js';
-import { describeSchedule, slotSpecOf } from '../../../shared/core/slots.js';
+import { describeSchedule, slotSpecOf } from '../../../shared/schedule/slots.js';
 import { localTime, nextFires } from '../../ops/preview.js';
 import { runRow, RUN_HEADERS } from '../../ops/runs.js';
 import { iso } from '../../ops/io.js';

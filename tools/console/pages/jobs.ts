@@ -2,7 +2,7 @@
  * `/`: every deployed job, from `ops jobs`' own collectJobs (schedule, zone, pause, next fires,
  * last run, open and DEAD runs), filtered by name, state and overlap policy from the query string.
  */
-import type { Job } from '../../../shared/core/job-schema.js';
+import type { Job } from '../../../shared/schedule/job-schema.js';
 import { collectJobs, type JobRow } from '../../ops/jobs.js';
 import type { ConsoleContext } from '../context.js';
 import { localTime } from '../../ops/preview.js';

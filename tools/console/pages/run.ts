@@ -3,8 +3,8 @@
  * history derivation, and what an operator may do now, decided by the rules the commands apply
  * (resolveRefusal, revivalRefusal, RETRYABLE_STATES).
  */
-import { resolveRefusal, revivalRefusal } from '../../../shared/adapters/ledger-ops.js';
-import { runFromItem } from '../../../shared/adapters/ledger.js';
+import { resolveRefusal, revivalRefusal } from '../../../shared/store/repairs.js';
+import { runFromItem } from '../../../shared/store/ledger.js';
 import { parseRunKey } from '../../ops/args.js';
 import { endText } from '../../ops/attempts.js';
 import { formatElapsed } from '../../ops/io.js';

@@ -3,7 +3,7 @@
  * and the config hash the deployment recorded against this checkout's (tools/ops/job-config.ts's
  * comparison).
  */
-import { DeployedConfigStore } from '../../../shared/adapters/deployed-config-store.js';
+import { DeployedConfigStore } from '../../../shared/store/deployed-config.js';
 import { configHash } from '../../../shared/core/deployed-config.js';
 import { describeDifference } from '../../ops/job-config.js';
 import type { ConsoleContext } from '../context.js';

@@ -1,0 +1,423 @@
+/**
+ * The planner's own items in the ledger (DESIGN §7, §11; layout rules in core/planner-state.ts):
+ *
+ *   PLANNER / #STATE            the layout: partition count, generation, and per partition how far
+ *                               it planned and swept (one small item, a few writes per tick)
+ *   PLANNER / #EXCEPTIONS#nn    names of paused and catching-up jobs, bucketed by job name
+ *   JOB#<name> / #PLAN          one job's planning state: its pause (who, why, when), catch-up
+ *                               cursor and edge, and a `maxRuns` job's count of scheduled slots
+ *                               (`planned`, advanced by Ledger.createCountedRun with each slot's put)
+ *
+ * Every expression has a fixed size whatever the number of jobs (names travel as values, never as
+ * expression text), and every item is bounded: the exception buckets hold names only, spread over
+ * KEY_SPREAD.exceptionBuckets items. Jobs' state follows the job, not the partition count.
+ */
+import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
+import { BatchGetCommand, GetCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { mapBounded } from '../core/concurrency.js';
+import { exceptionBucketOf, type PartitionCursor, type PlannerLayout } from '../core/planner-state.js';
+import { KEY_SPREAD, LedgerKeys } from '../core/resources.js';
+import { isConditionalCheckFailure } from './failure-item.js';
+
+type Item = Record<string, unknown>;
+
+/** A job's own planning state. */
+export interface JobPlan {
+  readonly job: string;
+  readonly pause?: { readonly at: number; readonly by: string; readonly note?: string };
+  /** Catch-up cursor: the last slot planned for the job while it is behind. */
+  readonly cursor?: number;
+  /** Where its catch-up ends. */
+  readonly edge?: number;
+  /** `maxRuns` jobs: how many scheduled slots the planner created (each counted with its put). */
+  readonly planned?: number;
+  /**
+   * Written by earlier code instead of a count: the first slot it planned and the last slot the
+   * job could have (+∞: none). The planner derives the count from them once (legacyRunCount).
+   */
+  readonly firstSlot?: number;
+  readonly lastSlot?: number;
+}
+
+/** What a tick reads first: the layout and the exception lists, in one request. */
+export interface TickState {
+  readonly layout: PlannerLayout | undefined;
+  readonly paused: ReadonlySet<string>;
+  /** Jobs listed as catching up (their cursors are on their plan items). */
+  readonly behind: ReadonlySet<string>;
+}
+
+function layoutFromItem(item: Item | undefined): PlannerLayout | undefined {
+  if (!item || typeof item.of !== 'number') return undefined;
+  const raw = (item.partitions as Record<string, PartitionCursor> | undefined) ?? {};
+  return { of: item.of, gen: item.gen as number, partitions: new Map(Object.entries(raw).map(([p, c]) => [Number(p), c])) };
+}
+
+function isCancellation(error: unknown): error is TransactionCanceledException {
+  return error instanceof TransactionCanceledException || (error as { name?: string })?.name === 'TransactionCanceledException';
+}
+
+export class PlannerStore {
+  constructor(
+    private readonly doc: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  private readonly stateKey = { pk: LedgerKeys.plannerPk, sk: LedgerKeys.plannerStateSk };
+
+  private bucketKey(bucket: number) {
+    return { pk: LedgerKeys.plannerPk, sk: LedgerKeys.exceptionsSk(bucket) };
+  }
+
+  private planKey(job: string) {
+    return { pk: LedgerKeys.jobPk(job), sk: LedgerKeys.jobPlanSk };
+  }
+
+  /** Consistent BatchGet of any keys (100 per call, 8 calls at once, unprocessed keys retried with backoff). */
+  private async batchGet(keys: readonly Item[]): Promise<Item[]> {
+    const chunks = Array.from({ length: Math.ceil(keys.length / 100) }, (_, i) => keys.slice(i * 100, i * 100 + 100));
+    return (await mapBounded(chunks, 8, (chunk) => this.batchGetChunk(chunk))).flat();
+  }
+
+  private async batchGetChunk(keys: readonly Item[]): Promise<Item[]> {
+    const out: Item[] = [];
+    {
+      let pending: Item[] = [...keys];
+      for (let round = 0; pending.length > 0; round++) {
+        const { Responses = {}, UnprocessedKeys = {} } = await this.doc.send(
+          new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: true } } }),
+        );
+        out.push(...(Responses[this.tableName] ?? []));
+        pending = (UnprocessedKeys[this.tableName]?.Keys as Item[] | undefined) ?? [];
+        if (pending.length > 0) await new Promise((r) => setTimeout(r, Math.min(1_000, 25 * 2 ** round)));
+      }
+    }
+    return out;
+  }
+
+  async readTickState(): Promise<TickState> {
+    const buckets = Array.from({ length: KEY_SPREAD.exceptionBuckets }, (_, b) => this.bucketKey(b));
+    const items = await this.batchGet([this.stateKey, ...buckets]);
+    const paused = new Set<string>();
+    const behind = new Set<string>();
+    let layout: PlannerLayout | undefined;
+    for (const item of items) {
+      if (item.sk === LedgerKeys.plannerStateSk) layout = layoutFromItem(item);
+      else {
+        for (const name of (item.paused as Set<string> | undefined) ?? []) paused.add(name);
+        for (const name of (item.behind as Set<string> | undefined) ?? []) behind.add(name);
+      }
+    }
+    return { layout, paused, behind };
+  }
+
+  async readLayout(): Promise<PlannerLayout | undefined> {
+    const { Item } = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: this.stateKey, ConsistentRead: true }));
+    return layoutFromItem(Item);
+  }
+
+  /**
+   * Writes a new layout if the stored one is still `previous` (or there is none): two planners
+   * switching at once agree on one. Returns false when another planner switched first.
+   */
+  async writeLayout(previous: PlannerLayout | undefined, next: PlannerLayout, now: number): Promise<boolean> {
+    const partitions = Object.fromEntries([...next.partitions].map(([p, c]) => [String(p), stripUndefined(c)]));
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: this.stateKey,
+          UpdateExpression: 'SET #of = :of, gen = :gen, since = :now, #partitions = :partitions',
+          ConditionExpression: previous ? 'gen = :previousGen' : 'attribute_not_exists(gen)',
+          ExpressionAttributeNames: { '#of': 'of', '#partitions': 'partitions' },
+          ExpressionAttributeValues: { ':of': next.of, ':gen': next.gen, ':now': now, ':partitions': partitions, ...(previous ? { ':previousGen': previous.gen } : {}) },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionalCheckFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * Moves partition `partition`'s watermark forward only, within layout generation `gen`.
+   * Returns false when a concurrent planner already moved it further (harmless: its work is a
+   * superset of ours, every run write being conditional) or the layout changed meanwhile.
+   */
+  async advancePartition(gen: number, partition: number, plannedUntil: number, planned?: { readonly configHash: string; readonly at: number }): Promise<boolean> {
+    const sameLayout = 'gen = :gen';
+    const onlyForward = '(attribute_not_exists(#partitions.#p.plannedUntil) OR #partitions.#p.plannedUntil <= :until)';
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: this.stateKey,
+          // With the watermark, the config it was planned under and the tick's now (replanFromOf).
+          UpdateExpression: planned
+            ? 'SET #partitions.#p.plannedUntil = :until, #partitions.#p.configHash = :hash, #partitions.#p.plannedAt = :at'
+            : 'SET #partitions.#p.plannedUntil = :until',
+          ConditionExpression: `${sameLayout} AND ${onlyForward}`,
+          ExpressionAttributeNames: { '#partitions': 'partitions', '#p': String(partition) },
+          ExpressionAttributeValues: { ':gen': gen, ':until': plannedUntil, ...(planned ? { ':hash': planned.configHash, ':at': planned.at } : {}) },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionalCheckFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  /** Records how far partition `partition` has swept (forward only, within generation `gen`). */
+  async saveSweep(gen: number, partition: number, cursor: Required<Pick<PartitionCursor, 'sweptUntil'>> & Pick<PartitionCursor, 'watchAfter'>): Promise<boolean> {
+    const sameLayout = 'gen = :gen';
+    const onlyForward = '(attribute_not_exists(#partitions.#p.sweptUntil) OR #partitions.#p.sweptUntil <= :swept)';
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: this.stateKey,
+          UpdateExpression:
+            cursor.watchAfter === undefined
+              ? 'SET #partitions.#p.sweptUntil = :swept REMOVE #partitions.#p.watchAfter'
+              : 'SET #partitions.#p.sweptUntil = :swept, #partitions.#p.watchAfter = :after',
+          ConditionExpression: `${sameLayout} AND ${onlyForward}`,
+          ExpressionAttributeNames: { '#partitions': 'partitions', '#p': String(partition) },
+          ExpressionAttributeValues: {
+            ':gen': gen,
+            ':swept': cursor.sweptUntil,
+            ...(cursor.watchAfter === undefined ? {} : { ':after': cursor.watchAfter }),
+          },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionalCheckFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  async readJobPlans(jobs: readonly string[]): Promise<Map<string, JobPlan>> {
+    const items = await this.batchGet(jobs.map((job) => this.planKey(job)));
+    return new Map(items.map((item) => [jobOfPlanKey(item.pk as string), planFromItem(item)]));
+  }
+
+  async readJobPlan(job: string): Promise<JobPlan | undefined> {
+    const { Item } = await this.doc.send(new GetCommand({ TableName: this.tableName, Key: this.planKey(job), ConsistentRead: true }));
+    return Item ? planFromItem(Item) : undefined;
+  }
+
+  /**
+   * Sets a job's catch-up cursor and edge, if it is not paused and its cursor is still `expected`
+   * (undefined: none): a concurrent tick that moved it, or a pause, wins. Returns whether it moved.
+   */
+  async setCatchUp(job: string, cursor: number, edge: number, expected: number | undefined): Promise<boolean> {
+    const notPaused = 'attribute_not_exists(pause)';
+    const cursorAsRead = expected === undefined ? 'attribute_not_exists(#cursor)' : '#cursor = :expected';
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: this.planKey(job),
+          UpdateExpression: 'SET #cursor = :cursor, edge = :edge',
+          ConditionExpression: `${notPaused} AND ${cursorAsRead}`,
+          ExpressionAttributeNames: { '#cursor': 'cursor' },
+          ExpressionAttributeValues: { ':cursor': cursor, ':edge': edge, ...(expected === undefined ? {} : { ':expected': expected }) },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionalCheckFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  /** Clears a caught-up job's cursor if it is still `expected` and the job is not paused. */
+  async clearCatchUp(job: string, expected: number | undefined): Promise<boolean> {
+    const notPaused = 'attribute_not_exists(pause)';
+    const cursorAsRead = expected === undefined ? 'attribute_not_exists(#cursor)' : '#cursor = :expected';
+    try {
+      await this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: this.planKey(job),
+          UpdateExpression: 'REMOVE #cursor, edge',
+          ConditionExpression: `${notPaused} AND ${cursorAsRead}`,
+          ExpressionAttributeNames: { '#cursor': 'cursor' },
+          ExpressionAttributeValues: expected === undefined ? undefined : { ':expected': expected },
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionalCheckFailure(error)) return false;
+      throw error;
+    }
+  }
+
+  /**
+   * Adds and removes names in the exception lists' `behind` sets: one update per bucket and kind
+   * of change. DynamoDB refuses an update that both ADDs to and DELETEs from the same set ("two
+   * document paths overlap"), so a bucket with both gets its additions first, then its removals.
+   */
+  async listBehind(add: readonly string[], remove: readonly string[]): Promise<void> {
+    const byBucket = new Map<number, { add: string[]; remove: string[] }>();
+    const entry = (job: string) => {
+      const bucket = exceptionBucketOf(job);
+      let e = byBucket.get(bucket);
+      if (!e) byBucket.set(bucket, (e = { add: [], remove: [] }));
+      return e;
+    };
+    for (const job of add) entry(job).add.push(job);
+    for (const job of remove) entry(job).remove.push(job);
+    const change = (bucket: number, expression: string, names: readonly string[]) =>
+      this.doc.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: this.bucketKey(bucket),
+          UpdateExpression: expression,
+          ExpressionAttributeValues: { ':names': new Set(names) },
+        }),
+      );
+    await Promise.all(
+      [...byBucket].map(async ([bucket, { add: adds, remove: removes }]) => {
+        if (adds.length > 0) await change(bucket, 'ADD behind :names', adds);
+        if (removes.length > 0) await change(bucket, 'DELETE behind :names', removes);
+      }),
+    );
+  }
+
+  /**
+   * Pauses a job: the planner skips it from its next tick, and its plan item remembers where it
+   * stopped (`plannedUntil`, unless it was already behind: its own cursor wins) and who paused it
+   * and why. Dropping the edge makes the resume tick fix a new one: slots after the pause were
+   * never planned. Returns false when it was already paused (the first pause's note stays).
+   */
+  async pause(job: string, plannedUntil: number, by: { readonly by: string; readonly note?: string; readonly at: number }): Promise<boolean> {
+    try {
+      await this.doc.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Update: {
+                TableName: this.tableName,
+                Key: this.planKey(job),
+                UpdateExpression: 'SET pause = :pause, #cursor = if_not_exists(#cursor, :until) REMOVE edge',
+                ConditionExpression: 'attribute_not_exists(pause)',
+                ExpressionAttributeNames: { '#cursor': 'cursor' },
+                ExpressionAttributeValues: { ':pause': stripUndefined(by), ':until': plannedUntil },
+              },
+            },
+            {
+              Update: {
+                TableName: this.tableName,
+                Key: this.bucketKey(exceptionBucketOf(job)),
+                UpdateExpression: 'ADD paused :job',
+                ExpressionAttributeValues: { ':job': new Set([job]) },
+              },
+            },
+          ],
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isCancellation(error) && error.CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed') return false;
+      throw error;
+    }
+  }
+
+  /** Resumes a paused job: it catches up from its cursor under its misfire policy. False when it was not paused. */
+  async resume(job: string): Promise<boolean> {
+    try {
+      await this.doc.send(
+        new TransactWriteCommand({
+          TransactItems: [
+            {
+              Update: {
+                TableName: this.tableName,
+                Key: this.planKey(job),
+                UpdateExpression: 'REMOVE pause',
+                ConditionExpression: 'attribute_exists(pause)',
+              },
+            },
+            {
+              Update: {
+                TableName: this.tableName,
+                Key: this.bucketKey(exceptionBucketOf(job)),
+                UpdateExpression: 'DELETE paused :job ADD behind :job',
+                ExpressionAttributeValues: { ':job': new Set([job]) },
+              },
+            },
+          ],
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isCancellation(error) && error.CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed') return false;
+      throw error;
+    }
+  }
+}
+
+/** How the planner sees one job: for ops (status, jobs, pause). */
+export interface JobPlanning {
+  readonly job: string;
+  /** Under the current layout (undefined: the planner never ran). */
+  readonly partition?: number;
+  readonly of?: number;
+  readonly pause?: JobPlan['pause'];
+  /** Catching up (its own cursor is behind its partition's watermark). */
+  readonly behind: boolean;
+  /** The job is planned up to here. */
+  readonly plannedUntil?: number;
+  /** A `maxRuns` job's count of scheduled slots created so far (undefined: none counted). */
+  readonly planned?: number;
+  /** The bound earlier code recorded instead of a count (legacyRunCount turns it into one). */
+  readonly legacyBound?: { readonly firstSlot: number; readonly lastSlot: number };
+}
+
+/** Per job: paused (who, why), behind, and how far it is planned, from one read of the planner's state. */
+export async function jobPlanning(store: PlannerStore, jobs: readonly string[], partitionOf: (job: string, of: number) => number): Promise<Map<string, JobPlanning>> {
+  const state = await store.readTickState();
+  const exceptional = jobs;
+  const plans = exceptional.length > 0 ? await store.readJobPlans(exceptional) : new Map<string, JobPlan>();
+  const out = new Map<string, JobPlanning>();
+  for (const job of jobs) {
+    const plan = plans.get(job);
+    const layout = state.layout;
+    const partition = layout ? partitionOf(job, layout.of) : undefined;
+    const partitionUntil = layout && partition !== undefined ? layout.partitions.get(partition)?.plannedUntil : undefined;
+    out.set(job, {
+      job,
+      partition,
+      of: layout?.of,
+      pause: state.paused.has(job) ? (plan?.pause ?? { at: 0, by: '?' }) : undefined,
+      behind: plan?.cursor !== undefined && !state.paused.has(job),
+      plannedUntil: plan?.cursor ?? partitionUntil,
+      planned: plan?.planned,
+      ...(plan?.firstSlot !== undefined && plan.lastSlot !== undefined ? { legacyBound: { firstSlot: plan.firstSlot, lastSlot: plan.lastSlot } } : {}),
+    });
+  }
+  return out;
+}
+
+function jobOfPlanKey(pk: string): string {
+  return pk.slice('JOB#'.length);
+}
+
+function planFromItem(item: Item): JobPlan {
+  return {
+    job: jobOfPlanKey(item.pk as string),
+    pause: item.pause as JobPlan['pause'],
+    cursor: item.cursor as number | undefined,
+    edge: item.edge as number | undefined,
+    planned: item.planned as number | undefined,
+    firstSlot: item.firstSlot as number | undefined,
+    // +∞ (fewer scheduled slots than maxRuns) is stored as its absence of a bound: -1.
+    lastSlot: typeof item.lastSlot === 'number' ? (item.lastSlot < 0 ? Number.POSITIVE_INFINITY : item.lastSlot) : undefined,
+  };
+}
+
+function stripUndefined<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}
