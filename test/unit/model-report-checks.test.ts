@@ -132,6 +132,15 @@ describe('report-kept: a command\'s report is an assertion', () => {
     expect(checkReportsKept(revived, [], [dead], new Set([dead.runKey]), J)).toEqual([]);
   });
 
+  it('a revival resolved by an operator at the same virtual instant keeps its report, one resolved before the revival does not (model seed 1626809289: a false alarm)', () => {
+    const revived = { revived: [{ runKey: dead.runKey, at: T + MIN }], triggers: [] };
+    const retry: HistoryEvent = { type: 'ops', at: T + MIN, runKey: dead.runKey, action: 'retry', from: RunStatus.DEAD, to: RunStatus.READY };
+    const resolve: HistoryEvent = { type: 'ops', at: T + MIN, runKey: dead.runKey, action: 'resolve', from: RunStatus.READY, to: RunStatus.MANUAL };
+    const manual = { ...dead, status: RunStatus.MANUAL };
+    expect(checkReportsKept(revived, [retry, resolve], [manual], new Set(), J)).toEqual([]);
+    expect(checkReportsKept(revived, [resolve, retry], [manual], new Set(), J).map((v) => v.invariant)).toEqual(['report-kept']);
+  });
+
   it('a manual run no trigger reported is flagged (a trigger that exited non-zero had created it: a second try without the key would add another, D3-09); a reported one that ran passes', () => {
     const manual = run(T + 417, { origin: RunOrigin.MANUAL });
     expect(checkReportsKept({ revived: [], triggers: [{ job: 'j', key: 'k', runKeys: [] }] }, [], [manual], new Set(), J).map((v) => v.detail)).toEqual([

@@ -209,17 +209,21 @@ export function checkReportsKept(reports: OperatorReports, history: readonly His
   const byKey = new Map(runs.filter((r) => configured.has(r.job)).map((r) => [r.runKey, r]));
   const removed = new Set(runs.filter((r) => !configured.has(r.job)).map((r) => r.runKey));
   const claims = new Map<string, number[]>();
-  const opsActs = new Map<string, number[]>();
-  for (const e of history) {
+  // Operator acts in history order: virtual time stands still within a command burst, so a
+  // resolve right after a retry has the retry's own instant and only the order tells them apart.
+  const opsActs = new Map<string, { readonly at: number; readonly action: string; readonly index: number }[]>();
+  history.forEach((e, index) => {
     if (e.type === 'claimed') claims.set(e.runKey, [...(claims.get(e.runKey) ?? []), e.at]);
-    else if (e.type === 'ops') opsActs.set(e.runKey, [...(opsActs.get(e.runKey) ?? []), e.at]);
-  }
+    else if (e.type === 'ops') opsActs.set(e.runKey, [...(opsActs.get(e.runKey) ?? []), { at: e.at, action: e.action, index }]);
+  });
   const out: CheckViolation[] = [];
   for (const { runKey, at } of reports.revived) {
     if (removed.has(runKey)) continue;
     const run = byKey.get(runKey);
     const ran = (claims.get(runKey) ?? []).some((t) => t >= at);
-    const actedOnAgain = (opsActs.get(runKey) ?? []).some((t) => t > at);
+    const acts = opsActs.get(runKey) ?? [];
+    const own = acts.filter((a) => a.action === 'retry' && a.at <= at).at(-1);
+    const actedOnAgain = acts.some((a) => (own === undefined ? a.at > at : a.index > own.index));
     if (ran || actedOnAgain || stuck.has(runKey) || (run !== undefined && REFUSED_ON_ARRIVAL.includes(run.status))) continue;
     out.push({ invariant: Invariant.REPORT_KEPT, runKey, detail: `ops retry reported it revived at ${iso(at)}, but it never ran after (${run ? `now ${run.status}` : 'no run item'})` });
   }
