@@ -231,7 +231,7 @@ function exclusive(overlap: Job['overlap']): Exclude<Job['overlap'], 'parallel'>
   return overlap;
 }
 
-type IndexKey = { openSk: string; pk: string; sk: string };
+export type IndexKey = { openSk: string; pk: string; sk: string };
 
 /** Where each bucket's sweep resumes, as stored on the partition cursor (only unfinished buckets). */
 function encodeCursor(resume: ReadonlyMap<number, IndexKey>): string | undefined {
@@ -239,7 +239,7 @@ function encodeCursor(resume: ReadonlyMap<number, IndexKey>): string | undefined
   return JSON.stringify([...resume].map(([bucket, k]) => [bucket, k.openSk, k.pk, k.sk]));
 }
 
-function decodeCursor(raw: string | undefined): Map<number, IndexKey> {
+export function decodeCursor(raw: string | undefined): Map<number, IndexKey> {
   const out = new Map<number, IndexKey>();
   if (!raw) return out;
   try {

@@ -171,7 +171,7 @@ describe('the operator console in Chromium', () => {
     expect(await page.locator('#dlq').innerText()).toContain('Dead-letter queue: 0 visible');
     await open('/system');
     expect(await page.locator('#planner').innerText()).toBe('1 partition(s), layout generation 1.');
-    expect(await page.locator('tr[data-partition="0"]').innerText()).toBe('0\t2026-12-01T11:59:30Z\t2026-12-01T11:58:30Z\tthe start');
+    expect(await page.locator('tr[data-partition="0"]').innerText()).toBe('0\t2026-12-01T11:59:30Z\t2026-12-01T11:58:30Z\tevery bucket from its start');
     expect(await page.locator('#config-compare').innerText()).toBe('the same');
   });
 

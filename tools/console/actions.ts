@@ -8,6 +8,7 @@ import { COMMANDS } from '../ops/cli.js';
 import { OpsFailure, UsageError, type OpsIo } from '../ops/io.js';
 import type { ConsoleContext } from './context.js';
 import { HttpError } from './context.js';
+import { BULK_ACTIONS } from './bulk-actions.js';
 
 export interface ActionField {
   readonly name: string;
@@ -17,19 +18,33 @@ export interface ActionField {
   readonly choices?: readonly string[];
   /** Not shown: the confirmation page fills it with a fresh value (an idempotency key). */
   readonly hidden?: boolean;
+  /** A date-time typed in the job's zone (an `<input type="datetime-local">`). */
+  readonly localTime?: boolean;
+}
+
+/** One ops command line: its name and arguments, and what its output is about (a job, the DLQ…). */
+export interface OpsCommand {
+  readonly name: string;
+  readonly args: string[];
+  readonly about: string;
 }
 
 export interface ActionSpec {
   readonly title: string;
-  /** The subject: a job name or a run key. */
-  readonly subject: 'job' | 'run';
+  /** The subject: a job name, a run key, the dead-letter queue, or a job name or `*` (every job). */
+  readonly subject: 'job' | 'run' | 'dlq' | 'jobs';
   readonly fields: readonly ActionField[];
   /** What confirming does, in words. */
   describe(subject: string): string;
-  /** The ops command and its arguments. */
-  command(subject: string, fields: Readonly<Record<string, string>>, by: string): { name: string; args: string[] };
-  /** What happened, from the command's JSON. */
-  summarize(json: unknown): string[];
+  /** The ops commands confirming runs (one, or one per job), in order. */
+  commands(subject: string, fields: Readonly<Record<string, string>>, by: string, ctx: ConsoleContext): OpsCommand[];
+  /**
+   * The dry run of the same commands, shown on the confirmation page before anything changes;
+   * the confirm button is only offered when it succeeded.
+   */
+  preview?(subject: string, fields: Readonly<Record<string, string>>, by: string, ctx: ConsoleContext): OpsCommand[];
+  /** What happened, from one command's JSON. */
+  summarize(json: unknown, about: string): string[];
 }
 
 type Json = Record<string, unknown>;
@@ -37,13 +52,20 @@ const list = (json: unknown): Json[] => (Array.isArray(json) ? (json as Json[]) 
 const obj = (json: unknown): Json => (json !== null && typeof json === 'object' && !Array.isArray(json) ? (json as Json) : {});
 const optional = (flag: string, value: string | undefined) => (value ? [flag, value] : []);
 
+/** One line per run a retry looked at: revived (from → to), or refused and why. */
+function retryLines(json: unknown, about: string): string[] {
+  const entries = list(json);
+  if (entries.length === 0) return [`${about}: no DEAD run to retry.`];
+  return entries.map((e) => `${String(e.runKey)}: ${String(e.action)}${e.to ? `, ${String(e.from)} → ${String(e.to)}` : ` (was ${String(e.from)})`}${e.detail ? `: ${String(e.detail)}` : ''}.`);
+}
+
 export const ACTIONS: Readonly<Record<string, ActionSpec>> = {
   pause: {
     title: 'Pause',
     subject: 'job',
     fields: [{ name: 'note', label: 'Note (why; shown with the paused badge)', required: true }],
     describe: (job) => `Stop planning ${job}: nothing new is materialized until it is resumed (runs already materialized still execute).`,
-    command: (job, f, by) => ({ name: 'pause', args: [job, '--note', f.note!, '--by', by] }),
+    commands: (job, f, by) => [{ name: 'pause', args: [job, '--note', f.note!, '--by', by], about: job }],
     summarize: (json) => {
       const r = obj(json);
       return r.changed
@@ -56,7 +78,7 @@ export const ACTIONS: Readonly<Record<string, ActionSpec>> = {
     subject: 'job',
     fields: [],
     describe: (job) => `Plan ${job} again: slots missed while paused follow its misfire policy.`,
-    command: (job) => ({ name: 'resume', args: [job] }),
+    commands: (job) => [{ name: 'resume', args: [job], about: job }],
     summarize: (json) => {
       const r = obj(json);
       return r.changed ? [`Resumed ${String(r.job)}: the next tick plans from ${String(r.plannedUntil ?? 'now')}.`] : [`${String(r.job)} was not paused: nothing changed.`];
@@ -72,7 +94,7 @@ export const ACTIONS: Readonly<Record<string, ActionSpec>> = {
       { name: 'idempotency', label: 'Idempotency key', required: true, hidden: true },
     ],
     describe: (job) => `Run ${job} now, once, outside its schedule (also while paused), one run per shard.`,
-    command: (job, f, by) => ({ name: 'trigger', args: [job, ...optional('--note', f.note), ...optional('--overlap', f.overlap), '--by', by, '--idempotency-key', f.idempotency!] }),
+    commands: (job, f, by) => [{ name: 'trigger', args: [job, ...optional('--note', f.note), ...optional('--overlap', f.overlap), '--by', by, '--idempotency-key', f.idempotency!], about: job }],
     summarize: (json) =>
       list(json).map((r) =>
         r.repeated
@@ -85,8 +107,8 @@ export const ACTIONS: Readonly<Record<string, ActionSpec>> = {
     subject: 'run',
     fields: [],
     describe: (run) => `Run ${run} again with a fresh attempt budget (an unknown last result is reconciled first).`,
-    command: (run, _f, by) => ({ name: 'retry', args: [run, '--by', by] }),
-    summarize: (json) => list(json).map((e) => `${String(e.runKey)}: ${String(e.action)}${e.to ? `, ${String(e.from)} → ${String(e.to)}` : ` (was ${String(e.from)})`}${e.detail ? `: ${String(e.detail)}` : ''}.`),
+    commands: (run, _f, by) => [{ name: 'retry', args: [run, '--by', by], about: run }],
+    summarize: retryLines,
   },
   resolve: {
     title: 'Resolve',
@@ -96,12 +118,13 @@ export const ACTIONS: Readonly<Record<string, ActionSpec>> = {
       { name: 'reason', label: 'Reason (recorded on the run)', required: true },
     ],
     describe: (run) => `Close ${run} by hand: as succeeded it becomes MANUAL, as dead it becomes DEAD; a worker holding it is fenced out.`,
-    command: (run, f, by) => ({ name: 'resolve', args: [run, '--as', f.as!, '--reason', f.reason!, '--by', by] }),
+    commands: (run, f, by) => [{ name: 'resolve', args: [run, '--as', f.as!, '--reason', f.reason!, '--by', by], about: run }],
     summarize: (json) => {
       const r = obj(json);
       return [`Resolved ${String(r.runKey)}: ${String(r.from)} → ${String(r.to)} (as ${String(r.as)}, by ${String(r.by)}): ${String(r.reason)}.`];
     },
   },
+  ...BULK_ACTIONS,
 };
 
 export function actionSpec(name: string): ActionSpec {
@@ -130,20 +153,28 @@ export function formFields(spec: ActionSpec, form: URLSearchParams): Record<stri
   return out;
 }
 
-export async function runAction(ctx: ConsoleContext, spec: ActionSpec, subject: string, fields: Readonly<Record<string, string>>): Promise<ActionResult> {
-  const { name, args } = spec.command(subject, fields, ctx.by);
-  const out: string[] = [];
-  const err: string[] = [];
-  const io: OpsIo = { stdout: (l) => out.push(l), stderr: (l) => err.push(l), now: ctx.now, jobs: ctx.jobs, jobSource: ctx.jobSource, checkoutJobs: ctx.checkoutJobs, target: ctx.target };
-  const commandLine = `fsched ops ${name} ${args.map((a) => (/^[\w@:.#-]+$/.test(a) ? a : JSON.stringify(a))).join(' ')}`;
-  let code: number;
-  try {
-    code = await COMMANDS[name]!.run([...args, '--json'], io);
-  } catch (error) {
-    if (error instanceof UsageError || error instanceof OpsFailure) return { ok: false, lines: [error.message], warnings: err, command: commandLine };
-    throw error;
+export async function runAction(ctx: ConsoleContext, commands: readonly OpsCommand[], summarize: ActionSpec['summarize']): Promise<ActionResult> {
+  const lines: string[] = [];
+  const warnings: string[] = [];
+  const commandLines: string[] = [];
+  for (const { name, args, about } of commands) {
+    const out: string[] = [];
+    const err: string[] = [];
+    const io: OpsIo = { stdout: (l) => out.push(l), stderr: (l) => err.push(l), now: ctx.now, jobs: ctx.jobs, jobSource: ctx.jobSource, checkoutJobs: ctx.checkoutJobs, target: ctx.target };
+    commandLines.push(`fsched ops ${name} ${args.map((a) => (/^[\w@:.#-]+$/.test(a) ? a : JSON.stringify(a))).join(' ')}`);
+    let code: number;
+    try {
+      code = await COMMANDS[name]!.run([...args, '--json'], io);
+    } catch (error) {
+      // A refusal ends the action: the commands after it are not run, and the page says so.
+      if (error instanceof UsageError || error instanceof OpsFailure) return { ok: false, lines: [...lines, error.message], warnings: [...warnings, ...err], command: commandLines.join('; ') };
+      throw error;
+    }
+    warnings.push(...err);
+    const json: unknown = out.length > 0 ? JSON.parse(out.join('\n')) : undefined;
+    const summary = json === undefined ? [] : summarize(json, about);
+    lines.push(...(summary.length > 0 ? summary : [`${about}: the command printed nothing.`]));
+    if (code !== 0) return { ok: false, lines, warnings, command: commandLines.join('; ') };
   }
-  const json: unknown = out.length > 0 ? JSON.parse(out.join('\n')) : undefined;
-  const lines = json === undefined ? [] : spec.summarize(json);
-  return { ok: code === 0, lines: lines.length > 0 ? lines : ['The command printed nothing.'], warnings: err, command: commandLine };
+  return { ok: true, lines, warnings, command: commandLines.join('; ') };
 }

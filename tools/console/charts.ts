@@ -25,7 +25,7 @@ export function timelineRuns(runs: readonly Run[]): TimelineRun[] {
 }
 
 /** One row per run (newest on top), one bar per attempt from its claim to its end (now while running). */
-export function timeline(runs: readonly TimelineRun[], now: number): Html {
+export function timeline(runs: readonly TimelineRun[], now: number, laneHolders: ReadonlySet<string> = new Set()): Html {
   const bars = runs.flatMap((r, index) => r.attempts.filter((a) => a.claimedAt !== undefined).map((a) => ({ r, a, index, start: a.claimedAt!, end: a.endedAt ?? (a.end === AttemptEnd.RUNNING ? now : a.claimedAt! + 1_000) })));
   if (bars.length === 0) return html`<p>No attempts among these runs yet.</p>`;
   const t0 = Math.min(...bars.map((b) => b.start));
@@ -35,7 +35,10 @@ export function timeline(runs: readonly TimelineRun[], now: number): Html {
   const rowH = 18;
   const x = (t: number) => left + ((t - t0) / (t1 - t0)) * (width - left - 10);
   const parts: string[] = [];
-  runs.forEach((r, i) => parts.push(`<text x="4" y="${i * rowH + 13}" class="label">${escape(r.run.runKey.slice(0, 40))}</text>`));
+  runs.forEach((r, i) => {
+    const holder = laneHolders.has(r.run.runKey);
+    parts.push(`<text x="4" y="${i * rowH + 13}" class="label${holder ? ' holder' : ''}"${holder ? ' data-lane-holder="true"' : ''}>${holder ? 'lane ◆ ' : ''}${escape(r.run.runKey.slice(0, 40))}</text>`);
+  });
   for (const { r, a, index, start, end } of bars) {
     const takeover = a.from === RunStatus.RUNNING;
     const w = Math.max(3, x(end) - x(start));
@@ -49,7 +52,7 @@ export function timeline(runs: readonly TimelineRun[], now: number): Html {
   parts.push(`<text x="${left}" y="${height - 4}" class="axis">${new Date(t0).toISOString()}</text>`);
   parts.push(`<text x="${width - 10}" y="${height - 4}" class="axis" text-anchor="end">${new Date(t1).toISOString()}</text>`);
   return html`<svg class="timeline" role="img" aria-label="Timeline of the recent runs' attempts" viewBox="0 0 ${width} ${height}" width="100%">${raw(parts.join(''))}</svg>
-<p class="legend"><span class="key o-succeeded"></span>succeeded <span class="key o-retry"></span>retry <span class="key o-dead"></span>dead <span class="key o-unknown"></span>unknown <span class="key o-taken-over"></span>taken over (worker died or lost its lease) <span class="key o-running"></span>running · “takeover ▶” marks a claim of a RUNNING run</p>`;
+<p class="legend"><span class="key o-succeeded"></span>succeeded <span class="key o-retry"></span>retry <span class="key o-dead"></span>dead <span class="key o-unknown"></span>unknown <span class="key o-taken-over"></span>taken over (worker died or lost its lease) <span class="key o-running"></span>running · “takeover ▶” marks a claim of a RUNNING run · “lane ◆” marks the run holding its exclusive lane</p>`;
 }
 
 export interface DayCounts {

@@ -14,6 +14,7 @@ import { html, type Html } from './html.js';
 import { layout, type PageContext } from './layout.js';
 import { confirmPage, resultPage } from './pages/action-pages.js';
 import { attentionPage } from './pages/attention.js';
+import { dlqPage } from './pages/dlq.js';
 import { jobPage } from './pages/job.js';
 import { jobsPage } from './pages/jobs.js';
 import { runPage } from './pages/run.js';
@@ -81,13 +82,15 @@ export async function startConsole(ctx: ConsoleContext, options: { port?: number
       const subject = (form.get(spec.subject) ?? '').trim();
       if (subject === '') throw new HttpError(400, `field "${spec.subject}" is required`);
       const fields = formFields(spec, form);
-      const result = await runAction(ctx, spec, subject, fields);
+      const result = await runAction(ctx, spec.commands(subject, fields, ctx.by, ctx), spec.summarize);
       log(`console: ${result.command}: ${result.ok ? 'ok' : 'refused'}: ${result.lines.join(' ')}`);
       return { ...resultPage(spec, subject, result), live: false, status: result.ok ? 200 : 409 };
     }
     if (method !== 'GET' && method !== 'HEAD') throw new HttpError(405, `${method} is not served`);
     if (path === '/') return jobsPage(ctx, { name: url.searchParams.get('name') ?? undefined, state: url.searchParams.get('state') ?? undefined, policy: url.searchParams.get('policy') ?? undefined });
     if (path === '/attention') return attentionPage(ctx);
+    // A peek receives messages: never repeated by the live refresh.
+    if (path === '/attention/dlq') return { ...(await dlqPage(ctx)), live: false };
     if (path === '/system') return systemPage(ctx);
     const job = segment(path, '/jobs/');
     if (job !== undefined) return jobPage(ctx, job, url.searchParams.get('before') ?? undefined);
@@ -99,7 +102,7 @@ export async function startConsole(ctx: ConsoleContext, options: { port?: number
       const spec = actionSpec(confirm);
       const subject = (url.searchParams.get(spec.subject) ?? '').trim();
       if (subject === '') throw new HttpError(400, `field "${spec.subject}" is required`);
-      return { ...confirmPage(confirm, spec, subject, security!.tokenFor(session)), live: false };
+      return { ...(await confirmPage(ctx, confirm, spec, subject, security!.tokenFor(session), url.searchParams)), live: false };
     }
     throw new HttpError(404, `no page at ${path}`);
   }

@@ -1,13 +1,16 @@
 /**
  * `/attention`: what needs a person. Per deployed job, its DEAD, UNKNOWN and MANUAL runs of the
  * last 7 days (newest first, a bounded number each); the open runs of jobs no longer deployed
- * (from the sweeper's watch index, as `ops status` finds them); the DLQ's depth.
+ * (from the sweeper's watch index, as `ops status` finds them); the DLQ's depth, with a link to
+ * its messages (pages/dlq.ts) and the redrive action; retry all DEAD runs of a job or of all jobs.
  */
 import { mapBounded } from '../../../shared/core/concurrency.js';
 import { RunStatus, type Run } from '../../../shared/core/vocabulary.js';
 import { dlqDepth, STATUS_OPEN_RUNS_LIMIT } from '../../ops/status.js';
 import type { ConsoleContext } from '../context.js';
 import { html, runHref, statusBadge, utc, type Html } from '../html.js';
+import { ALL_JOBS } from '../bulk-actions.js';
+import { actionButton } from './actions-ui.js';
 
 export const ATTENTION_STATES: readonly RunStatus[] = [RunStatus.DEAD, RunStatus.UNKNOWN, RunStatus.MANUAL];
 export const ATTENTION_WINDOW_MS = 7 * 86_400_000;
@@ -24,10 +27,12 @@ export async function attentionPage(ctx: ConsoleContext): Promise<{ title: strin
   const configured = new Set(ctx.jobs.map((j) => j.name));
   const orphans = open.filter((run) => !configured.has(run.job));
   const runs = perJob.flat().sort((a, b) => b.slot - a.slot);
+  const deadJobs = [...new Set(runs.filter((r) => r.status === RunStatus.DEAD).map((r) => r.job))].sort();
   const full = ctx.jobs.filter((_, i) => perJob[i]!.length >= ATTENTION_PER_JOB).map((j) => j.name);
   const main = html`<h1>Needs a person</h1>
-<p id="dlq">Dead-letter queue: <strong>${dlq.visible}</strong> visible, ${dlq.inFlight} in flight${dlq.visible + dlq.inFlight > 0 ? ' · inspect and redrive with `fsched ops redrive --dry-run`' : ''}.</p>
+<p id="dlq">Dead-letter queue: <strong>${dlq.visible}</strong> visible, ${dlq.inFlight} in flight. <a href="/attention/dlq">Its messages (a peek)</a>${ctx.readOnly || dlq.visible === 0 ? '' : html` · ${actionButton('redrive', { dlq: 'dlq' }, 'Redrive…')}`}</p>
 <h2>DEAD, UNKNOWN and MANUAL runs, last 7 days</h2>
+${ctx.readOnly || deadJobs.length === 0 ? '' : html`<p class="actions" id="retry-all">${actionButton('retry-all', { jobs: ALL_JOBS }, 'Retry all DEAD runs…')} ${deadJobs.map((job) => actionButton('retry-all', { jobs: job }, `Retry DEAD runs of ${job}…`))}</p>`}
 ${runsTable(runs)}
 ${full.length > 0 ? html`<p class="note">Only the newest ${ATTENTION_PER_JOB} of ${full.join(', ')} are listed: open the job for all of them.</p>` : ''}
 <h2>Open runs of jobs no longer deployed</h2>

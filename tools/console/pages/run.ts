@@ -1,12 +1,17 @@
 /**
  * `/runs/<runKey>`: the run as `ops show` reads it (consistent), its attempts from the same
- * history derivation, and what an operator may do now, decided by the rules the commands apply
+ * history derivation with what each asked the handler's reconcile, the outbox events it wrote,
+ * and what an operator may do now, decided by the rules the commands apply
  * (resolveRefusal, revivalRefusal, RETRYABLE_STATES).
  */
 import { resolveRefusal, revivalRefusal } from '../../../shared/store/repairs.js';
 import { runFromItem } from '../../../shared/store/ledger.js';
 import { parseRunKey } from '../../ops/args.js';
-import { endText } from '../../ops/attempts.js';
+import { AttemptEnd, endText, type AttemptRow } from '../../ops/attempts.js';
+import { previousResultUnknown } from '../../../shared/core/outcome.js';
+import { RunStatus } from '../../../shared/core/vocabulary.js';
+import { handlers } from '../../../shared/handlers/index.js';
+import { outboxRowsOfRun, type OutboxRow } from '../../../shared/store/outbox-reads.js';
 import { formatElapsed } from '../../ops/io.js';
 import { RETRYABLE_STATES } from '../../ops/retry.js';
 import { historyOf } from '../../ops/show.js';
@@ -20,6 +25,33 @@ function json(value: unknown): string {
   return JSON.stringify(value, (_k, v: unknown) => (v instanceof Set ? [...v] : v));
 }
 
+/** Outbox rows listed at most. */
+export const OUTBOX_SHOWN = 20;
+
+/**
+ * Whether the attempt asked the handler's reconcile first, and what it can be told from the
+ * record: a claim out of UNKNOWN or of a RUNNING run (a takeover) finds the previous result
+ * unknown and asks; the answer itself is not recorded, only how the attempt ended after it
+ * (STILL_UNKNOWN is reconcile's own answer).
+ */
+export function reconcileText(row: AttemptRow, handlerReconciles: boolean | undefined): string {
+  if (row.end !== AttemptEnd.RECORDED) return '-';
+  if (!previousResultUnknown(row.from)) return 'not asked: the previous result was known';
+  if (handlerReconciles === false) return 'none: the handler has no reconcile, so it ran again';
+  if (row.code === 'STILL_UNKNOWN') return `asked first: still unknown (${row.message ?? 'it could not tell'})`;
+  if (row.outcome === RunStatus.UNKNOWN) return 'asked first: no answer (it failed or timed out)';
+  return `asked first (the previous result was unknown); then ended ${row.outcome ?? '?'}`;
+}
+
+function outboxSection(rows: readonly OutboxRow[]): Html {
+  const shown = rows.slice(0, OUTBOX_SHOWN);
+  const note = html`<p class="note">The relay publishes each row to EventBridge once per stream record, under its event key; a retry of this run writes the same keys again, so consumers see one event per key (they dedupe on it). Nothing here is for an operator to send: to have them written again, retry the run.</p>`;
+  if (shown.length === 0) return html`<p id="outbox">None in the ledger (the run wrote none, or they expired after the outbox retention).</p>${note}`;
+  return html`<table class="outbox" id="outbox"><thead><tr><th scope="col">Event key</th><th scope="col">Detail type</th><th scope="col">Detail</th><th scope="col">Row expires</th></tr></thead><tbody>
+${shown.map((e) => html`<tr data-event="${e.eventKey}"><td><code>${e.eventKey}</code></td><td>${e.detailType}</td><td><code>${json(e.detail)}</code></td><td>${e.expiresAt === undefined ? '-' : utc(e.expiresAt * 1000)}</td></tr>`)}</tbody></table>
+${rows.length > OUTBOX_SHOWN ? html`<p class="note">Only the first ${OUTBOX_SHOWN} are listed.</p>` : ''}${note}`;
+}
+
 export async function runPage(ctx: ConsoleContext, runKey: string): Promise<{ title: string; main: Html }> {
   let id;
   try {
@@ -28,9 +60,16 @@ export async function runPage(ctx: ConsoleContext, runKey: string): Promise<{ ti
     if (error instanceof UsageError) throw new HttpError(400, error.message);
     throw error;
   }
-  const item = await ctx.target.ops.getRunItem(id);
+  const [item, outbox] = await Promise.all([
+    ctx.target.ops.getRunItem(id),
+    outboxRowsOfRun(ctx.target.clients.doc, ctx.target.ledger.tableName, id.job, runKey, OUTBOX_SHOWN + 1),
+  ]);
   if (!item) throw new HttpError(404, `no run ${runKey} in the ledger`);
   const run = runFromItem(item);
+  const job = ctx.jobs.find((j) => j.name === run.job);
+  // Undefined when this checkout does not know the handler: then the column cannot say whether it reconciles.
+  const handler = job === undefined || !Object.hasOwn(handlers, job.handler) ? undefined : handlers[job.handler];
+  const reconciles = handler === undefined ? undefined : handler.reconcile !== undefined;
   const history = historyOf(item);
   const now = ctx.now();
   const configured = ctx.jobs.some((j) => j.name === run.job);
@@ -59,7 +98,9 @@ export async function runPage(ctx: ConsoleContext, runKey: string): Promise<{ ti
 <h2>What you may do now</h2><ul class="may">${may}</ul>
 <h2>Attempts</h2>
 ${history.earlier > 0 ? html`<p>${history.earlier} earlier claim(s) not kept.</p>` : ''}
-${history.rows.length === 0 ? html`<p>None (never claimed).</p>` : html`<table class="attempts"><thead><tr><th scope="col">Claim</th><th scope="col">Owner</th><th scope="col">Fencing token</th><th scope="col">From</th><th scope="col">Claimed (start)</th><th scope="col">Ended</th><th scope="col">How</th><th scope="col">Error</th><th scope="col">Duration</th></tr></thead><tbody>
-${history.rows.map((row) => html`<tr class="${attemptClass(row)}" data-claim="${row.claim}"><td>${row.claim}</td><td>${row.owner ?? '-'}</td><td>${row.token ?? '-'}</td><td>${row.from === 'RUNNING' ? 'RUNNING (takeover)' : (row.from ?? '-')}</td><td>${utc(row.claimedAt) || '-'}</td><td>${utc(row.endedAt) || '-'}</td><td>${endText(row)}</td><td>${row.code ? `${row.code}: ${row.message ?? ''}` : '-'}</td><td>${formatElapsed(row.durationMs) ?? '-'}</td></tr>`)}</tbody></table>`}`;
+${history.rows.length === 0 ? html`<p>None (never claimed).</p>` : html`<table class="attempts"><thead><tr><th scope="col">Claim</th><th scope="col">Owner</th><th scope="col">Fencing token</th><th scope="col">From</th><th scope="col">Claimed (start)</th><th scope="col">Ended</th><th scope="col">How</th><th scope="col">Error</th><th scope="col">Duration</th><th scope="col">Reconcile</th></tr></thead><tbody>
+${history.rows.map((row) => html`<tr class="${attemptClass(row)}" data-claim="${row.claim}"><td>${row.claim}</td><td>${row.owner ?? '-'}</td><td>${row.token ?? '-'}</td><td>${row.from === 'RUNNING' ? 'RUNNING (takeover)' : (row.from ?? '-')}</td><td>${utc(row.claimedAt) || '-'}</td><td>${utc(row.endedAt) || '-'}</td><td>${endText(row)}</td><td>${row.code ? `${row.code}: ${row.message ?? ''}` : '-'}</td><td>${formatElapsed(row.durationMs) ?? '-'}</td><td class="reconcile">${reconcileText(row, reconciles)}</td></tr>`)}</tbody></table>`}
+<h2>Outbox events it wrote</h2>
+${outboxSection(outbox)}`;
   return { title: `Run ${run.runKey}`, main };
 }
