@@ -15,7 +15,7 @@ import type { Ledger } from '../store/ledger.js';
 import { newWriteId } from '../store/write-id.js';
 import type { OutgoingRun, RunQueue } from '../messaging/run-queue.js';
 import { Effects, OverlapPolicy, type Job } from '../schedule/job-schema.js';
-import { slotSpecOf } from '../core/plan.js';
+import { shardsOfSlot, slotSpecOf } from '../core/plan.js';
 import { slotsBetween } from '../schedule/slots.js';
 import { RunOrigin, RunStatus } from '../core/vocabulary.js';
 import { messageFor } from '../planner/planner.js';
@@ -166,13 +166,11 @@ export async function backfill(deps: BackfillDeps, request: BackfillRequest): Pr
     return { job: job.name, from: request.from, to: request.to, runs: counted.slots * job.shards, created: 0, existing: 0, sent: 0, dryRun: true, ...counted };
   }
   const slots = planBackfill(request, deps.clock());
-  const runs = slots.flatMap((slot) => Array.from({ length: job.shards }, (_, shard) => ({ slot, shard })));
   const base = {
     job: job.name,
     from: request.from,
     to: request.to,
     slots: slots.length,
-    runs: runs.length,
     dryRun: false,
     firstSlot: slots[0],
     lastSlot: slots.at(-1),
@@ -182,37 +180,54 @@ export async function backfill(deps: BackfillDeps, request: BackfillRequest): Pr
   // Whole calls per window; a fractional rate (0.5/s) becomes one call per 1/rate seconds.
   const batchSize = Math.max(1, Math.floor(perSecond));
   const windowMs = (batchSize / perSecond) * 1000;
+  let calls = 0;
+  let runs = 0;
   let created = 0;
   let existing = 0;
   let sent = 0;
+  let toSend: OutgoingRun[] = [];
   const started = deps.clock();
+  const flush = async () => {
+    await deps.queue.send(toSend);
+    sent += toSend.length;
+    toSend = [];
+  };
   // Recognises our own put when the SDK retries one whose response was lost after it committed:
   // the run is then ours to dispatch now, not an existing one left to the sweeper.
   const creator = newWriteId();
-  for (let start = 0, window = 0; start < runs.length; start += batchSize, window++) {
-    const due = started + window * windowMs;
-    const wait = due - deps.clock();
-    if (wait > 0) await deps.sleep(wait);
-    const toSend: OutgoingRun[] = [];
-    for (const { slot, shard } of runs.slice(start, start + batchSize)) {
-      // Backfilled slots are older than the window the sweeper scans behind the planner, so the run
-      // goes into the watch index at once: a lost message is then still found and re-sent.
-      const result = await deps.ledger.createRun(
-        { job: job.name, slot, shard, shards: job.shards, status: RunStatus.READY, origin: RunOrigin.BACKFILL, watch: true, laneOverlap: job.overlap },
-        deps.clock(),
-        creator,
-      );
-      const runKey = result.created ? result.run.runKey : result.existing.runKey;
-      deps.onCreate?.({ runKey, created: result.created, at: deps.clock() });
-      if (result.created) {
-        created++;
-        toSend.push({ message: messageFor(result.run), delaySeconds: 0 });
-      } else {
-        existing++;
-      }
+  const put = async (slot: number, shard: number, shards: number) => {
+    if (calls > 0 && calls % batchSize === 0) {
+      await flush();
+      const wait = started + (calls / batchSize) * windowMs - deps.clock();
+      if (wait > 0) await deps.sleep(wait);
     }
-    await deps.queue.send(toSend);
-    sent += toSend.length;
+    calls++;
+    runs++;
+    // Backfilled slots are older than the window the sweeper scans behind the planner, so the run
+    // goes into the watch index at once: a lost message is then still found and re-sent.
+    const result = await deps.ledger.createRun(
+      { job: job.name, slot, shard, shards, status: RunStatus.READY, origin: RunOrigin.BACKFILL, watch: true, laneOverlap: job.overlap },
+      deps.clock(),
+      creator,
+    );
+    const run = result.created ? result.run : result.existing;
+    deps.onCreate?.({ runKey: run.runKey, created: result.created, at: deps.clock() });
+    if (result.created) {
+      created++;
+      toSend.push({ message: messageFor(result.run), delaySeconds: 0 });
+    } else {
+      existing++;
+    }
+    return run;
+  };
+  for (const slot of slots) {
+    // Shard 0 first, as the planner puts a slot: a slot belongs to the shard count its first put
+    // had (shardsOfSlot), so a slot planned before a change of shards is completed under its own
+    // count and never gets runs of two counts (which would run the slot's work twice).
+    const zero = await put(slot, 0, job.shards);
+    const shards = shardsOfSlot(job.shards, zero);
+    for (let shard = 1; shard < shards; shard++) await put(slot, shard, shards);
   }
-  return { ...base, created, existing, sent };
+  await flush();
+  return { ...base, runs, created, existing, sent };
 }

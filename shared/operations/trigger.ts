@@ -21,6 +21,7 @@ import type { RunQueue } from '../messaging/run-queue.js';
 import { OverlapPolicy, type Job } from '../schedule/job-schema-core.js';
 import { messageFor } from '../core/run-message.js';
 import { RunOrigin, RunStatus, type Run } from '../core/vocabulary.js';
+import { shardsOfSlot } from '../core/plan.js';
 
 /** The request cannot be carried out as asked; `field` names the input at fault. */
 export class TriggerRequestError extends Error {
@@ -89,7 +90,6 @@ export async function trigger(deps: TriggerDeps, request: TriggerRequest): Promi
   if (key !== undefined && !(key.length > 0 && key.length <= MAX_IDEMPOTENCY_KEY_CHARS && key.trim() === key)) {
     throw new TriggerRequestError('idempotency-key', `must be 1 to ${MAX_IDEMPOTENCY_KEY_CHARS} characters without surrounding spaces, got "${key}"`);
   }
-  const shards = request.shard === undefined ? Array.from({ length: job.shards }, (_, s) => s) : [request.shard];
   const overlap = request.overlap === undefined || request.overlap === job.overlap ? undefined : request.overlap;
   // The creator id recognises our own put when the SDK retries one whose response was lost after
   // it committed: without it that retry looks like a second trigger in the same millisecond, and
@@ -109,14 +109,21 @@ export async function trigger(deps: TriggerDeps, request: TriggerRequest): Promi
   // Two triggers in one millisecond: the second moves to the next one (the put is conditional).
   for (let tries = 0; tries < 100; tries++) {
     const runs: Run[] = [];
-    for (const shard of shards) {
+    // Every shard, or the one asked for; the first put decides the slot's count (shardsOfSlot): a
+    // command repeated with its key after a change of shards completes the slot it found under
+    // that slot's own count, never adding runs of a second count (the slot's work twice).
+    let count = job.shards;
+    for (let i = 0; ; i++) {
+      const shard = request.shard ?? i;
+      if ((request.shard !== undefined && i > 0) || shard >= count) break;
       const result = await deps.ledger.createRun(
-        { job: job.name, slot, shard, shards: job.shards, status: RunStatus.READY, origin: RunOrigin.MANUAL, watch: true, note: request.note, triggeredBy: request.by, overlap },
+        { job: job.name, slot, shard, shards: count, status: RunStatus.READY, origin: RunOrigin.MANUAL, watch: true, note: request.note, triggeredBy: request.by, overlap },
         deps.clock(),
         creator,
       );
       if (!result.created) break;
       runs.push(result.run);
+      if (i === 0) count = shardsOfSlot(job.shards, result.run);
     }
     if (runs.length === 0) {
       const next = manualSlot(slot + 1);

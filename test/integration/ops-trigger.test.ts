@@ -12,6 +12,8 @@ import { runOps } from '../../tools/ops/cli.js';
 import type { OpsIo } from '../../tools/ops/io.js';
 import { drain, testJobs } from '../support/helpers.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
+import { RecordingQueue } from '../support/lab.js';
+import { trigger } from '../../shared/operations/trigger.js';
 
 const NOW = Date.UTC(2026, 11, 1, 12, 0, 30, 417);
 const JOBS = testJobs([
@@ -75,5 +77,24 @@ describe('ops trigger', () => {
     expect(c.err).toHaveLength(1);
     expect(c.err[0]).toContain(message);
     expect((await box.ledger.listRuns('sharded')).length + (await box.ledger.listRuns('report')).length).toBe(before);
+  });
+});
+
+describe('ops trigger across a change of shards', () => {
+  let box: Sandbox;
+  beforeAll(async () => {
+    box = await sandbox();
+  });
+  afterAll(() => box.destroy());
+
+  it('a trigger repeated with its idempotency key after shards changed 1 -> 3 finds its one run and adds no runs of the new count to that slot', async () => {
+    const [one] = testJobs([{ name: 'reshard', schedule: '0 * * * *', handler: 'noop' }]);
+    const [three] = testJobs([{ name: 'reshard', schedule: '0 * * * *', handler: 'noop', shards: 3 }]);
+    const queue = new RecordingQueue();
+    const first = await trigger({ ledger: box.ledger, queue, clock: () => NOW }, { job: one!, idempotencyKey: 'deploy-42', by: 'alice' });
+    const again = await trigger({ ledger: box.ledger, queue, clock: () => NOW + 5_000 }, { job: three!, idempotencyKey: 'deploy-42', by: 'alice' });
+    expect(again.runs.map((r) => r.runKey)).toEqual(first.runs.map((r) => r.runKey));
+    expect(again.repeated).toBe(true);
+    expect((await box.ledger.listRuns('reshard', { ascending: true })).map((r) => `${r.shard}/${r.shards}`)).toEqual(['0/1']);
   });
 });

@@ -10,6 +10,7 @@ import type { Job, JobInput } from '../../shared/schedule/job-schema.js';
 import { RunOrigin, RunStatus, type Run } from '../../shared/core/vocabulary.js';
 import type { JobHandler } from '../../shared/handler-api.js';
 import { processRecord } from '../../shared/worker/batch.js';
+import { backfill } from '../../shared/operations/backfill.js';
 import { Lab, RecordingQueue } from '../support/lab.js';
 import { ManualClock, metrics, silentLogger, testJobs } from '../support/helpers.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
@@ -171,6 +172,33 @@ describe('shards changed with runs in flight', () => {
       expect(ofSlot.every((r) => r.status === RunStatus.SUCCEEDED)).toBe(true);
     }
     expect(executed.sort()).toEqual(runs.map((r) => `${r.runKey}/${r.shards}`).sort());
+  });
+  it('a backfill over slots planned before shards changed 1 -> 3 completes each slot under its own count: no slot gets runs of two counts', async () => {
+    const name = 'reshard-backfill';
+    const job = (shards: number): JobInput => ({ name, schedule: '*/10 * * * * *', handler: 'noop', startLead: '60s', shards });
+    const p = new Planner(box, [job(1)], T0, MIN);
+    await p.tick(); // slots +10..+60 s, one shard each
+    p.configure([job(3)]);
+    p.clock.now = T0 + 45 * SEC;
+    const report = await backfill(
+      { ledger: box.ledger, queue: p.queue, clock: p.clock.read, sleep: async () => undefined },
+      { job: p.jobs[0]!, from: T0 - 20 * SEC, to: T0 + 40 * SEC },
+    );
+    // -20, -10 and 0 s had no runs: three shards each, the new count; +10..+30 s kept their one.
+    expect(report).toMatchObject({ slots: 6, runs: 12, created: 9, existing: 3, sent: 9 });
+    const counts = new Map<number, string[]>();
+    for (const run of await p.runs(name)) counts.set(run.slot, [...(counts.get(run.slot) ?? []), `${run.shard}/${run.shards}`]);
+    expect(Object.fromEntries([...counts].map(([slot, runs]) => [(slot - T0) / SEC, runs]))).toEqual({
+      '-20': ['0/3', '1/3', '2/3'],
+      '-10': ['0/3', '1/3', '2/3'],
+      '0': ['0/3', '1/3', '2/3'],
+      '10': ['0/1'],
+      '20': ['0/1'],
+      '30': ['0/1'],
+      '40': ['0/1'],
+      '50': ['0/1'],
+      '60': ['0/1'],
+    });
   });
 });
 
