@@ -16,7 +16,7 @@ import { takeoverVisibilitySeconds } from '../core/lease.js';
 import { checkpointProblem, jsonChars } from '../core/limits.js';
 import { OUTBOX_DEFAULT_RETENTION_DAYS } from '../core/outbox.js';
 import { endsRun, previousResultUnknown, refuseToStart, transitionFor, type AttemptEnd, type Transition } from '../core/outcome.js';
-import { RunOrigin, RunStatus, type Run } from '../core/vocabulary.js';
+import { RunOrigin, RunStatus, type Run, type RunMessage } from '../core/vocabulary.js';
 import {
   AttemptAbort,
   AttemptAbortedError,
@@ -508,26 +508,28 @@ async function recordOutcome(
     case RunStatus.RETRY:
     case RunStatus.UNKNOWN:
       deps.metrics.count(transition.status === RunStatus.UNKNOWN ? MetricName.RunsUnknown : transition.refundAttempt ? MetricName.RunsYielded : MetricName.RunsRetried);
-      if (transition.status === RunStatus.RETRY && transition.refundAttempt) return continueInFreshMessage(deps, record, run, transition.nextAttemptAt, logger);
+      if (transition.status === RunStatus.RETRY && transition.refundAttempt) return continueInFreshMessage(deps, record, messageFor(run), transition.nextAttemptAt, logger);
       await hide(deps, record, logger, transition.nextAttemptAt);
       return 'retry';
   }
 }
 
 /**
- * A yield with progress goes on in a fresh message, and this one is acknowledged. Hidden and
- * received again, the same message would count every invocation against the queue's
- * maxReceiveCount, which is sized against retry.maxAttempts: a run needing more invocations than
- * that would land in the DLQ while making progress. The fresh message is sent first, so a failure
- * between the two leaves two messages (the claim lets one run and the other finds the run leased
- * or ended), never none; a send that fails hides this message as before (it counts one receive).
+ * A receive that is no attempt goes on in a fresh message, and this one is acknowledged: a yield
+ * with progress, and a copy of a message whose run a live holder leases. Hidden and received
+ * again, the same message would count each such receive against the queue's maxReceiveCount,
+ * which is sized against retry.maxAttempts: a run needing more invocations than that, or a copy
+ * waiting out a holder that runs longer than that many leases, would land in the DLQ though
+ * nothing failed. The fresh message is sent first, so a failure between the two leaves two
+ * messages (the claim lets one run and the other finds the run leased or ended), never none; a
+ * send that fails hides this message as before (it counts one receive).
  */
-async function continueInFreshMessage(deps: WorkerDeps, record: QueueRecord, run: Run, nextAttemptAt: number, logger: RunLogger): Promise<RecordOutcome> {
+export async function continueInFreshMessage(deps: WorkerDeps, record: QueueRecord, message: RunMessage, nextAttemptAt: number, logger: RunLogger): Promise<RecordOutcome> {
   try {
-    await deps.queue.send([{ message: messageFor(run), delaySeconds: Math.max(0, Math.ceil((nextAttemptAt - deps.clock()) / 1000)) }]);
+    await deps.queue.send([{ message, delaySeconds: Math.max(0, Math.ceil((nextAttemptAt - deps.clock()) / 1000)) }]);
     return 'ack';
   } catch (error) {
-    logger.warn('could not send the yielded run\'s next message: hiding this one instead', { error: String(error) });
+    logger.warn('could not send the run\'s next message: hiding this one instead', { error: String(error) });
     await hide(deps, record, logger, nextAttemptAt);
     return 'retry';
   }

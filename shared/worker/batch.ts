@@ -16,7 +16,7 @@ import { parseRunMessage } from '../core/run-message.js';
 import { RunStatus, type RunId, type RunMessage } from '../core/vocabulary.js';
 import type { JobHandler, RunContext, RunLogger } from '../handler-api.js';
 import { MetricName, type MetricsSink } from '../runtime/observability.js';
-import { clockSkewFor, execute, hide } from './attempt.js';
+import { clockSkewFor, continueInFreshMessage, execute, hide } from './attempt.js';
 import { beforeClaim, claimInLane, isExclusive, onBlocked, runEnded } from './lanes.js';
 
 export interface QueueRecord {
@@ -80,13 +80,13 @@ export async function processBatch(deps: WorkerDeps, records: readonly QueueReco
   return { batchItemFailures: outcomes.filter((o) => o.outcome === 'retry').map((o) => ({ itemIdentifier: o.record.messageId })) };
 }
 
-/** Seconds a message whose processing threw stays hidden: doubling per receive, at most a minute. */
 /** How many times SQS has delivered the record (1 when it does not say). */
 function receiveCountOf(record: QueueRecord): number {
   const receives = Number(record.attributes?.ApproximateReceiveCount ?? '1');
   return Number.isFinite(receives) ? receives : 1;
 }
 
+/** Seconds a message whose processing threw stays hidden: doubling per receive, at most a minute. */
 function backoffSeconds(record: QueueRecord): number {
   return Math.min(60, 2 ** Math.max(1, receiveCountOf(record)));
 }
@@ -159,6 +159,9 @@ export async function processRecord(deps: WorkerDeps, record: QueueRecord): Prom
     case 'leased':
       deps.metrics.count(MetricName.ClaimConflicts);
       logger.info('run leased by another owner; hiding message until the lease can expire', { leaseOwner: claim.run.owner, retryAt: claim.retryAt });
+      // A copy waiting out a live holder is no attempt: once it has been received before, it goes
+      // on in a fresh message, so a holder that outlives maxReceiveCount leases never sends it to the DLQ.
+      if (receiveCountOf(record) > 1) return continueInFreshMessage(deps, record, message, claim.retryAt, logger);
       await hide(deps, record, logger, claim.retryAt);
       return 'retry';
     case 'not-due':

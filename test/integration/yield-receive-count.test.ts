@@ -85,3 +85,35 @@ describe('yields through the real receive count', () => {
     expect(await drain(box.clients.sqs, box.endpoints.deadLetterQueueUrl, { idleMs: 1_000 })).toEqual([]);
   });
 });
+
+describe('a copy of a message waiting out a live holder', () => {
+  let box: Sandbox;
+  beforeAll(async () => {
+    box = await sandbox({ maxReceiveCount: MAX_RECEIVES });
+  });
+  afterAll(() => box.destroy());
+
+  it('a copy received again while its run is leased by a live holder goes on in a fresh message, so a holder outliving maxReceiveCount leases never sends it to the DLQ', async () => {
+    const name = `held-${Math.random().toString(36).slice(2, 8)}`;
+    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, lease: '30s' }], ['h']);
+    const slot = Date.UTC(2026, 11, 1, 12, 0);
+    const lab = new Lab(box, jobs, { h: { run: async () => undefined } }, Date.UTC(2026, 11, 1, 12, 0, 5));
+    const run = await lab.create(name, slot);
+    const held = await box.ledger.claim(run, 'holder', lab.clock.now, 30_000, 0);
+    expect(held.kind).toBe('claimed');
+    const copy = (receives: number) => ({ ...lab.record(name, slot), attributes: { ApproximateReceiveCount: String(receives) } });
+
+    // The first receive of a copy hides it until the lease can end, as a takeover needs.
+    expect(await processRecord(lab.deps('w1'), copy(1))).toBe('retry');
+    const leaseEnd = Math.round(lab.queue.hidden[0]!.seconds); // the lease, plus the clock allowance
+    expect(leaseEnd).toBeGreaterThanOrEqual(30);
+    expect(lab.queue.sent).toEqual([]);
+    // Received again, under the same live lease: a fresh message due at the lease's end, this one acknowledged.
+    for (const receives of [2, MAX_RECEIVES, MAX_RECEIVES + 5]) {
+      expect(await processRecord(lab.deps('w2'), copy(receives))).toBe('ack');
+    }
+    expect(lab.queue.hidden).toHaveLength(1);
+    expect(lab.queue.take().map((out) => [out.message.runKey, Math.round(out.delaySeconds)])).toEqual(Array.from({ length: 3 }, () => [run.runKey, leaseEnd]));
+    expect(await lab.status(name, slot)).toBe(RunStatus.RUNNING);
+  });
+});
