@@ -9,6 +9,7 @@
 import { BACKFILL_MAX_SLOTS } from '../../shared/operations/backfill.js';
 import { firstInstantAtWall, zoneOf } from '../../shared/schedule/zone.js';
 import { parseDateTime } from '../../shared/schedule/local-time.js';
+import type { Job } from '../../shared/schedule/job-schema.js';
 import type { ActionSpec, OpsCommand } from './actions.js';
 import { HttpError, type ConsoleContext } from './context.js';
 
@@ -19,11 +20,16 @@ const obj = (json: unknown): Json => (json !== null && typeof json === 'object' 
 /** The subject of retry-all that names every deployed job. */
 export const ALL_JOBS = '*';
 
+/** The deployed job of that name (404 naming where the console read the jobs). */
+function jobNamed(ctx: ConsoleContext, name: string): Job {
+  const found = ctx.jobs.find((j) => j.name === name);
+  if (!found) throw new HttpError(404, `no job "${name}" in ${ctx.jobSource}`);
+  return found;
+}
+
 /** The job's zone, for the range fields' labels and their reading. */
 export function zoneOfJob(ctx: ConsoleContext, job: string): string {
-  const found = ctx.jobs.find((j) => j.name === job);
-  if (!found) throw new HttpError(404, `no job "${job}" in ${ctx.jobSource}`);
-  return found.timezone;
+  return jobNamed(ctx, job).timezone;
 }
 
 /** A date-time typed in `timezone` (`2026-12-01T07:00`), as the UTC instant the zone's clock shows it first. */
@@ -42,8 +48,7 @@ function backfillCommand(job: string, f: Readonly<Record<string, string>>, ctx: 
 }
 
 function retryCommands(scope: string, by: string, ctx: ConsoleContext, dryRun: boolean): OpsCommand[] {
-  const jobs = scope === ALL_JOBS ? ctx.jobs.map((j) => j.name) : [scope];
-  if (scope !== ALL_JOBS) zoneOfJob(ctx, scope);
+  const jobs = scope === ALL_JOBS ? ctx.jobs.map((j) => j.name) : [jobNamed(ctx, scope).name];
   return jobs.map((job) => ({ name: 'retry', args: ['--job', job, '--state', 'DEAD', '--by', by, ...(dryRun ? ['--dry-run'] : [])], about: job }));
 }
 
