@@ -20,7 +20,7 @@
  *  pause-kept            the planner's paused jobs are exactly those an operator paused and did
  *                        not resume (whatever happened to the partition count).
  */
-import type { CheckViolation, FinalState } from './checker.js';
+import type { CheckViolation, FinalState } from './check-types.js';
 import { isTerminal, RunStatus, type Run } from '../../shared/core/vocabulary.js';
 
 const iso = (ms: number | undefined) => (ms !== undefined && Number.isFinite(ms) ? new Date(ms).toISOString() : String(ms));

@@ -25,7 +25,7 @@
  *  no-unexpected-run        no run exists that the model says nobody could have created (a paused
  *                           job's, a removed job's, a slot from before the job existed).
  */
-import type { CheckViolation, FinalState, ModelExpectations } from './checker.js';
+import type { CheckViolation, FinalState, ModelExpectations } from './check-types.js';
 import type { HistoryEvent } from '../../shared/core/history.js';
 import { RunStatus, type Run } from '../../shared/core/vocabulary.js';
 
