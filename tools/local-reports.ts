@@ -2,7 +2,7 @@
  * What the local runtime reports (tools/local-runtime.ts), one shape per kind of line `npm start`
  * prints (tools/local-lines.ts), and its summary figures.
  */
-import type { SettledStatus } from './local-observed-ledger.js';
+import type { SettledStatus } from '../shared/store/observer.js';
 
 export interface RunOutcomeLine {
   readonly job: string;

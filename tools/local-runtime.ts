@@ -23,12 +23,12 @@ import { processBatch, type ChildLogger, type QueueRecord, type WorkerOptions } 
 import { localClientConfig, type DeadLetter, type LocalEndpoints } from './local-stack.js';
 import { LocalPoller } from './local-poller.js';
 import { LocalOutboxRelay } from './local-outbox-relay.js';
-import { ObservedLedger, type PauseRecord, type SettledStatus } from './local-observed-ledger.js';
+import { Ledger } from '../shared/store/ledger.js';
+import type { LedgerObserver, PauseRecord, SettledStatus } from '../shared/store/observer.js';
 import type { DeadLetterLine, FencedOutLine, PausedLine, PoisonLine, RunOutcomeLine, RunSettledLine, RuntimeSummary, TakeoverLine } from './local-reports.js';
 import type { OutboxEvent } from '../shared/core/outbox.js';
 import { PAUSED_BY_FAILURE } from '../shared/worker/pause.js';
 
-export { ObservedLedger } from './local-observed-ledger.js';
 export type { DeadLetterLine, FencedOutLine, PausedLine, PoisonLine, RunOutcomeLine, RunSettledLine, RuntimeSummary, TakeoverLine } from './local-reports.js';
 
 export interface LocalRuntimeOptions {
@@ -74,7 +74,7 @@ export class LocalRuntime {
   /** Errors recorded by accepted outcomes, by `runKey/token`, until their outcome event is reported. */
   private readonly errors = new Map<string, { code: string; message: string }>();
   private readonly started = Date.now();
-  private readonly ledger: ObservedLedger;
+  private readonly ledger: Ledger;
   private readonly queue: RunQueue;
   private timer: NodeJS.Timeout | undefined;
   private relay: LocalOutboxRelay | undefined;
@@ -100,13 +100,16 @@ export class LocalRuntime {
     this.monitor = new InvariantMonitor(0, options.onViolation);
     this.history = teeHistory(this.monitor, { record: (event) => this.observe(event) }, ...(options.history ? [options.history] : []));
     this.logger = new JsonLineLogger(options.log ?? (() => undefined));
-    this.ledger = new ObservedLedger(this.clients.doc, { tableName: e.ledgerTable, retentionDays: 30 }, {
+    // The observer tells `npm start` what the history events do not carry: an outcome's error,
+    // the runs ended without an attempt (SKIPPED, SUPERSEDED, DEAD) and the jobs paused.
+    const observer: LedgerObserver = {
       completed: (run, outcome) => {
         if ('lastError' in outcome && outcome.lastError) this.errors.set(`${run.runKey}/${run.fencingToken}`, outcome.lastError);
       },
       settled: (run, status, reason) => this.settled(run, status, reason),
       paused: (job, by) => this.paused(job, by),
-    });
+    };
+    this.ledger = new Ledger(this.clients.doc, { tableName: e.ledgerTable, retentionDays: 30, observer });
     this.queue = new RunQueue(this.clients.sqs, e.runQueueUrl);
     this.configRecorder = new ConfigRecorder(DeployedConfigStore.of(this.ledger), options.jobs, this.logger);
   }

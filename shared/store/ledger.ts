@@ -31,6 +31,7 @@ import { openBucketOf } from '../core/planner-state.js';
 import { KEY_SPREAD, LedgerKeys, LEDGER_TABLE } from '../core/resources.js';
 import { failedItem, isConditionalCheckFailure, unmarshallFailureItem } from './failure-item.js';
 import { LaneStore } from './lanes.js';
+import type { LedgerObserver, SettledStatus } from './observer.js';
 import { PlannerStore } from './planner-state.js';
 import { newWriteId } from './write-id.js';
 import { isWaiting, OPEN_STATUSES, RunOrigin, RunStatus, runKeyOf, TERMINAL_STATUSES, type AttemptRecord, type Run, type RunId } from '../core/vocabulary.js';
@@ -100,6 +101,8 @@ export interface LedgerOptions {
   readonly tableName: string;
   /** Days terminal runs stay before TTL removes them. @default 30 */
   readonly retentionDays?: number;
+  /** Told of outcomes, runs ended without an attempt and pauses (the local runtime's report). */
+  readonly observer?: LedgerObserver;
 }
 
 /** What `complete` remembers of the attempt in the run's history. */
@@ -169,6 +172,7 @@ export class Ledger {
   readonly planning: PlannerStore;
   /** The exclusive lanes' active-run markers. */
   readonly lanes: LaneStore;
+  private readonly observer: LedgerObserver | undefined;
 
   constructor(
     readonly doc: DynamoDBDocumentClient,
@@ -176,7 +180,8 @@ export class Ledger {
   ) {
     this.tableName = options.tableName;
     this.retentionSeconds = (options.retentionDays ?? 30) * 86_400;
-    this.planning = new PlannerStore(doc, this.tableName);
+    this.observer = options.observer;
+    this.planning = new PlannerStore(doc, this.tableName, options.observer);
     this.lanes = new LaneStore(doc, this.tableName);
   }
 
@@ -248,6 +253,7 @@ export class Ledger {
 
   /** A run this call created; a forbid-queue lane's floor is lowered after the put, never before (DESIGN §8 "Lanes"). */
   private async created(run: NewRun, created: Run, now: number): Promise<CreateRunResult> {
+    if (created.status === RunStatus.SKIPPED) this.observer?.settled?.(run, RunStatus.SKIPPED, run.reason);
     if (created.status === RunStatus.READY && lowersFloor(run.overlap ?? run.laneOverlap, run.slot, now)) await this.lanes.lowerFloor(run.job, run.shard, run.slot);
     return { created: true, run: created };
   }
@@ -492,7 +498,7 @@ export class Ledger {
    * makes a retry after a lost response recognise its own commit; pass the same id to every retry
    * of one outcome. An exclusive lane's marker is released by the caller, after this succeeds.
    */
-  complete(run: Run, outcome: Outcome, now: number, facts: AttemptFacts = {}, writeId: string = newWriteId()): Promise<LeaseCheck> {
+  async complete(run: Run, outcome: Outcome, now: number, facts: AttemptFacts = {}, writeId: string = newWriteId()): Promise<LeaseCheck> {
     const names: Record<string, string> = {};
     const values: Record<string, unknown> = { ':outcome': outcome.status };
     const sets = ['#status = :outcome'];
@@ -571,7 +577,9 @@ export class Ledger {
       names['#dropped'] = `c${claim - ATTEMPT_HISTORY_LIMIT}`;
       removes.push('attempts.#dropped');
     }
-    return this.updateHeld(run, sets, removes, names, values, writeId);
+    const check = await this.updateHeld(run, sets, removes, names, values, writeId);
+    if (check.ok) this.observer?.completed?.(run, outcome);
+    return check;
   }
 
   /**
@@ -613,7 +621,7 @@ export class Ledger {
    */
   async settleWaiting(
     run: Pick<Run, 'job' | 'slot' | 'shard'> & { readonly fencingToken?: number },
-    status: typeof RunStatus.SKIPPED | typeof RunStatus.SUPERSEDED | typeof RunStatus.DEAD,
+    status: SettledStatus,
     reason: string,
     now: number,
   ): Promise<boolean> {
@@ -622,7 +630,7 @@ export class Ledger {
     const sameToken = run.fencingToken === undefined ? undefined : 'fencingToken = :token';
     // A DEAD run waits for an operator: counted under its DEAD key until retried or resolved.
     const dead = status === RunStatus.DEAD ? deadKeys(run) : undefined;
-    return this.endOnce(run, {
+    const settled = await this.endOnce(run, {
       set: `#status = :settled, finishedAt = :now, expiresAt = :expiresAt, lastError = :reason${dead ? ', openPk = :deadPk, openSk = :deadSk' : ''}`,
       remove: dead ? 'nextAttemptAt' : 'openPk, openSk, nextAttemptAt',
       condition: sameToken ? `${waiting} AND ${sameToken}` : waiting,
@@ -638,6 +646,8 @@ export class Ledger {
         ...(dead ? { ':deadPk': dead.openPk, ':deadSk': dead.openSk } : {}),
       },
     });
+    if (settled) this.observer?.settled?.(run, status, reason);
+    return settled;
   }
 
   /**

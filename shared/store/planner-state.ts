@@ -18,6 +18,7 @@ import { mapBounded } from '../core/concurrency.js';
 import { exceptionBucketOf, type PartitionCursor, type PlannerLayout } from '../core/planner-state.js';
 import { KEY_SPREAD, LedgerKeys } from '../core/resources.js';
 import { isConditionalCheckFailure } from './failure-item.js';
+import type { LedgerObserver, PauseRecord } from './observer.js';
 
 type Item = Record<string, unknown>;
 
@@ -61,6 +62,7 @@ export class PlannerStore {
   constructor(
     private readonly doc: DynamoDBDocumentClient,
     private readonly tableName: string,
+    private readonly observer?: LedgerObserver,
   ) {}
 
   private readonly stateKey = { pk: LedgerKeys.plannerPk, sk: LedgerKeys.plannerStateSk };
@@ -293,7 +295,7 @@ export class PlannerStore {
    * and why. Dropping the edge makes the resume tick fix a new one: slots after the pause were
    * never planned. Returns false when it was already paused (the first pause's note stays).
    */
-  async pause(job: string, plannedUntil: number, by: { readonly by: string; readonly note?: string; readonly at: number }): Promise<boolean> {
+  async pause(job: string, plannedUntil: number, by: PauseRecord): Promise<boolean> {
     try {
       await this.doc.send(
         new TransactWriteCommand({
@@ -319,6 +321,7 @@ export class PlannerStore {
           ],
         }),
       );
+      this.observer?.paused?.(job, by);
       return true;
     } catch (error) {
       if (isCancellation(error) && error.CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed') return false;

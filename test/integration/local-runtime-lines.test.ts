@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { messageFor } from '../../shared/core/run-message.js';
 import { isTerminal, RunOrigin, RunStatus, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
 import { PermanentError, type JobHandler } from '../../shared/handler-api.js';
-import { ObservedLedger, LocalRuntime, type FencedOutLine, type RunOutcomeLine, type RunSettledLine, type TakeoverLine } from '../../tools/local-runtime.js';
+import { Ledger } from '../../shared/store/ledger.js';
+import { LocalRuntime, type FencedOutLine, type RunOutcomeLine, type RunSettledLine, type TakeoverLine } from '../../tools/local-runtime.js';
 import { testJobs, waitFor } from '../support/helpers.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
 
@@ -137,7 +138,7 @@ describe('npm start: what the local runtime reports', () => {
   it('a SKIPPED run the planner creates (misfire skip) is reported once, when it is created', async () => {
     const seen: RunSettledLine['status'][] = [];
     const reasons: (string | undefined)[] = [];
-    const ledger = new ObservedLedger(box.clients.doc, { tableName: box.endpoints.ledgerTable }, { completed: () => undefined, settled: (_run, status, reason) => (seen.push(status), reasons.push(reason)) });
+    const ledger = new Ledger(box.clients.doc, { tableName: box.endpoints.ledgerTable, observer: { completed: () => undefined, settled: (_run, status, reason) => (seen.push(status), reasons.push(reason)) } });
     const run = { job: 'ontime', slot: base - 30 * MINUTE, shard: 0, shards: 1, status: RunStatus.SKIPPED, reason: 'misfired (policy skip)' } as const;
     expect((await ledger.createRun(run, Date.now())).created).toBe(true);
     expect((await ledger.createRun(run, Date.now())).created).toBe(false);
