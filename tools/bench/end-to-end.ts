@@ -22,7 +22,7 @@ import { LocalPoller } from '../local-poller.js';
 import { startCpuProfile, type CpuProfileSummary } from './cpu-profile.js';
 import { describeKeySchemas, KeyLoad, type KeyLoadSnapshot } from './key-load.js';
 import { benchClients, cpuProbe, DynamoMeter, round, sleepMs, SqsMeter, sum, until, type CpuUse, type DynamoSnapshot } from './measure.js';
-import { TimedLedger, TimedQueue } from './planner.js';
+import { PlannerPhases } from './planner-phases.js';
 
 const MINUTE = 60_000;
 
@@ -154,15 +154,13 @@ export async function measureEndToEnd(options: EndToEndOptions): Promise<EndToEn
     // boundary is planned by this tick and due at once (no startLead wait in the measurement).
     const boundary = Math.ceil(Date.now() / MINUTE) * MINUTE + MINUTE;
     offset = boundary - 20 - Date.now();
-    // The planner gets timed adapters (same code, same clients) to split its tick into parts.
-    const plannerLedger = new TimedLedger(clients.doc, { tableName: endpoints.ledgerTable, retentionDays: 30 });
-    const plannerQueue = new TimedQueue(clients.sqs, endpoints.runQueueUrl);
+    // The planner's tick is split into parts by middleware on the clients it shares with the workers.
+    const phases = new PlannerPhases().attach(clients);
     const stopProfile = options.cpuProfile ? await startCpuProfile(typeof options.cpuProfile === 'string' ? options.cpuProfile : undefined) : undefined;
     const probe = cpuProbe(options.dynamoPid);
     const start = performance.now();
-    await runPlannerTick(
-      { ledger: plannerLedger, queue: plannerQueue, jobs, clock, logger, metrics, history, options: { lookaheadMs: MINUTE, putConcurrency: options.putConcurrency } },
-      { partition: 0, of: 1 },
+    await phases.time(() =>
+      runPlannerTick({ ledger, queue, jobs, clock, logger, metrics, history, options: { lookaheadMs: MINUTE, putConcurrency: options.putConcurrency } }, { partition: 0, of: 1 }),
     );
     const tickEnd = performance.now();
     const cpuTick = probe();
@@ -210,9 +208,9 @@ export async function measureEndToEnd(options: EndToEndOptions): Promise<EndToEn
       meanBatchMs: round(sum(batchMs) / Math.max(1, invocations), 2),
       violations: monitor.violations.length,
       tickParts: {
-        readAndPlanMs: round((plannerLedger.firstPutAt ?? start) - start, 1),
-        putMs: round((plannerLedger.lastPutAt ?? start) - (plannerLedger.firstPutAt ?? start), 1),
-        sendMs: round(plannerQueue.sendMs, 1),
+        readAndPlanMs: round((phases.firstPutAt ?? start) - start, 1),
+        putMs: round((phases.lastPutAt ?? start) - (phases.firstPutAt ?? start), 1),
+        sendMs: round(phases.sendMs, 1),
       },
       cpuTick,
       cpu,

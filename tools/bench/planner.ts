@@ -2,55 +2,25 @@
  * Planner throughput and planner cost, through runPlannerTick with a manual clock.
  *
  * Throughput: N jobs every minute, lookahead 60 s, one tick that materializes one slot per job.
- * The whole tick is timed, and so is its put phase alone (first createRun call to last answer),
- * through a Ledger subclass; the send phase is timed through a RunQueue subclass.
+ * The whole tick is timed, and so is its put phase alone (first run put sent to last answer) and
+ * its send phase, through SDK middleware (planner-phases.ts).
  *
  * Cost: N jobs of which D are due in the measured tick (D every minute, the rest hourly at other
  * minutes); the second tick of a partition is measured (the first only creates its watermark),
  * counting every ledger request with CountingMiddleware on the DocumentClient.
  */
-import { Ledger, type CreateRunResult, type NewRun } from '../../shared/store/ledger.js';
-import { RunQueue, type OutgoingRun } from '../../shared/messaging/run-queue.js';
+import { Ledger } from '../../shared/store/ledger.js';
+import { RunQueue } from '../../shared/messaging/run-queue.js';
 import { parseJobs, type Job, type JobInput } from '../../shared/schedule/job-schema.js';
 import { InMemoryMetrics, JsonLineLogger } from '../../shared/runtime/observability.js';
 import { runPlannerTick, type PlannerDeps } from '../../shared/planner/planner.js';
 import { CountingMiddleware } from '../../test/support/counting.js';
 import type { LocalEndpoints } from '../local-stack.js';
+import { PlannerPhases } from './planner-phases.js';
 import { benchClients, cpuProbe, DynamoMeter, freshResources, round, SqsMeter, sum, type CpuUse } from './measure.js';
 
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
-
-/** Records when the first put started and the last one answered. */
-export class TimedLedger extends Ledger {
-  firstPutAt: number | undefined;
-  lastPutAt: number | undefined;
-  puts = 0;
-  override async createRun(run: NewRun, now: number): Promise<CreateRunResult> {
-    this.firstPutAt ??= performance.now();
-    try {
-      return await super.createRun(run, now);
-    } finally {
-      this.puts++;
-      this.lastPutAt = performance.now();
-    }
-  }
-}
-
-export class TimedQueue extends RunQueue {
-  /** Time spent in send calls, summed (they run beside the puts and beside each other). */
-  sendMs = 0;
-  lastSendAt: number | undefined;
-  override async send(runs: readonly OutgoingRun[]): Promise<void> {
-    const start = performance.now();
-    try {
-      return await super.send(runs);
-    } finally {
-      this.lastSendAt = performance.now();
-      this.sendMs += this.lastSendAt - start;
-    }
-  }
-}
 
 function benchJobs(inputs: JobInput[]): Job[] {
   return parseJobs(inputs, { handlers: ['noop'] });
@@ -84,29 +54,30 @@ export async function plannerThroughput(endpoints: LocalEndpoints, jobCount: num
   const meter = new DynamoMeter().attach(clients.doc);
   try {
     const jobs = benchJobs(Array.from({ length: jobCount }, (_, i) => ({ name: `bench-plan-${i}`, schedule: '* * * * *', handler: 'noop' })));
-    const ledger = new TimedLedger(clients.doc, { tableName: endpoints.ledgerTable });
-    const queue = new TimedQueue(clients.sqs, endpoints.runQueueUrl);
+    const phases = new PlannerPhases().attach(clients);
+    const ledger = new Ledger(clients.doc, { tableName: endpoints.ledgerTable });
+    const queue = new RunQueue(clients.sqs, endpoints.runQueueUrl);
     // One second past a minute: the window (now, now + 60 s] holds exactly the next minute's slot.
     const now = Math.floor(Date.now() / MINUTE) * MINUTE + 1_000;
     const deps: PlannerDeps = { ledger, queue, jobs, clock: () => now, logger: silent(), metrics: new InMemoryMetrics(), options: { lookaheadMs: MINUTE, putConcurrency } };
     const probe = cpuProbe(dynamoPid);
     const start = performance.now();
-    const report = await runPlannerTick(deps, { partition: 0, of: 1 });
+    const report = await phases.time(() => runPlannerTick(deps, { partition: 0, of: 1 }));
     const end = performance.now();
     const cpu = probe();
     if (report.created !== jobCount) throw new Error(`bench: planner created ${report.created} runs for ${jobCount} jobs`);
-    const putMs = (ledger.lastPutAt ?? end) - (ledger.firstPutAt ?? start);
+    const putMs = (phases.lastPutAt ?? end) - (phases.firstPutAt ?? start);
     const tickMs = end - start;
-    const readAndPlanMs = (ledger.firstPutAt ?? start) - start;
-    const lastPutAt = ledger.lastPutAt ?? end;
-    const dispatchedAt = Math.max(lastPutAt, queue.lastSendAt ?? lastPutAt);
+    const readAndPlanMs = (phases.firstPutAt ?? start) - start;
+    const lastPutAt = phases.lastPutAt ?? end;
+    const dispatchedAt = Math.max(lastPutAt, phases.lastSendAt ?? lastPutAt);
     return {
       jobs: jobCount,
       created: report.created,
       tickMs: round(tickMs, 1),
       putMs: round(putMs, 1),
       readAndPlanMs: round(readAndPlanMs, 1),
-      sendMs: round(queue.sendMs, 1),
+      sendMs: round(phases.sendMs, 1),
       sendTailMs: round(dispatchedAt - lastPutAt, 1),
       afterSendMs: round(end - dispatchedAt, 1),
       slotsPerSec: round(report.created / (tickMs / 1000), 1),
@@ -148,7 +119,8 @@ export async function plannerCost(base: Pick<LocalEndpoints, 'dynamoEndpoint' | 
         : { name: `bench-cost-hourly-${i}`, schedule: `${3 + (i % 57)} * * * *`, handler: 'noop' },
     );
     const jobs = benchJobs(inputs);
-    const ledger = new TimedLedger(clients.doc, { tableName: endpoints.ledgerTable });
+    const phases = new PlannerPhases().attach(clients);
+    const ledger = new Ledger(clients.doc, { tableName: endpoints.ledgerTable });
     const queue = new RunQueue(clients.sqs, endpoints.runQueueUrl);
     let now = Math.floor(Date.now() / HOUR) * HOUR + 30_000;
     const deps: PlannerDeps = { ledger, queue, jobs, clock: () => now, logger: silent(), metrics: new InMemoryMetrics(), options: { lookaheadMs: MINUTE } };
@@ -156,9 +128,9 @@ export async function plannerCost(base: Pick<LocalEndpoints, 'dynamoEndpoint' | 
     now += MINUTE;
     counting.reset();
     sqs.reset();
-    ledger.firstPutAt = undefined;
+    phases.reset();
     const start = performance.now();
-    const report = await runPlannerTick(deps, { partition: 0, of: 1 });
+    const report = await phases.time(() => runPlannerTick(deps, { partition: 0, of: 1 }));
     const tickMs = performance.now() - start;
     const byCommand = counting.byCommand();
     return {
@@ -169,7 +141,7 @@ export async function plannerCost(base: Pick<LocalEndpoints, 'dynamoEndpoint' | 
       byCommand,
       sqsCalls: sqs.schedulerCalls,
       tickMs: round(tickMs, 1),
-      readAndPlanMs: round((ledger.firstPutAt ?? start) - start, 1),
+      readAndPlanMs: round((phases.firstPutAt ?? start) - start, 1),
       created: report.created,
     };
   } finally {
