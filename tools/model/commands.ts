@@ -1,8 +1,8 @@
 /**
  * The generator: fast-check arbitraries for a scenario's setup (jobs with every policy
- * combination, worker lanes with skewed clocks and SDK retry settings, a fault profile) and for
+ * combination, worker containers with skewed clocks and SDK retry settings, a fault profile) and for
  * its operations (fc.commands): planner ticks on time, late, twice at once or skipped; deliveries,
- * kills and pauses of worker lanes; armed faults; ops actions; config changes; and `Together`,
+ * kills and pauses of worker containers; armed faults; ops actions; config changes; and `Together`,
  * which starts several of them at once so that fc.scheduler picks the interleaving of their calls.
  */
 import fc from 'fast-check';
@@ -15,7 +15,7 @@ import { RETRYABLE_STATES } from '../ops/retry.js';
 import { RUN_QUEUES } from '../../shared/core/resources.js';
 import { operatorTrigger } from './operator-trigger.js';
 import { changeLabel, scheduleLabel, scheduleSoon, type JobChange } from './config-changes.js';
-import { MODEL_WORKER_TIMEOUT_MS, type JobSpec, type LaneSpec, type ScenarioSetup, type World } from './world.js';
+import { MODEL_WORKER_TIMEOUT_MS, type JobSpec, type ContainerSpec, type ScenarioSetup, type World } from './world.js';
 
 /** fc.commands needs a model; ours only counts (every command is valid in every state). */
 export interface ModelState {
@@ -97,67 +97,67 @@ class TickNow extends Base {
 
 class Deliver extends Base {
   constructor(
-    readonly lane: number,
+    readonly container: number,
     readonly duplicateTo?: number,
   ) {
     super();
   }
   act(world: World) {
-    return world.deliver(this.lane, this.duplicateTo);
+    return world.deliver(this.container, this.duplicateTo);
   }
   toString() {
-    return `deliver to w${this.lane}${this.duplicateTo !== undefined ? ` (+ duplicate to w${this.duplicateTo})` : ''}`;
+    return `deliver to w${this.container}${this.duplicateTo !== undefined ? ` (+ duplicate to w${this.duplicateTo})` : ''}`;
   }
 }
 
 class DeliverNext extends Base {
   constructor(
-    readonly lane: number,
+    readonly container: number,
     readonly withinMs: number,
   ) {
     super();
   }
   act(world: World) {
-    return world.deliverNext(this.lane, this.withinMs);
+    return world.deliverNext(this.container, this.withinMs);
   }
   toString() {
-    return `deliver the next message (within ${sec(this.withinMs)}) to w${this.lane}`;
+    return `deliver the next message (within ${sec(this.withinMs)}) to w${this.container}`;
   }
 }
 
 class DeliverAll extends Base {
   async act(world: World) {
-    for (let i = 0; i < world.laneCount; i++) await world.deliver(i);
+    for (let i = 0; i < world.containerCount; i++) await world.deliver(i);
   }
   toString() {
-    return 'deliver to every free lane';
+    return 'deliver to every free container';
   }
 }
 
 class Kill extends Base {
-  constructor(readonly lane: number) {
+  constructor(readonly container: number) {
     super();
   }
   async act(world: World) {
-    world.kill(this.lane);
+    world.kill(this.container);
   }
   toString() {
-    return `kill w${this.lane}`;
+    return `kill w${this.container}`;
   }
 }
 
 class Pause extends Base {
   constructor(
-    readonly lane: number,
+    readonly container: number,
     readonly ms: number,
   ) {
     super();
   }
   act(world: World) {
-    return world.pause(this.lane, this.ms);
+    return world.pause(this.container, this.ms);
   }
   toString() {
-    return `pause w${this.lane} ${sec(this.ms)}`;
+    return `pause w${this.container} ${sec(this.ms)}`;
   }
 }
 
@@ -172,7 +172,7 @@ class ArmFault extends Base {
     super();
   }
   async act(world: World) {
-    if (typeof this.target === 'number') world.armLaneFault(this.target, this.kind, this.fault, this.count, this.latencyMs);
+    if (typeof this.target === 'number') world.armContainerFault(this.target, this.kind, this.fault, this.count, this.latencyMs);
     else world.armFault(this.target, this.kind, this.fault, this.count, this.latencyMs);
   }
   toString() {
@@ -552,7 +552,7 @@ const jobsArbs: Readonly<Record<JobMix, fc.Arbitrary<Omit<JobSpec, 'name'>[]>>> 
   swarm: jobTraitsArb.chain(jobsOf),
 };
 
-const laneArb = (allowance: number): fc.Arbitrary<LaneSpec> =>
+const containerArb = (allowance: number): fc.Arbitrary<ContainerSpec> =>
   fc.record({
     skewMs: fc.oneof({ weight: 3, arbitrary: fc.constant(0) }, { weight: 2, arbitrary: fc.integer({ min: -allowance, max: allowance }) }, { weight: 1, arbitrary: fc.integer({ min: -3 * allowance, max: 3 * allowance }) }),
     sdkAttempts: fc.constantFrom(1, 3),
@@ -655,7 +655,7 @@ export const scenarioSetupArb = (profiles: FaultProfiles = 'swarm', jobMix: JobM
     day: fc.integer({ min: 0, max: 3_000 }),
     startSecond: fc.integer({ min: 0, max: MINUTE - 1 }),
     allowance: fc.constantFrom(200, 1_000, 2_000),
-    laneCount: fc.integer({ min: 1, max: 4 }),
+    containerCount: fc.integer({ min: 1, max: 4 }),
     plannerSdkAttempts: fc.constantFrom(1, 3),
     partitions: fc.oneof({ weight: 3, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.integer({ min: 2, max: 3 }) }),
     jobs: jobsArbs[jobMix],
@@ -664,14 +664,14 @@ export const scenarioSetupArb = (profiles: FaultProfiles = 'swarm', jobMix: JobM
   })
   .chain((base) =>
     fc.record({
-      lanes: fc.array(laneArb(base.allowance), { minLength: base.laneCount, maxLength: base.laneCount }),
+      containers: fc.array(containerArb(base.allowance), { minLength: base.containerCount, maxLength: base.containerCount }),
       plannerSkewMs: fc.integer({ min: -base.allowance, max: base.allowance }),
       opsSkewMs: fc.oneof(fc.constant(0), fc.integer({ min: -3 * base.allowance, max: 3 * base.allowance })),
       // A constant draws nothing: the full job mix keeps its fixed seeds' scenarios.
       inheritedOrphans: jobMix === 'swarm' ? inheritedOrphansArb : fc.constant(0),
     }).map((actors) => ({
       start: Date.UTC(2031, 0, 1) + base.day * 86_400_000 + base.startSecond,
-      lanes: actors.lanes,
+      containers: actors.containers,
       plannerSkewMs: actors.plannerSkewMs,
       plannerSdkAttempts: base.plannerSdkAttempts,
       opsSkewMs: actors.opsSkewMs,
@@ -686,7 +686,7 @@ export const scenarioSetupArb = (profiles: FaultProfiles = 'swarm', jobMix: JobM
 
 export const setupArb: fc.Arbitrary<ScenarioSetup> = scenarioSetupArb();
 
-const lane = fc.integer({ min: 0, max: 3 });
+const container = fc.integer({ min: 0, max: 3 });
 const jobRef = fc.integer({ min: 0, max: 7 });
 const phase = fc.oneof(fc.constantFrom(0, 1_000, 3_000, 57_000, 59_000, 59_800), fc.integer({ min: 0, max: MINUTE - 1 }));
 
@@ -718,20 +718,20 @@ export const COMMAND_KINDS: readonly CommandKind[] = [
       .oneof({ weight: 30, arbitrary: fc.integer({ min: 500, max: 45_000 }) }, { weight: 5, arbitrary: fc.integer({ min: 120_000, max: 600_000 }) }, { weight: 3, arbitrary: fc.constantFrom(3_600_000, 3 * 3_600_000) })
       .map((ms) => new Advance(ms)),
   ),
-  // ---- worker lanes
-  kind('deliver', 100, fc.tuple(lane, fc.option(lane, { nil: undefined, freq: 6 })).map(([l, d]) => new Deliver(l, d)), { together: true }),
+  // ---- worker containers
+  kind('deliver', 100, fc.tuple(container, fc.option(container, { nil: undefined, freq: 6 })).map(([l, d]) => new Deliver(l, d)), { together: true }),
   // Waits for the next message (a run's slot, a backoff, a takeover's visibility) and delivers it.
-  kind('deliver-next', 120, fc.tuple(lane, fc.constantFrom(5_000, 30_000, 90_000)).map(([l, within]) => new DeliverNext(l, within)), { together: true }),
+  kind('deliver-next', 120, fc.tuple(container, fc.constantFrom(5_000, 30_000, 90_000)).map(([l, within]) => new DeliverNext(l, within)), { together: true }),
   kind('deliver-all', 50, fc.constant(new DeliverAll()), { together: true }),
-  kind('kill', 20, lane.map((l) => new Kill(l)), { together: true }),
-  kind('pause', 20, fc.tuple(lane, fc.integer({ min: 1_000, max: 90_000 })).map(([l, ms]) => new Pause(l, ms)), { together: true }),
+  kind('kill', 20, container.map((c) => new Kill(c)), { together: true }),
+  kind('pause', 20, fc.tuple(container, fc.integer({ min: 1_000, max: 90_000 })).map(([l, ms]) => new Pause(l, ms)), { together: true }),
   // ---- faults
   kind(
     'arm-fault',
     80,
     fc
       .record({
-        target: fc.oneof(lane, fc.constantFrom('planner' as const, 'ops' as const)),
+        target: fc.oneof(container, fc.constantFrom('planner' as const, 'ops' as const)),
         kind: fc.constantFrom(...DYNAMO_CALL_KINDS, ...SQS_CALL_KINDS),
         fault: fc.constantFrom(...Object.values(FaultKind)),
         count: fc.integer({ min: 1, max: 4 }),

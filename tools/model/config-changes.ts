@@ -9,7 +9,7 @@
  * validated and applies it (a change the validation refuses is told in the story, not applied).
  */
 import type { ScheduleInput } from '../../shared/schedule/schedule-schema.js';
-import type { JobSpec } from './world.js';
+import type { JobSpec } from './world-setup.js';
 
 /** A job's schedule as the model writes it: a cron expression or a one-time `{ at }` (an instant with `Z`). */
 export type ModelSchedule = Extract<ScheduleInput, string> | { readonly at: string };

@@ -22,7 +22,7 @@ export type DirectedStep =
   | { readonly step: 'tick' }
   | { readonly step: 'run'; readonly ms: number }
   | { readonly step: 'advance'; readonly ms: number }
-  | { readonly step: 'arm'; readonly lane: number; readonly kind: CallKind; readonly fault: FaultKind; readonly count: number }
+  | { readonly step: 'arm'; readonly container: number; readonly kind: CallKind; readonly fault: FaultKind; readonly count: number }
   | { readonly step: 'retry'; readonly prefer: RunStatus }
   | { readonly step: 'retry-job'; readonly job: number }
   | { readonly step: 'partitions'; readonly of: number }
@@ -42,7 +42,7 @@ export type DirectedStep =
 export interface DirectedScenario {
   readonly title: string;
   readonly jobs: readonly Partial<JobSpec>[];
-  readonly lanes?: number;
+  readonly containers?: number;
   readonly sdkAttempts?: number;
   /** The planner's SDK attempts per call (1: an armed refusal fails the call, no SDK retry). @default 3 */
   readonly plannerSdkAttempts?: number;
@@ -81,7 +81,7 @@ export const DIRECTED: Readonly<Record<number, DirectedScenario>> = {
     title: "a forbid-skip job whose holder's lane release is refused",
     jobs: [{ overlap: 'forbid-skip', maxAttempts: 1 }],
     sdkAttempts: 1,
-    steps: [{ step: 'arm', lane: 0, kind: 'lane', fault: FaultKind.REFUSED, count: 2 }, { step: 'run', ms: 4 * MINUTE }],
+    steps: [{ step: 'arm', container: 0, kind: 'lane', fault: FaultKind.REFUSED, count: 2 }, { step: 'run', ms: 4 * MINUTE }],
   },
   3: {
     title: "a run retried after a newer slot of another job wrote its item",
@@ -102,7 +102,7 @@ export const DIRECTED: Readonly<Record<number, DirectedScenario>> = {
   4: {
     title: "a handler's increment whose response is lost after it committed, retried by the SDK",
     jobs: [{}],
-    steps: [{ step: 'arm', lane: 0, kind: 'fenced-write', fault: FaultKind.LOST_RESPONSE, count: 1 }, { step: 'run', ms: 2 * MINUTE }],
+    steps: [{ step: 'arm', container: 0, kind: 'fenced-write', fault: FaultKind.LOST_RESPONSE, count: 1 }, { step: 'run', ms: 2 * MINUTE }],
   },
   5: {
     title: 'a zombie handler that writes after its attempt timed out',
@@ -115,12 +115,12 @@ export const DIRECTED: Readonly<Record<number, DirectedScenario>> = {
     title: 'an outcome write refused once',
     jobs: [{}],
     sdkAttempts: 1,
-    steps: [{ step: 'arm', lane: 0, kind: 'complete', fault: FaultKind.REFUSED, count: 1 }, { step: 'run', ms: 2 * MINUTE }],
+    steps: [{ step: 'arm', container: 0, kind: 'complete', fault: FaultKind.REFUSED, count: 1 }, { step: 'run', ms: 2 * MINUTE }],
   },
   7: {
     title: 'a claim whose response is lost after it committed, retried by the SDK',
     jobs: [{}],
-    steps: [{ step: 'arm', lane: 0, kind: 'claim', fault: FaultKind.LOST_RESPONSE, count: 1 }, { step: 'run', ms: 2 * MINUTE }],
+    steps: [{ step: 'arm', container: 0, kind: 'claim', fault: FaultKind.LOST_RESPONSE, count: 1 }, { step: 'run', ms: 2 * MINUTE }],
   },
   8: {
     title: '120 hourly jobs catching up after a three-hour planner outage',
@@ -208,7 +208,7 @@ export interface DirectedResult {
 export async function runDirected(stack: ModelStack, scenario: DirectedScenario, seed = 1): Promise<DirectedResult> {
   const setup: ScenarioSetup = {
     start: Date.UTC(2031, 0, 1, 0, 0, 10),
-    lanes: Array.from({ length: scenario.lanes ?? 1 }, () => ({ skewMs: 0, sdkAttempts: scenario.sdkAttempts ?? 3, batchSize: 3 })),
+    containers: Array.from({ length: scenario.containers ?? 1 }, () => ({ skewMs: 0, sdkAttempts: scenario.sdkAttempts ?? 3, batchSize: 3 })),
     plannerSkewMs: 0,
     plannerSdkAttempts: scenario.plannerSdkAttempts ?? 3,
     opsSkewMs: 0,
@@ -246,7 +246,7 @@ async function apply(world: World, step: DirectedStep): Promise<void> {
     case 'advance':
       return world.advance(step.ms);
     case 'arm':
-      return world.armLaneFault(step.lane, step.kind, step.fault, step.count);
+      return world.armContainerFault(step.container, step.kind, step.fault, step.count);
     case 'retry':
       return world.retry(0, step.prefer);
     case 'retry-job':
