@@ -31,7 +31,7 @@ export class Quiescence {
 
   /**
    * Stops injecting faults, thaws every paused container, and lets time run on: planner ticks every
-   * minute, every due message delivered at once (to a free container, or to a fresh container as Lambda
+   * minute, every due message delivered at once (to a free container, or to a new one as Lambda
    * scales out), handlers well-behaved from now on. It ends as soon as the world has settled down
    * (no run of the fault phase open but those left for an operator, no job catching up, nothing
    * due or in progress, the watermark fresh from a tick), or at the bound.
@@ -62,7 +62,7 @@ export class Quiescence {
       await this.stage.queue.pull();
       await this.fleet.deliverAllDue();
       await this.stage.settle();
-      // What the actors sent while settling (a container's hand-on, a sweep's re-send) is due now, not
+      // What the actors sent while settling (an exclusive lane's hand-on, a sweep's re-send) is due now, not
       // at the next tick: seen only at the next round's pull, it made a forbid-queue backlog move
       // one run a minute, and quiescence end with it unfinished (model seed 20269131).
       await this.stage.queue.pull();
