@@ -68,8 +68,3 @@ export function checkpointProblem(cursor: unknown): string | undefined {
   return undefined;
 }
 
-/**
- * Largest `maxRuns`: the planner finds a job's last allowed slot by enumerating its slots once,
- * when it first plans the job, and that must stay a bounded piece of one tick's work.
- */
-export const MAX_RUNS_LIMIT = 100_000;

@@ -3,7 +3,7 @@
  * checked once, and a job's `exclude` expanded with them. Part of the job parser
  * (job-schema-core.ts), apart to keep that file to the schema and its cross-field checks.
  */
-import type { Calendars, JobConfigIssue } from './job-schema-core.js';
+import type { Calendars, JobConfigIssue } from './job-config-issue.js';
 import { calendarDateErrors, type ExcludeEntry } from './schedule-schema.js';
 
 /** The label calendar issues carry in place of a job name. */

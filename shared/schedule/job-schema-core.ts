@@ -11,13 +11,21 @@
 import * as z from 'zod/mini';
 import en from 'zod/v4/locales/en.js';
 import { durationMs, formatDuration } from './duration.js';
-import { MAX_RUNS_LIMIT } from '../core/limits.js';
 import { DEFAULT_DST } from './dst.js';
 import { dateTimeField, excludeField, MAX_JITTER_MS, scheduleField, type ExcludeEntry } from './schedule-schema.js';
 import { calendarIssues, expandExclude } from './job-calendars.js';
 
 export { CALENDARS_LABEL } from './job-calendars.js';
 import { slotSpecOf, type SlotSpec, type SpecProblem } from './schedule-spec.js';
+import { JobConfigError, type Calendars, type JobConfigIssue } from './job-config-issue.js';
+
+export { JobConfigError, type Calendars, type JobConfigIssue } from './job-config-issue.js';
+
+/**
+ * Largest `maxRuns`: a bound recorded by earlier code as a slot range is converted by counting its
+ * slots once (legacyRunCount), which must stay a bounded piece of one tick's work.
+ */
+export const MAX_RUNS_LIMIT = 100_000;
 
 // zod/mini ships without messages; English ones make "Too big: expected number to be <=10" readable.
 z.config(en());
@@ -203,28 +211,6 @@ export interface Job extends Omit<ParsedJob, 'heartbeatEvery' | 'exclude'> {
 
 export type { ExcludeEntry };
 
-/** Named lists of local dates that jobs exclude with `{ calendar: name }` (e.g. holidays). */
-export type Calendars = Readonly<Record<string, readonly string[]>>;
-
-export interface JobConfigIssue {
-  readonly job: string;
-  readonly field: string;
-  readonly value: unknown;
-  readonly message: string;
-}
-
-/** A job definition is invalid; `issues` names each job and field at fault. */
-export class JobConfigError extends Error {
-  override readonly name = 'JobConfigError';
-  constructor(readonly issues: readonly JobConfigIssue[]) {
-    super(issues.map(formatIssue).join('\n'));
-  }
-}
-
-function formatIssue(issue: JobConfigIssue): string {
-  const value = issue.value === undefined ? '' : ` (value: ${JSON.stringify(issue.value)})`;
-  return `job "${issue.job}": field "${issue.field}": ${issue.message}${value}`;
-}
 
 function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
   let current: unknown = input;
