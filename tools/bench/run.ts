@@ -216,14 +216,14 @@ export interface BenchResult {
   };
 }
 
-/** True when the worker enforces the exclusive overlap policies (a worker without them has no active-run marker to measure). */
+/**
+ * True when the worker enforces the exclusive overlap policies (a worker without them has no
+ * active-run marker to measure). A worker file that is not where this looks throws: read as "not
+ * implemented", it would turn the overlap figures into n/a without a word.
+ */
 export function overlapPoliciesImplemented(): boolean {
-  try {
-    const worker = ['worker.ts', 'worker-lanes.ts'].map((file) => readFileSync(join(ROOT, 'shared', file), 'utf8')).join('\n');
-    return worker.includes('OverlapPolicy.FORBID_QUEUE') && worker.includes('OverlapPolicy.COALESCE');
-  } catch {
-    return false;
-  }
+  const worker = ['worker/batch.ts', 'worker/lanes.ts'].map((file) => readFileSync(join(ROOT, 'shared', file), 'utf8')).join('\n');
+  return worker.includes('OverlapPolicy.FORBID_QUEUE') && worker.includes('OverlapPolicy.COALESCE');
 }
 
 const NA = 'n/a';
