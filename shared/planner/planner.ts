@@ -27,6 +27,7 @@ import { messageFor } from '../core/run-message.js';
 import { MetricName, type MetricsSink, type RunLogger } from '../runtime/observability.js';
 import { limiter, mapBounded } from '../core/concurrency.js';
 import { PLANNER_SCHEDULE } from '../core/resources.js';
+import { pauseInForce } from '../core/pause.js';
 import { sweep, type SweepOptions } from './sweeper.js';
 import { publishOperatorGauges } from './operator-gauges.js';
 
@@ -145,13 +146,17 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
   }
   const cursor = layout.partitions.get(ref.partition) ?? {};
   const mine = new Set(jobs.map((j) => j.name));
-  const paused = new Set([...state.paused].filter((name) => mine.has(name)));
-  const listedBehind = [...state.behind].filter((name) => mine.has(name) && !paused.has(name));
-  const listed = new Set(listedBehind);
+  // The listed pauses' records say when each ends: read them (few jobs are paused).
+  const listedPaused = [...state.paused].filter((name) => mine.has(name));
+  const listedBehind = [...state.behind].filter((name) => mine.has(name) && !state.paused.has(name));
   // maxRuns jobs carry their bound on their plan item: read those too (few jobs set it).
-  const bounded = jobs.filter((job) => job.maxRuns !== undefined && !paused.has(job.name)).map((job) => job.name);
-  const toRead = [...new Set([...listedBehind, ...bounded])];
+  const bounded = jobs.filter((job) => job.maxRuns !== undefined).map((job) => job.name);
+  const toRead = [...new Set([...listedPaused, ...listedBehind, ...bounded])];
   const plans = toRead.length > 0 ? await deps.ledger.planning.readJobPlans(toRead) : new Map<string, JobPlan>();
+  // A listed job without a record stays paused (its pause's details are lost, not its pause).
+  const paused = new Set(listedPaused.filter((name) => pauseInForce(plans.get(name)?.pause ?? { at: 0, by: '?' }, now)));
+  // A job whose pause expired is planned as one resumed: from its cursor, under its misfire policy.
+  const listed = new Set([...listedBehind, ...listedPaused.filter((name) => !paused.has(name))]);
   const behind = new Map<string, number>();
   const edges = new Map<string, number>();
   for (const plan of plans.values()) {
@@ -288,7 +293,7 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
     for (const out of batch) history.record({ type: 'message-sent', at: deps.clock(), runKey: out.message.runKey, reason: 'planned' });
   }
 
-  await recordCatchUp(deps, plan.behindSet, plan.edgeSet, plan.behindClear, behind, staleListings);
+  await recordCatchUp(deps, now, plan.behindSet, plan.edgeSet, plan.behindClear, behind, staleListings);
 
   history.record({ type: 'partition-planning', at: now, runKey: '', partition: ref.partition, of: ref.of, plannedUntil: plan.plannedUntil });
   const watermarkAdvanced = await deps.ledger.planning.advancePartition(layout.gen, ref.partition, plan.plannedUntil, { configHash: fingerprint, at: now });
@@ -333,6 +338,7 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
  */
 async function recordCatchUp(
   deps: PlannerDeps,
+  now: number,
   set: ReadonlyMap<string, number>,
   edges: ReadonlyMap<string, number>,
   clear: readonly string[],
@@ -341,8 +347,8 @@ async function recordCatchUp(
 ): Promise<void> {
   const newlyBehind = [...set.keys()].filter((job) => !before.has(job));
   if (newlyBehind.length > 0) await deps.ledger.planning.listBehind(newlyBehind, []);
-  await mapBounded([...set], 16, ([job, cursor]) => deps.ledger.planning.setCatchUp(job, cursor, edges.get(job) ?? cursor, before.get(job)));
-  const cleared = await mapBounded(clear, 16, async (job) => ((await deps.ledger.planning.clearCatchUp(job, before.get(job))) ? job : undefined));
+  await mapBounded([...set], 16, ([job, cursor]) => deps.ledger.planning.setCatchUp(job, cursor, edges.get(job) ?? cursor, before.get(job), now));
+  const cleared = await mapBounded(clear, 16, async (job) => ((await deps.ledger.planning.clearCatchUp(job, before.get(job), now)) ? job : undefined));
   // A stale listing (read at the tick's start, without a cursor) whose job this tick found behind
   // again was just listed anew, with its cursor set: unlisting it would leave a cursor nobody reads
   // and the job's missed slots unplanned for good.

@@ -17,15 +17,17 @@ import { BatchGetCommand, GetCommand, TransactWriteCommand, UpdateCommand, type 
 import { mapBounded } from '../core/concurrency.js';
 import { exceptionBucketOf, type PartitionCursor, type PlannerLayout } from '../core/planner-state.js';
 import { KEY_SPREAD, LedgerKeys } from '../core/resources.js';
+import { pauseAt, type PauseRecord } from '../core/pause.js';
 import { isConditionalCheckFailure } from './failure-item.js';
-import type { LedgerObserver, PauseRecord } from './observer.js';
+import type { LedgerObserver } from './observer.js';
 
 type Item = Record<string, unknown>;
 
 /** A job's own planning state. */
 export interface JobPlan {
   readonly job: string;
-  readonly pause?: { readonly at: number; readonly by: string; readonly note?: string };
+  /** Recorded until `ops resume` or the next pause, even past its `until` (core/pause.ts says whether it is in force). */
+  readonly pause?: PauseRecord;
   /** Catch-up cursor: the last slot planned for the job while it is behind. */
   readonly cursor?: number;
   /** Where its catch-up ends. */
@@ -213,9 +215,11 @@ export class PlannerStore {
   /**
    * Sets a job's catch-up cursor and edge, if it is not paused and its cursor is still `expected`
    * (undefined: none): a concurrent tick that moved it, or a pause, wins. Returns whether it moved.
+   * `now` is the tick's: a pause whose `until` has come by then does not hold the job (absent: any
+   * recorded pause does).
    */
-  async setCatchUp(job: string, cursor: number, edge: number, expected: number | undefined): Promise<boolean> {
-    const notPaused = 'attribute_not_exists(pause)';
+  async setCatchUp(job: string, cursor: number, edge: number, expected: number | undefined, now?: number): Promise<boolean> {
+    const notPaused = notPausedAt(now);
     const cursorAsRead = expected === undefined ? 'attribute_not_exists(#cursor)' : '#cursor = :expected';
     try {
       await this.doc.send(
@@ -224,8 +228,8 @@ export class PlannerStore {
           Key: this.planKey(job),
           UpdateExpression: 'SET #cursor = :cursor, edge = :edge',
           ConditionExpression: `${notPaused} AND ${cursorAsRead}`,
-          ExpressionAttributeNames: { '#cursor': 'cursor' },
-          ExpressionAttributeValues: { ':cursor': cursor, ':edge': edge, ...(expected === undefined ? {} : { ':expected': expected }) },
+          ExpressionAttributeNames: { '#cursor': 'cursor', ...(now === undefined ? {} : { '#until': 'until' }) },
+          ExpressionAttributeValues: { ':cursor': cursor, ':edge': edge, ...(expected === undefined ? {} : { ':expected': expected }), ...(now === undefined ? {} : { ':now': now }) },
         }),
       );
       return true;
@@ -235,9 +239,9 @@ export class PlannerStore {
     }
   }
 
-  /** Clears a caught-up job's cursor if it is still `expected` and the job is not paused. */
-  async clearCatchUp(job: string, expected: number | undefined): Promise<boolean> {
-    const notPaused = 'attribute_not_exists(pause)';
+  /** Clears a caught-up job's cursor if it is still `expected` and the job is not paused at `now` (as setCatchUp). */
+  async clearCatchUp(job: string, expected: number | undefined, now?: number): Promise<boolean> {
+    const notPaused = notPausedAt(now);
     const cursorAsRead = expected === undefined ? 'attribute_not_exists(#cursor)' : '#cursor = :expected';
     try {
       await this.doc.send(
@@ -246,8 +250,8 @@ export class PlannerStore {
           Key: this.planKey(job),
           UpdateExpression: 'REMOVE #cursor, edge',
           ConditionExpression: `${notPaused} AND ${cursorAsRead}`,
-          ExpressionAttributeNames: { '#cursor': 'cursor' },
-          ExpressionAttributeValues: expected === undefined ? undefined : { ':expected': expected },
+          ExpressionAttributeNames: { '#cursor': 'cursor', ...(now === undefined ? {} : { '#until': 'until' }) },
+          ExpressionAttributeValues: expected === undefined && now === undefined ? undefined : { ...(expected === undefined ? {} : { ':expected': expected }), ...(now === undefined ? {} : { ':now': now }) },
         }),
       );
       return true;
@@ -293,9 +297,11 @@ export class PlannerStore {
    * Pauses a job: the planner skips it from its next tick, and its plan item remembers where it
    * stopped (`plannedUntil`, unless it was already behind: its own cursor wins) and who paused it
    * and why. Dropping the edge makes the resume tick fix a new one: slots after the pause were
-   * never planned. Returns false when it was already paused (the first pause's note stays).
+   * never planned. Returns false when a pause is in force at `by.at` (the first pause's note and
+   * until stay); one whose `until` has come is replaced.
    */
   async pause(job: string, plannedUntil: number, by: PauseRecord): Promise<boolean> {
+    const notPausedNow = notPausedAt(by.at);
     try {
       await this.doc.send(
         new TransactWriteCommand({
@@ -304,10 +310,10 @@ export class PlannerStore {
               Update: {
                 TableName: this.tableName,
                 Key: this.planKey(job),
-                UpdateExpression: 'SET pause = :pause, #cursor = if_not_exists(#cursor, :until) REMOVE edge',
-                ConditionExpression: 'attribute_not_exists(pause)',
-                ExpressionAttributeNames: { '#cursor': 'cursor' },
-                ExpressionAttributeValues: { ':pause': stripUndefined(by), ':until': plannedUntil },
+                UpdateExpression: 'SET pause = :pause, #cursor = if_not_exists(#cursor, :plannedUntil) REMOVE edge',
+                ConditionExpression: notPausedNow,
+                ExpressionAttributeNames: { '#cursor': 'cursor', '#until': 'until' },
+                ExpressionAttributeValues: { ':pause': stripUndefined(by), ':plannedUntil': plannedUntil, ':now': by.at },
               },
             },
             {
@@ -329,7 +335,10 @@ export class PlannerStore {
     }
   }
 
-  /** Resumes a paused job: it catches up from its cursor under its misfire policy. False when it was not paused. */
+  /**
+   * Resumes a paused job: it catches up from its cursor under its misfire policy. Clears a pause
+   * whose `until` has come too (the job was planned already). False when no pause was recorded.
+   */
   async resume(job: string): Promise<boolean> {
     try {
       await this.doc.send(
@@ -379,8 +388,12 @@ export interface JobPlanning {
   readonly legacyBound?: { readonly firstSlot: number; readonly lastSlot: number };
 }
 
-/** Per job: paused (who, why), behind, and how far it is planned, from one read of the planner's state. */
-export async function jobPlanning(store: PlannerStore, jobs: readonly string[], partitionOf: (job: string, of: number) => number): Promise<Map<string, JobPlanning>> {
+/**
+ * Per job: paused at `now` (who, why, until), behind, and how far it is planned, from one read of
+ * the planner's state. A pause whose `until` has come is not reported: the job is planned again
+ * (behind, from its cursor, until it catches up).
+ */
+export async function jobPlanning(store: PlannerStore, jobs: readonly string[], partitionOf: (job: string, of: number) => number, now: number): Promise<Map<string, JobPlanning>> {
   const state = await store.readTickState();
   const exceptional = jobs;
   const plans = exceptional.length > 0 ? await store.readJobPlans(exceptional) : new Map<string, JobPlan>();
@@ -390,12 +403,14 @@ export async function jobPlanning(store: PlannerStore, jobs: readonly string[], 
     const layout = state.layout;
     const partition = layout ? partitionOf(job, layout.of) : undefined;
     const partitionUntil = layout && partition !== undefined ? layout.partitions.get(partition)?.plannedUntil : undefined;
+    // Listed as paused without a record: a pause in force whose details are lost.
+    const pause = state.paused.has(job) ? pauseAt(plan?.pause ?? { at: 0, by: '?' }, now) : undefined;
     out.set(job, {
       job,
       partition,
       of: layout?.of,
-      pause: state.paused.has(job) ? (plan?.pause ?? { at: 0, by: '?' }) : undefined,
-      behind: plan?.cursor !== undefined && !state.paused.has(job),
+      pause,
+      behind: plan?.cursor !== undefined && pause === undefined,
       plannedUntil: plan?.cursor ?? partitionUntil,
       planned: plan?.planned,
       ...(plan?.firstSlot !== undefined && plan.lastSlot !== undefined ? { legacyBound: { firstSlot: plan.firstSlot, lastSlot: plan.lastSlot } } : {}),
@@ -419,6 +434,14 @@ function planFromItem(item: Item): JobPlan {
     // +∞ (fewer scheduled slots than maxRuns) is stored as its absence of a bound: -1.
     lastSlot: typeof item.lastSlot === 'number' ? (item.lastSlot < 0 ? Number.POSITIVE_INFINITY : item.lastSlot) : undefined,
   };
+}
+
+/**
+ * The condition clause "no pause holds the job at `now`": none recorded, or its `until` has come
+ * (`now` undefined: none recorded). Uses `#until` and `:now`.
+ */
+function notPausedAt(now: number | undefined): string {
+  return now === undefined ? 'attribute_not_exists(pause)' : '(attribute_not_exists(pause) OR pause.#until <= :now)';
 }
 
 function stripUndefined<T extends object>(value: T): T {

@@ -74,7 +74,7 @@ export async function pauseOnRepeatedFailure(
   // Paused where the job's planning stands (as `ops pause` does), never at this run's slot: the
   // run may be an old one (backfilled, retried), and a cursor moved back to it would have resume
   // "catch up" slots from before the job was first planned.
-  const planning = (await jobPlanning(deps.ledger.planning, [job.name], partitionOf)).get(job.name);
+  const planning = (await jobPlanning(deps.ledger.planning, [job.name], partitionOf, deps.clock())).get(job.name);
   const plannedUntil = planning?.plannedUntil ?? deps.clock();
   const paused = await deps.ledger.planning.pause(job.name, plannedUntil, { by: PAUSED_BY_FAILURE, note, at: deps.clock() });
   if (!paused) return;

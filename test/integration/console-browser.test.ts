@@ -63,7 +63,7 @@ describe('the operator console in Chromium', () => {
     return page.evaluate(async ({ path, form }) => (await fetch(path, { method: 'POST', body: new URLSearchParams(form) })).status, { path, form });
   }
 
-  const pauseOf = async () => (await jobPlanning(box.ledger.planning, ['report'], partitionOf)).get('report')!.pause;
+  const pauseOf = async () => (await jobPlanning(box.ledger.planning, ['report'], partitionOf, Date.now())).get('report')!.pause;
 
   beforeAll(async () => {
     box = await sandbox();

@@ -28,7 +28,7 @@ describe('deadline: runs that never ran', () => {
   afterAll(() => box.destroy());
 
   const unique = (prefix: string) => `${prefix}-${Math.random().toString(36).slice(2, 8)}`;
-  const pauseOf = async (name: string) => (await jobPlanning(box.ledger.planning, [name], partitionOf)).get(name)?.pause;
+  const pauseOf = async (name: string) => (await jobPlanning(box.ledger.planning, [name], partitionOf, Date.now())).get(name)?.pause;
 
   it('backfilling 4 slots of a job with deadline 30m runs all four, and the live job is not paused', async () => {
     const name = unique('bf-deadline');

@@ -49,7 +49,7 @@ describe('the operator recorded by every command', () => {
     await ops('retry', runKeyOf('audited', NOW - 2 * MINUTE, 0, 1));
     await ops('resolve', runKeyOf('audited', NOW - MINUTE, 0, 1), '--as', 'dead', '--reason', 'audit');
 
-    const pause = (await jobPlanning(box.ledger.planning, ['audited'], partitionOf)).get('audited')?.pause;
+    const pause = (await jobPlanning(box.ledger.planning, ['audited'], partitionOf, Date.now())).get('audited')?.pause;
     expect(pause?.by).toBe('dana');
     const items = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
     const [manual] = (await box.ledger.listRuns('audited')).filter((r) => r.origin === 'manual');
@@ -61,6 +61,6 @@ describe('the operator recorded by every command', () => {
 
     await ops('resume', 'audited');
     await ops('pause', 'audited', '--by', 'erin');
-    expect((await jobPlanning(box.ledger.planning, ['audited'], partitionOf)).get('audited')?.pause?.by).toBe('erin');
+    expect((await jobPlanning(box.ledger.planning, ['audited'], partitionOf, Date.now())).get('audited')?.pause?.by).toBe('erin');
   });
 });

@@ -212,7 +212,7 @@ describe('planner state', () => {
     await w.tick(jobs, 1);
     w.clock.advance(MIN);
     await w.tick(jobs, 1);
-    await own.ledger.planning.pause('p-7', (await jobPlanning(own.ledger.planning, ['p-7'], partitionOf)).get('p-7')!.plannedUntil!, { by: 'test', at: w.clock.now });
+    await own.ledger.planning.pause('p-7', (await jobPlanning(own.ledger.planning, ['p-7'], partitionOf, Date.now())).get('p-7')!.plannedUntil!, { by: 'test', at: w.clock.now });
     // Deploy gap: ten minutes without any tick, then four partitions.
     w.clock.advance(10 * MIN);
     for (let k = 0; k < 3; k++) {
@@ -240,7 +240,7 @@ describe('planner state', () => {
       }
       for (const slot of slots) expect(runs.has(slot), `${job.name}@${new Date(slot).toISOString()}`).toBe(true);
     }
-    expect((await jobPlanning(own.ledger.planning, ['p-7'], partitionOf)).get('p-7')!.pause).toMatchObject({ by: 'test' });
+    expect((await jobPlanning(own.ledger.planning, ['p-7'], partitionOf, Date.now())).get('p-7')!.pause).toMatchObject({ by: 'test' });
     own.destroy();
     // ~1,500 DynamoDB calls: ~10 s idle; the timeout only catches a hang on a loaded machine.
   }, 300_000);
@@ -275,7 +275,7 @@ describe('planner state', () => {
     const firstPlanning = w.clock.now;
     await w.tick(jobs);
     w.clock.now = T0 + 20 * SEC;
-    const planning = (await jobPlanning(own.ledger.planning, ['fresh'], partitionOf)).get('fresh')!;
+    const planning = (await jobPlanning(own.ledger.planning, ['fresh'], partitionOf, Date.now())).get('fresh')!;
     await own.ledger.planning.pause('fresh', planning.plannedUntil!, { by: 'test', at: w.clock.now });
     w.clock.now = T0 + 3 * MIN;
     expect(await own.ledger.planning.resume('fresh')).toBe(true);

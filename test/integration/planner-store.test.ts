@@ -583,7 +583,7 @@ describe('jobPlanning: how ops and the worker see a job', () => {
       const partitionOf = (job: string, of: number) => Number(job.split('-')[1]) % of;
       const jobs = ['j-0', 'j-1', 'j-2', 'j-3', 'j-4'];
       // No layout yet: no partition, no count, planned to nowhere.
-      const before = await jobPlanning(planning, jobs, partitionOf);
+      const before = await jobPlanning(planning, jobs, partitionOf, Date.now());
       expect(before.get('j-0')).toEqual({ job: 'j-0', partition: undefined, of: undefined, pause: undefined, behind: false, plannedUntil: undefined, planned: undefined });
       expect(await planning.writeLayout(undefined, { of: 2, gen: 1, partitions: new Map([[0, { plannedUntil: BASE + 100 }], [1, { plannedUntil: BASE + 200 }]]) }, NOW)).toBe(true);
       expect(await planning.setCatchUp('j-1', BASE + 50, BASE + 90, undefined)).toBe(true);
@@ -594,17 +594,17 @@ describe('jobPlanning: how ops and the worker see a job', () => {
       await own.clients.doc.send(
         new UpdateCommand({ TableName: own.endpoints.ledgerTable, Key: { pk: LedgerKeys.plannerPk, sk: LedgerKeys.exceptionsSk(exceptionBucketOf('j-4')) }, UpdateExpression: 'ADD paused :j', ExpressionAttributeValues: { ':j': new Set(['j-4']) } }),
       );
-      const view = await jobPlanning(planning, jobs, partitionOf);
+      const view = await jobPlanning(planning, jobs, partitionOf, Date.now());
       expect(view.get('j-0')).toEqual({ job: 'j-0', partition: 0, of: 2, pause: undefined, behind: false, plannedUntil: BASE + 100, planned: undefined });
       expect(view.get('j-1')).toEqual({ job: 'j-1', partition: 1, of: 2, pause: undefined, behind: true, plannedUntil: BASE + 50, planned: undefined });
       expect(view.get('j-2')).toEqual({ job: 'j-2', partition: 0, of: 2, pause: { by: 'op', at: NOW, note: 'hold' }, behind: false, plannedUntil: BASE + 60, planned: undefined });
       expect(view.get('j-3')).toEqual({ job: 'j-3', partition: 1, of: 2, pause: undefined, behind: false, plannedUntil: BASE + 200, planned: 1 });
       expect(view.get('j-4')).toEqual({ job: 'j-4', partition: 0, of: 2, pause: { at: 0, by: '?' }, behind: false, plannedUntil: BASE + 100, planned: undefined });
-      expect((await jobPlanning(planning, [], partitionOf)).size).toBe(0);
+      expect((await jobPlanning(planning, [], partitionOf, Date.now())).size).toBe(0);
       // A layout that lists no cursor for a job's partition: planned to nowhere, not an error.
       const current = await planning.readLayout();
       expect(await planning.writeLayout(current, { of: 3, gen: 2, partitions: new Map([[0, { plannedUntil: BASE + 300 }]]) }, NOW)).toBe(true);
-      const relaid = await jobPlanning(planning, ['j-5', 'j-3'], partitionOf);
+      const relaid = await jobPlanning(planning, ['j-5', 'j-3'], partitionOf, Date.now());
       expect(relaid.get('j-5')).toEqual({ job: 'j-5', partition: 2, of: 3, pause: undefined, behind: false, plannedUntil: undefined, planned: undefined });
       expect(relaid.get('j-3')).toEqual({ job: 'j-3', partition: 0, of: 3, pause: undefined, behind: false, plannedUntil: BASE + 300, planned: 1 });
     } finally {

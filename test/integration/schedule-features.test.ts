@@ -213,7 +213,7 @@ describe('schedule features', () => {
       const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, pauseOnFailure: 3 }], ['h']);
       const lab = new Lab(box, jobs, { h: handler }, T0 + 5 * MIN);
       const ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
-      const paused = async () => (await jobPlanning(box.ledger.planning, [name], partitionOf)).get(name)!.pause;
+      const paused = async () => (await jobPlanning(box.ledger.planning, [name], partitionOf, Date.now())).get(name)!.pause;
       for (const s of [T0, T0 + MIN]) {
         await lab.create(name, s);
         await lab.deliver(name, s);
@@ -244,7 +244,7 @@ describe('schedule features', () => {
       const scheduled = runs.filter((r) => r.origin !== RunOrigin.MANUAL);
       expect(scheduled.map((r) => r.slot)).toEqual(Array.from({ length: 8 }, (_, i) => T0 + 10 * SEC + i * 10 * SEC));
       expect(runs.filter((r) => r.origin === RunOrigin.MANUAL)).toHaveLength(1);
-      const planning = (await jobPlanning(own.ledger.planning, [name], partitionOf)).get(name)!;
+      const planning = (await jobPlanning(own.ledger.planning, [name], partitionOf, Date.now())).get(name)!;
       expect(planning.planned).toBe(8);
       own.destroy();
     });

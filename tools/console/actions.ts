@@ -8,6 +8,7 @@ import { COMMANDS } from '../ops/cli.js';
 import { OpsFailure, UsageError, type OpsIo } from '../ops/io.js';
 import type { ConsoleContext } from './context.js';
 import { HttpError } from './context.js';
+import { localTime } from '../ops/preview.js';
 import { BULK_ACTIONS } from './bulk-actions.js';
 
 export interface ActionField {
@@ -35,7 +36,7 @@ export interface ActionSpec {
   readonly subject: 'job' | 'run' | 'dlq' | 'jobs';
   readonly fields: readonly ActionField[];
   /** What confirming does, in words. */
-  describe(subject: string): string;
+  describe(subject: string, ctx: ConsoleContext): string;
   /** The ops commands confirming runs (one, or one per job), in order. */
   commands(subject: string, fields: Readonly<Record<string, string>>, by: string, ctx: ConsoleContext): OpsCommand[];
   /**
@@ -63,14 +64,23 @@ export const ACTIONS: Readonly<Record<string, ActionSpec>> = {
   pause: {
     title: 'Pause',
     subject: 'job',
-    fields: [{ name: 'note', label: 'Note (why; shown with the paused badge)', required: true }],
-    describe: (job) => `Stop planning ${job}: nothing new is materialized until it is resumed (runs already materialized still execute).`,
-    commands: (job, f, by) => [{ name: 'pause', args: [job, '--note', f.note!, '--by', by], about: job }],
+    fields: [
+      { name: 'note', label: 'Note (why; shown with the paused badge)', required: true },
+      { name: 'until', label: "Until (optional): a duration such as 2h, or a date-time such as 2026-12-24T18:00, read in the job's zone unless it has Z or an offset", required: false },
+    ],
+    describe: (job, ctx) => {
+      const zone = ctx.jobs.find((j) => j.name === job)?.timezone ?? 'UTC';
+      return (
+        `Stop planning ${job}: nothing new is materialized until it is resumed, or until the time you give (runs already materialized still execute). ` +
+        `An until without an offset is read in the job's zone, ${zone} (now ${localTime(ctx.now(), zone)} there); at that time the job resumes by itself, and slots it missed follow its misfire policy.`
+      );
+    },
+    commands: (job, f, by) => [{ name: 'pause', args: [job, '--note', f.note!, ...(f.until ? ['--until', f.until] : []), '--by', by], about: job }],
     summarize: (json) => {
       const r = obj(json);
       return r.changed
-        ? [`Paused ${String(r.job)} (note: ${String(r.pauseNote ?? '')}), by ${String(r.pausedBy)} at ${String(r.pausedAt)}; planned up to ${String(r.plannedUntil ?? '-')}.`]
-        : [`${String(r.job)} was already paused by ${String(r.pausedBy)} at ${String(r.pausedAt)} (${String(r.pauseNote ?? '')}): the first pause's note stays.`];
+        ? [`Paused ${String(r.job)} (note: ${String(r.pauseNote ?? '')}), by ${String(r.pausedBy)} at ${String(r.pausedAt)}${r.pausedUntil ? `, until ${String(r.pausedUntil)}, when it resumes by itself` : ''}; planned up to ${String(r.plannedUntil ?? '-')}.`]
+        : [`${String(r.job)} was already paused by ${String(r.pausedBy)} at ${String(r.pausedAt)} (${String(r.pauseNote ?? '')})${r.pausedUntil ? ` until ${String(r.pausedUntil)}` : ''}: that pause stays as it is.`];
     },
   },
   resume: {
@@ -81,7 +91,9 @@ export const ACTIONS: Readonly<Record<string, ActionSpec>> = {
     commands: (job) => [{ name: 'resume', args: [job], about: job }],
     summarize: (json) => {
       const r = obj(json);
-      return r.changed ? [`Resumed ${String(r.job)}: the next tick plans from ${String(r.plannedUntil ?? 'now')}.`] : [`${String(r.job)} was not paused: nothing changed.`];
+      const expired = obj(r.expired);
+      if (r.changed) return [`Resumed ${String(r.job)}: the next tick plans from ${String(r.plannedUntil ?? 'now')}.`];
+      return expired.until ? [`${String(r.job)} was not paused: its pause by ${String(expired.by)} had ended by itself at ${String(expired.until)}; its record is cleared.`] : [`${String(r.job)} was not paused: nothing changed.`];
     },
   },
   trigger: {

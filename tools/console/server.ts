@@ -87,7 +87,7 @@ export async function startConsole(ctx: ConsoleContext, options: { port?: number
       return { ...resultPage(spec, subject, result), live: false, status: result.ok ? 200 : 409 };
     }
     if (method !== 'GET' && method !== 'HEAD') throw new HttpError(405, `${method} is not served`);
-    if (path === '/') return jobsPage(ctx, { name: url.searchParams.get('name') ?? undefined, state: url.searchParams.get('state') ?? undefined, policy: url.searchParams.get('policy') ?? undefined });
+    if (path === '/') return jobsPage(ctx, { name: url.searchParams.get('name') ?? undefined, state: url.searchParams.get('state') ?? undefined, policy: url.searchParams.get('policy') ?? undefined, after: url.searchParams.get('after') ?? undefined });
     if (path === '/attention') return attentionPage(ctx);
     // A peek receives messages: never repeated by the live refresh.
     if (path === '/attention/dlq') return { ...(await dlqPage(ctx)), live: false };

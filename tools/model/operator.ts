@@ -52,7 +52,7 @@ export class Operator {
         if (action === 'pause') {
           // As `ops pause` does: the job's plan item remembers how far it was planned.
           const now = clock();
-          const before = (await jobPlanning(ledger.planning, [job.name], partitionOf)).get(job.name);
+          const before = (await jobPlanning(ledger.planning, [job.name], partitionOf, now)).get(job.name);
           await ledger.planning.pause(job.name, before?.plannedUntil ?? now, { by: 'model', note: 'model pause', at: now });
         } else {
           await ledger.planning.resume(job.name);

@@ -51,6 +51,8 @@ export interface JobRow {
   readonly pausedBy?: string;
   readonly pausedAt?: string;
   readonly pauseNote?: string;
+  /** When the pause ends by itself (absent: at `ops resume`); the row stops saying paused from then on. */
+  readonly pausedUntil?: string;
   /** Catching up on misfired slots. */
   readonly behind: boolean;
   readonly plannedUntil?: string;
@@ -67,14 +69,14 @@ export interface JobRow {
 }
 
 /** A `maxRuns` job's count of scheduled slots (undefined for a job without maxRuns). */
-function runCountOf(job: Job, plan: JobPlanning): number | undefined {
+export function runCountOf(job: Job, plan: JobPlanning): number | undefined {
   if (job.maxRuns === undefined) return undefined;
   if (plan.planned !== undefined) return plan.planned;
   return plan.legacyBound ? legacyRunCount(slotSpecOf(job), plan.legacyBound, plan.plannedUntil ?? Number.POSITIVE_INFINITY, job.maxRuns) : 0;
 }
 
 /** The runs of a job's newest slot (one query; a slot's shards sit together). */
-async function newestSlotRuns(target: Target, job: string): Promise<Run[]> {
+export async function newestSlotRuns(target: Target, job: string): Promise<Run[]> {
   const newest = await target.ops.queryRuns(job, { limit: MAX_SHARDS_READ });
   const slot = newest[0]?.slot;
   return newest.filter((run) => run.slot === slot);
@@ -88,7 +90,7 @@ const MAX_SHARDS_READ = 100;
  * at all). The last slot is the schedule's own or, for a `maxRuns` job whose count is reached, its
  * newest run's, whichever comes first.
  */
-async function isFinished(target: Target, job: Job, now: number, countReached: boolean): Promise<boolean> {
+export async function isFinished(target: Target, job: Job, now: number, countReached: boolean): Promise<boolean> {
   const own = lastSlotOf(slotSpecOf(job));
   if (own === -Infinity) return true;
   const ended = (runs: readonly Run[]) => runs.length > 0 && runs.length >= runs[0]!.shards && runs.every((run) => isTerminal(run.status));
@@ -103,7 +105,7 @@ async function isFinished(target: Target, job: Job, now: number, countReached: b
 }
 
 export async function collectJobs(target: Target, jobs: readonly Job[], now: number): Promise<JobRow[]> {
-  const planning = await jobPlanning(target.ledger.planning, jobs.map((j) => j.name), partitionOf);
+  const planning = await jobPlanning(target.ledger.planning, jobs.map((j) => j.name), partitionOf, now);
   const watched = await target.ledger.listOpenRuns(now, STATUS_OPEN_RUNS_LIMIT);
   const since = now - DEAD_WINDOW_MS;
   return mapBounded(jobs, JOBS_IN_FLIGHT, async (job): Promise<JobRow> => {
@@ -128,6 +130,7 @@ export async function collectJobs(target: Target, jobs: readonly Job[], now: num
       pausedBy: plan.pause?.by,
       pausedAt: plan.pause?.at ? iso(plan.pause.at) : undefined,
       pauseNote: plan.pause?.note,
+      pausedUntil: iso(plan.pause?.until),
       behind: plan.behind,
       plannedUntil: iso(plan.plannedUntil),
       finished,
@@ -144,7 +147,7 @@ export async function collectJobs(target: Target, jobs: readonly Job[], now: num
  * A `maxRuns` job's next fire times: with its count reached, only the runs already created (up to
  * its newest slot); below it, the slots already planned and then as many as it has runs left.
  */
-function maxRunsFires<F extends { readonly slot: number }>(job: Job, fires: readonly F[], count: number | undefined, plannedUntil: number | undefined, newestSlot: number | undefined): F[] {
+export function maxRunsFires<F extends { readonly slot: number }>(job: Job, fires: readonly F[], count: number | undefined, plannedUntil: number | undefined, newestSlot: number | undefined): F[] {
   if (job.maxRuns === undefined || count === undefined) return [...fires];
   if (count >= job.maxRuns) return fires.filter((f) => newestSlot !== undefined && f.slot <= newestSlot);
   const planned = fires.filter((f) => plannedUntil !== undefined && f.slot <= plannedUntil);

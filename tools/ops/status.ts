@@ -29,6 +29,8 @@ export interface JobStatus {
   readonly pausedBy?: string;
   readonly pausedAt?: string;
   readonly pauseNote?: string;
+  /** When the pause ends by itself (absent: at `ops resume`). */
+  readonly pausedUntil?: string;
   /** Catching up on misfired slots. */
   readonly behind: boolean;
   /** The job is planned up to here (the partition watermark, or its own place while behind/paused). */
@@ -98,7 +100,7 @@ export async function dlqDepth(target: Target): Promise<{ visible: number; inFli
 }
 
 export async function collectStatus(target: Target, jobs: readonly Job[], now: number, since: number): Promise<StatusReport> {
-  const planning = await jobPlanning(target.ledger.planning, jobs.map((j) => j.name), partitionOf);
+  const planning = await jobPlanning(target.ledger.planning, jobs.map((j) => j.name), partitionOf, now);
   const open = await target.ledger.listOpenRuns(now, STATUS_OPEN_RUNS_LIMIT);
   const configured = new Set(jobs.map((j) => j.name));
   const orphans = open.filter((run) => !configured.has(run.job));
@@ -121,6 +123,7 @@ export async function collectStatus(target: Target, jobs: readonly Job[], now: n
         pausedBy: plan.pause?.by,
         pausedAt: plan.pause?.at ? iso(plan.pause.at) : undefined,
         pauseNote: plan.pause?.note,
+        pausedUntil: iso(plan.pause?.until),
         behind: plan.behind,
         plannedUntil: iso(plan.plannedUntil),
         lastRun: lastRunOf(latest),
@@ -165,12 +168,17 @@ export function formatCounts(counts: Partial<Record<RunStatus, number>>): string
   return parts.length > 0 ? parts.join(', ') : 'none';
 }
 
-/** `PAUSED by alice 2h03m ago: vendor outage`, or `no` / `no (catching up)`. */
-export function pauseCell(j: { readonly paused: boolean; readonly pausedBy?: string; readonly pausedAt?: string; readonly pauseNote?: string; readonly behind: boolean }, now: number): string {
+/**
+ * `PAUSED by alice 2h03m ago until 2026-12-06T18:00:00Z (in 1h57m): vendor outage`, or `no` /
+ * `no (catching up)`. The row says paused only while the pause is in force (its reader applied
+ * core/pause.ts at the same now).
+ */
+export function pauseCell(j: { readonly paused: boolean; readonly pausedBy?: string; readonly pausedAt?: string; readonly pauseNote?: string; readonly pausedUntil?: string; readonly behind: boolean }, now: number): string {
   if (!j.paused) return j.behind ? 'no (catching up)' : 'no';
   const when = j.pausedAt === undefined ? '' : ` ${formatAge(now - Date.parse(j.pausedAt))} ago`;
+  const until = j.pausedUntil === undefined ? '' : ` until ${j.pausedUntil.replace(/\.000Z$/, 'Z')} (in ${formatAge(Date.parse(j.pausedUntil) - now)})`;
   // The note is cut to its cell (the whole note is in --json): the columns after it stay in place.
-  return `PAUSED by ${cell(j.pausedBy ?? '?', NOTE_CELL_WIDTH)}${when}${j.pauseNote ? `: ${cell(j.pauseNote, NOTE_CELL_WIDTH)}` : ''}`;
+  return `PAUSED by ${cell(j.pausedBy ?? '?', NOTE_CELL_WIDTH)}${when}${until}${j.pauseNote ? `: ${cell(j.pauseNote, NOTE_CELL_WIDTH)}` : ''}`;
 }
 
 export async function statusCommand(args: readonly string[], io: OpsIo): Promise<number> {

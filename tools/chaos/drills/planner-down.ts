@@ -136,7 +136,7 @@ export async function plannerDownScenario(input: {
       watermark = Math.max(watermark ?? -Infinity, now + LOOKAHEAD);
       ticks.push(now);
       await world.tick(clock, plannerOptions);
-      const planning = await jobPlanning(world.ledger.planning, plans.map((p) => p.name), partitionOf);
+      const planning = await jobPlanning(world.ledger.planning, plans.map((p) => p.name), partitionOf, now);
       if (process.env.CHAOS_DEBUG) {
         input.log?.(`tick ${k} now=${new Date(now).toISOString()} behind=${JSON.stringify([...planning.values()].filter((p) => p.behind).map((p) => [p.job, p.plannedUntil && new Date(p.plannedUntil).toISOString()]))}`);
       }

@@ -41,7 +41,7 @@ export async function confirmPage(ctx: ConsoleContext, action: string, spec: Act
   const zone = spec.subject === 'job' && spec.fields.some((f) => f.localTime) ? zoneOfJob(ctx, subject) : undefined;
   const given = givenFields(spec, query);
   const heading = html`<h1>${spec.title}: ${subjectLink(spec, subject)}</h1>
-<p>${spec.describe(subject)}</p>`;
+<p>${spec.describe(subject, ctx)}</p>`;
   const cancel = html`<a href="${subjectHref(spec, subject)}">Cancel</a>`;
   const confirmForm = (fields: Html, button = true) => html`<form method="post" action="/actions/${action}" class="confirm">
 <input type="hidden" name="${CSRF_FIELD}" value="${csrf}"><input type="hidden" name="${spec.subject}" value="${subject}">

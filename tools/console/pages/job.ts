@@ -31,14 +31,14 @@ export async function jobPage(ctx: ConsoleContext, name: string, before: string 
   if (untilSlot !== undefined && !Number.isSafeInteger(untilSlot)) throw new HttpError(400, `"before" must be a slot in epoch milliseconds, got "${before}"`);
   const now = ctx.now();
   const [plan, read, recent, lanes] = await Promise.all([
-    jobPlanning(ctx.target.ledger.planning, [job.name], partitionOf).then((m) => m.get(job.name)!),
+    jobPlanning(ctx.target.ledger.planning, [job.name], partitionOf, now).then((m) => m.get(job.name)!),
     ctx.target.ops.queryRuns(job.name, { untilSlot, limit: RUNS_PER_PAGE + 1 }),
     ctx.target.ops.queryRuns(job.name, { sinceSlot: now - HEATMAP_DAYS * 86_400_000, untilSlot: now + 1, limit: HEATMAP_MAX_RUNS }),
     laneHolders(ctx, job),
   ]);
   const { runs, before: older } = pageOf(read, RUNS_PER_PAGE);
   const upcoming = nextFires({ spec: slotSpecOf(job), jitter: job }, now, UPCOMING);
-  const paused = { paused: plan.pause !== undefined, pausedBy: plan.pause?.by, pausedAt: iso(plan.pause?.at), pauseNote: plan.pause?.note };
+  const paused = { paused: plan.pause !== undefined, pausedBy: plan.pause?.by, pausedAt: iso(plan.pause?.at), pauseNote: plan.pause?.note, pausedUntil: iso(plan.pause?.until), timezone: job.timezone };
   const truncatedFrom = recent.length >= HEATMAP_MAX_RUNS ? recent.at(-1)!.slot : undefined;
   const main = html`<h1>Job ${job.name} ${pauseBadge(paused)}</h1>
 <p>Schedule <code>${describeSchedule(job)}</code> in zone <strong>${job.timezone}</strong> · overlap ${job.overlap} · misfire ${job.misfire.policy}${job.enabled ? '' : ' · disabled'}${plan.plannedUntil !== undefined ? html` · planned until ${utc(plan.plannedUntil)}` : ''}</p>
