@@ -8,8 +8,9 @@
  *   npm run bench -- --phases end-to-end,takeover  only these phases (the others report n/a)
  *   npm run bench -- --phases end-to-end --cpu-profile FILE   profile the burst's Node CPU (FILE: the raw .cpuprofile)
  *
- * Phases: bundle, planner, planner-cost, end-to-end, overlap, trigger-lag, takeover (the raw
- * limit is measured inside planner and end-to-end, on their own tables, before and after them).
+ * Phases: bundle, planner, planner-cost, end-to-end, overlap, trigger-lag, takeover, console (the
+ * raw limit is measured inside planner and end-to-end, on their own tables, before and after them;
+ * console times the console's Jobs and Job pages on a seeded ledger: tools/bench/console-pages.ts).
  * Code: tools/bench/ (run.ts orchestrates; one file per phase). Results: docs/performance.md.
  */
 import { parseArgs } from 'node:util';

@@ -195,6 +195,47 @@ describe('the operator console in Chromium', () => {
     expect(await pauseOf()).toBeUndefined();
   });
 
+  it('pause until: the dialog names the job\'s zone; an until in the past is refused naming it; a local until is read in the job\'s zone and shown on the badge', async () => {
+    await open('/jobs/report');
+    await page.click('a[data-action="pause"]');
+    expect(await page.locator('main').innerText()).toContain("read in the job's zone, America/New_York (now 2026-12-01 07:00:30 -05:00 there)");
+    await page.fill('input[name=note]', 'maintenance');
+    await page.fill('input[name=until]', '2026-12-01T06:00');
+    await page.click('#confirm');
+    expect(await page.locator('#result').innerText()).toContain('field "until": must be in the future: "2026-12-01T06:00" (read in America/New_York) is 2026-12-01T11:00:00.000Z, not after now (2026-12-01T12:00:30.000Z)');
+    expect((await box.ledger.planning.readJobPlan('report'))?.pause).toBeUndefined();
+    await open('/jobs/report');
+    await page.click('a[data-action="pause"]');
+    await page.fill('input[name=note]', 'maintenance');
+    await page.fill('input[name=until]', '2026-12-01T09:30');
+    await page.click('#confirm');
+    // 09:30 in New York is 14:30 UTC.
+    const until = Date.UTC(2026, 11, 1, 14, 30);
+    expect(await page.locator('#result').innerText()).toContain('Paused report (note: maintenance), by alice, until 2026-12-01 09:30:00 -05:00 America/New_York (2026-12-01T14:30:00Z), when it resumes by itself');
+    expect(await page.locator('main').innerText()).toContain('fsched ops pause report --note maintenance --until 2026-12-01T09:30 --by alice');
+    expect((await box.ledger.planning.readJobPlan('report'))?.pause).toMatchObject({ by: 'alice', note: 'maintenance', until });
+    await open('/');
+    expect(await page.locator('tr[data-job="report"] .badge.paused').innerText()).toMatch(/^PAUSED by alice at \S+ until 2026-12-01T14:30:00Z \(2026-12-01 09:30:00 -05:00 America\/New_York\): maintenance$/);
+    await open('/?state=paused');
+    expect(await page.locator('tr[data-job]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-job')))).toEqual(['report']);
+    // A console whose clock is past the until shows no pause, and offers pause again.
+    const later = await openConsole(['--endpoints', endpoints, '--by', 'alice'], { ...ioOf(), now: () => until });
+    try {
+      await open('/', later);
+      expect(await page.locator('tr[data-job="report"] .badge.paused').count()).toBe(0);
+      expect(await page.locator('tr[data-job="report"] .state').innerText()).toContain('active');
+      await open('/jobs/report', later);
+      expect(await page.locator('a[data-action="pause"]').count()).toBe(1);
+    } finally {
+      await later.close();
+    }
+    await open('/jobs/report');
+    await page.click('a[data-action="resume"]');
+    await page.click('#confirm');
+    expect(await page.locator('#result').innerText()).toContain('Resumed report');
+    expect((await box.ledger.planning.readJobPlan('report'))?.pause).toBeUndefined();
+  });
+
   it('trigger now creates a manual run with the overlap chosen; retry revives the DEAD run; resolve closes the READY run with its reason', async () => {
     await open('/jobs/report');
     await page.click('a[data-action="trigger"]');

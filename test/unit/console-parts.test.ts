@@ -10,6 +10,8 @@ import { countByDay, dayClass } from '../../tools/console/charts.js';
 import { HttpError } from '../../tools/console/context.js';
 import { html, raw } from '../../tools/console/html.js';
 import { pageOf } from '../../tools/console/pages/job.js';
+import { jobsQuery, pauseBadge } from '../../tools/console/pages/jobs.js';
+import { failureStreak } from '../../tools/console/jobs-rows.js';
 import { Security, sessionOf } from '../../tools/console/security.js';
 
 const DAY = 86_400_000;
@@ -85,6 +87,35 @@ describe('console action forms', () => {
     expect(formFields(ACTIONS.resolve!, form({ as: 'dead', reason: ' fixed by hand ' }))).toEqual({ as: 'dead', reason: 'fixed by hand' });
     expect(formFields(ACTIONS.trigger!, form({ note: '', overlap: '', idempotency: 'console-1' }))).toEqual({ idempotency: 'console-1' });
     expect(() => formFields(ACTIONS.trigger!, form({ note: '', overlap: '' }))).toThrow(/field "idempotency"/);
+    expect(formFields(ACTIONS.pause!, form({ note: 'window', until: ' 2h ' }))).toEqual({ note: 'window', until: '2h' });
+    expect(formFields(ACTIONS.pause!, form({ note: 'window', until: '' }))).toEqual({ note: 'window' });
+  });
+});
+
+describe('console jobs page', () => {
+  const dead = { status: RunStatus.DEAD, lastError: { code: 'BANK_DOWN', message: 'x' } };
+  const ok = { status: RunStatus.SUCCEEDED };
+  it('counts the failure streak newest first up to the first success, passing over runs that did not run or that an operator closed', () => {
+    expect(failureStreak([], true)).toEqual({ count: 0, atLeast: false });
+    expect(failureStreak([ok, dead], true)).toEqual({ count: 0, atLeast: false });
+    expect(failureStreak([dead, { status: RunStatus.RETRY }, { status: RunStatus.SKIPPED }, { status: RunStatus.DEAD, lastError: { code: 'RESOLVED', message: 'x' } }, dead, ok, dead], true)).toEqual({ count: 3, atLeast: false });
+    expect(failureStreak([{ status: RunStatus.READY }, dead, dead], true)).toEqual({ count: 2, atLeast: false });
+    // The read ran out while the streak went on: at least.
+    expect(failureStreak([dead, dead], false)).toEqual({ count: 2, atLeast: true });
+  });
+
+  it('refuses an unknown state or policy, naming the field and the value as written', () => {
+    expect(jobsQuery({ state: 'paused', policy: 'parallel', after: 'b' }, ['parallel'])).toEqual({ name: undefined, state: 'paused', policy: 'parallel', after: 'b' });
+    expect(jobsQuery({ state: '', policy: '' }, ['parallel'])).toEqual({ name: undefined, state: undefined, policy: undefined, after: undefined });
+    expect(() => jobsQuery({ state: 'sleeping' }, ['parallel'])).toThrow(new HttpError(400, 'field "state": one of active, paused, disabled, finished, got "sleeping"'));
+    expect(() => jobsQuery({ policy: 'serial' }, ['parallel', 'replace'])).toThrow(new HttpError(400, 'field "policy": one of parallel, replace, got "serial"'));
+  });
+
+  it('the paused badge says who, when, until when in UTC and the job\'s zone, and the note as text', () => {
+    expect(pauseBadge({ paused: true, pausedBy: 'dana', pausedAt: '2026-12-01T12:00:00Z', pausedUntil: '2026-12-01T17:00:00.000Z', timezone: 'Europe/Paris', pauseNote: '<i>db</i>' }).text).toBe(
+      '<span class="badge paused" role="status">PAUSED by dana at 2026-12-01T12:00:00Z until 2026-12-01T17:00:00Z (2026-12-01 18:00:00 +01:00 Europe/Paris): &lt;i&gt;db&lt;/i&gt;</span>',
+    );
+    expect(pauseBadge({ paused: false }).text).toBe('');
   });
 });
 

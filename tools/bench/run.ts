@@ -19,14 +19,15 @@ import { freshResources, onFreshStack, round, startTrackedStack, stopTrackedStac
 import { plannerCost, plannerThroughput, type PlannerCost, type PlannerThroughput } from './planner.js';
 import { measureRawMix, measureRawPuts, warmUp, type RawMixResult, type RawPutsResult } from './raw.js';
 import { measureTakeover, type TakeoverResult } from './takeover.js';
+import { measureConsolePages, type ConsolePagesResult } from './console-pages.js';
 import { measureTriggerLag, PRECISION_START_LEAD, type LagSet, type TriggerLagResult } from './trigger-lag.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 export type BenchMode = 'full' | 'smoke';
 /** The raw limit is measured inside `planner` and `end-to-end`, on their own tables, before and after. */
-export type Phase = 'bundle' | 'planner' | 'planner-cost' | 'end-to-end' | 'overlap' | 'trigger-lag' | 'takeover';
-export const ALL_PHASES: readonly Phase[] = ['bundle', 'planner', 'planner-cost', 'end-to-end', 'overlap', 'trigger-lag', 'takeover'];
+export type Phase = 'bundle' | 'planner' | 'planner-cost' | 'end-to-end' | 'overlap' | 'trigger-lag' | 'takeover' | 'console';
+export const ALL_PHASES: readonly Phase[] = ['bundle', 'planner', 'planner-cost', 'end-to-end', 'overlap', 'trigger-lag', 'takeover', 'console'];
 
 export interface BenchOptions {
   /** @default 'full' */
@@ -81,6 +82,11 @@ export interface BenchSizes {
   readonly heartbeatMs: number;
   /** Extra kills with --clock-skew 0, to separate the skew allowance from SQS redelivery (0 = none). */
   readonly killsSkew0: number;
+  /** The console phase: deployed jobs (the Jobs page), runs of each, runs of the one big job (its Job page), timed fetches of each page. */
+  readonly consoleJobs: number;
+  readonly consoleRunsPerJob: number;
+  readonly consoleBigJobRuns: number;
+  readonly consoleSamples: number;
 }
 
 export const SIZES: Readonly<Record<BenchMode, BenchSizes>> = {
@@ -103,6 +109,10 @@ export const SIZES: Readonly<Record<BenchMode, BenchSizes>> = {
     leaseMs: 3_000,
     heartbeatMs: 1_000,
     killsSkew0: 5,
+    consoleJobs: 1_000,
+    consoleRunsPerJob: 25,
+    consoleBigJobRuns: 100_000,
+    consoleSamples: 10,
   },
   smoke: {
     warmupItems: 50,
@@ -123,6 +133,10 @@ export const SIZES: Readonly<Record<BenchMode, BenchSizes>> = {
     leaseMs: 3_000,
     heartbeatMs: 1_000,
     killsSkew0: 0,
+    consoleJobs: 60,
+    consoleRunsPerJob: 5,
+    consoleBigJobRuns: 300,
+    consoleSamples: 2,
   },
 };
 
@@ -209,6 +223,7 @@ export interface BenchResult {
     triggerLag?: TriggerLagResult;
     takeover?: TakeoverResult;
     takeoverSkew0?: TakeoverResult;
+    consolePages?: ConsolePagesResult;
     workerBundle?: BundleResult;
     plannerBundle?: BundleResult;
     cost?: CostBreakdown;
@@ -339,6 +354,12 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchResult>
         );
       }
     }
+    if (phases.has('console')) {
+      details.consolePages = await fresh('console', `the console's Jobs page with ${sizes.consoleJobs} jobs and Job page with ${sizes.consoleBigJobRuns} runs, seeded by BatchWriteItem`, (base) =>
+        measureConsolePages({ base, jobs: sizes.consoleJobs, runsPerJob: sizes.consoleRunsPerJob, bigJobRuns: sizes.consoleBigJobRuns, samples: sizes.consoleSamples, log }),
+      );
+      log(`  Jobs page p50 ${details.consolePages.jobsPage.p50Ms} ms (max ${details.consolePages.jobsPage.maxMs}); Job page p50 ${details.consolePages.jobPage.p50Ms} ms (max ${details.consolePages.jobPage.maxMs})`);
+    }
 
   } finally {
     if (ownStack) await stopTrackedStack(ownStack);
@@ -458,6 +479,10 @@ function collectFigures(mode: BenchMode, sizes: BenchSizes, d: BenchResult['deta
   f.invocationsPerRun = num(e2e?.invocationsPerRun);
   f.lambdaMsPerRun = num(e2e?.lambdaMsPerRun);
   f.e2eViolations = num(e2e?.violations);
+  f.consoleJobsPageMs = num(d.consolePages?.jobsPage.p50Ms);
+  f.consoleJobsPageMaxMs = num(d.consolePages?.jobsPage.maxMs);
+  f.consoleJobPageMs = num(d.consolePages?.jobPage.p50Ms);
+  f.consoleJobPageMaxMs = num(d.consolePages?.jobPage.maxMs);
   f.e2eTickPutMs = num(e2e?.tickParts.putMs);
   f.e2eTickSendMs = num(e2e?.tickParts.sendMs);
   const util = (cpu: CpuUse | undefined, which: 'node' | 'dynamo') => {
@@ -672,6 +697,8 @@ export function checkTargets(f: Record<string, Figure>): TargetCheck[] {
     check('costPerMillionRunsUsd', f.costPerMillionRunsUsd!, '≤ $2.50', (v) => v <= 2.5),
     check('costPerMillionSparseRunsUsd', f.costPerMillionSparseRunsUsd!, '≤ $3.00', (v) => v <= 3.0),
     check('sqsCallsPerRunSteady', f.sqsCallsPerRunSteady!, '≤ 0.15', (v) => v <= 0.15),
+    check('consoleJobsPageMs', f.consoleJobsPageMs!, '< 300', (v) => v < 300),
+    check('consoleJobPageMs', f.consoleJobPageMs!, '< 300', (v) => v < 300),
     ...(['', 'ForbidQueue', 'Coalesce'] as const).flatMap((p) => [
       check(`hotKeyWcuAt2000RunsPerSec${p}`, f[`hotKeyWcuAt2000RunsPerSec${p}`]!, '≤ 500 (half of 1,000 WCU)', (v) => v <= 500),
       check(`hotKeyRcuAt2000RunsPerSec${p}`, f[`hotKeyRcuAt2000RunsPerSec${p}`]!, '≤ 1,500 (half of 3,000 RCU)', (v) => v <= 1500),
@@ -814,6 +841,9 @@ function renderTable(mode: BenchMode, sizes: BenchSizes, f: Record<string, Figur
   row('takeover max ms with --clock-skew 0', 'takeoverMaxMsSkew0');
   row('  lease end → successor claim, mean ms, skew 0', 'takeoverAfterLeaseMeanMsSkew0', 'SQS redelivery alone');
   row('invariant violations', 'takeoverViolations');
+  section(`console pages (server time over HTTP on 127.0.0.1, median of ${sizes.consoleSamples} fetches after one; ${fmt(sizes.consoleJobs)} jobs × ${sizes.consoleRunsPerJob} runs, one job with ${fmt(sizes.consoleBigJobRuns)} runs)`);
+  row(`Jobs page ms, ${fmt(sizes.consoleJobs)} jobs`, 'consoleJobsPageMs', `max ${fmt(f.consoleJobsPageMaxMs)}`);
+  row(`Job page ms, ${fmt(sizes.consoleBigJobRuns)} runs`, 'consoleJobPageMs', `max ${fmt(f.consoleJobPageMaxMs)}${d.consolePages ? `; seeded ${fmt(d.consolePages.runsSeeded)} runs at ${fmt(d.consolePages.seedItemsPerSec)} items/s` : ''}`);
   section('bundles (esbuild, node22, esm, minified, mainFields module/main, everything incl. AWS SDK bundled)');
   row('worker bytes', 'workerBundleBytes', d.workerBundle ? d.workerBundle.top.map((t) => `${t.name} ${Math.round(t.bytes / 1024)}K`).join(', ') : '');
   row('planner bytes', 'plannerBundleBytes', d.plannerBundle ? d.plannerBundle.top.map((t) => `${t.name} ${Math.round(t.bytes / 1024)}K`).join(', ') : '');
