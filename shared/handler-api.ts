@@ -22,6 +22,8 @@
 import type { Job } from './schedule/job-schema-core.js';
 import { slotOfFence, type FenceRefusal } from './core/fence.js';
 
+export { OutboxEventNameError, PermanentError, ResultUnknownError, RetryableError } from './core/errors.js';
+
 export interface RunLogger {
   debug(message: string, ...extra: Record<string, unknown>[]): void;
   info(message: string, ...extra: Record<string, unknown>[]): void;
@@ -134,39 +136,6 @@ export interface JobHandler {
   reconcile?(ctx: RunContext): Promise<ReconcileResult>;
 }
 
-interface ErrorOptions {
-  readonly cause?: unknown;
-  /** A short machine-readable code recorded as `lastError.code`. */
-  readonly code?: string;
-}
-
-export class RetryableError extends Error {
-  override readonly name: string = 'RetryableError';
-  readonly code: string;
-  constructor(message: string, options: ErrorOptions = {}) {
-    super(message, { cause: options.cause });
-    this.code = options.code ?? 'RETRYABLE';
-  }
-}
-
-export class PermanentError extends Error {
-  override readonly name: string = 'PermanentError';
-  readonly code: string;
-  constructor(message: string, options: ErrorOptions = {}) {
-    super(message, { cause: options.cause });
-    this.code = options.code ?? 'PERMANENT';
-  }
-}
-
-export class ResultUnknownError extends Error {
-  override readonly name: string = 'ResultUnknownError';
-  readonly code: string;
-  constructor(message: string, options: ErrorOptions = {}) {
-    super(message, { cause: options.cause });
-    this.code = options.code ?? 'RESULT_UNKNOWN';
-  }
-}
-
 /** A fenced write was rejected: the item has seen a higher fencing token. */
 export class FencedOutError extends Error {
   override readonly name = 'FencedOutError';
@@ -255,23 +224,6 @@ export class AttemptEndedError extends Error {
     options: { cause?: unknown } = {},
   ) {
     super(`attempt of ${runKey} (token ${fencingToken}) has ended (${why}): no further reads or writes`, options);
-  }
-}
-
-/**
- * `outboxPut` refused an event name: empty, or containing `#`. The event key is `runKey#name` and
- * a sharded run's key ends in `#<shard>`, so a `#` in a name could give two runs' events one key
- * (`j@…Z#1` + `x` and `j@…Z` + `1#x`), and the second row would overwrite the first: an event lost.
- * A handler's own bug, so permanent: retrying would write the same name again.
- */
-export class OutboxEventNameError extends PermanentError {
-  override readonly name: string = 'OutboxEventNameError';
-  constructor(
-    readonly runKey: string,
-    readonly eventName: string,
-    why: string,
-  ) {
-    super(`outbox event of ${runKey}: name ${JSON.stringify(eventName)} ${why}`, { code: 'OUTBOX_EVENT_NAME' });
   }
 }
 

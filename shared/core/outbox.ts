@@ -10,7 +10,8 @@
  * (its metadata waits in the relay's on-failure queue, at most 14 days). TTL deletes reach the
  * stream as REMOVE records, which are never published.
  */
-import { OutboxEventNameError, type FencedPut, type RunContext } from '../handler-api.js';
+import { OutboxEventNameError } from './errors.js';
+import type { FencedPut, RunContext } from '../handler-api.js';
 
 export const OUTBOX_PK_PREFIX = 'OUTBOX#';
 export const OUTBOX_SOURCE = 'fenced-scheduler';
