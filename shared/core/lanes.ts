@@ -6,6 +6,11 @@
 import { OverlapPolicy, type Job } from '../schedule/job-schema-core.js';
 import { isTerminal, RunStatus, WAITING_STATUSES, type Run } from './vocabulary.js';
 
+/** Whether the job's runs share an exclusive lane: every overlap policy but parallel. */
+export function isExclusive(job: Pick<Job, 'overlap'>): boolean {
+  return job.overlap !== OverlapPolicy.PARALLEL;
+}
+
 /** How far another process's clock may be ahead of ours when it says a run was due. */
 export const LANE_CLOCK_ALLOWANCE_MS = 2_000;
 

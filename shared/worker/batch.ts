@@ -1,70 +1,23 @@
 /**
  * The worker (DESIGN §8): for each SQS record, validate, claim the lease (through the lane for
- * exclusive overlap policies), run the attempt (worker-attempt.ts), and report the records to
+ * exclusive overlap policies), run the attempt (attempt.ts), and report the records to
  * retry in `batchItemFailures`, as the Lambda SQS event source expects with
  * ReportBatchItemFailures.
  */
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import type { Ledger } from '../store/ledger.js';
-import type { RunQueue } from '../messaging/run-queue.js';
-import { sleep, type Timers } from '../core/concurrency.js';
-import { NO_HISTORY, type HistorySink } from '../core/history.js';
+import { sleep } from '../core/concurrency.js';
+import { NO_HISTORY } from '../core/history.js';
 import type { Job } from '../schedule/job-schema-core.js';
 import { VISIBILITY_STEP_MS, type ClaimResult } from '../core/lease.js';
-import { LANE_CLOCK_ALLOWANCE_MS } from '../core/lanes.js';
+import { isExclusive, LANE_CLOCK_ALLOWANCE_MS } from '../core/lanes.js';
 import { parseRunMessage } from '../core/run-message.js';
 import { RunStatus, type RunId, type RunMessage } from '../core/vocabulary.js';
-import type { JobHandler, RunContext, RunLogger } from '../handler-api.js';
-import { MetricName, type MetricsSink } from '../runtime/observability.js';
-import { clockSkewFor, continueInFreshMessage, execute, hide } from './attempt.js';
-import { beforeClaim, claimInLane, isExclusive, onBlocked, runEnded } from './lanes.js';
+import { MetricName } from '../runtime/observability.js';
+import { execute } from './attempt.js';
+import { clockSkewFor, continueInFreshMessage, hide, type BatchResult, type QueueRecord, type RecordOutcome, type WorkerDeps } from './deps.js';
+import { beforeClaim, claimInLane, onBlocked } from './lanes.js';
+import { runEnded } from './run-ended.js';
 
-export interface QueueRecord {
-  readonly messageId: string;
-  readonly receiptHandle: string;
-  readonly body: string;
-  readonly attributes?: { readonly ApproximateReceiveCount?: string };
-}
-
-export interface BatchResult {
-  readonly batchItemFailures: { readonly itemIdentifier: string }[];
-}
-
-export interface ChildLogger extends RunLogger {
-  child(keys: Record<string, unknown>): ChildLogger;
-}
-
-export interface WorkerOptions {
-  /** Clock allowance before a lease counts as expired. @default min(2 s, heartbeatEvery / 2) of the run's job */
-  readonly clockSkewMs?: number;
-  /** Yield when the invocation has less than this left. @default 10 s */
-  readonly yieldMarginMs?: number;
-}
-
-export interface WorkerDeps {
-  readonly ledger: Ledger;
-  readonly queue: RunQueue;
-  readonly doc: DynamoDBDocumentClient;
-  readonly jobs: ReadonlyMap<string, Job>;
-  readonly handlers: Readonly<Record<string, JobHandler>>;
-  readonly tables: RunContext['tables'];
-  /** Outbox rows' retention (env OUTBOX_RETENTION_DAYS). @default OUTBOX_DEFAULT_RETENTION_DAYS */
-  readonly outboxRetentionDays?: number;
-  /** Identity written as the lease owner; unique per worker process/invocation. */
-  readonly owner: string;
-  readonly clock: () => number;
-  readonly random?: () => number;
-  readonly logger: ChildLogger;
-  readonly metrics: MetricsSink;
-  readonly history?: HistorySink;
-  /** Time left in this invocation (Lambda's getRemainingTimeInMillis); absent = unbounded. */
-  readonly remainingTimeMs?: () => number;
-  /** Heartbeats, timeouts and waits. Must tell the same time as `clock`. @default the runtime's timers */
-  readonly timers?: Timers;
-  readonly options?: WorkerOptions;
-}
-
-export type RecordOutcome = 'ack' | 'retry';
+export type { BatchResult, ChildLogger, QueueRecord, RecordOutcome, WorkerDeps, WorkerOptions } from './deps.js';
 
 export async function processBatch(deps: WorkerDeps, records: readonly QueueRecord[]): Promise<BatchResult> {
   // The same message can arrive twice in one batch (legal SQS behaviour): process it once.
@@ -178,7 +131,7 @@ export async function processRecord(deps: WorkerDeps, record: QueueRecord): Prom
           : await deps.ledger.settleWaiting(claim.run, RunStatus.DEAD, `every claim of the fencing range was used (token ${claim.run.fencingToken})`, deps.clock());
       if (settled) {
         deps.metrics.count(MetricName.RunsDead);
-        if (exclusive) await runEnded(laneDeps, job, claim.run, logger);
+        await runEnded(laneDeps, job, claim.run, logger);
       }
       return settled ? 'ack' : 'retry';
     }

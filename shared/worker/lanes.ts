@@ -10,27 +10,21 @@
  * - replace: a newer due run ends an older holder at once (a RUNNING one through the fence) and
  *   takes the lane; an older run gives way as under coalesce.
  * A waiting run writes nothing to say so: its run item is open, and every holder that ends looks
- * for the next run (one ordered query). Every way a run ends goes through `runEnded`.
+ * for the next run (one ordered query). Every way a run ends goes through `runEnded`, and every
+ * release of the lane through run-ended.ts.
  */
 import type { Ledger } from '../store/ledger.js';
-import type { ReleaseResult } from '../store/lanes.js';
 import { newWriteId } from '../store/write-id.js';
-import type { RunQueue } from '../messaging/run-queue.js';
 import { initialFence } from '../core/fence.js';
 import { OverlapPolicy, type Job } from '../schedule/job-schema-core.js';
-import { forbidQueueHandOn, inLane, LANE_CLOCK_ALLOWANCE_MS, lowersFloor, newestHandOn, raisedFloor, supersedingRun, type HandOn } from '../core/lanes.js';
+import { inLane, isExclusive, lowersFloor, supersedingRun } from '../core/lanes.js';
 import type { ClaimResult } from '../core/lease.js';
-import { messageFor } from '../core/run-message.js';
 import { isTerminal, OPEN_STATUSES, RunStatus, WAITING_STATUSES, type Run, type RunId, type RunMessage } from '../core/vocabulary.js';
 import type { RunLogger } from '../handler-api.js';
-import { MetricName, type MetricsSink } from '../runtime/observability.js';
+import { MetricName } from '../runtime/observability.js';
+import { gaveWay, runEnded, takeGivenBack, type LaneDeps } from './run-ended.js';
 
-export interface LaneDeps {
-  readonly ledger: Ledger;
-  readonly queue: Pick<RunQueue, 'send'>;
-  readonly clock: () => number;
-  readonly metrics: MetricsSink;
-}
+export type { LaneDeps } from './run-ended.js';
 
 /** What taking the lane came to: the claim's result, or the run waits, or a race to try again shortly. */
 export type LaneClaim = ClaimResult | { readonly kind: 'waits' } | { readonly kind: 'contended'; readonly retryAt: number };
@@ -43,10 +37,6 @@ export const CONTENDED_RETRY_MS = 2_000;
 
 /** Runs whose existence makes an older coalesce run superfluous: all but those a policy skipped. */
 const SUPERSEDING = Object.values(RunStatus).filter((s) => s !== RunStatus.SKIPPED);
-
-export function isExclusive(job: Pick<Job, 'overlap'>): boolean {
-  return job.overlap !== OverlapPolicy.PARALLEL;
-}
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -98,10 +88,7 @@ export async function claimInLane(deps: LaneDeps, job: Job, id: RunMessage, logg
   // Leased by another owner although this delivery took a free lane: that owner is giving the
   // lane way (below) and released it before this take. The take is given back, only if no other
   // copy of the run took the lane since (that copy may be the one running).
-  if (result.kind === 'leased' && taken.kind === 'acquired') {
-    const released = await deps.ledger.lanes.release(job.name, holder, { onlyTake: take });
-    if (released.freed) await handOn(deps, job, id, released, logger);
-  }
+  if (result.kind === 'leased' && taken.kind === 'acquired') await takeGivenBack(deps, job, id, take, logger);
   if (result.kind !== 'claimed') return result;
   // The claim is not one write with the take: a delivery paused between the two (or a copy of the
   // run) may claim a run that was revived or handed back meanwhile, after the lane moved on to
@@ -125,13 +112,10 @@ export async function claimInLane(deps: LaneDeps, job: Job, id: RunMessage, logg
   const older = (await deps.ledger.laneRunsAfter(job.name, id.shard, (confirmed.floor ?? 0) - 1, id.slot - 1, OPEN_STATUSES, { firstPageWithAny: true })).filter(inLane);
   if (older.length === 0) return result;
   deps.metrics.count(MetricName.OverlapWaits);
-  const released = await deps.ledger.lanes.release(job.name, holder, { token: result.run.fencingToken });
-  // Not handed back (our lease was lost meanwhile): its next holder takes it over as any lost claim.
-  if (!(await deps.ledger.giveBack(result.run))) logger.warn('could not hand back the claim of a run that gives way');
-  // The look comes whatever the release said: a release whose response was lost may have freed
-  // the lane for a run that has since taken it, run, ended and looked while this one was still
-  // RUNNING (found by the Spin model aligned with this code).
-  await handOn(deps, job, id, released, logger);
+  await gaveWay(deps, job, { ...id, fencingToken: result.run.fencingToken }, async () => {
+    // Not handed back (our lease was lost meanwhile): its next holder takes it over as any lost claim.
+    if (!(await deps.ledger.giveBack(result.run))) logger.warn('could not hand back the claim of a run that gives way');
+  }, logger);
   logger.info('waiting: an earlier run of the job is still open (forbid-queue)', { earlierSlot: iso(older[0]!.slot) });
   return { kind: 'waits' };
 }
@@ -184,50 +168,6 @@ async function settle(deps: LaneDeps, job: Job, id: RunId, status: typeof RunSta
   deps.metrics.count(status === RunStatus.SUPERSEDED ? MetricName.RunsSuperseded : MetricName.RunsSkippedByOverlap);
   if (run.fencingToken > initialFence(run.slot)) await runEnded(deps, job, run);
   return true;
-}
-
-/**
- * Every way a run of an exclusive lane ends comes here (the worker's outcome, a policy's settle,
- * a spent fencing range, `ops resolve`, a lane given back): free the lane and hand it on. A
- * refused release whose marker has no holder (our own release committed and its response was
- * lost, or a later holder released too) looks as well; a lane held by another run is handed on
- * by that run when it ends. The run's fencing token, when known, ties the release to this
- * incarnation of the run: a later claim of a revived run holds the lane under a newer token.
- * Without one (the run is gone) any holder naming the run is a stale one.
- */
-export async function runEnded(deps: LaneDeps, job: Job, run: Pick<Run, 'job' | 'slot' | 'shard'> & { readonly fencingToken?: number }, logger?: RunLogger): Promise<void> {
-  const released = await deps.ledger.lanes.release(job.name, { slot: run.slot, shard: run.shard }, run.fencingToken !== undefined ? { token: run.fencingToken } : {});
-  if (mustLook(released)) await handOn(deps, job, run, released, logger);
-}
-
-/** Freed by us, or found free: look. Held by another run: that run looks when it ends. */
-function mustLook(released: ReleaseResult): boolean {
-  return released.freed || released.holderSlot === undefined;
-}
-
-/** The look: who gets the lane after `ended`, per policy (forbid-skip has no queue). */
-async function handOn(deps: LaneDeps, job: Job, ended: Pick<Run, 'slot' | 'shard'>, released: ReleaseResult, logger?: RunLogger): Promise<void> {
-  const now = deps.clock();
-  let next: HandOn<Run>;
-  if (job.overlap === OverlapPolicy.FORBID_QUEUE) {
-    const read = await deps.ledger.laneFromFloor(job.name, ended.shard, released.floor, (r) => !isTerminal(r.status) && inLane(r));
-    next = forbidQueueHandOn(read.first ? [read.first] : [], now);
-    const floor = raisedFloor({ firstOpenSlot: read.first?.slot, passed: read.passed, lastSlot: read.lastSlot }, released.floor, now);
-    if (floor !== undefined && released.freed) await deps.ledger.lanes.advanceFloor(job.name, ended.shard, released.writeId, floor);
-  } else if (job.overlap === OverlapPolicy.COALESCE || job.overlap === OverlapPolicy.REPLACE) {
-    next = newestHandOn(await deps.ledger.laneRunsAfter(job.name, ended.shard, ended.slot, now + LANE_CLOCK_ALLOWANCE_MS, WAITING_STATUSES), now);
-  } else return;
-  for (const older of next.supersede) {
-    if (await deps.ledger.settleWaiting(older, RunStatus.SUPERSEDED, `superseded by ${next.dispatch!.runKey} (${job.overlap})`, now)) deps.metrics.count(MetricName.RunsSuperseded);
-  }
-  if (next.dispatch) await dispatch(deps, job, next.dispatch, logger);
-}
-
-/** Sends a waiting run's message, delayed to its start (fire time or retry time, less the start lead). */
-async function dispatch(deps: LaneDeps, job: Job, next: Run, logger?: RunLogger): Promise<void> {
-  const startAt = Math.max(next.fireAt ?? next.slot, next.nextAttemptAt ?? 0) - job.startLead;
-  await deps.queue.send([{ message: messageFor(next), delaySeconds: Math.max(0, Math.floor((startAt - deps.clock()) / 1000)) }]);
-  logger?.info('dispatched the next waiting run', { next: next.runKey });
 }
 
 /**

@@ -16,7 +16,7 @@ import { messageFor } from '../../../shared/core/run-message.js';
 import type { RunMessage } from '../../../shared/core/vocabulary.js';
 import { RetryableError, PermanentError } from '../../../shared/handler-api.js';
 import { processRecord } from '../../../shared/worker/batch.js';
-import { runEnded } from '../../../shared/worker/lanes.js';
+import { runEnded } from '../../../shared/worker/run-ended.js';
 import { retryRuns } from '../../../tools/ops/retry.js';
 import { silentLogger, testJobs } from '../../support/helpers.js';
 import { CountingMiddleware } from '../../support/counting.js';
