@@ -16,7 +16,8 @@ import { AttemptEndedError, ReconcileOutcome, ResultUnknownError, RetryableError
 import { runOps } from '../../tools/ops/cli.js';
 import type { OpsIo } from '../../tools/ops/io.js';
 import { redrive } from '../../tools/ops/redrive.js';
-import { laneHandOn, resolveRun } from '../../tools/ops/resolve.js';
+import { laneHandOn } from '../../shared/operations/resolve.js';
+import { resolveRun } from '../../tools/ops/resolve.js';
 import { retryRuns } from '../../tools/ops/retry.js';
 import { testJobs, waitFor } from '../support/helpers.js';
 import { Lab } from '../support/lab.js';

@@ -1,5 +1,6 @@
 /**
- * `ops resolve <runKey> --as succeeded|dead --reason "…" [--by NAME] [--force]`: close a run by hand.
+ * `ops resolve <runKey> --as succeeded|dead --reason "…" [--by NAME] [--force]`: close a run by
+ * hand (shared/operations/resolve.ts), and print what it came to.
  *
  * Reads the run (consistent) and refuses, exit 1, when it is already terminal other than DEAD,
  * or RUNNING with a lease not past its end by the takeover margin (60 s) on this machine's clock:
@@ -12,61 +13,19 @@
  * Either way a message that later arrives for the run is acked as a duplicate, and for an
  * exclusive job the lane is freed and its next waiting run dispatched.
  */
-import type { Ledger } from '../../shared/store/ledger.js';
-import { resolveRefusal, type LedgerOps, type ResolveAs } from '../../shared/store/repairs.js';
-import type { RunQueue } from '../../shared/messaging/run-queue.js';
-import type { Job } from '../../shared/schedule/job-schema.js';
-import type { Run, RunId } from '../../shared/core/vocabulary.js';
-import { InMemoryMetrics } from '../../shared/runtime/observability.js';
-import { runEnded, isExclusive } from '../../shared/worker/lanes.js';
-import { jobsOf, noExtraPositionals, operatorOf, parseCommand, parseRunKey, requireOption, stringOption } from './args.js';
+import { laneHandOn, resolve, type ResolveDeps, type ResolveRequest } from '../../shared/operations/resolve.js';
+import type { Run } from '../../shared/core/vocabulary.js';
+import { jobsOf, noExtraPositionals, operatorOf, parseCommand, parseRunKey, requireOption } from './args.js';
 import { clockOf, EXIT_OK, OpsFailure, printJson, UsageError, type OpsIo } from './io.js';
 import { withTarget } from './target.js';
 
 export const resolveUsage = 'resolve <job@slotISO[#shard]> --as succeeded|dead --reason "…" [--by NAME] [--force]';
 
-export interface ResolveRequest {
-  readonly id: RunId;
-  readonly as: ResolveAs;
-  readonly reason: string;
-  readonly by: string;
-  /** Take over a RUNNING run whose lease does not look expired by the margin. */
-  readonly force?: boolean;
-}
-
-export interface ResolveDeps {
-  readonly ledger: Pick<Ledger, 'getRun'>;
-  readonly ops: Pick<LedgerOps, 'resolveRun' | 'takeoverMarginMs'>;
-  readonly clock: () => number;
-  /** Hands an exclusive job's lane on once its run is closed (frees it, dispatches the next run). @default nothing */
-  readonly handOn?: (run: Run) => Promise<void>;
-}
-
-/** The lane hand-on for resolved runs of exclusive jobs. */
-export function laneHandOn(ledger: Ledger, queue: Pick<RunQueue, 'send'>, jobs: readonly Job[], clock: () => number): (run: Run) => Promise<void> {
-  return async (run) => {
-    const job = jobs.find((j) => j.name === run.job);
-    if (job && isExclusive(job)) await runEnded({ ledger, queue, clock, metrics: new InMemoryMetrics() }, job, run);
-  };
-}
-
-/** Resolves one run or throws OpsFailure with the one line that says why not. */
+/** Resolves one run (shared/operations/resolve.ts) or throws OpsFailure with the one line that says why not (exit 1). */
 export async function resolveRun(deps: ResolveDeps, request: ResolveRequest): Promise<{ before: Run; after: Run }> {
-  const label = `${request.id.job}@${new Date(request.id.slot).toISOString()}${request.id.shard ? `#${request.id.shard}` : ''}`;
-  const seen = await deps.ledger.getRun(request.id, true);
-  if (!seen) throw new OpsFailure(`no run ${label} in the ledger`);
-  const now = deps.clock();
-  const refusal = resolveRefusal(seen, now, deps.ops.takeoverMarginMs, { force: request.force });
-  if (refusal) throw new OpsFailure(`refused: ${refusal}`);
-  const result = await deps.ops.resolveRun(seen, { as: request.as, reason: request.reason, by: request.by, at: now }, { force: request.force });
-  if (!result.ok) {
-    const current = result.current;
-    throw new OpsFailure(
-      `refused: ${seen.runKey} changed while resolving (was ${seen.status} token ${seen.fencingToken}, now ${current?.status ?? 'gone'} token ${current?.fencingToken ?? '?'}): read it again with \`ops show\``,
-    );
-  }
-  await deps.handOn?.(seen);
-  return { before: seen, after: result.run };
+  const outcome = await resolve(deps, request);
+  if (!outcome.ok) throw new OpsFailure(outcome.message);
+  return { before: outcome.before, after: outcome.after };
 }
 
 export async function resolveCommand(args: readonly string[], io: OpsIo): Promise<number> {

@@ -12,7 +12,8 @@ import { initialFence, MAX_CLAIMS_PER_SLOT } from '../../../shared/core/fence.js
 import { RunStatus } from '../../../shared/core/vocabulary.js';
 import { PermanentError, RetryableError, type JobHandler, type RunContext } from '../../../shared/handler-api.js';
 import { LedgerKeys } from '../../../shared/core/resources.js';
-import { laneHandOn, resolveRun } from '../../../tools/ops/resolve.js';
+import { laneHandOn } from '../../../shared/operations/resolve.js';
+import { resolveRun } from '../../../tools/ops/resolve.js';
 import { retryRuns } from '../../../tools/ops/retry.js';
 import { silentLogger, testJobs } from '../../support/helpers.js';
 import { runPlannerTick } from '../../../shared/planner/planner.js';
