@@ -18,7 +18,7 @@ import type { OpsIo } from '../../tools/ops/io.js';
 import { redrive } from '../../tools/ops/redrive.js';
 import { laneHandOn } from '../../shared/operations/resolve.js';
 import { resolveRun } from '../../tools/ops/resolve.js';
-import { retryRuns } from '../../tools/ops/retry.js';
+import { retryRuns } from '../../shared/operations/retry.js';
 import { testJobs, waitFor } from '../support/helpers.js';
 import { Lab } from '../support/lab.js';
 import { sandbox, type Sandbox } from '../support/stack.js';

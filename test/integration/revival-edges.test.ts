@@ -9,7 +9,7 @@ import { MAX_CLAIMS_PER_SLOT, claimsOf, initialFence } from '../../shared/core/f
 import { RunStatus, type Run } from '../../shared/core/vocabulary.js';
 import { ReconcileOutcome, type JobHandler } from '../../shared/handler-api.js';
 import { resolveRun } from '../../tools/ops/resolve.js';
-import { retryRuns } from '../../tools/ops/retry.js';
+import { retryRuns } from '../../shared/operations/retry.js';
 import { testJobs } from '../support/helpers.js';
 import { Lab } from '../support/lab.js';
 import { sandbox, type Sandbox } from '../support/stack.js';

@@ -12,7 +12,7 @@ import { PermanentError, ReconcileOutcome, ResultUnknownError, RetryableError, t
 import { MetricName } from '../../shared/runtime/observability.js';
 import { OpsFailure } from '../../tools/ops/io.js';
 import { resolveRun } from '../../tools/ops/resolve.js';
-import { RETRYABLE_STATES, retryRuns } from '../../tools/ops/retry.js';
+import { RETRYABLE_STATES, retryRuns } from '../../shared/operations/retry.js';
 import { testJobs } from '../support/helpers.js';
 import { Lab } from '../support/lab.js';
 import { sandbox, type Sandbox } from '../support/stack.js';

@@ -19,7 +19,7 @@ import { InMemoryMetrics } from '../../shared/runtime/observability.js';
 import { runPlannerTick } from '../../shared/planner/planner.js';
 import { manualSlot, triggerRun } from '../../shared/operations/trigger.js';
 import { resolveRun } from '../../tools/ops/resolve.js';
-import { retryRuns } from '../../tools/ops/retry.js';
+import { retryRuns } from '../../shared/operations/retry.js';
 import { silentLogger, testJobs, waitFor } from '../support/helpers.js';
 import { faultyClient } from '../support/faults.js';
 import { Lab, RecordingQueue } from '../support/lab.js';

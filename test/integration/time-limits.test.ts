@@ -14,7 +14,7 @@ import { validateJobsForDeployment } from '../../infra/scheduler-stack.js';
 import { testJobs, VirtualTime } from '../support/helpers.js';
 import { Lab } from '../support/lab.js';
 import { LedgerOps } from '../../shared/store/repairs.js';
-import { retryRuns } from '../../tools/ops/retry.js';
+import { retryRuns } from '../../shared/operations/retry.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
 
 const T0 = Date.UTC(2026, 11, 1, 12, 0);

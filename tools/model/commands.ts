@@ -11,7 +11,7 @@ import { FaultKind, type FaultProfile } from './faults.js';
 import { BehaviourKind, type Behaviour } from './handlers.js';
 import { maxAttemptTimeoutMs } from '../../shared/schedule/job-schema-core.js';
 import type { RunStatus } from '../../shared/core/vocabulary.js';
-import { RETRYABLE_STATES } from '../ops/retry.js';
+import { RETRYABLE_STATES } from '../../shared/operations/retry.js';
 import { RUN_QUEUES } from '../../shared/core/resources.js';
 import { operatorTrigger } from './operator-trigger.js';
 import { changeLabel, scheduleLabel, scheduleSoon, type JobChange } from './config-changes.js';

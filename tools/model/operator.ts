@@ -8,7 +8,7 @@ import { isTerminal, RunStatus, type Run, type RunId } from '../../shared/core/v
 import { redrive } from '../ops/redrive.js';
 import { laneHandOn } from '../../shared/operations/resolve.js';
 import { resolveRun } from '../ops/resolve.js';
-import { RETRYABLE_STATES, retryRuns } from '../ops/retry.js';
+import { RETRYABLE_STATES, retryRuns } from '../../shared/operations/retry.js';
 import { jobPlanning } from '../../shared/store/planner-state.js';
 import { INHERITED_JOB, iso, short } from './world-setup.js';
 import type { Stage } from './stage.js';

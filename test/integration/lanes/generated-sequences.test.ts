@@ -17,7 +17,7 @@ import { processRecord } from '../../../shared/worker/batch.js';
 import { OpsFailure } from '../../../tools/ops/io.js';
 import { laneHandOn } from '../../../shared/operations/resolve.js';
 import { resolveRun } from '../../../tools/ops/resolve.js';
-import { RETRYABLE_STATES, retryRuns } from '../../../tools/ops/retry.js';
+import { RETRYABLE_STATES, retryRuns } from '../../../shared/operations/retry.js';
 import { FROZEN_TIMERS, silentLogger, testJobs } from '../../support/helpers.js';
 import { Lab } from '../../support/lab.js';
 import { sandbox, type Sandbox } from '../../support/stack.js';

@@ -9,7 +9,7 @@ import { LedgerOps } from '../../../shared/store/repairs.js';
 import { PermanentError } from '../../../shared/handler-api.js';
 import { RunStatus } from '../../../shared/core/vocabulary.js';
 import { LedgerKeys } from '../../../shared/core/resources.js';
-import { retryRuns } from '../../../tools/ops/retry.js';
+import { retryRuns } from '../../../shared/operations/retry.js';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { faultyClient } from '../../support/faults.js';

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LedgerOps } from '../../../shared/store/repairs.js';
 import { backfill, BackfillRequestError } from '../../../shared/operations/backfill.js';
 import { RunStatus } from '../../../shared/core/vocabulary.js';
-import { retryRuns } from '../../../tools/ops/retry.js';
+import { retryRuns } from '../../../shared/operations/retry.js';
 import { testJobs } from '../../support/helpers.js';
 import { Lab } from '../../support/lab.js';
 import { sandbox, uniqueName, type Sandbox } from '../../support/stack.js';

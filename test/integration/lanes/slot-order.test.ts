@@ -17,7 +17,7 @@ import type { RunMessage } from '../../../shared/core/vocabulary.js';
 import { RetryableError, PermanentError } from '../../../shared/handler-api.js';
 import { processRecord } from '../../../shared/worker/batch.js';
 import { runEnded } from '../../../shared/worker/run-ended.js';
-import { retryRuns } from '../../../tools/ops/retry.js';
+import { retryRuns } from '../../../shared/operations/retry.js';
 import { silentLogger, testJobs } from '../../support/helpers.js';
 import { CountingMiddleware } from '../../support/counting.js';
 import { faultyClient } from '../../support/faults.js';

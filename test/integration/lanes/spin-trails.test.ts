@@ -8,7 +8,7 @@ import { Ledger } from '../../../shared/store/ledger.js';
 import { LedgerOps } from '../../../shared/store/repairs.js';
 import { RunStatus } from '../../../shared/core/vocabulary.js';
 import { PermanentError, type JobHandler } from '../../../shared/handler-api.js';
-import { retryRuns } from '../../../tools/ops/retry.js';
+import { retryRuns } from '../../../shared/operations/retry.js';
 import { clientWith } from '../../support/faults.js';
 import { testJobs } from '../../support/helpers.js';
 import { Lab } from '../../support/lab.js';

@@ -14,7 +14,7 @@ import { PermanentError, RetryableError, type JobHandler, type RunContext } from
 import { LedgerKeys } from '../../../shared/core/resources.js';
 import { laneHandOn } from '../../../shared/operations/resolve.js';
 import { resolveRun } from '../../../tools/ops/resolve.js';
-import { retryRuns } from '../../../tools/ops/retry.js';
+import { retryRuns } from '../../../shared/operations/retry.js';
 import { silentLogger, testJobs } from '../../support/helpers.js';
 import { runPlannerTick } from '../../../shared/planner/planner.js';
 import { Lab } from '../../support/lab.js';

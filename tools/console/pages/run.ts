@@ -13,7 +13,7 @@ import { RunStatus } from '../../../shared/core/vocabulary.js';
 import { handlers } from '../../../shared/handlers/index.js';
 import { outboxRowsOfRun, type OutboxRow } from '../../../shared/store/outbox-reads.js';
 import { formatElapsed } from '../../ops/io.js';
-import { RETRYABLE_STATES } from '../../ops/retry.js';
+import { RETRYABLE_STATES } from '../../../shared/operations/retry.js';
 import { historyOf } from '../../ops/show.js';
 import { HttpError, type ConsoleContext } from '../context.js';
 import { html, jobHref, statusBadge, utc, type Html } from '../html.js';
