@@ -15,7 +15,7 @@ import { RunStatus } from '../../shared/core/vocabulary.js';
 import { AttemptEndedError, ReconcileOutcome, ResultUnknownError, RetryableError, type JobHandler } from '../../shared/handler-api.js';
 import { runOps } from '../../tools/ops/cli.js';
 import type { OpsIo } from '../../tools/ops/io.js';
-import { redrive } from '../../tools/ops/redrive.js';
+import { redrive } from '../../shared/operations/redrive.js';
 import { laneHandOn } from '../../shared/operations/resolve.js';
 import { resolveRun } from '../../tools/ops/resolve.js';
 import { retryRuns } from '../../shared/operations/retry.js';

@@ -5,7 +5,7 @@ import { RunQueue } from '../../shared/messaging/run-queue.js';
 import type { Job } from '../../shared/schedule/job-schema.js';
 import { partitionOf } from '../../shared/core/partition.js';
 import { isTerminal, RunStatus, type Run, type RunId } from '../../shared/core/vocabulary.js';
-import { redrive } from '../ops/redrive.js';
+import { redrive } from '../../shared/operations/redrive.js';
 import { laneHandOn } from '../../shared/operations/resolve.js';
 import { resolveRun } from '../ops/resolve.js';
 import { RETRYABLE_STATES, retryRuns } from '../../shared/operations/retry.js';
