@@ -6,7 +6,7 @@
  */
 import { jobsByName } from '../../../shared/config.js';
 import { parseRunMessage } from '../../../shared/core/run-message.js';
-import { receiveAll, release } from '../../ops/redrive.js';
+import { receiveAll, release } from '../../../shared/messaging/dead-letter-queue.js';
 import { dlqDepth } from '../../ops/status.js';
 import type { ConsoleContext } from '../context.js';
 import { html, runHref, utc, type Html } from '../html.js';
