@@ -173,14 +173,14 @@ export interface DroppedMessage {
   readonly deleted: boolean;
 }
 
+/** What `dropMessage` came to: the message deleted (or, in a dry run, found), or none has that id. */
+export type DropOutcome = { readonly ok: true; readonly dropped: DroppedMessage } | { readonly ok: false; readonly seen: number };
+
 /**
  * Deletes one DLQ message by its id: a junk message (not a run message, an unknown job) that
  * `redrive` would only move back to come back again. Every other message is released at once.
  * When no message has that id nothing is deleted.
  */
-/** What `dropMessage` came to: the message deleted (or, in a dry run, found), or none has that id. */
-export type DropOutcome = { readonly ok: true; readonly dropped: DroppedMessage } | { readonly ok: false; readonly seen: number };
-
 export async function dropMessage(deps: Pick<RedriveDeps, 'sqs' | 'jobs' | 'deadLetterQueueUrl'>, messageId: string, options: { dryRun?: boolean; maxMessages?: number } = {}): Promise<DropOutcome> {
   const messages = await receiveAll(deps.sqs, deps.deadLetterQueueUrl, 300, options.maxMessages ?? 10_000);
   const target = messages.find((m) => m.MessageId === messageId);
