@@ -57,12 +57,23 @@ const pad = (n: number, width: number) => String(n).padStart(width, '0');
 /** Item key layout inside the ledger table. */
 export const LedgerKeys = {
   jobPk: (job: string) => `JOB#${job}`,
+  /** The job a `JOB#<name>` partition key names. */
+  jobOfPk: (pk: string) => pk.slice('JOB#'.length),
   /** The job's planning state: pause (with note), catch-up cursor. Follows the job across planner partitions. */
   jobPlanSk: '#PLAN',
   /** The job's active-run marker for one shard's lane (overlap policies other than parallel). */
   activeSk: (shard: number) => `#ACTIVE#${pad(shard, 3)}`,
   runSk: (slot: number, shard: number) => `RUN#${new Date(slot).toISOString()}#${pad(shard, 3)}`,
   runSkPrefix: 'RUN#',
+  /** Sorts after every shard of `slot`'s runs and before the next slot's. */
+  runSkAfterSlot: (slot: number) => `RUN#${new Date(slot).toISOString()}#\uffff`,
+  /** Sorts after every run sort key. */
+  runSkEnd: 'RUN#\uffff',
+  /** The slot and shard a run sort key (`RUN#<ISO slot>#<shard>`) names; NaN where it names none. */
+  runOfSk: (sk: string) => {
+    const [, slotIso = '', shard = '0'] = sk.split('#');
+    return { slot: Date.parse(slotIso), shard: Number(shard) };
+  },
   /** `ops trigger --idempotency-key`: which manual slot a key's runs have (one item per job and key). */
   triggerPk: (job: string) => `TRIGGER#${job}`,
   triggerKeySk: (key: string) => `KEY#${key}`,

@@ -18,7 +18,7 @@ import { gunzipSync, gzipSync } from 'node:zlib';
 import { configDocumentJson, configHash, parseConfigDocument, type DeployedConfig } from '../core/deployed-config.js';
 import type { Job } from '../schedule/job-schema.js';
 import { LedgerKeys } from '../core/resources.js';
-import { isConditionalCheckFailure } from './failure-item.js';
+import { conditionalWrite } from './conditional.js';
 
 /** Bytes of gzip'd JSON per item: well under DynamoDB's 400 KB item limit, with room for the keys. */
 export const CHUNK_BYTES = 350_000;
@@ -67,22 +67,20 @@ export class DeployedConfigStore {
         new PutCommand({ TableName: this.tableName, Item: { pk: LedgerKeys.configPk, sk: LedgerKeys.deployedConfigChunkSk(hash, index), hash, data: chunks[index] } }),
       );
     }
-    try {
-      await this.doc.send(
-        new PutCommand({
-          TableName: this.tableName,
-          Item: { ...HEAD_KEY, hash, recordedAt: now, jobs: jobs.length, chunks: chunks.length, bytes: data.length, data: chunks[0] },
-          ConditionExpression: 'attribute_not_exists(pk) OR #hash <> :hash',
-          ExpressionAttributeNames: { '#hash': 'hash' },
-          ExpressionAttributeValues: { ':hash': hash },
-        }),
-      );
-    } catch (error) {
-      // Another planner recorded this very config since the read: it is recorded.
-      if (isConditionalCheckFailure(error)) return { hash, written: false, chunks: chunks.length };
-      throw error;
-    }
-    return { hash, written: true, chunks: chunks.length };
+    const noHead = 'attribute_not_exists(pk)';
+    const otherConfig = '#hash <> :hash';
+    const result = await conditionalWrite(
+      this.doc,
+      new PutCommand({
+        TableName: this.tableName,
+        Item: { ...HEAD_KEY, hash, recordedAt: now, jobs: jobs.length, chunks: chunks.length, bytes: data.length, data: chunks[0] },
+        ConditionExpression: `${noHead} OR ${otherConfig}`,
+        ExpressionAttributeNames: { '#hash': 'hash' },
+        ExpressionAttributeValues: { ':hash': hash },
+      }),
+    );
+    // Refused: another planner recorded this very config since the read: it is recorded.
+    return { hash, written: result.kind === 'ok', chunks: chunks.length };
   }
 
   /** The recorded config, or undefined when no planner has recorded one in this ledger yet. */

@@ -6,6 +6,11 @@ type Item = Record<string, unknown>;
 /**
  * ReturnValuesOnConditionCheckFailure hands back the item in the low-level attribute-value
  * format even through the document client.
+ *
+ * Not `unmarshall` from @aws-sdk/util-dynamodb: its results differ where a caller can see them.
+ * It turns a number beyond 2^53 into a BigInt (this gives the nearest Number, as the rules'
+ * arithmetic expects) and decodes binary values (B, BS) that this hands back as they came, and
+ * the fenced store passes the item to job handlers in ConditionFailedError.
  */
 export function unmarshallFailureItem(item: Record<string, unknown>): Item {
   const out: Item = {};
@@ -27,14 +32,8 @@ function fromAttributeValue(value: unknown): unknown {
   return value;
 }
 
-
 export function isConditionalCheckFailure(error: unknown): error is ConditionalCheckFailedException {
   return error instanceof ConditionalCheckFailedException || (error as { name?: string })?.name === 'ConditionalCheckFailedException';
-}
-
-/** The item as it was when the condition failed (needs ReturnValuesOnConditionCheckFailure: ALL_OLD). */
-export function failedItem(error: ConditionalCheckFailedException): Item | undefined {
-  return error.Item ? unmarshallFailureItem(error.Item) : undefined;
 }
 
 /**
@@ -43,4 +42,9 @@ export function failedItem(error: ConditionalCheckFailedException): Item | undef
  */
 export function isMalformedRequest(error: unknown): boolean {
   return (error as { name?: string })?.name === 'ValidationException';
+}
+
+/** The item as it was when the condition failed (needs ReturnValuesOnConditionCheckFailure: ALL_OLD). */
+export function failedItem(error: ConditionalCheckFailedException): Item | undefined {
+  return error.Item ? unmarshallFailureItem(error.Item) : undefined;
 }

@@ -16,7 +16,6 @@
  * On a failed check the item returned with the failure tells a stale fence from a failed business
  * condition, never an extra read.
  */
-import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { PutCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { fenceRefusal } from '../core/fence.js';
 import {
@@ -28,7 +27,7 @@ import {
   type FencedUpdate,
   type FencedWrite,
 } from '../handler-api.js';
-import { isConditionalCheckFailure, unmarshallFailureItem } from './failure-item.js';
+import { conditionalWrite, failedCondition, transactWrite, type Item } from './conditional.js';
 import { newWriteId } from './write-id.js';
 
 export type FencedWriteResult = 'accepted' | 'fenced-out' | 'condition-failed';
@@ -98,18 +97,18 @@ export class DynamoFencedStore implements FencedStore {
   }
 
   /** The item as the failed check saw it is our own earlier commit of this very write. */
-  private isOwnCommit(current: Record<string, unknown> | undefined, writeId: string): boolean {
+  private isOwnCommit(current: Item | undefined, writeId: string): boolean {
     return numberOf(current?.lastFence) === this.fence && stringOf(current?.lastWrite) === writeId;
   }
 
-  private rejection(write: FencedWrite, current: Record<string, unknown> | undefined, writeId: string, cause: unknown): Error {
+  private rejection(write: FencedWrite, current: Item | undefined, writeId: string, cause: unknown): Error {
     const seen = numberOf(current?.lastFence);
     if (seen !== undefined && seen > this.fence) {
       this.hooks.onResult?.(write, 'fenced-out', { writeId, seenFence: seen });
       return new FencedOutError(write.table, keyOf(write), this.fence, seen, fenceRefusal(this.fence, seen), { cause });
     }
     this.hooks.onResult?.(write, 'condition-failed', { writeId, seenFence: seen });
-    return new ConditionFailedError(write.table, keyOf(write), current === undefined ? undefined : unmarshallFailureItem(current), { cause });
+    return new ConditionFailedError(write.table, keyOf(write), current, { cause });
   }
 
   /** Runs `call` after every earlier write of this store to any of `keys`, and before any later one. */
@@ -135,13 +134,9 @@ export class DynamoFencedStore implements FencedStore {
       this.serialized([write], async () => {
         const writeId = newWriteId();
         const built = this.params(write, writeId);
-        try {
-          if (built.kind === 'put') await this.doc.send(new PutCommand(built.input), { abortSignal: signal });
-          else await this.doc.send(new UpdateCommand(built.input), { abortSignal: signal });
-        } catch (error) {
-          if (!isConditionalCheckFailure(error)) throw error;
-          if (!this.isOwnCommit(error.Item, writeId)) throw this.rejection(write, error.Item, writeId, error);
-        }
+        const command = built.kind === 'put' ? new PutCommand(built.input) : new UpdateCommand(built.input);
+        const result = await conditionalWrite(this.doc, command, { ownCommit: (current) => this.isOwnCommit(current, writeId), abortSignal: signal });
+        if (result.kind === 'conditionFailed') throw this.rejection(write, result.current, writeId, result.cause);
         this.hooks.onResult?.(write, 'accepted', { writeId });
       }),
     );
@@ -163,25 +158,20 @@ export class DynamoFencedStore implements FencedStore {
         // ten minutes on an identical retry.
         const writeId = newWriteId();
         const built = writes.map((write) => this.params(write, writeId));
-        try {
-          await this.doc.send(
-            new TransactWriteCommand({
-              ClientRequestToken: `fence-${this.fence}-${writeId}`,
-              TransactItems: built.map((b) => (b.kind === 'put' ? { Put: b.input } : { Update: b.input })),
-            }),
-            { abortSignal: signal },
-          );
-        } catch (error) {
-          if (!(error instanceof TransactionCanceledException) && (error as { name?: string }).name !== 'TransactionCanceledException') throw error;
-          const reasons = (error as TransactionCanceledException).CancellationReasons ?? [];
-          const failedAt = reasons.findIndex((reason) => reason.Code === 'ConditionalCheckFailed');
-          if (failedAt < 0) throw error;
-          if (!reasons.some((r) => r.Code === 'ConditionalCheckFailed' && this.isOwnCommit(r.Item as Record<string, unknown> | undefined, writeId))) {
-            // A fence refusal anywhere in the transaction outranks a business condition elsewhere.
-            const fenced = reasons.findIndex((r) => r.Code === 'ConditionalCheckFailed' && (numberOf(r.Item?.lastFence) ?? -Infinity) > this.fence);
-            const index = fenced >= 0 ? fenced : failedAt;
-            throw this.rejection(writes[index]!, reasons[index]!.Item as Record<string, unknown> | undefined, writeId, error);
-          }
+        const result = await transactWrite(
+          this.doc,
+          new TransactWriteCommand({
+            ClientRequestToken: `fence-${this.fence}-${writeId}`,
+            TransactItems: built.map((b) => (b.kind === 'put' ? { Put: b.input } : { Update: b.input })),
+          }),
+          { ownCommit: (current) => this.isOwnCommit(current, writeId), abortSignal: signal },
+        );
+        if (result.kind === 'conditionFailed') {
+          const reasons = result.reasons;
+          // A fence refusal anywhere in the transaction outranks a business condition elsewhere.
+          const fenced = reasons.findIndex((r) => failedCondition(r) && (numberOf(r.item?.lastFence) ?? -Infinity) > this.fence);
+          const index = fenced >= 0 ? fenced : reasons.findIndex(failedCondition);
+          throw this.rejection(writes[index]!, reasons[index]!.item, writeId, result.cause);
         }
         for (const write of writes) this.hooks.onResult?.(write, 'accepted', { writeId });
       }),

@@ -17,11 +17,10 @@
  * a marker naming holder slot 0 (a "vacant" marker that only carried a flag) is a free lane, and
  * the waiting flags and the `holderSlot` copy they wrote are removed by the next holder's write.
  */
-import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { LedgerKeys } from '../core/resources.js';
 import { TERMINAL_STATUSES } from '../core/vocabulary.js';
-import { failedItem, isConditionalCheckFailure } from './failure-item.js';
+import { conditionalWrite, transactWrite, wroteBy } from './conditional.js';
 import { newWriteId } from './write-id.js';
 
 export interface LaneHolder {
@@ -58,12 +57,8 @@ const EARLIER_FLAGS = 'holderSlot, runsWaiting, olderWaiting, oldestWaitingSlot,
 /** The slot a run's sort key names (`RUN#<ISO slot>#<shard>`), or undefined. */
 function slotOfRunSk(sk: string): number | undefined {
   if (!sk.startsWith(LedgerKeys.runSkPrefix)) return undefined;
-  const slot = Date.parse(sk.slice(LedgerKeys.runSkPrefix.length, sk.lastIndexOf('#')));
+  const { slot } = LedgerKeys.runOfSk(sk);
   return Number.isNaN(slot) ? undefined : slot;
-}
-
-function isCancellation(error: unknown): error is TransactionCanceledException {
-  return error instanceof TransactionCanceledException || (error as { name?: string })?.name === 'TransactionCanceledException';
 }
 
 /** A marker item as the protocol reads it: a vacant or holder-less one is a free lane. */
@@ -123,33 +118,33 @@ export class LaneStore {
     const laneFree = '(attribute_not_exists(holderSk) OR holderSlot = :vacant)';
     const alreadyOurs = token === undefined ? 'holderSk = :holderSk' : `(holderSk = :holderSk AND ${TOKEN_NOT_NEWER})`;
     const update = this.holderUpdate(holder, now, writeId, token === undefined ? 'keep' : { set: token });
-    try {
-      const { Attributes } = await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: this.key(job, holder.shard),
-          UpdateExpression: update.UpdateExpression,
-          ConditionExpression: `${laneFree} OR ${alreadyOurs}`,
-          ExpressionAttributeValues: { ...update.values, ':vacant': VACANT_SLOT, ...(token !== undefined ? { ':token': token } : {}) },
-          ReturnValues: 'ALL_OLD',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      const before = markerOf(Attributes);
+    const result = await conditionalWrite(
+      this.doc,
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: this.key(job, holder.shard),
+        UpdateExpression: update.UpdateExpression,
+        ConditionExpression: `${laneFree} OR ${alreadyOurs}`,
+        ExpressionAttributeValues: { ...update.values, ':vacant': VACANT_SLOT, ...(token !== undefined ? { ':token': token } : {}) },
+        ReturnValues: 'ALL_OLD',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }),
+      // Our own write, committed before its response was lost and retried by the SDK.
+      { ownCommit: wroteBy(writeId) },
+    );
+    if (result.kind === 'ok') {
+      const before = markerOf(result.attributes);
       // Our own take retried by the SDK after its response was lost passes `alreadyOurs`: it is
       // still this call's take, not an earlier one's.
       const ours = before?.holderSlot === holder.slot && before.lastWrite !== writeId;
       return { kind: ours ? 'held' : 'acquired', ...floorOf(before) };
-    } catch (error) {
-      if (!isConditionalCheckFailure(error)) throw error;
-      const current = markerOf(failedItem(error));
-      // Our own write, committed before its response was lost and retried by the SDK.
-      if (current?.lastWrite === writeId) return { kind: 'acquired', ...floorOf(current) };
-      // Freed between the failed condition and now cannot be: the item returned is the one that
-      // failed it. One without a holder means a malformed marker: refuse rather than guess.
-      if (current?.holderSlot === undefined) throw new Error(`lane marker of ${job} shard ${holder.shard} refused the lane without naming a holder`);
-      return { kind: 'blocked', holderSlot: current.holderSlot, ...(current.since !== undefined ? { since: current.since } : {}), ...floorOf(current) };
     }
+    const current = markerOf(result.current);
+    if (result.kind === 'ownCommit') return { kind: 'acquired', ...floorOf(current) };
+    // Freed between the failed condition and now cannot be: the item returned is the one that
+    // failed it. One without a holder means a malformed marker: refuse rather than guess.
+    if (current?.holderSlot === undefined) throw new Error(`lane marker of ${job} shard ${holder.shard} refused the lane without naming a holder`);
+    return { kind: 'blocked', holderSlot: current.holderSlot, ...(current.since !== undefined ? { since: current.since } : {}), ...floorOf(current) };
   }
 
   /**
@@ -160,40 +155,36 @@ export class LaneStore {
     const staleStillHolds = 'holderSk = :staleSk';
     const staleRunEnded = `attribute_not_exists(pk) OR #status IN (${TERMINAL_STATUSES.map((_, i) => `:t${i}`).join(', ')})`;
     const update = this.holderUpdate(holder, now, writeId, 'drop');
-    try {
-      await this.doc.send(
-        new TransactWriteCommand({
-          ClientRequestToken: `lane-${writeId}`,
-          TransactItems: [
-            {
-              Update: {
-                TableName: this.tableName,
-                Key: this.key(job, holder.shard),
-                UpdateExpression: update.UpdateExpression,
-                ConditionExpression: staleStillHolds,
-                ExpressionAttributeValues: { ...update.values, ':staleSk': this.holderSk(stale) },
-              },
+    const result = await transactWrite(
+      this.doc,
+      new TransactWriteCommand({
+        ClientRequestToken: `lane-${writeId}`,
+        TransactItems: [
+          {
+            Update: {
+              TableName: this.tableName,
+              Key: this.key(job, holder.shard),
+              UpdateExpression: update.UpdateExpression,
+              ConditionExpression: staleStillHolds,
+              ExpressionAttributeValues: { ...update.values, ':staleSk': this.holderSk(stale) },
             },
-            {
-              ConditionCheck: {
-                TableName: this.tableName,
-                Key: { pk: LedgerKeys.jobPk(job), sk: LedgerKeys.runSk(stale.slot, stale.shard) },
-                ConditionExpression: staleRunEnded,
-                ExpressionAttributeNames: { '#status': 'status' },
-                ExpressionAttributeValues: Object.fromEntries(TERMINAL_STATUSES.map((s, i) => [`:t${i}`, s])),
-              },
+          },
+          {
+            ConditionCheck: {
+              TableName: this.tableName,
+              Key: { pk: LedgerKeys.jobPk(job), sk: LedgerKeys.runSk(stale.slot, stale.shard) },
+              ConditionExpression: staleRunEnded,
+              ExpressionAttributeNames: { '#status': 'status' },
+              ExpressionAttributeValues: Object.fromEntries(TERMINAL_STATUSES.map((s, i) => [`:t${i}`, s])),
             },
-          ],
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (!isCancellation(error)) throw error;
-      if (!(error.CancellationReasons ?? []).some((r) => r.Code === 'ConditionalCheckFailed')) throw error;
-      // A retry of our own committed transaction finds the marker naming us, with our write.
-      const marker = await this.read(job, holder.shard);
-      return marker?.holderSlot === holder.slot && marker.lastWrite === writeId;
-    }
+          },
+        ],
+      }),
+    );
+    if (result.kind !== 'conditionFailed') return true;
+    // A retry of our own committed transaction finds the marker naming us, with our write.
+    const marker = await this.read(job, holder.shard);
+    return marker?.holderSlot === holder.slot && marker.lastWrite === writeId;
   }
 
   /**
@@ -210,30 +201,28 @@ export class LaneStore {
     const holderStillHolds = 'holderSk = :holderSk';
     const takeUntouched = options.onlyTake !== undefined ? ' AND lastWrite = :take' : '';
     const sameIncarnation = options.token !== undefined ? ` AND ${TOKEN_NOT_NEWER}` : '';
-    try {
-      const { Attributes } = await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: this.key(job, holder.shard),
-          UpdateExpression: `SET lastWrite = :lastWrite REMOVE holderSk, holderToken, since, ${EARLIER_FLAGS}`,
-          ConditionExpression: `${holderStillHolds}${takeUntouched}${sameIncarnation}`,
-          ExpressionAttributeValues: {
-            ':holderSk': this.holderSk(holder),
-            ':lastWrite': writeId,
-            ...(options.onlyTake !== undefined ? { ':take': options.onlyTake } : {}),
-            ...(options.token !== undefined ? { ':token': options.token } : {}),
-          },
-          ReturnValues: 'ALL_OLD',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      return { freed: true, writeId, ...floorOf(markerOf(Attributes)) };
-    } catch (error) {
-      if (!isConditionalCheckFailure(error)) throw error;
-      const current = markerOf(failedItem(error));
-      if (current?.lastWrite === writeId) return { freed: true, writeId, ...floorOf(current) };
-      return { freed: false, ...(current?.holderSlot !== undefined ? { holderSlot: current.holderSlot } : {}), ...floorOf(current) };
-    }
+    const result = await conditionalWrite(
+      this.doc,
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: this.key(job, holder.shard),
+        UpdateExpression: `SET lastWrite = :lastWrite REMOVE holderSk, holderToken, since, ${EARLIER_FLAGS}`,
+        ConditionExpression: `${holderStillHolds}${takeUntouched}${sameIncarnation}`,
+        ExpressionAttributeValues: {
+          ':holderSk': this.holderSk(holder),
+          ':lastWrite': writeId,
+          ...(options.onlyTake !== undefined ? { ':take': options.onlyTake } : {}),
+          ...(options.token !== undefined ? { ':token': options.token } : {}),
+        },
+        ReturnValues: 'ALL_OLD',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }),
+      { ownCommit: wroteBy(writeId) },
+    );
+    if (result.kind === 'ok') return { freed: true, writeId, ...floorOf(markerOf(result.attributes)) };
+    const current = markerOf(result.current);
+    if (result.kind === 'ownCommit') return { freed: true, writeId, ...floorOf(current) };
+    return { freed: false, ...(current?.holderSlot !== undefined ? { holderSlot: current.holderSlot } : {}), ...floorOf(current) };
   }
 
   /**
@@ -243,37 +232,32 @@ export class LaneStore {
    */
   async lowerFloor(job: string, shard: number, slot: number): Promise<void> {
     const floorAbove = 'floor > :slot';
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: this.key(job, shard),
-          UpdateExpression: 'SET floor = :slot, lastWrite = :lastWrite',
-          ConditionExpression: floorAbove,
-          ExpressionAttributeValues: { ':slot': slot, ':lastWrite': newWriteId() },
-        }),
-      );
-      return;
-    } catch (error) {
-      if (!isConditionalCheckFailure(error)) throw error;
-    }
+    const lowered = await conditionalWrite(
+      this.doc,
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: this.key(job, shard),
+        UpdateExpression: 'SET floor = :slot, lastWrite = :lastWrite',
+        ConditionExpression: floorAbove,
+        ExpressionAttributeValues: { ':slot': slot, ':lastWrite': newWriteId() },
+      }),
+    );
+    if (lowered.kind === 'ok') return;
     // At or below already (or no floor: the lane is read from its start). The write is stamped
     // all the same: a look that read the lane before this run's put must not raise the floor
     // past it (advanceFloor's nobodyWroteSince).
     const markerExists = 'attribute_exists(pk)';
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: this.key(job, shard),
-          UpdateExpression: 'SET lastWrite = :lastWrite',
-          ConditionExpression: markerExists,
-          ExpressionAttributeValues: { ':lastWrite': newWriteId() },
-        }),
-      );
-    } catch (error) {
-      if (!isConditionalCheckFailure(error)) throw error;
-    }
+    // Refused: no marker, so no look to hold back.
+    await conditionalWrite(
+      this.doc,
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: this.key(job, shard),
+        UpdateExpression: 'SET lastWrite = :lastWrite',
+        ConditionExpression: markerExists,
+        ExpressionAttributeValues: { ':lastWrite': newWriteId() },
+      }),
+    );
   }
 
   /**
@@ -284,21 +268,17 @@ export class LaneStore {
    */
   async advanceFloor(job: string, shard: number, releaseWrite: string, floor: number): Promise<boolean> {
     const nobodyWroteSince = 'lastWrite = :releaseWrite';
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: this.key(job, shard),
-          UpdateExpression: 'SET floor = :floor, lastWrite = :lastWrite',
-          ConditionExpression: nobodyWroteSince,
-          ExpressionAttributeValues: { ':floor': floor, ':releaseWrite': releaseWrite, ':lastWrite': newWriteId() },
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (!isConditionalCheckFailure(error)) throw error;
-      return false;
-    }
+    const result = await conditionalWrite(
+      this.doc,
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: this.key(job, shard),
+        UpdateExpression: 'SET floor = :floor, lastWrite = :lastWrite',
+        ConditionExpression: nobodyWroteSince,
+        ExpressionAttributeValues: { ':floor': floor, ':releaseWrite': releaseWrite, ':lastWrite': newWriteId() },
+      }),
+    );
+    return result.kind === 'ok';
   }
 
   /** The lane's marker as stored (consistent read); undefined when there is no item. */
