@@ -41,8 +41,7 @@ function storePauses(): { pauses: number[]; restore(): void } {
   const spy = vi.spyOn(globalThis, 'setTimeout').mockImplementation(((callback: () => void, ms?: number) => {
     // Who set the timer: the first frame outside this file and the spy.
     const caller = (new Error().stack ?? '').split('\n').slice(1).find((frame) => !/planner-store\.test\.ts|tinyspy|@vitest|vitest\/dist/.test(frame)) ?? '';
-    // The store's batch read lives in the shared envelope (shared/store/conditional.ts).
-    if (/shared\/store\/conditional\.ts/.test(caller)) pauses.push(ms ?? 0);
+    if (/store\/planner-state\.ts/.test(caller)) pauses.push(ms ?? 0);
     return original(callback, ms);
   }) as typeof setTimeout);
   return { pauses, restore: () => spy.mockRestore() };
