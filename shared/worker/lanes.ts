@@ -90,6 +90,31 @@ export async function claimInLane(deps: LaneDeps, job: Job, id: RunMessage, logg
   // copy of the run took the lane since (that copy may be the one running).
   if (result.kind === 'leased' && taken.kind === 'acquired') await takeGivenBack(deps, job, id, take, logger);
   if (result.kind !== 'claimed') return result;
+  try {
+    return await confirmClaim(deps, job, id, holder, take, result, logger);
+  } catch (error) {
+    // A read or write that fails after the claim committed (the confirm, the look): the claim is
+    // handed back, so the message's next delivery claims the run again within seconds rather
+    // than after this lease and a takeover, though nothing crashed.
+    const back = await deps.ledger.giveBack(result.run).catch((giveBackError: unknown) => {
+      logger.warn('could not hand back a claim after a failed lane step', { error: String(giveBackError) });
+      return false;
+    });
+    if (!back) logger.warn('the claim was not handed back here (handed back already, or no longer ours)');
+    throw error;
+  }
+}
+
+/** The steps after the claim: confirm the lane under it; forbid-queue: give way to an older open run. */
+async function confirmClaim(
+  deps: LaneDeps,
+  job: Job,
+  id: RunMessage,
+  holder: { readonly slot: number; readonly shard: number },
+  take: string,
+  result: Extract<ClaimResult, { kind: 'claimed' }>,
+  logger: RunLogger,
+): Promise<LaneClaim> {
   // The claim is not one write with the take: a delivery paused between the two (or a copy of the
   // run) may claim a run that was revived or handed back meanwhile, after the lane moved on to
   // another run. Taking the lane again now, under the claim, says whether it is still this run's,

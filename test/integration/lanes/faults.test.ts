@@ -68,6 +68,32 @@ describe('lane hand-on under faults', () => {
     expect([await lab.status(name, earlier), await lab.status(name, waiter), await lab.status(name, hour)]).toEqual([RunStatus.SUCCEEDED, RunStatus.SUCCEEDED, RunStatus.SUCCEEDED]);
   });
 
+  it("forbid-queue: the look after a committed claim is throttled past the SDK's retries: the claim is handed back, and the message's next delivery runs the run at once, not after the lease and a takeover", async () => {
+    const name = `q0-${Math.random().toString(36).slice(2, 8)}`;
+    const hour = Math.floor(Date.now() / HOUR) * HOUR;
+    const ran: number[] = [];
+    const jobs = testJobs([{ name, schedule: '0 * * * *', handler: 'h', startLead: 0, overlap: 'forbid-queue', lease: '60s' }], ['h']);
+    const lab = new Lab(box, jobs, { h: { run: async (ctx) => void ran.push(ctx.slot) } }, hour + 5 * MIN);
+    await lab.create(name, hour);
+    let claimed = false;
+    const faulty = clientWith(box.endpoints.dynamoEndpoint, async (command, input, next) => {
+      if (command === 'UpdateItemCommand' && JSON.stringify(input.Key).includes('RUN#')) claimed = true;
+      else if (claimed && command === 'QueryCommand') throw throttled();
+      return next();
+    });
+    try {
+      await expect(lab.deliver(name, hour, 'w1', { ledger: new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable }) })).rejects.toMatchObject({ name: 'ThrottlingException' });
+    } finally {
+      faulty.destroy();
+    }
+    expect(claimed).toBe(true);
+    expect(await lab.status(name, hour)).toBe(RunStatus.READY);
+    // The same clock: no lease has run out, so only a handed-back claim lets this delivery run it.
+    expect(await lab.deliver(name, hour, 'w2')).toBe('ack');
+    expect(ran).toEqual([hour]);
+    expect(await lab.status(name, hour)).toBe(RunStatus.SUCCEEDED);
+  });
+
   it('forbid-queue: the look after a release is throttled past the SDK\'s retries: the waiting runs stay open above the floor, and the next run of the lane that ends finds them (no sweep)', async () => {
     const { name, hour, earlier, waiter, lab, ran } = await backfillWaiting('q2');
     lab.queue.take();
