@@ -11,7 +11,8 @@
  * stream as REMOVE records, which are never published.
  */
 import { OutboxEventNameError } from './errors.js';
-import type { FencedPut, RunContext } from '../handler-api.js';
+import type { FencedPut } from './fenced-write.js';
+import type { Job } from '../schedule/job-schema-core.js';
 
 export const OUTBOX_PK_PREFIX = 'OUTBOX#';
 export const OUTBOX_SOURCE = 'fenced-scheduler';
@@ -34,7 +35,13 @@ export interface OutboxEvent {
 }
 
 /** What an outbox row needs from the run that writes it (a RunContext has all of it). */
-export type OutboxRunContext = Pick<RunContext, 'job' | 'runKey' | 'tables' | 'now' | 'outboxRetentionDays'>;
+export interface OutboxRunContext {
+  readonly job: Pick<Job, 'name'>;
+  readonly runKey: string;
+  readonly tables: { readonly ledger: string; readonly payments: string };
+  readonly now: () => number;
+  readonly outboxRetentionDays: number;
+}
 
 export interface OutboxInput {
   /** Distinguishes several events of one run; with the run key it forms the event key. Not empty, no `#`. */

@@ -10,7 +10,7 @@
  * own zone unless it carries `Z` or an offset.
  */
 import type { PlannerStore } from '../store/planner-state.js';
-import { jobPlanning } from '../store/planner-state.js';
+import { jobPlanning } from '../store/job-planning.js';
 import { partitionOf } from '../core/partition.js';
 import { pauseInForce, type PauseRecord } from '../core/pause.js';
 import type { Job } from '../schedule/job-schema.js';

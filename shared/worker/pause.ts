@@ -11,7 +11,7 @@
  * ones. `ops resume` clears the pause as any other.
  */
 import type { Ledger } from '../store/ledger.js';
-import { jobPlanning } from '../store/planner-state.js';
+import { jobPlanning } from '../store/job-planning.js';
 import { partitionOf } from '../core/partition.js';
 import type { Job } from '../schedule/job-schema-core.js';
 import { DEADLINE_BEFORE_START } from '../core/outcome.js';

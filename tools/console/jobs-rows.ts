@@ -7,7 +7,7 @@
  * state of the page's jobs. Nothing is read for a job the page does not show, but the few a state
  * filter passes over on the way.
  */
-import { jobPlanning, type JobPlanning } from '../../shared/store/planner-state.js';
+import { jobPlanning, type JobPlanning } from '../../shared/store/job-planning.js';
 import { partitionOf } from '../../shared/core/partition.js';
 import { pauseInForce } from '../../shared/core/pause.js';
 import { mapBounded } from '../../shared/core/concurrency.js';

@@ -9,7 +9,7 @@ import { redrive } from '../../shared/operations/redrive.js';
 import { laneHandOn } from '../../shared/operations/resolve.js';
 import { resolveRun } from '../ops/resolve.js';
 import { RETRYABLE_STATES, retryRuns } from '../../shared/operations/retry.js';
-import { jobPlanning } from '../../shared/store/planner-state.js';
+import { jobPlanning } from '../../shared/store/job-planning.js';
 import { INHERITED_JOB, iso, short } from './world-setup.js';
 import type { Stage } from './stage.js';
 

@@ -17,7 +17,7 @@
  * of its scheduled slots (on its plan item) reached N; before that, its next fire times stop
  * after the runs it has left.
  */
-import { jobPlanning, type JobPlanning } from '../../shared/store/planner-state.js';
+import { jobPlanning, type JobPlanning } from '../../shared/store/job-planning.js';
 import { legacyRunCount } from '../../shared/core/plan.js';
 import { mapBounded } from '../../shared/core/concurrency.js';
 import type { Job } from '../../shared/schedule/job-schema.js';

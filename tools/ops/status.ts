@@ -5,7 +5,7 @@
  * watch index), whether it is paused (by whom, when and why); and the DLQ depth.
  */
 import { GetQueueAttributesCommand } from '@aws-sdk/client-sqs';
-import { jobPlanning } from '../../shared/store/planner-state.js';
+import { jobPlanning } from '../../shared/store/job-planning.js';
 import type { Job } from '../../shared/schedule/job-schema.js';
 import { partitionOf } from '../../shared/core/partition.js';
 import { RunStatus, type Run } from '../../shared/core/vocabulary.js';

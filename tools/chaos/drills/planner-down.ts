@@ -12,7 +12,7 @@
  *  - catch-up ends: once the missed slots are planned the job is no longer "behind";
  *  - the checker's five invariants.
  */
-import { jobPlanning } from '../../../shared/store/planner-state.js';
+import { jobPlanning } from '../../../shared/store/job-planning.js';
 import { partitionOf } from '../../../shared/core/partition.js';
 import type { HistoryEvent } from '../../../shared/core/history.js';
 import type { ExpectedSlot } from '../../verify/checker.js';

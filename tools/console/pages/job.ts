@@ -4,7 +4,7 @@
  * marked, from the lane markers), a 90-day heatmap of outcomes, and
  * its runs newest first, paged by slot (`?before=<slot ms>`, the oldest slot shown).
  */
-import { jobPlanning } from '../../../shared/store/planner-state.js';
+import { jobPlanning } from '../../../shared/store/job-planning.js';
 import { partitionOf } from '../../../shared/core/partition.js';
 import { runKeyOf } from '../../../shared/core/vocabulary.js';
 import { OverlapPolicy, type Job } from '../../../shared/schedule/job-schema.js';
