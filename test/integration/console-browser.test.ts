@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jobPlanning } from '../../shared/store/planner-state.js';
+import { jobPlanning } from '../../shared/store/job-planning.js';
 import { DeployedConfigStore } from '../../shared/store/deployed-config.js';
 import { partitionOf } from '../../shared/core/partition.js';
 import { slotSpecOf } from '../../shared/schedule/slots.js';

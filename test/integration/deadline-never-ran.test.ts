@@ -5,7 +5,7 @@
  * success ends a failure streak, whatever order the runs finished in.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jobPlanning } from '../../shared/store/planner-state.js';
+import { jobPlanning } from '../../shared/store/job-planning.js';
 import { backfill } from '../../shared/operations/backfill.js';
 import { DEADLINE_BEFORE_START } from '../../shared/core/outcome.js';
 import { partitionOf } from '../../shared/core/partition.js';

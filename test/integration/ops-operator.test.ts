@@ -8,7 +8,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jobPlanning } from '../../shared/store/planner-state.js';
+import { jobPlanning } from '../../shared/store/job-planning.js';
 import { LedgerOps } from '../../shared/store/repairs.js';
 import { partitionOf } from '../../shared/core/partition.js';
 import { RunStatus, runKeyOf } from '../../shared/core/vocabulary.js';

@@ -9,7 +9,7 @@ import { RunStatus } from '../../shared/core/vocabulary.js';
 import { pauseJob, resumeJob } from '../../shared/operations/pause.js';
 import { runPlannerTick } from '../../shared/planner/planner.js';
 import { InMemoryMetrics } from '../../shared/runtime/observability.js';
-import { jobPlanning } from '../../shared/store/planner-state.js';
+import { jobPlanning } from '../../shared/store/job-planning.js';
 import { silentLogger, testJobs } from '../support/helpers.js';
 import { Lab, RecordingQueue } from '../support/lab.js';
 import { sandbox, type Sandbox } from '../support/stack.js';

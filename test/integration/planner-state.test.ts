@@ -5,7 +5,7 @@
  * plans slots from before its first planning; a stale tick never moves the watermark back.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jobPlanning } from '../../shared/store/planner-state.js';
+import { jobPlanning } from '../../shared/store/job-planning.js';
 import type { HistoryEvent } from '../../shared/core/history.js';
 import { partitionOf } from '../../shared/core/partition.js';
 import { slotSpecOf } from '../../shared/core/plan.js';

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Ledger, watchKeys } from '../../shared/store/ledger.js';
-import { jobPlanning } from '../../shared/store/planner-state.js';
+import { jobPlanning } from '../../shared/store/job-planning.js';
 import { backfill } from '../../shared/operations/backfill.js';
 import { DynamoItemReader } from '../../shared/store/item-reader.js';
 import { LedgerOps } from '../../shared/store/repairs.js';
