@@ -32,7 +32,7 @@ export interface RunLogger {
 }
 
 export type { Expression, FencedPut, FencedUpdate, FencedWrite } from './core/fenced-write.js';
-import type { Expression, FencedPut, FencedUpdate, FencedWrite } from './core/fenced-write.js';
+import type { FencedPut, FencedUpdate, FencedWrite } from './core/fenced-write.js';
 
 /**
  * Writes on business items that carry the run's fencing token (DESIGN §6). Each write sets

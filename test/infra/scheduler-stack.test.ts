@@ -50,7 +50,7 @@ describe('SchedulerStack (bundled synth)', () => {
           .flatMap((m) => Object.entries(m.data as Record<string, string>).map(([id, reason]) => ({ path: c.node.path, id: id.replace(/^annotation::/i, ''), reason }))),
       );
     expect(acknowledged.length).toBeGreaterThan(0);
-    for (const { id, reason } of acknowledged) {
+    for (const { reason } of acknowledged) {
       expect(reason.length).toBeGreaterThan(20);
       expect(reason).not.toContain('\n');
     }

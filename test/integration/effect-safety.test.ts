@@ -4,10 +4,9 @@
  * lost messages without ever producing a second execution.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { RunStatus, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
 import { ConditionFailedError, FencedOutError, type JobHandler, type RunContext } from '../../shared/handler-api.js';
-import { messageFor, runPlannerTick } from '../../shared/planner/planner.js';
+import { runPlannerTick } from '../../shared/planner/planner.js';
 import { processBatch, processRecord } from '../../shared/worker/batch.js';
 import { DynamoItemReader } from '../../shared/store/item-reader.js';
 import { FROZEN_TIMERS, ManualClock, silentLogger, testJobs, VirtualTime, waitFor } from '../support/helpers.js';

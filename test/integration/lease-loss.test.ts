@@ -232,7 +232,7 @@ describe('lease loss', () => {
   });
 
   it('a visibility change asked for while one is in flight goes out as soon as that one is answered, with the newest lease, not a heartbeat later', async () => {
-    const { name, jobs, time, id, record } = await readyRun(box, 'wanted', 'wait', { timeout: '2s' });
+    const { name, jobs, time, record } = await readyRun(box, 'wanted', 'wait', { timeout: '2s' });
     const { wait, started } = waitingHandler(time);
     // The first change is answered only when the test says so; later ones at once.
     let answerFirst!: () => void;
@@ -270,7 +270,7 @@ describe('lease loss', () => {
     // The renewal reached DynamoDB before the outcome; its answer comes back after the attempt
     // recorded RETRY and hid the message until the retry is due. A late visibility change here
     // would hold the retry back by up to a lease, or move a successor's message.
-    const { name, jobs, time, id, record } = await readyRun(box, 'late-beat', 'fail', { retry: { maxAttempts: 3, backoff: { base: '1s', max: '1s', jitter: 'none' } } });
+    const { jobs, time, id, record } = await readyRun(box, 'late-beat', 'fail', { retry: { maxAttempts: 3, backoff: { base: '1s', max: '1s', jitter: 'none' } } });
     let fail!: () => void;
     let running!: () => void;
     const started = new Promise<void>((resolve) => (running = resolve));

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { GetCommand, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand, } from '@aws-sdk/lib-dynamodb';
 import { initialFence, MAX_CLAIMS_PER_SLOT } from '../../shared/core/fence.js';
 import { explainClaimRefusal } from '../../shared/core/lease.js';
 import { isTerminal, RunOrigin, RunStatus, runKeyOf, type Run } from '../../shared/core/vocabulary.js';

@@ -8,14 +8,12 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import fc from 'fast-check';
-import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { DynamoDBDocumentClient, PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { PutCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { mapBounded } from '../../shared/core/concurrency.js';
 import { exceptionBucketOf, type PartitionCursor, type PlannerLayout } from '../../shared/core/planner-state.js';
 import { PlannerStore, type JobPlan } from '../../shared/store/planner-state.js';
 import { jobPlanning } from '../../shared/store/job-planning.js';
 import { KEY_SPREAD, LedgerKeys } from '../../shared/core/resources.js';
-import { localClientConfig } from '../../tools/local-stack.js';
 import { clientWith, faultyClient } from '../support/faults.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
 

@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LedgerOps } from '../../shared/store/repairs.js';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { MAX_CLAIMS_PER_SLOT, claimsOf, initialFence } from '../../shared/core/fence.js';
-import { RunStatus, type Run } from '../../shared/core/vocabulary.js';
+import { RunStatus, } from '../../shared/core/vocabulary.js';
 import { ReconcileOutcome, type JobHandler } from '../../shared/handler-api.js';
 import { resolveRun } from '../../tools/ops/resolve.js';
 import { retryRuns } from '../../shared/operations/retry.js';

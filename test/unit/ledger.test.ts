@@ -17,7 +17,6 @@ import {
 } from '@aws-sdk/client-dynamodb';
 import {
   DynamoDBDocumentClient,
-  GetCommand,
   PutCommand,
   TransactWriteCommand,
   UpdateCommand,

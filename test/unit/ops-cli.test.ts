@@ -2,9 +2,6 @@
  * The ops CLI's pure parts: argument parsers, dispatch and exit codes, the repair rules
  * (who may be revived or resolved) and backfill's range checks. No stack needed.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { needsRevival, resolveRefusal } from '../../shared/store/repairs.js';
 import { BACKFILL_MAX_SLOTS, BackfillRequestError, countSlotsInRange, planBackfill, slotsInRange } from '../../shared/operations/backfill.js';

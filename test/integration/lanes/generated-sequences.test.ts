@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { LedgerOps, needsRevival } from '../../../shared/store/repairs.js';
 import { messageFor } from '../../../shared/core/run-message.js';
-import { isTerminal, RunStatus, type RunMessage } from '../../../shared/core/vocabulary.js';
+import { isTerminal, type RunMessage } from '../../../shared/core/vocabulary.js';
 import { PermanentError, ReconcileOutcome, ResultUnknownError, RetryableError, type JobHandler } from '../../../shared/handler-api.js';
 import { MetricName } from '../../../shared/runtime/observability.js';
 import { runPlannerTick } from '../../../shared/planner/planner.js';
