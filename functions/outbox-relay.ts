@@ -26,7 +26,9 @@ export async function handler(event: DynamoDBStreamEvent): Promise<DynamoDBBatch
     try {
       await publisher.publish([outboxEvent]);
     } catch (error) {
-      console.error(JSON.stringify({ level: 'ERROR', message: 'outbox publish failed', eventKey: outboxEvent.eventKey, error: String(error) }));
+      console.error(
+        JSON.stringify({ level: 'ERROR', message: 'outbox publish failed', eventKey: outboxEvent.eventKey, error: String(error) }),
+      );
       return { batchItemFailures: sequenceNumber ? [{ itemIdentifier: sequenceNumber }] : [] };
     }
   }

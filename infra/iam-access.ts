@@ -135,7 +135,11 @@ export const OPS_ACCESS = {
   },
   // As status: the deployed config (Get), the planner's state and the watched runs (BatchGet), each job's runs (Query).
   jobs: {
-    calls: { stack: READ_STACK, ledgerTable: ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:Query'], openRunsIndex: ['dynamodb:Query'] },
+    calls: {
+      stack: READ_STACK,
+      ledgerTable: ['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:Query'],
+      openRunsIndex: ['dynamodb:Query'],
+    },
   },
   runs: { calls: { stack: READ_STACK, ledgerTable: ['dynamodb:GetItem', 'dynamodb:Query'] } },
   show: { calls: { stack: READ_STACK, ledgerTable: ['dynamodb:GetItem'] } },
@@ -151,11 +155,17 @@ export const OPS_ACCESS = {
       ledgerTable: ['dynamodb:GetItem', 'dynamodb:UpdateItem'],
       runQueue: ['sqs:GetQueueAttributes'],
       // DeleteMessage: `redrive --drop` deletes one junk message (the move task deletes the others).
-      deadLetterQueue: ['sqs:ChangeMessageVisibility', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes', 'sqs:ReceiveMessage', 'sqs:StartMessageMoveTask'],
+      deadLetterQueue: [
+        'sqs:ChangeMessageVisibility',
+        'sqs:DeleteMessage',
+        'sqs:GetQueueAttributes',
+        'sqs:ReceiveMessage',
+        'sqs:StartMessageMoveTask',
+      ],
     },
     implied: {
       grants: { deadLetterQueue: ['sqs:ListMessageMoveTasks'], runQueue: ['sqs:SendMessage'] },
-      why: 'the message move task started by StartMessageMoveTask receives and deletes on the DLQ and sends to the run queue with the caller\'s permissions; ListMessageMoveTasks shows its progress',
+      why: "the message move task started by StartMessageMoveTask receives and deletes on the DLQ and sends to the run queue with the caller's permissions; ListMessageMoveTasks shows its progress",
     },
   },
   // Closing an exclusive job's run frees its lane (Delete) and dispatches the next waiting run.
@@ -163,7 +173,9 @@ export const OPS_ACCESS = {
     calls: { stack: READ_STACK, ledgerTable: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'], runQueue: ['sqs:SendMessage'] },
   },
   // Revive DEAD runs (one by key, or a job's by query) and send each a message.
-  retry: { calls: { stack: READ_STACK, ledgerTable: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'], runQueue: ['sqs:SendMessage'] } },
+  retry: {
+    calls: { stack: READ_STACK, ledgerTable: ['dynamodb:GetItem', 'dynamodb:Query', 'dynamodb:UpdateItem'], runQueue: ['sqs:SendMessage'] },
+  },
   // One run now under its own millisecond run key (a conditional put), and its message.
   trigger: { calls: { stack: READ_STACK, ledgerTable: ['dynamodb:GetItem', 'dynamodb:PutItem'], runQueue: ['sqs:SendMessage'] } },
 } as const satisfies Record<string, OpsCommandAccess>;

@@ -28,7 +28,8 @@ export const LAMBDA_RUNTIME = lambda.Runtime.NODEJS_22_X;
 export const LAMBDA_ARCHITECTURE = lambda.Architecture.ARM_64;
 
 /** Lets bundled CommonJS dependencies call `require` inside the ESM bundle. */
-export const REQUIRE_BANNER = "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);";
+export const REQUIRE_BANNER =
+  "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);";
 
 /**
  * Module substitutions in every Lambda bundle. The SDK's default credential chain is replaced by

@@ -74,7 +74,10 @@ export const CONTEXT_PARAMETERS = {
     description: `CloudFormation stack name (default ${DEFAULT_STACK_NAME})`,
     read: (key, raw) => {
       if (typeof raw !== 'string' || !STACK_NAME.test(raw)) {
-        throw new ContextError(key, `context "${key}" must be a stack name (a letter, then letters, digits or "-", at most 128), got ${describeValue(raw)}`);
+        throw new ContextError(
+          key,
+          `context "${key}" must be a stack name (a letter, then letters, digits or "-", at most 128), got ${describeValue(raw)}`,
+        );
       }
       return {};
     },
@@ -106,7 +109,8 @@ export const CONTEXT_PARAMETERS = {
     description: 'retain or destroy: what happens to the tables when the stack is deleted (default retain)',
     stackProp: 'removalPolicy',
     read: (key, raw) => {
-      if (raw !== 'retain' && raw !== 'destroy') throw new ContextError(key, `context "${key}" must be "retain" or "destroy", got ${describeValue(raw)}`);
+      if (raw !== 'retain' && raw !== 'destroy')
+        throw new ContextError(key, `context "${key}" must be "retain" or "destroy", got ${describeValue(raw)}`);
       return { removalPolicy: raw === 'destroy' ? RemovalPolicy.DESTROY : RemovalPolicy.RETAIN };
     },
   },
@@ -129,7 +133,8 @@ export const CONTEXT_PARAMETERS = {
     read: (key, raw) => {
       const seconds = parseNumber(key, raw);
       // Lambda takes whole seconds.
-      if (!Number.isInteger(seconds)) throw new ContextError(key, `context "${key}" must be a whole number of seconds, got ${describeValue(raw)}`);
+      if (!Number.isInteger(seconds))
+        throw new ContextError(key, `context "${key}" must be a whole number of seconds, got ${describeValue(raw)}`);
       return { workerTimeout: Duration.seconds(seconds) };
     },
   },
@@ -140,7 +145,8 @@ export const CONTEXT_PARAMETERS = {
     read: (_key, raw) => ({ alarmEmail: String(raw) }),
   },
   alarmTopicArn: {
-    description: 'ARN of an existing SNS topic (chat, paging) that every alarm notifies instead of the topic the stack creates; its policy must let cloudwatch.amazonaws.com publish',
+    description:
+      'ARN of an existing SNS topic (chat, paging) that every alarm notifies instead of the topic the stack creates; its policy must let cloudwatch.amazonaws.com publish',
     stackProp: 'alarmTopicArn',
     checkedAs: { construct: 'SchedulerStack', prop: 'alarmTopicArn' },
     read: (_key, raw) => ({ alarmTopicArn: String(raw) }),

@@ -125,7 +125,11 @@ export const SNS_TOPIC_ARN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-
 
 const STACK_RULES: readonly PropRule<{ workerTimeout: Duration; alarmTopicArn?: string }>[] = [
   { prop: 'workerTimeout', ...durationIn(WORKER_TIMEOUT_LIMITS.min, WORKER_TIMEOUT_LIMITS.max) },
-  { prop: 'alarmTopicArn', must: 'an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)', ok: (value: string) => SNS_TOPIC_ARN.test(value) },
+  {
+    prop: 'alarmTopicArn',
+    must: 'an SNS topic ARN (arn:aws:sns:<region>:<account>:<name>)',
+    ok: (value: string) => SNS_TOPIC_ARN.test(value),
+  },
 ];
 
 /** Thrown when the job config cannot be deployed; the message names the job and the field. */
@@ -198,7 +202,9 @@ export class SchedulerStack extends Stack {
     if (this.exampleJobs) this.payments = new BusinessTable(this, 'Payments', { encryptionKey: props.tableEncryptionKey, removalPolicy });
     this.runQueues = new RunQueues(this, 'Queues', {
       workerTimeout,
-      visibilityTimeout: Duration.seconds(Math.max(RUN_QUEUES.visibilityTimeoutSeconds, VISIBILITY_TIMEOUT_FACTOR * workerTimeout.toSeconds())),
+      visibilityTimeout: Duration.seconds(
+        Math.max(RUN_QUEUES.visibilityTimeoutSeconds, VISIBILITY_TIMEOUT_FACTOR * workerTimeout.toSeconds()),
+      ),
       maxReceiveCount: RUN_QUEUES.maxReceiveCount,
     });
     this.planner = new PlannerFunction(this, 'Planner', {
@@ -251,23 +257,48 @@ export class SchedulerStack extends Stack {
   private addOutputs(): void {
     const output = (key: string, value: string, description: string) => new CfnOutput(this, key, { value, description });
     output(StackOutput.LedgerTableName, this.ledger.table.tableName, 'Ledger table (runs, watermarks, fenced state)');
-    if (this.payments) output(StackOutput.PaymentsTableName, this.payments.table.tableName, 'Business table of the payments-reconcile example job');
+    if (this.payments)
+      output(StackOutput.PaymentsTableName, this.payments.table.tableName, 'Business table of the payments-reconcile example job');
     output(StackOutput.RunQueueUrl, this.runQueues.runQueue.queueUrl, 'Run queue URL');
     output(StackOutput.DeadLetterQueueUrl, this.runQueues.deadLetterQueue.queueUrl, 'Run dead-letter queue URL');
-    output(StackOutput.DeadLetterQueueArn, this.runQueues.deadLetterQueue.queueArn, 'Run dead-letter queue ARN (StartMessageMoveTask source)');
-    output(StackOutput.AlarmTopicArn, this.observability.alarmTopic.topicArn, 'SNS topic every alarm notifies (alarm and OK): subscribe e-mail, chat or paging to it');
+    output(
+      StackOutput.DeadLetterQueueArn,
+      this.runQueues.deadLetterQueue.queueArn,
+      'Run dead-letter queue ARN (StartMessageMoveTask source)',
+    );
+    output(
+      StackOutput.AlarmTopicArn,
+      this.observability.alarmTopic.topicArn,
+      'SNS topic every alarm notifies (alarm and OK): subscribe e-mail, chat or paging to it',
+    );
     output(StackOutput.DashboardName, this.observability.dashboard.dashboardName, 'CloudWatch dashboard');
     output(StackOutput.PlannerFunctionName, this.planner.function.functionName, 'Planner function');
     output(StackOutput.WorkerFunctionName, this.worker.function.functionName, 'Worker function');
-    output(StackOutput.PlannerPartitions, String(this.planner.plannerPartitions), 'Planner partition count (one scheduled planner invocation each)');
+    output(
+      StackOutput.PlannerPartitions,
+      String(this.planner.plannerPartitions),
+      'Planner partition count (one scheduled planner invocation each)',
+    );
     output(StackOutput.RunRetentionDays, String(this.ledger.runRetentionDays), 'Days terminal runs are kept before TTL deletes them');
     output(StackOutput.EventBusName, this.outboxRelay.eventBus.eventBusName, 'EventBridge bus the outbox relay publishes to');
     output(StackOutput.EventBusArn, this.outboxRelay.eventBus.eventBusArn, 'EventBridge bus ARN (rules and cross-account targets)');
     output(StackOutput.ExampleJobs, String(this.exampleJobs), 'Whether the example jobs are deployed (-c exampleJobs=true)');
     output(StackOutput.OutboxRetentionDays, String(this.ledger.outboxRetentionDays), 'Days outbox rows are kept before TTL deletes them');
-    output(StackOutput.PlannerFailureQueueUrl, this.planner.failureQueue.queueUrl, 'Records of planner ticks that failed or were dropped as stale');
-    output(StackOutput.OutboxRelayFailureQueueUrl, this.outboxRelay.failureQueue.queueUrl, 'Records of ledger stream batches the outbox relay gave up on (runbook outbox-relay-failed-batches)');
-    output(StackOutput.OperatorPolicyArn, this.operatorPolicy.policy.managedPolicyArn, 'Managed policy for the ops CLI (attach it to the operators\' role)');
+    output(
+      StackOutput.PlannerFailureQueueUrl,
+      this.planner.failureQueue.queueUrl,
+      'Records of planner ticks that failed or were dropped as stale',
+    );
+    output(
+      StackOutput.OutboxRelayFailureQueueUrl,
+      this.outboxRelay.failureQueue.queueUrl,
+      'Records of ledger stream batches the outbox relay gave up on (runbook outbox-relay-failed-batches)',
+    );
+    output(
+      StackOutput.OperatorPolicyArn,
+      this.operatorPolicy.policy.managedPolicyArn,
+      "Managed policy for the ops CLI (attach it to the operators' role)",
+    );
   }
 
   /**
@@ -298,7 +329,8 @@ export const NAG_ACKNOWLEDGMENTS = {
   },
   streamListStreams: {
     id: 'AwsSolutions-IAM5[Resource::*]',
-    reason: 'Only dynamodb:ListStreams, which CDK DynamoEventSource grants on * (lists stream ARNs, reads no data); stream reads are on the ledger stream ARN.',
+    reason:
+      'Only dynamodb:ListStreams, which CDK DynamoEventSource grants on * (lists stream ARNs, reads no data); stream reads are on the ledger stream ARN.',
   },
   streamFailureQueue: {
     id: 'AwsSolutions-SQS3',

@@ -11,7 +11,12 @@ import { InvalidPropsError } from './validation.js';
 
 /** The errors that mean "the configuration is wrong", not "the code is wrong". */
 export function isConfigurationError(error: unknown): error is Error {
-  return error instanceof ContextError || error instanceof InvalidJobConfigError || error instanceof JobConfigError || error instanceof InvalidPropsError;
+  return (
+    error instanceof ContextError ||
+    error instanceof InvalidJobConfigError ||
+    error instanceof JobConfigError ||
+    error instanceof InvalidPropsError
+  );
 }
 
 export interface SynthIo {

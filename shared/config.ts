@@ -24,7 +24,11 @@ export function loadJobs(definitions: readonly unknown[] = configuredJobDefiniti
   const cacheable = options.workerTimeoutMs === undefined;
   const known = cacheable ? cached.get(definitions) : undefined;
   if (known) return known;
-  const jobs = parseJobs(definitions, { handlers: Object.keys(handlers), calendars, workerTimeoutMs: options.workerTimeoutMs ?? workerTimeoutFromEnv() });
+  const jobs = parseJobs(definitions, {
+    handlers: Object.keys(handlers),
+    calendars,
+    workerTimeoutMs: options.workerTimeoutMs ?? workerTimeoutFromEnv(),
+  });
   if (cacheable) cached.set(definitions, jobs);
   return jobs;
 }

@@ -132,7 +132,9 @@ export class FencedOutError extends Error {
   ) {
     super(
       `fenced out: ${table} ${key.pk}/${key.sk} has seen fence ${seenFence} > ${fence} (${
-        refusal === 'newer-slot' ? `written by the run of a later slot, ${new Date(slotOfFence(seenFence)).toISOString()}` : 'written by a later claim of this slot'
+        refusal === 'newer-slot'
+          ? `written by the run of a later slot, ${new Date(slotOfFence(seenFence)).toISOString()}`
+          : 'written by a later claim of this slot'
       })`,
       options,
     );

@@ -68,7 +68,19 @@ async function withStack<T>(fn: (stack: LocalStack) => Promise<T>): Promise<T> {
 /** Runs one drill in a fresh Node process with its own local stack; its result comes back on stdout. */
 function drillInChildProcess(name: string, runs: number, seed: number, children: number, quiet: boolean): Promise<DrillResult> {
   const started = Date.now();
-  const args = ['--import', 'tsx', fileURLToPath(import.meta.url), '--drill-process', name, '--runs', String(runs), '--seed', String(seed), '--children', String(children)];
+  const args = [
+    '--import',
+    'tsx',
+    fileURLToPath(import.meta.url),
+    '--drill-process',
+    name,
+    '--runs',
+    String(runs),
+    '--seed',
+    String(seed),
+    '--children',
+    String(children),
+  ];
   if (quiet) args.push('--quiet');
   const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   const forward = () => child.kill('SIGTERM');
@@ -89,7 +101,9 @@ function drillInChildProcess(name: string, runs: number, seed: number, children:
         faults: 0,
         takeovers: 0,
         fencingRejections: 0,
-        violations: [{ invariant: 'drill-error', runKey: '-', detail: `drill process exited (${signal ?? code}) without a result`, iteration: 0 }],
+        violations: [
+          { invariant: 'drill-error', runKey: '-', detail: `drill process exited (${signal ?? code}) without a result`, iteration: 0 },
+        ],
         facts: {},
         observations: [],
         durationMs: Date.now() - started,
@@ -114,7 +128,9 @@ async function main(): Promise<number> {
     },
   });
   if (values.help) {
-    console.log('usage: npm run chaos -- [--runs 10000] [--seed N] [--drills a,b,...] [--children 2] [--in-process] [--concurrency 1] [--quiet]');
+    console.log(
+      'usage: npm run chaos -- [--runs 10000] [--seed N] [--drills a,b,...] [--children 2] [--in-process] [--concurrency 1] [--quiet]',
+    );
     console.log(`drills: ${DRILLS.map((d) => `${d.letter}=${d.name}`).join(', ')}`);
     return 0;
   }
@@ -133,7 +149,12 @@ async function main(): Promise<number> {
     return 0;
   }
 
-  const drills = selectDrills(values.drills?.split(',').map((d) => d.trim()).filter(Boolean));
+  const drills = selectDrills(
+    values.drills
+      ?.split(',')
+      .map((d) => d.trim())
+      .filter(Boolean),
+  );
   const inProcess = values['in-process'] || concurrency === 2;
   log?.(
     `chaos: ${runs} runs, seed ${seed}, ${childIterations} child-process iteration(s) per worker drill, ` +
@@ -149,7 +170,8 @@ async function main(): Promise<number> {
       const started = Date.now();
       const budget = allocate(drills, runs);
       const results: DrillResult[] = [];
-      for (const entry of drills) results.push(await drillInChildProcess(entry.name, budget.get(entry)!, seed, childIterations, values.quiet));
+      for (const entry of drills)
+        results.push(await drillInChildProcess(entry.name, budget.get(entry)!, seed, childIterations, values.quiet));
       report = summarize(results, seed, Date.now() - started);
     }
   } catch (error) {

@@ -12,10 +12,32 @@ import { readableDuration } from '../shared/schedule/duration.js';
 import type { OutboxEvent } from '../shared/core/outbox.js';
 import { slotIso } from '../shared/core/vocabulary.js';
 import { RUN_QUEUES } from '../shared/core/resources.js';
-import type { DeadLetterLine, FencedOutLine, PausedLine, PoisonLine, RunOutcomeLine, RunSettledLine, RuntimeSummary, TakeoverLine } from './local-reports.js';
+import type {
+  DeadLetterLine,
+  FencedOutLine,
+  PausedLine,
+  PoisonLine,
+  RunOutcomeLine,
+  RunSettledLine,
+  RuntimeSummary,
+  TakeoverLine,
+} from './local-reports.js';
 
 /** Every label a line starts with; the first column is as wide as the longest. */
-export const LINE_LABELS = ['SUCCEEDED', 'RETRY', 'UNKNOWN', 'DEAD', 'SUPERSEDED', 'SKIPPED', 'TAKEOVER', 'FENCED', 'POISON', 'DLQ', 'PAUSED', 'EVENT'] as const;
+export const LINE_LABELS = [
+  'SUCCEEDED',
+  'RETRY',
+  'UNKNOWN',
+  'DEAD',
+  'SUPERSEDED',
+  'SKIPPED',
+  'TAKEOVER',
+  'FENCED',
+  'POISON',
+  'DLQ',
+  'PAUSED',
+  'EVENT',
+] as const;
 const LABEL_WIDTH = Math.max(...LINE_LABELS.map((label) => label.length));
 /** Wide enough for the longest readable duration under a day ("59 min 59 s"). */
 const TOOK_WIDTH = 11;
@@ -23,7 +45,8 @@ const TOOK_WIDTH = 11;
 export const DEFAULT_JOB_WIDTH = 20;
 
 const jobOf = (runKey: string) => runKey.split('@')[0] ?? runKey;
-const head = (label: string, job: string, jobWidth: number, took = '') => `${label.padEnd(LABEL_WIDTH)} ${job.padEnd(jobWidth)} ${took.padStart(TOOK_WIDTH)}`;
+const head = (label: string, job: string, jobWidth: number, took = '') =>
+  `${label.padEnd(LABEL_WIDTH)} ${job.padEnd(jobWidth)} ${took.padStart(TOOK_WIDTH)}`;
 
 /** The job column's width for these job names: the longest, at least DEFAULT_JOB_WIDTH. */
 export function jobColumnWidth(names: readonly string[]): number {
@@ -74,7 +97,8 @@ export function summaryLine(s: RuntimeSummary): string {
     s.triggerLagSamples === 0
       ? 'no on-time first attempts yet'
       : `p50 ${readableDuration(s.triggerLagP50Ms)} / p99 ${readableDuration(s.triggerLagP99Ms)} over ${s.triggerLagSamples} on-time first attempt(s)`;
-  const late = s.lateStarts === 0 ? '' : `, ${s.lateStarts} late start(s) (catch-up, backfill, manual) p99 ${readableDuration(s.lateStartLagP99Ms)}`;
+  const late =
+    s.lateStarts === 0 ? '' : `, ${s.lateStarts} late start(s) (catch-up, backfill, manual) p99 ${readableDuration(s.lateStartLagP99Ms)}`;
   return (
     `summary: ${readableDuration(s.uptimeSeconds * 1_000)} up, ${s.ticks} ticks, ${s.runsSucceeded} succeeded, ${s.runsFailed} dead, ${s.runsSkipped} skipped, ${s.runsSuperseded} superseded, ` +
     `${s.duplicatesAcked} duplicates acked, ${s.takeovers} takeovers, ${s.fencedOutWrites} fenced-out writes, ${s.poisonMessages} poison message(s), ${s.deadLettered} moved to the DLQ, ` +

@@ -47,7 +47,9 @@ export class RuntimeAlreadyRunningError extends Error {
 /** A process's command line from /proc; undefined when there is no such process or no /proc (not Linux). */
 export function commandLineOf(pid: number): readonly string[] | undefined {
   try {
-    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').filter((arg) => arg !== '');
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+      .split('\0')
+      .filter((arg) => arg !== '');
   } catch {
     return undefined;
   }
@@ -92,7 +94,9 @@ async function reclaim(previous: RuntimeLockRecord, say: (line: string) => void)
   if (dynamoPid === undefined || !pidAlive(dynamoPid)) return;
   const args = commandLineOf(dynamoPid);
   if (args === undefined) {
-    say(`DynamoDB Local (pid ${dynamoPid}) of an npm start that ended without stopping it (pid ${previous.pid}) may still be running: stop it with kill ${dynamoPid}`);
+    say(
+      `DynamoDB Local (pid ${dynamoPid}) of an npm start that ended without stopping it (pid ${previous.pid}) may still be running: stop it with kill ${dynamoPid}`,
+    );
     return;
   }
   // The pid was reused by another process: it is not ours to stop.
@@ -100,7 +104,9 @@ async function reclaim(previous: RuntimeLockRecord, say: (line: string) => void)
   process.kill(dynamoPid, 'SIGTERM');
   for (let waited = 0; pidAlive(dynamoPid) && waited < 5_000; waited += 100) await sleep(100);
   if (pidAlive(dynamoPid)) process.kill(dynamoPid, 'SIGKILL');
-  say(`stopped DynamoDB Local (pid ${dynamoPid}, port ${dynamoPort ?? '?'}) left running by an npm start that ended without stopping it (pid ${previous.pid})`);
+  say(
+    `stopped DynamoDB Local (pid ${dynamoPid}, port ${dynamoPort ?? '?'}) left running by an npm start that ended without stopping it (pid ${previous.pid})`,
+  );
 }
 
 /** The lock a running `npm start` holds. */

@@ -98,10 +98,11 @@ export class LocalOutboxRelay {
       this.iterators.set(shardId, NextShardIterator);
       read += Records.length;
       for (const record of Records) {
-        if (publish) for (const { event } of outboxEventsFrom([toRecordLike(record)])) {
-          await this.publish(event);
-          this.published++;
-        }
+        if (publish)
+          for (const { event } of outboxEventsFrom([toRecordLike(record)])) {
+            await this.publish(event);
+            this.published++;
+          }
         if (record.dynamodb?.SequenceNumber) this.lastSequence.set(shardId, record.dynamodb.SequenceNumber);
       }
     }

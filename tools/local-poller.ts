@@ -97,7 +97,8 @@ export class LocalPoller {
         }),
       );
       // A stale receipt handle of a duplicate copy may be refused; the newest copy's delete is what counts.
-      if (Failed.length === chunk.length) this.onError(new Error(`could not delete ${Failed.length} message(s): ${Failed.map((f) => f.Code).join(', ')}`));
+      if (Failed.length === chunk.length)
+        this.onError(new Error(`could not delete ${Failed.length} message(s): ${Failed.map((f) => f.Code).join(', ')}`));
     }
     return Messages.length;
   }

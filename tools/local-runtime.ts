@@ -25,11 +25,29 @@ import { LocalPoller } from './local-poller.js';
 import { LocalOutboxRelay } from './local-outbox-relay.js';
 import { Ledger } from '../shared/store/ledger.js';
 import type { LedgerObserver, PauseRecord, SettledStatus } from '../shared/store/observer.js';
-import type { DeadLetterLine, FencedOutLine, PausedLine, PoisonLine, RunOutcomeLine, RunSettledLine, RuntimeSummary, TakeoverLine } from './local-reports.js';
+import type {
+  DeadLetterLine,
+  FencedOutLine,
+  PausedLine,
+  PoisonLine,
+  RunOutcomeLine,
+  RunSettledLine,
+  RuntimeSummary,
+  TakeoverLine,
+} from './local-reports.js';
 import type { OutboxEvent } from '../shared/core/outbox.js';
 import { PAUSED_BY_FAILURE } from '../shared/worker/pause.js';
 
-export type { DeadLetterLine, FencedOutLine, PausedLine, PoisonLine, RunOutcomeLine, RunSettledLine, RuntimeSummary, TakeoverLine } from './local-reports.js';
+export type {
+  DeadLetterLine,
+  FencedOutLine,
+  PausedLine,
+  PoisonLine,
+  RunOutcomeLine,
+  RunSettledLine,
+  RuntimeSummary,
+  TakeoverLine,
+} from './local-reports.js';
 
 export interface LocalRuntimeOptions {
   readonly endpoints: LocalEndpoints;
@@ -122,7 +140,11 @@ export class LocalRuntime {
     return { ledger: this.ledger, queue: this.queue };
   }
 
-  private settled(run: Pick<Run, 'job' | 'slot' | 'shard'> & Partial<Pick<Run, 'shards'>>, status: SettledStatus, reason: string | undefined): void {
+  private settled(
+    run: Pick<Run, 'job' | 'slot' | 'shard'> & Partial<Pick<Run, 'shards'>>,
+    status: SettledStatus,
+    reason: string | undefined,
+  ): void {
     if (status === RunStatus.SKIPPED) this.runsSkipped++;
     if (status === RunStatus.SUPERSEDED) this.runsSuperseded++;
     if (status === RunStatus.DEAD) this.runsFailed++;
@@ -151,7 +173,8 @@ export class LocalRuntime {
       this.claims.set(key(event), { attempt: event.attempt, at: event.at });
       const previousOwner = this.holders.get(event.runKey);
       this.holders.set(event.runKey, event.owner);
-      if (event.from === RunStatus.RUNNING) this.options.onTakeover?.({ runKey: event.runKey, token: event.token, owner: event.owner, previousOwner });
+      if (event.from === RunStatus.RUNNING)
+        this.options.onTakeover?.({ runKey: event.runKey, token: event.token, owner: event.owner, previousOwner });
     }
     if (event.type === 'handler-started') {
       const claim = this.claims.get(key(event));
@@ -159,7 +182,13 @@ export class LocalRuntime {
     }
     if (event.type === 'poison' && !this.poison.has(event.messageId)) {
       this.poison.add(event.messageId);
-      this.options.onPoison?.({ messageId: event.messageId, runKey: event.runKey, code: event.code, reason: event.reason, ...(event.job === undefined ? {} : { job: event.job }) });
+      this.options.onPoison?.({
+        messageId: event.messageId,
+        runKey: event.runKey,
+        code: event.code,
+        reason: event.reason,
+        ...(event.job === undefined ? {} : { job: event.job }),
+      });
     }
     if (event.type === 'effect' && event.result === 'fenced-out') {
       this.fencedOutWrites++;
@@ -229,7 +258,16 @@ export class LocalRuntime {
     for (let partition = 0; partition < of; partition++) {
       reports.push(
         await runPlannerTick(
-          { ledger, queue, jobs: this.options.jobs, clock: this.clock, logger: this.logger, metrics: this.metrics, history: this.history, options: this.options.planner },
+          {
+            ledger,
+            queue,
+            jobs: this.options.jobs,
+            clock: this.clock,
+            logger: this.logger,
+            metrics: this.metrics,
+            history: this.history,
+            options: this.options.planner,
+          },
           { partition, of },
         ),
       );
@@ -293,7 +331,9 @@ export class LocalRuntime {
     }
     if (tickSeconds !== undefined) {
       const runTick = () => {
-        this.ticking = this.ticking.then(() => this.tick()).catch((error: unknown) => this.logger.error('planner tick failed', { error: String(error) }));
+        this.ticking = this.ticking
+          .then(() => this.tick())
+          .catch((error: unknown) => this.logger.error('planner tick failed', { error: String(error) }));
       };
       runTick();
       this.timer = setInterval(runTick, tickSeconds * 1000);
@@ -325,7 +365,7 @@ export async function seedPayments(clients: Clients, table: string, count: numbe
     pk: PAYMENTS_PK,
     sk: `pay-${String(startAt + i).padStart(6, '0')}`,
     status: 'PROCESSING',
-    amountCents: 1_000 + ((startAt + i) * 37) % 9_000,
+    amountCents: 1_000 + (((startAt + i) * 37) % 9_000),
   }));
   for (let i = 0; i < items.length; i += 25) {
     let requests = { [table]: items.slice(i, i + 25).map((Item) => ({ PutRequest: { Item } })) };

@@ -81,7 +81,10 @@ function patchQueuesAsCreated(queues: LocalSqsQueue[], deadLetters: ReadonlySet<
   };
 }
 
-export async function startSqs(port: number, deadLetters: ReadonlySet<(message: DeadLetter) => void>): Promise<{ server: Server; service: { Queues: object[] } }> {
+export async function startSqs(
+  port: number,
+  deadLetters: ReadonlySet<(message: DeadLetter) => void>,
+): Promise<{ server: Server; service: { Queues: object[] } }> {
   const { createRequestHandler } = await import('local-aws-sqs');
   const { requestHandler, service } = createRequestHandler({ port, hostname: '127.0.0.1', emulateQueueCreationLifecycle: false });
   patchQueuesAsCreated(service.Queues, deadLetters);

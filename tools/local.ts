@@ -27,11 +27,23 @@ import { describeSchedule } from '../shared/schedule/schedule-spec.js';
 import { MAX_PLANNER_PARTITIONS } from '../shared/core/resources.js';
 import { SWEEP_DEFAULTS } from '../shared/planner/sweeper.js';
 import { endpointsOf, JavaMissingError, localEndpointsPath, startLocalStack, type LocalStack } from './local-stack.js';
-import { deadLetterLine, eventLine, fencedOutLine, jobColumnWidth, outcomeLine, pausedLine, poisonLine, settledLine, summaryLine, takeoverLine } from './local-lines.js';
+import {
+  deadLetterLine,
+  eventLine,
+  fencedOutLine,
+  jobColumnWidth,
+  outcomeLine,
+  pausedLine,
+  poisonLine,
+  settledLine,
+  summaryLine,
+  takeoverLine,
+} from './local-lines.js';
 import { acquireRuntimeLock, lockPathFor, RuntimeAlreadyRunningError, type RuntimeLock } from './local-lock.js';
 import { LocalRuntime, seedPayments } from './local-runtime.js';
 
-const USAGE = 'usage: npm start -- [--tick 60] [--workers 2] [--duration S] [--data-dir DIR] [--partitions 1] [--endpoints FILE] [--verbose]';
+const USAGE =
+  'usage: npm start -- [--tick 60] [--workers 2] [--duration S] [--data-dir DIR] [--partitions 1] [--endpoints FILE] [--verbose]';
 
 /** Signals that stop the runtime cleanly: Ctrl-C, a kill, and the terminal closing. */
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
@@ -51,7 +63,8 @@ function positive(name: string, raw: string | undefined, fallback: number): numb
 function wholeNumber(name: string, raw: string | undefined, fallback: number, max: number, why: string): number {
   if (raw === undefined) return fallback;
   const value = Number(raw);
-  if (raw.trim() === '' || !Number.isInteger(value) || value < 1 || value > max) throw new UsageError(`--${name} must be a whole number from 1 to ${max}${why}, got "${raw}"`);
+  if (raw.trim() === '' || !Number.isInteger(value) || value < 1 || value > max)
+    throw new UsageError(`--${name} must be a whole number from 1 to ${max}${why}, got "${raw}"`);
   return value;
 }
 
@@ -74,7 +87,13 @@ function options() {
     tick: positive('tick', values.tick, 60),
     workers: wholeNumber('workers', values.workers, 2, 1_000, ''),
     duration: values.duration === undefined ? undefined : positive('duration', values.duration, 0),
-    partitions: wholeNumber('partitions', values.partitions, 1, MAX_PLANNER_PARTITIONS, ` (the stack's limit: one planner rule per partition, MAX_PLANNER_PARTITIONS)`),
+    partitions: wholeNumber(
+      'partitions',
+      values.partitions,
+      1,
+      MAX_PLANNER_PARTITIONS,
+      ` (the stack's limit: one planner rule per partition, MAX_PLANNER_PARTITIONS)`,
+    ),
     dataDir: values['data-dir'],
     endpointsArg: values.endpoints,
     endpointsFile: values.endpoints === undefined ? localEndpointsPath() : resolve(values.endpoints),
@@ -131,7 +150,11 @@ async function main(): Promise<number> {
   }
 }
 
-async function run(args: ReturnType<typeof options>, lock: RuntimeLock, onStoppable: (stop: (reason: string) => Promise<number>) => string | undefined): Promise<number> {
+async function run(
+  args: ReturnType<typeof options>,
+  lock: RuntimeLock,
+  onStoppable: (stop: (reason: string) => Promise<number>) => string | undefined,
+): Promise<number> {
   // The local runtime runs the example jobs beside the team's (a deployment only with -c exampleJobs=true).
   const jobs = loadJobs(configuredJobDefinitions({ exampleJobs: true }));
   const width = jobColumnWidth(jobs.map((j) => j.name));

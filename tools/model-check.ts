@@ -82,7 +82,8 @@ export async function runCheck(check: Check): Promise<Result> {
     const args = check.mode === 'safety' ? ['-m1000000'] : ['-m1000000', '-a', '-f'];
     // pan exits non-zero when it finds an error: that is a result here, read from its output.
     const pan = await run('./pan', args, { cwd: dir, maxBuffer: 64 * 1024 * 1024 }).catch((error: unknown) => {
-      if (error instanceof Error && 'stdout' in error && typeof error.stdout === 'string') return { stdout: error.stdout, stderr: 'stderr' in error ? String(error.stderr) : '' };
+      if (error instanceof Error && 'stdout' in error && typeof error.stdout === 'string')
+        return { stdout: error.stdout, stderr: 'stderr' in error ? String(error.stderr) : '' };
       throw error;
     });
     const out = `${pan.stdout}${pan.stderr}`;

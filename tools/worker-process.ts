@@ -45,10 +45,18 @@ const handlerModule = values.handlers
 const handlers = handlerModule.handlers;
 const jobs = values.jobs
   ? // A local child has no Lambda time limit: the drills' jobs need not fit one invocation.
-    parseJobs(JSON.parse(readFileSync(values.jobs, 'utf8')) as unknown[], { handlers: Object.keys(handlers), workerTimeoutMs: Number.POSITIVE_INFINITY })
+    parseJobs(JSON.parse(readFileSync(values.jobs, 'utf8')) as unknown[], {
+      handlers: Object.keys(handlers),
+      workerTimeoutMs: Number.POSITIVE_INFINITY,
+    })
   : loadJobs(configuredJobDefinitions({ exampleJobs: true }));
 const clients = createClients({ dynamo: localClientConfig(endpoints.dynamoEndpoint), sqs: localClientConfig(endpoints.sqsEndpoint) });
-const { ledger, queue } = createAdapters(clients, { ledgerTable: endpoints.ledgerTable, paymentsTable: endpoints.paymentsTable, runQueueUrl: endpoints.runQueueUrl, retentionDays: 30 });
+const { ledger, queue } = createAdapters(clients, {
+  ledgerTable: endpoints.ledgerTable,
+  paymentsTable: endpoints.paymentsTable,
+  runQueueUrl: endpoints.runQueueUrl,
+  retentionDays: 30,
+});
 const out = (line: object) => process.stdout.write(`${JSON.stringify(line)}\n`);
 const metrics = new InMemoryMetrics();
 const owner = values.owner;

@@ -133,12 +133,13 @@ export class LedgerTable extends Construct {
   /** Exactly `access`: table actions on the table ARN, index actions on the open-runs index ARN. */
   grantAccess(grantee: iam.IGrantable, access: LedgerAccess): void {
     this.grantKey(grantee);
-    if (access.ledgerTable?.length) iam.Grant.addToPrincipal({ grantee, actions: [...access.ledgerTable], resourceArns: [this.table.tableArn] });
-    if (access.openRunsIndex?.length) iam.Grant.addToPrincipal({ grantee, actions: [...access.openRunsIndex], resourceArns: [this.openRunsIndexArn] });
+    if (access.ledgerTable?.length)
+      iam.Grant.addToPrincipal({ grantee, actions: [...access.ledgerTable], resourceArns: [this.table.tableArn] });
+    if (access.openRunsIndex?.length)
+      iam.Grant.addToPrincipal({ grantee, actions: [...access.openRunsIndex], resourceArns: [this.openRunsIndexArn] });
   }
 
   private grantKey(grantee: iam.IGrantable): void {
     this.encryptionKey?.grantEncryptDecrypt(grantee);
   }
 }
-

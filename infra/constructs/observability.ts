@@ -224,13 +224,20 @@ export class Observability extends Construct {
         'The alarm topic has no subscriber: no alarm reaches anyone. Subscribe to the AlarmTopicArn output (e-mail, chat, paging), or deploy with -c alarmEmail=you@example.com or -c alarmTopicArn=<your topic ARN>.',
       );
     }
-    const metric = (metricName: string, options: Parameters<typeof schedulerMetric>[2] = {}) => schedulerMetric(stackName, metricName, options);
+    const metric = (metricName: string, options: Parameters<typeof schedulerMetric>[2] = {}) =>
+      schedulerMetric(stackName, metricName, options);
 
     const fiveMinutes = Duration.minutes(5);
     // Alarms use unlabelled metrics (classic alarm form); the dashboard adds labels.
     const dlqDepth = props.deadLetterQueue.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: Duration.minutes(1) });
-    const relayFailureDepth = props.outboxRelayFailureQueue?.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: Duration.minutes(1) });
-    const plannerFailureDepth = props.plannerFailureQueue?.metricApproximateNumberOfMessagesVisible({ statistic: 'Maximum', period: Duration.minutes(1) });
+    const relayFailureDepth = props.outboxRelayFailureQueue?.metricApproximateNumberOfMessagesVisible({
+      statistic: 'Maximum',
+      period: Duration.minutes(1),
+    });
+    const plannerFailureDepth = props.plannerFailureQueue?.metricApproximateNumberOfMessagesVisible({
+      statistic: 'Maximum',
+      period: Duration.minutes(1),
+    });
     const oldestOpenRunAge = metric(OLDEST_OPEN_RUN_AGE, { statistic: 'Maximum', period: fiveMinutes });
     const triggerLagP99 = metric(MetricName.TriggerLag, { statistic: 'p99', period: fiveMinutes });
 
@@ -265,7 +272,11 @@ export class Observability extends Construct {
         AlarmKey.PlannerSilent,
         `${which} completed no tick for ${resolved.plannerSilencePeriod.toHumanString()}: its jobs' slots are not being planned or swept.`,
         {
-          metric: metric(MetricName.PlannerTicks, { statistic: 'Sum', period: resolved.plannerSilencePeriod, dimensions: { [PARTITION_DIMENSION]: String(partition) } }),
+          metric: metric(MetricName.PlannerTicks, {
+            statistic: 'Sum',
+            period: resolved.plannerSilencePeriod,
+            dimensions: { [PARTITION_DIMENSION]: String(partition) },
+          }),
           threshold: 1,
           comparisonOperator: cw.ComparisonOperator.LESS_THAN_THRESHOLD,
           // No datapoint means no completed tick: silence is exactly what this alarm is for.
@@ -287,7 +298,11 @@ export class Observability extends Construct {
     });
 
     this.alarms = {
-      [AlarmKey.DeadLetterQueueNotEmpty]: alarm(AlarmKey.DeadLetterQueueNotEmpty, 'Messages are in the run DLQ: poison messages or crash-looping runs.', { metric: dlqDepth }),
+      [AlarmKey.DeadLetterQueueNotEmpty]: alarm(
+        AlarmKey.DeadLetterQueueNotEmpty,
+        'Messages are in the run DLQ: poison messages or crash-looping runs.',
+        { metric: dlqDepth },
+      ),
       [AlarmKey.RunsDead]: alarm(
         AlarmKey.RunsDead,
         'A DEAD run waits for an operator (attempts or deadline exhausted, or a non-retryable error): ops retry it, or ops resolve it --as dead to accept it.',
@@ -298,12 +313,20 @@ export class Observability extends Construct {
         'A job paused itself after pauseOnFailure consecutive DEAD runs: it plans nothing until ops resume.',
         waitingForOperator(MetricName.JobsPausedByFailure),
       ),
-      [AlarmKey.RunsStuck]: alarm(AlarmKey.RunsStuck, 'The sweeper re-dispatched a run many times and nobody ever claimed it: it waits for an operator.', {
-        metric: metric(MetricName.RunsStuck, { statistic: 'Sum', period: fiveMinutes }),
-      }),
-      [AlarmKey.OrphanedOpenRuns]: alarm(AlarmKey.OrphanedOpenRuns, 'Open runs of a job no longer in the config: no worker can run them; close them with ops resolve.', {
-        metric: metric(MetricName.OrphanedOpenRuns, { statistic: 'Maximum', period: fiveMinutes }),
-      }),
+      [AlarmKey.RunsStuck]: alarm(
+        AlarmKey.RunsStuck,
+        'The sweeper re-dispatched a run many times and nobody ever claimed it: it waits for an operator.',
+        {
+          metric: metric(MetricName.RunsStuck, { statistic: 'Sum', period: fiveMinutes }),
+        },
+      ),
+      [AlarmKey.OrphanedOpenRuns]: alarm(
+        AlarmKey.OrphanedOpenRuns,
+        'Open runs of a job no longer in the config: no worker can run them; close them with ops resolve.',
+        {
+          metric: metric(MetricName.OrphanedOpenRuns, { statistic: 'Maximum', period: fiveMinutes }),
+        },
+      ),
       [AlarmKey.PlannerErrors]: alarm(AlarmKey.PlannerErrors, 'The planner function failed.', {
         metric: props.plannerFunction.metricErrors({ statistic: 'Sum', period: fiveMinutes }),
       }),
@@ -334,9 +357,13 @@ export class Observability extends Construct {
         { metric: metric(MetricName.WorkerRecordErrors, { statistic: 'Sum', period: fiveMinutes }) },
       ),
       ...(props.outboxRelayFunction && {
-        [AlarmKey.OutboxRelayErrors]: alarm(AlarmKey.OutboxRelayErrors, 'The outbox relay function failed (crash or timeout): outbox events are retried and delayed.', {
-          metric: props.outboxRelayFunction.metricErrors({ statistic: 'Sum', period: fiveMinutes }),
-        }),
+        [AlarmKey.OutboxRelayErrors]: alarm(
+          AlarmKey.OutboxRelayErrors,
+          'The outbox relay function failed (crash or timeout): outbox events are retried and delayed.',
+          {
+            metric: props.outboxRelayFunction.metricErrors({ statistic: 'Sum', period: fiveMinutes }),
+          },
+        ),
       }),
       ...(relayFailureDepth && {
         [AlarmKey.OutboxRelayFailedBatches]: alarm(
@@ -352,7 +379,12 @@ export class Observability extends Construct {
       defaultInterval: Duration.hours(3),
     });
     this.dashboard.addWidgets(
-      new cw.AlarmStatusWidget({ title: 'Scheduler alarms', alarms: [...new Set([...Object.values(this.alarms), ...plannerSilent])], width: 24, height: 3 }),
+      new cw.AlarmStatusWidget({
+        title: 'Scheduler alarms',
+        alarms: [...new Set([...Object.values(this.alarms), ...plannerSilent])],
+        width: 24,
+        height: 3,
+      }),
     );
     const grouped = new Set(COUNT_GROUPS.flatMap((group) => group.names));
     // OldestOpenRunAge is a gauge with its own widget, not a counter.
@@ -433,7 +465,11 @@ export class Observability extends Construct {
           props.plannerFunction.metricInvocations({ statistic: 'Sum', label: 'invocations' }),
           props.plannerFunction.metricErrors({ statistic: 'Sum', label: 'errors' }),
           ...plannerSilent.map((_, partition) =>
-            metric(MetricName.PlannerTicks, { statistic: 'Sum', label: `completed ticks, partition ${partition}`, dimensions: { [PARTITION_DIMENSION]: String(partition) } }),
+            metric(MetricName.PlannerTicks, {
+              statistic: 'Sum',
+              label: `completed ticks, partition ${partition}`,
+              dimensions: { [PARTITION_DIMENSION]: String(partition) },
+            }),
           ),
           ...(plannerFailureDepth ? [plannerFailureDepth.with({ label: 'failed or dropped ticks (failure queue)' })] : []),
         ],
@@ -487,7 +523,14 @@ export class Observability extends Construct {
   private createAlarmTopic(): sns.Topic {
     const stack = Stack.of(this);
     const fromTheseAlarms = {
-      ArnLike: { 'aws:SourceArn': stack.formatArn({ service: 'cloudwatch', resource: 'alarm', resourceName: `${stack.stackName}-*`, arnFormat: ArnFormat.COLON_RESOURCE_NAME }) },
+      ArnLike: {
+        'aws:SourceArn': stack.formatArn({
+          service: 'cloudwatch',
+          resource: 'alarm',
+          resourceName: `${stack.stackName}-*`,
+          arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+        }),
+      },
       StringEquals: { 'aws:SourceAccount': stack.account },
     };
     const key = new kms.Key(this, 'AlarmTopicKey', {

@@ -66,7 +66,14 @@ export class OperatorPolicy extends Construct {
       description: `Fenced scheduler ops CLI (npm run ops) against stack ${Stack.of(this).stackName}`,
       statements: (Object.entries(actions) as [OpsResource, string[]][])
         .filter(([, list]) => list.length > 0)
-        .map(([resource, list]) => new iam.PolicyStatement({ sid: `Ops${resource[0]!.toUpperCase()}${resource.slice(1)}`, actions: list, resources: [arns[resource]] })),
+        .map(
+          ([resource, list]) =>
+            new iam.PolicyStatement({
+              sid: `Ops${resource[0]!.toUpperCase()}${resource.slice(1)}`,
+              actions: list,
+              resources: [arns[resource]],
+            }),
+        ),
     });
   }
 }

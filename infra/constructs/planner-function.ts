@@ -19,7 +19,12 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { PartitionRef } from '../../shared/core/partition.js';
 import { MAX_PLANNER_PARTITIONS, PLANNER_SCHEDULE } from '../../shared/core/resources.js';
-import { createSchedulerFunction, jobConfigEnvironment, runResourcesEnvironment, type SchedulerFunctionOptions } from '../lambda-defaults.js';
+import {
+  createSchedulerFunction,
+  jobConfigEnvironment,
+  runResourcesEnvironment,
+  type SchedulerFunctionOptions,
+} from '../lambda-defaults.js';
 import { QueueFailureDestination } from '../queue-destinations.js';
 import { durationIn, integerIn, validateProps, type PropRule } from '../validation.js';
 import type { LedgerTable } from './ledger-table.js';

@@ -12,7 +12,12 @@ import type { NodejsFunction } from 'aws-cdk-lib/aws-lambda-nodejs';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { ENV, RUN_QUEUES } from '../../shared/core/resources.js';
-import { createSchedulerFunction, jobConfigEnvironment, runResourcesEnvironment, type SchedulerFunctionOptions } from '../lambda-defaults.js';
+import {
+  createSchedulerFunction,
+  jobConfigEnvironment,
+  runResourcesEnvironment,
+  type SchedulerFunctionOptions,
+} from '../lambda-defaults.js';
 import { durationIn, integerIn, validateProps, type PropRule } from '../validation.js';
 import type { BusinessTable } from './business-table.js';
 import type { LedgerTable } from './ledger-table.js';

@@ -30,7 +30,11 @@ function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_key, v: unknown) => {
     if (v === null || typeof v !== 'object' || Array.isArray(v)) return v;
     const record = v as Record<string, unknown>;
-    return Object.fromEntries(Object.keys(record).sort().map((k) => [k, record[k]]));
+    return Object.fromEntries(
+      Object.keys(record)
+        .sort()
+        .map((k) => [k, record[k]]),
+    );
   });
 }
 
@@ -77,7 +81,9 @@ export function parseConfigDocument(json: string, expectedHash: string): readonl
   }
   if (!isRecord(parsed) || parsed.version !== DEPLOYED_CONFIG_VERSION) {
     const version = isRecord(parsed) ? JSON.stringify(parsed.version) : 'none';
-    throw new DeployedConfigError(`the recorded config has format version ${version}; this CLI reads version ${DEPLOYED_CONFIG_VERSION} (update your checkout)`);
+    throw new DeployedConfigError(
+      `the recorded config has format version ${version}; this CLI reads version ${DEPLOYED_CONFIG_VERSION} (update your checkout)`,
+    );
   }
   const entries: unknown = parsed.jobs;
   if (!Array.isArray(entries)) throw new DeployedConfigError('the recorded config has no list of jobs');
@@ -88,6 +94,9 @@ export function parseConfigDocument(json: string, expectedHash: string): readonl
     recorded.push(entry);
   }
   const hash = configHash(recorded);
-  if (hash !== expectedHash) throw new DeployedConfigError(`the recorded config's jobs hash to ${hash.slice(0, 12)}, not to the recorded ${expectedHash.slice(0, 12)}`);
+  if (hash !== expectedHash)
+    throw new DeployedConfigError(
+      `the recorded config's jobs hash to ${hash.slice(0, 12)}, not to the recorded ${expectedHash.slice(0, 12)}`,
+    );
   return recorded;
 }

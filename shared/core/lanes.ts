@@ -57,8 +57,15 @@ export function isDue(run: Pick<Run, 'slot' | 'fireAt'>, now: number): boolean {
  * executed slots only move forward). A newer run still ahead of its fire time supersedes nothing:
  * it could leave the lane without a run to execute now.
  */
-export function supersedingRun<R extends Pick<Run, 'slot' | 'fireAt' | 'status' | 'overlap'>>(run: Pick<Run, 'slot'>, lane: readonly R[], now: number): R | undefined {
-  return lane.filter((r) => r.slot > run.slot && inLane(r) && r.status !== RunStatus.SKIPPED && fireTime(r) <= now).sort((a, b) => a.slot - b.slot).at(-1);
+export function supersedingRun<R extends Pick<Run, 'slot' | 'fireAt' | 'status' | 'overlap'>>(
+  run: Pick<Run, 'slot'>,
+  lane: readonly R[],
+  now: number,
+): R | undefined {
+  return lane
+    .filter((r) => r.slot > run.slot && inLane(r) && r.status !== RunStatus.SKIPPED && fireTime(r) <= now)
+    .sort((a, b) => a.slot - b.slot)
+    .at(-1);
 }
 
 /** What a holder that ended does next, from the runs its look read. */
@@ -74,7 +81,10 @@ export interface HandOn<R> {
  * read, oldest first). It is sent if it waits and is due; if it is not due yet its own message
  * comes, and if it is RUNNING (no run can be without the lane) nothing is sent.
  */
-export function forbidQueueHandOn<R extends Pick<Run, 'slot' | 'fireAt' | 'status' | 'overlap'>>(runs: readonly R[], now: number): HandOn<R> {
+export function forbidQueueHandOn<R extends Pick<Run, 'slot' | 'fireAt' | 'status' | 'overlap'>>(
+  runs: readonly R[],
+  now: number,
+): HandOn<R> {
   const first = runs.find((r) => !isTerminal(r.status) && inLane(r));
   return { dispatch: first && WAITING_STATUSES.includes(first.status) && isDue(first, now) ? first : undefined, supersede: [] };
 }
@@ -95,7 +105,11 @@ export function newestHandOn<R extends Pick<Run, 'slot' | 'fireAt' | 'status' | 
  * below is ended), never past `now − FLOOR_LAG_MS` (see FLOOR_LAG_MS); undefined when the look
  * passed over too few ended runs for a write to be worth it, or the floor would not rise.
  */
-export function raisedFloor(read: { readonly firstOpenSlot?: number; readonly passed: number; readonly lastSlot?: number }, floor: number | undefined, now: number): number | undefined {
+export function raisedFloor(
+  read: { readonly firstOpenSlot?: number; readonly passed: number; readonly lastSlot?: number },
+  floor: number | undefined,
+  now: number,
+): number | undefined {
   if (read.passed < FLOOR_ADVANCE_AFTER) return undefined;
   const upTo = read.firstOpenSlot ?? (read.lastSlot !== undefined ? read.lastSlot + 1 : undefined);
   if (upTo === undefined) return undefined;

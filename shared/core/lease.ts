@@ -42,9 +42,7 @@ export type ClaimRefusal =
   /** The run used up every claim its fencing range allows. */
   | { readonly kind: 'exhausted'; readonly run: Run };
 
-export type ClaimResult =
-  | { readonly kind: 'claimed'; readonly run: Run; readonly claimedFrom: RunStatus }
-  | ClaimRefusal;
+export type ClaimResult = { readonly kind: 'claimed'; readonly run: Run; readonly claimedFrom: RunStatus } | ClaimRefusal;
 
 /** Why a conditional claim failed, from the item as it was at the failed check. */
 export function explainClaimRefusal(run: Run | undefined, now: number, skewMs: number): ClaimRefusal {

@@ -64,7 +64,7 @@ export function boundError(error: { readonly code: string; readonly message: str
 export function checkpointProblem(cursor: unknown): string | undefined {
   const chars = jsonChars(cursor);
   if (!Number.isFinite(chars)) return 'the checkpoint is not JSON-serializable';
-  if (chars > MAX_CHECKPOINT_CHARS) return `the checkpoint is ${chars} JSON characters; at most ${MAX_CHECKPOINT_CHARS} are stored (keep a cursor, not the data)`;
+  if (chars > MAX_CHECKPOINT_CHARS)
+    return `the checkpoint is ${chars} JSON characters; at most ${MAX_CHECKPOINT_CHARS} are stored (keep a cursor, not the data)`;
   return undefined;
 }
-

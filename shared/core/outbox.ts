@@ -64,7 +64,12 @@ export function outboxPut(ctx: OutboxRunContext, input: OutboxInput): FencedPut 
   // The key joins the run key and the name with `#`, and a sharded run's key ends in `#<shard>`:
   // only a name without `#` keeps every (run, name) pair's key apart (OutboxEventNameError says why).
   if (input.name.length === 0) throw new OutboxEventNameError(ctx.runKey, input.name, 'is empty: it must tell the events of one run apart');
-  if (input.name.includes('#')) throw new OutboxEventNameError(ctx.runKey, input.name, "contains '#', which joins the run key and the name in the event key: two runs' events could share a key");
+  if (input.name.includes('#'))
+    throw new OutboxEventNameError(
+      ctx.runKey,
+      input.name,
+      "contains '#', which joins the run key and the name in the event key: two runs' events could share a key",
+    );
   const eventKey = `${ctx.runKey}#${input.name}`;
   return {
     kind: 'put',
@@ -86,7 +91,8 @@ export function outboxPut(ctx: OutboxRunContext, input: OutboxInput): FencedPut 
 export function outboxEventOf(image: Readonly<Record<string, unknown>> | undefined): OutboxEvent | undefined {
   if (!image || typeof image.pk !== 'string' || !image.pk.startsWith(OUTBOX_PK_PREFIX)) return undefined;
   const { eventKey, detailType, detail, job, runKey } = image;
-  if (typeof eventKey !== 'string' || typeof detailType !== 'string' || typeof job !== 'string' || typeof runKey !== 'string') return undefined;
+  if (typeof eventKey !== 'string' || typeof detailType !== 'string' || typeof job !== 'string' || typeof runKey !== 'string')
+    return undefined;
   return { eventKey, detailType, detail: (detail ?? {}) as Record<string, unknown>, job, runKey };
 }
 

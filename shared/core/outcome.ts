@@ -28,7 +28,12 @@ export interface RunError {
 
 export type Transition =
   | { readonly status: typeof RunStatus.SUCCEEDED; readonly evidence?: unknown }
-  | { readonly status: typeof RunStatus.RETRY; readonly nextAttemptAt: number; readonly lastError: RunError; readonly refundAttempt?: boolean }
+  | {
+      readonly status: typeof RunStatus.RETRY;
+      readonly nextAttemptAt: number;
+      readonly lastError: RunError;
+      readonly refundAttempt?: boolean;
+    }
   | { readonly status: typeof RunStatus.UNKNOWN; readonly nextAttemptAt: number; readonly lastError: RunError }
   /** `resultUnknown`: the last attempt may have had its effect; a revival must reconcile first. */
   | { readonly status: typeof RunStatus.DEAD; readonly lastError: RunError; readonly resultUnknown?: boolean }
@@ -104,12 +109,29 @@ export function refuseToStart(
   const deadline = deadlineOf(job, run);
   if (deadline !== undefined && now > deadline) {
     if (neverRan(run, claimedFrom)) {
-      return { status: RunStatus.DEAD, lastError: { code: DEADLINE_BEFORE_START, message: `deadline ${new Date(deadline).toISOString()} passed before the run first started: it never ran` } };
+      return {
+        status: RunStatus.DEAD,
+        lastError: {
+          code: DEADLINE_BEFORE_START,
+          message: `deadline ${new Date(deadline).toISOString()} passed before the run first started: it never ran`,
+        },
+      };
     }
-    return { status: RunStatus.DEAD, resultUnknown, lastError: { code: 'DEADLINE_EXCEEDED', message: `deadline ${new Date(deadline).toISOString()} passed before attempt ${run.attempt}` } };
+    return {
+      status: RunStatus.DEAD,
+      resultUnknown,
+      lastError: {
+        code: 'DEADLINE_EXCEEDED',
+        message: `deadline ${new Date(deadline).toISOString()} passed before attempt ${run.attempt}`,
+      },
+    };
   }
   if (run.attempt > job.retry.maxAttempts) {
-    return { status: RunStatus.DEAD, resultUnknown, lastError: { code: 'ATTEMPTS_EXHAUSTED', message: `attempt ${run.attempt} exceeds maxAttempts ${job.retry.maxAttempts}` } };
+    return {
+      status: RunStatus.DEAD,
+      resultUnknown,
+      lastError: { code: 'ATTEMPTS_EXHAUSTED', message: `attempt ${run.attempt} exceeds maxAttempts ${job.retry.maxAttempts}` },
+    };
   }
   return undefined;
 }
@@ -119,13 +141,24 @@ export const YIELD_WITHOUT_PROGRESS = {
   message: 'the attempt reached the invocation time limit without saving a checkpoint: it counts as an attempt whose result is unknown',
 } as const;
 
-export function transitionFor(job: Job, run: DeadlineFacts & Pick<Run, 'attempt'>, end: AttemptEnd, now: number, random: () => number): Transition {
+export function transitionFor(
+  job: Job,
+  run: DeadlineFacts & Pick<Run, 'attempt'>,
+  end: AttemptEnd,
+  now: number,
+  random: () => number,
+): Transition {
   switch (end.kind) {
     case 'succeeded':
       return { status: RunStatus.SUCCEEDED, evidence: boundEvidence(end.evidence) };
     case 'yielded':
       if (end.progress) {
-        return { status: RunStatus.RETRY, nextAttemptAt: now, lastError: { code: 'YIELDED', message: 'yielded before the time limit' }, refundAttempt: true };
+        return {
+          status: RunStatus.RETRY,
+          nextAttemptAt: now,
+          lastError: { code: 'YIELDED', message: 'yielded before the time limit' },
+          refundAttempt: true,
+        };
       }
       // The worker stopped waiting for a handler that had not answered: whatever it did before
       // the yield may have landed, as after a timeout. So its result is unknown (the next claim
@@ -145,12 +178,25 @@ export function transitionFor(job: Job, run: DeadlineFacts & Pick<Run, 'attempt'
       const deadline = deadlineOf(job, run);
       const resultUnknown = end.kind === 'unknown' || undefined;
       if (run.attempt >= job.retry.maxAttempts) {
-        return { status: RunStatus.DEAD, resultUnknown, lastError: boundError({ code: end.code, message: `${end.message} (attempts exhausted: ${run.attempt}/${job.retry.maxAttempts})` }) };
+        return {
+          status: RunStatus.DEAD,
+          resultUnknown,
+          lastError: boundError({
+            code: end.code,
+            message: `${end.message} (attempts exhausted: ${run.attempt}/${job.retry.maxAttempts})`,
+          }),
+        };
       }
       if (deadline !== undefined && nextAttemptAt > deadline) {
-        return { status: RunStatus.DEAD, resultUnknown, lastError: boundError({ code: end.code, message: `${end.message} (next attempt would pass the deadline)` }) };
+        return {
+          status: RunStatus.DEAD,
+          resultUnknown,
+          lastError: boundError({ code: end.code, message: `${end.message} (next attempt would pass the deadline)` }),
+        };
       }
-      return end.kind === 'unknown' ? { status: RunStatus.UNKNOWN, nextAttemptAt, lastError } : { status: RunStatus.RETRY, nextAttemptAt, lastError };
+      return end.kind === 'unknown'
+        ? { status: RunStatus.UNKNOWN, nextAttemptAt, lastError }
+        : { status: RunStatus.RETRY, nextAttemptAt, lastError };
     }
   }
 }

@@ -88,7 +88,12 @@ export { slotSpecOf } from '../schedule/slots.js';
  * `maxRuns`. Exact unless the schedule changed while that code ran, which is the defect the count
  * replaces; it is written once, with the job's next counted slot.
  */
-export function legacyRunCount(spec: SlotSpec, bound: { readonly firstSlot: number; readonly lastSlot: number }, plannedUntil: number, maxRuns: number): number {
+export function legacyRunCount(
+  spec: SlotSpec,
+  bound: { readonly firstSlot: number; readonly lastSlot: number },
+  plannedUntil: number,
+  maxRuns: number,
+): number {
   const until = Math.min(bound.lastSlot, plannedUntil);
   if (until < bound.firstSlot) return 0;
   return slotsBetween(spec, bound.firstSlot - 1, until, maxRuns).length;

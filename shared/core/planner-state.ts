@@ -55,7 +55,12 @@ function earliest(values: readonly (number | undefined)[]): number | undefined {
  * slots in between, some of whose shards the failed tick had put (model seed 20269141: shards 1
  * and 2 of a slot ran, shard 0 never existed).
  */
-export function relayout(previous: PlannerLayout | undefined, partitions: number, now: number, fingerprintOf?: (partition: number) => string): PlannerLayout {
+export function relayout(
+  previous: PlannerLayout | undefined,
+  partitions: number,
+  now: number,
+  fingerprintOf?: (partition: number) => string,
+): PlannerLayout {
   const cursors = previous ? [...previous.partitions.values()] : [];
   const start: PartitionCursor = {
     plannedUntil: earliest(cursors.map((c) => c.plannedUntil)) ?? now,
@@ -64,7 +69,8 @@ export function relayout(previous: PlannerLayout | undefined, partitions: number
   // A first layout owes nothing before `now`, so it records the jobs it starts with as planned: its
   // first tick must not re-plan the minute before. A later layout records none: its first ticks
   // re-plan from the watermark's previous tick, which creates only what a new job was owed.
-  const first = (p: number): PartitionCursor => (previous === undefined && fingerprintOf ? { ...start, configHash: fingerprintOf(p), plannedAt: now } : start);
+  const first = (p: number): PartitionCursor =>
+    previous === undefined && fingerprintOf ? { ...start, configHash: fingerprintOf(p), plannedAt: now } : start;
   return {
     of: partitions,
     gen: (previous?.gen ?? 0) + 1,
@@ -94,7 +100,8 @@ export function configFingerprint(jobs: readonly { readonly name: string }[]): s
  */
 export function replanFromOf(cursor: PartitionCursor, fingerprint: string, lookaheadMs: number): number | undefined {
   if (cursor.plannedUntil === undefined) return undefined;
-  const plannedByThisConfig = cursor.configHash === fingerprint && cursor.plannedAt !== undefined && cursor.plannedAt + lookaheadMs === cursor.plannedUntil;
+  const plannedByThisConfig =
+    cursor.configHash === fingerprint && cursor.plannedAt !== undefined && cursor.plannedAt + lookaheadMs === cursor.plannedUntil;
   if (plannedByThisConfig) return undefined;
   return cursor.plannedAt ?? cursor.plannedUntil - lookaheadMs;
 }

@@ -23,7 +23,8 @@ export function parseRunMessage(body: string, jobs: ReadonlyMap<string, Job>): P
   } catch {
     return { ok: false, code: 'MALFORMED', reason: 'body is not JSON' };
   }
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return { ok: false, code: 'MALFORMED', reason: 'body is not a JSON object' };
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    return { ok: false, code: 'MALFORMED', reason: 'body is not a JSON object' };
   const { v, job, slot, shard, shards, runKey, overlap, fireAt } = value as Record<string, unknown>;
   if (v !== RUN_MESSAGE_VERSION) {
     return typeof v === 'number'
@@ -31,9 +32,12 @@ export function parseRunMessage(body: string, jobs: ReadonlyMap<string, Job>): P
       : { ok: false, code: 'MALFORMED', reason: 'field "v" is missing or not a number' };
   }
   if (typeof job !== 'string' || job === '') return { ok: false, code: 'MALFORMED', reason: 'field "job" must be a non-empty string' };
-  if (typeof slot !== 'number' || !Number.isSafeInteger(slot) || slot < 0 || slot > MAX_FENCEABLE_SLOT) return { ok: false, code: 'MALFORMED', reason: 'field "slot" must be epoch milliseconds before 2255 (fencing tokens must stay exact)' };
-  if (typeof shard !== 'number' || !Number.isInteger(shard) || shard < 0) return { ok: false, code: 'MALFORMED', reason: 'field "shard" must be a non-negative integer' };
-  if (shards !== undefined && !(typeof shards === 'number' && Number.isInteger(shards) && shards >= 1)) return { ok: false, code: 'MALFORMED', reason: 'field "shards" must be a positive integer' };
+  if (typeof slot !== 'number' || !Number.isSafeInteger(slot) || slot < 0 || slot > MAX_FENCEABLE_SLOT)
+    return { ok: false, code: 'MALFORMED', reason: 'field "slot" must be epoch milliseconds before 2255 (fencing tokens must stay exact)' };
+  if (typeof shard !== 'number' || !Number.isInteger(shard) || shard < 0)
+    return { ok: false, code: 'MALFORMED', reason: 'field "shard" must be a non-negative integer' };
+  if (shards !== undefined && !(typeof shards === 'number' && Number.isInteger(shards) && shards >= 1))
+    return { ok: false, code: 'MALFORMED', reason: 'field "shards" must be a positive integer' };
   if (typeof runKey !== 'string') return { ok: false, code: 'MALFORMED', reason: 'field "runKey" must be a string' };
   const definition = jobs.get(job);
   if (!definition) return { ok: false, code: 'UNKNOWN_JOB', reason: `job "${job}" is not configured`, orphan: { job, slot, shard } };
@@ -50,7 +54,8 @@ export function parseRunMessage(body: string, jobs: ReadonlyMap<string, Job>): P
     return { ok: false, code: 'MALFORMED', reason: 'field "fireAt" must be epoch milliseconds at or after the slot' };
   }
   // A manual run may override the job's overlap policy; the worker applies the run's.
-  const effective = overlap === undefined || overlap === definition.overlap ? definition : { ...definition, overlap: overlap as Job['overlap'] };
+  const effective =
+    overlap === undefined || overlap === definition.overlap ? definition : { ...definition, overlap: overlap as Job['overlap'] };
   return {
     ok: true,
     message: {
@@ -68,7 +73,9 @@ export function parseRunMessage(body: string, jobs: ReadonlyMap<string, Job>): P
 }
 
 /** The message that asks a worker to execute `run`. */
-export function messageFor(run: Pick<Run, 'job' | 'slot' | 'shard' | 'runKey' | 'overlap' | 'fireAt'> & Partial<Pick<Run, 'shards'>>): RunMessage {
+export function messageFor(
+  run: Pick<Run, 'job' | 'slot' | 'shard' | 'runKey' | 'overlap' | 'fireAt'> & Partial<Pick<Run, 'shards'>>,
+): RunMessage {
   return {
     v: RUN_MESSAGE_VERSION,
     job: run.job,

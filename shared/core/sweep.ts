@@ -35,7 +35,10 @@ export function sweepVerdict(run: Run, jobConfigured: boolean, now: number, grac
  * the lane's holder would have dispatched exactly this one (forbid-queue: the oldest; coalesce:
  * the newest, which supersedes the others when it claims; replace: the newest too; forbid-skip: the oldest).
  */
-export function laneHead<R extends Pick<Run, 'slot'>>(runs: readonly R[], overlap: 'forbid-skip' | 'forbid-queue' | 'coalesce' | 'replace'): R | undefined {
+export function laneHead<R extends Pick<Run, 'slot'>>(
+  runs: readonly R[],
+  overlap: 'forbid-skip' | 'forbid-queue' | 'coalesce' | 'replace',
+): R | undefined {
   if (runs.length === 0) return undefined;
   const sorted = [...runs].sort((a, b) => a.slot - b.slot);
   return overlap === 'coalesce' || overlap === 'replace' ? sorted[sorted.length - 1] : sorted[0];
@@ -53,7 +56,11 @@ export function laneHead<R extends Pick<Run, 'slot'>>(runs: readonly R[], overla
  * - forbid-queue: none: the holder's look reads the lane from its floor, which the sweeper has
  *   lowered to every lost run, and hands the lane to the oldest.
  */
-export function sendBehindLiveHolder<R extends Pick<Run, 'slot'>>(runs: readonly R[], overlap: 'forbid-skip' | 'forbid-queue' | 'coalesce' | 'replace', holder: { readonly slot: number }): R[] {
+export function sendBehindLiveHolder<R extends Pick<Run, 'slot'>>(
+  runs: readonly R[],
+  overlap: 'forbid-skip' | 'forbid-queue' | 'coalesce' | 'replace',
+  holder: { readonly slot: number },
+): R[] {
   const sorted = [...runs].sort((a, b) => a.slot - b.slot);
   const older = sorted.filter((r) => r.slot < holder.slot);
   const newer = sorted.filter((r) => r.slot > holder.slot);

@@ -40,7 +40,11 @@ export const paymentsReconcile: JobHandler = {
             kind: 'update',
             table: ctx.tables.payments,
             key: { pk: PAYMENTS_PK, sk: id },
-            set: { expression: '#status = :settled, settledBy = :runKey', names: { '#status': 'status' }, values: { ':settled': 'SETTLED', ':runKey': ctx.runKey } },
+            set: {
+              expression: '#status = :settled, settledBy = :runKey',
+              names: { '#status': 'status' },
+              values: { ':settled': 'SETTLED', ':runKey': ctx.runKey },
+            },
             condition: { expression: '#status = :processing', names: { '#status': 'status' }, values: { ':processing': 'PROCESSING' } },
           },
           moveCursor,

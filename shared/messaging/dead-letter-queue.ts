@@ -2,7 +2,13 @@
  * The dead-letter queue's SQS calls for the operator's redrive: receive (and hide) every message,
  * and make received messages visible again. What to do with each message is the caller's.
  */
-import { ChangeMessageVisibilityBatchCommand, GetQueueAttributesCommand, ReceiveMessageCommand, type Message, type SQSClient } from '@aws-sdk/client-sqs';
+import {
+  ChangeMessageVisibilityBatchCommand,
+  GetQueueAttributesCommand,
+  ReceiveMessageCommand,
+  type Message,
+  type SQSClient,
+} from '@aws-sdk/client-sqs';
 
 /** SQS refused to make some received messages visible again; the message says how many and why. */
 export class DeadLetterQueueError extends Error {
@@ -10,7 +16,9 @@ export class DeadLetterQueueError extends Error {
 }
 
 async function visibleCount(sqs: SQSClient, queueUrl: string): Promise<number> {
-  const { Attributes = {} } = await sqs.send(new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }));
+  const { Attributes = {} } = await sqs.send(
+    new GetQueueAttributesCommand({ QueueUrl: queueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
+  );
   return Number(Attributes.ApproximateNumberOfMessages ?? 0);
 }
 
@@ -47,6 +55,9 @@ export async function release(sqs: SQSClient, queueUrl: string, messages: readon
         Entries: batch.map((m, i) => ({ Id: String(i), ReceiptHandle: m.ReceiptHandle!, VisibilityTimeout: 0 })),
       }),
     );
-    if (Failed.length > 0) throw new DeadLetterQueueError(`could not release ${Failed.length} DLQ message(s): ${Failed[0]?.Code ?? ''} ${Failed[0]?.Message ?? ''}`.trim());
+    if (Failed.length > 0)
+      throw new DeadLetterQueueError(
+        `could not release ${Failed.length} DLQ message(s): ${Failed[0]?.Code ?? ''} ${Failed[0]?.Message ?? ''}`.trim(),
+      );
   }
 }

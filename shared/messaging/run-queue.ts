@@ -2,11 +2,7 @@
  * The run queue adapter: SQS calls the planner and worker make. It batches and marshals; what to
  * send and when is decided by the planner and worker.
  */
-import {
-  ChangeMessageVisibilityCommand,
-  SendMessageBatchCommand,
-  type SQSClient,
-} from '@aws-sdk/client-sqs';
+import { ChangeMessageVisibilityCommand, SendMessageBatchCommand, type SQSClient } from '@aws-sdk/client-sqs';
 import type { RunMessage } from '../core/vocabulary.js';
 import { RUN_QUEUES } from '../core/resources.js';
 
@@ -19,9 +15,7 @@ export interface OutgoingRun {
 /** Some entries of a SendMessageBatch were refused; the caller decides whether to retry them. */
 export class SendRunsError extends Error {
   override readonly name = 'SendRunsError';
-  constructor(
-    readonly failed: readonly { readonly runKey: string; readonly code: string; readonly message: string }[],
-  ) {
+  constructor(readonly failed: readonly { readonly runKey: string; readonly code: string; readonly message: string }[]) {
     super(`SQS refused ${failed.length} run message(s): ${failed.map((f) => `${f.runKey} (${f.code})`).join(', ')}`);
   }
 }

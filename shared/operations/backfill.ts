@@ -102,7 +102,11 @@ const COUNT_CHUNK = 100_000;
  * How many slots [from, to) holds, and the first and last, without holding them all: a dry run
  * counts any range (a year of a per-second job is 31.5 million slots), a chunk at a time.
  */
-export function countSlotsInRange(job: Job, from: number, to: number): { readonly slots: number; readonly firstSlot?: number; readonly lastSlot?: number } {
+export function countSlotsInRange(
+  job: Job,
+  from: number,
+  to: number,
+): { readonly slots: number; readonly firstSlot?: number; readonly lastSlot?: number } {
   let slots = 0;
   let firstSlot: number | undefined;
   let lastSlot: number | undefined;
@@ -147,7 +151,10 @@ export function planBackfill(request: BackfillRequest, now: number): number[] {
   const { from, to } = request;
   const slots = slotsInRange(request.job, from, to, request.force ? undefined : BACKFILL_MAX_SLOTS + 1);
   if (!request.force && slots.length > BACKFILL_MAX_SLOTS) {
-    throw new BackfillRequestError('to', `the range holds more than ${BACKFILL_MAX_SLOTS} slots of "${request.job.name}": narrow it or pass --force`);
+    throw new BackfillRequestError(
+      'to',
+      `the range holds more than ${BACKFILL_MAX_SLOTS} slots of "${request.job.name}": narrow it or pass --force`,
+    );
   }
   // A real backfill creates nothing unless told to (a dry run, counted in `backfill`, only warns).
   const superseded = supersededWarning(request.job, slots.length * request.job.shards);
@@ -163,7 +170,17 @@ export async function backfill(deps: BackfillDeps, request: BackfillRequest): Pr
     // Counted, never capped: a dry run says how big a range is, however big (a real one needs force).
     checkBackfill(request, deps.clock());
     const counted = countSlotsInRange(job, request.from, request.to);
-    return { job: job.name, from: request.from, to: request.to, runs: counted.slots * job.shards, created: 0, existing: 0, sent: 0, dryRun: true, ...counted };
+    return {
+      job: job.name,
+      from: request.from,
+      to: request.to,
+      runs: counted.slots * job.shards,
+      created: 0,
+      existing: 0,
+      sent: 0,
+      dryRun: true,
+      ...counted,
+    };
   }
   const slots = planBackfill(request, deps.clock());
   const base = {

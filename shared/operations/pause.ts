@@ -95,20 +95,32 @@ export interface ResumeReport extends PauseState {
 }
 
 async function stateOf(planning: PlannerStore, job: string, now: number): Promise<PauseState & { recorded?: PauseRecord }> {
-  const [view, plan] = await Promise.all([jobPlanning(planning, [job], partitionOf, now).then((m) => m.get(job)!), planning.readJobPlan(job)]);
+  const [view, plan] = await Promise.all([
+    jobPlanning(planning, [job], partitionOf, now).then((m) => m.get(job)!),
+    planning.readJobPlan(job),
+  ]);
   return { job, pause: view.pause, plannedUntil: view.plannedUntil, neverPlanned: view.of === undefined, recorded: plan?.pause };
 }
 
 /** Pauses `request.job` where its planning stands (nothing new is materialized for it from the next tick). */
 export async function pauseJob(planning: PlannerStore, request: PauseRequest): Promise<PauseReport> {
   const { job, by, note, until, now } = request;
-  if (until !== undefined && until <= now) throw new PauseRequestError('until', `must be in the future: ${ISO(until)} is not after now (${ISO(now)})`);
+  if (until !== undefined && until <= now)
+    throw new PauseRequestError('until', `must be in the future: ${ISO(until)} is not after now (${ISO(now)})`);
   const before = await stateOf(planning, job.name, now);
   const record: PauseRecord = { at: now, by, ...(note ? { note } : {}), ...(until !== undefined ? { until } : {}) };
   const changed = await planning.pause(job.name, before.plannedUntil ?? now, record);
   const after = await stateOf(planning, job.name, now);
   const expired = before.recorded !== undefined && !pauseInForce(before.recorded, now) ? before.recorded : undefined;
-  return { action: 'pause', job: job.name, changed, pause: after.pause, plannedUntil: after.plannedUntil, neverPlanned: after.neverPlanned, ...(changed && expired ? { replacedExpired: expired } : {}) };
+  return {
+    action: 'pause',
+    job: job.name,
+    changed,
+    pause: after.pause,
+    plannedUntil: after.plannedUntil,
+    neverPlanned: after.neverPlanned,
+    ...(changed && expired ? { replacedExpired: expired } : {}),
+  };
 }
 
 /** Resumes `job`: the next tick plans it from its cursor under its misfire policy. */
@@ -117,5 +129,13 @@ export async function resumeJob(planning: PlannerStore, job: Job, now: number): 
   const cleared = await planning.resume(job.name);
   const after = await stateOf(planning, job.name, now);
   const expired = cleared && before.pause === undefined && before.recorded !== undefined ? before.recorded : undefined;
-  return { action: 'resume', job: job.name, changed: cleared && before.pause !== undefined, pause: after.pause, plannedUntil: after.plannedUntil, neverPlanned: after.neverPlanned, ...(expired ? { expired } : {}) };
+  return {
+    action: 'resume',
+    job: job.name,
+    changed: cleared && before.pause !== undefined,
+    pause: after.pause,
+    plannedUntil: after.plannedUntil,
+    neverPlanned: after.neverPlanned,
+    ...(expired ? { expired } : {}),
+  };
 }

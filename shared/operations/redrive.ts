@@ -148,17 +148,32 @@ async function decide(
   const now = deps.clock();
   const base = { messageId, runKey, status: run.status };
   const refusal = revivalRefusal(run) ?? (await revivalRefusalInLane(deps.ledger, job, run, now));
-  if (refusal && needsRevival(run, job.retry.maxAttempts, now, deps.ops.takeoverMarginMs)) return { ...base, action: 'skipped-terminal', detail: `not revived: ${refusal}` };
+  if (refusal && needsRevival(run, job.retry.maxAttempts, now, deps.ops.takeoverMarginMs))
+    return { ...base, action: 'skipped-terminal', detail: `not revived: ${refusal}` };
   if (needsRevival(run, job.retry.maxAttempts, now, deps.ops.takeoverMarginMs)) {
     if (options.dryRun) return { ...base, action: 'revived', detail: 'would be revived (dry run)' };
     const result = await deps.ops.reviveRun(run, { now, by: options.by });
     if (result.ok) await revivedInLane(deps.ledger, job, result.run, now);
-    if (result.ok) return { ...base, action: 'revived', detail: `${result.run.status}, attempt 0 (was ${run.status}, attempt ${run.attempt})${result.run.status === RunStatus.UNKNOWN ? ': reconciles before running again' : ''}` };
-    return { ...base, action: 'changed', detail: `changed meanwhile: now ${result.current?.status ?? 'gone'}, token ${result.current?.fencingToken ?? '?'}` };
+    if (result.ok)
+      return {
+        ...base,
+        action: 'revived',
+        detail: `${result.run.status}, attempt 0 (was ${run.status}, attempt ${run.attempt})${result.run.status === RunStatus.UNKNOWN ? ': reconciles before running again' : ''}`,
+      };
+    return {
+      ...base,
+      action: 'changed',
+      detail: `changed meanwhile: now ${result.current?.status ?? 'gone'}, token ${result.current?.fencingToken ?? '?'}`,
+    };
   }
-  if (run.status === RunStatus.SUCCEEDED) return { ...base, action: 'skipped-succeeded', detail: 'already SUCCEEDED: the worker will ack it as a duplicate' };
+  if (run.status === RunStatus.SUCCEEDED)
+    return { ...base, action: 'skipped-succeeded', detail: 'already SUCCEEDED: the worker will ack it as a duplicate' };
   if (isTerminal(run.status)) return { ...base, action: 'skipped-terminal', detail: `already ${run.status}: not revived` };
-  return { ...base, action: 'open', detail: `still ${run.status}${run.status === RunStatus.RUNNING ? ' (lease live or attempts left)' : ''}: moved back as is` };
+  return {
+    ...base,
+    action: 'open',
+    detail: `still ${run.status}${run.status === RunStatus.RUNNING ? ' (lease live or attempts left)' : ''}: moved back as is`,
+  };
 }
 
 /** What `redrive --drop` deleted (or, with --dry-run, would delete). */
@@ -181,7 +196,11 @@ export type DropOutcome = { readonly ok: true; readonly dropped: DroppedMessage 
  * `redrive` would only move back to come back again. Every other message is released at once.
  * When no message has that id nothing is deleted.
  */
-export async function dropMessage(deps: Pick<RedriveDeps, 'sqs' | 'jobs' | 'deadLetterQueueUrl'>, messageId: string, options: { dryRun?: boolean; maxMessages?: number } = {}): Promise<DropOutcome> {
+export async function dropMessage(
+  deps: Pick<RedriveDeps, 'sqs' | 'jobs' | 'deadLetterQueueUrl'>,
+  messageId: string,
+  options: { dryRun?: boolean; maxMessages?: number } = {},
+): Promise<DropOutcome> {
   const messages = await receiveAll(deps.sqs, deps.deadLetterQueueUrl, 300, options.maxMessages ?? 10_000);
   const target = messages.find((m) => m.MessageId === messageId);
   const others = messages.filter((m) => m !== target);
@@ -192,7 +211,8 @@ export async function dropMessage(deps: Pick<RedriveDeps, 'sqs' | 'jobs' | 'dead
       messageId,
       ...(parsed.ok ? { runKey: parsed.message.runKey } : { notARun: `${parsed.code}: ${parsed.reason}` }),
       body: target.Body ?? '',
-      receiveCount: target.Attributes?.ApproximateReceiveCount === undefined ? undefined : Number(target.Attributes.ApproximateReceiveCount),
+      receiveCount:
+        target.Attributes?.ApproximateReceiveCount === undefined ? undefined : Number(target.Attributes.ApproximateReceiveCount),
     };
     if (options.dryRun) {
       others.push(target);

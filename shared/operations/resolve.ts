@@ -43,7 +43,12 @@ export type ResolveOutcome =
   | { readonly ok: false; readonly why: 'missing' | 'refused' | 'changed'; readonly message: string };
 
 /** The lane hand-on for resolved runs of exclusive jobs. */
-export function laneHandOn(ledger: Ledger, queue: Pick<RunQueue, 'send'>, jobs: readonly Job[], clock: () => number): (run: Run) => Promise<void> {
+export function laneHandOn(
+  ledger: Ledger,
+  queue: Pick<RunQueue, 'send'>,
+  jobs: readonly Job[],
+  clock: () => number,
+): (run: Run) => Promise<void> {
   return async (run) => {
     const job = jobs.find((j) => j.name === run.job);
     if (job) await runEnded({ ledger, queue, clock, metrics: new InMemoryMetrics() }, job, run);
@@ -57,7 +62,11 @@ export async function resolve(deps: ResolveDeps, request: ResolveRequest): Promi
   const now = deps.clock();
   const refusal = resolveRefusal(seen, now, deps.ops.takeoverMarginMs, { force: request.force });
   if (refusal) return { ok: false, why: 'refused', message: `refused: ${refusal}` };
-  const result = await deps.ops.resolveRun(seen, { as: request.as, reason: request.reason, by: request.by, at: now }, { force: request.force });
+  const result = await deps.ops.resolveRun(
+    seen,
+    { as: request.as, reason: request.reason, by: request.by, at: now },
+    { force: request.force },
+  );
   if (!result.ok) {
     const current = result.current;
     return {

@@ -39,12 +39,22 @@ export interface RetryDeps {
   readonly clock: () => number;
 }
 
-export async function retryRuns(deps: RetryDeps, job: Job, runs: readonly Run[], options: { dryRun?: boolean; by?: string; states?: readonly RunStatus[] } = {}): Promise<RetryEntry[]> {
+export async function retryRuns(
+  deps: RetryDeps,
+  job: Job,
+  runs: readonly Run[],
+  options: { dryRun?: boolean; by?: string; states?: readonly RunStatus[] } = {},
+): Promise<RetryEntry[]> {
   const states = options.states ?? [RunStatus.DEAD];
   const entries: RetryEntry[] = [];
   for (const run of runs) {
     if (!states.includes(run.status)) {
-      entries.push({ runKey: run.runKey, from: run.status, action: 'refused', detail: `${run.status}: only ${states.join(', ')} runs are retried here${run.status === RunStatus.SUCCEEDED ? ' (it succeeded)' : ''}` });
+      entries.push({
+        runKey: run.runKey,
+        from: run.status,
+        action: 'refused',
+        detail: `${run.status}: only ${states.join(', ')} runs are retried here${run.status === RunStatus.SUCCEEDED ? ' (it succeeded)' : ''}`,
+      });
       continue;
     }
     const refusal = revivalRefusal(run) ?? (await revivalRefusalInLane(deps.ledger, job, run, deps.clock()));
@@ -58,7 +68,12 @@ export async function retryRuns(deps: RetryDeps, job: Job, runs: readonly Run[],
     }
     const result = await deps.ops.reviveRun(run, { now: deps.clock(), by: options.by, reason: 'ops retry' });
     if (!result.ok) {
-      entries.push({ runKey: run.runKey, from: run.status, action: 'changed', detail: `changed meanwhile: now ${result.current?.status ?? 'gone'}, token ${result.current?.fencingToken ?? '?'}` });
+      entries.push({
+        runKey: run.runKey,
+        from: run.status,
+        action: 'changed',
+        detail: `changed meanwhile: now ${result.current?.status ?? 'gone'}, token ${result.current?.fencingToken ?? '?'}`,
+      });
       continue;
     }
     await revivedInLane(deps.ledger, job, result.run, deps.clock());
@@ -73,7 +88,13 @@ export async function retryRuns(deps: RetryDeps, job: Job, runs: readonly Run[],
       ...(delaySeconds > 0 ? [`waits for its fire time ${new Date(fireAt).toISOString()}`] : []),
       ...(result.run.status === RunStatus.UNKNOWN ? ['its last result is unknown: reconciles before running again'] : []),
     ];
-    entries.push({ runKey: run.runKey, from: run.status, to: result.run.status, action: 'revived', detail: details.join('; ') || undefined });
+    entries.push({
+      runKey: run.runKey,
+      from: run.status,
+      to: result.run.status,
+      action: 'revived',
+      detail: details.join('; ') || undefined,
+    });
   }
   return entries;
 }
@@ -86,12 +107,22 @@ export type RetrySelection =
 /** What a retry came to: an entry per run looked at, or no such run. */
 export type RetryOutcome = { readonly ok: true; readonly entries: RetryEntry[] } | { readonly ok: false; readonly why: 'missing' };
 
-export async function retry(deps: RetryDeps, job: Job, selection: RetrySelection, options: { dryRun?: boolean; by?: string } = {}): Promise<RetryOutcome> {
+export async function retry(
+  deps: RetryDeps,
+  job: Job,
+  selection: RetrySelection,
+  options: { dryRun?: boolean; by?: string } = {},
+): Promise<RetryOutcome> {
   if ('run' in selection) {
     const run = await deps.ledger.getRun(selection.run);
     if (!run) return { ok: false, why: 'missing' };
     return { ok: true, entries: await retryRuns(deps, job, [run], { ...options, states: RETRYABLE_STATES }) };
   }
-  const runs = await deps.ops.queryRuns(job.name, { statuses: selection.statuses, sinceSlot: selection.sinceSlot, untilSlot: selection.untilSlot, limit: selection.limit });
+  const runs = await deps.ops.queryRuns(job.name, {
+    statuses: selection.statuses,
+    sinceSlot: selection.sinceSlot,
+    untilSlot: selection.untilSlot,
+    limit: selection.limit,
+  });
   return { ok: true, entries: await retryRuns(deps, job, runs, { ...options, states: selection.statuses }) };
 }

@@ -88,7 +88,10 @@ export async function trigger(deps: TriggerDeps, request: TriggerRequest): Promi
     throw new TriggerRequestError('overlap', `must be one of ${Object.values(OverlapPolicy).join(', ')}, got "${request.overlap}"`);
   }
   if (key !== undefined && !(key.length > 0 && key.length <= MAX_IDEMPOTENCY_KEY_CHARS && key.trim() === key)) {
-    throw new TriggerRequestError('idempotency-key', `must be 1 to ${MAX_IDEMPOTENCY_KEY_CHARS} characters without surrounding spaces, got "${key}"`);
+    throw new TriggerRequestError(
+      'idempotency-key',
+      `must be 1 to ${MAX_IDEMPOTENCY_KEY_CHARS} characters without surrounding spaces, got "${key}"`,
+    );
   }
   const overlap = request.overlap === undefined || request.overlap === job.overlap ? undefined : request.overlap;
   // The creator id recognises our own put when the SDK retries one whose response was lost after
@@ -101,7 +104,10 @@ export async function trigger(deps: TriggerDeps, request: TriggerRequest): Promi
   if (key !== undefined) {
     const reserved = await deps.ledger.reserveTriggerKey(job.name, key, { slot, shard: request.shard }, deps.clock());
     if (reserved.shard !== request.shard) {
-      throw new TriggerRequestError('idempotency-key', `"${key}" was first used for ${reserved.shard === undefined ? 'every shard' : `shard ${reserved.shard}`} of job "${job.name}" (${new Date(reserved.createdAt).toISOString()}), not for ${request.shard === undefined ? 'every shard' : `shard ${request.shard}`}`);
+      throw new TriggerRequestError(
+        'idempotency-key',
+        `"${key}" was first used for ${reserved.shard === undefined ? 'every shard' : `shard ${reserved.shard}`} of job "${job.name}" (${new Date(reserved.createdAt).toISOString()}), not for ${request.shard === undefined ? 'every shard' : `shard ${request.shard}`}`,
+      );
     }
     slot = reserved.slot;
     repeated = !reserved.fresh;
@@ -117,7 +123,18 @@ export async function trigger(deps: TriggerDeps, request: TriggerRequest): Promi
       const shard = request.shard ?? i;
       if ((request.shard !== undefined && i > 0) || shard >= count) break;
       const result = await deps.ledger.createRun(
-        { job: job.name, slot, shard, shards: count, status: RunStatus.READY, origin: RunOrigin.MANUAL, watch: true, note: request.note, triggeredBy: request.by, overlap },
+        {
+          job: job.name,
+          slot,
+          shard,
+          shards: count,
+          status: RunStatus.READY,
+          origin: RunOrigin.MANUAL,
+          watch: true,
+          note: request.note,
+          triggeredBy: request.by,
+          overlap,
+        },
         deps.clock(),
         creator,
       );

@@ -25,7 +25,11 @@ export class ConfigRecorder {
     try {
       const result = await this.store.recordIfChanged(this.jobs, now);
       this.recorded = true;
-      this.logger.info(result.written ? 'deployed config recorded' : 'deployed config already recorded', { hash: result.hash, jobs: this.jobs.length, chunks: result.chunks });
+      this.logger.info(result.written ? 'deployed config recorded' : 'deployed config already recorded', {
+        hash: result.hash,
+        jobs: this.jobs.length,
+        chunks: result.chunks,
+      });
     } catch (error) {
       this.logger.error('deployed config not recorded: the ops CLI reads the previous one until a tick records this one', {
         error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),

@@ -26,8 +26,14 @@ export interface OperatorGauges {
 }
 
 /** Both gauges of the partition's tick; a read that fails leaves its gauge unpublished. */
-export async function publishOperatorGauges(deps: OperatorGaugeDeps, input: { readonly paused: ReadonlySet<string>; readonly partition: number; readonly of: number }): Promise<OperatorGauges> {
-  const [pausedByFailure, openDead] = await Promise.all([publishPausedByFailure(deps, input.paused), publishOpenDead(deps, input.partition, input.of)]);
+export async function publishOperatorGauges(
+  deps: OperatorGaugeDeps,
+  input: { readonly paused: ReadonlySet<string>; readonly partition: number; readonly of: number },
+): Promise<OperatorGauges> {
+  const [pausedByFailure, openDead] = await Promise.all([
+    publishPausedByFailure(deps, input.paused),
+    publishOpenDead(deps, input.partition, input.of),
+  ]);
   return { pausedByFailure, openDead };
 }
 
@@ -38,12 +44,16 @@ export async function publishOperatorGauges(deps: OperatorGaugeDeps, input: { re
  */
 async function publishOpenDead(deps: OperatorGaugeDeps, partition: number, of: number): Promise<number | undefined> {
   try {
-    const counts = await mapBounded(ownedOpenBuckets(partition, of), 16, (bucket) => deps.ledger.countOpenDead(bucket, OPEN_DEAD_COUNT_CAP));
+    const counts = await mapBounded(ownedOpenBuckets(partition, of), 16, (bucket) =>
+      deps.ledger.countOpenDead(bucket, OPEN_DEAD_COUNT_CAP),
+    );
     const openDead = counts.reduce((a, b) => a + b, 0);
     deps.metrics.observe(MetricName.OpenDeadRuns, openDead, 'Count');
     return openDead;
   } catch (error) {
-    deps.logger.warn('could not count the DEAD runs waiting for an operator: the gauge is not published this tick', { error: String(error) });
+    deps.logger.warn('could not count the DEAD runs waiting for an operator: the gauge is not published this tick', {
+      error: String(error),
+    });
     return undefined;
   }
 }

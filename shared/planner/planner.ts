@@ -118,7 +118,12 @@ function partitionFingerprint(all: readonly Job[], partition: number, of: number
 }
 
 /** The layout this tick works under, switching to `of` partitions if the stored one differs. */
-async function layoutFor(deps: PlannerDeps, stored: PlannerLayout | undefined, of: number, now: number): Promise<PlannerLayout | undefined> {
+async function layoutFor(
+  deps: PlannerDeps,
+  stored: PlannerLayout | undefined,
+  of: number,
+  now: number,
+): Promise<PlannerLayout | undefined> {
   if (stored && stored.of === of) return stored;
   const next = relayout(stored, of, now, (partition) => partitionFingerprint(deps.jobs, partition, of));
   if (await deps.ledger.planning.writeLayout(stored, next, now)) {
@@ -137,7 +142,20 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
   const state = await deps.ledger.planning.readTickState();
   const layout = await layoutFor(deps, state.layout, ref.of, now);
   const jobs = jobsOfPartition(deps.jobs, ref.partition, ref.of);
-  const idle: TickReport = { partition: ref.partition, of: ref.of, created: 0, existing: 0, skipped: 0, sent: 0, swept: 0, plannedUntil: now, watermarkAdvanced: false, deferred: 0, behind: 0, orphans: 0 };
+  const idle: TickReport = {
+    partition: ref.partition,
+    of: ref.of,
+    created: 0,
+    existing: 0,
+    skipped: 0,
+    sent: 0,
+    swept: 0,
+    plannedUntil: now,
+    watermarkAdvanced: false,
+    deferred: 0,
+    behind: 0,
+    orphans: 0,
+  };
   if (!layout) {
     // Planners of two different partition counts are running (a deploy in progress): the newer
     // layout wins the next tick; this one does nothing rather than fight over the watermarks.
@@ -171,7 +189,10 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
     if (job.maxRuns === undefined) continue;
     const plan = plans.get(job.name);
     const plannedUntil = behind.get(job.name) ?? cursor.plannedUntil ?? now;
-    const legacy = plan?.firstSlot !== undefined && plan.lastSlot !== undefined ? legacyRunCount(slotSpecOf(job), { firstSlot: plan.firstSlot, lastSlot: plan.lastSlot }, plannedUntil, job.maxRuns) : 0;
+    const legacy =
+      plan?.firstSlot !== undefined && plan.lastSlot !== undefined
+        ? legacyRunCount(slotSpecOf(job), { firstSlot: plan.firstSlot, lastSlot: plan.lastSlot }, plannedUntil, job.maxRuns)
+        : 0;
     runCounts.set(job.name, plan?.planned ?? legacy);
   }
   // A job listed as behind whose plan has no cursor was interrupted between the two writes, or
@@ -231,11 +252,20 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
       // A slot at or before the watermark (re-planned after a config change) needs none: the tick
       // that moved the watermark past it sent it, or found it and watched it.
       const sentBefore = !planned.catchUp && planned.slot <= (cursor.plannedUntil ?? Number.NEGATIVE_INFINITY);
-      if (!sentBefore && 'existing' in result && result.existing.status === RunStatus.READY && result.existing.attempt === 0) await deps.ledger.watch(result.existing);
+      if (!sentBefore && 'existing' in result && result.existing.status === RunStatus.READY && result.existing.attempt === 0)
+        await deps.ledger.watch(result.existing);
       return undefined;
     }
     created++;
-    history.record({ type: 'run-created', at: now, runKey: result.run.runKey, job: planned.job.name, slot: planned.slot, shard, status: planned.status });
+    history.record({
+      type: 'run-created',
+      at: now,
+      runKey: result.run.runKey,
+      job: planned.job.name,
+      slot: planned.slot,
+      shard,
+      status: planned.status,
+    });
     if (planned.status === RunStatus.SKIPPED) {
       skipped++;
       return undefined;
@@ -263,7 +293,14 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
     await Promise.all([
       ...indices.slice(1).map(async (index) => {
         const planned = plan.runs[index]!;
-        const out = planned.shard < shards ? await settle(planned, planned.shard, await put(() => deps.ledger.createRun(newRun(planned, planned.shard, shards), now, tickId))) : undefined;
+        const out =
+          planned.shard < shards
+            ? await settle(
+                planned,
+                planned.shard,
+                await put(() => deps.ledger.createRun(newRun(planned, planned.shard, shards), now, tickId)),
+              )
+            : undefined;
         await dispatch.settle(index, out);
       }),
       ...Array.from({ length: Math.max(0, shards - job.shards) }, async (_, k) => {
@@ -295,9 +332,27 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
 
   await recordCatchUp(deps, now, plan.behindSet, plan.edgeSet, plan.behindClear, behind, staleListings);
 
-  history.record({ type: 'partition-planning', at: now, runKey: '', partition: ref.partition, of: ref.of, plannedUntil: plan.plannedUntil });
-  const watermarkAdvanced = await deps.ledger.planning.advancePartition(layout.gen, ref.partition, plan.plannedUntil, { configHash: fingerprint, at: now });
-  if (watermarkAdvanced) history.record({ type: 'partition-planned', at: now, runKey: '', partition: ref.partition, of: ref.of, plannedUntil: plan.plannedUntil });
+  history.record({
+    type: 'partition-planning',
+    at: now,
+    runKey: '',
+    partition: ref.partition,
+    of: ref.of,
+    plannedUntil: plan.plannedUntil,
+  });
+  const watermarkAdvanced = await deps.ledger.planning.advancePartition(layout.gen, ref.partition, plan.plannedUntil, {
+    configHash: fingerprint,
+    at: now,
+  });
+  if (watermarkAdvanced)
+    history.record({
+      type: 'partition-planned',
+      at: now,
+      runKey: '',
+      partition: ref.partition,
+      of: ref.of,
+      plannedUntil: plan.plannedUntil,
+    });
 
   const swept = await sweep(
     { ledger: deps.ledger, queue: deps.queue, clock: deps.clock, logger: deps.logger, metrics: deps.metrics, history: deps.history },
@@ -309,10 +364,17 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
 
   deps.metrics.count(MetricName.SlotsMaterialized, created - skipped);
   deps.metrics.count(MetricName.SlotsSkipped, skipped);
-  deps.metrics.count(MetricName.SlotsMisfired, [...plan.misfired.values()].reduce((a, b) => a + b, 0));
+  deps.metrics.count(
+    MetricName.SlotsMisfired,
+    [...plan.misfired.values()].reduce((a, b) => a + b, 0),
+  );
   deps.metrics.count(MetricName.CatchUpDeferred, plan.deferred);
   deps.metrics.count(MetricName.RunsSwept, swept.swept);
-  deps.metrics.observe(MetricName.PlannerLag, cursor.plannedUntil === undefined ? 0 : Math.max(0, now - cursor.plannedUntil), 'Milliseconds');
+  deps.metrics.observe(
+    MetricName.PlannerLag,
+    cursor.plannedUntil === undefined ? 0 : Math.max(0, now - cursor.plannedUntil),
+    'Milliseconds',
+  );
   const report: TickReport = {
     partition: ref.partition,
     of: ref.of,
@@ -347,8 +409,12 @@ async function recordCatchUp(
 ): Promise<void> {
   const newlyBehind = [...set.keys()].filter((job) => !before.has(job));
   if (newlyBehind.length > 0) await deps.ledger.planning.listBehind(newlyBehind, []);
-  await mapBounded([...set], 16, ([job, cursor]) => deps.ledger.planning.setCatchUp(job, cursor, edges.get(job) ?? cursor, before.get(job), now));
-  const cleared = await mapBounded(clear, 16, async (job) => ((await deps.ledger.planning.clearCatchUp(job, before.get(job), now)) ? job : undefined));
+  await mapBounded([...set], 16, ([job, cursor]) =>
+    deps.ledger.planning.setCatchUp(job, cursor, edges.get(job) ?? cursor, before.get(job), now),
+  );
+  const cleared = await mapBounded(clear, 16, async (job) =>
+    (await deps.ledger.planning.clearCatchUp(job, before.get(job), now)) ? job : undefined,
+  );
   // A stale listing (read at the tick's start, without a cursor) whose job this tick found behind
   // again was just listed anew, with its cursor set: unlisting it would leave a cursor nobody reads
   // and the job's missed slots unplanned for good.

@@ -70,7 +70,13 @@ export interface SweepReport {
   readonly sweptUntil: number;
 }
 
-export const SWEEP_DEFAULTS = { graceMs: 120_000, windowMaxMs: 600_000, queryBudget: 1_000, watchBudget: 1_000, maxRedispatches: 10 } as const;
+export const SWEEP_DEFAULTS = {
+  graceMs: 120_000,
+  windowMaxMs: 600_000,
+  queryBudget: 1_000,
+  watchBudget: 1_000,
+  maxRedispatches: 10,
+} as const;
 
 export async function sweep(deps: SweepDeps, input: SweepInput, options: SweepOptions = {}): Promise<SweepReport> {
   const o = { ...SWEEP_DEFAULTS, ...definedOnly(options) };
@@ -113,7 +119,11 @@ export async function sweep(deps: SweepDeps, input: SweepInput, options: SweepOp
     const after = resumeAt.get(bucket);
     const page = await deps.ledger.watchedPage(bucket, overdue, after, share);
     // A bucket read to its end starts over next time.
-    return { bucket, entries: page.entries, next: page.more && page.entries.length > 0 ? page.entries[page.entries.length - 1] : undefined };
+    return {
+      bucket,
+      entries: page.entries,
+      next: page.more && page.entries.length > 0 ? page.entries[page.entries.length - 1] : undefined,
+    };
   });
   const watchedIds: RunId[] = pages.flatMap((p) => p.entries.map(idOfKey));
   const nextResume = new Map(pages.filter((p) => p.next !== undefined).map((p) => [p.bucket, p.next!]));
@@ -156,15 +166,26 @@ export async function sweep(deps: SweepDeps, input: SweepInput, options: SweepOp
   // goes first) must stay in view: once the window sweep has passed its slot only the watch index
   // brings it back, and no holder hands the lane to a run older than itself (coalesce).
   const sending = new Set(toSend.map((run) => run.runKey));
-  await mapBounded(lost.filter((run) => !sending.has(run.runKey) && !watchedKeys.has(run.runKey)), 16, (run) => deps.ledger.watch(run));
-  const marks = await mapBounded(toSend, 16, async (run) => ({ run, marked: await deps.ledger.markRedispatch(run, now, o.graceMs, o.maxRedispatches) }));
+  await mapBounded(
+    lost.filter((run) => !sending.has(run.runKey) && !watchedKeys.has(run.runKey)),
+    16,
+    (run) => deps.ledger.watch(run),
+  );
+  const marks = await mapBounded(toSend, 16, async (run) => ({
+    run,
+    marked: await deps.ledger.markRedispatch(run, now, o.graceMs, o.maxRedispatches),
+  }));
   let stuck = 0;
   const outgoing: OutgoingRun[] = [];
   for (const { run, marked } of marks) {
     if (marked === 'marked') outgoing.push({ message: messageFor(run), delaySeconds: 0 });
     if (marked === 'exhausted') {
       stuck++;
-      deps.logger.error('run re-dispatched without ever being claimed: left for an operator', { runKey: run.runKey, status: run.status, redispatches: run.redispatches });
+      deps.logger.error('run re-dispatched without ever being claimed: left for an operator', {
+        runKey: run.runKey,
+        status: run.status,
+        redispatches: run.redispatches,
+      });
     }
   }
   await deps.queue.send(outgoing);
@@ -248,7 +269,8 @@ export function decodeCursor(raw: string | undefined): Map<number, IndexKey> {
     for (const entry of parsed) {
       if (!Array.isArray(entry) || entry.length !== 4) continue;
       const [bucket, openSk, pk, sk] = entry as unknown[];
-      if (typeof bucket === 'number' && typeof openSk === 'string' && typeof pk === 'string' && typeof sk === 'string') out.set(bucket, { openSk, pk, sk });
+      if (typeof bucket === 'number' && typeof openSk === 'string' && typeof pk === 'string' && typeof sk === 'string')
+        out.set(bucket, { openSk, pk, sk });
     }
   } catch {
     // A cursor that does not parse only means every bucket is swept from its start.

@@ -38,7 +38,8 @@ function positiveNumberEnv(name: string, env: NodeJS.ProcessEnv): number | undef
   const raw = env[name];
   if (raw === undefined || raw === '') return undefined;
   const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`environment variable ${name} must be a positive number, got ${JSON.stringify(raw)}`);
+  if (!Number.isFinite(value) || value <= 0)
+    throw new Error(`environment variable ${name} must be a positive number, got ${JSON.stringify(raw)}`);
   return value;
 }
 

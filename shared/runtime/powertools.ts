@@ -45,7 +45,11 @@ const UNITS: Record<Unit, (typeof MetricUnit)[keyof typeof MetricUnit]> = {
 /** Powertools Metrics in the scheduler namespace, scoped to the stack named by ENV.metricsStack. */
 export function schedulerMetrics(env: NodeJS.ProcessEnv = process.env): Metrics {
   const stack = env[ENV.metricsStack];
-  return new Metrics({ namespace: METRICS_NAMESPACE, serviceName: SERVICE_NAME, ...(stack ? { defaultDimensions: { [STACK_DIMENSION]: stack } } : {}) });
+  return new Metrics({
+    namespace: METRICS_NAMESPACE,
+    serviceName: SERVICE_NAME,
+    ...(stack ? { defaultDimensions: { [STACK_DIMENSION]: stack } } : {}),
+  });
 }
 
 export class PowertoolsMetricsSink implements MetricsSink {

@@ -62,7 +62,14 @@ const PREDEFINED: Readonly<Record<string, string>> = {
 
 const FIELD_NAMES_6 = ['second', 'minute', 'hour', 'day-of-month', 'month', 'day-of-week'] as const;
 /** Each field's values, lowest and highest (day-of-week 7 is Sunday again, so its range is 0-6). */
-const FIELD_RANGES_6: readonly (readonly [number, number])[] = [[0, 59], [0, 59], [0, 23], [1, 31], [1, 12], [0, 6]];
+const FIELD_RANGES_6: readonly (readonly [number, number])[] = [
+  [0, 59],
+  [0, 59],
+  [0, 23],
+  [1, 31],
+  [1, 12],
+  [0, 6],
+];
 /** What each field counts within: a step as wide as the range fires once per this. */
 const FIELD_PERIODS_6 = ['minute', 'hour', 'day', 'month', 'year', 'week'] as const;
 
@@ -144,7 +151,14 @@ function expandField(fields: readonly string[], index: number): FieldValues | st
     } catch (err) {
       return `${name} field "${field}": ${err instanceof Error ? err.message : String(err)}`;
     }
-    const f = [parsed.fields.second, parsed.fields.minute, parsed.fields.hour, parsed.fields.dayOfMonth, parsed.fields.month, parsed.fields.dayOfWeek][index];
+    const f = [
+      parsed.fields.second,
+      parsed.fields.minute,
+      parsed.fields.hour,
+      parsed.fields.dayOfMonth,
+      parsed.fields.month,
+      parsed.fields.dayOfWeek,
+    ][index];
     for (const v of (f?.values ?? []) as readonly (number | string)[]) {
       const key = index === 5 && typeof v === 'number' ? v % 7 : v;
       if (!seen.has(key)) {
@@ -174,7 +188,14 @@ function compile(schedule: string): CronPlan | string {
     else expanded.push(values);
   }
   if (problems.length > 0) return problems.join('; ');
-  const [second, minute, hour, dayOfMonth, month, dayOfWeek] = expanded as [FieldValues, FieldValues, FieldValues, FieldValues, FieldValues, FieldValues];
+  const [second, minute, hour, dayOfMonth, month, dayOfWeek] = expanded as [
+    FieldValues,
+    FieldValues,
+    FieldValues,
+    FieldValues,
+    FieldValues,
+    FieldValues,
+  ];
   const nextTable = (values: readonly (number | string)[], max: number): Int8Array => {
     const allowed = new Uint8Array(max + 2);
     for (const v of values) if (typeof v === 'number' && v >= 0 && v <= max) allowed[v] = 1;
@@ -260,12 +281,9 @@ export function clearCronCache(): void {
 function dayMatches(p: CronPlan, d: number, dow: number, dim: number): boolean {
   if (p.everyDay) return true;
   const domMatch = p.domValues[d] === 1 || (p.domLast && d === dim);
-  const dowMatch =
-    (p.dowValues[dow] === 1 && (p.dowNth === 0 || Math.ceil(d / 7) === p.dowNth)) ||
-    (p.dowLast[dow] === 1 && d + 7 > dim);
+  const dowMatch = (p.dowValues[dow] === 1 && (p.dowNth === 0 || Math.ceil(d / 7) === p.dowNth)) || (p.dowLast[dow] === 1 && d + 7 > dim);
   return p.orDays ? domMatch || dowMatch : domMatch && dowMatch;
 }
-
 
 /**
  * The smallest matching wall time >= w (w a whole second), or -1 if there is none up to maxW.

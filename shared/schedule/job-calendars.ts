@@ -37,7 +37,12 @@ export function expandExclude(
     const calendar = Object.hasOwn(calendars, entry.calendar) ? calendars[entry.calendar] : undefined;
     if (calendar === undefined) {
       const known = Object.keys(calendars);
-      issues.push({ job: name, field: `exclude.${i}.calendar`, value: entry.calendar, message: `unknown calendar; defined: ${known.join(', ') || '(none)'}` });
+      issues.push({
+        job: name,
+        field: `exclude.${i}.calendar`,
+        value: entry.calendar,
+        message: `unknown calendar; defined: ${known.join(', ') || '(none)'}`,
+      });
       return;
     }
     for (const date of calendar) dates.add(date);

@@ -91,113 +91,113 @@ export type MisfirePolicy = (typeof MisfirePolicy)[keyof typeof MisfirePolicy];
 
 function jobShapeWith(checks: ScheduleChecks) {
   return z.strictObject({
-  name: z.string().check(z.regex(JOB_NAME, 'name must match [a-z0-9-], 1-64 characters, no leading or trailing dash')),
-  /** A cron expression, `{ every, phase? }` or `{ at }` (schedule-schema.ts). */
-  schedule: scheduleField((value) => checks.scheduleError(value)),
-  timezone: z._default(
-    z.string().check(
-      z.superRefine((value, ctx) => {
-        const problem = checks.timezoneError(value);
-        if (problem) ctx.issues.push({ code: 'custom', input: value, message: problem });
-      }),
-    ),
-    'UTC',
-  ),
-  handler: z.string().check(z.minLength(1, 'handler is required')),
-  enabled: z._default(z.boolean(), true),
-  /** @default { gap: 'shift', overlap: 'once' } */
-  dst: z._default(
-    z.strictObject({
-      gap: z._default(z.enum(['shift', 'skip']), DEFAULT_DST.gap),
-      overlap: z._default(z.enum(['once', 'twice']), DEFAULT_DST.overlap),
-    }),
-    { ...DEFAULT_DST },
-  ),
-  /** @default { after: '5m', policy: 'all', maxPerTick: 10 } */
-  misfire: z._default(
-    z.strictObject({
-      after: z._default(duration('misfire.after'), 300_000),
-      policy: z._default(z.enum(['skip', 'latest', 'all']), 'all'),
-      maxPerTick: z._default(z.int().check(z.gte(1), z.lte(1000)), 10),
-    }),
-    { after: 300_000, policy: 'all', maxPerTick: 10 },
-  ),
-  /** @default 'parallel' */
-  overlap: z._default(z.enum(['forbid-skip', 'forbid-queue', 'coalesce', 'replace', 'parallel']), 'parallel'),
-  /**
-   * What a run's effects are: 'per-slot' (each slot writes its own result, so an older slot run
-   * late still lands) or 'latest-wins' (the handler overwrites one shared fenced item, so a newer
-   * slot's write refuses every older slot's: a backfill of such a job only makes SUPERSEDED runs,
-   * and `ops backfill` says so before creating any). @default 'per-slot'
-   */
-  effects: z._default(z.enum(['per-slot', 'latest-wins']), 'per-slot'),
-  /**
-   * Pause the job after this many consecutive DEAD runs (a run an operator resolved does not
-   * count); `ops resume` clears it. @default never
-   */
-  pauseOnFailure: z.optional(z.int().check(z.gte(1), z.lte(1_000))),
-  /** End the job after this many scheduled runs (manual triggers and backfills do not count; at most MAX_RUNS_LIMIT). @default unbounded */
-  maxRuns: z.optional(z.int().check(z.gte(1), z.lte(MAX_RUNS_LIMIT))),
-  /** @default 1 */
-  shards: z._default(z.int().check(z.gte(1), z.lte(100)), 1),
-  /** Lease length. @default 30 s */
-  lease: z._default(duration('lease'), 30_000),
-  /** @default lease / 3 */
-  heartbeatEvery: z.optional(duration('heartbeatEvery')),
-  /**
-   * Per-attempt timeout; with the start wait it must fit in one worker invocation (Lambda
-   * timeout − yield margin), unless the job `checkpoints`. @default 45 s
-   */
-  timeout: z._default(duration('timeout'), DEFAULT_TIMEOUT_MS),
-  /**
-   * The handler saves progress with `ctx.checkpoint` and resumes from `ctx.resumeFrom`: an attempt
-   * that reaches the invocation's time limit yields and goes on in the next invocation (a yield
-   * without a new checkpoint spends the attempt), so `timeout` may exceed one invocation and counts
-   * across them. @default false
-   */
-  checkpoints: z._default(z.boolean(), false),
-  /** @default { maxAttempts: 3, backoff: { base: '1s', max: '5m', jitter: 'full' } } */
-  retry: z._default(
-    z.strictObject({
-      // Stays below the queue's maxReceiveCount (15) so only poison and crash loops reach the DLQ.
-      maxAttempts: z._default(z.int().check(z.gte(1), z.lte(10)), 3),
-      backoff: z._default(
-        z.strictObject({
-          base: z._default(duration('retry.backoff.base'), 1_000),
-          max: z._default(duration('retry.backoff.max'), 300_000),
-          jitter: z._default(z.enum(['full', 'none']), 'full'),
+    name: z.string().check(z.regex(JOB_NAME, 'name must match [a-z0-9-], 1-64 characters, no leading or trailing dash')),
+    /** A cron expression, `{ every, phase? }` or `{ at }` (schedule-schema.ts). */
+    schedule: scheduleField((value) => checks.scheduleError(value)),
+    timezone: z._default(
+      z.string().check(
+        z.superRefine((value, ctx) => {
+          const problem = checks.timezoneError(value);
+          if (problem) ctx.issues.push({ code: 'custom', input: value, message: problem });
         }),
-        { base: 1_000, max: 300_000, jitter: 'full' },
       ),
-    }),
-    { maxAttempts: 3, backoff: { base: 1_000, max: 300_000, jitter: 'full' } },
-  ),
-  /** Time after the slot by which the slot must be done, else DEAD. @default none */
-  deadline: z.optional(duration('deadline')),
-  /**
-   * How early a run's message becomes visible before its slot; the worker waits out the rest so
-   * the handler starts on the slot despite SQS's whole-second delays. 0 = start when SQS delivers
-   * (in the second after the slot, up to ~1 s late) with no wait to pay for. Sub-second start
-   * precision is a per-job choice: '1500ms' starts handlers within milliseconds of the slot and
-   * costs between startLead − 1 s and startLead of Lambda time per run (README "Start
-   * precision"). @default 0
-   */
-  startLead: z._default(duration('startLead'), DEFAULT_START_LEAD_MS),
-  /**
-   * Fire each run up to this long after its slot, by an offset fixed per (job, slot) (jitter.ts):
-   * spreads jobs sharing a schedule. Never past the next slot. At most 10m. @default none
-   */
-  jitter: z.optional(
-    duration('jitter').check(
-      z.refine((ms) => ms <= MAX_JITTER_MS, 'jitter must be at most 10m (SQS delays a message at most 15 minutes)'),
+      'UTC',
     ),
-  ),
-  /** No slot before this. @default unbounded */
-  startAt: z.optional(dateTimeField('startAt')),
-  /** No slot at or after this. @default unbounded */
-  endAt: z.optional(dateTimeField('endAt')),
-  /** Local dates, and named calendars of them, on which the job does not fire. @default none */
-  exclude: z.optional(excludeField),
+    handler: z.string().check(z.minLength(1, 'handler is required')),
+    enabled: z._default(z.boolean(), true),
+    /** @default { gap: 'shift', overlap: 'once' } */
+    dst: z._default(
+      z.strictObject({
+        gap: z._default(z.enum(['shift', 'skip']), DEFAULT_DST.gap),
+        overlap: z._default(z.enum(['once', 'twice']), DEFAULT_DST.overlap),
+      }),
+      { ...DEFAULT_DST },
+    ),
+    /** @default { after: '5m', policy: 'all', maxPerTick: 10 } */
+    misfire: z._default(
+      z.strictObject({
+        after: z._default(duration('misfire.after'), 300_000),
+        policy: z._default(z.enum(['skip', 'latest', 'all']), 'all'),
+        maxPerTick: z._default(z.int().check(z.gte(1), z.lte(1000)), 10),
+      }),
+      { after: 300_000, policy: 'all', maxPerTick: 10 },
+    ),
+    /** @default 'parallel' */
+    overlap: z._default(z.enum(['forbid-skip', 'forbid-queue', 'coalesce', 'replace', 'parallel']), 'parallel'),
+    /**
+     * What a run's effects are: 'per-slot' (each slot writes its own result, so an older slot run
+     * late still lands) or 'latest-wins' (the handler overwrites one shared fenced item, so a newer
+     * slot's write refuses every older slot's: a backfill of such a job only makes SUPERSEDED runs,
+     * and `ops backfill` says so before creating any). @default 'per-slot'
+     */
+    effects: z._default(z.enum(['per-slot', 'latest-wins']), 'per-slot'),
+    /**
+     * Pause the job after this many consecutive DEAD runs (a run an operator resolved does not
+     * count); `ops resume` clears it. @default never
+     */
+    pauseOnFailure: z.optional(z.int().check(z.gte(1), z.lte(1_000))),
+    /** End the job after this many scheduled runs (manual triggers and backfills do not count; at most MAX_RUNS_LIMIT). @default unbounded */
+    maxRuns: z.optional(z.int().check(z.gte(1), z.lte(MAX_RUNS_LIMIT))),
+    /** @default 1 */
+    shards: z._default(z.int().check(z.gte(1), z.lte(100)), 1),
+    /** Lease length. @default 30 s */
+    lease: z._default(duration('lease'), 30_000),
+    /** @default lease / 3 */
+    heartbeatEvery: z.optional(duration('heartbeatEvery')),
+    /**
+     * Per-attempt timeout; with the start wait it must fit in one worker invocation (Lambda
+     * timeout − yield margin), unless the job `checkpoints`. @default 45 s
+     */
+    timeout: z._default(duration('timeout'), DEFAULT_TIMEOUT_MS),
+    /**
+     * The handler saves progress with `ctx.checkpoint` and resumes from `ctx.resumeFrom`: an attempt
+     * that reaches the invocation's time limit yields and goes on in the next invocation (a yield
+     * without a new checkpoint spends the attempt), so `timeout` may exceed one invocation and counts
+     * across them. @default false
+     */
+    checkpoints: z._default(z.boolean(), false),
+    /** @default { maxAttempts: 3, backoff: { base: '1s', max: '5m', jitter: 'full' } } */
+    retry: z._default(
+      z.strictObject({
+        // Stays below the queue's maxReceiveCount (15) so only poison and crash loops reach the DLQ.
+        maxAttempts: z._default(z.int().check(z.gte(1), z.lte(10)), 3),
+        backoff: z._default(
+          z.strictObject({
+            base: z._default(duration('retry.backoff.base'), 1_000),
+            max: z._default(duration('retry.backoff.max'), 300_000),
+            jitter: z._default(z.enum(['full', 'none']), 'full'),
+          }),
+          { base: 1_000, max: 300_000, jitter: 'full' },
+        ),
+      }),
+      { maxAttempts: 3, backoff: { base: 1_000, max: 300_000, jitter: 'full' } },
+    ),
+    /** Time after the slot by which the slot must be done, else DEAD. @default none */
+    deadline: z.optional(duration('deadline')),
+    /**
+     * How early a run's message becomes visible before its slot; the worker waits out the rest so
+     * the handler starts on the slot despite SQS's whole-second delays. 0 = start when SQS delivers
+     * (in the second after the slot, up to ~1 s late) with no wait to pay for. Sub-second start
+     * precision is a per-job choice: '1500ms' starts handlers within milliseconds of the slot and
+     * costs between startLead − 1 s and startLead of Lambda time per run (README "Start
+     * precision"). @default 0
+     */
+    startLead: z._default(duration('startLead'), DEFAULT_START_LEAD_MS),
+    /**
+     * Fire each run up to this long after its slot, by an offset fixed per (job, slot) (jitter.ts):
+     * spreads jobs sharing a schedule. Never past the next slot. At most 10m. @default none
+     */
+    jitter: z.optional(
+      duration('jitter').check(
+        z.refine((ms) => ms <= MAX_JITTER_MS, 'jitter must be at most 10m (SQS delays a message at most 15 minutes)'),
+      ),
+    ),
+    /** No slot before this. @default unbounded */
+    startAt: z.optional(dateTimeField('startAt')),
+    /** No slot at or after this. @default unbounded */
+    endAt: z.optional(dateTimeField('endAt')),
+    /** Local dates, and named calendars of them, on which the job does not fire. @default none */
+    exclude: z.optional(excludeField),
   });
 }
 
@@ -210,7 +210,6 @@ export interface Job extends Omit<ParsedJob, 'heartbeatEvery' | 'exclude'> {
 }
 
 export type { ExcludeEntry };
-
 
 function valueAt(input: unknown, path: readonly PropertyKey[]): unknown {
   let current: unknown = input;
@@ -274,7 +273,9 @@ function asWritten(input: unknown, field: string, fallback: string): string {
 }
 
 /** The fields the cross-field checks read; any of them may be missing when it did not parse. */
-type CheckedFields = Partial<Pick<ParsedJob, 'handler' | 'lease' | 'heartbeatEvery' | 'timeout' | 'startLead' | 'checkpoints'>> & { readonly name: string };
+type CheckedFields = Partial<Pick<ParsedJob, 'handler' | 'lease' | 'heartbeatEvery' | 'timeout' | 'startLead' | 'checkpoints'>> & {
+  readonly name: string;
+};
 
 /** Each field of a job that failed to parse, parsed on its own: those that parse, with defaults. */
 function fieldsThatParse(jobShape: ReturnType<typeof jobShapeWith>, input: unknown): Partial<ParsedJob> {
@@ -295,7 +296,12 @@ function fieldIssues(job: CheckedFields, input: unknown, options: ParseJobsOptio
   if (seen.has(job.name)) issues.push({ job: job.name, field: 'name', value: job.name, message: 'duplicate job name' });
   seen.add(job.name);
   if (job.handler !== undefined && !options.handlers.includes(job.handler)) {
-    issues.push({ job: job.name, field: 'handler', value: job.handler, message: `unknown handler; registered: ${options.handlers.join(', ') || '(none)'}` });
+    issues.push({
+      job: job.name,
+      field: 'handler',
+      value: job.handler,
+      message: `unknown handler; registered: ${options.handlers.join(', ') || '(none)'}`,
+    });
   }
   const writtenHeartbeat = valueAt(input, ['heartbeatEvery']);
   if (job.lease !== undefined && (job.heartbeatEvery !== undefined || writtenHeartbeat === undefined)) {
@@ -303,7 +309,12 @@ function fieldIssues(job: CheckedFields, input: unknown, options: ParseJobsOptio
     // Quote what the job wrote; when heartbeatEvery was left to its default, say it is lease / 3.
     const derived = writtenHeartbeat === undefined ? ' (the default, lease / 3)' : '';
     if (heartbeatEvery >= job.lease) {
-      issues.push({ job: job.name, field: 'heartbeatEvery', value: writtenHeartbeat, message: `must be shorter than lease ${asWritten(input, 'lease', '30s')}${derived}` });
+      issues.push({
+        job: job.name,
+        field: 'heartbeatEvery',
+        value: writtenHeartbeat,
+        message: `must be shorter than lease ${asWritten(input, 'lease', '30s')}${derived}`,
+      });
     } else if (heartbeatEvery < 1) {
       issues.push({
         job: job.name,

@@ -11,9 +11,7 @@
  * second, since slots are.
  */
 
-export type DateTimeValue =
-  | { readonly kind: 'instant'; readonly ms: number }
-  | { readonly kind: 'local'; readonly wall: number };
+export type DateTimeValue = { readonly kind: 'instant'; readonly ms: number } | { readonly kind: 'local'; readonly wall: number };
 
 const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})(?:T(\d{2}):(\d{2})(?::(\d{2})(?:\.(\d{1,3}))?)?(Z|[+-]\d{2}:\d{2})?)?$/;
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;

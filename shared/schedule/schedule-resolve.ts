@@ -59,8 +59,15 @@ function resolveUncached(spec: SlotSpec): ResolvedSpec {
   }
   const { schedule } = spec;
   if (isIntervalSchedule(schedule)) {
-    if (!(schedule.every >= SECOND) || schedule.every % SECOND !== 0 || schedule.phase % SECOND !== 0 || !(schedule.phase >= 0 && schedule.phase < schedule.every)) {
-      throw new RangeError(`invalid interval: every ${schedule.every} ms, phase ${schedule.phase} ms (whole seconds, every >= 1 s, 0 <= phase < every)`);
+    if (
+      !(schedule.every >= SECOND) ||
+      schedule.every % SECOND !== 0 ||
+      schedule.phase % SECOND !== 0 ||
+      !(schedule.phase >= 0 && schedule.phase < schedule.every)
+    ) {
+      throw new RangeError(
+        `invalid interval: every ${schedule.every} ms, phase ${schedule.phase} ms (whole seconds, every >= 1 s, 0 <= phase < every)`,
+      );
     }
   }
   return {
@@ -81,7 +88,15 @@ const MAX_KEYED = 10_000;
 function keyOf(spec: SlotSpec): string {
   const s = spec.schedule;
   const schedule = typeof s === 'string' ? `c:${s}` : isIntervalSchedule(s) ? `i:${s.every}:${s.phase}` : `a:${s.at}`;
-  return [schedule, spec.timezone, spec.dst.gap, spec.dst.overlap, spec.startAt ?? '', spec.endAt ?? '', (spec.exclude ?? []).join(',')].join('|');
+  return [
+    schedule,
+    spec.timezone,
+    spec.dst.gap,
+    spec.dst.overlap,
+    spec.startAt ?? '',
+    spec.endAt ?? '',
+    (spec.exclude ?? []).join(','),
+  ].join('|');
 }
 
 /** The spec resolved against its zone; throws a RangeError naming what is invalid. Cached. */
@@ -134,9 +149,11 @@ export function specProblems(spec: SlotSpec): SpecProblem[] {
     } else if (!r.once.some((t) => admits(r, t))) {
       const first = r.once[0] ?? 0;
       const why =
-        first < r.from ? `is before startAt ${JSON.stringify(spec.startAt)}` :
-        first > r.until ? `is not before endAt ${JSON.stringify(spec.endAt)}` :
-        'falls on an excluded date';
+        first < r.from
+          ? `is before startAt ${JSON.stringify(spec.startAt)}`
+          : first > r.until
+            ? `is not before endAt ${JSON.stringify(spec.endAt)}`
+            : 'falls on an excluded date';
       problems.push({ field: 'schedule.at', message: `${why}: the job would never run` });
     }
   }

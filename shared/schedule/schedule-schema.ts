@@ -15,10 +15,7 @@ import type { Schedule } from './schedule-spec.js';
 const SECOND = 1000;
 
 /** What a job may write as its schedule. */
-export type ScheduleInput =
-  | string
-  | { readonly every: Duration; readonly phase?: Duration }
-  | { readonly at: string };
+export type ScheduleInput = string | { readonly every: Duration; readonly phase?: Duration } | { readonly at: string };
 
 /** A date to exclude, or a named calendar of them (ParseJobsOptions.calendars). */
 export type ExcludeEntry = string | { readonly calendar: string };
@@ -29,7 +26,8 @@ function issue(ctx: Issues, input: unknown, message: string, path: PropertyKey[]
   ctx.issues.push({ code: 'custom', input, message, path });
 }
 
-const SHAPE_MESSAGE = 'schedule must be a cron expression ("*/5 * * * *"), an interval ({ every: "90s", phase?: "15s" }) or one instant ({ at: "2026-12-24T18:00:00" })';
+const SHAPE_MESSAGE =
+  'schedule must be a cron expression ("*/5 * * * *"), an interval ({ every: "90s", phase?: "15s" }) or one instant ({ at: "2026-12-24T18:00:00" })';
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -70,7 +68,7 @@ function parseSchedule(value: ScheduleInput, ctx: Issues, cronError: (schedule: 
     if (problem) issue(ctx, value, problem);
     return value;
   }
-  if (!isRecord(value) || ('every' in value) === ('at' in value)) {
+  if (!isRecord(value) || 'every' in value === 'at' in value) {
     issue(ctx, value, SHAPE_MESSAGE);
     return z.NEVER;
   }
@@ -129,7 +127,7 @@ export const excludeField = z.pipe(
     value.forEach((entry: unknown, i) => {
       if (typeof entry === 'string') {
         if (parseLocalDate(entry) === undefined) {
-          issue(ctx, entry, 'an excluded date must be a real date YYYY-MM-DD (read in the job\'s timezone)', [i]);
+          issue(ctx, entry, "an excluded date must be a real date YYYY-MM-DD (read in the job's timezone)", [i]);
           ok = false;
         }
       } else if (isRecord(entry) && typeof entry.calendar === 'string' && Object.keys(entry).length === 1) {

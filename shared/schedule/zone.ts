@@ -224,7 +224,6 @@ export function timezoneError(timezone: string): string | undefined {
   return zoneError(timezone);
 }
 
-
 /** Drops the zone cache (tests use it to prove determinism). */
 export function clearZoneCache(): void {
   zoneCache.clear();

@@ -12,7 +12,14 @@
  * Any other error (throttling, a malformed request, an abort) is thrown as it came.
  */
 import { TransactionCanceledException, type CancellationReason } from '@aws-sdk/client-dynamodb';
-import { BatchGetCommand, PutCommand, UpdateCommand, type DeleteCommand, type DynamoDBDocumentClient, type TransactWriteCommand } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchGetCommand,
+  PutCommand,
+  UpdateCommand,
+  type DeleteCommand,
+  type DynamoDBDocumentClient,
+  type TransactWriteCommand,
+} from '@aws-sdk/lib-dynamodb';
 import { mapBounded } from '../core/concurrency.js';
 import { isConditionalCheckFailure, unmarshallFailureItem } from './failure-item.js';
 
@@ -41,7 +48,11 @@ export interface WriteOptions {
 type ConditionalCommand = PutCommand | UpdateCommand | DeleteCommand;
 
 /** Sends one conditional Put, Update or Delete (see the module's comment for the answers). */
-export async function conditionalWrite(doc: DynamoDBDocumentClient, command: ConditionalCommand, options: WriteOptions = {}): Promise<WriteResult> {
+export async function conditionalWrite(
+  doc: DynamoDBDocumentClient,
+  command: ConditionalCommand,
+  options: WriteOptions = {},
+): Promise<WriteResult> {
   try {
     const { Attributes } = await sendWrite(doc, command, options.abortSignal);
     return { kind: 'ok', attributes: Attributes };
@@ -53,7 +64,11 @@ export async function conditionalWrite(doc: DynamoDBDocumentClient, command: Con
   }
 }
 
-function sendWrite(doc: DynamoDBDocumentClient, command: ConditionalCommand, abortSignal: AbortSignal | undefined): Promise<{ readonly Attributes?: Item }> {
+function sendWrite(
+  doc: DynamoDBDocumentClient,
+  command: ConditionalCommand,
+  abortSignal: AbortSignal | undefined,
+): Promise<{ readonly Attributes?: Item }> {
   const options = abortSignal ? [{ abortSignal }] : [];
   if (command instanceof PutCommand) return doc.send(command, ...options);
   if (command instanceof UpdateCommand) return doc.send(command, ...options);
@@ -87,7 +102,11 @@ export type TransactResult =
  * with another transaction, throttling) is thrown as it came: its caller decides whether to try
  * again. `ownCommit` is asked of each item a failed condition returned.
  */
-export async function transactWrite(doc: DynamoDBDocumentClient, command: TransactWriteCommand, options: WriteOptions = {}): Promise<TransactResult> {
+export async function transactWrite(
+  doc: DynamoDBDocumentClient,
+  command: TransactWriteCommand,
+  options: WriteOptions = {},
+): Promise<TransactResult> {
   try {
     await doc.send(command, ...(options.abortSignal ? [{ abortSignal: options.abortSignal }] : []));
     return { kind: 'ok' };
@@ -133,7 +152,9 @@ async function batchGetChunk(doc: DynamoDBDocumentClient, tableName: string, key
   const out: Item[] = [];
   let pending: Item[] = [...keys];
   for (let round = 0; pending.length > 0; round++) {
-    const { Responses = {}, UnprocessedKeys = {} } = await doc.send(new BatchGetCommand({ RequestItems: { [tableName]: { Keys: pending, ConsistentRead: true } } }));
+    const { Responses = {}, UnprocessedKeys = {} } = await doc.send(
+      new BatchGetCommand({ RequestItems: { [tableName]: { Keys: pending, ConsistentRead: true } } }),
+    );
     out.push(...(Responses[tableName] ?? []));
     pending = (UnprocessedKeys[tableName]?.Keys as Item[] | undefined) ?? [];
     if (pending.length > 0) await new Promise((r) => setTimeout(r, Math.min(1_000, 25 * 2 ** round)));

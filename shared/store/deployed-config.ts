@@ -56,7 +56,13 @@ export class DeployedConfigStore {
   async recordIfChanged(jobs: readonly Job[], now: number): Promise<RecordResult> {
     const hash = configHash(jobs);
     const head = await this.doc.send(
-      new GetCommand({ TableName: this.tableName, Key: HEAD_KEY, ProjectionExpression: '#hash, chunks', ExpressionAttributeNames: { '#hash': 'hash' }, ConsistentRead: true }),
+      new GetCommand({
+        TableName: this.tableName,
+        Key: HEAD_KEY,
+        ProjectionExpression: '#hash, chunks',
+        ExpressionAttributeNames: { '#hash': 'hash' },
+        ConsistentRead: true,
+      }),
     );
     if (head.Item?.hash === hash) return { hash, written: false, chunks: Number(head.Item.chunks ?? 1) };
     const data = gzipSync(Buffer.from(configDocumentJson(jobs), 'utf8'));
@@ -64,7 +70,10 @@ export class DeployedConfigStore {
     for (let offset = 0; offset < data.length; offset += CHUNK_BYTES) chunks.push(data.subarray(offset, offset + CHUNK_BYTES));
     for (let index = 1; index < chunks.length; index++) {
       await this.doc.send(
-        new PutCommand({ TableName: this.tableName, Item: { pk: LedgerKeys.configPk, sk: LedgerKeys.deployedConfigChunkSk(hash, index), hash, data: chunks[index] } }),
+        new PutCommand({
+          TableName: this.tableName,
+          Item: { pk: LedgerKeys.configPk, sk: LedgerKeys.deployedConfigChunkSk(hash, index), hash, data: chunks[index] },
+        }),
       );
     }
     const noHead = 'attribute_not_exists(pk)';
@@ -92,7 +101,11 @@ export class DeployedConfigStore {
     const parts: Uint8Array[] = [bytesOf(head.data, 'chunk 0')];
     for (let index = 1; index < count; index++) {
       const { Item } = await this.doc.send(
-        new GetCommand({ TableName: this.tableName, Key: { pk: LedgerKeys.configPk, sk: LedgerKeys.deployedConfigChunkSk(hash, index) }, ConsistentRead: true }),
+        new GetCommand({
+          TableName: this.tableName,
+          Key: { pk: LedgerKeys.configPk, sk: LedgerKeys.deployedConfigChunkSk(hash, index) },
+          ConsistentRead: true,
+        }),
       );
       if (!Item) throw new Error(`deployed config ${hash.slice(0, 12)}: chunk ${index} of ${count} is missing`);
       parts.push(bytesOf(Item.data, `chunk ${index}`));

@@ -81,7 +81,12 @@ export class DynamoFencedStore implements FencedStore {
 
   private params(write: FencedWrite, writeId: string) {
     const names = { ...write.condition?.names, ...(write.kind === 'update' ? write.set.names : {}) };
-    const values = { [FENCE]: this.fence, [WRITE]: writeId, ...write.condition?.values, ...(write.kind === 'update' ? write.set.values : {}) };
+    const values = {
+      [FENCE]: this.fence,
+      [WRITE]: writeId,
+      ...write.condition?.values,
+      ...(write.kind === 'update' ? write.set.values : {}),
+    };
     const base = {
       TableName: write.table,
       ConditionExpression: joinCondition(write.condition),
@@ -89,7 +94,8 @@ export class DynamoFencedStore implements FencedStore {
       ExpressionAttributeValues: values,
       ReturnValuesOnConditionCheckFailure: 'ALL_OLD' as const,
     };
-    if (write.kind === 'put') return { kind: 'put' as const, input: { ...base, Item: { ...write.item, lastFence: this.fence, lastWrite: writeId } } };
+    if (write.kind === 'put')
+      return { kind: 'put' as const, input: { ...base, Item: { ...write.item, lastFence: this.fence, lastWrite: writeId } } };
     return {
       kind: 'update' as const,
       input: { ...base, Key: write.key, UpdateExpression: `SET lastFence = ${FENCE}, lastWrite = ${WRITE}, ${write.set.expression}` },
@@ -135,7 +141,10 @@ export class DynamoFencedStore implements FencedStore {
         const writeId = newWriteId();
         const built = this.params(write, writeId);
         const command = built.kind === 'put' ? new PutCommand(built.input) : new UpdateCommand(built.input);
-        const result = await conditionalWrite(this.doc, command, { ownCommit: (current) => this.isOwnCommit(current, writeId), abortSignal: signal });
+        const result = await conditionalWrite(this.doc, command, {
+          ownCommit: (current) => this.isOwnCommit(current, writeId),
+          abortSignal: signal,
+        });
         if (result.kind === 'conditionFailed') throw this.rejection(write, result.current, writeId, result.cause);
         this.hooks.onResult?.(write, 'accepted', { writeId });
       }),

@@ -24,7 +24,12 @@ export interface JobPlanning {
  * the planner's state. A pause whose `until` has come is not reported: the job is planned again
  * (behind, from its cursor, until it catches up).
  */
-export async function jobPlanning(store: PlannerStore, jobs: readonly string[], partitionOf: (job: string, of: number) => number, now: number): Promise<Map<string, JobPlanning>> {
+export async function jobPlanning(
+  store: PlannerStore,
+  jobs: readonly string[],
+  partitionOf: (job: string, of: number) => number,
+  now: number,
+): Promise<Map<string, JobPlanning>> {
   const state = await store.readTickState();
   const exceptional = jobs;
   const plans = exceptional.length > 0 ? await store.readJobPlans(exceptional) : new Map<string, JobPlan>();
@@ -44,7 +49,9 @@ export async function jobPlanning(store: PlannerStore, jobs: readonly string[], 
       behind: plan?.cursor !== undefined && pause === undefined,
       plannedUntil: plan?.cursor ?? partitionUntil,
       planned: plan?.planned,
-      ...(plan?.firstSlot !== undefined && plan.lastSlot !== undefined ? { legacyBound: { firstSlot: plan.firstSlot, lastSlot: plan.lastSlot } } : {}),
+      ...(plan?.firstSlot !== undefined && plan.lastSlot !== undefined
+        ? { legacyBound: { firstSlot: plan.firstSlot, lastSlot: plan.lastSlot } }
+        : {}),
     });
   }
   return out;

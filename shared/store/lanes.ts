@@ -104,7 +104,12 @@ export class LaneStore {
     const dropToken = token === 'drop' ? ', holderToken' : '';
     return {
       UpdateExpression: `SET holderSk = :holderSk, since = :since, lastWrite = :lastWrite${setToken} REMOVE ${EARLIER_FLAGS}${dropToken}`,
-      values: { ':holderSk': this.holderSk(holder), ':since': now, ':lastWrite': writeId, ...(typeof token === 'object' ? { ':holderToken': token.set } : {}) },
+      values: {
+        ':holderSk': this.holderSk(holder),
+        ':since': now,
+        ':lastWrite': writeId,
+        ...(typeof token === 'object' ? { ':holderToken': token.set } : {}),
+      },
     };
   }
 
@@ -143,8 +148,14 @@ export class LaneStore {
     if (result.kind === 'ownCommit') return { kind: 'acquired', ...floorOf(current) };
     // Freed between the failed condition and now cannot be: the item returned is the one that
     // failed it. One without a holder means a malformed marker: refuse rather than guess.
-    if (current?.holderSlot === undefined) throw new Error(`lane marker of ${job} shard ${holder.shard} refused the lane without naming a holder`);
-    return { kind: 'blocked', holderSlot: current.holderSlot, ...(current.since !== undefined ? { since: current.since } : {}), ...floorOf(current) };
+    if (current?.holderSlot === undefined)
+      throw new Error(`lane marker of ${job} shard ${holder.shard} refused the lane without naming a holder`);
+    return {
+      kind: 'blocked',
+      holderSlot: current.holderSlot,
+      ...(current.since !== undefined ? { since: current.since } : {}),
+      ...floorOf(current),
+    };
   }
 
   /**
@@ -196,7 +207,11 @@ export class LaneStore {
    * `onlyTake`, only if the marker is still as that take left it (no other copy of the run took
    * it since).
    */
-  async release(job: string, holder: LaneHolder, options: { readonly onlyTake?: string; readonly token?: number } = {}): Promise<ReleaseResult> {
+  async release(
+    job: string,
+    holder: LaneHolder,
+    options: { readonly onlyTake?: string; readonly token?: number } = {},
+  ): Promise<ReleaseResult> {
     const writeId = newWriteId();
     const holderStillHolds = 'holderSk = :holderSk';
     const takeUntouched = options.onlyTake !== undefined ? ' AND lastWrite = :take' : '';

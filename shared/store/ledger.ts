@@ -21,7 +21,18 @@ import type { SettledStatus } from './observer.js';
 import { PlannerStore } from './planner-state.js';
 import { RunEndings } from './run-endings.js';
 import { RunHolds } from './run-holds.js';
-import { RunTable, type AttemptFacts, type CountedCreateResult, type CreateRunResult, type LeaseCheck, type LedgerOptions, type NewRun, type Outcome, type RunCount, type TriggerKey } from './run-items.js';
+import {
+  RunTable,
+  type AttemptFacts,
+  type CountedCreateResult,
+  type CreateRunResult,
+  type LeaseCheck,
+  type LedgerOptions,
+  type NewRun,
+  type Outcome,
+  type RunCount,
+  type TriggerKey,
+} from './run-items.js';
 import { RunQueries } from './run-queries.js';
 import { RunCreation } from './runs.js';
 import { WatchIndex, type WatchCursor } from './watch-index.js';
@@ -155,15 +166,33 @@ export class Ledger extends RunTable {
     return this.queries.getRuns(ids);
   }
 
-  nearestRuns(job: string, slot: number, side: 'before' | 'after', limit: number, lane?: { readonly shard: number; readonly shards: number }): Promise<Run[]> {
+  nearestRuns(
+    job: string,
+    slot: number,
+    side: 'before' | 'after',
+    limit: number,
+    lane?: { readonly shard: number; readonly shards: number },
+  ): Promise<Run[]> {
     return this.queries.nearestRuns(job, slot, side, limit, lane);
   }
 
-  laneRunsAfter(job: string, shard: number, after: number, until: number, statuses?: readonly RunStatus[], options?: { readonly firstPageWithAny?: boolean }): Promise<Run[]> {
+  laneRunsAfter(
+    job: string,
+    shard: number,
+    after: number,
+    until: number,
+    statuses?: readonly RunStatus[],
+    options?: { readonly firstPageWithAny?: boolean },
+  ): Promise<Run[]> {
     return this.queries.laneRunsAfter(job, shard, after, until, statuses, options);
   }
 
-  laneFromFloor(job: string, shard: number, from: number | undefined, isOpenInLane: (run: Run) => boolean): Promise<{ first?: Run; passed: number; lastSlot?: number }> {
+  laneFromFloor(
+    job: string,
+    shard: number,
+    from: number | undefined,
+    isOpenInLane: (run: Run) => boolean,
+  ): Promise<{ first?: Run; passed: number; lastSlot?: number }> {
     return this.queries.laneFromFloor(job, shard, from, isOpenInLane);
   }
 

@@ -20,7 +20,11 @@ export interface LedgerObserver {
   /** The lease holder's outcome was recorded. */
   completed?(run: Run, outcome: Transition): void;
   /** A run was created SKIPPED, or a waiting run was settled without running. */
-  settled?(run: Pick<Run, 'job' | 'slot' | 'shard'> & Partial<Pick<Run, 'shards'>>, status: SettledStatus, reason: string | undefined): void;
+  settled?(
+    run: Pick<Run, 'job' | 'slot' | 'shard'> & Partial<Pick<Run, 'shards'>>,
+    status: SettledStatus,
+    reason: string | undefined,
+  ): void;
   /** A job was paused (by an operator, or by pauseOnFailure through the worker's ledger). */
   paused?(job: string, by: PauseRecord): void;
 }

@@ -12,7 +12,13 @@ export interface OutboxRow extends OutboxEvent {
 }
 
 /** The run's outbox rows, at most `limit`, in event-key order (consistent read). */
-export async function outboxRowsOfRun(doc: DynamoDBDocumentClient, tableName: string, job: string, runKey: string, limit = 50): Promise<OutboxRow[]> {
+export async function outboxRowsOfRun(
+  doc: DynamoDBDocumentClient,
+  tableName: string,
+  job: string,
+  runKey: string,
+  limit = 50,
+): Promise<OutboxRow[]> {
   const { Items = [] } = await doc.send(
     new QueryCommand({
       TableName: tableName,

@@ -134,7 +134,13 @@ export class PlannerStore {
           UpdateExpression: 'SET #of = :of, gen = :gen, since = :now, #partitions = :partitions',
           ConditionExpression: previous ? 'gen = :previousGen' : 'attribute_not_exists(gen)',
           ExpressionAttributeNames: { '#of': 'of', '#partitions': 'partitions' },
-          ExpressionAttributeValues: { ':of': next.of, ':gen': next.gen, ':now': now, ':partitions': partitions, ...(previous ? { ':previousGen': previous.gen } : {}) },
+          ExpressionAttributeValues: {
+            ':of': next.of,
+            ':gen': next.gen,
+            ':now': now,
+            ':partitions': partitions,
+            ...(previous ? { ':previousGen': previous.gen } : {}),
+          },
         }),
       );
       return true;
@@ -149,7 +155,12 @@ export class PlannerStore {
    * Returns false when a concurrent planner already moved it further (harmless: its work is a
    * superset of ours, every run write being conditional) or the layout changed meanwhile.
    */
-  async advancePartition(gen: number, partition: number, plannedUntil: number, planned?: { readonly configHash: string; readonly at: number }): Promise<boolean> {
+  async advancePartition(
+    gen: number,
+    partition: number,
+    plannedUntil: number,
+    planned?: { readonly configHash: string; readonly at: number },
+  ): Promise<boolean> {
     const sameLayout = 'gen = :gen';
     const onlyForward = '(attribute_not_exists(#partitions.#p.plannedUntil) OR #partitions.#p.plannedUntil <= :until)';
     try {
@@ -163,7 +174,11 @@ export class PlannerStore {
             : 'SET #partitions.#p.plannedUntil = :until',
           ConditionExpression: `${sameLayout} AND ${onlyForward}`,
           ExpressionAttributeNames: { '#partitions': 'partitions', '#p': String(partition) },
-          ExpressionAttributeValues: { ':gen': gen, ':until': plannedUntil, ...(planned ? { ':hash': planned.configHash, ':at': planned.at } : {}) },
+          ExpressionAttributeValues: {
+            ':gen': gen,
+            ':until': plannedUntil,
+            ...(planned ? { ':hash': planned.configHash, ':at': planned.at } : {}),
+          },
         }),
       );
       return true;
@@ -174,7 +189,11 @@ export class PlannerStore {
   }
 
   /** Records how far partition `partition` has swept (forward only, within generation `gen`). */
-  async saveSweep(gen: number, partition: number, cursor: Required<Pick<PartitionCursor, 'sweptUntil'>> & Pick<PartitionCursor, 'watchAfter'>): Promise<boolean> {
+  async saveSweep(
+    gen: number,
+    partition: number,
+    cursor: Required<Pick<PartitionCursor, 'sweptUntil'>> & Pick<PartitionCursor, 'watchAfter'>,
+  ): Promise<boolean> {
     const sameLayout = 'gen = :gen';
     const onlyForward = '(attribute_not_exists(#partitions.#p.sweptUntil) OR #partitions.#p.sweptUntil <= :swept)';
     try {
@@ -229,7 +248,12 @@ export class PlannerStore {
           UpdateExpression: 'SET #cursor = :cursor, edge = :edge',
           ConditionExpression: `${notPaused} AND ${cursorAsRead}`,
           ExpressionAttributeNames: { '#cursor': 'cursor', ...(now === undefined ? {} : { '#until': 'until' }) },
-          ExpressionAttributeValues: { ':cursor': cursor, ':edge': edge, ...(expected === undefined ? {} : { ':expected': expected }), ...(now === undefined ? {} : { ':now': now }) },
+          ExpressionAttributeValues: {
+            ':cursor': cursor,
+            ':edge': edge,
+            ...(expected === undefined ? {} : { ':expected': expected }),
+            ...(now === undefined ? {} : { ':now': now }),
+          },
         }),
       );
       return true;
@@ -251,7 +275,10 @@ export class PlannerStore {
           UpdateExpression: 'REMOVE #cursor, edge',
           ConditionExpression: `${notPaused} AND ${cursorAsRead}`,
           ExpressionAttributeNames: { '#cursor': 'cursor', ...(now === undefined ? {} : { '#until': 'until' }) },
-          ExpressionAttributeValues: expected === undefined && now === undefined ? undefined : { ...(expected === undefined ? {} : { ':expected': expected }), ...(now === undefined ? {} : { ':now': now }) },
+          ExpressionAttributeValues:
+            expected === undefined && now === undefined
+              ? undefined
+              : { ...(expected === undefined ? {} : { ':expected': expected }), ...(now === undefined ? {} : { ':now': now }) },
         }),
       );
       return true;

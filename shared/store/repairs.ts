@@ -68,7 +68,12 @@ export interface TakeoverOptions {
 }
 
 /** Why a run cannot be resolved as it stands (undefined: it can). */
-export function resolveRefusal(run: Run, now: number, marginMs: number = OPS_TAKEOVER_MARGIN_MS, options: TakeoverOptions = {}): string | undefined {
+export function resolveRefusal(
+  run: Run,
+  now: number,
+  marginMs: number = OPS_TAKEOVER_MARGIN_MS,
+  options: TakeoverOptions = {},
+): string | undefined {
   if (run.status === RunStatus.RUNNING && !options.force && !leaseExpired(run, now, marginMs)) {
     return `${run.runKey} is RUNNING with a lease until ${iso(run.leaseUntil)} (owner ${run.owner ?? '?'}), not ${Math.round(marginMs / 1000)}s past by this machine's clock: wait for it to finish or expire, or pass --force if you know the worker is gone`;
   }
@@ -154,7 +159,10 @@ export class LedgerOps {
    * The slot and status of a job's runs in a slot range, newest first, at most `limit` (projects
    * only the key and the status: a chart's read, a few bytes a run).
    */
-  async runStatuses(job: string, query: Pick<RunQuery, 'sinceSlot' | 'untilSlot'> & { readonly limit: number }): Promise<{ slot: number; status: RunStatus }[]> {
+  async runStatuses(
+    job: string,
+    query: Pick<RunQuery, 'sinceSlot' | 'untilSlot'> & { readonly limit: number },
+  ): Promise<{ slot: number; status: RunStatus }[]> {
     const out: { slot: number; status: RunStatus }[] = [];
     for await (const item of this.pages(job, query, ['#status', 'sk'])) {
       out.push({ slot: idOfKey({ pk: LedgerKeys.jobPk(job), sk: item.sk as string }).slot, status: item.status as RunStatus });
@@ -239,7 +247,13 @@ export class LedgerOps {
       ':now': options.now,
       ':one': 1,
       ':noAttempts': {},
-      ':revival': { at: options.now, by: options.by ?? 'ops', from: run.status, attempts: run.attempt, ...(options.reason ? { reason: options.reason } : {}) },
+      ':revival': {
+        at: options.now,
+        by: options.by ?? 'ops',
+        from: run.status,
+        attempts: run.attempt,
+        ...(options.reason ? { reason: options.reason } : {}),
+      },
     };
     const sets = [
       '#status = :to',
@@ -307,7 +321,12 @@ export class LedgerOps {
       conditions.push('leaseUntil < :expiredBefore');
       values[':expiredBefore'] = resolution.at - this.takeoverMarginMs;
     }
-    return this.repair(run, `SET ${sets.join(', ')} REMOVE openPk, openSk, nextAttemptAt, leaseUntil, redispatches`, conditions.join(' AND '), values);
+    return this.repair(
+      run,
+      `SET ${sets.join(', ')} REMOVE openPk, openSk, nextAttemptAt, leaseUntil, redispatches`,
+      conditions.join(' AND '),
+      values,
+    );
   }
 
   /** One conditional update; its write id makes a retry after a lost response find its own commit. */

@@ -38,7 +38,10 @@ export class RunEndings extends RunTable {
         ':dead': RunStatus.DEAD,
         ':now': now,
         ':expiresAt': this.expiresAt(now),
-        ':reason': { code: 'FENCE_RANGE_EXHAUSTED', message: `the holder of the last claim of the fencing range (token ${run.fencingToken}) vanished` },
+        ':reason': {
+          code: 'FENCE_RANGE_EXHAUSTED',
+          message: `the holder of the last claim of the fencing range (token ${run.fencingToken}) vanished`,
+        },
         ':true': true,
         ':deadPk': keys.openPk,
         ':deadSk': keys.openSk,
@@ -128,7 +131,13 @@ export class RunEndings extends RunTable {
    */
   private async endOnce(
     run: Pick<Run, 'job' | 'slot' | 'shard'>,
-    end: { readonly set: string; readonly remove: string; readonly condition: string; readonly names?: Record<string, string>; readonly values: Record<string, unknown> },
+    end: {
+      readonly set: string;
+      readonly remove: string;
+      readonly condition: string;
+      readonly names?: Record<string, string>;
+      readonly values: Record<string, unknown>;
+    },
   ): Promise<boolean> {
     const writeId = newWriteId();
     const { set, remove, condition, names = {}, values } = end;

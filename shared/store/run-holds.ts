@@ -61,7 +61,8 @@ export class RunHolds extends RunTable {
       }),
       { ownCommit: wroteBy(writeId) },
     );
-    if (result.kind === 'conditionFailed') return explainClaimRefusal(result.current ? runFromItem(result.current) : undefined, now, skewMs);
+    if (result.kind === 'conditionFailed')
+      return explainClaimRefusal(result.current ? runFromItem(result.current) : undefined, now, skewMs);
     // Our own claim: as this call committed it, or as its retry found it.
     const claimed = result.kind === 'ok' ? (result.attributes ?? {}) : result.current;
     return { kind: 'claimed', run: runFromItem(claimed), claimedFrom: claimed.claimedFrom as RunStatus };
@@ -91,7 +92,13 @@ export class RunHolds extends RunTable {
         UpdateExpression: `SET ${allSets.join(', ')}${removes.length > 0 ? ` REMOVE ${removes.join(', ')}` : ''}`,
         ConditionExpression: `${sameOwner} AND ${sameToken} AND ${stillRunning}`,
         ExpressionAttributeNames: { '#owner': 'owner', '#status': 'status', ...names },
-        ExpressionAttributeValues: { ':me': run.owner, ':token': run.fencingToken, ':running': RunStatus.RUNNING, ...(writeId ? { ':write': writeId } : {}), ...values },
+        ExpressionAttributeValues: {
+          ':me': run.owner,
+          ':token': run.fencingToken,
+          ':running': RunStatus.RUNNING,
+          ...(writeId ? { ':write': writeId } : {}),
+          ...values,
+        },
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       }),
       // Our own write, committed before its response was lost and retried by the SDK.
@@ -217,10 +224,20 @@ export class RunHolds extends RunTable {
       new UpdateCommand({
         TableName: this.tableName,
         Key: this.runKeyOf(run),
-        UpdateExpression: 'SET #status = :back, attempt = attempt - :one, lastWrite = :write, openPk = :openPk, openSk = :openSk REMOVE #owner, leaseUntil',
+        UpdateExpression:
+          'SET #status = :back, attempt = attempt - :one, lastWrite = :write, openPk = :openPk, openSk = :openSk REMOVE #owner, leaseUntil',
         ConditionExpression: ourClaim,
         ExpressionAttributeNames: { '#status': 'status', '#owner': 'owner' },
-        ExpressionAttributeValues: { ':running': RunStatus.RUNNING, ':owner': run.owner ?? '', ':token': run.fencingToken, ':back': back, ':one': 1, ':write': writeId, ':openPk': keys.openPk, ':openSk': keys.openSk },
+        ExpressionAttributeValues: {
+          ':running': RunStatus.RUNNING,
+          ':owner': run.owner ?? '',
+          ':token': run.fencingToken,
+          ':back': back,
+          ':one': 1,
+          ':write': writeId,
+          ':openPk': keys.openPk,
+          ':openSk': keys.openSk,
+        },
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
       }),
       { ownCommit: wroteBy(writeId) },

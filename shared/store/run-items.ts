@@ -161,7 +161,6 @@ export class RunTable {
   }
 }
 
-
 /** The values of `#status IN (:ready, :retry, :unknown, :running)`. */
 export function openStatusValues(): Record<string, string> {
   return { ':ready': RunStatus.READY, ':retry': RunStatus.RETRY, ':unknown': RunStatus.UNKNOWN, ':running': RunStatus.RUNNING };

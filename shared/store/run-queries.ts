@@ -26,7 +26,13 @@ export class RunQueries extends RunTable {
 
   /** Consistent reads of many runs (BatchGetItem, 100 keys per call, 8 at once); missing runs are left out. */
   async getRuns(ids: readonly RunId[]): Promise<Run[]> {
-    return (await batchGetAll(this.doc, this.tableName, ids.map((id) => this.runKeyOf(id)))).map(runFromItem);
+    return (
+      await batchGetAll(
+        this.doc,
+        this.tableName,
+        ids.map((id) => this.runKeyOf(id)),
+      )
+    ).map(runFromItem);
   }
 
   /**
@@ -36,7 +42,13 @@ export class RunQueries extends RunTable {
    * all `lane.shards` shards (the items of one slot sit together, one per shard), so a job with
    * many shards still sees its lane's `limit` nearest slots, not the other shards of one slot.
    */
-  async nearestRuns(job: string, slot: number, side: 'before' | 'after', limit: number, lane?: { readonly shard: number; readonly shards: number }): Promise<Run[]> {
+  async nearestRuns(
+    job: string,
+    slot: number,
+    side: 'before' | 'after',
+    limit: number,
+    lane?: { readonly shard: number; readonly shards: number },
+  ): Promise<Run[]> {
     const before = side === 'before';
     const shard = lane?.shard;
     const mine = LedgerKeys.runSk(slot, 0);
@@ -65,7 +77,12 @@ export class RunQueries extends RunTable {
       items.push(...(page.Items ?? []));
       startKey = page.LastEvaluatedKey;
     } while (startKey && items.length < want);
-    return items.filter((item) => (item.sk as string).startsWith(LedgerKeys.runSkPrefix) && item.slot !== slot && (shard === undefined || item.shard === shard)).map(runFromItem);
+    return items
+      .filter(
+        (item) =>
+          (item.sk as string).startsWith(LedgerKeys.runSkPrefix) && item.slot !== slot && (shard === undefined || item.shard === shard),
+      )
+      .map(runFromItem);
   }
 
   /**
@@ -74,7 +91,14 @@ export class RunQueries extends RunTable {
    * `firstPageWithAny`: stop at the first page that holds a match (forbid-queue needs only the
    * oldest, and the range after a revived old run can span a long history of ended runs).
    */
-  async laneRunsAfter(job: string, shard: number, after: number, until: number, statuses: readonly RunStatus[] = WAITING, options: { readonly firstPageWithAny?: boolean } = {}): Promise<Run[]> {
+  async laneRunsAfter(
+    job: string,
+    shard: number,
+    after: number,
+    until: number,
+    statuses: readonly RunStatus[] = WAITING,
+    options: { readonly firstPageWithAny?: boolean } = {},
+  ): Promise<Run[]> {
     const out: Run[] = [];
     if (until <= after) return out;
     const statusValues = Object.fromEntries(statuses.map((status, i) => [`:s${i}`, status]));
@@ -111,7 +135,12 @@ export class RunQueries extends RunTable {
    * `lastSlot` the last slot read. Pages of a few items: a floor kept current finds the first open
    * run within the first page, and a stale one is raised by the caller after this read.
    */
-  async laneFromFloor(job: string, shard: number, from: number | undefined, isOpenInLane: (run: Run) => boolean): Promise<{ first?: Run; passed: number; lastSlot?: number }> {
+  async laneFromFloor(
+    job: string,
+    shard: number,
+    from: number | undefined,
+    isOpenInLane: (run: Run) => boolean,
+  ): Promise<{ first?: Run; passed: number; lastSlot?: number }> {
     let passed = 0;
     let lastSlot: number | undefined;
     let startKey: Record<string, unknown> | undefined;

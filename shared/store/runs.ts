@@ -11,7 +11,18 @@ import { LedgerKeys } from '../core/resources.js';
 import { RunOrigin, RunStatus, runKeyOf, type Run } from '../core/vocabulary.js';
 import { conditionalWrite, failedCondition, foundItem, isCancellation, transactWrite, wroteBy, type Cancellation } from './conditional.js';
 import type { LaneStore } from './lanes.js';
-import { RunTable, runFromItem, watchKeys, type CountedCreateResult, type CreateRunResult, type Item, type LedgerOptions, type NewRun, type RunCount, type TriggerKey } from './run-items.js';
+import {
+  RunTable,
+  runFromItem,
+  watchKeys,
+  type CountedCreateResult,
+  type CreateRunResult,
+  type Item,
+  type LedgerOptions,
+  type NewRun,
+  type RunCount,
+  type TriggerKey,
+} from './run-items.js';
 import { newWriteId } from './write-id.js';
 
 /** Attempts of one counted put that lose to a concurrent transaction on the same plan item. */
@@ -71,7 +82,12 @@ export class RunCreation extends RunTable {
     const noRunYet = 'attribute_not_exists(pk)';
     const result = await conditionalWrite(
       this.doc,
-      new PutCommand({ TableName: this.tableName, Item: item, ConditionExpression: noRunYet, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }),
+      new PutCommand({
+        TableName: this.tableName,
+        Item: item,
+        ConditionExpression: noRunYet,
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }),
       { ownCommit: creator !== undefined ? (existing) => existing.createdBy === creator : undefined },
     );
     if (result.kind === 'ok') return this.created(run, runFromItem(item), now);
@@ -82,7 +98,8 @@ export class RunCreation extends RunTable {
   /** A run this call created; a forbid-queue lane's floor is lowered after the put, never before (DESIGN §8 "Lanes"). */
   private async created(run: NewRun, created: Run, now: number): Promise<CreateRunResult> {
     if (created.status === RunStatus.SKIPPED) this.observer?.settled?.(run, RunStatus.SKIPPED, run.reason);
-    if (created.status === RunStatus.READY && lowersFloor(run.overlap ?? run.laneOverlap, run.slot, now)) await this.lanes.lowerFloor(run.job, run.shard, run.slot);
+    if (created.status === RunStatus.READY && lowersFloor(run.overlap ?? run.laneOverlap, run.slot, now))
+      await this.lanes.lowerFloor(run.job, run.shard, run.slot);
     return { created: true, run: created };
   }
 
@@ -108,14 +125,22 @@ export class RunCreation extends RunTable {
             // applies the transaction once; an attempt cancelled by a conflict is a new request.
             ClientRequestToken: `count-${newWriteId()}`,
             TransactItems: [
-              { Put: { TableName: this.tableName, Item: item, ConditionExpression: noRunYet, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' } },
+              {
+                Put: {
+                  TableName: this.tableName,
+                  Item: item,
+                  ConditionExpression: noRunYet,
+                  ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+                },
+              },
               {
                 Update: {
                   TableName: this.tableName,
                   Key: { pk: LedgerKeys.jobPk(run.job), sk: LedgerKeys.jobPlanSk },
                   UpdateExpression: 'SET #planned = if_not_exists(#planned, :start) + :one',
                   // Without a count yet, the start (0, or a bound recorded by earlier code) must be below maxRuns.
-                  ConditionExpression: count.start < count.maxRuns ? 'attribute_not_exists(#planned) OR #planned < :max' : '#planned < :max',
+                  ConditionExpression:
+                    count.start < count.maxRuns ? 'attribute_not_exists(#planned) OR #planned < :max' : '#planned < :max',
                   ExpressionAttributeNames: { '#planned': 'planned' },
                   ExpressionAttributeValues: { ':start': count.start, ':one': 1, ':max': count.maxRuns },
                 },
@@ -134,7 +159,9 @@ export class RunCreation extends RunTable {
       const [put, counted] = reasons;
       if (failedCondition(put) && put?.item) {
         const existing = put.item;
-        return existing.createdBy === creator ? this.created(run, runFromItem(existing), now) : { created: false, existing: runFromItem(existing) };
+        return existing.createdBy === creator
+          ? this.created(run, runFromItem(existing), now)
+          : { created: false, existing: runFromItem(existing) };
       }
       if (failedCondition(counted)) return { created: false, full: true };
       // A concurrent tick counting a slot of the same job: try again on the count it left.
@@ -149,7 +176,12 @@ export class RunCreation extends RunTable {
    * creates nothing new. Kept for the ledger's retention. A put whose response was lost after it
    * committed is recognised by its write id on the SDK's retry.
    */
-  async reserveTriggerKey(job: string, key: string, want: { readonly slot: number; readonly shard?: number }, now: number): Promise<TriggerKey> {
+  async reserveTriggerKey(
+    job: string,
+    key: string,
+    want: { readonly slot: number; readonly shard?: number },
+    now: number,
+  ): Promise<TriggerKey> {
     const writeId = newWriteId();
     const item: Item = {
       pk: LedgerKeys.triggerPk(job),
@@ -165,12 +197,22 @@ export class RunCreation extends RunTable {
     const keyUnused = 'attribute_not_exists(pk)';
     const result = await conditionalWrite(
       this.doc,
-      new PutCommand({ TableName: this.tableName, Item: item, ConditionExpression: keyUnused, ReturnValuesOnConditionCheckFailure: 'ALL_OLD' }),
+      new PutCommand({
+        TableName: this.tableName,
+        Item: item,
+        ConditionExpression: keyUnused,
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }),
       { ownCommit: wroteBy(writeId) },
     );
     if (result.kind === 'ok') return { slot: want.slot, shard: want.shard, fresh: true, createdAt: now };
     const existing = foundItem(result);
-    return { slot: existing.slot as number, shard: existing.shard as number | undefined, fresh: result.kind === 'ownCommit', createdAt: existing.createdAt as number };
+    return {
+      slot: existing.slot as number,
+      shard: existing.shard as number | undefined,
+      fresh: result.kind === 'ownCommit',
+      createdAt: existing.createdAt as number,
+    };
   }
 
   /** Moves a trigger key to the next manual slot when another trigger took its slot first; returns the key's slot after. */

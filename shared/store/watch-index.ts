@@ -57,7 +57,8 @@ export class WatchIndex extends RunTable {
       new UpdateCommand({
         TableName: this.tableName,
         Key: this.runKeyOf(run),
-        UpdateExpression: 'SET dispatchedAt = :now, redispatches = if_not_exists(redispatches, :zero) + :one, openPk = :openPk, openSk = :openSk, lastWrite = :write',
+        UpdateExpression:
+          'SET dispatchedAt = :now, redispatches = if_not_exists(redispatches, :zero) + :one, openPk = :openPk, openSk = :openSk, lastWrite = :write',
         ConditionExpression: `${sameStatus} AND ${sameToken} AND ${notRecentlyDispatched} AND ${budgetLeft}`,
         ExpressionAttributeNames: { '#status': 'status' },
         ExpressionAttributeValues: {
@@ -97,7 +98,10 @@ export class WatchIndex extends RunTable {
         // Only a watch entry: a stale one read from the index must not take a DEAD run's DEAD key.
         ConditionExpression: `${watchEntry} AND ${ended}`,
         ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: { ':watchPrefix': LedgerKeys.openPkPrefix, ...Object.fromEntries(TERMINAL_STATUSES.map((s, i) => [`:t${i}`, s])) },
+        ExpressionAttributeValues: {
+          ':watchPrefix': LedgerKeys.openPkPrefix,
+          ...Object.fromEntries(TERMINAL_STATUSES.map((s, i) => [`:t${i}`, s])),
+        },
       }),
     );
   }

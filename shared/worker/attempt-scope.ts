@@ -37,7 +37,8 @@ export class AttemptScope {
 
   /** Runs `call` unless the attempt has ended; tracks it until it settles. `call` passes `signal` to its SDK calls. */
   guard<T>(call: (signal: AbortSignal) => Promise<T>): Promise<T> {
-    if (this.endedBy) return Promise.reject(new AttemptEndedError(this.runKey, this.fencingToken, this.endedBy.why, { cause: this.endedBy }));
+    if (this.endedBy)
+      return Promise.reject(new AttemptEndedError(this.runKey, this.fencingToken, this.endedBy.why, { cause: this.endedBy }));
     const running = call(this.cutoff.signal);
     this.inFlight.add(running);
     const forget = () => this.inFlight.delete(running);
@@ -56,7 +57,12 @@ export class AttemptScope {
    */
   async drain(timeoutMs: number, timers: Timers = REAL_TIMERS): Promise<boolean> {
     const drained = await this.waitForInFlight(timeoutMs, timers);
-    if (!drained) this.cutoff.abort(new Error(`attempt of ${this.runKey} (token ${this.fencingToken}) ended with calls still in flight at the end of its lease: aborted`));
+    if (!drained)
+      this.cutoff.abort(
+        new Error(
+          `attempt of ${this.runKey} (token ${this.fencingToken}) ended with calls still in flight at the end of its lease: aborted`,
+        ),
+      );
     return drained;
   }
 

@@ -76,13 +76,29 @@ function endOf(error: unknown, signal: AbortSignal, checkpointed: boolean): Atte
   return classify(error);
 }
 
-export async function execute(deps: WorkerDeps, record: QueueRecord, job: Job, claimed: Run, claimedFrom: RunStatus, baseLogger: ChildLogger): Promise<RecordOutcome> {
+export async function execute(
+  deps: WorkerDeps,
+  record: QueueRecord,
+  job: Job,
+  claimed: Run,
+  claimedFrom: RunStatus,
+  baseLogger: ChildLogger,
+): Promise<RecordOutcome> {
   const history = deps.history ?? NO_HISTORY;
   const timers = deps.timers ?? REAL_TIMERS;
   let run = claimed;
   const logger = baseLogger.child({ fencingToken: run.fencingToken, attempt: run.attempt });
   const now = deps.clock();
-  history.record({ type: 'claimed', at: now, runKey: run.runKey, owner: deps.owner, token: run.fencingToken, attempt: run.attempt, from: claimedFrom, leaseUntil: run.leaseUntil ?? now });
+  history.record({
+    type: 'claimed',
+    at: now,
+    runKey: run.runKey,
+    owner: deps.owner,
+    token: run.fencingToken,
+    attempt: run.attempt,
+    from: claimedFrom,
+    leaseUntil: run.leaseUntil ?? now,
+  });
   if (claimedFrom === RunStatus.RUNNING) {
     deps.metrics.count(MetricName.Takeovers);
     logger.warn('took over a run whose lease expired');
@@ -97,7 +113,15 @@ export async function execute(deps: WorkerDeps, record: QueueRecord, job: Job, c
     if (!controller.signal.aborted) controller.abort(reason);
     scope.end(reason);
   };
-  const heartbeat = startHeartbeat(deps, record, job, () => run, (next) => (run = next), end, logger);
+  const heartbeat = startHeartbeat(
+    deps,
+    record,
+    job,
+    () => run,
+    (next) => (run = next),
+    end,
+    logger,
+  );
   try {
     const refusal = refuseToStart(job, run, now, claimedFrom);
     if (refusal) return await recordOutcome(deps, record, job, run, claimedFrom, refusal, heartbeat, logger, 0);
@@ -110,7 +134,19 @@ export async function execute(deps: WorkerDeps, record: QueueRecord, job: Job, c
       const early = (run.fireAt ?? run.slot) - deps.clock();
       if (early > 0) await sleep(Math.min(early, job.startLead + 1_000), controller.signal, timers);
       const onFencedOut = (seenSlot: number) => (supersededBy.slot = Math.max(supersededBy.slot ?? seenSlot, seenSlot));
-      outcome = await attempt(deps, job, run, claimedFrom, controller.signal, scope, end, heartbeat, () => (checkpointed = true), onFencedOut, logger);
+      outcome = await attempt(
+        deps,
+        job,
+        run,
+        claimedFrom,
+        controller.signal,
+        scope,
+        end,
+        heartbeat,
+        () => (checkpointed = true),
+        onFencedOut,
+        logger,
+      );
     } catch (error) {
       outcome = endOf(error, controller.signal, checkpointed);
     }
@@ -126,12 +162,26 @@ export async function execute(deps: WorkerDeps, record: QueueRecord, job: Job, c
     // Recording UNKNOWN instead would retry work that can never succeed, or page an operator for a
     // DEAD run that was only superseded. SUPERSEDED keeps the result unknown (outcome.ts).
     if (outcome !== 'lease-lost' && outcome.kind === 'unknown' && supersededBy.slot !== undefined) {
-      outcome = { kind: 'superseded', code: 'SUPERSEDED_BY_NEWER_SLOT', message: `a write of this attempt came back fenced out by the run of slot ${new Date(supersededBy.slot).toISOString()} after the attempt ended (${outcome.code}): this older slot's work is superseded` };
+      outcome = {
+        kind: 'superseded',
+        code: 'SUPERSEDED_BY_NEWER_SLOT',
+        message: `a write of this attempt came back fenced out by the run of slot ${new Date(supersededBy.slot).toISOString()} after the attempt ended (${outcome.code}): this older slot's work is superseded`,
+      };
     }
     if (outcome === 'lease-lost' || heartbeat.lost) {
       deps.metrics.count(MetricName.LeaseLost);
-      logger.warn('stopped: this worker no longer holds the run', { reason: controller.signal.reason instanceof Error ? controller.signal.reason.message : undefined });
-      history.record({ type: 'outcome', at: deps.clock(), runKey: run.runKey, owner: deps.owner, token: run.fencingToken, status: RunStatus.RUNNING, accepted: false });
+      logger.warn('stopped: this worker no longer holds the run', {
+        reason: controller.signal.reason instanceof Error ? controller.signal.reason.message : undefined,
+      });
+      history.record({
+        type: 'outcome',
+        at: deps.clock(),
+        runKey: run.runKey,
+        owner: deps.owner,
+        token: run.fencingToken,
+        status: RunStatus.RUNNING,
+        accepted: false,
+      });
       return 'retry';
     }
     const transition = transitionFor(job, run, outcome, deps.clock(), deps.random ?? Math.random);
@@ -164,9 +214,17 @@ async function attempt(
     guard,
     onResult: (write, result, detail) => {
       if (result === 'fenced-out') deps.metrics.count(MetricName.FencingRejections);
-      if (result === 'fenced-out' && detail.seenFence !== undefined && fenceRefusal(run.fencingToken, detail.seenFence) === 'newer-slot') onFencedOut(slotOfFence(detail.seenFence));
+      if (result === 'fenced-out' && detail.seenFence !== undefined && fenceRefusal(run.fencingToken, detail.seenFence) === 'newer-slot')
+        onFencedOut(slotOfFence(detail.seenFence));
       const key = write.kind === 'put' ? write.item : write.key;
-      history.record({ type: 'effect', at: deps.clock(), runKey: run.runKey, token: run.fencingToken, resource: `${write.table}/${key.pk}/${key.sk}`, result });
+      history.record({
+        type: 'effect',
+        at: deps.clock(),
+        runKey: run.runKey,
+        token: run.fencingToken,
+        resource: `${write.table}/${key.pk}/${key.sk}`,
+        result,
+      });
     },
   });
   const reader = new DynamoItemReader(deps.doc);
@@ -195,7 +253,10 @@ async function attempt(
         if (problem) throw new CheckpointTooLargeError(run.runKey, problem);
         const check = await deps.ledger.checkpoint(run, cursor);
         if (!check.ok) {
-          end(AttemptAbort.LEASE_LOST, `checkpoint refused: ${run.runKey} is now held by ${check.current?.owner ?? 'nobody'} (token ${check.current?.fencingToken ?? '?'})`);
+          end(
+            AttemptAbort.LEASE_LOST,
+            `checkpoint refused: ${run.runKey} is now held by ${check.current?.owner ?? 'nobody'} (token ${check.current?.fencingToken ?? '?'})`,
+          );
           throw new LeaseLostError(run.runKey, run.fencingToken);
         }
         onCheckpoint();
@@ -224,13 +285,24 @@ async function attempt(
       logger.info('reconciled a run whose result was unknown', { outcome: reconciled.outcome, claimedFrom });
       if (reconciled.outcome === ReconcileOutcome.ALREADY_DONE) return { kind: 'succeeded', evidence: reconciled.evidence };
       if (reconciled.outcome === ReconcileOutcome.STILL_UNKNOWN) {
-        return { kind: 'unknown', code: 'STILL_UNKNOWN', message: reconciled.reason ?? 'reconcile could not tell whether the effect landed' };
+        return {
+          kind: 'unknown',
+          code: 'STILL_UNKNOWN',
+          message: reconciled.reason ?? 'reconcile could not tell whether the effect landed',
+        };
       }
     }
     const started = deps.clock();
     observeStartLag(deps, run, claimedFrom, started);
     heartbeat.handlerStarted();
-    history.record({ type: 'handler-started', at: started, runKey: run.runKey, owner: deps.owner, token: run.fencingToken, slot: run.slot });
+    history.record({
+      type: 'handler-started',
+      at: started,
+      runKey: run.runKey,
+      owner: deps.owner,
+      token: run.fencingToken,
+      slot: run.slot,
+    });
     const result = await Promise.race([handler.run(ctx), aborted]);
     deps.metrics.observe(MetricName.RunDuration, deps.clock() - started, 'Milliseconds');
     return { kind: 'succeeded', evidence: result?.evidence };
@@ -246,7 +318,11 @@ async function attempt(
  * RETRY, no reconcile) run the handler again over an effect that may have landed. An end the
  * attempt's signal decided (timeout, yield, lost lease) or a fence refusal is left to `endOf`.
  */
-async function reconcileOrUnknown(reconciling: Promise<ReconcileResult>, aborted: Promise<never>, signal: AbortSignal): Promise<ReconcileResult | AttemptEnd> {
+async function reconcileOrUnknown(
+  reconciling: Promise<ReconcileResult>,
+  aborted: Promise<never>,
+  signal: AbortSignal,
+): Promise<ReconcileResult | AttemptEnd> {
   try {
     return await Promise.race([reconciling, aborted]);
   } catch (error) {
@@ -254,7 +330,11 @@ async function reconcileOrUnknown(reconciling: Promise<ReconcileResult>, aborted
     if (signal.aborted) throw error;
     const end = endOf(error, signal, false);
     if (end === 'lease-lost' || (end.kind !== 'retryable' && end.kind !== 'permanent')) throw error;
-    return { kind: 'unknown', code: end.code, message: `reconcile could not tell whether the previous attempt's effect landed: ${end.message}` };
+    return {
+      kind: 'unknown',
+      code: end.code,
+      message: `reconcile could not tell whether the previous attempt's effect landed: ${end.message}`,
+    };
   }
 }
 
@@ -272,4 +352,3 @@ function observeStartLag(deps: WorkerDeps, run: Run, claimedFrom: RunStatus, sta
   const onTime = (run.origin ?? RunOrigin.PLANNED) === RunOrigin.PLANNED && (run.revivals ?? 0) === 0;
   deps.metrics.observe(onTime ? MetricName.TriggerLag : MetricName.LateStartLag, started - (run.fireAt ?? run.slot), 'Milliseconds');
 }
-

@@ -13,7 +13,15 @@ import { parseRunMessage } from '../core/run-message.js';
 import { RunStatus, type RunId, type RunMessage } from '../core/vocabulary.js';
 import { MetricName } from '../runtime/observability.js';
 import { execute } from './attempt.js';
-import { clockSkewFor, continueInFreshMessage, hide, type BatchResult, type QueueRecord, type RecordOutcome, type WorkerDeps } from './deps.js';
+import {
+  clockSkewFor,
+  continueInFreshMessage,
+  hide,
+  type BatchResult,
+  type QueueRecord,
+  type RecordOutcome,
+  type WorkerDeps,
+} from './deps.js';
 import { beforeClaim, claimInLane, onBlocked } from './lanes.js';
 import { runEnded } from './run-ended.js';
 
@@ -74,8 +82,21 @@ export async function processRecord(deps: WorkerDeps, record: QueueRecord): Prom
   const base = deps.logger.child({ messageId: record.messageId, owner: deps.owner });
   if (!parsed.ok) {
     deps.metrics.count(MetricName.PoisonMessages);
-    history.record({ type: 'poison', at: deps.clock(), runKey: '', ...(parsed.orphan ? { job: parsed.orphan.job } : {}), messageId: record.messageId, receiveCount: receiveCountOf(record), code: parsed.code, reason: parsed.reason });
-    base.error('poison message: left for the dead-letter queue', { code: parsed.code, reason: parsed.reason, body: record.body.slice(0, 512) });
+    history.record({
+      type: 'poison',
+      at: deps.clock(),
+      runKey: '',
+      ...(parsed.orphan ? { job: parsed.orphan.job } : {}),
+      messageId: record.messageId,
+      receiveCount: receiveCountOf(record),
+      code: parsed.code,
+      reason: parsed.reason,
+    });
+    base.error('poison message: left for the dead-letter queue', {
+      code: parsed.code,
+      reason: parsed.reason,
+      body: record.body.slice(0, 512),
+    });
     // The run of a job removed from the config is left open: watched, so the sweeper reports it.
     if (parsed.orphan) await deps.ledger.watch(parsed.orphan).catch(() => false);
     // Back off a little per receive so poison reaches the DLQ in minutes, not hours.
@@ -93,7 +114,9 @@ export async function processRecord(deps: WorkerDeps, record: QueueRecord): Prom
     await waitForFireTime(deps, job, message);
     if (await beforeClaim(laneDeps, job, message, logger)) return 'ack';
   }
-  const claim = exclusive ? await claimInLane(laneDeps, job, message, logger, () => claimRun(deps, message, job, skew)) : await claimRun(deps, message, job, skew);
+  const claim = exclusive
+    ? await claimInLane(laneDeps, job, message, logger, () => claimRun(deps, message, job, skew))
+    : await claimRun(deps, message, job, skew);
   switch (claim.kind) {
     case 'waits':
       return 'ack';
@@ -111,7 +134,10 @@ export async function processRecord(deps: WorkerDeps, record: QueueRecord): Prom
       return 'ack';
     case 'leased':
       deps.metrics.count(MetricName.ClaimConflicts);
-      logger.info('run leased by another owner; hiding message until the lease can expire', { leaseOwner: claim.run.owner, retryAt: claim.retryAt });
+      logger.info('run leased by another owner; hiding message until the lease can expire', {
+        leaseOwner: claim.run.owner,
+        retryAt: claim.retryAt,
+      });
       // A copy waiting out a live holder is no attempt: once it has been received before, it goes
       // on in a fresh message, so a holder that outlives maxReceiveCount leases never sends it to the DLQ.
       if (receiveCountOf(record) > 1) return continueInFreshMessage(deps, record, message, claim.retryAt, logger);
@@ -128,7 +154,12 @@ export async function processRecord(deps: WorkerDeps, record: QueueRecord): Prom
       const settled =
         claim.run.status === RunStatus.RUNNING
           ? await deps.ledger.endSpentRunning(claim.run, deps.clock(), deps.clock() - skew)
-          : await deps.ledger.settleWaiting(claim.run, RunStatus.DEAD, `every claim of the fencing range was used (token ${claim.run.fencingToken})`, deps.clock());
+          : await deps.ledger.settleWaiting(
+              claim.run,
+              RunStatus.DEAD,
+              `every claim of the fencing range was used (token ${claim.run.fencingToken})`,
+              deps.clock(),
+            );
       if (settled) {
         deps.metrics.count(MetricName.RunsDead);
         await runEnded(laneDeps, job, claim.run, logger);
@@ -137,7 +168,16 @@ export async function processRecord(deps: WorkerDeps, record: QueueRecord): Prom
     }
     case 'missing':
       deps.metrics.count(MetricName.PoisonMessages);
-      history.record({ type: 'poison', at: deps.clock(), runKey: message.runKey, job: message.job, messageId: record.messageId, receiveCount: receiveCountOf(record), code: 'RUN_MISSING', reason: 'the message names a run that does not exist' });
+      history.record({
+        type: 'poison',
+        at: deps.clock(),
+        runKey: message.runKey,
+        job: message.job,
+        messageId: record.messageId,
+        receiveCount: receiveCountOf(record),
+        code: 'RUN_MISSING',
+        reason: 'the message names a run that does not exist',
+      });
       logger.error('message names a run that does not exist: left for the dead-letter queue');
       return 'retry';
   }

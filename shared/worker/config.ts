@@ -37,8 +37,15 @@ export function workerTimeoutFromEnv(env: NodeJS.ProcessEnv = process.env): numb
   return Number.isFinite(seconds) && seconds > 0 ? seconds * 1000 : undefined;
 }
 
-export function loadWorkerJobs(definitions: readonly unknown[] = configuredJobDefinitions(), env: NodeJS.ProcessEnv = process.env): readonly Job[] {
-  return createJobParser(WORKER_SCHEDULE_CHECKS)(definitions, { handlers: Object.keys(handlers), calendars, workerTimeoutMs: workerTimeoutFromEnv(env) });
+export function loadWorkerJobs(
+  definitions: readonly unknown[] = configuredJobDefinitions(),
+  env: NodeJS.ProcessEnv = process.env,
+): readonly Job[] {
+  return createJobParser(WORKER_SCHEDULE_CHECKS)(definitions, {
+    handlers: Object.keys(handlers),
+    calendars,
+    workerTimeoutMs: workerTimeoutFromEnv(env),
+  });
 }
 
 export function jobsByName(jobs: readonly Job[]): ReadonlyMap<string, Job> {

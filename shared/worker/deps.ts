@@ -84,12 +84,18 @@ export async function hide(deps: WorkerDeps, record: QueueRecord, logger: RunLog
  * messages (the claim lets one run and the other finds the run leased or ended), never none; a
  * send that fails hides this message as before (it counts one receive).
  */
-export async function continueInFreshMessage(deps: WorkerDeps, record: QueueRecord, message: RunMessage, nextAttemptAt: number, logger: RunLogger): Promise<RecordOutcome> {
+export async function continueInFreshMessage(
+  deps: WorkerDeps,
+  record: QueueRecord,
+  message: RunMessage,
+  nextAttemptAt: number,
+  logger: RunLogger,
+): Promise<RecordOutcome> {
   try {
     await deps.queue.send([{ message, delaySeconds: Math.max(0, Math.ceil((nextAttemptAt - deps.clock()) / 1000)) }]);
     return 'ack';
   } catch (error) {
-    logger.warn('could not send the run\'s next message: hiding this one instead', { error: String(error) });
+    logger.warn("could not send the run's next message: hiding this one instead", { error: String(error) });
     await hide(deps, record, logger, nextAttemptAt);
     return 'retry';
   }

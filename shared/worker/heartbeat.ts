@@ -92,11 +92,22 @@ export function startHeartbeat(
       const leaseUntil = now + job.lease;
       const check = await deps.ledger.heartbeat(run, leaseUntil);
       deps.metrics.observe(MetricName.HeartbeatLatency, deps.clock() - now, 'Milliseconds');
-      history.record({ type: 'heartbeat', at: now, runKey: run.runKey, owner: deps.owner, token: run.fencingToken, ok: check.ok, leaseUntil });
+      history.record({
+        type: 'heartbeat',
+        at: now,
+        runKey: run.runKey,
+        owner: deps.owner,
+        token: run.fencingToken,
+        ok: check.ok,
+        leaseUntil,
+      });
       if (!check.ok) {
         lost = true;
         logger.warn('heartbeat refused: lease lost', { currentOwner: check.current?.owner, currentToken: check.current?.fencingToken });
-        end(AttemptAbort.LEASE_LOST, `heartbeat refused: ${run.runKey} is now held by ${check.current?.owner ?? 'nobody'} (token ${check.current?.fencingToken ?? '?'}, status ${check.current?.status ?? 'gone'})`);
+        end(
+          AttemptAbort.LEASE_LOST,
+          `heartbeat refused: ${run.runKey} is now held by ${check.current?.owner ?? 'nobody'} (token ${check.current?.fencingToken ?? '?'}, status ${check.current?.status ?? 'gone'})`,
+        );
         return;
       }
       // The attempt may have ended while this renewal was on the way: its outcome, not this late
@@ -118,16 +129,19 @@ export function startHeartbeat(
   const interval = timers.setInterval(() => void beat(), job.heartbeatEvery);
   // Checked more often than heartbeats: the lease runs out even if heartbeats hang (stop before a
   // successor can take over), and the invocation's time runs out whatever the heartbeat period.
-  const watchdog = timers.setInterval(() => {
-    if (stopped) return;
-    if (deps.remainingTimeMs && deps.remainingTimeMs() < margin) {
-      logger.info('yielding: the invocation is about to time out');
-      end(AttemptAbort.YIELD, 'the invocation is about to time out: yielding');
-    } else if ((current().leaseUntil ?? 0) - deps.clock() < Math.min(1_000, job.heartbeatEvery)) {
-      logger.error('lease about to run out: stopping the handler');
-      end(AttemptAbort.LEASE_EXPIRING, 'the lease is about to run out');
-    }
-  }, Math.max(50, Math.min(1_000, job.heartbeatEvery / 2)));
+  const watchdog = timers.setInterval(
+    () => {
+      if (stopped) return;
+      if (deps.remainingTimeMs && deps.remainingTimeMs() < margin) {
+        logger.info('yielding: the invocation is about to time out');
+        end(AttemptAbort.YIELD, 'the invocation is about to time out: yielding');
+      } else if ((current().leaseUntil ?? 0) - deps.clock() < Math.min(1_000, job.heartbeatEvery)) {
+        logger.error('lease about to run out: stopping the handler');
+        end(AttemptAbort.LEASE_EXPIRING, 'the lease is about to run out');
+      }
+    },
+    Math.max(50, Math.min(1_000, job.heartbeatEvery / 2)),
+  );
   return {
     get lost() {
       return lost;

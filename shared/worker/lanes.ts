@@ -55,7 +55,13 @@ export async function beforeClaim(deps: LaneDeps, job: Job, id: RunId, logger: R
  * over; under replace an older holder is ended and taken over; a forbid-queue run that finds an
  * older open run gives the lane back to it. A run that turns out ended gives the lane back.
  */
-export async function claimInLane(deps: LaneDeps, job: Job, id: RunMessage, logger: RunLogger, claim: () => Promise<ClaimResult>): Promise<LaneClaim> {
+export async function claimInLane(
+  deps: LaneDeps,
+  job: Job,
+  id: RunMessage,
+  logger: RunLogger,
+  claim: () => Promise<ClaimResult>,
+): Promise<LaneClaim> {
   const holder = { slot: id.slot, shard: id.shard };
   // This delivery's take of the lane: another copy of the run may take it too ('held').
   const take = newWriteId();
@@ -73,7 +79,11 @@ export async function claimInLane(deps: LaneDeps, job: Job, id: RunMessage, logg
       if (!(await replaceHolder(deps, job, id, current, logger))) continue;
     }
     if (await deps.ledger.lanes.takeFromEnded(job.name, holder, { slot: lane.holderSlot, shard: id.shard }, deps.clock(), take)) {
-      if (!current || isTerminal(current.status)) logger.warn('took over the lane from a holder that had ended without releasing it', { holderSlot: iso(lane.holderSlot), holderStatus: current?.status ?? 'gone' });
+      if (!current || isTerminal(current.status))
+        logger.warn('took over the lane from a holder that had ended without releasing it', {
+          holderSlot: iso(lane.holderSlot),
+          holderStatus: current?.status ?? 'gone',
+        });
       taken = { kind: 'acquired', ...(lane.floor !== undefined ? { floor: lane.floor } : {}) };
     }
   }
@@ -134,13 +144,21 @@ async function confirmClaim(
   // no copy of the run can claim it while the lane is free; and the look comes last, so that a
   // run that took the lane meanwhile and ended (its look saw this one still RUNNING) is not the
   // only one that could have handed the lane back to this run.
-  const older = (await deps.ledger.laneRunsAfter(job.name, id.shard, (confirmed.floor ?? 0) - 1, id.slot - 1, OPEN_STATUSES, { firstPageWithAny: true })).filter(inLane);
+  const older = (
+    await deps.ledger.laneRunsAfter(job.name, id.shard, (confirmed.floor ?? 0) - 1, id.slot - 1, OPEN_STATUSES, { firstPageWithAny: true })
+  ).filter(inLane);
   if (older.length === 0) return result;
   deps.metrics.count(MetricName.OverlapWaits);
-  await gaveWay(deps, job, { ...id, fencingToken: result.run.fencingToken }, async () => {
-    // Not handed back (our lease was lost meanwhile): its next holder takes it over as any lost claim.
-    if (!(await deps.ledger.giveBack(result.run))) logger.warn('could not hand back the claim of a run that gives way');
-  }, logger);
+  await gaveWay(
+    deps,
+    job,
+    { ...id, fencingToken: result.run.fencingToken },
+    async () => {
+      // Not handed back (our lease was lost meanwhile): its next holder takes it over as any lost claim.
+      if (!(await deps.ledger.giveBack(result.run))) logger.warn('could not hand back the claim of a run that gives way');
+    },
+    logger,
+  );
   logger.info('waiting: an earlier run of the job is still open (forbid-queue)', { earlierSlot: iso(older[0]!.slot) });
   return { kind: 'waits' };
 }
@@ -171,7 +189,8 @@ export async function onBlocked(deps: LaneDeps, job: Job, id: RunId, holderSlot:
   }
   if (job.overlap === OverlapPolicy.REPLACE) {
     // Only a newer holder blocks under replace: this run gives way.
-    if (await settle(deps, job, id, RunStatus.SUPERSEDED, `superseded by the run of ${iso(holderSlot)} (replace)`)) logger.info('superseded: a newer run holds the lane (replace)');
+    if (await settle(deps, job, id, RunStatus.SUPERSEDED, `superseded by the run of ${iso(holderSlot)} (replace)`))
+      logger.info('superseded: a newer run holds the lane (replace)');
     return 'ack';
   }
   // forbid-queue and coalesce: the holder looks for this run when it ends; the sweeper watches it
@@ -186,7 +205,13 @@ export async function onBlocked(deps: LaneDeps, job: Job, id: RunId, holderSlot:
  * Ends a waiting run SUPERSEDED or SKIPPED; one that was claimed before (a RETRY or UNKNOWN run
  * keeps its lane between attempts) may hold the lane, which it then hands on.
  */
-async function settle(deps: LaneDeps, job: Job, id: RunId, status: typeof RunStatus.SUPERSEDED | typeof RunStatus.SKIPPED, reason: string): Promise<boolean> {
+async function settle(
+  deps: LaneDeps,
+  job: Job,
+  id: RunId,
+  status: typeof RunStatus.SUPERSEDED | typeof RunStatus.SKIPPED,
+  reason: string,
+): Promise<boolean> {
   const run = await deps.ledger.getRun(id);
   if (!run || !WAITING_STATUSES.includes(run.status)) return false;
   if (!(await deps.ledger.settleWaiting(run, status, reason, deps.clock()))) return false;
@@ -200,20 +225,32 @@ async function settle(deps: LaneDeps, job: Job, id: RunId, status: typeof RunSta
  * undefined: under coalesce and replace a newer due run supersedes it on arrival; under
  * forbid-skip a lane held by another run skips it.
  */
-export async function revivalRefusalInLane(ledger: Pick<Ledger, 'laneRunsAfter' | 'lanes'>, job: Job, run: Run, now: number): Promise<string | undefined> {
+export async function revivalRefusalInLane(
+  ledger: Pick<Ledger, 'laneRunsAfter' | 'lanes'>,
+  job: Job,
+  run: Run,
+  now: number,
+): Promise<string | undefined> {
   if (!isExclusive(job) || !inLane(run)) return undefined;
   if (job.overlap === OverlapPolicy.COALESCE || job.overlap === OverlapPolicy.REPLACE) {
     const newer = supersedingRun(run, await ledger.laneRunsAfter(job.name, run.shard, run.slot, now, SUPERSEDING), now);
-    if (newer) return `${job.overlap}: a newer run ${newer.runKey} (${newer.status}) exists, so the revived run would be superseded on arrival without running; to run the job now use \`ops trigger ${job.name}\``;
+    if (newer)
+      return `${job.overlap}: a newer run ${newer.runKey} (${newer.status}) exists, so the revived run would be superseded on arrival without running; to run the job now use \`ops trigger ${job.name}\``;
   }
   if (job.overlap === OverlapPolicy.FORBID_SKIP) {
     const holderSlot = (await ledger.lanes.read(job.name, run.shard))?.holderSlot;
-    if (holderSlot !== undefined && holderSlot !== run.slot) return `forbid-skip: the run of ${iso(holderSlot)} holds the lane, so the revived run would be skipped on arrival; retry it once that run has ended`;
+    if (holderSlot !== undefined && holderSlot !== run.slot)
+      return `forbid-skip: the run of ${iso(holderSlot)} holds the lane, so the revived run would be skipped on arrival; retry it once that run has ended`;
   }
   return undefined;
 }
 
 /** After a run was revived, before its message is sent: a forbid-queue lane's floor goes below it. */
-export async function revivedInLane(ledger: Pick<Ledger, 'lanes'>, job: Job, run: Pick<Run, 'job' | 'slot' | 'shard' | 'overlap'>, now: number): Promise<void> {
+export async function revivedInLane(
+  ledger: Pick<Ledger, 'lanes'>,
+  job: Job,
+  run: Pick<Run, 'job' | 'slot' | 'shard' | 'overlap'>,
+  now: number,
+): Promise<void> {
   if (lowersFloor(run.overlap ?? job.overlap, run.slot, now)) await ledger.lanes.lowerFloor(job.name, run.shard, run.slot);
 }

@@ -56,16 +56,33 @@ export async function recordOutcome(
       // the run (and a hot loop of retries) for nothing; the takeover path is the same.
       const malformed = isMalformedRequest(error);
       if (heartbeat.lost || malformed || leaseLeft <= clockSkewFor(deps, job)) {
-        logger.error(malformed ? 'outcome write rejected as malformed: the next claim takes over and reconciles' : 'outcome could not be recorded before the lease ran out: the next claim takes over and reconciles', {
-          wanted: transition.status,
-          error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+        logger.error(
+          malformed
+            ? 'outcome write rejected as malformed: the next claim takes over and reconciles'
+            : 'outcome could not be recorded before the lease ran out: the next claim takes over and reconciles',
+          {
+            wanted: transition.status,
+            error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
+          },
+        );
+        history.record({
+          type: 'outcome',
+          at: deps.clock(),
+          runKey: run.runKey,
+          owner: deps.owner,
+          token: run.fencingToken,
+          status: transition.status,
+          accepted: false,
         });
-        history.record({ type: 'outcome', at: deps.clock(), runKey: run.runKey, owner: deps.owner, token: run.fencingToken, status: transition.status, accepted: false });
         await hide(deps, record, logger, heartbeat.leaseUntil() + clockSkewFor(deps, job));
         return 'retry';
       }
       deps.metrics.count(MetricName.OutcomeWriteRetries);
-      logger.warn('outcome write failed: retrying while the lease holds', { wanted: transition.status, attempt: attemptNo, error: String(error) });
+      logger.warn('outcome write failed: retrying while the lease holds', {
+        wanted: transition.status,
+        attempt: attemptNo,
+        error: String(error),
+      });
       await sleep(Math.min(1_000, OUTCOME_RETRY_BASE_MS * 2 ** (attemptNo - 1), Math.max(0, leaseLeft / 2)), undefined, timers);
     }
   }
@@ -83,11 +100,20 @@ export async function recordOutcome(
   });
   if (!check.ok) {
     deps.metrics.count(MetricName.LeaseLost);
-    logger.warn('outcome refused: lease lost before completion', { wanted: transition.status, currentOwner: check.current?.owner, currentToken: check.current?.fencingToken });
+    logger.warn('outcome refused: lease lost before completion', {
+      wanted: transition.status,
+      currentOwner: check.current?.owner,
+      currentToken: check.current?.fencingToken,
+    });
     return 'retry';
   }
   const lastError = 'lastError' in transition ? transition.lastError : undefined;
-  logger.info('run outcome', { outcome: transition.status, durationMs: deps.clock() - (run.startedAt ?? now), lastError, evidenceChars: transition.status === RunStatus.SUCCEEDED ? jsonChars(transition.evidence) : undefined });
+  logger.info('run outcome', {
+    outcome: transition.status,
+    durationMs: deps.clock() - (run.startedAt ?? now),
+    lastError,
+    evidenceChars: transition.status === RunStatus.SUCCEEDED ? jsonChars(transition.evidence) : undefined,
+  });
   if (endsRun(transition.status)) {
     // The run has ended: an exclusive job's lane is free; a failure here leaves a stale marker (taken over by
     // the next claimer) or an undispatched run (the sweeper's), never a stuck lane.
@@ -99,7 +125,9 @@ export async function recordOutcome(
       return 'ack';
     case RunStatus.DEAD:
       deps.metrics.count(MetricName.RunsDead);
-      await pauseOnRepeatedFailure(deps, job, run, transition.lastError, logger).catch((error: unknown) => logger.warn('could not apply pauseOnFailure', { error: String(error) }));
+      await pauseOnRepeatedFailure(deps, job, run, transition.lastError, logger).catch((error: unknown) =>
+        logger.warn('could not apply pauseOnFailure', { error: String(error) }),
+      );
       return 'ack';
     case RunStatus.SUPERSEDED:
       deps.metrics.count(MetricName.RunsSuperseded);
@@ -108,8 +136,15 @@ export async function recordOutcome(
       return 'ack';
     case RunStatus.RETRY:
     case RunStatus.UNKNOWN:
-      deps.metrics.count(transition.status === RunStatus.UNKNOWN ? MetricName.RunsUnknown : transition.refundAttempt ? MetricName.RunsYielded : MetricName.RunsRetried);
-      if (transition.status === RunStatus.RETRY && transition.refundAttempt) return continueInFreshMessage(deps, record, messageFor(run), transition.nextAttemptAt, logger);
+      deps.metrics.count(
+        transition.status === RunStatus.UNKNOWN
+          ? MetricName.RunsUnknown
+          : transition.refundAttempt
+            ? MetricName.RunsYielded
+            : MetricName.RunsRetried,
+      );
+      if (transition.status === RunStatus.RETRY && transition.refundAttempt)
+        return continueInFreshMessage(deps, record, messageFor(run), transition.nextAttemptAt, logger);
       await hide(deps, record, logger, transition.nextAttemptAt);
       return 'retry';
   }

@@ -24,7 +24,8 @@ export const PAUSED_BY_FAILURE = 'pauseOnFailure';
 
 /** What an ended run says about a failure streak. */
 export function streakRole(run: Pick<Run, 'status' | 'lastError'>): 'failure' | 'success' | 'ignored' {
-  if (run.status === RunStatus.DEAD) return run.lastError?.code === 'RESOLVED' || run.lastError?.code === DEADLINE_BEFORE_START ? 'ignored' : 'failure';
+  if (run.status === RunStatus.DEAD)
+    return run.lastError?.code === 'RESOLVED' || run.lastError?.code === DEADLINE_BEFORE_START ? 'ignored' : 'failure';
   if (run.status === RunStatus.SUCCEEDED) return 'success';
   return 'ignored';
 }
@@ -79,5 +80,9 @@ export async function pauseOnRepeatedFailure(
   const paused = await deps.ledger.planning.pause(job.name, plannedUntil, { by: PAUSED_BY_FAILURE, note, at: deps.clock() });
   if (!paused) return;
   deps.metrics.count(MetricName.JobsPausedOnFailure);
-  logger.error('job paused after repeated failures: ops resume clears it', { pauseOnFailure: n, lastRunKey: run.runKey, code: lastError.code });
+  logger.error('job paused after repeated failures: ops resume clears it', {
+    pauseOnFailure: n,
+    lastRunKey: run.runKey,
+    code: lastError.code,
+  });
 }

@@ -36,7 +36,11 @@ export type EndedRun = Pick<Run, 'job' | 'slot' | 'shard'> & { readonly fencingT
  */
 export async function runEnded(deps: LaneDeps, job: Job, run: EndedRun, logger?: RunLogger): Promise<void> {
   if (!isExclusive(job)) return;
-  const released = await deps.ledger.lanes.release(job.name, { slot: run.slot, shard: run.shard }, run.fencingToken !== undefined ? { token: run.fencingToken } : {});
+  const released = await deps.ledger.lanes.release(
+    job.name,
+    { slot: run.slot, shard: run.shard },
+    run.fencingToken !== undefined ? { token: run.fencingToken } : {},
+  );
   if (mustLook(released)) await handOn(deps, job, run, released, logger);
 }
 
@@ -57,7 +61,13 @@ export async function takeGivenBack(deps: LaneDeps, job: Job, run: EndedRun, tak
  * lane for a run that has since taken it, run, ended and looked while this one was still RUNNING
  * (found by the Spin model aligned with this code).
  */
-export async function gaveWay(deps: LaneDeps, job: Job, run: EndedRun & { readonly fencingToken: number }, handBack: () => Promise<void>, logger: RunLogger): Promise<void> {
+export async function gaveWay(
+  deps: LaneDeps,
+  job: Job,
+  run: EndedRun & { readonly fencingToken: number },
+  handBack: () => Promise<void>,
+  logger: RunLogger,
+): Promise<void> {
   const released = await deps.ledger.lanes.release(job.name, { slot: run.slot, shard: run.shard }, { token: run.fencingToken });
   await handBack();
   await handOn(deps, job, run, released, logger);
@@ -69,7 +79,13 @@ function mustLook(released: ReleaseResult): boolean {
 }
 
 /** The look: who gets the lane after `ended`, per policy (forbid-skip has no queue). */
-async function handOn(deps: LaneDeps, job: Job, ended: Pick<Run, 'slot' | 'shard'>, released: ReleaseResult, logger?: RunLogger): Promise<void> {
+async function handOn(
+  deps: LaneDeps,
+  job: Job,
+  ended: Pick<Run, 'slot' | 'shard'>,
+  released: ReleaseResult,
+  logger?: RunLogger,
+): Promise<void> {
   const now = deps.clock();
   let next: HandOn<Run>;
   if (job.overlap === OverlapPolicy.FORBID_QUEUE) {
@@ -78,10 +94,14 @@ async function handOn(deps: LaneDeps, job: Job, ended: Pick<Run, 'slot' | 'shard
     const floor = raisedFloor({ firstOpenSlot: read.first?.slot, passed: read.passed, lastSlot: read.lastSlot }, released.floor, now);
     if (floor !== undefined && released.freed) await deps.ledger.lanes.advanceFloor(job.name, ended.shard, released.writeId, floor);
   } else if (job.overlap === OverlapPolicy.COALESCE || job.overlap === OverlapPolicy.REPLACE) {
-    next = newestHandOn(await deps.ledger.laneRunsAfter(job.name, ended.shard, ended.slot, now + LANE_CLOCK_ALLOWANCE_MS, WAITING_STATUSES), now);
+    next = newestHandOn(
+      await deps.ledger.laneRunsAfter(job.name, ended.shard, ended.slot, now + LANE_CLOCK_ALLOWANCE_MS, WAITING_STATUSES),
+      now,
+    );
   } else return;
   for (const older of next.supersede) {
-    if (await deps.ledger.settleWaiting(older, RunStatus.SUPERSEDED, `superseded by ${next.dispatch!.runKey} (${job.overlap})`, now)) deps.metrics.count(MetricName.RunsSuperseded);
+    if (await deps.ledger.settleWaiting(older, RunStatus.SUPERSEDED, `superseded by ${next.dispatch!.runKey} (${job.overlap})`, now))
+      deps.metrics.count(MetricName.RunsSuperseded);
   }
   if (next.dispatch) await dispatch(deps, job, next.dispatch, logger);
 }

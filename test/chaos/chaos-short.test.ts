@@ -16,7 +16,14 @@ describe('chaos (short): the six drills, ~1,000 runs', () => {
     const report = await runChaos({ base: stack(), runs: 1_000, seed: 20261129, childIterations: 1, concurrency: 1 });
     const summary = `${formatTable(report)}\n\n${formatDetails(report)}`;
     console.log(summary);
-    expect(report.results.map((r) => r.drill)).toEqual(['put-dropped', 'worker-killed', 'worker-paused', 'ledger-unreachable', 'planner-down', 'failing-job']);
+    expect(report.results.map((r) => r.drill)).toEqual([
+      'put-dropped',
+      'worker-killed',
+      'worker-paused',
+      'ledger-unreachable',
+      'planner-down',
+      'failing-job',
+    ]);
     expect(report.totals.runs).toBeGreaterThanOrEqual(1_000);
     expect(report.totals.faults).toBeGreaterThan(0);
     expect(report.totals.takeovers).toBeGreaterThan(0);

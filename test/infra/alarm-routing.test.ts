@@ -16,7 +16,15 @@ import { METRICS_NAMESPACE, STACK_DIMENSION } from '../../shared/runtime/powerto
 import { ENV } from '../../shared/core/resources.js';
 import { FAST_APP, schedulerApp, testContext } from './support.js';
 
-type AlarmResource = { Properties: { AlarmName: string; Namespace?: string; Dimensions?: { Name: string; Value: unknown }[]; AlarmActions?: unknown[]; OKActions?: unknown[] } };
+type AlarmResource = {
+  Properties: {
+    AlarmName: string;
+    Namespace?: string;
+    Dimensions?: { Name: string; Value: unknown }[];
+    AlarmActions?: unknown[];
+    OKActions?: unknown[];
+  };
+};
 
 function alarmsOf(template: Template): AlarmResource[] {
   return Object.values(template.findResources('AWS::CloudWatch::Alarm')) as AlarmResource[];
@@ -28,7 +36,7 @@ describe('alarm routing', () => {
   const plain = schedulerApp().stack;
   const plainTemplate = Template.fromStack(plain);
 
-  it('without -c alarmEmail every alarm still notifies (ALARM and OK) the stack\'s topic, whose ARN is an output', () => {
+  it("without -c alarmEmail every alarm still notifies (ALARM and OK) the stack's topic, whose ARN is an output", () => {
     const alarms = alarmsOf(plainTemplate);
     expect(alarms.length).toBeGreaterThanOrEqual(Object.keys(AlarmKey).length);
     const topic = plain.resolve(plain.observability.alarmTopic.topicArn) as unknown;
@@ -44,7 +52,7 @@ describe('alarm routing', () => {
     Annotations.fromStack(plain).hasWarning('*', Match.stringLikeRegexp('no subscriber.*AlarmTopicArn.*-c alarmEmail.*-c alarmTopicArn'));
   });
 
-  it('-c alarmTopicArn sends every alarm to the team\'s topic instead of creating one, without the warning', () => {
+  it("-c alarmTopicArn sends every alarm to the team's topic instead of creating one, without the warning", () => {
     const { stack } = schedulerApp({}, { context: { [ContextKey.alarmTopicArn]: TEAM_TOPIC } });
     const template = Template.fromStack(stack);
     template.resourceCountIs('AWS::SNS::Topic', 0);
@@ -68,20 +76,22 @@ describe('two stacks in one account and region', () => {
   const app = new App({ ...FAST_APP, context: testContext() });
   const stacks = ['Production', 'Staging'].map((name) => new SchedulerStack(app, name, { plannerPartitions: 2 }));
 
-  it.each([0, 1])('a staging run cannot fire production\'s alarms: each alarm of stack %i selects its own stack dimension only', (index) => {
+  it.each([0, 1])("a staging run cannot fire production's alarms: each alarm of stack %i selects its own stack dimension only", (index) => {
     const stack = stacks[index]!;
     const other = stacks[1 - index]!;
     const template = Template.fromStack(stack);
     const scheduler = alarmsOf(template).filter((a) => a.Properties.Namespace === METRICS_NAMESPACE);
     // Every alarm on a scheduler metric: the operator-waiting gauges, lags, planner silence...
-    expect(scheduler.map((a) => a.Properties.AlarmName)).toEqual(expect.arrayContaining([`${stack.stackName}-${AlarmKey.RunsDead}`, `${stack.stackName}-${AlarmKey.PlannerSilent}-p1`]));
+    expect(scheduler.map((a) => a.Properties.AlarmName)).toEqual(
+      expect.arrayContaining([`${stack.stackName}-${AlarmKey.RunsDead}`, `${stack.stackName}-${AlarmKey.PlannerSilent}-p1`]),
+    );
     for (const alarm of scheduler) {
       expect(alarm.Properties.Dimensions, alarm.Properties.AlarmName).toContainEqual({ Name: STACK_DIMENSION, Value: stack.stackName });
       expect(JSON.stringify(alarm), alarm.Properties.AlarmName).not.toContain(other.stackName);
     }
   });
 
-  it.each([0, 1])('the dashboard of stack %i graphs only its own stack\'s scheduler metrics', (index) => {
+  it.each([0, 1])("the dashboard of stack %i graphs only its own stack's scheduler metrics", (index) => {
     const stack = stacks[index]!;
     const body = JSON.stringify(Object.values(Template.fromStack(stack).findResources('AWS::CloudWatch::Dashboard'))[0]);
     const series = [...body.matchAll(/\[\\"FencedScheduler\\",\\"(\w+)\\",([^{]*)\{/g)];
@@ -92,7 +102,9 @@ describe('two stacks in one account and region', () => {
 
   it.each([0, 1])('the functions of stack %i publish under its name (%s)', (index) => {
     const stack = stacks[index]!;
-    const functions = Object.values(Template.fromStack(stack).findResources('AWS::Lambda::Function')) as { Properties: { Environment: { Variables: Record<string, unknown> } } }[];
+    const functions = Object.values(Template.fromStack(stack).findResources('AWS::Lambda::Function')) as {
+      Properties: { Environment: { Variables: Record<string, unknown> } };
+    }[];
     expect(functions.length).toBeGreaterThanOrEqual(3);
     for (const fn of functions) expect(fn.Properties.Environment.Variables[ENV.metricsStack]).toBe(stack.stackName);
   });
@@ -103,7 +115,10 @@ describe('worker timeout', () => {
     const jobs = [{ name: 'long-report', schedule: '0 * * * *', handler: 'cache-refresh', timeout: '5m' }];
     expect(() => schedulerApp({ jobs })).toThrow(/raise the worker timeout \(context key workerTimeoutSeconds\)/);
     const { stack } = schedulerApp({ jobs }, { context: { [ContextKey.workerTimeoutSeconds]: '360' } });
-    Template.fromStack(stack).hasResourceProperties('AWS::Lambda::Function', { Description: Match.stringLikeRegexp('worker'), Timeout: 360 });
+    Template.fromStack(stack).hasResourceProperties('AWS::Lambda::Function', {
+      Description: Match.stringLikeRegexp('worker'),
+      Timeout: 360,
+    });
     expect(stack.jobs[0]!.timeout).toBe(300_000);
   });
 

@@ -29,7 +29,9 @@ describe('README and docs', () => {
     // Step 1 of "Adding a job" registered the handler; step 2 misspelt the zone.
     let problems: string[] = [];
     try {
-      parseJobs([{ name: 'nightly-report', schedule: '30 2 * * *', timezone: 'Europe/Londn', handler: 'nightly-report' }], { handlers: [...Object.keys(handlers), 'nightly-report'] });
+      parseJobs([{ name: 'nightly-report', schedule: '30 2 * * *', timezone: 'Europe/Londn', handler: 'nightly-report' }], {
+        handlers: [...Object.keys(handlers), 'nightly-report'],
+      });
     } catch (error) {
       if (!(error instanceof JobConfigError)) throw error;
       problems = error.message.split('\n');
@@ -43,11 +45,17 @@ describe('README and docs', () => {
     expect(keys).toEqual(Object.keys(CONTEXT_PARAMETERS));
   });
 
-  it('the README\'s job-field defaults are the code\'s (a README default of 5m for timeout, when the code\'s is 45s, was refused at synth as written)', () => {
+  it("the README's job-field defaults are the code's (a README default of 5m for timeout, when the code's is 45s, was refused at synth as written)", () => {
     const section = README.slice(README.indexOf('Required fields:'), README.indexOf('## Scheduling policies'));
-    const rows = [...section.matchAll(/^\| (`[^|]+`) \| ([^|]+) \|$/gm)].map((m) => ({ fields: [...m[1]!.matchAll(/`(\w+)`/g)].map((f) => f[1]!), written: m[2]!.trim() }));
+    const rows = [...section.matchAll(/^\| (`[^|]+`) \| ([^|]+) \|$/gm)].map((m) => ({
+      fields: [...m[1]!.matchAll(/`(\w+)`/g)].map((f) => f[1]!),
+      written: m[2]!.trim(),
+    }));
     const minimal = { name: 'defaults', schedule: '* * * * *', handler: 'cache-refresh' };
-    const parse = (extra: Record<string, unknown>): Record<string, unknown> => Object.fromEntries(Object.entries(parseJobs([{ ...minimal, ...extra }], { handlers: Object.keys(handlers), workerTimeoutMs: 900_000 })[0]!));
+    const parse = (extra: Record<string, unknown>): Record<string, unknown> =>
+      Object.fromEntries(
+        Object.entries(parseJobs([{ ...minimal, ...extra }], { handlers: Object.keys(handlers), workerTimeoutMs: 900_000 })[0]!),
+      );
     const defaults = parse({});
     const documented = new Set(rows.flatMap((row) => row.fields));
     // Every optional field of the schema is in the table, and nothing else.

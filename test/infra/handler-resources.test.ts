@@ -11,13 +11,17 @@ import { describe, expect, it } from 'vitest';
 import { BusinessTable, FENCED_WRITER_ACTIONS } from '../../infra/constructs/business-table.js';
 import { schedulerApp, statementsOfRole } from './support.js';
 
-describe('a handler\'s own table and secret (README worked example)', () => {
+describe("a handler's own table and secret (README worked example)", () => {
   const { app, stack } = schedulerApp();
   // As in the README:
   const invoices = new BusinessTable(stack, 'Invoices', { removalPolicy: RemovalPolicy.RETAIN });
   invoices.grantFencedWrites(stack.worker.function);
   stack.worker.function.addEnvironment('INVOICES_TABLE_NAME', invoices.table.tableName);
-  const billingKey = secretsmanager.Secret.fromSecretCompleteArn(stack, 'BillingKey', 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:billing/api-key-AbCdEf');
+  const billingKey = secretsmanager.Secret.fromSecretCompleteArn(
+    stack,
+    'BillingKey',
+    'arn:aws:secretsmanager:eu-west-1:123456789012:secret:billing/api-key-AbCdEf',
+  );
   billingKey.grantRead(stack.worker.function);
   stack.worker.function.addEnvironment('BILLING_SECRET_ARN', billingKey.secretArn);
   const template = Template.fromStack(stack);
@@ -30,7 +34,12 @@ describe('a handler\'s own table and secret (README worked example)', () => {
     expect(onSecret.flatMap((s) => s.actions).sort()).toEqual(['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue']);
     template.hasResourceProperties('AWS::Lambda::Function', {
       Description: Match.stringLikeRegexp('worker'),
-      Environment: { Variables: Match.objectLike({ INVOICES_TABLE_NAME: { Ref: Match.stringLikeRegexp('^InvoicesTable') }, BILLING_SECRET_ARN: Match.anyValue() }) },
+      Environment: {
+        Variables: Match.objectLike({
+          INVOICES_TABLE_NAME: { Ref: Match.stringLikeRegexp('^InvoicesTable') },
+          BILLING_SECRET_ARN: Match.anyValue(),
+        }),
+      },
     });
   });
 

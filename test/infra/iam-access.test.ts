@@ -54,7 +54,10 @@ describe('IAM actions derived from the code (infra/iam-access.ts)', () => {
   it('finds calls through classes, interfaces and module code, reads transaction items and index queries, and skips methods nothing calls', () => {
     const found = calls
       .get('test/infra/fixtures/sdk-calls-entry.ts')!
-      .map((call) => `${call.caller} ${call.command}${call.onIndex ? ' on index' : ''}: ${iamActionsOf(call.sdkPackage, call.command, call.transactItems).join(' ')}`)
+      .map(
+        (call) =>
+          `${call.caller} ${call.command}${call.onIndex ? ' on index' : ''}: ${iamActionsOf(call.sdkPackage, call.command, call.transactItems).join(' ')}`,
+      )
       .sort();
     expect(found).toEqual([
       // Through the Store interface: the ConditionCheck and the Update of the transaction.
@@ -117,7 +120,7 @@ describe('IAM actions granted by the stack', () => {
     );
   });
 
-  it('worker: its own and its handlers\' rows on the ledger, the handlers\' rows on each business table, code + event source rows on the run queue', () => {
+  it("worker: its own and its handlers' rows on the ledger, the handlers' rows on each business table, code + event source rows on the run queue", () => {
     const { code, service } = FUNCTION_ACCESS.worker;
     expect(granted('WorkerRole')).toEqual(
       sorted({
@@ -142,7 +145,9 @@ describe('IAM actions granted by the stack', () => {
 
   it('no role holds an action FUNCTION_ACCESS does not list (no GetQueueUrl, no ConditionCheckItem, no Scan)', () => {
     const listed = new Set(
-      FUNCTIONS.flatMap((fn) => [...Object.values(FUNCTION_ACCESS[fn].code), ...Object.values(FUNCTION_ACCESS[fn].service)].flat() as string[]),
+      FUNCTIONS.flatMap(
+        (fn) => [...Object.values(FUNCTION_ACCESS[fn].code), ...Object.values(FUNCTION_ACCESS[fn].service)].flat() as string[],
+      ),
     );
     const roleActions = iamStatements(template)
       .filter((s) => !s.policy.startsWith('Operators'))
@@ -151,7 +156,9 @@ describe('IAM actions granted by the stack', () => {
     expect(roleActions.filter((a) => !listed.has(a))).toEqual([]);
     for (const absent of ['sqs:GetQueueUrl', 'dynamodb:Scan']) expect(roleActions).not.toContain(absent);
     // ConditionCheckItem only where a transaction has a ConditionCheck: the worker's lane takeover.
-    const planner = iamStatements(template).filter((s) => s.policy.startsWith('Planner')).flatMap((s) => s.actions);
+    const planner = iamStatements(template)
+      .filter((s) => s.policy.startsWith('Planner'))
+      .flatMap((s) => s.actions);
     expect(planner).not.toContain('dynamodb:ConditionCheckItem');
   });
 });

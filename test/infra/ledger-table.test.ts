@@ -92,18 +92,31 @@ describe('LedgerTable', () => {
     const tableStatement = statements.find((s) => !JSON.stringify(s.resources).includes('/index/'));
     expect(indexStatement?.actions).toEqual(['dynamodb:Query']);
     expect(JSON.stringify(indexStatement?.resources)).toContain(`/index/${LEDGER_TABLE.openRunsIndex.name}`);
-    expect(tableStatement?.actions).toEqual(['dynamodb:BatchGetItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
+    expect(tableStatement?.actions).toEqual([
+      'dynamodb:BatchGetItem',
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:Query',
+      'dynamodb:UpdateItem',
+    ]);
     expect(tableStatement?.actions).toEqual(FUNCTION_ACCESS.planner.code.ledgerTable);
     for (const s of statements) expect(s.resources.some(isWildcardResource)).toBe(false);
   });
 
-  it('grants the worker its own and its handlers\' item actions on the table: BatchGetItem for the planning state a pauseOnFailure reads, ConditionCheckItem for the lane takeover\'s check, never Scan', () => {
+  it("grants the worker its own and its handlers' item actions on the table: BatchGetItem for the planning state a pauseOnFailure reads, ConditionCheckItem for the lane takeover's check, never Scan", () => {
     const { stack, construct } = ledger();
     const role = new iam.Role(stack, 'WorkerRole', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
     construct.grantWorkerAccess(role);
     const template = Template.fromStack(stack);
     const actions = actionsOfRole(template, 'WorkerRole');
-    expect(actions).toEqual(['dynamodb:BatchGetItem', 'dynamodb:ConditionCheckItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
+    expect(actions).toEqual([
+      'dynamodb:BatchGetItem',
+      'dynamodb:ConditionCheckItem',
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:Query',
+      'dynamodb:UpdateItem',
+    ]);
     expect(actions).not.toContain('dynamodb:Scan');
     for (const s of statementsOfRole(template, 'WorkerRole')) {
       expect(s.resources.some(isWildcardResource)).toBe(false);

@@ -4,17 +4,38 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { describe, expect, it } from 'vitest';
-import { AlarmKey, OLDEST_OPEN_RUN_AGE, OUTBOX_RELAY_ALARM_KEYS, Observability, type ObservabilityProps } from '../../infra/constructs/observability.js';
+import {
+  AlarmKey,
+  OLDEST_OPEN_RUN_AGE,
+  OUTBOX_RELAY_ALARM_KEYS,
+  Observability,
+  type ObservabilityProps,
+} from '../../infra/constructs/observability.js';
 import { MetricName } from '../../shared/runtime/observability.js';
 import { METRICS_NAMESPACE, PARTITION_DIMENSION, SERVICE_NAME, STACK_DIMENSION } from '../../shared/runtime/powertools.js';
 import { constructStack } from './support.js';
 
-type Extra = Partial<Omit<ObservabilityProps, 'plannerFunction' | 'plannerFailureQueue' | 'workerFunction' | 'runQueue' | 'deadLetterQueue' | 'outboxRelayFunction' | 'outboxRelayFailureQueue'>>;
+type Extra = Partial<
+  Omit<
+    ObservabilityProps,
+    | 'plannerFunction'
+    | 'plannerFailureQueue'
+    | 'workerFunction'
+    | 'runQueue'
+    | 'deadLetterQueue'
+    | 'outboxRelayFunction'
+    | 'outboxRelayFailureQueue'
+  >
+>;
 
 function observability(props: Extra = {}, withTopic = false, withRelay = true) {
   const stack = constructStack();
   const fn = (id: string) =>
-    new lambda.Function(stack, id, { runtime: lambda.Runtime.NODEJS_22_X, handler: 'index.handler', code: lambda.Code.fromInline('exports.handler=()=>{}') });
+    new lambda.Function(stack, id, {
+      runtime: lambda.Runtime.NODEJS_22_X,
+      handler: 'index.handler',
+      code: lambda.Code.fromInline('exports.handler=()=>{}'),
+    });
   const deadLetterQueue = new sqs.Queue(stack, 'Dlq');
   const runQueue = new sqs.Queue(stack, 'RunQueue', { deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: 10 } });
   const construct = new Observability(stack, 'Observability', {
@@ -32,7 +53,10 @@ function observability(props: Extra = {}, withTopic = false, withRelay = true) {
 }
 
 // constructStack() names its stack 'Test': every scheduler metric is scoped to it.
-const schedulerDimension = [{ Name: 'service', Value: SERVICE_NAME }, { Name: STACK_DIMENSION, Value: 'Test' }];
+const schedulerDimension = [
+  { Name: 'service', Value: SERVICE_NAME },
+  { Name: STACK_DIMENSION, Value: 'Test' },
+];
 
 describe('Observability', () => {
   const template = observability().template();
@@ -72,20 +96,23 @@ describe('Observability', () => {
   it.each([
     [AlarmKey.RunsDead, MetricName.OpenDeadRuns],
     [AlarmKey.JobPausedOnFailure, MetricName.JobsPausedByFailure],
-  ])('%s stays in ALARM while the state lasts: a gauge published every tick (%s), on its Maximum, a period without data keeps the state', (key, metric) => {
-    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-      AlarmName: Match.stringLikeRegexp(`-${key}$`),
-      Namespace: METRICS_NAMESPACE,
-      MetricName: metric,
-      Dimensions: schedulerDimension,
-      Statistic: 'Maximum',
-      Period: 300,
-      EvaluationPeriods: 1,
-      ComparisonOperator: 'GreaterThanThreshold',
-      Threshold: 0,
-      TreatMissingData: 'ignore',
-    });
-  });
+  ])(
+    '%s stays in ALARM while the state lasts: a gauge published every tick (%s), on its Maximum, a period without data keeps the state',
+    (key, metric) => {
+      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        AlarmName: Match.stringLikeRegexp(`-${key}$`),
+        Namespace: METRICS_NAMESPACE,
+        MetricName: metric,
+        Dimensions: schedulerDimension,
+        Statistic: 'Maximum',
+        Period: 300,
+        EvaluationPeriods: 1,
+        ComparisonOperator: 'GreaterThanThreshold',
+        Threshold: 0,
+        TreatMissingData: 'ignore',
+      });
+    },
+  );
 
   it('alarms on planner errors > 0 and on planner silence with missing data breaching', () => {
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
@@ -193,9 +220,18 @@ describe('Observability', () => {
   it('has no planner-failed-ticks alarm without a planner failure queue', () => {
     const stack = constructStack();
     const fn = (id: string) =>
-      new lambda.Function(stack, id, { runtime: lambda.Runtime.NODEJS_22_X, handler: 'index.handler', code: lambda.Code.fromInline('exports.handler=()=>{}') });
+      new lambda.Function(stack, id, {
+        runtime: lambda.Runtime.NODEJS_22_X,
+        handler: 'index.handler',
+        code: lambda.Code.fromInline('exports.handler=()=>{}'),
+      });
     const deadLetterQueue = new sqs.Queue(stack, 'Dlq');
-    const construct = new Observability(stack, 'Observability', { plannerFunction: fn('P'), workerFunction: fn('W'), runQueue: new sqs.Queue(stack, 'Q'), deadLetterQueue });
+    const construct = new Observability(stack, 'Observability', {
+      plannerFunction: fn('P'),
+      workerFunction: fn('W'),
+      runQueue: new sqs.Queue(stack, 'Q'),
+      deadLetterQueue,
+    });
     expect(construct.alarms[AlarmKey.PlannerFailedTicks]).toBeUndefined();
   });
 
@@ -226,7 +262,10 @@ describe('Observability', () => {
       OKActions: [{ Ref: Match.stringLikeRegexp('^ObservabilityAlarmTopic') }],
     });
     const { stack } = observability();
-    Annotations.fromStack(stack).hasWarning('/Test/Observability', Match.stringLikeRegexp('The alarm topic has no subscriber.*AlarmTopicArn.*alarmEmail.*alarmTopicArn'));
+    Annotations.fromStack(stack).hasWarning(
+      '/Test/Observability',
+      Match.stringLikeRegexp('The alarm topic has no subscriber.*AlarmTopicArn.*alarmEmail.*alarmTopicArn'),
+    );
   });
 
   it('does not warn when a subscriber or a topic of the team is given', () => {
@@ -260,7 +299,9 @@ describe('Observability', () => {
     withEmail.resourceCountIs('AWS::SNS::Topic', 1);
     withEmail.hasResourceProperties('AWS::SNS::Topic', { KmsMasterKeyId: Match.anyValue() });
     withEmail.hasResourceProperties('AWS::SNS::TopicPolicy', {
-      PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]) },
+      PolicyDocument: {
+        Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]),
+      },
     });
     withEmail.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: 'ops@example.com' });
     withEmail.hasResourceProperties('AWS::KMS::Key', {
@@ -273,10 +314,11 @@ describe('Observability', () => {
     });
   });
 
-  it('lets CloudWatch publish to the TLS-only topic, for this stack\'s alarms in this account only (the topic policy replaces SNS\'s default one)', () => {
+  it("lets CloudWatch publish to the TLS-only topic, for this stack's alarms in this account only (the topic policy replaces SNS's default one)", () => {
     const withEmail = observability({ alarmEmail: 'ops@example.com' }).template();
     const [policy] = Object.values(withEmail.findResources('AWS::SNS::TopicPolicy'));
-    const statements = (policy as { Properties: { PolicyDocument: { Statement: Record<string, unknown>[] } } }).Properties.PolicyDocument.Statement;
+    const statements = (policy as { Properties: { PolicyDocument: { Statement: Record<string, unknown>[] } } }).Properties.PolicyDocument
+      .Statement;
     const allows = statements.filter((s) => s.Effect === 'Allow');
     expect(allows).toHaveLength(1);
     expect(allows[0]).toEqual({
@@ -287,7 +329,12 @@ describe('Observability', () => {
       Resource: { Ref: expect.stringMatching(/^ObservabilityAlarmTopic/) },
       Condition: {
         ArnLike: {
-          'aws:SourceArn': { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':cloudwatch:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':alarm:Test-*']] },
+          'aws:SourceArn': {
+            'Fn::Join': [
+              '',
+              ['arn:', { Ref: 'AWS::Partition' }, ':cloudwatch:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, ':alarm:Test-*'],
+            ],
+          },
         },
         StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } },
       },
@@ -297,7 +344,11 @@ describe('Observability', () => {
       expect((alarm as { Properties: { AlarmName: string } }).Properties.AlarmName).toMatch(/^Test-/);
     }
     // The TLS rule is still there beside it.
-    expect(statements.some((s) => s.Effect === 'Deny' && JSON.stringify(s.Condition) === JSON.stringify({ Bool: { 'aws:SecureTransport': 'false' } }))).toBe(true);
+    expect(
+      statements.some(
+        (s) => s.Effect === 'Deny' && JSON.stringify(s.Condition) === JSON.stringify({ Bool: { 'aws:SecureTransport': 'false' } }),
+      ),
+    ).toBe(true);
   });
 
   it('sends alarms to a given topic', () => {
@@ -310,9 +361,13 @@ describe('Observability', () => {
     template.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
     const body = JSON.stringify(Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0]);
     // PlannerTicks has one series per partition (its alarms' metric), graphed as such.
-    expect(body).toContain(`\\"${METRICS_NAMESPACE}\\",\\"${MetricName.PlannerTicks}\\",\\"${PARTITION_DIMENSION}\\",\\"0\\",\\"service\\",\\"${SERVICE_NAME}\\",\\"${STACK_DIMENSION}\\",\\"Test\\"`);
+    expect(body).toContain(
+      `\\"${METRICS_NAMESPACE}\\",\\"${MetricName.PlannerTicks}\\",\\"${PARTITION_DIMENSION}\\",\\"0\\",\\"service\\",\\"${SERVICE_NAME}\\",\\"${STACK_DIMENSION}\\",\\"Test\\"`,
+    );
     for (const name of [...Object.values(MetricName).filter((n) => n !== MetricName.PlannerTicks), OLDEST_OPEN_RUN_AGE]) {
-      expect(body, name).toContain(`\\"${METRICS_NAMESPACE}\\",\\"${name}\\",\\"service\\",\\"${SERVICE_NAME}\\",\\"${STACK_DIMENSION}\\",\\"Test\\"`);
+      expect(body, name).toContain(
+        `\\"${METRICS_NAMESPACE}\\",\\"${name}\\",\\"service\\",\\"${SERVICE_NAME}\\",\\"${STACK_DIMENSION}\\",\\"Test\\"`,
+      );
     }
     expect(body).toContain('ApproximateNumberOfMessagesVisible');
     expect(body).toMatch(/Dlq[0-9A-F]+/);
@@ -321,7 +376,14 @@ describe('Observability', () => {
   it('graphs each start lag as percentiles in milliseconds, never as a sum (a sum of lags means nothing)', () => {
     const body = JSON.stringify(Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0]);
     for (const name of [MetricName.TriggerLag, MetricName.LateStartLag]) {
-      const graphed = [...body.matchAll(new RegExp(`\\\\"${name}\\\\",\\\\"service\\\\",\\\\"${SERVICE_NAME}\\\\",\\\\"${STACK_DIMENSION}\\\\",\\\\"Test\\\\",\\{([^}]*)\\}`, 'g'))].map((m) => m[1]);
+      const graphed = [
+        ...body.matchAll(
+          new RegExp(
+            `\\\\"${name}\\\\",\\\\"service\\\\",\\\\"${SERVICE_NAME}\\\\",\\\\"${STACK_DIMENSION}\\\\",\\\\"Test\\\\",\\{([^}]*)\\}`,
+            'g',
+          ),
+        ),
+      ].map((m) => m[1]);
       expect(graphed.length, name).toBeGreaterThan(0);
       for (const options of graphed) expect(options, name).toMatch(/stat\\":\\"p\d+/);
     }
@@ -337,7 +399,10 @@ describe('Observability', () => {
 
   it.each([
     [{ alarmEmail: 'not-an-email' }, /Observability "Observability": prop "alarmEmail" must be an e-mail address, got "not-an-email"/],
-    [{ plannerSilencePeriod: Duration.seconds(90) }, /prop "plannerSilencePeriod" must be a whole number of minutes in \[2 minutes, 1 day\], got 1 minute 30 seconds/],
+    [
+      { plannerSilencePeriod: Duration.seconds(90) },
+      /prop "plannerSilencePeriod" must be a whole number of minutes in \[2 minutes, 1 day\], got 1 minute 30 seconds/,
+    ],
     [{ oldestOpenRunAgeThreshold: Duration.seconds(10) }, /prop "oldestOpenRunAgeThreshold".*got 10 seconds/],
     [{ dashboardName: 'has spaces' }, /prop "dashboardName".*got "has spaces"/],
   ])('rejects %o naming the prop and value', (props, message) => {

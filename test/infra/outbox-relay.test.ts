@@ -12,7 +12,11 @@ import { actionsOfRole, constructStack, isWildcardResource, schedulerApp, statem
 
 function relay(props: Partial<Omit<OutboxRelayProps, 'ledger'>> = {}, ledgerKey = false) {
   const stack = constructStack();
-  const ledger = new LedgerTable(stack, 'Ledger', ledgerKey ? { encryptionKey: new kms.Key(stack, 'Key', { enableKeyRotation: true }) } : {});
+  const ledger = new LedgerTable(
+    stack,
+    'Ledger',
+    ledgerKey ? { encryptionKey: new kms.Key(stack, 'Key', { enableKeyRotation: true }) } : {},
+  );
   const construct = new OutboxRelay(stack, 'Relay', { ledger, ...props });
   return { stack, construct, template: () => Template.fromStack(stack) };
 }
@@ -54,7 +58,9 @@ describe('OutboxRelay', () => {
     template.resourceCountIs('AWS::SQS::Queue', 1);
     template.hasResourceProperties('AWS::SQS::Queue', { SqsManagedSseEnabled: true, MessageRetentionPeriod: 14 * 24 * 3600 });
     template.hasResourceProperties('AWS::SQS::QueuePolicy', {
-      PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]) },
+      PolicyDocument: {
+        Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]),
+      },
       Queues: [{ Ref: Match.stringLikeRegexp('^RelayFailureQueue') }],
     });
   });
@@ -112,7 +118,12 @@ describe('OutboxRelay', () => {
   it('takes batch size, retries, record age and enabled from props', () => {
     relay({ batchSize: 25, retryAttempts: 3, maxRecordAge: Duration.minutes(10), enabled: false })
       .template()
-      .hasResourceProperties('AWS::Lambda::EventSourceMapping', { BatchSize: 25, MaximumRetryAttempts: 3, MaximumRecordAgeInSeconds: 600, Enabled: false });
+      .hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+        BatchSize: 25,
+        MaximumRetryAttempts: 3,
+        MaximumRecordAgeInSeconds: 600,
+        Enabled: false,
+      });
   });
 
   it('decrypts the stream with a customer-managed table key, on that key only', () => {
@@ -132,11 +143,13 @@ describe('OutboxRelay', () => {
   });
 });
 
-describe('the relay\'s failure queue in the stack', () => {
+describe("the relay's failure queue in the stack", () => {
   it('has its URL as the stack output OutboxRelayFailureQueueUrl, so an operator paged by its alarm can find the queue to read', () => {
     const { stack } = schedulerApp();
     const template = Template.fromStack(stack);
-    template.hasOutput(StackOutput.OutboxRelayFailureQueueUrl, { Value: stack.resolve(stack.outboxRelay.failureQueue.queueUrl) as unknown });
+    template.hasOutput(StackOutput.OutboxRelayFailureQueueUrl, {
+      Value: stack.resolve(stack.outboxRelay.failureQueue.queueUrl) as unknown,
+    });
     // The relay's on-failure destination is that queue, not another one.
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       DestinationConfig: { OnFailure: { Destination: stack.resolve(stack.outboxRelay.failureQueue.queueArn) as unknown } },

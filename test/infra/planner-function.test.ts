@@ -50,7 +50,11 @@ describe('PlannerFunction', () => {
 
   it('has no DEAD_LETTER_QUEUE_URL (nothing in the planner reads it) and EXAMPLE_JOBS=true only when asked', () => {
     const variables = (t: Template) =>
-      (Object.values(t.findResources('AWS::Lambda::Function'))[0] as { Properties: { Environment: { Variables: Record<string, unknown> } } }).Properties.Environment.Variables;
+      (
+        Object.values(t.findResources('AWS::Lambda::Function'))[0] as {
+          Properties: { Environment: { Variables: Record<string, unknown> } };
+        }
+      ).Properties.Environment.Variables;
     expect(Object.keys(variables(planner().template()))).not.toContain('DEAD_LETTER_QUEUE_URL');
     expect(variables(planner({ exampleJobs: true }).template())[ENV.exampleJobs]).toBe('true');
   });
@@ -66,15 +70,22 @@ describe('PlannerFunction', () => {
     });
     template.hasResourceProperties('AWS::SQS::Queue', { SqsManagedSseEnabled: true, MessageRetentionPeriod: 14 * 24 * 3600 });
     template.hasResourceProperties('AWS::SQS::QueuePolicy', {
-      PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]) },
+      PolicyDocument: {
+        Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]),
+      },
       Queues: [{ Ref: Match.stringLikeRegexp('^PlannerFailureQueue') }],
     });
     // The destination needs sqs:SendMessage only (not CDK's grantSendMessages trio).
-    const toFailureQueue = statementsOfRole(template, 'PlannerRole').filter((s) => JSON.stringify(s.resources).includes('PlannerFailureQueue'));
+    const toFailureQueue = statementsOfRole(template, 'PlannerRole').filter((s) =>
+      JSON.stringify(s.resources).includes('PlannerFailureQueue'),
+    );
     expect(toFailureQueue.map((s) => s.actions)).toEqual([['sqs:SendMessage']]);
     // EventBridge's delivery retries stop at the same age.
     const [rule] = Object.values(template.findResources('AWS::Events::Rule'));
-    expect((rule as { Properties: { Targets: { RetryPolicy: unknown }[] } }).Properties.Targets[0]!.RetryPolicy).toEqual({ MaximumEventAgeInSeconds: 60, MaximumRetryAttempts: 2 });
+    expect((rule as { Properties: { Targets: { RetryPolicy: unknown }[] } }).Properties.Targets[0]!.RetryPolicy).toEqual({
+      MaximumEventAgeInSeconds: 60,
+      MaximumRetryAttempts: 2,
+    });
   });
 
   it('has one rate(1 minute) rule by default with input { partition: 0, of: 1 }', () => {

@@ -14,7 +14,8 @@ function queues(props: ConstructorParameters<typeof RunQueues>[2] = {}) {
 
 function logicalId(template: Template, construct: RunQueues, which: 'runQueue' | 'deadLetterQueue'): string {
   return template.getResourceId('AWS::SQS::Queue', {
-    Properties: which === 'runQueue' ? Match.objectLike({ RedrivePolicy: Match.anyValue() }) : Match.objectLike({ RedrivePolicy: Match.absent() }),
+    Properties:
+      which === 'runQueue' ? Match.objectLike({ RedrivePolicy: Match.anyValue() }) : Match.objectLike({ RedrivePolicy: Match.absent() }),
   });
 }
 
@@ -49,9 +50,7 @@ describe('RunQueues', () => {
     template.resourceCountIs('AWS::SQS::QueuePolicy', 2);
     template.allResourcesProperties('AWS::SQS::QueuePolicy', {
       PolicyDocument: {
-        Statement: Match.arrayWith([
-          Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } }),
-        ]),
+        Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]),
       },
     });
   });
@@ -60,7 +59,10 @@ describe('RunQueues', () => {
     [{ visibilityTimeout: Duration.minutes(5) }, /RunQueues "Queues": prop "visibilityTimeout" must be ≥ 6 × workerTimeout, got 5 minutes/],
     [{ workerTimeout: Duration.minutes(2) }, /prop "visibilityTimeout" must be ≥ 6 × workerTimeout, got 6 minutes/],
     [{ maxReceiveCount: 1 }, /prop "maxReceiveCount" must be an integer in \[2, 1000\], got 1/],
-    [{ deadLetterRetentionPeriod: Duration.days(15) }, /prop "deadLetterRetentionPeriod" must be a duration in \[1 minute, 14 days\], got 15 days/],
+    [
+      { deadLetterRetentionPeriod: Duration.days(15) },
+      /prop "deadLetterRetentionPeriod" must be a duration in \[1 minute, 14 days\], got 15 days/,
+    ],
     [{ retentionPeriod: Duration.days(14) }, /prop "deadLetterRetentionPeriod" must be longer than retentionPeriod, got 14 days/],
   ])('rejects %o naming the prop and value', (props, message) => {
     expect(() => queues(props)).toThrow(message);
@@ -71,7 +73,7 @@ describe('RunQueues', () => {
     template.hasResourceProperties('AWS::SQS::Queue', { RedrivePolicy: Match.anyValue(), VisibilityTimeout: 720 });
   });
 
-  it('grants the planner sqs:SendMessage and the worker its code\'s and its event source\'s actions on the run queue, no GetQueueUrl', () => {
+  it("grants the planner sqs:SendMessage and the worker its code's and its event source's actions on the run queue, no GetQueueUrl", () => {
     const { stack, construct } = queues();
     const sender = new iam.Role(stack, 'Sender', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
     const worker = new iam.Role(stack, 'Worker', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });

@@ -21,7 +21,9 @@ import { ENV, RUN_QUEUES } from '../../shared/core/resources.js';
 import { FAST_APP, iamStatements, isWildcardResource, schedulerApp, testContext } from './support.js';
 
 function nagViolations(scope: Parameters<AwsSolutionsChecks['validateScope']>[0]) {
-  return new AwsSolutionsChecks().validateScope(scope).violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath).join(', ')}`);
+  return new AwsSolutionsChecks()
+    .validateScope(scope)
+    .violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath).join(', ')}`);
 }
 
 describe('SchedulerStack (bundled synth)', () => {
@@ -47,19 +49,31 @@ describe('SchedulerStack (bundled synth)', () => {
       .flatMap((c) =>
         c.node.metadata
           .filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
-          .flatMap((m) => Object.entries(m.data as Record<string, string>).map(([id, reason]) => ({ path: c.node.path, id: id.replace(/^annotation::/i, ''), reason }))),
+          .flatMap((m) =>
+            Object.entries(m.data as Record<string, string>).map(([id, reason]) => ({
+              path: c.node.path,
+              id: id.replace(/^annotation::/i, ''),
+              reason,
+            })),
+          ),
       );
     expect(acknowledged.length).toBeGreaterThan(0);
     for (const { reason } of acknowledged) {
       expect(reason.length).toBeGreaterThan(20);
       expect(reason).not.toContain('\n');
     }
-    const where = (id: string) => acknowledged.filter((a) => a.id === id).map((a) => a.path).sort();
+    const where = (id: string) =>
+      acknowledged
+        .filter((a) => a.id === id)
+        .map((a) => a.path)
+        .sort();
     expect(where(NAG_ACKNOWLEDGMENTS.runtime.id)).toEqual(
       [stack.planner.function, stack.worker.function, stack.outboxRelay.function].map((fn) => fn.node.path).sort(),
     );
     expect(where(NAG_ACKNOWLEDGMENTS.streamListStreams.id)).toEqual([stack.outboxRelay.role.node.path]);
-    expect(where(NAG_ACKNOWLEDGMENTS.streamFailureQueue.id)).toEqual([stack.outboxRelay.failureQueue.node.path, stack.planner.failureQueue.node.path].sort());
+    expect(where(NAG_ACKNOWLEDGMENTS.streamFailureQueue.id)).toEqual(
+      [stack.outboxRelay.failureQueue.node.path, stack.planner.failureQueue.node.path].sort(),
+    );
     // No CMK in this stack, so nothing else is acknowledged.
     expect(acknowledged).toHaveLength(6);
   });
@@ -87,12 +101,15 @@ describe('SchedulerStack (bundled synth)', () => {
   });
 
   it('exports the names the ops CLI needs (the payments table only with the example jobs)', () => {
-    for (const key of Object.values(StackOutput).filter((k) => k !== StackOutput.PaymentsTableName)) template.hasOutput(key, { Value: Match.anyValue() });
+    for (const key of Object.values(StackOutput).filter((k) => k !== StackOutput.PaymentsTableName))
+      template.hasOutput(key, { Value: Match.anyValue() });
     expect(Object.keys(template.findOutputs(StackOutput.PaymentsTableName))).toEqual([]);
     template.hasOutput(StackOutput.ExampleJobs, { Value: 'false' });
     template.hasOutput(StackOutput.OutboxRetentionDays, { Value: '14' });
     template.hasOutput(StackOutput.OperatorPolicyArn, { Value: { Ref: Match.stringLikeRegexp('^OperatorsPolicy') } });
-    template.hasOutput(StackOutput.DeadLetterQueueArn, { Value: { 'Fn::GetAtt': [Match.stringLikeRegexp('^QueuesDeadLetterQueue'), 'Arn'] } });
+    template.hasOutput(StackOutput.DeadLetterQueueArn, {
+      Value: { 'Fn::GetAtt': [Match.stringLikeRegexp('^QueuesDeadLetterQueue'), 'Arn'] },
+    });
     template.hasOutput(StackOutput.PlannerPartitions, { Value: '1' });
     template.hasOutput(StackOutput.RunRetentionDays, { Value: '30' });
     template.hasOutput(StackOutput.EventBusName, { Value: { Ref: Match.stringLikeRegexp('^OutboxRelayBus') } });
@@ -112,7 +129,9 @@ describe('SchedulerStack (bundled synth)', () => {
 
   it('gives the run queue a visibility timeout ≥ 6 × the worker function timeout', () => {
     const [queue] = Object.values(template.findResources('AWS::SQS::Queue', { Properties: { RedrivePolicy: Match.anyValue() } }));
-    const [worker] = Object.values(template.findResources('AWS::Lambda::Function', { Properties: { Description: Match.stringLikeRegexp('worker') } }));
+    const [worker] = Object.values(
+      template.findResources('AWS::Lambda::Function', { Properties: { Description: Match.stringLikeRegexp('worker') } }),
+    );
     const visibility = (queue as { Properties: { VisibilityTimeout: number } }).Properties.VisibilityTimeout;
     const timeout = (worker as { Properties: { Timeout: number } }).Properties.Timeout;
     expect(timeout).toBe(RUN_QUEUES.workerTimeoutSeconds);
@@ -168,7 +187,6 @@ describe('SchedulerStack (bundled synth)', () => {
     template.resourceCountIs('AWS::CloudWatch::Dashboard', 1);
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { MetricName: 'PlannerTicks', TreatMissingData: 'breaching' });
   });
-
 });
 
 describe('SchedulerStack (configuration)', () => {
@@ -176,10 +194,17 @@ describe('SchedulerStack (configuration)', () => {
     const examples = schedulerApp({ exampleJobs: true, plannerPartitions: 3 }).stack;
     expect(examples.jobs.length).toBeGreaterThan(0);
     const inputs = Object.values(Template.fromStack(examples).findResources('AWS::Events::Rule')).map(
-      (rule) => JSON.parse((rule as { Properties: { Targets: { Input: string }[] } }).Properties.Targets[0]!.Input) as { partition: number; of: number },
+      (rule) =>
+        JSON.parse((rule as { Properties: { Targets: { Input: string }[] } }).Properties.Targets[0]!.Input) as {
+          partition: number;
+          of: number;
+        },
     );
     for (const [job, partition] of Object.entries(examples.partitionOfJobs())) {
-      expect(inputs.filter((i) => i.partition === partition), job).toHaveLength(1);
+      expect(
+        inputs.filter((i) => i.partition === partition),
+        job,
+      ).toHaveLength(1);
     }
   });
 
@@ -192,7 +217,9 @@ describe('SchedulerStack (configuration)', () => {
     template.hasOutput(StackOutput.ExampleJobs, { Value: 'true' });
     template.hasResourceProperties('AWS::Lambda::Function', {
       Description: Match.stringLikeRegexp('worker'),
-      Environment: { Variables: Match.objectLike({ [ENV.paymentsTable]: { Ref: Match.stringLikeRegexp('^PaymentsTable') }, [ENV.exampleJobs]: 'true' }) },
+      Environment: {
+        Variables: Match.objectLike({ [ENV.paymentsTable]: { Ref: Match.stringLikeRegexp('^PaymentsTable') }, [ENV.exampleJobs]: 'true' }),
+      },
     });
     template.hasResourceProperties('AWS::Lambda::Function', {
       Description: Match.stringLikeRegexp('planner'),
@@ -200,15 +227,23 @@ describe('SchedulerStack (configuration)', () => {
     });
   });
 
-  it('rejects an unknown context key that looks like ours, naming it, a near key and the valid ones; CDK\'s own keys pass', () => {
-    const attempt = (context: Record<string, unknown>) => () => createSchedulerApp({ appProps: { ...FAST_APP, context: testContext({ extra: context }) } });
+  it("rejects an unknown context key that looks like ours, naming it, a near key and the valid ones; CDK's own keys pass", () => {
+    const attempt = (context: Record<string, unknown>) => () =>
+      createSchedulerApp({ appProps: { ...FAST_APP, context: testContext({ extra: context }) } });
     expect(attempt({ triggerLagThreshold: '5' })).toThrow(ContextError);
     expect(attempt({ triggerLagThreshold: '5' })).toThrow(
       `unknown context key "triggerLagThreshold" (did you mean "triggerLagThresholdSeconds"?); valid keys: ${Object.keys(CONTEXT_PARAMETERS).join(', ')}`,
     );
     expect(attempt({ partitions: '2' })).toThrow(/unknown context key "partitions"; valid keys: stackName, /);
     // Feature flags, CDK's namespaced keys and its unnamespaced cli-telemetry are not ours.
-    expect(() => attempt({ '@aws-cdk/core:newStyleStackSynthesis': true, 'aws:cdk:enable-path-metadata': true, 'availability-zones:account=1:region=r': ['a'], 'cli-telemetry': false })()).not.toThrow();
+    expect(() =>
+      attempt({
+        '@aws-cdk/core:newStyleStackSynthesis': true,
+        'aws:cdk:enable-path-metadata': true,
+        'availability-zones:account=1:region=r': ['a'],
+        'cli-telemetry': false,
+      })(),
+    ).not.toThrow();
   });
 
   it.each([
@@ -229,7 +264,9 @@ describe('SchedulerStack (configuration)', () => {
   });
 
   it('fails synth for a job naming an unknown handler', () => {
-    expect(() => schedulerApp({ jobs: [{ name: 'orphan', schedule: '* * * * *', handler: 'nope' }] })).toThrow(/job "orphan": field "handler"/);
+    expect(() => schedulerApp({ jobs: [{ name: 'orphan', schedule: '* * * * *', handler: 'nope' }] })).toThrow(
+      /job "orphan": field "handler"/,
+    );
   });
 
   it('rejects a job whose retry budget reaches the queue maxReceiveCount', () => {
@@ -272,7 +309,14 @@ describe('SchedulerStack (configuration)', () => {
   it('reads parameters from CDK context', () => {
     const { stack } = schedulerApp(
       {},
-      { context: { [ContextKey.plannerPartitions]: '3', [ContextKey.alarmEmail]: 'ops@example.com', [ContextKey.stackName]: 'Sched2', [ContextKey.removalPolicy]: 'destroy' } },
+      {
+        context: {
+          [ContextKey.plannerPartitions]: '3',
+          [ContextKey.alarmEmail]: 'ops@example.com',
+          [ContextKey.stackName]: 'Sched2',
+          [ContextKey.removalPolicy]: 'destroy',
+        },
+      },
     );
     expect(stack.stackName).toBe('Sched2');
     const template = Template.fromStack(stack);
@@ -288,11 +332,12 @@ describe('SchedulerStack (configuration)', () => {
     expect(() => stackPropsFromContext(app2)).toThrow(/context "removalPolicy" must be "retain" or "destroy", got "keep"/);
   });
 
-  it('exports an operators\' managed policy granting exactly the ops commands\' actions, each on this stack\'s resource', () => {
+  it("exports an operators' managed policy granting exactly the ops commands' actions, each on this stack's resource", () => {
     const { stack } = schedulerApp();
     const template = Template.fromStack(stack);
     const [policy] = Object.values(template.findResources('AWS::IAM::ManagedPolicy'));
-    const statements = (policy as { Properties: { PolicyDocument: { Statement: { Action: string | string[]; Resource: unknown }[] } } }).Properties.PolicyDocument.Statement;
+    const statements = (policy as { Properties: { PolicyDocument: { Statement: { Action: string | string[]; Resource: unknown }[] } } })
+      .Properties.PolicyDocument.Statement;
     const expected = operatorActions(Object.keys(OPS_ACCESS) as (keyof typeof OPS_ACCESS)[]);
     const granted = Object.fromEntries(statements.map((s) => [JSON.stringify(s.Resource), [s.Action].flat().sort()]));
     const ref = (value: unknown) => JSON.stringify(stack.resolve(value));
@@ -309,7 +354,12 @@ describe('SchedulerStack (configuration)', () => {
   it('has zero unacknowledged cdk-nag findings with every option on (CMK tables, alarm e-mail, partitions, example jobs)', () => {
     const app = new App({ ...FAST_APP, context: testContext() });
     const key = new kms.Key(new Stack(app, 'Keys'), 'TableKey', { enableKeyRotation: true });
-    const stack = new SchedulerStack(app, 'AllOptions', { tableEncryptionKey: key, alarmEmail: 'ops@example.com', plannerPartitions: 4, exampleJobs: true });
+    const stack = new SchedulerStack(app, 'AllOptions', {
+      tableEncryptionKey: key,
+      alarmEmail: 'ops@example.com',
+      plannerPartitions: 4,
+      exampleJobs: true,
+    });
     expect(nagViolations(app)).toEqual([]);
     // The CMK grants are on the key only; the wildcard actions are the acknowledged kms ones.
     const kmsStatements = iamStatements(Template.fromStack(stack)).filter((st) => st.actions.some((action) => action.startsWith('kms:')));

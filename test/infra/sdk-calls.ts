@@ -44,7 +44,13 @@ function compilerOptions(): ts.CompilerOptions {
   return ts.parseJsonConfigFileContent(config, ts.sys, dirname(configPath)).options;
 }
 
-type Reachable = ts.FunctionLikeDeclaration | ts.VariableDeclaration | ts.PropertyDeclaration | ts.ClassLikeDeclaration | ts.SourceFile | ts.EnumDeclaration;
+type Reachable =
+  | ts.FunctionLikeDeclaration
+  | ts.VariableDeclaration
+  | ts.PropertyDeclaration
+  | ts.ClassLikeDeclaration
+  | ts.SourceFile
+  | ts.EnumDeclaration;
 
 /** The SDK calls reachable from each entry file (paths relative to the repository root). */
 export function sdkCallsOf(entries: readonly string[]): Map<string, SdkCall[]> {
@@ -77,7 +83,8 @@ class CallGraph {
     // The entry's module code, and what it exports (the handler Lambda calls).
     this.enqueue(source);
     for (const statement of source.statements) {
-      if (ts.isFunctionDeclaration(statement) && statement.modifiers?.some((m) => m.kind === ts.SyntaxKind.ExportKeyword)) this.enqueue(statement);
+      if (ts.isFunctionDeclaration(statement) && statement.modifiers?.some((m) => m.kind === ts.SyntaxKind.ExportKeyword))
+        this.enqueue(statement);
     }
     for (;;) {
       while (this.queue.length > 0) this.walk(this.queue.pop()!);
@@ -86,7 +93,11 @@ class CallGraph {
       for (const cls of this.instantiated) {
         for (const member of cls.members) {
           const name = member.name && ts.isIdentifier(member.name) ? member.name.text : undefined;
-          if (name && this.abstractMembers.has(name) && (ts.isMethodDeclaration(member) || ts.isPropertyDeclaration(member) || ts.isGetAccessor(member))) {
+          if (
+            name &&
+            this.abstractMembers.has(name) &&
+            (ts.isMethodDeclaration(member) || ts.isPropertyDeclaration(member) || ts.isGetAccessor(member))
+          ) {
             this.enqueue(member);
           }
         }
@@ -116,7 +127,13 @@ class CallGraph {
     if (ts.isSourceFile(node)) {
       for (const statement of node.statements) {
         // Module code runs at import; declarations run only when referenced.
-        if (ts.isFunctionDeclaration(statement) || ts.isClassDeclaration(statement) || ts.isInterfaceDeclaration(statement) || ts.isTypeAliasDeclaration(statement)) continue;
+        if (
+          ts.isFunctionDeclaration(statement) ||
+          ts.isClassDeclaration(statement) ||
+          ts.isInterfaceDeclaration(statement) ||
+          ts.isTypeAliasDeclaration(statement)
+        )
+          continue;
         if (ts.isImportDeclaration(statement)) {
           // Imported modules' top-level code runs too.
           const imported = this.moduleOf(statement.moduleSpecifier);
@@ -209,7 +226,12 @@ function transactItemsBeside(node: ts.Node): string[] {
   while (scope.parent && !(ts.isFunctionLike(scope) && !ts.isArrowFunction(scope))) scope = scope.parent;
   const kinds = new Set<string>();
   const find = (n: ts.Node): void => {
-    if ((ts.isPropertyAssignment(n) || ts.isShorthandPropertyAssignment(n)) && ts.isIdentifier(n.name) && TRANSACT_ITEM_KINDS.has(n.name.text)) kinds.add(n.name.text);
+    if (
+      (ts.isPropertyAssignment(n) || ts.isShorthandPropertyAssignment(n)) &&
+      ts.isIdentifier(n.name) &&
+      TRANSACT_ITEM_KINDS.has(n.name.text)
+    )
+      kinds.add(n.name.text);
     ts.forEachChild(n, find);
   };
   find(scope);

@@ -41,7 +41,10 @@ export function constructStack(): Stack {
  * The scheduler app as infra/app.ts builds it (cdk-nag plugin included). `bundle: true` is the
  * real thing: esbuild bundling, stack traces and CDK's built-in template validation.
  */
-export function schedulerApp(overrides: SchedulerStackProps = {}, options: { bundle?: boolean; context?: Record<string, unknown> } = {}): SchedulerApp {
+export function schedulerApp(
+  overrides: SchedulerStackProps = {},
+  options: { bundle?: boolean; context?: Record<string, unknown> } = {},
+): SchedulerApp {
   const context = testContext({ bundle: options.bundle, extra: options.context });
   return createSchedulerApp({ appProps: options.bundle ? { context } : { ...FAST_APP, context }, overrides });
 }
@@ -92,7 +95,13 @@ export function statementsOfRole(template: Template, rolePrefix: string): Statem
 
 /** Actions granted (Allow) to a role, sorted and de-duplicated. */
 export function actionsOfRole(template: Template, rolePrefix: string): string[] {
-  return [...new Set(statementsOfRole(template, rolePrefix).filter((s) => s.effect === 'Allow').flatMap((s) => s.actions))].sort();
+  return [
+    ...new Set(
+      statementsOfRole(template, rolePrefix)
+        .filter((s) => s.effect === 'Allow')
+        .flatMap((s) => s.actions),
+    ),
+  ].sort();
 }
 
 /** True when a resource entry is `*` or contains a `*` anywhere (also inside Fn::Join parts). */

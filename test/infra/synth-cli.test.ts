@@ -37,7 +37,11 @@ describe('synth with a bad configuration (infra/app.ts)', () => {
     const { code, stdout, stderr } = await synth('infra/app.ts', { triggerLagThreshold: '5' });
     expect(code).toBe(1);
     expect(stdout).toBe('');
-    expect(stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^unknown context key "triggerLagThreshold" \(did you mean "triggerLagThresholdSeconds"\?\); valid keys: stackName, .*oldestOpenRunAgeThresholdMinutes$/)]);
+    expect(stderr.trimEnd().split('\n')).toEqual([
+      expect.stringMatching(
+        /^unknown context key "triggerLagThreshold" \(did you mean "triggerLagThresholdSeconds"\?\); valid keys: stackName, .*oldestOpenRunAgeThresholdMinutes$/,
+      ),
+    ]);
     expect(stderr).not.toMatch(STACK_FRAME);
   });
 
@@ -51,7 +55,9 @@ describe('synth with a bad configuration (infra/app.ts)', () => {
     const { code, stderr } = await synth('test/infra/fixtures/bad-job-app.ts', {});
     expect(code).toBe(1);
     expect(stderr.trimEnd().split('\n')).toHaveLength(1);
-    expect(stderr).toMatch(/^invalid job configuration \(jobs prop\): job "nightly-report": field "timezone": unknown time zone "Europe\/Londn" .*\(value: "Europe\/Londn"\)\n$/);
+    expect(stderr).toMatch(
+      /^invalid job configuration \(jobs prop\): job "nightly-report": field "timezone": unknown time zone "Europe\/Londn" .*\(value: "Europe\/Londn"\)\n$/,
+    );
     expect(stderr).not.toMatch(STACK_FRAME);
   });
 });

@@ -12,7 +12,11 @@ function worker(props: Partial<Omit<WorkerFunctionProps, 'ledger' | 'runQueues'>
   const stack = constructStack();
   const ledger = new LedgerTable(stack, 'Ledger');
   const paymentsTable = new BusinessTable(stack, 'Payments');
-  const runQueues = new RunQueues(stack, 'Queues', queueTimeout ? { workerTimeout: queueTimeout, visibilityTimeout: Duration.seconds(queueTimeout.toSeconds() * 6) } : {});
+  const runQueues = new RunQueues(
+    stack,
+    'Queues',
+    queueTimeout ? { workerTimeout: queueTimeout, visibilityTimeout: Duration.seconds(queueTimeout.toSeconds() * 6) } : {},
+  );
   const construct = new WorkerFunction(stack, 'Worker', { ledger, runQueues, paymentsTable, ...props });
   return { stack, construct, template: () => Template.fromStack(stack) };
 }
@@ -76,23 +80,35 @@ describe('WorkerFunction', () => {
     ]);
     // No DeleteItem anywhere: a lane's release is an update (its marker keeps the floor).
     const payments = statementsOfRole(template, 'WorkerRole').filter((s) => JSON.stringify(s.resources).includes('PaymentsTable'));
-    expect(payments.flatMap((s) => s.actions).sort()).toEqual(['dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:Query', 'dynamodb:UpdateItem']);
+    expect(payments.flatMap((s) => s.actions).sort()).toEqual([
+      'dynamodb:GetItem',
+      'dynamodb:PutItem',
+      'dynamodb:Query',
+      'dynamodb:UpdateItem',
+    ]);
     const statements = statementsOfRole(template, 'WorkerRole');
     for (const s of statements) expect(s.resources.some(isWildcardResource)).toBe(false);
-    const dynamoResources = JSON.stringify(statements.filter((s) => s.actions.some((a) => a.startsWith('dynamodb:'))).map((s) => s.resources));
+    const dynamoResources = JSON.stringify(
+      statements.filter((s) => s.actions.some((a) => a.startsWith('dynamodb:'))).map((s) => s.resources),
+    );
     expect(dynamoResources).toMatch(/LedgerTable/);
     expect(dynamoResources).toMatch(/PaymentsTable/);
   });
 
   it('accepts a longer timeout when the queue visibility matches', () => {
-    worker({ timeout: Duration.minutes(2) }, Duration.minutes(2)).template().hasResourceProperties('AWS::Lambda::Function', { Timeout: 120 });
+    worker({ timeout: Duration.minutes(2) }, Duration.minutes(2))
+      .template()
+      .hasResourceProperties('AWS::Lambda::Function', { Timeout: 120 });
   });
 
   it.each([
     [{ batchSize: 11 }, /WorkerFunction "Worker": prop "batchSize" must be an integer in \[1, 10\], got 11/],
     [{ batchSize: 0 }, /prop "batchSize".*got 0/],
     [{ maxConcurrency: 1 }, /prop "maxConcurrency" must be an integer in \[2, 1000\], got 1/],
-    [{ timeout: Duration.minutes(2) }, /prop "timeout" must be ≤ the run queue's visibility timeout \/ 6 \(6 minutes \/ 6\), got 2 minutes/],
+    [
+      { timeout: Duration.minutes(2) },
+      /prop "timeout" must be ≤ the run queue's visibility timeout \/ 6 \(6 minutes \/ 6\), got 2 minutes/,
+    ],
     [{ timeout: Duration.seconds(5) }, /prop "timeout" must be a duration in \[10 seconds, 15 minutes\], got 5 seconds/],
   ])('rejects %o naming the prop and value', (props, message) => {
     expect(() => worker(props)).toThrow(message);

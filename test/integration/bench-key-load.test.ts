@@ -67,22 +67,27 @@ describe('bench key load: expression parsing', () => {
   const attr = fc.constantFrom('openPk', 'openSk', 'status', 'owner', 'leaseUntil');
   it('finds every SET and REMOVE of an attribute, aliased or not, whatever the order and spacing', () => {
     fc.assert(
-      fc.property(fc.uniqueArray(attr, { minLength: 1, maxLength: 5 }), fc.array(fc.boolean(), { minLength: 5, maxLength: 5 }), fc.array(fc.boolean(), { minLength: 5, maxLength: 5 }), (attrs, remove, alias) => {
-        const names: Record<string, string> = {};
-        const token = (a: string, i: number) => {
-          if (!alias[i]) return a;
-          names[`#n${i}`] = a;
-          return `#n${i}`;
-        };
-        const sets = attrs.filter((_, i) => !remove[i]);
-        const removes = attrs.filter((_, i) => remove[i]);
-        const setText = sets.map((a) => `${token(a, attrs.indexOf(a))} = if_not_exists(${a}, :v${attrs.indexOf(a)})`).join(' ,  ');
-        const removeText = removes.map((a) => token(a, attrs.indexOf(a))).join(',');
-        const expression = [sets.length ? `SET ${setText}` : '', removes.length ? `REMOVE ${removeText}` : ''].filter(Boolean).join('  ');
-        const parsed = parseUpdate(expression, names);
-        expect([...parsed.sets.keys()].sort()).toEqual([...sets].sort());
-        expect([...parsed.removes].sort()).toEqual([...removes].sort());
-      }),
+      fc.property(
+        fc.uniqueArray(attr, { minLength: 1, maxLength: 5 }),
+        fc.array(fc.boolean(), { minLength: 5, maxLength: 5 }),
+        fc.array(fc.boolean(), { minLength: 5, maxLength: 5 }),
+        (attrs, remove, alias) => {
+          const names: Record<string, string> = {};
+          const token = (a: string, i: number) => {
+            if (!alias[i]) return a;
+            names[`#n${i}`] = a;
+            return `#n${i}`;
+          };
+          const sets = attrs.filter((_, i) => !remove[i]);
+          const removes = attrs.filter((_, i) => remove[i]);
+          const setText = sets.map((a) => `${token(a, attrs.indexOf(a))} = if_not_exists(${a}, :v${attrs.indexOf(a)})`).join(' ,  ');
+          const removeText = removes.map((a) => token(a, attrs.indexOf(a))).join(',');
+          const expression = [sets.length ? `SET ${setText}` : '', removes.length ? `REMOVE ${removeText}` : ''].filter(Boolean).join('  ');
+          const parsed = parseUpdate(expression, names);
+          expect([...parsed.sets.keys()].sort()).toEqual([...sets].sort());
+          expect([...parsed.removes].sort()).toEqual([...removes].sort());
+        },
+      ),
     );
   });
 

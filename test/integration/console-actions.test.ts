@@ -44,7 +44,9 @@ async function claim(box: Sandbox, job: string, slot: number, owner: string, at:
 async function dead(box: Sandbox, job: string, slot: number): Promise<Run> {
   await box.ledger.createRun({ job, slot, shard: 0, shards: 1, status: RunStatus.READY }, slot - SEC);
   const run = await claim(box, job, slot, `worker-${job}`, slot + 100);
-  await box.ledger.complete(run, { status: RunStatus.DEAD, lastError: { code: 'BANK_DOWN', message: 'bank API refused' } }, slot + 900, { from: RunStatus.READY });
+  await box.ledger.complete(run, { status: RunStatus.DEAD, lastError: { code: 'BANK_DOWN', message: 'bank API refused' } }, slot + 900, {
+    from: RunStatus.READY,
+  });
   return run;
 }
 
@@ -55,13 +57,29 @@ async function seed(box: Sandbox): Promise<void> {
   // A run whose first attempt's result is unknown; the second claim reconciles first, then succeeds.
   await box.ledger.createRun({ job: 'report', slot: S_RECONCILED, shard: 0, shards: 1, status: RunStatus.READY }, S_RECONCILED - SEC);
   const first = await claim(box, 'report', S_RECONCILED, 'worker-a', S_RECONCILED + 100);
-  await box.ledger.complete(first, { status: RunStatus.UNKNOWN, nextAttemptAt: S_RECONCILED + 2 * SEC, lastError: { code: 'TIMEOUT', message: 'attempt timed out' } }, S_RECONCILED + 900, { from: RunStatus.READY });
+  await box.ledger.complete(
+    first,
+    { status: RunStatus.UNKNOWN, nextAttemptAt: S_RECONCILED + 2 * SEC, lastError: { code: 'TIMEOUT', message: 'attempt timed out' } },
+    S_RECONCILED + 900,
+    { from: RunStatus.READY },
+  );
   const second = await claim(box, 'report', S_RECONCILED, 'worker-b', S_RECONCILED + 3 * SEC);
-  await box.ledger.complete(second, { status: RunStatus.SUCCEEDED, evidence: { settled: 2 } }, S_RECONCILED + 4 * SEC, { from: RunStatus.UNKNOWN });
+  await box.ledger.complete(second, { status: RunStatus.SUCCEEDED, evidence: { settled: 2 } }, S_RECONCILED + 4 * SEC, {
+    from: RunStatus.UNKNOWN,
+  });
   await box.clients.doc.send(
     new PutCommand({
       TableName: box.ledger.tableName,
-      Item: { pk: 'OUTBOX#report', sk: `${key(S_RECONCILED)}#settled`, eventKey: `${key(S_RECONCILED)}#settled`, job: 'report', runKey: key(S_RECONCILED), detailType: 'PaymentSettled', detail: { paymentId: 'pay-7' }, expiresAt: Math.floor(NOW / 1000) + 86_400 },
+      Item: {
+        pk: 'OUTBOX#report',
+        sk: `${key(S_RECONCILED)}#settled`,
+        eventKey: `${key(S_RECONCILED)}#settled`,
+        job: 'report',
+        runKey: key(S_RECONCILED),
+        detailType: 'PaymentSettled',
+        detail: { paymentId: 'pay-7' },
+        expiresAt: Math.floor(NOW / 1000) + 86_400,
+      },
     }),
   );
   // The lane of the forbid-skip job, held by a RUNNING run.
@@ -69,12 +87,18 @@ async function seed(box: Sandbox): Promise<void> {
   const holder = await claim(box, 'report', S_LANE, 'worker-l', NOW - 5 * SEC);
   await box.ledger.lanes.acquire('report', { slot: S_LANE, shard: 0 }, NOW - 5 * SEC, undefined, holder.fencingToken);
   // Two messages in the dead-letter queue: a DEAD run's, and one that is no run message.
-  await box.clients.sqs.send(new SendMessageCommand({ QueueUrl: box.endpoints.deadLetterQueueUrl, MessageBody: JSON.stringify(messageFor(inDlq)) }));
+  await box.clients.sqs.send(
+    new SendMessageCommand({ QueueUrl: box.endpoints.deadLetterQueueUrl, MessageBody: JSON.stringify(messageFor(inDlq)) }),
+  );
   await box.clients.sqs.send(new SendMessageCommand({ QueueUrl: box.endpoints.deadLetterQueueUrl, MessageBody: 'not json' }));
-  await box.ledger.planning.writeLayout(undefined, { of: 1, gen: 1, partitions: new Map([[0, { plannedUntil: NOW - 60 * SEC, sweptUntil: NOW - 120 * SEC, watchAfter: CURSOR }]]) }, NOW);
+  await box.ledger.planning.writeLayout(
+    undefined,
+    { of: 1, gen: 1, partitions: new Map([[0, { plannedUntil: NOW - 60 * SEC, sweptUntil: NOW - 120 * SEC, watchAfter: CURSOR }]]) },
+    NOW,
+  );
 }
 
-describe('the console\'s bulk actions and run detail in Chromium', () => {
+describe("the console's bulk actions and run detail in Chromium", () => {
   let c: ConsoleBench;
   const text = (selector: string) => c.page.locator(selector).innerText();
 
@@ -86,7 +110,7 @@ describe('the console\'s bulk actions and run detail in Chromium', () => {
     await c?.close();
   });
 
-  it('refuses each bulk action without the session\'s CSRF token and in read-only mode', async () => {
+  it("refuses each bulk action without the session's CSRF token and in read-only mode", async () => {
     const forms: Record<string, Record<string, string>> = {
       backfill: { job: 'report', from: '2026-11-30T07:00', to: '2026-11-30T10:00' },
       redrive: { dlq: 'dlq' },
@@ -111,7 +135,7 @@ describe('the console\'s bulk actions and run detail in Chromium', () => {
     expect((await c.box.ledger.getRun(id('report', S_DEAD)))!.status).toBe(RunStatus.DEAD);
   });
 
-  it('backfill: the range is typed in the job\'s zone, the dry run counts it first, confirming creates the runs and says how many', async () => {
+  it("backfill: the range is typed in the job's zone, the dry run counts it first, confirming creates the runs and says how many", async () => {
     await c.open('/jobs/report');
     await c.page.click('a[data-action="backfill"]');
     expect(await text('form.preview')).toContain('America/New_York');
@@ -125,7 +149,9 @@ describe('the console\'s bulk actions and run detail in Chromium', () => {
     const backfilled = async () => (await c.box.ledger.listRuns('report')).filter((r) => r.origin === RunOrigin.BACKFILL);
     expect(await backfilled()).toHaveLength(0);
     await c.page.click('#confirm');
-    expect(await text('#result')).toContain('Created 3 run(s) of report in [2026-11-30T12:00:00.000Z, 2026-11-30T15:00:00.000Z); 0 already existed; 3 dispatched.');
+    expect(await text('#result')).toContain(
+      'Created 3 run(s) of report in [2026-11-30T12:00:00.000Z, 2026-11-30T15:00:00.000Z); 0 already existed; 3 dispatched.',
+    );
     expect((await backfilled()).map((r) => r.slot).sort()).toEqual([12, 13, 14].map((h) => Date.UTC(2026, 10, 30, h)));
   });
 
@@ -181,13 +207,15 @@ describe('the console\'s bulk actions and run detail in Chromium', () => {
     expect(await text('p#outbox')).toContain('None in the ledger');
   });
 
-  it('Job: an exclusive job\'s lane holder is named and marked on the timeline; System shows the sweeper\'s cursor', async () => {
+  it("Job: an exclusive job's lane holder is named and marked on the timeline; System shows the sweeper's cursor", async () => {
     await c.open('/jobs/report');
     expect(await c.page.locator('#lanes li[data-holder]').getAttribute('data-holder')).toBe(key(S_LANE));
     expect(await c.page.locator('svg.timeline text[data-lane-holder="true"]').textContent()).toBe(`lane ◆ ${key(S_LANE)}`);
     await c.open('/jobs/sync');
     expect(await text('#lanes')).toContain('no lane');
     await c.open('/system');
-    expect(await text('tr[data-partition="0"] li[data-bucket="3"]')).toBe(`bucket 3: after JOB#report RUN#${new Date(S_DLQ).toISOString()}#0`);
+    expect(await text('tr[data-partition="0"] li[data-bucket="3"]')).toBe(
+      `bucket 3: after JOB#report RUN#${new Date(S_DLQ).toISOString()}#0`,
+    );
   });
 });

@@ -32,14 +32,19 @@ describe('fsched console', () => {
   it('prints its address, serves the deployed jobs there, and exits 0 on SIGTERM', async () => {
     const env = { ...process.env };
     delete env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED;
-    const proc = spawn(join(PROJECT_ROOT, 'bin', 'fsched'), ['console', '--endpoints', endpoints, '--read-only'], { cwd: PROJECT_ROOT, env });
+    const proc = spawn(join(PROJECT_ROOT, 'bin', 'fsched'), ['console', '--endpoints', endpoints, '--read-only'], {
+      cwd: PROJECT_ROOT,
+      env,
+    });
     child = proc;
     let stdout = '';
     let stderr = '';
     proc.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     proc.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const exited = new Promise<number | null>((resolve) => proc.once('exit', (code) => resolve(code)));
-    await expect.poll(() => stdout, { timeout: 60_000, interval: 200 }).toMatch(/^console: http:\/\/127\.0\.0\.1:\d+\/ \(local stack \(.*endpoints\.json\)\), read-only; Ctrl-C stops it\n$/);
+    await expect
+      .poll(() => stdout, { timeout: 60_000, interval: 200 })
+      .toMatch(/^console: http:\/\/127\.0\.0\.1:\d+\/ \(local stack \(.*endpoints\.json\)\), read-only; Ctrl-C stops it\n$/);
     const url = /http:\/\/127\.0\.0\.1:\d+\//.exec(stdout)![0];
     const response = await fetch(url);
     expect(response.status).toBe(200);

@@ -60,7 +60,10 @@ describe('the operator console in Chromium', () => {
 
   /** A POST from the page itself (same origin, its session cookie), so only the form differs. */
   async function postFromPage(path: string, form: Record<string, string>): Promise<number> {
-    return page.evaluate(async ({ path, form }) => (await fetch(path, { method: 'POST', body: new URLSearchParams(form) })).status, { path, form });
+    return page.evaluate(async ({ path, form }) => (await fetch(path, { method: 'POST', body: new URLSearchParams(form) })).status, {
+      path,
+      form,
+    });
   }
 
   const pauseOf = async () => (await jobPlanning(box.ledger.planning, ['report'], partitionOf, Date.now())).get('report')!.pause;
@@ -70,20 +73,35 @@ describe('the operator console in Chromium', () => {
     endpoints = join(mkdtempSync(join(tmpdir(), 'console-')), 'endpoints.json');
     writeFileSync(endpoints, JSON.stringify({ ...box.endpoints, partitions: 1 }));
     await DeployedConfigStore.of(box.ledger).recordIfChanged(JOBS, NOW - HOUR);
-    for (const slot of [S_UNKNOWN, S_TAKEOVER, S_DEAD, S_READY, S_LIVE]) await box.ledger.createRun({ job: 'report', slot, shard: 0, shards: 1, status: RunStatus.READY }, slot - SEC);
+    for (const slot of [S_UNKNOWN, S_TAKEOVER, S_DEAD, S_READY, S_LIVE])
+      await box.ledger.createRun({ job: 'report', slot, shard: 0, shards: 1, status: RunStatus.READY }, slot - SEC);
     // A worker dies holding S_TAKEOVER; another takes it over after the lease and succeeds.
     await claim(S_TAKEOVER, 'worker-a', S_TAKEOVER + 100);
     const second = await claim(S_TAKEOVER, 'worker-b', S_TAKEOVER + 100 + LEASE + SKEW + 1);
     await box.ledger.complete(second, { status: RunStatus.SUCCEEDED }, second.startedAt! + 500, { from: RunStatus.RUNNING });
     const dead = await claim(S_DEAD, 'worker-c', S_DEAD + 100);
-    await box.ledger.complete(dead, { status: RunStatus.DEAD, lastError: { code: 'BANK_DOWN', message: 'bank API refused' } }, S_DEAD + 900, { from: RunStatus.READY });
+    await box.ledger.complete(
+      dead,
+      { status: RunStatus.DEAD, lastError: { code: 'BANK_DOWN', message: 'bank API refused' } },
+      S_DEAD + 900,
+      { from: RunStatus.READY },
+    );
     // An attempt whose result is unknown (it timed out mid-effect): UNKNOWN, reconciled before it runs again.
     const unknown = await claim(S_UNKNOWN, 'worker-d', S_UNKNOWN + 100);
-    await box.ledger.complete(unknown, { status: RunStatus.UNKNOWN, nextAttemptAt: NOW + HOUR, lastError: { code: 'TIMEOUT', message: 'attempt timed out' } }, S_UNKNOWN + 900, { from: RunStatus.READY });
+    await box.ledger.complete(
+      unknown,
+      { status: RunStatus.UNKNOWN, nextAttemptAt: NOW + HOUR, lastError: { code: 'TIMEOUT', message: 'attempt timed out' } },
+      S_UNKNOWN + 900,
+      { from: RunStatus.READY },
+    );
     // An open run of a job no longer deployed.
     await box.ledger.createRun({ job: 'gone', slot: S_READY, shard: 0, shards: 1, status: RunStatus.READY, watch: true }, S_READY - SEC);
     // The planner's layout: one partition with its watermarks.
-    await box.ledger.planning.writeLayout(undefined, { of: 1, gen: 1, partitions: new Map([[0, { plannedUntil: NOW - 60 * SEC, sweptUntil: NOW - 120 * SEC }]]) }, NOW);
+    await box.ledger.planning.writeLayout(
+      undefined,
+      { of: 1, gen: 1, partitions: new Map([[0, { plannedUntil: NOW - 60 * SEC, sweptUntil: NOW - 120 * SEC }]]) },
+      NOW,
+    );
     for (let i = 0; i < SYNC_RUNS; i++) {
       const slot = NOW - 30 * SEC - (i + 1) * 5 * 60 * SEC;
       await box.ledger.createRun({ job: 'sync', slot, shard: 0, shards: 1, status: RunStatus.READY }, slot - SEC);
@@ -145,7 +163,10 @@ describe('the operator console in Chromium', () => {
     await page.click('a[rel=next]');
     const second = await page.locator('table.runs tbody tr').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-run')!));
     expect(second).toHaveLength(SYNC_RUNS - 20);
-    const all = (await box.ledger.listRuns('sync')).map((r) => r.runKey).sort().reverse();
+    const all = (await box.ledger.listRuns('sync'))
+      .map((r) => r.runKey)
+      .sort()
+      .reverse();
     expect([...first, ...second]).toEqual(all);
     expect(await page.locator('.pager').innerText()).toContain('No older runs.');
   });
@@ -171,7 +192,9 @@ describe('the operator console in Chromium', () => {
     expect(await page.locator('#dlq').innerText()).toContain('Dead-letter queue: 0 visible');
     await open('/system');
     expect(await page.locator('#planner').innerText()).toBe('1 partition(s), layout generation 1.');
-    expect(await page.locator('tr[data-partition="0"]').innerText()).toBe('0\t2026-12-01T11:59:30Z\t2026-12-01T11:58:30Z\tevery bucket from its start');
+    expect(await page.locator('tr[data-partition="0"]').innerText()).toBe(
+      '0\t2026-12-01T11:59:30Z\t2026-12-01T11:58:30Z\tevery bucket from its start',
+    );
     expect(await page.locator('#config-compare').innerText()).toBe('the same');
   });
 
@@ -186,7 +209,9 @@ describe('the operator console in Chromium', () => {
     expect(await pauseOf()).toMatchObject({ by: 'alice', note: 'vendor <b>outage</b>' });
     await open('/');
     // The note is text, never markup.
-    expect(await page.locator('tr[data-job="report"] .badge.paused').innerText()).toMatch(/^PAUSED by alice at \S+: vendor <b>outage<\/b>$/);
+    expect(await page.locator('tr[data-job="report"] .badge.paused').innerText()).toMatch(
+      /^PAUSED by alice at \S+: vendor <b>outage<\/b>$/,
+    );
     expect(await page.locator('tr[data-job="report"] .badge.paused b').count()).toBe(0);
     await open('/jobs/report');
     await page.click('a[data-action="resume"]');
@@ -195,14 +220,18 @@ describe('the operator console in Chromium', () => {
     expect(await pauseOf()).toBeUndefined();
   });
 
-  it('pause until: the dialog names the job\'s zone; an until in the past is refused naming it; a local until is read in the job\'s zone and shown on the badge', async () => {
+  it("pause until: the dialog names the job's zone; an until in the past is refused naming it; a local until is read in the job's zone and shown on the badge", async () => {
     await open('/jobs/report');
     await page.click('a[data-action="pause"]');
-    expect(await page.locator('main').innerText()).toContain("read in the job's zone, America/New_York (now 2026-12-01 07:00:30 -05:00 there)");
+    expect(await page.locator('main').innerText()).toContain(
+      "read in the job's zone, America/New_York (now 2026-12-01 07:00:30 -05:00 there)",
+    );
     await page.fill('input[name=note]', 'maintenance');
     await page.fill('input[name=until]', '2026-12-01T06:00');
     await page.click('#confirm');
-    expect(await page.locator('#result').innerText()).toContain('field "until": must be in the future: "2026-12-01T06:00" (read in America/New_York) is 2026-12-01T11:00:00.000Z, not after now (2026-12-01T12:00:30.000Z)');
+    expect(await page.locator('#result').innerText()).toContain(
+      'field "until": must be in the future: "2026-12-01T06:00" (read in America/New_York) is 2026-12-01T11:00:00.000Z, not after now (2026-12-01T12:00:30.000Z)',
+    );
     expect((await box.ledger.planning.readJobPlan('report'))?.pause).toBeUndefined();
     await open('/jobs/report');
     await page.click('a[data-action="pause"]');
@@ -211,11 +240,17 @@ describe('the operator console in Chromium', () => {
     await page.click('#confirm');
     // 09:30 in New York is 14:30 UTC.
     const until = Date.UTC(2026, 11, 1, 14, 30);
-    expect(await page.locator('#result').innerText()).toContain('Paused report (note: maintenance), by alice at 2026-12-01T12:00:30.000Z, until 2026-12-01T14:30:00.000Z, when it resumes by itself');
-    expect(await page.locator('main').innerText()).toContain('fsched ops pause report --note maintenance --until 2026-12-01T09:30 --by alice');
+    expect(await page.locator('#result').innerText()).toContain(
+      'Paused report (note: maintenance), by alice at 2026-12-01T12:00:30.000Z, until 2026-12-01T14:30:00.000Z, when it resumes by itself',
+    );
+    expect(await page.locator('main').innerText()).toContain(
+      'fsched ops pause report --note maintenance --until 2026-12-01T09:30 --by alice',
+    );
     expect((await box.ledger.planning.readJobPlan('report'))?.pause).toMatchObject({ by: 'alice', note: 'maintenance', until });
     await open('/');
-    expect(await page.locator('tr[data-job="report"] .badge.paused').innerText()).toMatch(/^PAUSED by alice at \S+ until 2026-12-01T14:30:00Z \(2026-12-01 09:30:00 -05:00 America\/New_York\): maintenance$/);
+    expect(await page.locator('tr[data-job="report"] .badge.paused').innerText()).toMatch(
+      /^PAUSED by alice at \S+ until 2026-12-01T14:30:00Z \(2026-12-01 09:30:00 -05:00 America\/New_York\): maintenance$/,
+    );
     await open('/?state=paused');
     expect(await page.locator('tr[data-job]').evaluateAll((rows) => rows.map((r) => r.getAttribute('data-job')))).toEqual(['report']);
     // A console whose clock is past the until shows no pause, and offers pause again.
@@ -246,8 +281,12 @@ describe('the operator console in Chromium', () => {
     expect(form.idempotency).toMatch(/^console-[0-9a-f-]{36}$/);
     await page.click('#confirm');
     const manual = (await box.ledger.listRuns('report')).filter((r) => r.origin === RunOrigin.MANUAL);
-    expect(manual).toEqual([expect.objectContaining({ note: 'rerun after fix', triggeredBy: 'alice', overlap: 'parallel', status: RunStatus.READY })]);
-    expect(await page.locator('#result').innerText()).toContain(`Created manual run ${manual[0]!.runKey} (READY, overlap parallel), dispatched now.`);
+    expect(manual).toEqual([
+      expect.objectContaining({ note: 'rerun after fix', triggeredBy: 'alice', overlap: 'parallel', status: RunStatus.READY }),
+    ]);
+    expect(await page.locator('#result').innerText()).toContain(
+      `Created manual run ${manual[0]!.runKey} (READY, overlap parallel), dispatched now.`,
+    );
     // The same confirmation sent again (a double click) creates nothing more.
     expect(await postFromPage('/actions/trigger', form)).toBe(200);
     expect((await box.ledger.listRuns('report')).filter((r) => r.origin === RunOrigin.MANUAL)).toHaveLength(1);
@@ -276,7 +315,7 @@ describe('the operator console in Chromium', () => {
     expect((await box.ledger.getRun(id(S_TAKEOVER)))!.status).toBe(RunStatus.SUCCEEDED);
   });
 
-  it('refuses an action without the session\'s CSRF token, and every action in read-only mode', async () => {
+  it("refuses an action without the session's CSRF token, and every action in read-only mode", async () => {
     await open('/jobs/report');
     expect(await postFromPage('/actions/pause', { job: 'report', note: 'no token' })).toBe(403);
     expect(await postFromPage('/actions/pause', { job: 'report', note: 'forged', csrf: 'x'.repeat(43) })).toBe(403);
@@ -310,7 +349,7 @@ describe('the operator console in Chromium', () => {
     expect(await status({ Origin: `http://127.0.0.1:${live.port}` })).toBe(200);
   });
 
-  it('a run page follows the run\'s state change without reloading', async () => {
+  it("a run page follows the run's state change without reloading", async () => {
     await open(`/runs/${encodeURIComponent(key(S_LIVE))}`);
     expect(await page.locator('#run-status').innerText()).toBe('READY');
     await page.evaluate(() => Object.assign(globalThis, { notReloaded: true }));

@@ -55,7 +55,10 @@ describe('deadline: runs that never ran', () => {
     let ran = 0;
     const jobs = testJobs([{ name, schedule: '0 * * * *', handler: 'h', startLead: 0, deadline: '30m' }], ['h']);
     const lab = new Lab(box, jobs, { h: { run: async () => void ran++ } }, NOW);
-    await backfill({ ledger: box.ledger, queue: lab.queue, clock: lab.clock.read, sleep: async () => undefined }, { job: lab.job(name), from: ON_TIME - HOUR, to: ON_TIME });
+    await backfill(
+      { ledger: box.ledger, queue: lab.queue, clock: lab.clock.read, sleep: async () => undefined },
+      { job: lab.job(name), from: ON_TIME - HOUR, to: ON_TIME },
+    );
     lab.clock.advance(31 * MIN);
     await lab.deliverSent();
     expect(await lab.run(name, ON_TIME - HOUR)).toMatchObject({ status: RunStatus.DEAD, lastError: { code: DEADLINE_BEFORE_START } });
@@ -71,7 +74,10 @@ describe('deadline: runs that never ran', () => {
     // The planner comes back: the on-time slot and the three missed ones (misfire policy `all`).
     const missed = [ON_TIME - 3 * HOUR, ON_TIME - 2 * HOUR, ON_TIME - HOUR];
     for (const slot of missed) {
-      const created = await box.ledger.createRun({ job: name, slot, shard: 0, shards: 1, status: RunStatus.READY, origin: RunOrigin.CATCH_UP }, NOW);
+      const created = await box.ledger.createRun(
+        { job: name, slot, shard: 0, shards: 1, status: RunStatus.READY, origin: RunOrigin.CATCH_UP },
+        NOW,
+      );
       expect(created.created).toBe(true);
     }
     await lab.create(name, ON_TIME);
@@ -79,13 +85,14 @@ describe('deadline: runs that never ran', () => {
     expect(await lab.deliver(name, ON_TIME)).toBe('ack');
     for (const slot of missed) expect(await lab.deliver(name, slot)).toBe('ack');
     expect(await lab.status(name, ON_TIME)).toBe(RunStatus.SUCCEEDED);
-    for (const slot of missed) expect(await lab.run(name, slot)).toMatchObject({ status: RunStatus.DEAD, lastError: { code: DEADLINE_BEFORE_START } });
+    for (const slot of missed)
+      expect(await lab.run(name, slot)).toMatchObject({ status: RunStatus.DEAD, lastError: { code: DEADLINE_BEFORE_START } });
     expect(ran).toEqual([ON_TIME]);
     expect(await pauseOf(name)).toBeUndefined();
     expect(lab.metrics.get('JobsPausedOnFailure') ?? 0).toBe(0);
   });
 
-  it('a newer slot\'s success ends a failure streak: old slots failing after it do not pause the job', async () => {
+  it("a newer slot's success ends a failure streak: old slots failing after it do not pause the job", async () => {
     const name = unique('newer-success');
     const handler: JobHandler = {
       async run(ctx) {
@@ -96,7 +103,10 @@ describe('deadline: runs that never ran', () => {
     const lab = new Lab(box, jobs, { h: handler }, NOW);
     await lab.create(name, ON_TIME);
     expect(await lab.deliver(name, ON_TIME)).toBe('ack');
-    await backfill({ ledger: box.ledger, queue: lab.queue, clock: lab.clock.read, sleep: async () => undefined }, { job: lab.job(name), from: ON_TIME - 3 * HOUR, to: ON_TIME });
+    await backfill(
+      { ledger: box.ledger, queue: lab.queue, clock: lab.clock.read, sleep: async () => undefined },
+      { job: lab.job(name), from: ON_TIME - 3 * HOUR, to: ON_TIME },
+    );
     await lab.deliverSent();
     const old = (await box.ledger.listRuns(name, { ascending: true })).filter((r) => r.slot < ON_TIME);
     expect(old.map((r) => r.status)).toEqual([RunStatus.DEAD, RunStatus.DEAD, RunStatus.DEAD]);
@@ -105,7 +115,11 @@ describe('deadline: runs that never ran', () => {
 
   it('three failures in a row with no newer success still pause the job', async () => {
     const name = unique('still-pauses');
-    const handler: JobHandler = { run: async () => { throw new PermanentError('broken', { code: 'BROKEN' }); } };
+    const handler: JobHandler = {
+      run: async () => {
+        throw new PermanentError('broken', { code: 'BROKEN' });
+      },
+    };
     const jobs = testJobs([{ name, schedule: '0 * * * *', handler: 'h', startLead: 0, pauseOnFailure: 3 }], ['h']);
     const lab = new Lab(box, jobs, { h: handler }, NOW);
     // A newer run still open (planned ahead) neither counts nor breaks the streak.

@@ -46,10 +46,21 @@ const bodyOf = (id: RunId) => messageFor({ ...id, runKey: keyOf(id) });
 
 /** Every kind of message a worker must survive, none of them a valid message for an existing run. */
 function badBodyArb(existing: readonly RunId[]): fc.Arbitrary<string> {
-  const anyValue = fc.oneof(fc.string({ maxLength: 20 }), fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.array(fc.integer(), { maxLength: 3 }), fc.object({ maxDepth: 1 }));
+  const anyValue = fc.oneof(
+    fc.string({ maxLength: 20 }),
+    fc.integer(),
+    fc.double(),
+    fc.boolean(),
+    fc.constant(null),
+    fc.array(fc.integer(), { maxLength: 3 }),
+    fc.object({ maxDepth: 1 }),
+  );
   const mutated = fc
     .tuple(fc.nat({ max: existing.length - 1 }), fc.constantFrom(...FIELDS), fc.oneof(fc.constant<typeof DELETE>(DELETE), anyValue))
-    .filter(([i, field, value]) => value === DELETE || JSON.stringify(value) !== JSON.stringify((bodyOf(existing[i]!) as unknown as Record<string, unknown>)[field]))
+    .filter(
+      ([i, field, value]) =>
+        value === DELETE || JSON.stringify(value) !== JSON.stringify((bodyOf(existing[i]!) as unknown as Record<string, unknown>)[field]),
+    )
     .map(([i, field, value]) => {
       const body: Record<string, unknown> = { ...bodyOf(existing[i]!) };
       if (value === DELETE) delete body[field];
@@ -57,7 +68,10 @@ function badBodyArb(existing: readonly RunId[]): fc.Arbitrary<string> {
       return JSON.stringify(body);
     });
   const otherRun = fc
-    .tuple(fc.nat({ max: existing.length - 1 }), fc.constantFrom('unknown-job', 'shard-out-of-range', 'negative-shard', 'slot-as-string', 'float-slot', 'huge-slot', 'max-date'))
+    .tuple(
+      fc.nat({ max: existing.length - 1 }),
+      fc.constantFrom('unknown-job', 'shard-out-of-range', 'negative-shard', 'slot-as-string', 'float-slot', 'huge-slot', 'max-date'),
+    )
     .map(([i, kind]) => {
       const id = existing[i]!;
       const base = bodyOf(id) as unknown as Record<string, unknown>;
@@ -79,7 +93,13 @@ function badBodyArb(existing: readonly RunId[]): fc.Arbitrary<string> {
       }
     });
   // Well-formed, but the run was never created: the claim finds nothing.
-  const missing = fc.integer({ min: 1, max: 500_000 }).map((k) => JSON.stringify(messageFor({ job: 'gen-a', slot: FUTURE + k * 60_000, shard: 0, runKey: runKeyOf('gen-a', FUTURE + k * 60_000, 0, 1) })));
+  const missing = fc
+    .integer({ min: 1, max: 500_000 })
+    .map((k) =>
+      JSON.stringify(
+        messageFor({ job: 'gen-a', slot: FUTURE + k * 60_000, shard: 0, runKey: runKeyOf('gen-a', FUTURE + k * 60_000, 0, 1) }),
+      ),
+    );
   const hostile = fc.constantFrom(
     '{"__proto__":{"v":1,"job":"gen-a"},"slot":1}',
     '{"constructor":{"prototype":{"v":1}}}',
@@ -99,8 +119,17 @@ function badBodyArb(existing: readonly RunId[]): fc.Arbitrary<string> {
   return fc.oneof(
     { arbitrary: fc.string({ maxLength: 200 }).map((s) => `${s}{`), weight: 2 },
     { arbitrary: fc.string({ unit: 'binary', maxLength: 100 }), weight: 2 },
-    { arbitrary: fc.jsonValue({ maxDepth: 2 }).filter((v) => v === null || typeof v !== 'object' || Array.isArray(v)).map((v) => JSON.stringify(v)), weight: 2 },
-    { arbitrary: fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 1 }), { maxKeys: 6 }).map((v) => JSON.stringify(v)), weight: 2 },
+    {
+      arbitrary: fc
+        .jsonValue({ maxDepth: 2 })
+        .filter((v) => v === null || typeof v !== 'object' || Array.isArray(v))
+        .map((v) => JSON.stringify(v)),
+      weight: 2,
+    },
+    {
+      arbitrary: fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 1 }), { maxKeys: 6 }).map((v) => JSON.stringify(v)),
+      weight: 2,
+    },
     { arbitrary: mutated, weight: 6 },
     { arbitrary: otherRun, weight: 3 },
     { arbitrary: missing, weight: 1 },
@@ -137,7 +166,10 @@ describe('generated bad SQS messages through processBatch', () => {
     const executions = new Map<string, number>();
     const count: JobHandler = { run: async (ctx) => void executions.set(ctx.runKey, (executions.get(ctx.runKey) ?? 0) + 1) };
     const hidden: number[] = [];
-    const queue = { send: async () => undefined, changeVisibility: async (_: string, seconds: number) => void hidden.push(seconds) } as unknown as RunQueue;
+    const queue = {
+      send: async () => undefined,
+      changeVisibility: async (_: string, seconds: number) => void hidden.push(seconds),
+    } as unknown as RunQueue;
     const metrics = new InMemoryMetrics();
     const deps = (owner: string): WorkerDeps => ({
       ledger: box.ledger,
@@ -162,7 +194,10 @@ describe('generated bad SQS messages through processBatch', () => {
       attributes: { ApproximateReceiveCount: String(receives) },
       kind,
     });
-    const records: Tagged[] = [...bad.map((b) => record(b, 'bad', rng.int(1, 5))), ...healthy.map((id, i) => record(healthyBody(id, i), 'healthy'))];
+    const records: Tagged[] = [
+      ...bad.map((b) => record(b, 'bad', rng.int(1, 5))),
+      ...healthy.map((id, i) => record(healthyBody(id, i), 'healthy')),
+    ];
     for (let i = records.length - 1; i > 0; i--) {
       const j = rng.int(0, i);
       [records[i], records[j]] = [records[j]!, records[i]!];
@@ -188,7 +223,9 @@ describe('generated bad SQS messages through processBatch', () => {
         } catch (error) {
           // Find the message that brought the whole batch down (bad ones alone: no side effects).
           for (const r of batch.filter((x) => x.kind === 'bad')) {
-            await processBatch(deps(`${owner}-probe`), [r]).catch((e: unknown) => crashes.push(`${String(e)} <- body ${r.body.slice(0, 160)}`));
+            await processBatch(deps(`${owner}-probe`), [r]).catch((e: unknown) =>
+              crashes.push(`${String(e)} <- body ${r.body.slice(0, 160)}`),
+            );
           }
           if (crashes.length === 0) crashes.push(`${String(error)} (batch of ${batch.length})`);
           return;
@@ -226,12 +263,17 @@ describe('generated bad SQS messages through processBatch', () => {
       const healthy = healthyIds(5, 0).map((id) => ({ ...id, slot: id.slot - 86_400_000 }));
       await Promise.all(healthy.map((id) => e2e.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, T0)));
       const sqsLegal = /^[\t\n\r\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]+$/u;
-      const bad = [...new Set(fc.sample(badBodyArb(healthy), { numRuns: 400, seed: 99 }).filter((b) => b.length < 100_000 && sqsLegal.test(b)))].slice(0, 20);
+      const bad = [
+        ...new Set(fc.sample(badBodyArb(healthy), { numRuns: 400, seed: 99 }).filter((b) => b.length < 100_000 && sqsLegal.test(b))),
+      ].slice(0, 20);
       expect(bad).toHaveLength(20);
       const bodies = [...bad, ...healthy.map((id) => JSON.stringify(bodyOf(id)))];
       for (let i = 0; i < bodies.length; i += 10) {
         const { Failed = [] } = await e2e.clients.sqs.send(
-          new SendMessageBatchCommand({ QueueUrl: e2e.endpoints.runQueueUrl, Entries: bodies.slice(i, i + 10).map((b, j) => ({ Id: String(j), MessageBody: b })) }),
+          new SendMessageBatchCommand({
+            QueueUrl: e2e.endpoints.runQueueUrl,
+            Entries: bodies.slice(i, i + 10).map((b, j) => ({ Id: String(j), MessageBody: b })),
+          }),
         );
         expect(Failed).toEqual([]);
       }
@@ -264,7 +306,12 @@ describe('generated bad SQS messages through processBatch', () => {
         await waitFor(
           async () => {
             const { Messages = [] } = await e2e.clients.sqs.send(
-              new ReceiveMessageCommand({ QueueUrl: e2e.endpoints.deadLetterQueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, VisibilityTimeout: 600 }),
+              new ReceiveMessageCommand({
+                QueueUrl: e2e.endpoints.deadLetterQueueUrl,
+                MaxNumberOfMessages: 10,
+                WaitTimeSeconds: 0,
+                VisibilityTimeout: 600,
+              }),
             );
             dead.push(...Messages.map((m) => m.Body ?? ''));
             return dead.length >= bad.length ? true : undefined;

@@ -35,7 +35,12 @@ describe('effect safety', () => {
       await ctx.fenced.put({ table, item: { ...CURSOR, position: ctx.runKey, token: ctx.fencingToken } });
       await ctx.fenced.update({ table, key: CURSOR, set: { expression: 'touchedBy = :me', values: { ':me': ctx.runKey } } });
       await ctx.fenced.transact([
-        { kind: 'update', table, key: CURSOR, set: { expression: '#position = :p', names: { '#position': 'position' }, values: { ':p': `${ctx.runKey}/tx` } } },
+        {
+          kind: 'update',
+          table,
+          key: CURSOR,
+          set: { expression: '#position = :p', names: { '#position': 'position' }, values: { ':p': `${ctx.runKey}/tx` } },
+        },
         { kind: 'put', table, item: { pk: 'OUTBOX#fenced', sk: ctx.runKey, eventKey: ctx.runKey } },
       ]);
     };
@@ -47,11 +52,22 @@ describe('effect safety', () => {
           await gateA;
           for (const attempt of [
             () => ctx.fenced.put({ table: ctx.tables.ledger, item: { ...CURSOR, position: 'stale A' } }),
-            () => ctx.fenced.update({ table: ctx.tables.ledger, key: CURSOR, set: { expression: '#position = :p', names: { '#position': 'position' }, values: { ':p': 'stale A' } } }),
-            () => ctx.fenced.transact([
-              { kind: 'update', table: ctx.tables.ledger, key: CURSOR, set: { expression: '#position = :p', names: { '#position': 'position' }, values: { ':p': 'stale A' } } },
-              { kind: 'put', table: ctx.tables.ledger, item: { pk: 'OUTBOX#fenced', sk: 'stale A', eventKey: 'stale A' } },
-            ]),
+            () =>
+              ctx.fenced.update({
+                table: ctx.tables.ledger,
+                key: CURSOR,
+                set: { expression: '#position = :p', names: { '#position': 'position' }, values: { ':p': 'stale A' } },
+              }),
+            () =>
+              ctx.fenced.transact([
+                {
+                  kind: 'update',
+                  table: ctx.tables.ledger,
+                  key: CURSOR,
+                  set: { expression: '#position = :p', names: { '#position': 'position' }, values: { ':p': 'stale A' } },
+                },
+                { kind: 'put', table: ctx.tables.ledger, item: { pk: 'OUTBOX#fenced', sk: 'stale A', eventKey: 'stale A' } },
+              ]),
           ]) {
             try {
               await attempt();
@@ -65,9 +81,13 @@ describe('effect safety', () => {
         await writeAll(ctx);
       },
     };
-    const jobs = testJobs([{ name: 'fenced', schedule: '* * * * *', handler: 'h', lease: 1_000, heartbeatEvery: 250, startLead: 0 }], ['h']);
+    const jobs = testJobs(
+      [{ name: 'fenced', schedule: '* * * * *', handler: 'h', lease: 1_000, heartbeatEvery: 250, startLead: 0 }],
+      ['h'],
+    );
     const harness = new WorkerHarness(box, jobs, { h: handler });
-    for (const slot of [slot1201, slot1202]) await box.ledger.createRun({ job: 'fenced', slot, shard: 0, shards: 1, status: RunStatus.READY }, slot);
+    for (const slot of [slot1201, slot1202])
+      await box.ledger.createRun({ job: 'fenced', slot, shard: 0, shards: 1, status: RunStatus.READY }, slot);
 
     // A is frozen (a paused process, a Lambda frozen between invocations): its heartbeats and
     // watchdog never run, so it never notices it lost the lease. Only the fence can stop its writes.
@@ -86,7 +106,12 @@ describe('effect safety', () => {
     await waitFor(async () => (rejectionsOfA.length === 3 ? true : undefined), 120_000, 'A to try its writes');
     expect(rejectionsOfA).toEqual(['fenced-out', 'fenced-out', 'fenced-out']);
     expect(await workerA).toBe('retry');
-    const staleRun: Run = { ...(await box.ledger.getRun({ job: 'fenced', slot: slot1201, shard: 0 }))!, owner: 'A', fencingToken: tokenA, status: RunStatus.RUNNING };
+    const staleRun: Run = {
+      ...(await box.ledger.getRun({ job: 'fenced', slot: slot1201, shard: 0 }))!,
+      owner: 'A',
+      fencingToken: tokenA,
+      status: RunStatus.RUNNING,
+    };
     expect((await box.ledger.complete(staleRun, { status: RunStatus.SUCCEEDED }, Date.now())).ok).toBe(false);
 
     const reader = new DynamoItemReader(box.clients.doc);
@@ -114,7 +139,11 @@ describe('effect safety', () => {
           if (ctx.signal.aborted) return;
           try {
             // Business condition: an item is processed once, whoever tries again.
-            await ctx.fenced.put({ table: ctx.tables.ledger, item: { pk: 'ITEM#yield', sk: String(next), by: ctx.runKey }, condition: { expression: 'attribute_not_exists(pk)' } });
+            await ctx.fenced.put({
+              table: ctx.tables.ledger,
+              item: { pk: 'ITEM#yield', sk: String(next), by: ctx.runKey },
+              condition: { expression: 'attribute_not_exists(pk)' },
+            });
             processed.push(next);
           } catch (error) {
             if (!(error instanceof ConditionFailedError)) throw error;
@@ -126,7 +155,10 @@ describe('effect safety', () => {
         return { evidence: { items: ITEMS } };
       },
     };
-    const jobs = testJobs([{ name: 'long', schedule: '* * * * *', handler: 'h', lease: 2_000, heartbeatEvery: 50, startLead: 0, checkpoints: true }], ['h']);
+    const jobs = testJobs(
+      [{ name: 'long', schedule: '* * * * *', handler: 'h', lease: 2_000, heartbeatEvery: 50, startLead: 0, checkpoints: true }],
+      ['h'],
+    );
     const lab = new Lab(box, jobs, { h: handler }, time.now);
     const slot = Date.UTC(2026, 11, 1, 12, 0);
     await lab.create('long', slot);
@@ -135,7 +167,8 @@ describe('effect safety', () => {
       const started = time.now;
       return { clock: time.read, timers: time.port, remainingTimeMs: () => 1_200 - (time.now - started), options: { yieldMarginMs: 600 } };
     };
-    for (let k = 0; k < 10 && (await lab.status('long', slot)) !== RunStatus.SUCCEEDED; k++) await lab.deliver('long', slot, `w${k}`, invocation());
+    for (let k = 0; k < 10 && (await lab.status('long', slot)) !== RunStatus.SUCCEEDED; k++)
+      await lab.deliver('long', slot, `w${k}`, invocation());
     const run = (await lab.run('long', slot))!;
     expect(run.status).toBe(RunStatus.SUCCEEDED);
     expect([...processed].sort((a, b) => a - b)).toEqual(Array.from({ length: ITEMS }, (_, i) => i));
@@ -168,15 +201,34 @@ describe('effect safety', () => {
         const claim = await own.ledger.claim(id, 'ghost', now - 5 * 60_000, 30_000, 2_000);
         if (claim.kind !== 'claimed') throw new Error('expected claim');
         if (kind === 'retry') {
-          await own.ledger.complete(claim.run, { status: RunStatus.RETRY, nextAttemptAt: now - 4 * 60_000, lastError: { code: 'X', message: 'x' } }, now - 5 * 60_000);
+          await own.ledger.complete(
+            claim.run,
+            { status: RunStatus.RETRY, nextAttemptAt: now - 4 * 60_000, lastError: { code: 'X', message: 'x' } },
+            now - 5 * 60_000,
+          );
         }
       }
       const clock = new ManualClock(now);
-      const report = await runPlannerTick({ ledger: own.ledger, queue: own.queue, jobs, clock: clock.read, logger: silentLogger(), metrics: harness.metrics, options: { sweepGraceMs: 120_000 } }, { partition: 0, of: 1 });
+      const report = await runPlannerTick(
+        {
+          ledger: own.ledger,
+          queue: own.queue,
+          jobs,
+          clock: clock.read,
+          logger: silentLogger(),
+          metrics: harness.metrics,
+          options: { sweepGraceMs: 120_000 },
+        },
+        { partition: 0, of: 1 },
+      );
       expect(report.swept).toBe(1);
       const poller = harness.poller('w');
       poller.start();
-      await waitFor(async () => ((await own.ledger.getRun(id))?.status === RunStatus.SUCCEEDED ? true : undefined), 120_000, 'the swept run to succeed');
+      await waitFor(
+        async () => ((await own.ledger.getRun(id))?.status === RunStatus.SUCCEEDED ? true : undefined),
+        120_000,
+        'the swept run to succeed',
+      );
       await poller.stop();
       // The original message finally shows up: acknowledged as a duplicate, not run again.
       const late = await processBatch(harness.deps('late'), [harness.record(job, slot, 'late-original')]);

@@ -43,14 +43,20 @@ describe('end to end with the example jobs', () => {
     const runs = await waitFor(wanted, 120_000, 'every planned run to finish');
     await runtime.stop();
 
-    const bySlot = (job: string) => runs.filter((r) => r.job === job).map((r) => r.slot).sort();
+    const bySlot = (job: string) =>
+      runs
+        .filter((r) => r.job === job)
+        .map((r) => r.slot)
+        .sort();
     // Ticks at t and t + 10 s with 15 s lookahead: cache-refresh slots over 25 s, payments at the minute.
     expect(bySlot('cache-refresh').length).toBeGreaterThanOrEqual(2);
     expect(bySlot('payments-reconcile')).toContain(shiftedStart + 4_000);
     expect(runs.every((r) => r.status === RunStatus.SUCCEEDED)).toBe(true);
     // Exactly once: one accepted SUCCEEDED per run key, and no invariant broken.
     expect(runtime.violations).toEqual([]);
-    const successes = runtime.events.filter((e) => e.type === 'outcome' && e.accepted && e.status === RunStatus.SUCCEEDED).map((e) => e.runKey);
+    const successes = runtime.events
+      .filter((e) => e.type === 'outcome' && e.accepted && e.status === RunStatus.SUCCEEDED)
+      .map((e) => e.runKey);
     expect(new Set(successes).size).toBe(successes.length);
     expect(new Set(successes)).toEqual(new Set(runs.map((r) => r.runKey)));
 

@@ -6,7 +6,14 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
 import { RunStatus } from '../../shared/core/vocabulary.js';
-import { PermanentError, ReconcileOutcome, ResultUnknownError, RetryableError, type JobHandler, type ReconcileResult } from '../../shared/handler-api.js';
+import {
+  PermanentError,
+  ReconcileOutcome,
+  ResultUnknownError,
+  RetryableError,
+  type JobHandler,
+  type ReconcileResult,
+} from '../../shared/handler-api.js';
 import { runPlannerTick } from '../../shared/planner/planner.js';
 import { processBatch } from '../../shared/worker/batch.js';
 import { messageFor } from '../../shared/planner/planner.js';
@@ -18,7 +25,12 @@ import { WorkerHarness } from '../support/worker-harness.js';
 
 async function createAndEnqueue(box: Sandbox, job: string, slot: number): Promise<void> {
   await box.ledger.createRun({ job, slot, shard: 0, shards: 1, status: RunStatus.READY }, Date.now());
-  await box.clients.sqs.send(new SendMessageCommand({ QueueUrl: box.endpoints.runQueueUrl, MessageBody: JSON.stringify(messageFor({ job, slot, shard: 0, runKey: runKeyOf(job, slot, 0, 1) })) }));
+  await box.clients.sqs.send(
+    new SendMessageCommand({
+      QueueUrl: box.endpoints.runQueueUrl,
+      MessageBody: JSON.stringify(messageFor({ job, slot, shard: 0, runKey: runKeyOf(job, slot, 0, 1) })),
+    }),
+  );
 }
 
 describe('run state machine', () => {
@@ -37,16 +49,31 @@ describe('run state machine', () => {
         return { evidence: { calls } };
       },
     };
-    const jobs = testJobs([{ name: 'flaky', schedule: '* * * * *', handler: 'flaky', startLead: 0, retry: { maxAttempts: 3, backoff: { base: 400, max: 1_000 } } }], ['flaky']);
+    const jobs = testJobs(
+      [
+        {
+          name: 'flaky',
+          schedule: '* * * * *',
+          handler: 'flaky',
+          startLead: 0,
+          retry: { maxAttempts: 3, backoff: { base: 400, max: 1_000 } },
+        },
+      ],
+      ['flaky'],
+    );
     const harness = new WorkerHarness(box, jobs, { flaky });
     const slot = Date.now() - 50;
     await createAndEnqueue(box, 'flaky', slot);
     const poller = harness.poller('w-flaky');
     poller.start();
-    const run = await waitFor(async () => {
-      const r = await box.ledger.getRun({ job: 'flaky', slot, shard: 0 });
-      return r?.status === RunStatus.SUCCEEDED ? r : undefined;
-    }, 20_000, 'flaky to succeed');
+    const run = await waitFor(
+      async () => {
+        const r = await box.ledger.getRun({ job: 'flaky', slot, shard: 0 });
+        return r?.status === RunStatus.SUCCEEDED ? r : undefined;
+      },
+      20_000,
+      'flaky to succeed',
+    );
     await poller.stop();
     expect(calls).toBe(3);
     expect(run.attempt).toBe(3);
@@ -68,17 +95,36 @@ describe('run state machine', () => {
   });
 
   it('goes DEAD when attempts run out, recording the last error', async () => {
-    const broken: JobHandler = { run: async () => { throw new Error('always broken'); } };
-    const jobs = testJobs([{ name: 'broken', schedule: '* * * * *', handler: 'broken', startLead: 0, retry: { maxAttempts: 2, backoff: { base: 100, max: 200 } } }], ['broken']);
+    const broken: JobHandler = {
+      run: async () => {
+        throw new Error('always broken');
+      },
+    };
+    const jobs = testJobs(
+      [
+        {
+          name: 'broken',
+          schedule: '* * * * *',
+          handler: 'broken',
+          startLead: 0,
+          retry: { maxAttempts: 2, backoff: { base: 100, max: 200 } },
+        },
+      ],
+      ['broken'],
+    );
     const harness = new WorkerHarness(box, jobs, { broken });
     const slot = Date.now() - 50;
     await createAndEnqueue(box, 'broken', slot);
     const poller = harness.poller('w-broken');
     poller.start();
-    const run = await waitFor(async () => {
-      const r = await box.ledger.getRun({ job: 'broken', slot, shard: 0 });
-      return r?.status === RunStatus.DEAD ? r : undefined;
-    }, 20_000, 'broken to go DEAD');
+    const run = await waitFor(
+      async () => {
+        const r = await box.ledger.getRun({ job: 'broken', slot, shard: 0 });
+        return r?.status === RunStatus.DEAD ? r : undefined;
+      },
+      20_000,
+      'broken to go DEAD',
+    );
     await poller.stop();
     expect(run.attempt).toBe(2);
     expect(run.lastError?.message).toContain('always broken');
@@ -87,18 +133,34 @@ describe('run state machine', () => {
   });
 
   it('a PermanentError goes DEAD at once; a retry that would pass the deadline goes DEAD', async () => {
-    const permanent: JobHandler = { run: async () => { throw new PermanentError('bad request', { code: 'BAD_REQUEST' }); } };
-    const late: JobHandler = { run: async () => { throw new RetryableError('slow dependency'); } };
+    const permanent: JobHandler = {
+      run: async () => {
+        throw new PermanentError('bad request', { code: 'BAD_REQUEST' });
+      },
+    };
+    const late: JobHandler = {
+      run: async () => {
+        throw new RetryableError('slow dependency');
+      },
+    };
     const jobs = testJobs(
       [
         { name: 'permanent', schedule: '* * * * *', handler: 'permanent', startLead: 0 },
-        { name: 'late', schedule: '* * * * *', handler: 'late', startLead: 0, deadline: '1s', retry: { maxAttempts: 5, backoff: { base: '5s', max: '5s', jitter: 'none' } } },
+        {
+          name: 'late',
+          schedule: '* * * * *',
+          handler: 'late',
+          startLead: 0,
+          deadline: '1s',
+          retry: { maxAttempts: 5, backoff: { base: '5s', max: '5s', jitter: 'none' } },
+        },
       ],
       ['permanent', 'late'],
     );
     const harness = new WorkerHarness(box, jobs, { permanent, late });
     const slot = Date.now() - 50;
-    for (const job of ['permanent', 'late']) await box.ledger.createRun({ job, slot, shard: 0, shards: 1, status: RunStatus.READY }, Date.now());
+    for (const job of ['permanent', 'late'])
+      await box.ledger.createRun({ job, slot, shard: 0, shards: 1, status: RunStatus.READY }, Date.now());
     const result = await processBatch(harness.deps('w'), [harness.record('permanent', slot), harness.record('late', slot)]);
     expect(result.batchItemFailures).toEqual([]);
     const p = await box.ledger.getRun({ job: 'permanent', slot, shard: 0 });
@@ -122,7 +184,10 @@ describe('run state machine', () => {
         },
       },
     };
-    const jobs = testJobs([{ name: 'died-mid-attempt', schedule: '* * * * *', handler: 'charge', startLead: 0, lease: 600, heartbeatEvery: 200 }], ['charge']);
+    const jobs = testJobs(
+      [{ name: 'died-mid-attempt', schedule: '* * * * *', handler: 'charge', startLead: 0, lease: 600, heartbeatEvery: 200 }],
+      ['charge'],
+    );
     const harness = new WorkerHarness(box, jobs, handlers);
     const slot = Date.now() - 50;
     const id = { job: 'died-mid-attempt', slot, shard: 0 };
@@ -142,9 +207,19 @@ describe('run state machine', () => {
 
   it('a result-unknown error goes UNKNOWN and the next claim reconciles first with the same runKey', async () => {
     const cases: { name: string; verdict: ReconcileResult; expectRuns: number; expectStatus: string }[] = [
-      { name: 'unknown-done', verdict: { outcome: ReconcileOutcome.ALREADY_DONE, evidence: { paymentId: 'p-1' } }, expectRuns: 1, expectStatus: RunStatus.SUCCEEDED },
+      {
+        name: 'unknown-done',
+        verdict: { outcome: ReconcileOutcome.ALREADY_DONE, evidence: { paymentId: 'p-1' } },
+        expectRuns: 1,
+        expectStatus: RunStatus.SUCCEEDED,
+      },
       { name: 'unknown-not-done', verdict: { outcome: ReconcileOutcome.NOT_DONE }, expectRuns: 2, expectStatus: RunStatus.SUCCEEDED },
-      { name: 'unknown-still', verdict: { outcome: ReconcileOutcome.STILL_UNKNOWN, reason: 'provider silent' }, expectRuns: 1, expectStatus: RunStatus.DEAD },
+      {
+        name: 'unknown-still',
+        verdict: { outcome: ReconcileOutcome.STILL_UNKNOWN, reason: 'provider silent' },
+        expectRuns: 1,
+        expectStatus: RunStatus.DEAD,
+      },
     ];
     const runs = new Map<string, number>();
     const reconciledWith = new Map<string, string>();
@@ -163,7 +238,16 @@ describe('run state machine', () => {
         },
       };
     }
-    const jobs = testJobs(cases.map((c) => ({ name: c.name, schedule: '* * * * *', handler: c.name, startLead: 0, retry: { maxAttempts: 2, backoff: { base: 0, max: 0 } } })), Object.keys(handlers));
+    const jobs = testJobs(
+      cases.map((c) => ({
+        name: c.name,
+        schedule: '* * * * *',
+        handler: c.name,
+        startLead: 0,
+        retry: { maxAttempts: 2, backoff: { base: 0, max: 0 } },
+      })),
+      Object.keys(handlers),
+    );
     const harness = new WorkerHarness(box, jobs, handlers);
     const slot = Date.now() - 50;
     for (const c of cases) await box.ledger.createRun({ job: c.name, slot, shard: 0, shards: 1, status: RunStatus.READY }, Date.now());
@@ -208,7 +292,16 @@ describe('run state machine', () => {
         },
       };
     }
-    const jobs = testJobs(cases.map((c) => ({ name: c.name, schedule: '* * * * *', handler: c.name, startLead: 0, retry: { maxAttempts: 3, backoff: { base: 0, max: 0 } } })), Object.keys(handlers));
+    const jobs = testJobs(
+      cases.map((c) => ({
+        name: c.name,
+        schedule: '* * * * *',
+        handler: c.name,
+        startLead: 0,
+        retry: { maxAttempts: 3, backoff: { base: 0, max: 0 } },
+      })),
+      Object.keys(handlers),
+    );
     const harness = new WorkerHarness(box, jobs, handlers);
     const slot = Date.now() - 50;
     for (const c of cases) await box.ledger.createRun({ job: c.name, slot, shard: 0, shards: 1, status: RunStatus.READY }, Date.now());
@@ -256,7 +349,11 @@ describe('run state machine', () => {
     const slot = Date.now() - 50;
     await box.ledger.createRun({ job: 'healthy', slot, shard: 0, shards: 1, status: RunStatus.READY }, Date.now());
     await box.ledger.createRun({ job: 'healthy', slot: slot + 1, shard: 0, shards: 1, status: RunStatus.READY }, Date.now());
-    const bodies = ['{not json', JSON.stringify({ v: 1, job: 'nope', slot, shard: 0, runKey: `nope@${new Date(slot).toISOString()}` }), JSON.stringify({ v: 2, job: 'healthy', slot, shard: 0, runKey: 'x' })];
+    const bodies = [
+      '{not json',
+      JSON.stringify({ v: 1, job: 'nope', slot, shard: 0, runKey: `nope@${new Date(slot).toISOString()}` }),
+      JSON.stringify({ v: 2, job: 'healthy', slot, shard: 0, runKey: 'x' }),
+    ];
     const result = await processBatch(harness.deps('w'), [
       harness.record('healthy', slot, 'good-1'),
       ...bodies.map((body, i) => ({ messageId: `bad-${i}`, receiptHandle: `r-bad-${i}`, body })),
@@ -265,18 +362,26 @@ describe('run state machine', () => {
     expect(result.batchItemFailures.map((f) => f.itemIdentifier).sort()).toEqual(['bad-0', 'bad-1', 'bad-2']);
     expect(harness.metrics.get('PoisonMessages')).toBe(3);
     for (const id of ['bad-0', 'bad-1', 'bad-2']) expect(harness.logs.some((l) => l.messageId === id && l.level === 'error')).toBe(true);
-    for (const s of [slot, slot + 1]) expect((await box.ledger.getRun({ job: 'healthy', slot: s, shard: 0 }))?.status).toBe(RunStatus.SUCCEEDED);
+    for (const s of [slot, slot + 1])
+      expect((await box.ledger.getRun({ job: 'healthy', slot: s, shard: 0 }))?.status).toBe(RunStatus.SUCCEEDED);
 
     // Through the queue: after maxReceiveCount (2 here) receives, the poison messages sit in the DLQ.
     const strict = await sandbox({ visibilityTimeoutSeconds: 5, maxReceiveCount: 2 });
-    for (const body of bodies) await strict.clients.sqs.send(new SendMessageCommand({ QueueUrl: strict.endpoints.runQueueUrl, MessageBody: body }));
+    for (const body of bodies)
+      await strict.clients.sqs.send(new SendMessageCommand({ QueueUrl: strict.endpoints.runQueueUrl, MessageBody: body }));
     const poller = new WorkerHarness(strict, jobs, { ok }).poller('w-poison');
     poller.start();
-    const depth = await waitFor(async () => {
-      const { Attributes } = await strict.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: strict.endpoints.deadLetterQueueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }));
-      const n = Number(Attributes?.ApproximateNumberOfMessages ?? 0);
-      return n >= 3 ? n : undefined;
-    }, 30_000, 'poison messages in the DLQ');
+    const depth = await waitFor(
+      async () => {
+        const { Attributes } = await strict.clients.sqs.send(
+          new GetQueueAttributesCommand({ QueueUrl: strict.endpoints.deadLetterQueueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
+        );
+        const n = Number(Attributes?.ApproximateNumberOfMessages ?? 0);
+        return n >= 3 ? n : undefined;
+      },
+      30_000,
+      'poison messages in the DLQ',
+    );
     await poller.stop();
     strict.destroy();
     expect(depth).toBe(3);
@@ -285,9 +390,24 @@ describe('run state machine', () => {
   it('a message that keeps failing is hidden 2, 4, 8, 16, 32 s, then a minute per receive: poison reaches the DLQ in minutes, a transient fault is retried in seconds', async () => {
     const jobs = testJobs([{ name: 'healthy', schedule: '* * * * *', handler: 'ok', startLead: 0 }], ['ok']);
     const lab = new Lab(box, jobs, { ok: { run: async () => undefined } }, Date.now());
-    const receives: [string | undefined, number][] = [[undefined, 2], ['x', 2], ['1', 2], ['2', 4], ['3', 8], ['4', 16], ['5', 32], ['6', 60], ['50', 60]];
+    const receives: [string | undefined, number][] = [
+      [undefined, 2],
+      ['x', 2],
+      ['1', 2],
+      ['2', 4],
+      ['3', 8],
+      ['4', 16],
+      ['5', 32],
+      ['6', 60],
+      ['50', 60],
+    ];
     for (const [count] of receives) {
-      const record = { messageId: `p-${count}`, receiptHandle: `r-p-${count}`, body: '{not json', ...(count === undefined ? {} : { attributes: { ApproximateReceiveCount: count } }) };
+      const record = {
+        messageId: `p-${count}`,
+        receiptHandle: `r-p-${count}`,
+        body: '{not json',
+        ...(count === undefined ? {} : { attributes: { ApproximateReceiveCount: count } }),
+      };
       expect(await processBatch(lab.deps('w'), [record])).toEqual({ batchItemFailures: [{ itemIdentifier: `p-${count}` }] });
     }
     expect(lab.queue.hidden.map((h) => h.seconds)).toEqual(receives.map(([, seconds]) => seconds));
@@ -303,7 +423,15 @@ describe('run state machine', () => {
     const lines = harness.logs.filter((l) => l.message === 'handler says hi' || l.message === 'run outcome');
     expect(lines).toHaveLength(2);
     for (const line of lines) {
-      expect(line).toMatchObject({ job: 'traced', slot: new Date(slot).toISOString(), shard: 0, runKey: runKeyOf('traced', slot, 0, 1), messageId: 'msg-traced', owner: 'tracer', attempt: 1 });
+      expect(line).toMatchObject({
+        job: 'traced',
+        slot: new Date(slot).toISOString(),
+        shard: 0,
+        runKey: runKeyOf('traced', slot, 0, 1),
+        messageId: 'msg-traced',
+        owner: 'tracer',
+        attempt: 1,
+      });
       expect(typeof line.fencingToken).toBe('number');
     }
   });
@@ -312,7 +440,17 @@ describe('run state machine', () => {
     // Guard against the sweeper re-sending healthy in-flight runs (a re-send storm).
     const ok: JobHandler = { run: async () => undefined };
     const jobs = testJobs([{ name: 'calm', schedule: '*/10 * * * * *', handler: 'ok', startLead: 0 }], ['ok']);
-    const report = await runPlannerTick({ ledger: box.ledger, queue: box.queue, jobs, clock: Date.now, logger: silentLogger(), metrics: new WorkerHarness(box, jobs, { ok }).metrics }, { partition: 0, of: 1 });
+    const report = await runPlannerTick(
+      {
+        ledger: box.ledger,
+        queue: box.queue,
+        jobs,
+        clock: Date.now,
+        logger: silentLogger(),
+        metrics: new WorkerHarness(box, jobs, { ok }).metrics,
+      },
+      { partition: 0, of: 1 },
+    );
     expect(report.swept).toBe(0);
   });
 });

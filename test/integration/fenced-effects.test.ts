@@ -7,7 +7,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DynamoItemReader } from '../../shared/store/item-reader.js';
 import { DynamoFencedStore } from '../../shared/store/fenced-store.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
-import { AttemptAbortedError, AttemptEndedError, ConditionFailedError, FencedOutError, type JobHandler, type RunContext } from '../../shared/handler-api.js';
+import {
+  AttemptAbortedError,
+  AttemptEndedError,
+  ConditionFailedError,
+  FencedOutError,
+  type JobHandler,
+  type RunContext,
+} from '../../shared/handler-api.js';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
 import { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { localClientConfig } from '../../tools/local-stack.js';
@@ -41,7 +48,19 @@ describe('fenced effects', () => {
           }
         },
       };
-      const jobs = testJobs([{ name, schedule: '*/10 * * * * *', handler: 'h', overlap, startLead: 0, retry: { maxAttempts: 3, backoff: { base: 0, max: 0 } } }], ['h']);
+      const jobs = testJobs(
+        [
+          {
+            name,
+            schedule: '*/10 * * * * *',
+            handler: 'h',
+            overlap,
+            startLead: 0,
+            retry: { maxAttempts: 3, backoff: { base: 0, max: 0 } },
+          },
+        ],
+        ['h'],
+      );
       return { name, refusals, lab: new Lab(box, jobs, { h: handler }, T0) };
     }
 
@@ -72,7 +91,10 @@ describe('fenced effects', () => {
       const [s1, s2, s3] = [T0, T0 + 10 * SEC, T0 + 20 * SEC];
       for (const s of [s1, s2, s3]) await lab.create(name, s);
       // s3 wrote the item already (out of order: e.g. it was backfilled later).
-      await new DynamoFencedStore(box.clients.doc, s3 * 1000 + 1).put({ table: box.endpoints.ledgerTable, item: { ...item(name), slot: s3 } });
+      await new DynamoFencedStore(box.clients.doc, s3 * 1000 + 1).put({
+        table: box.endpoints.ledgerTable,
+        item: { ...item(name), slot: s3 },
+      });
       lab.clock.now = s3 + 50;
       // s2's and s3's messages came first: each waits for the older runs, and flags the lane.
       expect(await lab.deliver(name, s2)).toBe('ack');
@@ -122,40 +144,60 @@ describe('fenced effects', () => {
     const key = () => ({ pk: `FENCE#${++n}-${Math.random().toString(36).slice(2, 8)}`, sk: 'ITEM' });
     /** The item as a holder of `lastFence` left it, or no item. */
     async function seed(k: { pk: string; sk: string }, lastFence: number | undefined) {
-      if (lastFence !== undefined) await new DynamoFencedStore(box.clients.doc, lastFence).put({ table: box.endpoints.ledgerTable, item: { ...k, status: 'PROCESSING', by: lastFence } });
+      if (lastFence !== undefined)
+        await new DynamoFencedStore(box.clients.doc, lastFence).put({
+          table: box.endpoints.ledgerTable,
+          item: { ...k, status: 'PROCESSING', by: lastFence },
+        });
     }
     const read = (k: { pk: string; sk: string }) => new DynamoItemReader(box.clients.doc).get(box.endpoints.ledgerTable, k);
     const stored = ['none', 'lower', 'equal', 'higher'] as const;
-    const fenceOf = (s: (typeof stored)[number]) => (s === 'none' ? undefined : s === 'lower' ? FENCE - 1 : s === 'equal' ? FENCE : FENCE + 1);
+    const fenceOf = (s: (typeof stored)[number]) =>
+      s === 'none' ? undefined : s === 'lower' ? FENCE - 1 : s === 'equal' ? FENCE : FENCE + 1;
 
-    it.each(['put', 'update', 'transact put', 'transact update'] as const)('%s: lands over no fence, a lower one or its own; a higher fence refuses it (FencedOutError) and keeps the item', async (kind) => {
-      for (const s of stored) {
-        const k = key();
-        await seed(k, fenceOf(s));
-        const store = new DynamoFencedStore(box.clients.doc, FENCE);
-        // A set and a condition that name attributes: the names of both reach DynamoDB.
-        const update = { table: box.endpoints.ledgerTable, key: k, set: { expression: '#by = :by', names: { '#by': 'by' }, values: { ':by': FENCE } } };
-        const put = { table: box.endpoints.ledgerTable, item: { ...k, status: 'PROCESSING', by: FENCE } };
-        const write =
-          kind === 'put'
-            ? store.put(put)
-            : kind === 'update'
-              ? store.update(update)
-              : kind === 'transact put'
-                ? store.transact([{ kind: 'put', ...put }])
-                : store.transact([{ kind: 'update', ...update }]);
-        const error = await write.then(() => undefined, (e: unknown) => e);
-        const label = `${kind} over ${s}`;
-        if (s === 'higher') {
-          expect(error, label).toBeInstanceOf(FencedOutError);
-          expect(error, label).toMatchObject({ fence: FENCE, seenFence: FENCE + 1, key: k, cause: { name: kind.startsWith('transact') ? 'TransactionCanceledException' : 'ConditionalCheckFailedException' } });
-          expect(await read(k), label).toMatchObject({ by: FENCE + 1, lastFence: FENCE + 1 });
-        } else {
-          expect(error, label).toBeUndefined();
-          expect(await read(k), label).toMatchObject({ by: FENCE, lastFence: FENCE });
+    it.each(['put', 'update', 'transact put', 'transact update'] as const)(
+      '%s: lands over no fence, a lower one or its own; a higher fence refuses it (FencedOutError) and keeps the item',
+      async (kind) => {
+        for (const s of stored) {
+          const k = key();
+          await seed(k, fenceOf(s));
+          const store = new DynamoFencedStore(box.clients.doc, FENCE);
+          // A set and a condition that name attributes: the names of both reach DynamoDB.
+          const update = {
+            table: box.endpoints.ledgerTable,
+            key: k,
+            set: { expression: '#by = :by', names: { '#by': 'by' }, values: { ':by': FENCE } },
+          };
+          const put = { table: box.endpoints.ledgerTable, item: { ...k, status: 'PROCESSING', by: FENCE } };
+          const write =
+            kind === 'put'
+              ? store.put(put)
+              : kind === 'update'
+                ? store.update(update)
+                : kind === 'transact put'
+                  ? store.transact([{ kind: 'put', ...put }])
+                  : store.transact([{ kind: 'update', ...update }]);
+          const error = await write.then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+          const label = `${kind} over ${s}`;
+          if (s === 'higher') {
+            expect(error, label).toBeInstanceOf(FencedOutError);
+            expect(error, label).toMatchObject({
+              fence: FENCE,
+              seenFence: FENCE + 1,
+              key: k,
+              cause: { name: kind.startsWith('transact') ? 'TransactionCanceledException' : 'ConditionalCheckFailedException' },
+            });
+            expect(await read(k), label).toMatchObject({ by: FENCE + 1, lastFence: FENCE + 1 });
+          } else {
+            expect(error, label).toBeUndefined();
+            expect(await read(k), label).toMatchObject({ by: FENCE, lastFence: FENCE });
+          }
         }
-      }
-    });
+      },
+    );
 
     it('a business condition that fails is told apart from a fence: ConditionFailedError with the item as it is, for a single write and in a transaction', async () => {
       for (const s of ['none', 'lower', 'equal'] as const) {
@@ -168,15 +210,28 @@ describe('fenced effects', () => {
           set: { expression: '#status = :settled', names: { '#status': 'status' }, values: { ':settled': 'SETTLED' } },
           condition: { expression: '#status = :settled', names: { '#status': 'status' }, values: { ':settled': 'SETTLED' } },
         };
-        const single = await store.update(settle).then(() => undefined, (e: unknown) => e);
+        const single = await store.update(settle).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
         const label = `over ${s}`;
         expect(single, label).toBeInstanceOf(ConditionFailedError);
         expect(single, label).not.toBeInstanceOf(FencedOutError);
-        expect((single as ConditionFailedError).current, label).toEqual(s === 'none' ? undefined : { ...k, status: 'PROCESSING', by: fenceOf(s), lastFence: fenceOf(s), lastWrite: expect.any(String) });
+        expect((single as ConditionFailedError).current, label).toEqual(
+          s === 'none' ? undefined : { ...k, status: 'PROCESSING', by: fenceOf(s), lastFence: fenceOf(s), lastWrite: expect.any(String) },
+        );
         expect((single as Error).cause, label).toMatchObject({ name: 'ConditionalCheckFailedException' });
         // In a transaction, beside a write that would land: nothing lands.
         const other = key();
-        const inTransaction = await store.transact([{ kind: 'put', table: box.endpoints.ledgerTable, item: { ...other, by: FENCE } }, { kind: 'update', ...settle }]).then(() => undefined, (e: unknown) => e);
+        const inTransaction = await store
+          .transact([
+            { kind: 'put', table: box.endpoints.ledgerTable, item: { ...other, by: FENCE } },
+            { kind: 'update', ...settle },
+          ])
+          .then(
+            () => undefined,
+            (e: unknown) => e,
+          );
         expect(inTransaction, label).toBeInstanceOf(ConditionFailedError);
         expect(inTransaction, label).toMatchObject({ key: k });
         expect(await read(other), label).toBeUndefined();
@@ -190,8 +245,17 @@ describe('fenced effects', () => {
       await seed(first, FENCE - 1);
       await seed(second, FENCE);
       const store = new DynamoFencedStore(box.clients.doc, FENCE);
-      const refused = (k: { pk: string; sk: string }) => ({ kind: 'update' as const, table: box.endpoints.ledgerTable, key: k, set: { expression: 'settled = :t', values: { ':t': true } }, condition: { expression: 'attribute_not_exists(pk)' } });
-      const error = await store.transact([refused(first), refused(second)]).then(() => undefined, (e: unknown) => e);
+      const refused = (k: { pk: string; sk: string }) => ({
+        kind: 'update' as const,
+        table: box.endpoints.ledgerTable,
+        key: k,
+        set: { expression: 'settled = :t', values: { ':t': true } },
+        condition: { expression: 'attribute_not_exists(pk)' },
+      });
+      const error = await store.transact([refused(first), refused(second)]).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(error).toBeInstanceOf(ConditionFailedError);
       expect(error).not.toBeInstanceOf(FencedOutError);
       expect(error).toMatchObject({ key: first, current: { lastFence: FENCE - 1 } });
@@ -204,10 +268,19 @@ describe('fenced effects', () => {
       const store = new DynamoFencedStore(box.clients.doc, FENCE);
       const error = await store
         .transact([
-          { kind: 'update', table: box.endpoints.ledgerTable, key: business, set: { expression: 'settled = :t', values: { ':t': true } }, condition: { expression: 'attribute_not_exists(pk)' } },
+          {
+            kind: 'update',
+            table: box.endpoints.ledgerTable,
+            key: business,
+            set: { expression: 'settled = :t', values: { ':t': true } },
+            condition: { expression: 'attribute_not_exists(pk)' },
+          },
           { kind: 'put', table: box.endpoints.ledgerTable, item: { ...fenced, by: FENCE } },
         ])
-        .then(() => undefined, (e: unknown) => e);
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        );
       expect(error).toBeInstanceOf(FencedOutError);
       expect(error).toMatchObject({ key: fenced, seenFence: FENCE + 1 });
     });
@@ -227,7 +300,11 @@ describe('fenced effects', () => {
       const key = { pk: `COUNTER#${kind}`, sk: 'TOTAL' };
       const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: (c) => c === command, fault: 'lost-response' }]);
       const store = new DynamoFencedStore(faulty.doc, T0 * 1000 + 1);
-      const increment = { table: box.endpoints.ledgerTable, key, set: { expression: 'credits = if_not_exists(credits, :zero) + :one', values: { ':zero': 0, ':one': 1 } } };
+      const increment = {
+        table: box.endpoints.ledgerTable,
+        key,
+        set: { expression: 'credits = if_not_exists(credits, :zero) + :one', values: { ':zero': 0, ':one': 1 } },
+      };
       if (kind === 'update') await store.update(increment);
       else await store.transact([{ kind: 'update', ...increment }]);
       expect(faulty.injected).toEqual([command]);
@@ -242,7 +319,11 @@ describe('fenced effects', () => {
     it('a put under a business condition whose commit response was lost is reported accepted, not ConditionFailedError', async () => {
       const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: (c) => c === 'PutItemCommand', fault: 'lost-response' }]);
       const store = new DynamoFencedStore(faulty.doc, T0 * 1000 + 1);
-      const charge = { table: box.endpoints.ledgerTable, item: { pk: 'CHARGE#inv-1', sk: 'ONCE', amount: 5 }, condition: { expression: 'attribute_not_exists(pk)' } };
+      const charge = {
+        table: box.endpoints.ledgerTable,
+        item: { pk: 'CHARGE#inv-1', sk: 'ONCE', amount: 5 },
+        condition: { expression: 'attribute_not_exists(pk)' },
+      };
       await expect(store.put(charge)).resolves.toBeUndefined();
       expect(faulty.injected).toEqual(['PutItemCommand']);
       // A second holder (a re-execution) is refused by the business condition, as it should be.
@@ -250,12 +331,21 @@ describe('fenced effects', () => {
       faulty.destroy();
     });
 
-    it('the worker path: a handler\'s counter increment with a lost response still counts once', async () => {
+    it("the worker path: a handler's counter increment with a lost response still counts once", async () => {
       const name = `counter-${Math.random().toString(36).slice(2, 8)}`;
-      const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: (c, input) => c === 'UpdateItemCommand' && JSON.stringify(input.Key ?? {}).includes('COUNTER#credits'), fault: 'lost-response' }]);
+      const faulty = faultyClient(box.endpoints.dynamoEndpoint, [
+        {
+          when: (c, input) => c === 'UpdateItemCommand' && JSON.stringify(input.Key ?? {}).includes('COUNTER#credits'),
+          fault: 'lost-response',
+        },
+      ]);
       const handler: JobHandler = {
         async run(ctx) {
-          await ctx.fenced.update({ table: ctx.tables.ledger, key: COUNTER, set: { expression: 'credits = if_not_exists(credits, :zero) + :one', values: { ':zero': 0, ':one': 1 } } });
+          await ctx.fenced.update({
+            table: ctx.tables.ledger,
+            key: COUNTER,
+            set: { expression: 'credits = if_not_exists(credits, :zero) + :one', values: { ':zero': 0, ':one': 1 } },
+          });
         },
       };
       const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0 }], ['h']);
@@ -269,7 +359,7 @@ describe('fenced effects', () => {
     });
   });
 
-  describe('one attempt\'s writes to one item are serialized: no write of the same holder lands between a write and its SDK retry', () => {
+  describe("one attempt's writes to one item are serialized: no write of the same holder lands between a write and its SDK retry", () => {
     // The fence's `notThisWrite` clause recognises a retried write by its write id, which only
     // works if the item still carries that id when the retry arrives. A second write of the same
     // holder landing in between would replace the id, and the retry of an increment would then
@@ -320,25 +410,33 @@ describe('fenced effects', () => {
     const add = (key: { pk: string; sk: string }, by: number, tag: string) => ({
       table: box.endpoints.ledgerTable,
       key,
-      set: { expression: 'credits = if_not_exists(credits, :zero) + :by, lastTag = :tag__', values: { ':zero': 0, ':by': by, ':tag__': tag } },
+      set: {
+        expression: 'credits = if_not_exists(credits, :zero) + :by, lastTag = :tag__',
+        values: { ':zero': 0, ':by': by, ':tag__': tag },
+      },
     });
-    const credits = async (key: { pk: string; sk: string }) => (await new DynamoItemReader(box.clients.doc).get(box.endpoints.ledgerTable, key))?.credits;
+    const credits = async (key: { pk: string; sk: string }) =>
+      (await new DynamoItemReader(box.clients.doc).get(box.endpoints.ledgerTable, key))?.credits;
 
-    it.each(['update', 'transact'] as const)('two writes by %s, the first\'s response lost: the second waits for the first\'s retry, each applied once', async (kind) => {
-      const key = { pk: `COUNTER#serial-${kind}-${Math.random().toString(36).slice(2, 8)}`, sk: 'TOTAL' };
-      const client = racingClient();
-      client.rules.lostOnce.add('A');
-      client.rules.sendAfter.set('B', 'A');
-      const store = new DynamoFencedStore(client.doc, T0 * 1000 + 1);
-      const write = (by: number, tag: string) => (kind === 'update' ? store.update(add(key, by, tag)) : store.transact([{ kind: 'update', ...add(key, by, tag) }]));
-      await Promise.all([write(1, 'A'), write(10, 'B')]);
-      // A, its retry, then B. The retry of an update is refused by its own write id (recognised
-      // as its own commit); that of a transaction is answered by its ClientRequestToken without
-      // being applied again. Unserialized: A, B, and A's retry applied again (12).
-      expect(await credits(key)).toBe(11);
-      expect(client.log).toEqual(['A ok', kind === 'update' ? 'A refused' : 'A ok', 'B ok']);
-      client.destroy();
-    });
+    it.each(['update', 'transact'] as const)(
+      "two writes by %s, the first's response lost: the second waits for the first's retry, each applied once",
+      async (kind) => {
+        const key = { pk: `COUNTER#serial-${kind}-${Math.random().toString(36).slice(2, 8)}`, sk: 'TOTAL' };
+        const client = racingClient();
+        client.rules.lostOnce.add('A');
+        client.rules.sendAfter.set('B', 'A');
+        const store = new DynamoFencedStore(client.doc, T0 * 1000 + 1);
+        const write = (by: number, tag: string) =>
+          kind === 'update' ? store.update(add(key, by, tag)) : store.transact([{ kind: 'update', ...add(key, by, tag) }]);
+        await Promise.all([write(1, 'A'), write(10, 'B')]);
+        // A, its retry, then B. The retry of an update is refused by its own write id (recognised
+        // as its own commit); that of a transaction is answered by its ClientRequestToken without
+        // being applied again. Unserialized: A, B, and A's retry applied again (12).
+        expect(await credits(key)).toBe(11);
+        expect(client.log).toEqual(['A ok', kind === 'update' ? 'A refused' : 'A ok', 'B ok']);
+        client.destroy();
+      },
+    );
 
     it('a write issued after an earlier one settled still waits for the one in flight behind it', async () => {
       const key = { pk: `COUNTER#serial-tail-${Math.random().toString(36).slice(2, 8)}`, sk: 'TOTAL' };
@@ -422,10 +520,13 @@ describe('fenced effects', () => {
       const name = `inflight-${Math.random().toString(36).slice(2, 8)}`;
       // The handler's write is slow (latency at the store); the timeout fires while it is in flight.
       const slow = faultyClient(box.endpoints.dynamoEndpoint, []);
-      slow.dynamo.middlewareStack.add((next) => async (args) => {
-        await new Promise((r) => setTimeout(r, 400));
-        return next(args);
-      }, { step: 'finalizeRequest', name: 'latency' });
+      slow.dynamo.middlewareStack.add(
+        (next) => async (args) => {
+          await new Promise((r) => setTimeout(r, 400));
+          return next(args);
+        },
+        { step: 'finalizeRequest', name: 'latency' },
+      );
       const handler: JobHandler = {
         async run(ctx) {
           await ctx.fenced.put({ table: ctx.tables.ledger, item: { pk: `INFLIGHT#${name}`, sk: 'W' } });

@@ -53,13 +53,19 @@ describe('Lambda bundles: credentials from the environment only', () => {
 
   const probe = async (env: Record<string, string>) => {
     // A clean environment: nothing from the test process (no AWS_PROFILE, no HOME with ~/.aws).
-    const { stdout } = await run(process.execPath, [bundle], { env: { PATH: process.env.PATH ?? '', HOME: dir, PROBE_ENDPOINT: sharedEndpoints().dynamoEndpoint, ...env } });
+    const { stdout } = await run(process.execPath, [bundle], {
+      env: { PATH: process.env.PATH ?? '', HOME: dir, PROBE_ENDPOINT: sharedEndpoints().dynamoEndpoint, ...env },
+    });
     return JSON.parse(stdout.trim().split('\n').at(-1)!) as { ok: boolean; accessKeyId?: string; name?: string; message?: string };
   };
 
   it('bundles the substitute instead of the full chain', () => {
     expect(inputs.some((p) => p.endsWith('functions/lambda-credentials.ts'))).toBe(true);
-    expect(inputs.filter((p) => p.includes('credential-provider-node') || p.includes('credential-provider-sso') || p.includes('credential-provider-ini'))).toEqual([]);
+    expect(
+      inputs.filter(
+        (p) => p.includes('credential-provider-node') || p.includes('credential-provider-sso') || p.includes('credential-provider-ini'),
+      ),
+    ).toEqual([]);
   });
 
   it('signs calls with the credentials Lambda puts in the environment', async () => {

@@ -34,7 +34,13 @@ import { sandbox, type Sandbox } from '../support/stack.js';
 const LEASE = 20_000;
 const HEARTBEAT = 300;
 
-function deps(box: Sandbox, jobs: ReturnType<typeof testJobs>, handlers: Record<string, JobHandler>, owner: string, metrics = new InMemoryMetrics()): WorkerDeps {
+function deps(
+  box: Sandbox,
+  jobs: ReturnType<typeof testJobs>,
+  handlers: Record<string, JobHandler>,
+  owner: string,
+  metrics = new InMemoryMetrics(),
+): WorkerDeps {
   return {
     ledger: box.ledger,
     queue: box.queue,
@@ -63,10 +69,20 @@ function holdingClient(box: Sandbox, options: { hangHeartbeats: boolean }) {
   let writesHeld = 0;
   dynamo.middlewareStack.add(
     (next, context) => async (args) => {
-      const input = args.input as { UpdateExpression?: string; TableName?: string; TransactItems?: Array<Record<string, { TableName?: string }>> };
-      if (options.hangHeartbeats && context.commandName === 'UpdateItemCommand' && input.UpdateExpression === 'SET leaseUntil = :leaseUntil') return new Promise<never>(() => undefined);
+      const input = args.input as {
+        UpdateExpression?: string;
+        TableName?: string;
+        TransactItems?: Array<Record<string, { TableName?: string }>>;
+      };
+      if (
+        options.hangHeartbeats &&
+        context.commandName === 'UpdateItemCommand' &&
+        input.UpdateExpression === 'SET leaseUntil = :leaseUntil'
+      )
+        return new Promise<never>(() => undefined);
       const business = (table: string | undefined) => table === box.endpoints.paymentsTable;
-      const toBusiness = business(input.TableName) || (input.TransactItems ?? []).some((item) => Object.values(item).some((op) => business(op.TableName)));
+      const toBusiness =
+        business(input.TableName) || (input.TransactItems ?? []).some((item) => Object.values(item).some((op) => business(op.TableName)));
       if (toBusiness && ['PutItemCommand', 'UpdateItemCommand', 'TransactWriteItemsCommand'].includes(context.commandName ?? '')) {
         writesHeld++;
         await held;
@@ -97,12 +113,19 @@ function waitingHandler(time: VirtualTime) {
 /** A READY run, a minute old, of a fresh every-minute job on `handler`, with its message and its own virtual time. */
 async function readyRun(box: Sandbox, stem: string, handler: string, job: Partial<JobInput> = {}) {
   const name = unique(stem);
-  const jobs = testJobs([{ name, schedule: '* * * * *', handler, lease: LEASE, heartbeatEvery: HEARTBEAT, startLead: 0, ...job }], [handler]);
+  const jobs = testJobs(
+    [{ name, schedule: '* * * * *', handler, lease: LEASE, heartbeatEvery: HEARTBEAT, startLead: 0, ...job }],
+    [handler],
+  );
   const time = new VirtualTime(Date.now());
   const slot = Math.floor(time.now / 1000) * 1000 - 60_000;
   const id = { job: name, slot, shard: 0 };
   await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, time.now);
-  const record = { messageId: `m-${name}`, receiptHandle: `r-${name}`, body: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })) };
+  const record = {
+    messageId: `m-${name}`,
+    receiptHandle: `r-${name}`,
+    body: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })),
+  };
   return { name, jobs, time, id, record };
 }
 
@@ -132,53 +155,75 @@ describe('lease loss', () => {
   // the heartbeat of the step before has had its answer, so how soon the holder stops is counted
   // in heartbeats, whatever the machine's load (ledger calls take real time, no virtual time).
   it.each([
-    ['a successor claims the run', (id: RunId, now: number) => box.ledger.claim(id, 'successor', now + LEASE + 10_000, LEASE, 2_000).then((c) => c.kind === 'claimed'), { status: RunStatus.RUNNING, owner: 'successor' }],
-    ['overlap replace advances its fence', async (id: RunId, now: number) => box.ledger.replaceRunning((await box.ledger.getRun(id))!, 'a newer run', now), { status: RunStatus.SUPERSEDED }],
-  ] as const)('%s: the holder\'s ctx.signal aborts at the first refused heartbeat, one heartbeat after the loss, long before its lease ends', async (_how, takeOver, after) => {
-    const name = unique('lost');
-    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'wait', lease: LEASE, heartbeatEvery: HEARTBEAT, startLead: 0, timeout: '60s' }], ['wait']);
-    const time = new VirtualTime(Date.now());
-    const slot = Math.floor(time.now / 1000) * 1000 - 60_000;
-    const id = { job: name, slot, shard: 0 };
-    await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, time.now);
-    const { wait, started, abortedAt } = waitingHandler(time);
-    const heartbeats: Array<{ at: number; ok: boolean }> = [];
-    const history: HistorySink = { record: (e) => void (e.type === 'heartbeat' && e.runKey.startsWith(`${name}@`) && heartbeats.push({ at: e.at, ok: e.ok })) };
-    const metrics = new InMemoryMetrics();
-    const record = { messageId: `m-${name}`, receiptHandle: `r-${name}`, body: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })) };
-    const holder = processBatch({ ...deps(box, jobs, { wait }, 'holder', metrics), clock: time.read, timers: time.port, history }, [record]);
-    const ctx = await started;
-    try {
-      // One accepted heartbeat first: the holder is live and heartbeating.
-      time.advance(HEARTBEAT);
-      await waitFor(async () => heartbeats.length >= 1 || undefined, 120_000, 'the first heartbeat to be answered');
-      expect(heartbeats).toEqual([{ at: time.now, ok: true }]);
-      expect(ctx.signal.aborted).toBe(false);
+    [
+      'a successor claims the run',
+      (id: RunId, now: number) => box.ledger.claim(id, 'successor', now + LEASE + 10_000, LEASE, 2_000).then((c) => c.kind === 'claimed'),
+      { status: RunStatus.RUNNING, owner: 'successor' },
+    ],
+    [
+      'overlap replace advances its fence',
+      async (id: RunId, now: number) => box.ledger.replaceRunning((await box.ledger.getRun(id))!, 'a newer run', now),
+      { status: RunStatus.SUPERSEDED },
+    ],
+  ] as const)(
+    "%s: the holder's ctx.signal aborts at the first refused heartbeat, one heartbeat after the loss, long before its lease ends",
+    async (_how, takeOver, after) => {
+      const name = unique('lost');
+      const jobs = testJobs(
+        [{ name, schedule: '* * * * *', handler: 'wait', lease: LEASE, heartbeatEvery: HEARTBEAT, startLead: 0, timeout: '60s' }],
+        ['wait'],
+      );
+      const time = new VirtualTime(Date.now());
+      const slot = Math.floor(time.now / 1000) * 1000 - 60_000;
+      const id = { job: name, slot, shard: 0 };
+      await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, time.now);
+      const { wait, started, abortedAt } = waitingHandler(time);
+      const heartbeats: Array<{ at: number; ok: boolean }> = [];
+      const history: HistorySink = {
+        record: (e) => void (e.type === 'heartbeat' && e.runKey.startsWith(`${name}@`) && heartbeats.push({ at: e.at, ok: e.ok })),
+      };
+      const metrics = new InMemoryMetrics();
+      const record = {
+        messageId: `m-${name}`,
+        receiptHandle: `r-${name}`,
+        body: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })),
+      };
+      const holder = processBatch({ ...deps(box, jobs, { wait }, 'holder', metrics), clock: time.read, timers: time.port, history }, [
+        record,
+      ]);
+      const ctx = await started;
+      try {
+        // One accepted heartbeat first: the holder is live and heartbeating.
+        time.advance(HEARTBEAT);
+        await waitFor(async () => heartbeats.length >= 1 || undefined, 120_000, 'the first heartbeat to be answered');
+        expect(heartbeats).toEqual([{ at: time.now, ok: true }]);
+        expect(ctx.signal.aborted).toBe(false);
 
-      expect(await takeOver(id, time.now)).toBe(true);
-      const lostAt = time.now;
-      time.advance(HEARTBEAT);
-      await waitFor(async () => heartbeats.length >= 2 || undefined, 120_000, 'the heartbeat after the loss to be answered');
-      // The very heartbeat that was refused stops the handler: one heartbeat after the loss, with
-      // ~66 heartbeats of the holder's own lease left. A holder that only logs the refusal, or
-      // ignores it, is still running here.
-      expect(heartbeats[1]).toEqual({ at: lostAt + HEARTBEAT, ok: false });
-      expect(ctx.signal.aborted, 'ctx.signal did not abort on the refused heartbeat').toBe(true);
-      expect(abortedAt()).toBe(lostAt + HEARTBEAT);
-      expect(ctx.signal.reason).toBeInstanceOf(AttemptAbortedError);
-      expect((ctx.signal.reason as AttemptAbortedError).why).toBe(AttemptAbort.LEASE_LOST);
-    } finally {
-      // Whatever happened above, let the holder's lease run out so its invocation ends.
-      if (!ctx.signal.aborted) time.advance(LEASE);
-    }
-    const result = await holder;
-    // Nothing recorded: the message is left to come back, the run is the new holder's.
-    expect(result.batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
-    expect(metrics.get('LeaseLost')).toBe(1);
-    expect(metrics.get('RunsSucceeded')).toBe(0);
-    expect(heartbeats).toHaveLength(2);
-    expect(await box.ledger.getRun(id)).toMatchObject(after);
-  });
+        expect(await takeOver(id, time.now)).toBe(true);
+        const lostAt = time.now;
+        time.advance(HEARTBEAT);
+        await waitFor(async () => heartbeats.length >= 2 || undefined, 120_000, 'the heartbeat after the loss to be answered');
+        // The very heartbeat that was refused stops the handler: one heartbeat after the loss, with
+        // ~66 heartbeats of the holder's own lease left. A holder that only logs the refusal, or
+        // ignores it, is still running here.
+        expect(heartbeats[1]).toEqual({ at: lostAt + HEARTBEAT, ok: false });
+        expect(ctx.signal.aborted, 'ctx.signal did not abort on the refused heartbeat').toBe(true);
+        expect(abortedAt()).toBe(lostAt + HEARTBEAT);
+        expect(ctx.signal.reason).toBeInstanceOf(AttemptAbortedError);
+        expect((ctx.signal.reason as AttemptAbortedError).why).toBe(AttemptAbort.LEASE_LOST);
+      } finally {
+        // Whatever happened above, let the holder's lease run out so its invocation ends.
+        if (!ctx.signal.aborted) time.advance(LEASE);
+      }
+      const result = await holder;
+      // Nothing recorded: the message is left to come back, the run is the new holder's.
+      expect(result.batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+      expect(metrics.get('LeaseLost')).toBe(1);
+      expect(metrics.get('RunsSucceeded')).toBe(0);
+      expect(heartbeats).toHaveLength(2);
+      expect(await box.ledger.getRun(id)).toMatchObject(after);
+    },
+  );
 
   it('a hung visibility change holds back neither the lease renewals nor the later visibility changes: it is given up after a heartbeat period, and the newest lease is sent', async () => {
     // The message's visibility follows the lease after each heartbeat. If the heartbeat waited for
@@ -205,8 +250,12 @@ describe('lease loss', () => {
       },
     });
     const heartbeats: Array<{ at: number; ok: boolean }> = [];
-    const history: HistorySink = { record: (e) => void (e.type === 'heartbeat' && e.runKey.startsWith(`${name}@`) && heartbeats.push({ at: e.at, ok: e.ok })) };
-    const holder = processBatch({ ...deps(box, jobs, { wait }, 'holder'), ledger, queue, clock: time.read, timers: time.port, history }, [record]);
+    const history: HistorySink = {
+      record: (e) => void (e.type === 'heartbeat' && e.runKey.startsWith(`${name}@`) && heartbeats.push({ at: e.at, ok: e.ok })),
+    };
+    const holder = processBatch({ ...deps(box, jobs, { wait }, 'holder'), ledger, queue, clock: time.read, timers: time.port, history }, [
+      record,
+    ]);
     await started;
     const t0 = time.now;
     for (let beat = 1; beat <= 3; beat++) {
@@ -245,7 +294,9 @@ describe('lease loss', () => {
       },
     });
     const heartbeats: number[] = [];
-    const history: HistorySink = { record: (e) => void (e.type === 'heartbeat' && e.runKey.startsWith(`${name}@`) && heartbeats.push(e.at)) };
+    const history: HistorySink = {
+      record: (e) => void (e.type === 'heartbeat' && e.runKey.startsWith(`${name}@`) && heartbeats.push(e.at)),
+    };
     const holder = processBatch({ ...deps(box, jobs, { wait }, 'holder'), queue, clock: time.read, timers: time.port, history }, [record]);
     await started;
     const t0 = time.now;
@@ -259,18 +310,23 @@ describe('lease loss', () => {
     await new Promise((resolve) => setTimeout(resolve, 50));
     expect(changes).toHaveLength(2);
     // The default clock allowance here is half a heartbeat (clockSkewFor).
-    expect(changes[1]).toEqual({ at: t0 + HEARTBEAT, seconds: takeoverVisibilitySeconds(t0 + HEARTBEAT + LEASE, HEARTBEAT / 2, t0 + HEARTBEAT) });
+    expect(changes[1]).toEqual({
+      at: t0 + HEARTBEAT,
+      seconds: takeoverVisibilitySeconds(t0 + HEARTBEAT + LEASE, HEARTBEAT / 2, t0 + HEARTBEAT),
+    });
     let done = false;
     const finished = holder.finally(() => (done = true));
     await advanceUntil(time, HEARTBEAT, () => done);
     await finished;
   });
 
-  it('a heartbeat answered after its attempt ended changes nothing of the message: the outcome\'s own visibility is the last word', async () => {
+  it("a heartbeat answered after its attempt ended changes nothing of the message: the outcome's own visibility is the last word", async () => {
     // The renewal reached DynamoDB before the outcome; its answer comes back after the attempt
     // recorded RETRY and hid the message until the retry is due. A late visibility change here
     // would hold the retry back by up to a lease, or move a successor's message.
-    const { jobs, time, id, record } = await readyRun(box, 'late-beat', 'fail', { retry: { maxAttempts: 3, backoff: { base: '1s', max: '1s', jitter: 'none' } } });
+    const { jobs, time, id, record } = await readyRun(box, 'late-beat', 'fail', {
+      retry: { maxAttempts: 3, backoff: { base: '1s', max: '1s', jitter: 'none' } },
+    });
     let fail!: () => void;
     let running!: () => void;
     const started = new Promise<void>((resolve) => (running = resolve));
@@ -296,7 +352,9 @@ describe('lease loss', () => {
         return check;
       },
     });
-    const holder = processBatch({ ...deps(box, jobs, { fail: handler }, 'holder'), ledger, queue, clock: time.read, timers: time.port }, [record]);
+    const holder = processBatch({ ...deps(box, jobs, { fail: handler }, 'holder'), ledger, queue, clock: time.read, timers: time.port }, [
+      record,
+    ]);
     await started;
     // The first heartbeat is applied by DynamoDB, its answer held back; the early visibility
     // change at the same moment goes out as usual.
@@ -333,7 +391,12 @@ describe('lease loss', () => {
     // delivery finds the lease live however long the machine takes to get there; then it tells
     // the time again, at least the lease's end (SQS's redelivery is real time throughout).
     let clock = () => claimedAt;
-    await box.clients.sqs.send(new SendMessageCommand({ QueueUrl: box.endpoints.runQueueUrl, MessageBody: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })) }));
+    await box.clients.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: box.endpoints.runQueueUrl,
+        MessageBody: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })),
+      }),
+    );
     const startedAt: number[] = [];
     const count: JobHandler = { run: async () => void startedAt.push(clock()) };
     const metrics = new InMemoryMetrics();
@@ -344,7 +407,10 @@ describe('lease loss', () => {
       async (records) => {
         const conflicts = metrics.get('ClaimConflicts');
         const result = await processBatch({ ...deps(box, jobs, { count }, 'successor', metrics), clock: () => clock() }, records);
-        answers.push({ conflict: metrics.get('ClaimConflicts') > conflicts, acked: !result.batchItemFailures.some((f) => records.some((r) => r.messageId === f.itemIdentifier)) });
+        answers.push({
+          conflict: metrics.get('ClaimConflicts') > conflicts,
+          acked: !result.batchItemFailures.some((f) => records.some((r) => r.messageId === f.itemIdentifier)),
+        });
         clock = () => Math.max(Date.now(), leaseUntil + allowance + 1);
         return result;
       },
@@ -356,12 +422,16 @@ describe('lease loss', () => {
       // A worker that acknowledged the message instead leaves the run RUNNING forever (nothing
       // brings the message back): stop waiting as soon as a delivery was acknowledged and the run
       // is still not done.
-      done = await waitFor(async () => {
-        const acked = answers.some((a) => a.acked);
-        const run = await box.ledger.getRun(id);
-        if (run?.status === RunStatus.SUCCEEDED) return run;
-        return acked ? null : undefined;
-      }, 300_000, 'the run to be taken over and completed');
+      done = await waitFor(
+        async () => {
+          const acked = answers.some((a) => a.acked);
+          const run = await box.ledger.getRun(id);
+          if (run?.status === RunStatus.SUCCEEDED) return run;
+          return acked ? null : undefined;
+        },
+        300_000,
+        'the run to be taken over and completed',
+      );
     } finally {
       await poller.stop();
     }
@@ -375,11 +445,14 @@ describe('lease loss', () => {
 
   // A call that never answers is a fault a local server cannot produce: middleware on a real
   // client holds the heartbeat's request forever (the ledger's other calls pass).
-  it('a holder whose heartbeats get no answer stops its handler before its lease ends (LEASE_EXPIRING), in the lease\'s last moment, not at the next heartbeat', async () => {
+  it("a holder whose heartbeats get no answer stops its handler before its lease ends (LEASE_EXPIRING), in the lease's last moment, not at the next heartbeat", async () => {
     const name = unique('hung');
     // The watchdog checks every BEAT / 2; with these numbers one check falls exactly min(1 s, BEAT) before the lease's end.
     const BEAT = 400;
-    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'wait', lease: LEASE, heartbeatEvery: BEAT, startLead: 0, timeout: '60s' }], ['wait']);
+    const jobs = testJobs(
+      [{ name, schedule: '* * * * *', handler: 'wait', lease: LEASE, heartbeatEvery: BEAT, startLead: 0, timeout: '60s' }],
+      ['wait'],
+    );
     const dynamo = new DynamoDBClient(localClientConfig(box.endpoints.dynamoEndpoint));
     const hung: string[] = [];
     dynamo.middlewareStack.add(
@@ -401,7 +474,11 @@ describe('lease loss', () => {
     await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, time.now);
     const { wait, started, abortedAt } = waitingHandler(time);
     const metrics = new InMemoryMetrics();
-    const record = { messageId: `m-${name}`, receiptHandle: `r-${name}`, body: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })) };
+    const record = {
+      messageId: `m-${name}`,
+      receiptHandle: `r-${name}`,
+      body: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })),
+    };
     const holder = processBatch({ ...deps(box, jobs, { wait }, 'holder', metrics), ledger, clock: time.read, timers: time.port }, [record]);
     const ctx = await started;
     const leaseUntil = (await box.ledger.getRun(id))!.leaseUntil!;
@@ -427,60 +504,97 @@ describe('lease loss', () => {
     dynamo.destroy();
   });
 
-  it.each(['put', 'update', 'transact'] as const)("a fenced write (%s) still held back when its attempt's lease ends is aborted, not sent after it (it would land after a takeover reconciled: model seed 20269049)", async (kind) => {
-    const name = unique('late');
-    const BEAT = 400;
-    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'write', lease: LEASE, heartbeatEvery: BEAT, startLead: 0, timeout: '60s' }], ['write']);
-    // Heartbeats get no answer (the lease runs out); the handler's write to the business table is
-    // held before it reaches the network until the test lets it go, after the attempt has ended.
-    const { dynamo, doc, ledger, release, writesHeld } = holdingClient(box, { hangHeartbeats: true });
-    const time = new VirtualTime(Date.now());
-    const slot = Math.floor(time.now / 1000) * 1000 - 60_000;
-    const id = { job: name, slot, shard: 0 };
-    await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, time.now);
-    const item = { pk: `LATE#${name}`, sk: 'ITEM' };
-    let written!: Promise<string>;
-    let running!: () => void;
-    const started = new Promise<void>((resolve) => (running = resolve));
-    const write: JobHandler = {
-      async run(ctx) {
-        const put = { table: ctx.tables.payments, item: { ...item, by: ctx.fencingToken } };
-        const update = { table: ctx.tables.payments, key: item, set: { expression: '#by = :by', names: { '#by': 'by' }, values: { ':by': ctx.fencingToken } } };
-        const sent = kind === 'put' ? ctx.fenced.put(put) : kind === 'update' ? ctx.fenced.update(update) : ctx.fenced.transact([{ kind: 'update', ...update }]);
-        written = sent.then(
-          () => 'landed',
-          (error: unknown) => (error instanceof Error ? error.name : String(error)),
-        );
-        running();
-        await written;
-      },
-    };
-    const metrics = new InMemoryMetrics();
-    const record = { messageId: `m-${name}`, receiptHandle: `r-${name}`, body: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })) };
-    const holder = processBatch({ ...deps(box, jobs, { write }, 'holder', metrics), doc, ledger, clock: time.read, timers: time.port }, [record]);
-    await started;
-    await waitFor(async () => (writesHeld() === 1 ? true : undefined), 30_000, 'the handler\'s write to be held');
-    // The lease passes unrenewed (the watchdog ends the attempt), then the worker's wait for the
-    // calls in flight gives up at the lease's end: time moves a heartbeat at a time, each step
-    // once the worker has had the chance to act on the last (its timers are set as it goes).
-    let done = false;
-    const finished = holder.finally(() => (done = true));
-    await advanceUntil(time, BEAT, () => done);
-    const result = await finished;
-    expect(result.batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
-    expect(metrics.get('LeaseLost')).toBe(1);
-    // Only now does the held write move on: it must not be sent.
-    release();
-    expect(await written).toBe('AbortError');
-    const { Item } = await box.clients.doc.send(new GetCommand({ TableName: box.endpoints.paymentsTable, Key: item, ConsistentRead: true }));
-    expect(Item).toBeUndefined();
-    dynamo.destroy();
-  });
+  it.each(['put', 'update', 'transact'] as const)(
+    "a fenced write (%s) still held back when its attempt's lease ends is aborted, not sent after it (it would land after a takeover reconciled: model seed 20269049)",
+    async (kind) => {
+      const name = unique('late');
+      const BEAT = 400;
+      const jobs = testJobs(
+        [{ name, schedule: '* * * * *', handler: 'write', lease: LEASE, heartbeatEvery: BEAT, startLead: 0, timeout: '60s' }],
+        ['write'],
+      );
+      // Heartbeats get no answer (the lease runs out); the handler's write to the business table is
+      // held before it reaches the network until the test lets it go, after the attempt has ended.
+      const { dynamo, doc, ledger, release, writesHeld } = holdingClient(box, { hangHeartbeats: true });
+      const time = new VirtualTime(Date.now());
+      const slot = Math.floor(time.now / 1000) * 1000 - 60_000;
+      const id = { job: name, slot, shard: 0 };
+      await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, time.now);
+      const item = { pk: `LATE#${name}`, sk: 'ITEM' };
+      let written!: Promise<string>;
+      let running!: () => void;
+      const started = new Promise<void>((resolve) => (running = resolve));
+      const write: JobHandler = {
+        async run(ctx) {
+          const put = { table: ctx.tables.payments, item: { ...item, by: ctx.fencingToken } };
+          const update = {
+            table: ctx.tables.payments,
+            key: item,
+            set: { expression: '#by = :by', names: { '#by': 'by' }, values: { ':by': ctx.fencingToken } },
+          };
+          const sent =
+            kind === 'put'
+              ? ctx.fenced.put(put)
+              : kind === 'update'
+                ? ctx.fenced.update(update)
+                : ctx.fenced.transact([{ kind: 'update', ...update }]);
+          written = sent.then(
+            () => 'landed',
+            (error: unknown) => (error instanceof Error ? error.name : String(error)),
+          );
+          running();
+          await written;
+        },
+      };
+      const metrics = new InMemoryMetrics();
+      const record = {
+        messageId: `m-${name}`,
+        receiptHandle: `r-${name}`,
+        body: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })),
+      };
+      const holder = processBatch({ ...deps(box, jobs, { write }, 'holder', metrics), doc, ledger, clock: time.read, timers: time.port }, [
+        record,
+      ]);
+      await started;
+      await waitFor(async () => (writesHeld() === 1 ? true : undefined), 30_000, "the handler's write to be held");
+      // The lease passes unrenewed (the watchdog ends the attempt), then the worker's wait for the
+      // calls in flight gives up at the lease's end: time moves a heartbeat at a time, each step
+      // once the worker has had the chance to act on the last (its timers are set as it goes).
+      let done = false;
+      const finished = holder.finally(() => (done = true));
+      await advanceUntil(time, BEAT, () => done);
+      const result = await finished;
+      expect(result.batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+      expect(metrics.get('LeaseLost')).toBe(1);
+      // Only now does the held write move on: it must not be sent.
+      release();
+      expect(await written).toBe('AbortError');
+      const { Item } = await box.clients.doc.send(
+        new GetCommand({ TableName: box.endpoints.paymentsTable, Key: item, ConsistentRead: true }),
+      );
+      expect(Item).toBeUndefined();
+      dynamo.destroy();
+    },
+  );
 
   it('an attempt that timed out with a write in flight, which a newer slot then fences out, ends SUPERSEDED with its result unknown, not UNKNOWN (model seed 20269049 path 5)', async () => {
     const name = unique('late-sup');
     const BEAT = 400;
-    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'write', lease: LEASE, heartbeatEvery: BEAT, startLead: 0, timeout: '5s', retry: { maxAttempts: 3 } }], ['write']);
+    const jobs = testJobs(
+      [
+        {
+          name,
+          schedule: '* * * * *',
+          handler: 'write',
+          lease: LEASE,
+          heartbeatEvery: BEAT,
+          startLead: 0,
+          timeout: '5s',
+          retry: { maxAttempts: 3 },
+        },
+      ],
+      ['write'],
+    );
     const { dynamo, doc, ledger, release, writesHeld } = holdingClient(box, { hangHeartbeats: false });
     const time = new VirtualTime(Date.now());
     const slot = Math.floor(time.now / 60_000) * 60_000 - 120_000;
@@ -499,11 +613,18 @@ describe('lease loss', () => {
         await written;
       },
     };
-    const record = { messageId: `m-${name}`, receiptHandle: `r-${name}`, body: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })) };
+    const record = {
+      messageId: `m-${name}`,
+      receiptHandle: `r-${name}`,
+      body: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })),
+    };
     const holder = processBatch({ ...deps(box, jobs, { write }, 'holder'), doc, ledger, clock: time.read, timers: time.port }, [record]);
     await waitFor(async () => (writesHeld() === 1 ? true : undefined), 30_000, "the handler's write to be held");
     // Meanwhile the next slot's run writes the item (its fence is of a newer slot).
-    await new DynamoFencedStore(box.clients.doc, initialFence(slot + 60_000) + 1).put({ table: box.endpoints.paymentsTable, item: { ...item, by: 'newer slot' } });
+    await new DynamoFencedStore(box.clients.doc, initialFence(slot + 60_000) + 1).put({
+      table: box.endpoints.paymentsTable,
+      item: { ...item, by: 'newer slot' },
+    });
     // The attempt's 5 s timeout passes (heartbeats keep the lease); then the held write goes on.
     await advanceUntil(time, BEAT, () => aborted, 100);
     expect(aborted).toBe(true);
@@ -513,7 +634,11 @@ describe('lease loss', () => {
     const finished = holder.finally(() => (done = true));
     await advanceUntil(time, BEAT, () => done);
     await finished;
-    expect(await box.ledger.getRun(id)).toMatchObject({ status: RunStatus.SUPERSEDED, resultUnknown: true, lastError: { code: 'SUPERSEDED_BY_NEWER_SLOT' } });
+    expect(await box.ledger.getRun(id)).toMatchObject({
+      status: RunStatus.SUPERSEDED,
+      resultUnknown: true,
+      lastError: { code: 'SUPERSEDED_BY_NEWER_SLOT' },
+    });
     dynamo.destroy();
   });
 });

@@ -58,7 +58,11 @@ describe('lease and fencing on the ledger', () => {
     expect(staleComplete.ok).toBe(false);
     if (!staleComplete.ok) expect(staleComplete.current?.owner).toBe('B');
     // Right owner name but an old token (e.g. a reused worker id) is just as stale.
-    const wrongToken = await box.ledger.complete({ ...second.run, fencingToken: first.run.fencingToken }, { status: RunStatus.SUCCEEDED }, SLOT + 40_000);
+    const wrongToken = await box.ledger.complete(
+      { ...second.run, fencingToken: first.run.fencingToken },
+      { status: RunStatus.SUCCEEDED },
+      SLOT + 40_000,
+    );
     expect(wrongToken.ok).toBe(false);
     expect((await box.ledger.heartbeat(first.run, SLOT + 100_000)).ok).toBe(false);
     expect((await box.ledger.checkpoint(first.run, { cursor: 'stale' })).ok).toBe(false);

@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { GetCommand, PutCommand, } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, PutCommand } from '@aws-sdk/lib-dynamodb';
 import { initialFence, MAX_CLAIMS_PER_SLOT } from '../../shared/core/fence.js';
 import { explainClaimRefusal } from '../../shared/core/lease.js';
 import { isTerminal, RunOrigin, RunStatus, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
@@ -53,11 +53,13 @@ const stateArb: fc.Arbitrary<State> = fc.record(
   { requiredKeys: ['status', 'claims', 'watched'] },
 );
 
-describe('the ledger\'s conditions on DynamoDB Local', () => {
+describe("the ledger's conditions on DynamoDB Local", () => {
   let box: Sandbox;
   /** The open-runs index key a run item carries (OPEN#bb watched, DEAD#bb waiting for an operator), read consistently. */
   const indexKeyOf = async (run: Pick<Run, 'job' | 'slot' | 'shard'>): Promise<unknown> => {
-    const { Item } = await box.clients.doc.send(new GetCommand({ TableName: box.endpoints.ledgerTable, Key: box.ledger.runKeyOf(run), ConsistentRead: true }));
+    const { Item } = await box.clients.doc.send(
+      new GetCommand({ TableName: box.endpoints.ledgerTable, Key: box.ledger.runKeyOf(run), ConsistentRead: true }),
+    );
     return Item?.openPk;
   };
   beforeAll(async () => {
@@ -93,7 +95,17 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
 
   /** A run item of `job` as the planner creates it (no claim yet). */
   function runAt(job: string, slot: number, shard: number, shards: number): Run {
-    return runFromItem({ job, slot, shard, shards, runKey: runKeyOf(job, slot, shard, shards), status: RunStatus.READY, fencingToken: initialFence(slot), attempt: 0, createdAt: BASE });
+    return runFromItem({
+      job,
+      slot,
+      shard,
+      shards,
+      runKey: runKeyOf(job, slot, shard, shards),
+      status: RunStatus.READY,
+      fencingToken: initialFence(slot),
+      attempt: 0,
+      createdAt: BASE,
+    });
   }
 
   it('claim: lands exactly on a claimable run past its backoff, or a RUNNING one past lease + allowance, within its fence range', async () => {
@@ -104,7 +116,8 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
         const backoffOver = state.nextAttemptAt === undefined || state.nextAttemptAt <= NOW;
         const leaseOver = state.leaseUntil === undefined || state.leaseUntil < NOW - SKEW;
         const claimable =
-          ((CLAIMABLE as readonly RunStatus[]).includes(state.status) && backoffOver) || (state.status === RunStatus.RUNNING && state.leaseUntil !== undefined && leaseOver);
+          ((CLAIMABLE as readonly RunStatus[]).includes(state.status) && backoffOver) ||
+          (state.status === RunStatus.RUNNING && state.leaseUntil !== undefined && leaseOver);
         const expected = claimable && state.claims < MAX_CLAIMS_PER_SLOT;
         const after = await box.ledger.getRun(before);
         if (!expected) {
@@ -151,7 +164,12 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
   }
 
   it('heartbeat, checkpoint and complete: land only for the same owner, the same token and a RUNNING run; a refusal changes nothing', async () => {
-    const cases = everyCombination({ status: ALL_STATUSES, owner: ['me', 'other'], tokenOffset: [-1, 0, 1], write: ['heartbeat', 'checkpoint', 'complete'] } as const);
+    const cases = everyCombination({
+      status: ALL_STATUSES,
+      owner: ['me', 'other'],
+      tokenOffset: [-1, 0, 1],
+      write: ['heartbeat', 'checkpoint', 'complete'],
+    } as const);
     await eachCase(cases, async ({ status, owner, tokenOffset, write }) => {
       const stored = await put('held', { status, owner, leaseUntil: NOW + LEASE, claims: 2, watched: true });
       // What the writer believes it holds: owner 'me' at the stored token + offset.
@@ -187,10 +205,17 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
     ] as const) {
       const held = await put('index', { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims: 1, watched: true });
       expect((await box.ledger.complete(held, outcome, NOW)).ok).toBe(true);
-      const { Item } = await box.clients.doc.send(new GetCommand({ TableName: box.endpoints.ledgerTable, Key: box.ledger.runKeyOf(held), ConsistentRead: true }));
-      expect(typeof Item?.openPk === 'string' && Item.openPk.startsWith('OPEN#') && 'openSk' in Item, `${outcome.status} still watched`).toBe(stillWatched);
+      const { Item } = await box.clients.doc.send(
+        new GetCommand({ TableName: box.endpoints.ledgerTable, Key: box.ledger.runKeyOf(held), ConsistentRead: true }),
+      );
+      expect(
+        typeof Item?.openPk === 'string' && Item.openPk.startsWith('OPEN#') && 'openSk' in Item,
+        `${outcome.status} still watched`,
+      ).toBe(stillWatched);
       // A DEAD run waits for an operator under its DEAD key (the runs-dead gauge counts it); the others leave the index.
-      expect(Item?.openPk, outcome.status).toBe(outcome.status === RunStatus.DEAD ? deadKeys(held).openPk : stillWatched ? watchKeys(held).openPk : undefined);
+      expect(Item?.openPk, outcome.status).toBe(
+        outcome.status === RunStatus.DEAD ? deadKeys(held).openPk : stillWatched ? watchKeys(held).openPk : undefined,
+      );
       expect(Item).not.toHaveProperty('leaseUntil');
       // An ended run is finished and expires (TTL); one that waits for its next attempt does neither.
       expect(Item?.finishedAt, outcome.status).toBe(stillWatched ? undefined : NOW);
@@ -198,7 +223,7 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
     }
   });
 
-  it('complete records whether the attempt\'s result is unknown: UNKNOWN and a DEAD that gave up on an unknown result mark it, every other outcome clears an earlier mark', async () => {
+  it("complete records whether the attempt's result is unknown: UNKNOWN and a DEAD that gave up on an unknown result mark it, every other outcome clears an earlier mark", async () => {
     const error = { code: 'X', message: 'x' };
     const cases = everyCombination({
       outcome: [
@@ -212,7 +237,11 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
       markedBefore: [false, true],
     } as const);
     await eachCase(cases, async ({ outcome, markedBefore }) => {
-      const held = await put('unknown', { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims: 2, watched: false }, markedBefore ? { resultUnknown: true } : {});
+      const held = await put(
+        'unknown',
+        { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims: 2, watched: false },
+        markedBefore ? { resultUnknown: true } : {},
+      );
       expect(held.resultUnknown).toBe(markedBefore ? true : undefined);
       expect((await box.ledger.complete(held, outcome, NOW)).ok).toBe(true);
       const marked = outcome.status === RunStatus.UNKNOWN || ('resultUnknown' in outcome && outcome.resultUnknown === true);
@@ -221,7 +250,7 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
     });
   });
 
-  it('complete adds the attempt to the run\'s history (claim, token, owner, where it was claimed from, when, outcome, error) and keeps only the last ATTEMPT_HISTORY_LIMIT attempts', async () => {
+  it("complete adds the attempt to the run's history (claim, token, owner, where it was claimed from, when, outcome, error) and keeps only the last ATTEMPT_HISTORY_LIMIT attempts", async () => {
     for (const claims of [1, ATTEMPT_HISTORY_LIMIT, ATTEMPT_HISTORY_LIMIT + 1, ATTEMPT_HISTORY_LIMIT + 2]) {
       // The history as earlier attempts left it: one entry per earlier claim, the oldest already dropped.
       const earlier = Object.fromEntries(
@@ -229,12 +258,28 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
           .filter((c) => c > claims - 1 - ATTEMPT_HISTORY_LIMIT)
           .map((c) => [`c${c}`, { claim: c, token: c, owner: 'earlier', claimedAt: BASE, endedAt: BASE, outcome: RunStatus.RETRY }]),
       );
-      const held = await put('history', { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims, watched: false }, { attempts: earlier, startedAt: NOW - 700 });
+      const held = await put(
+        'history',
+        { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims, watched: false },
+        { attempts: earlier, startedAt: NOW - 700 },
+      );
       const lastError = { code: 'FLAKY', message: 'the service said no' };
-      expect((await box.ledger.complete(held, { status: RunStatus.RETRY, nextAttemptAt: NOW + 1_000, lastError }, NOW, { from: RunStatus.UNKNOWN })).ok).toBe(true);
+      expect(
+        (
+          await box.ledger.complete(held, { status: RunStatus.RETRY, nextAttemptAt: NOW + 1_000, lastError }, NOW, {
+            from: RunStatus.UNKNOWN,
+          })
+        ).ok,
+      ).toBe(true);
       const attempts = (await box.ledger.getRun(held))?.attempts ?? [];
-      const kept = Array.from({ length: Math.min(claims, ATTEMPT_HISTORY_LIMIT) }, (_, i) => claims - Math.min(claims, ATTEMPT_HISTORY_LIMIT) + 1 + i);
-      expect(attempts.map((a) => a.claim), `${claims} claims`).toEqual(kept);
+      const kept = Array.from(
+        { length: Math.min(claims, ATTEMPT_HISTORY_LIMIT) },
+        (_, i) => claims - Math.min(claims, ATTEMPT_HISTORY_LIMIT) + 1 + i,
+      );
+      expect(
+        attempts.map((a) => a.claim),
+        `${claims} claims`,
+      ).toEqual(kept);
       expect(attempts.at(-1), `${claims} claims`).toEqual({
         claim: claims,
         token: held.fencingToken,
@@ -250,7 +295,10 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
   });
 
   it('heartbeat, checkpoint and complete of a run whose item is gone report the lease lost, and create nothing', async () => {
-    const gone: Run = { ...(await put('gone', { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims: 1, watched: false })), slot: freshSlot() };
+    const gone: Run = {
+      ...(await put('gone', { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims: 1, watched: false })),
+      slot: freshSlot(),
+    };
     expect(await box.ledger.heartbeat(gone, NOW + LEASE)).toEqual({ ok: false, current: undefined });
     expect(await box.ledger.checkpoint(gone, { cursor: 'c' })).toEqual({ ok: false, current: undefined });
     expect(await box.ledger.complete(gone, { status: RunStatus.SUCCEEDED }, NOW)).toEqual({ ok: false, current: undefined });
@@ -261,9 +309,15 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
     expect(await box.ledger.getRun(gone)).toBeUndefined();
   });
 
-  it('a run-ending write or re-dispatch mark the store refuses (throttled past the SDK\'s retries) throws: it is never taken for a run that moved', async () => {
+  it("a run-ending write or re-dispatch mark the store refuses (throttled past the SDK's retries) throws: it is never taken for a run that moved", async () => {
     const waiting = await put('throttled', { status: RunStatus.READY, claims: 1, watched: true });
-    const running = await put('throttled', { status: RunStatus.RUNNING, owner: 'o', leaseUntil: NOW - LEASE, claims: MAX_CLAIMS_PER_SLOT, watched: true });
+    const running = await put('throttled', {
+      status: RunStatus.RUNNING,
+      owner: 'o',
+      leaseUntil: NOW - LEASE,
+      claims: MAX_CLAIMS_PER_SLOT,
+      watched: true,
+    });
     const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: () => true, fault: 'refused', times: 100 }], 1);
     try {
       const ledger = new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable });
@@ -301,12 +355,21 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
       expect(await ledger.replaceRunning(running, 'newer', NOW)).toBe(true);
       expect(await box.ledger.getRun(running)).toMatchObject({ status: RunStatus.SUPERSEDED, fencingToken: running.fencingToken + 1 });
 
-      const spent = await put('lost', { status: RunStatus.RUNNING, owner: 'o', leaseUntil: NOW - LEASE, claims: MAX_CLAIMS_PER_SLOT, watched: true });
+      const spent = await put('lost', {
+        status: RunStatus.RUNNING,
+        owner: 'o',
+        leaseUntil: NOW - LEASE,
+        claims: MAX_CLAIMS_PER_SLOT,
+        watched: true,
+      });
       expect(await ledger.endSpentRunning(spent, NOW, NOW - SKEW)).toBe(true);
       expect(await box.ledger.getRun(spent)).toMatchObject({
         status: RunStatus.DEAD,
         resultUnknown: true,
-        lastError: { code: 'FENCE_RANGE_EXHAUSTED', message: `the holder of the last claim of the fencing range (token ${spent.fencingToken}) vanished` },
+        lastError: {
+          code: 'FENCE_RANGE_EXHAUSTED',
+          message: `the holder of the last claim of the fencing range (token ${spent.fencingToken}) vanished`,
+        },
       });
       expect(await indexKeyOf(spent)).toBe(deadKeys(spent).openPk);
 
@@ -318,7 +381,9 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
       const created = await ledger.createRun({ job: 'lost', slot, shard: 0, shards: 1, status: RunStatus.READY }, NOW, 'tick-1');
       expect(created).toMatchObject({ created: true, run: { job: 'lost', slot, status: RunStatus.READY } });
       // Another tick creating the same run finds it is not its own.
-      expect(await ledger.createRun({ job: 'lost', slot, shard: 0, shards: 1, status: RunStatus.READY }, NOW, 'tick-2')).toMatchObject({ created: false });
+      expect(await ledger.createRun({ job: 'lost', slot, shard: 0, shards: 1, status: RunStatus.READY }, NOW, 'tick-2')).toMatchObject({
+        created: false,
+      });
       expect(faulty.injected).toHaveLength(6);
     } finally {
       faulty.destroy();
@@ -327,16 +392,32 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
 
   it('complete RETRY of a yield gives the attempt back and adds the time spent; a plain RETRY spends it', async () => {
     const yielded = await put('yield', { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims: 3, watched: false });
-    await box.ledger.complete(yielded, { status: RunStatus.RETRY, nextAttemptAt: NOW, lastError: { code: 'YIELDED', message: 'y' }, refundAttempt: true }, NOW, { elapsedMs: 1_234 });
+    await box.ledger.complete(
+      yielded,
+      { status: RunStatus.RETRY, nextAttemptAt: NOW, lastError: { code: 'YIELDED', message: 'y' }, refundAttempt: true },
+      NOW,
+      { elapsedMs: 1_234 },
+    );
     expect(await box.ledger.getRun(yielded)).toMatchObject({ status: RunStatus.RETRY, attempt: 2, attemptElapsedMs: 1_234 });
     // A second yield of the same attempt adds to the time its earlier invocations spent.
     await box.ledger.claim(yielded, 'me', NOW, LEASE, SKEW);
     const resumed = (await box.ledger.getRun(yielded))!;
-    await box.ledger.complete(resumed, { status: RunStatus.RETRY, nextAttemptAt: NOW, lastError: { code: 'YIELDED', message: 'y' }, refundAttempt: true }, NOW, { elapsedMs: 1_000 });
+    await box.ledger.complete(
+      resumed,
+      { status: RunStatus.RETRY, nextAttemptAt: NOW, lastError: { code: 'YIELDED', message: 'y' }, refundAttempt: true },
+      NOW,
+      { elapsedMs: 1_000 },
+    );
     expect(await box.ledger.getRun(yielded)).toMatchObject({ status: RunStatus.RETRY, attempt: 2, attemptElapsedMs: 2_234 });
     // An attempt that fails after yielding before is spent: the next one starts a fresh budget.
-    const failed = await put('yield', { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims: 3, watched: false }, { attemptElapsed: 500 });
-    await box.ledger.complete(failed, { status: RunStatus.RETRY, nextAttemptAt: NOW, lastError: { code: 'FLAKY', message: 'f' } }, NOW, { elapsedMs: 1_234 });
+    const failed = await put(
+      'yield',
+      { status: RunStatus.RUNNING, owner: 'me', leaseUntil: NOW + LEASE, claims: 3, watched: false },
+      { attemptElapsed: 500 },
+    );
+    await box.ledger.complete(failed, { status: RunStatus.RETRY, nextAttemptAt: NOW, lastError: { code: 'FLAKY', message: 'f' } }, NOW, {
+      elapsedMs: 1_234,
+    });
     const after = await box.ledger.getRun(failed);
     expect(after).toMatchObject({ status: RunStatus.RETRY, attempt: 3 });
     expect(after?.attemptElapsedMs).toBeUndefined();
@@ -348,43 +429,85 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
     if (!first.created) throw new Error('setup: not created');
     const claimed = await box.ledger.claim(first.run, 'w', NOW, LEASE, SKEW);
     expect(claimed.kind).toBe('claimed');
-    const again = await box.ledger.createRun({ job: 'create', slot, shard: 0, shards: 1, status: RunStatus.SKIPPED, reason: 'late' }, NOW + 1);
+    const again = await box.ledger.createRun(
+      { job: 'create', slot, shard: 0, shards: 1, status: RunStatus.SKIPPED, reason: 'late' },
+      NOW + 1,
+    );
     expect(again).toMatchObject({ created: false, existing: { status: RunStatus.RUNNING, owner: 'w' } });
     expect(await box.ledger.getRun(first.run)).toMatchObject({ status: RunStatus.RUNNING, owner: 'w' });
   });
 
-  it('createRun keeps what decides how the run starts: a fire time other than its slot (jitter), and a manual run\'s origin, note, trigger and overlap', async () => {
+  it("createRun keeps what decides how the run starts: a fire time other than its slot (jitter), and a manual run's origin, note, trigger and overlap", async () => {
     const jittered = freshSlot();
-    const created = await box.ledger.createRun({ job: 'create-fields', slot: jittered, shard: 0, shards: 1, status: RunStatus.READY, fireAt: jittered + 1_500 }, NOW);
+    const created = await box.ledger.createRun(
+      { job: 'create-fields', slot: jittered, shard: 0, shards: 1, status: RunStatus.READY, fireAt: jittered + 1_500 },
+      NOW,
+    );
     expect(created).toMatchObject({ created: true, run: { fireAt: jittered + 1_500 } });
     expect(await box.ledger.getRun({ job: 'create-fields', slot: jittered, shard: 0 })).toMatchObject({ fireAt: jittered + 1_500 });
     const manual = freshSlot();
-    await box.ledger.createRun({ job: 'create-fields', slot: manual, shard: 0, shards: 1, status: RunStatus.READY, origin: RunOrigin.MANUAL, note: 'rerun after the fix', triggeredBy: 'ops@example', overlap: 'parallel', watch: true }, NOW);
+    await box.ledger.createRun(
+      {
+        job: 'create-fields',
+        slot: manual,
+        shard: 0,
+        shards: 1,
+        status: RunStatus.READY,
+        origin: RunOrigin.MANUAL,
+        note: 'rerun after the fix',
+        triggeredBy: 'ops@example',
+        overlap: 'parallel',
+        watch: true,
+      },
+      NOW,
+    );
     const stored = await raw({ job: 'create-fields', slot: manual, shard: 0 });
-    expect(stored).toMatchObject({ origin: RunOrigin.MANUAL, note: 'rerun after the fix', triggeredBy: 'ops@example', overlap: 'parallel', attempts: {}, ...watchKeys({ job: 'create-fields', slot: manual, shard: 0 }) });
+    expect(stored).toMatchObject({
+      origin: RunOrigin.MANUAL,
+      note: 'rerun after the fix',
+      triggeredBy: 'ops@example',
+      overlap: 'parallel',
+      attempts: {},
+      ...watchKeys({ job: 'create-fields', slot: manual, shard: 0 }),
+    });
     // A planned run on time carries none of these.
     const planned = freshSlot();
     await box.ledger.createRun({ job: 'create-fields', slot: planned, shard: 0, shards: 1, status: RunStatus.READY, fireAt: planned }, NOW);
     const plain = await raw({ job: 'create-fields', slot: planned, shard: 0 });
-    for (const field of ['fireAt', 'origin', 'note', 'triggeredBy', 'overlap', 'openPk', 'finishedAt']) expect(plain, field).not.toHaveProperty(field);
+    for (const field of ['fireAt', 'origin', 'note', 'triggeredBy', 'overlap', 'openPk', 'finishedAt'])
+      expect(plain, field).not.toHaveProperty(field);
   });
 
   it('settleWaiting: ends only a waiting run (READY, RETRY, UNKNOWN) at the token read; a held or ended one is left alone', async () => {
-    await eachCase(everyCombination({ status: ALL_STATUSES, tokenOffset: [-1, 0, 1, undefined] } as const), async ({ status, tokenOffset }) => {
-      const stored = await put('settle', { status, owner: 'o', leaseUntil: NOW + LEASE, claims: 1, watched: true });
-      const as = tokenOffset === undefined ? { job: stored.job, slot: stored.slot, shard: 0 } : { ...stored, fencingToken: stored.fencingToken + tokenOffset };
-      const settled = await box.ledger.settleWaiting(as, RunStatus.SKIPPED, 'skipped by policy', NOW);
-      const waiting = (CLAIMABLE as readonly RunStatus[]).includes(status) && (tokenOffset === undefined || tokenOffset === 0);
-      const label = `settle ${tokenOffset === undefined ? 'without a token' : `at token ${tokenOffset}`} of a ${status} run`;
-      expect(settled, label).toBe(waiting);
-      const after = await box.ledger.getRun(stored);
-      if (waiting) expect(after).toMatchObject({ status: RunStatus.SKIPPED, finishedAt: NOW, lastError: { code: RunStatus.SKIPPED, message: 'skipped by policy' } });
-      else expect(after, label).toEqual(stored);
-    });
+    await eachCase(
+      everyCombination({ status: ALL_STATUSES, tokenOffset: [-1, 0, 1, undefined] } as const),
+      async ({ status, tokenOffset }) => {
+        const stored = await put('settle', { status, owner: 'o', leaseUntil: NOW + LEASE, claims: 1, watched: true });
+        const as =
+          tokenOffset === undefined
+            ? { job: stored.job, slot: stored.slot, shard: 0 }
+            : { ...stored, fencingToken: stored.fencingToken + tokenOffset };
+        const settled = await box.ledger.settleWaiting(as, RunStatus.SKIPPED, 'skipped by policy', NOW);
+        const waiting = (CLAIMABLE as readonly RunStatus[]).includes(status) && (tokenOffset === undefined || tokenOffset === 0);
+        const label = `settle ${tokenOffset === undefined ? 'without a token' : `at token ${tokenOffset}`} of a ${status} run`;
+        expect(settled, label).toBe(waiting);
+        const after = await box.ledger.getRun(stored);
+        if (waiting)
+          expect(after).toMatchObject({
+            status: RunStatus.SKIPPED,
+            finishedAt: NOW,
+            lastError: { code: RunStatus.SKIPPED, message: 'skipped by policy' },
+          });
+        else expect(after, label).toEqual(stored);
+      },
+    );
     // A waiting run whose fencing range is spent ends DEAD, naming why.
     const spent = await put('settle', { status: RunStatus.RETRY, claims: MAX_CLAIMS_PER_SLOT, watched: true });
     expect(await box.ledger.settleWaiting(spent, RunStatus.DEAD, 'no claim left', NOW)).toBe(true);
-    expect(await box.ledger.getRun(spent)).toMatchObject({ status: RunStatus.DEAD, lastError: { code: 'FENCE_RANGE_EXHAUSTED', message: 'no claim left' } });
+    expect(await box.ledger.getRun(spent)).toMatchObject({
+      status: RunStatus.DEAD,
+      lastError: { code: 'FENCE_RANGE_EXHAUSTED', message: 'no claim left' },
+    });
     // It waits for an operator: out of the watch index, under its DEAD key.
     expect(await indexKeyOf(spent)).toBe(deadKeys(spent).openPk);
   });
@@ -398,9 +521,25 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
       expect(replaced, label).toBe(holds);
       const after = await box.ledger.getRun(stored);
       if (holds) {
-        expect(after).toMatchObject({ status: RunStatus.SUPERSEDED, fencingToken: stored.fencingToken + 1, finishedAt: NOW, lastError: { code: 'REPLACED', message: 'replaced by newer' } });
+        expect(after).toMatchObject({
+          status: RunStatus.SUPERSEDED,
+          fencingToken: stored.fencingToken + 1,
+          finishedAt: NOW,
+          lastError: { code: 'REPLACED', message: 'replaced by newer' },
+        });
         // The replaced attempt joins the run's history, as one that ended by itself would.
-        expect(after?.attempts).toEqual([{ claim: 1, token: stored.fencingToken, owner: 'o', claimedAt: NOW, endedAt: NOW, outcome: RunStatus.SUPERSEDED, code: 'REPLACED', message: 'replaced by newer' }]);
+        expect(after?.attempts).toEqual([
+          {
+            claim: 1,
+            token: stored.fencingToken,
+            owner: 'o',
+            claimedAt: NOW,
+            endedAt: NOW,
+            outcome: RunStatus.SUPERSEDED,
+            code: 'REPLACED',
+            message: 'replaced by newer',
+          },
+        ]);
         // The old holder's heartbeat is refused from now on.
         expect((await box.ledger.heartbeat(stored, NOW + LEASE)).ok).toBe(false);
       } else expect(after, label).toEqual(stored);
@@ -409,7 +548,13 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
 
   /** The item as stored (every attribute, not only the ones a Run carries). */
   async function raw(run: Pick<Run, 'job' | 'slot' | 'shard'>): Promise<Record<string, unknown> | undefined> {
-    const { Item } = await box.clients.doc.send(new GetCommand({ TableName: box.endpoints.ledgerTable, Key: { pk: LedgerKeys.jobPk(run.job), sk: LedgerKeys.runSk(run.slot, run.shard) }, ConsistentRead: true }));
+    const { Item } = await box.clients.doc.send(
+      new GetCommand({
+        TableName: box.endpoints.ledgerTable,
+        Key: { pk: LedgerKeys.jobPk(run.job), sk: LedgerKeys.runSk(run.slot, run.shard) },
+        ConsistentRead: true,
+      }),
+    );
     return Item;
   }
 
@@ -422,10 +567,19 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
       redispatches: [undefined, MAX - 1, MAX],
     } as const);
     await eachCase(cases, async ({ moved, dispatchedAt, redispatches }) => {
-      const stored = await put('redispatch', { status: RunStatus.READY, claims: 1, watched: false }, { ...(dispatchedAt !== undefined ? { dispatchedAt } : {}), ...(redispatches !== undefined ? { redispatches } : {}) });
+      const stored = await put(
+        'redispatch',
+        { status: RunStatus.READY, claims: 1, watched: false },
+        { ...(dispatchedAt !== undefined ? { dispatchedAt } : {}), ...(redispatches !== undefined ? { redispatches } : {}) },
+      );
       const before = await raw(stored);
       // What the sweeper read: the run as stored, or as it was before someone moved it on.
-      const read: Run = moved === 'status' ? { ...stored, status: RunStatus.RETRY } : moved === 'token' ? { ...stored, fencingToken: stored.fencingToken - 1 } : stored;
+      const read: Run =
+        moved === 'status'
+          ? { ...stored, status: RunStatus.RETRY }
+          : moved === 'token'
+            ? { ...stored, fencingToken: stored.fencingToken - 1 }
+            : stored;
       const result = await box.ledger.markRedispatch(read, NOW, GRACE, MAX);
       const label = `moved ${moved}, dispatched at ${dispatchedAt === undefined ? 'never' : dispatchedAt - NOW}, ${redispatches ?? 'no'} re-dispatches`;
       const graceOver = dispatchedAt === undefined || dispatchedAt < NOW - GRACE;
@@ -439,15 +593,21 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
     });
   });
 
-  it('nearestRuns and laneRunsAfter read exactly a lane\'s neighbours: nearest first before a slot, oldest first in (after, until] with the statuses asked, whatever the shards', async () => {
+  it("nearestRuns and laneRunsAfter read exactly a lane's neighbours: nearest first before a slot, oldest first in (after, until] with the statuses asked, whatever the shards", async () => {
     const MIN = 60_000;
     const layoutArb = fc.record({
       shards: fc.integer({ min: 1, max: 3 }),
       slots: fc.uniqueArray(fc.integer({ min: 0, max: 9 }), { minLength: 1, maxLength: 7 }),
       statuses: fc.array(fc.constantFrom(...ALL_STATUSES), { minLength: 30, maxLength: 30 }),
       // Often exactly at a slot that has runs: the boundaries of (after, until] and of "before".
-      at: fc.oneof(fc.integer({ min: 0, max: 10 }), fc.nat().map((n) => ({ nth: n }))),
-      until: fc.oneof(fc.integer({ min: -1, max: 10 }), fc.nat().map((n) => ({ nth: n }))),
+      at: fc.oneof(
+        fc.integer({ min: 0, max: 10 }),
+        fc.nat().map((n) => ({ nth: n })),
+      ),
+      until: fc.oneof(
+        fc.integer({ min: -1, max: 10 }),
+        fc.nat().map((n) => ({ nth: n })),
+      ),
       limit: fc.integer({ min: 1, max: 4 }),
       shard: fc.nat(),
       asked: fc.subarray([...ALL_STATUSES], { minLength: 1 }),
@@ -463,10 +623,20 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
         // The planner writes every shard of a slot; beside the runs sit the job's other items.
         const runs: Run[] = [];
         let k = 0;
-        for (const i of slots) for (let sh = 0; sh < shards; sh++) runs.push({ ...runAt(job, slotAt(i), sh, shards), status: statuses[k++ % statuses.length]! });
-        await eachCase(runs, (run) => box.clients.doc.send(new PutCommand({ TableName: box.endpoints.ledgerTable, Item: { ...box.ledger.runKeyOf(run), ...run } })).then(() => undefined));
+        for (const i of slots)
+          for (let sh = 0; sh < shards; sh++) runs.push({ ...runAt(job, slotAt(i), sh, shards), status: statuses[k++ % statuses.length]! });
+        await eachCase(runs, (run) =>
+          box.clients.doc
+            .send(new PutCommand({ TableName: box.endpoints.ledgerTable, Item: { ...box.ledger.runKeyOf(run), ...run } }))
+            .then(() => undefined),
+        );
         await box.ledger.lanes.acquire(job, { slot: slotAt(slots[0]!), shard }, NOW);
-        await box.clients.doc.send(new PutCommand({ TableName: box.endpoints.ledgerTable, Item: { pk: LedgerKeys.jobPk(job), sk: LedgerKeys.jobPlanSk, cursor: 1 } }));
+        await box.clients.doc.send(
+          new PutCommand({
+            TableName: box.endpoints.ledgerTable,
+            Item: { pk: LedgerKeys.jobPk(job), sk: LedgerKeys.jobPlanSk, cursor: 1 },
+          }),
+        );
         const lane = runs.filter((r) => r.shard === shard);
         const label = `${shards} shards, slots ${[...slots].sort((a, b) => a - b).join(',')}, shard ${shard}`;
 
@@ -474,7 +644,10 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
         const older = [...new Set(lane.filter((r) => r.slot < slotAt(at)).map((r) => r.slot))].sort((a, b) => b - a);
         // Nearest first, only the lane's older runs, and nothing beyond its `limit` nearest slots;
         // the `limit - 1` nearest are always read whole (the slot's own shard 0 may take one place).
-        expect(near.map((r) => [r.slot, r.shard]), label).toEqual(
+        expect(
+          near.map((r) => [r.slot, r.shard]),
+          label,
+        ).toEqual(
           lane
             .filter((r) => older.slice(0, limit).includes(r.slot))
             .sort((a, b) => b.slot - a.slot)
@@ -484,7 +657,10 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
         expect(near.length, label).toBeGreaterThanOrEqual(Math.min(older.length, limit - 1));
 
         const after = await box.ledger.laneRunsAfter(job, shard, slotAt(at), slotAt(until), asked);
-        expect(after.map((r) => [r.slot, r.shard, r.status]), `${label}, (${at}, ${until}], ${asked.join('/')}`).toEqual(
+        expect(
+          after.map((r) => [r.slot, r.shard, r.status]),
+          `${label}, (${at}, ${until}], ${asked.join('/')}`,
+        ).toEqual(
           lane
             .filter((r) => r.slot > slotAt(at) && r.slot <= slotAt(until) && asked.includes(r.status))
             .sort((a, b) => a.slot - b.slot)
@@ -497,11 +673,29 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
     expect(cases).toBe(30);
     // The boundaries that matter most, every time: the last shard of `until`'s slot is in, no shard of `after`'s.
     const job = `near-${++nextSlot}`;
-    for (const i of [0, 1, 2]) for (let sh = 0; sh < 3; sh++) await box.clients.doc.send(new PutCommand({ TableName: box.endpoints.ledgerTable, Item: { ...box.ledger.runKeyOf({ job, slot: BASE + i * MIN, shard: sh }), ...runAt(job, BASE + i * MIN, sh, 3) } }));
-    expect((await box.ledger.laneRunsAfter(job, 2, BASE, BASE + 2 * MIN)).map((r) => [r.slot, r.shard])).toEqual([[BASE + MIN, 2], [BASE + 2 * MIN, 2]]);
-    expect((await box.ledger.nearestRuns(job, BASE + 2 * MIN, 'before', 2, { shard: 2, shards: 3 })).map((r) => [r.slot, r.shard])).toEqual([[BASE + MIN, 2], [BASE, 2]]);
+    for (const i of [0, 1, 2])
+      for (let sh = 0; sh < 3; sh++)
+        await box.clients.doc.send(
+          new PutCommand({
+            TableName: box.endpoints.ledgerTable,
+            Item: { ...box.ledger.runKeyOf({ job, slot: BASE + i * MIN, shard: sh }), ...runAt(job, BASE + i * MIN, sh, 3) },
+          }),
+        );
+    expect((await box.ledger.laneRunsAfter(job, 2, BASE, BASE + 2 * MIN)).map((r) => [r.slot, r.shard])).toEqual([
+      [BASE + MIN, 2],
+      [BASE + 2 * MIN, 2],
+    ]);
+    expect((await box.ledger.nearestRuns(job, BASE + 2 * MIN, 'before', 2, { shard: 2, shards: 3 })).map((r) => [r.slot, r.shard])).toEqual(
+      [
+        [BASE + MIN, 2],
+        [BASE, 2],
+      ],
+    );
     // Without a lane (pauseOnFailure's look back): the `limit` items below the slot's shard 0, every shard.
-    expect((await box.ledger.nearestRuns(job, BASE + 2 * MIN, 'before', 3)).map((r) => [r.slot, r.shard])).toEqual([[BASE + MIN, 2], [BASE + MIN, 1]]);
+    expect((await box.ledger.nearestRuns(job, BASE + 2 * MIN, 'before', 3)).map((r) => [r.slot, r.shard])).toEqual([
+      [BASE + MIN, 2],
+      [BASE + MIN, 1],
+    ]);
   });
 
   describe('lane markers', () => {
@@ -535,7 +729,9 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
           return void expect((await box.ledger.lanes.release(job, holder(other))).freed).toBe(true);
         case 'mine':
         case 'other':
-          return void expect(await box.ledger.lanes.acquire(job, holder(marker === 'mine' ? mine : other), NOW)).toEqual({ kind: 'acquired' });
+          return void expect(await box.ledger.lanes.acquire(job, holder(marker === 'mine' ? mine : other), NOW)).toEqual({
+            kind: 'acquired',
+          });
         case 'vacant':
           return rawMarker(job, VACANT_SLOT, { runsWaiting: true, olderWaiting: true, oldestWaitingSlot: mine - 5 * MIN });
         case 'flagged-mine':
@@ -549,10 +745,11 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
     const heldByOther = (m: Marker) => m === 'other' || m === 'flagged-other';
     const EARLIER_FLAGS = ['holderSlot', 'runsWaiting', 'olderWaiting', 'oldestWaitingSlot', 'flagsWaiting'];
     async function stored(job: string): Promise<Record<string, unknown> | undefined> {
-      return (await box.clients.doc.send(new GetCommand({ TableName: box.endpoints.ledgerTable, Key: key(job), ConsistentRead: true }))).Item;
+      return (await box.clients.doc.send(new GetCommand({ TableName: box.endpoints.ledgerTable, Key: key(job), ConsistentRead: true })))
+        .Item;
     }
 
-    it('acquire takes a free lane (no item, a free marker, an earlier vacant one), keeps one its holder has, is blocked by another holder\'s, and converts an earlier shape in place', async () => {
+    it("acquire takes a free lane (no item, a free marker, an earlier vacant one), keeps one its holder has, is blocked by another holder's, and converts an earlier shape in place", async () => {
       await eachCase(markers, async (marker) => {
         const job = laneJob();
         await mark(job, marker, BASE + 1_000, BASE);
@@ -566,7 +763,7 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
       });
     });
 
-    it('release frees only its own holder\'s marker and keeps the item and its floor; a refusal says who holds the lane now', async () => {
+    it("release frees only its own holder's marker and keeps the item and its floor; a refusal says who holds the lane now", async () => {
       await eachCase(markers, async (marker) => {
         const job = laneJob();
         await mark(job, marker, BASE + 1_000, BASE);
@@ -633,7 +830,12 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
       const mine = holder(freshSlot());
       expect(await box.ledger.lanes.acquire(job, mine, NOW)).toEqual({ kind: 'acquired' });
       await box.ledger.lanes.lowerFloor(job, 0, mine.slot - MIN);
-      const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: (command, input) => command === 'UpdateItemCommand' && String(input.UpdateExpression).includes('REMOVE holderSk'), fault: 'lost-response' }]);
+      const faulty = faultyClient(box.endpoints.dynamoEndpoint, [
+        {
+          when: (command, input) => command === 'UpdateItemCommand' && String(input.UpdateExpression).includes('REMOVE holderSk'),
+          fault: 'lost-response',
+        },
+      ]);
       try {
         const lanes = new LaneStore(faulty.doc, box.endpoints.ledgerTable);
         expect(await lanes.release(job, mine)).toMatchObject({ freed: true });
@@ -644,13 +846,17 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
       }
     });
 
-    it('takeFromEnded takes the lane only from the holder named, and only once that holder\'s run has ended or is gone', async () => {
+    it("takeFromEnded takes the lane only from the holder named, and only once that holder's run has ended or is gone", async () => {
       const cases = everyCombination({ staleRun: [...ALL_STATUSES, 'gone'], marker: ['stale', 'other', 'none'] } as const);
       await eachCase(cases, async ({ staleRun, marker }) => {
         const job = laneJob();
-        const stale = staleRun === 'gone' ? holder(freshSlot()) : holder((await put(job, { status: staleRun, owner: 'o', leaseUntil: NOW + LEASE, claims: 1, watched: false })).slot);
+        const stale =
+          staleRun === 'gone'
+            ? holder(freshSlot())
+            : holder((await put(job, { status: staleRun, owner: 'o', leaseUntil: NOW + LEASE, claims: 1, watched: false })).slot);
         const other = freshSlot();
-        if (marker !== 'none') expect(await box.ledger.lanes.acquire(job, marker === 'stale' ? stale : holder(other), NOW)).toEqual({ kind: 'acquired' });
+        if (marker !== 'none')
+          expect(await box.ledger.lanes.acquire(job, marker === 'stale' ? stale : holder(other), NOW)).toEqual({ kind: 'acquired' });
         const next = holder(freshSlot());
         const taken = await box.ledger.lanes.takeFromEnded(job, next, stale, NOW + 1);
         const label = `marker ${marker}, stale holder's run ${staleRun}`;
@@ -666,7 +872,9 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
       const job = laneJob();
       const stale = holder((await put(job, { status: RunStatus.SUCCEEDED, claims: 1, watched: false })).slot);
       expect(await box.ledger.lanes.acquire(job, stale, NOW)).toEqual({ kind: 'acquired' });
-      const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: (command) => command === 'TransactWriteItemsCommand', fault: 'lost-response' }]);
+      const faulty = faultyClient(box.endpoints.dynamoEndpoint, [
+        { when: (command) => command === 'TransactWriteItemsCommand', fault: 'lost-response' },
+      ]);
       try {
         const lanes = new LaneStore(faulty.doc, box.endpoints.ledgerTable);
         const next = holder(freshSlot());
@@ -680,7 +888,7 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
       }
     });
 
-    it('a lane call the store refuses (throttled past the SDK\'s retries) throws: it is never taken for a refusal of the condition', async () => {
+    it("a lane call the store refuses (throttled past the SDK's retries) throws: it is never taken for a refusal of the condition", async () => {
       const job = laneJob();
       const stale = holder((await put(job, { status: RunStatus.SUCCEEDED, claims: 1, watched: false })).slot);
       expect(await box.ledger.lanes.acquire(job, stale, NOW)).toEqual({ kind: 'acquired' });
@@ -699,14 +907,18 @@ describe('the ledger\'s conditions on DynamoDB Local', () => {
   });
 });
 
-describe('the planner\'s watermarks on DynamoDB Local', () => {
+describe("the planner's watermarks on DynamoDB Local", () => {
   let box: Sandbox;
   beforeAll(async () => {
     box = await sandbox();
   });
   afterAll(() => box.destroy());
 
-  const step = fc.record({ gen: fc.constantFrom(1, 1, 1, 2), kind: fc.constantFrom('planned', 'swept') as fc.Arbitrary<'planned' | 'swept'>, to: fc.integer({ min: 0, max: 20 }) });
+  const step = fc.record({
+    gen: fc.constantFrom(1, 1, 1, 2),
+    kind: fc.constantFrom('planned', 'swept') as fc.Arbitrary<'planned' | 'swept'>,
+    to: fc.integer({ min: 0, max: 20 }),
+  });
 
   it('plannedUntil and sweptUntil only move forward, within their layout generation, whatever order concurrent ticks finish in', async () => {
     await fc.assert(
@@ -720,7 +932,10 @@ describe('the planner\'s watermarks on DynamoDB Local', () => {
         const model = { planned: BASE + 5, swept: BASE + 5 };
         for (const { gen, kind, to } of steps) {
           const until = BASE + to;
-          const moved = kind === 'planned' ? await box.ledger.planning.advancePartition(gen, partition, until) : await box.ledger.planning.saveSweep(gen, partition, { sweptUntil: until });
+          const moved =
+            kind === 'planned'
+              ? await box.ledger.planning.advancePartition(gen, partition, until)
+              : await box.ledger.planning.saveSweep(gen, partition, { sweptUntil: until });
           const expected = gen === 1 && until >= model[kind];
           expect(moved, `${kind} ${model[kind]} → ${until} in gen ${gen}`).toBe(expected);
           if (expected) model[kind] = until;
@@ -754,7 +969,7 @@ describe('the planner\'s watermarks on DynamoDB Local', () => {
   });
 });
 
-describe('a job\'s planning state on DynamoDB Local', () => {
+describe("a job's planning state on DynamoDB Local", () => {
   let box: Sandbox;
   beforeAll(async () => {
     box = await sandbox();
@@ -794,13 +1009,16 @@ describe('a job\'s planning state on DynamoDB Local', () => {
     expect(await box.ledger.planning.readJobPlan(name)).toMatchObject({ cursor: BASE + 7 });
   });
 
-  it('a counted put creates and counts a maxRuns slot together: its own retry is counted once, another tick\'s put of the slot not at all, and the slot past maxRuns is refused uncreated', async () => {
+  it("a counted put creates and counts a maxRuns slot together: its own retry is counted once, another tick's put of the slot not at all, and the slot past maxRuns is refused uncreated", async () => {
     const name = job();
     const run = (slot: number) => ({ job: name, slot, shard: 0, shards: 1, status: RunStatus.READY }) as const;
     const count = { maxRuns: 2, start: 0 };
     expect(await box.ledger.createCountedRun(run(BASE + 1_000), NOW, 'tick-a', count)).toMatchObject({ created: true });
     expect(await box.ledger.createCountedRun(run(BASE + 1_000), NOW, 'tick-a', count)).toMatchObject({ created: true });
-    expect(await box.ledger.createCountedRun(run(BASE + 1_000), NOW, 'tick-b', count)).toMatchObject({ created: false, existing: { slot: BASE + 1_000 } });
+    expect(await box.ledger.createCountedRun(run(BASE + 1_000), NOW, 'tick-b', count)).toMatchObject({
+      created: false,
+      existing: { slot: BASE + 1_000 },
+    });
     expect((await box.ledger.planning.readJobPlan(name))?.planned).toBe(1);
     expect(await box.ledger.createCountedRun(run(BASE + 2_000), NOW, 'tick-b', count)).toMatchObject({ created: true });
     expect(await box.ledger.createCountedRun(run(BASE + 3_000), NOW, 'tick-b', count)).toEqual({ created: false, full: true });
@@ -808,17 +1026,31 @@ describe('a job\'s planning state on DynamoDB Local', () => {
     expect((await box.ledger.planning.readJobPlan(name))?.planned).toBe(2);
     // A count that starts where earlier code's bound left it: at maxRuns, nothing more.
     const legacy = job();
-    expect(await box.ledger.createCountedRun({ ...run(BASE + 1_000), job: legacy }, NOW, 'tick-a', { maxRuns: 2, start: 2 })).toEqual({ created: false, full: true });
-    expect(await box.ledger.createCountedRun({ ...run(BASE + 1_000), job: legacy }, NOW, 'tick-a', { maxRuns: 3, start: 2 })).toMatchObject({ created: true });
+    expect(await box.ledger.createCountedRun({ ...run(BASE + 1_000), job: legacy }, NOW, 'tick-a', { maxRuns: 2, start: 2 })).toEqual({
+      created: false,
+      full: true,
+    });
+    expect(await box.ledger.createCountedRun({ ...run(BASE + 1_000), job: legacy }, NOW, 'tick-a', { maxRuns: 3, start: 2 })).toMatchObject(
+      { created: true },
+    );
     expect((await box.ledger.planning.readJobPlan(legacy))?.planned).toBe(3);
   });
 
   it('a counted put whose response is lost, retried by the SDK, is created and counted once and reported created', async () => {
     const name = job();
-    const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: (command) => command === 'TransactWriteItemsCommand', fault: 'lost-response' }], 3);
+    const faulty = faultyClient(
+      box.endpoints.dynamoEndpoint,
+      [{ when: (command) => command === 'TransactWriteItemsCommand', fault: 'lost-response' }],
+      3,
+    );
     try {
       const ledger = new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable });
-      const result = await ledger.createCountedRun({ job: name, slot: BASE + 1_000, shard: 0, shards: 1, status: RunStatus.READY }, NOW, 'tick-a', { maxRuns: 5, start: 0 });
+      const result = await ledger.createCountedRun(
+        { job: name, slot: BASE + 1_000, shard: 0, shards: 1, status: RunStatus.READY },
+        NOW,
+        'tick-a',
+        { maxRuns: 5, start: 0 },
+      );
       expect(result).toMatchObject({ created: true, run: { slot: BASE + 1_000 } });
       expect(faulty.injected).toEqual(['TransactWriteItemsCommand']);
       expect(faulty.matched.length).toBeGreaterThanOrEqual(2);

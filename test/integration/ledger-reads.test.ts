@@ -13,7 +13,14 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import fc from 'fast-check';
 import { DynamoDBClient } from '@aws-sdk/client-dynamodb';
-import { BatchGetCommand, DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, type BatchGetCommandInput } from '@aws-sdk/lib-dynamodb';
+import {
+  BatchGetCommand,
+  DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  type BatchGetCommandInput,
+} from '@aws-sdk/lib-dynamodb';
 import { mockClient } from 'aws-sdk-client-mock';
 import { initialFence } from '../../shared/core/fence.js';
 import { openBucketOf } from '../../shared/core/planner-state.js';
@@ -44,7 +51,7 @@ function jobInBucket(prefix: string, bucket: number, slot: number, shard = 0): s
 
 const key = (r: Pick<Run, 'job' | 'slot' | 'shard'>) => `${r.job}@${r.slot}#${r.shard}`;
 
-describe('the ledger\'s reads and watch index on DynamoDB Local', () => {
+describe("the ledger's reads and watch index on DynamoDB Local", () => {
   let box: Sandbox;
   beforeAll(async () => {
     box = await sandbox();
@@ -91,13 +98,17 @@ describe('the ledger\'s reads and watch index on DynamoDB Local', () => {
 
   /** The item as stored, every attribute. */
   async function raw(id: RunId): Promise<Record<string, unknown> | undefined> {
-    const { Item } = await box.clients.doc.send(new GetCommand({ TableName: box.endpoints.ledgerTable, Key: box.ledger.runKeyOf(id), ConsistentRead: true }));
+    const { Item } = await box.clients.doc.send(
+      new GetCommand({ TableName: box.endpoints.ledgerTable, Key: box.ledger.runKeyOf(id), ConsistentRead: true }),
+    );
     return Item;
   }
 
   /** The job's other items beside its runs: its planning state and a lane marker. */
   async function putJobItems(job: string, slot: number): Promise<void> {
-    await box.clients.doc.send(new PutCommand({ TableName: box.endpoints.ledgerTable, Item: { pk: LedgerKeys.jobPk(job), sk: LedgerKeys.jobPlanSk, cursor: 1 } }));
+    await box.clients.doc.send(
+      new PutCommand({ TableName: box.endpoints.ledgerTable, Item: { pk: LedgerKeys.jobPk(job), sk: LedgerKeys.jobPlanSk, cursor: 1 } }),
+    );
     await box.ledger.lanes.acquire(job, { slot, shard: 0 }, slot);
   }
 
@@ -107,7 +118,12 @@ describe('the ledger\'s reads and watch index on DynamoDB Local', () => {
     let startKey: Record<string, unknown> | undefined;
     do {
       const page = await box.clients.doc.send(
-        new QueryCommand({ TableName: box.endpoints.ledgerTable, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': LedgerKeys.jobPk(job) }, ExclusiveStartKey: startKey }),
+        new QueryCommand({
+          TableName: box.endpoints.ledgerTable,
+          KeyConditionExpression: 'pk = :pk',
+          ExpressionAttributeValues: { ':pk': LedgerKeys.jobPk(job) },
+          ExclusiveStartKey: startKey,
+        }),
       );
       pages++;
       startKey = page.LastEvaluatedKey;
@@ -121,7 +137,9 @@ describe('the ledger\'s reads and watch index on DynamoDB Local', () => {
     it('getRuns of more than 100 ids returns every run once, and leaves out the ids that have no run', async () => {
       const base = freshEpoch();
       const job = freshJob('many');
-      const stored = await putAll(Array.from({ length: 230 }, (_, i) => ({ job, slot: base + i * MIN, status: ALL_STATUSES[i % ALL_STATUSES.length]! })));
+      const stored = await putAll(
+        Array.from({ length: 230 }, (_, i) => ({ job, slot: base + i * MIN, status: ALL_STATUSES[i % ALL_STATUSES.length]! })),
+      );
       const missing: RunId[] = Array.from({ length: 25 }, (_, i) => ({ job, slot: base + (1_000 + i) * MIN, shard: 0 }));
       // Missing ids between the stored ones, so that every batch of 100 has some.
       const ids: RunId[] = stored.flatMap((r, i) => (i % 10 === 0 && missing.length > 0 ? [r, missing.pop()!] : [r]));
@@ -142,7 +160,15 @@ describe('the ledger\'s reads and watch index on DynamoDB Local', () => {
           const runs = await box.ledger.getRuns(picked.map((i) => stored[i]!));
           expect(runs.map(key).sort()).toEqual(picked.map((i) => key(stored[i]!)).sort());
         }),
-        { numRuns: 12, examples: [[[]], [stored.slice(0, 100).map((_, i) => i)], [stored.slice(0, 101).map((_, i) => i)], [stored.slice(0, 201).map((_, i) => i)]] },
+        {
+          numRuns: 12,
+          examples: [
+            [[]],
+            [stored.slice(0, 100).map((_, i) => i)],
+            [stored.slice(0, 101).map((_, i) => i)],
+            [stored.slice(0, 201).map((_, i) => i)],
+          ],
+        },
       );
     });
 
@@ -159,7 +185,10 @@ describe('the ledger\'s reads and watch index on DynamoDB Local', () => {
         .callsFake((input: BatchGetCommandInput) => {
           sentAt.push(Date.now());
           const [first, ...rest] = input.RequestItems!.table!.Keys as Array<{ pk: string; sk: string }>;
-          return { Responses: { table: [items.get(`${first!.pk}|${first!.sk}`)] }, UnprocessedKeys: rest.length > 0 ? { table: { Keys: rest } } : {} };
+          return {
+            Responses: { table: [items.get(`${first!.pk}|${first!.sk}`)] },
+            UnprocessedKeys: rest.length > 0 ? { table: { Keys: rest } } : {},
+          };
         });
       vi.useFakeTimers({ toFake: ['setTimeout', 'Date'] });
       try {
@@ -183,14 +212,25 @@ describe('the ledger\'s reads and watch index on DynamoDB Local', () => {
       }
 
       function runItem(id: RunId) {
-        return { ...box.ledger.runKeyOf(id), job: id.job, slot: id.slot, shard: id.shard, shards: 1, runKey: runKeyOf(id.job, id.slot, id.shard, 1), status: RunStatus.READY, fencingToken: initialFence(id.slot), attempt: 0, createdAt: id.slot };
+        return {
+          ...box.ledger.runKeyOf(id),
+          job: id.job,
+          slot: id.slot,
+          shard: id.shard,
+          shards: 1,
+          runKey: runKeyOf(id.job, id.slot, id.shard, 1),
+          status: RunStatus.READY,
+          fencingToken: initialFence(id.slot),
+          attempt: 0,
+          createdAt: id.slot,
+        };
       }
     });
   });
 
   // ------------------------------------------------------------------------------ watch, unwatch
 
-  describe('the watch index\'s writes', () => {
+  describe("the watch index's writes", () => {
     it('watch puts an open run in the watch index, under its own keys; an ended, missing or already watched run is left as it was', async () => {
       for (const status of ALL_STATUSES) {
         for (const watched of [false, true]) {
@@ -228,10 +268,14 @@ describe('the ledger\'s reads and watch index on DynamoDB Local', () => {
       expect(await raw(missing)).toBeUndefined();
     });
 
-    it('watch and unwatch that the store refuses (throttled past the SDK\'s retries) throw: a refusal is never taken for a run that ended or moved', async () => {
+    it("watch and unwatch that the store refuses (throttled past the SDK's retries) throw: a refusal is never taken for a run that ended or moved", async () => {
       const open = await put({ job: freshJob('refused'), slot: freshEpoch() });
       const ended = await put({ job: freshJob('refused'), slot: freshEpoch(), status: RunStatus.SUCCEEDED, watched: true });
-      const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: (command) => command === 'UpdateItemCommand', fault: 'refused', times: 100 }], 1);
+      const faulty = faultyClient(
+        box.endpoints.dynamoEndpoint,
+        [{ when: (command) => command === 'UpdateItemCommand', fault: 'refused', times: 100 }],
+        1,
+      );
       try {
         const ledger = new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable });
         await expect(ledger.watch(open)).rejects.toMatchObject({ name: 'ThrottlingException' });
@@ -245,15 +289,21 @@ describe('the ledger\'s reads and watch index on DynamoDB Local', () => {
   // ------------------------------------------------------------------------------- watchedPage
 
   describe('watchedPage', () => {
-    it('watchedPage returns a bucket\'s entries with slot up to and including its bound, oldest first, and resumes after the cursor without skipping or repeating one', async () => {
+    it("watchedPage returns a bucket's entries with slot up to and including its bound, oldest first, and resumes after the cursor without skipping or repeating one", async () => {
       const BUCKET = 5;
       const layoutArb = fc.record({
-        runs: fc.uniqueArray(fc.record({ slot: fc.integer({ min: 0, max: 9 }), shard: fc.integer({ min: 0, max: 2 }), other: fc.boolean() }), {
-          minLength: 1,
-          maxLength: 9,
-          selector: (r) => `${r.slot}/${r.shard}`,
-        }),
-        upTo: fc.oneof(fc.integer({ min: -1, max: 10 }), fc.nat().map((n) => ({ nth: n }))),
+        runs: fc.uniqueArray(
+          fc.record({ slot: fc.integer({ min: 0, max: 9 }), shard: fc.integer({ min: 0, max: 2 }), other: fc.boolean() }),
+          {
+            minLength: 1,
+            maxLength: 9,
+            selector: (r) => `${r.slot}/${r.shard}`,
+          },
+        ),
+        upTo: fc.oneof(
+          fc.integer({ min: -1, max: 10 }),
+          fc.nat().map((n) => ({ nth: n })),
+        ),
         limit: fc.integer({ min: 1, max: 4 }),
       });
       await fc.assert(
@@ -261,7 +311,13 @@ describe('the ledger\'s reads and watch index on DynamoDB Local', () => {
           const base = freshEpoch();
           const slotAt = (i: number) => base + i * MIN;
           // Runs of several jobs in the bucket, and some in the next bucket (never returned).
-          const specs = runs.map(({ slot, shard, other }) => ({ job: jobInBucket(`wp${epochs}`, other ? BUCKET + 1 : BUCKET, slotAt(slot), shard), slot: slotAt(slot), shard, shards: 3, watched: true }));
+          const specs = runs.map(({ slot, shard, other }) => ({
+            job: jobInBucket(`wp${epochs}`, other ? BUCKET + 1 : BUCKET, slotAt(slot), shard),
+            slot: slotAt(slot),
+            shard,
+            shards: 3,
+            watched: true,
+          }));
           await putAll(specs);
           const upTo = slotAt(typeof upToChoice === 'number' ? upToChoice : runs[upToChoice.nth % runs.length]!.slot);
           const expected = specs
@@ -286,10 +342,14 @@ describe('the ledger\'s reads and watch index on DynamoDB Local', () => {
       );
     });
 
-    it('watchedPage reports more entries exactly when a full page stopped before the bucket\'s end, and the entries name their runs', async () => {
+    it("watchedPage reports more entries exactly when a full page stopped before the bucket's end, and the entries name their runs", async () => {
       const base = freshEpoch();
       const BUCKET = 9;
-      const specs = [0, 1, 2].map((i) => ({ job: jobInBucket(`wpm${epochs}`, BUCKET, base + i * MIN), slot: base + i * MIN, watched: true }));
+      const specs = [0, 1, 2].map((i) => ({
+        job: jobInBucket(`wpm${epochs}`, BUCKET, base + i * MIN),
+        slot: base + i * MIN,
+        watched: true,
+      }));
       await putAll(specs);
       const first = await box.ledger.watchedPage(BUCKET, base + 2 * MIN, undefined, 2);
       expect(first.more).toBe(true);
@@ -298,31 +358,47 @@ describe('the ledger\'s reads and watch index on DynamoDB Local', () => {
       expect(rest.entries.map(idOfKey)).toEqual([{ job: specs[2]!.job, slot: specs[2]!.slot, shard: 0 }]);
       expect(rest.more).toBe(false);
       const all = await box.ledger.watchedPage(BUCKET, base + 2 * MIN, undefined, 10);
-      expect(all).toEqual({ entries: specs.map((s) => ({ ...box.ledger.runKeyOf({ ...s, shard: 0 }), openSk: watchKeys({ ...s, shard: 0 }).openSk })), more: false });
+      expect(all).toEqual({
+        entries: specs.map((s) => ({ ...box.ledger.runKeyOf({ ...s, shard: 0 }), openSk: watchKeys({ ...s, shard: 0 }).openSk })),
+        more: false,
+      });
     });
   });
 
   // ------------------------------------------------------------------------------ listOpenRuns
 
   describe('listOpenRuns', () => {
-    it('listOpenRuns returns the oldest open watched runs up to its slot bound, at most `limit`, oldest first, across buckets and past each bucket\'s first page', async () => {
+    it("listOpenRuns returns the oldest open watched runs up to its slot bound, at most `limit`, oldest first, across buckets and past each bucket's first page", async () => {
       // At most 2 × limit watched entries (ended leftovers included) up to the bound: every one is read.
       const layoutArb = fc.integer({ min: 1, max: 4 }).chain((limit) =>
         fc.record({
           limit: fc.constant(limit),
-          runs: fc.uniqueArray(fc.record({ slot: fc.integer({ min: 0, max: 19 }), bucket: fc.constantFrom(3, 12), status: fc.constantFrom(...ALL_STATUSES) }), {
-            minLength: 1,
-            maxLength: 2 * limit,
-            selector: (r) => r.slot,
-          }),
-          bound: fc.oneof(fc.integer({ min: -1, max: 20 }), fc.nat().map((n) => ({ nth: n }))),
+          runs: fc.uniqueArray(
+            fc.record({ slot: fc.integer({ min: 0, max: 19 }), bucket: fc.constantFrom(3, 12), status: fc.constantFrom(...ALL_STATUSES) }),
+            {
+              minLength: 1,
+              maxLength: 2 * limit,
+              selector: (r) => r.slot,
+            },
+          ),
+          bound: fc.oneof(
+            fc.integer({ min: -1, max: 20 }),
+            fc.nat().map((n) => ({ nth: n })),
+          ),
         }),
       );
       await fc.assert(
         fc.asyncProperty(layoutArb, async ({ limit, runs, bound }) => {
           const base = freshEpoch();
           const slotAt = (i: number) => base + i * MIN;
-          const stored = await putAll(runs.map((r) => ({ job: jobInBucket(`lo${epochs}`, r.bucket, slotAt(r.slot)), slot: slotAt(r.slot), status: r.status, watched: true })));
+          const stored = await putAll(
+            runs.map((r) => ({
+              job: jobInBucket(`lo${epochs}`, r.bucket, slotAt(r.slot)),
+              slot: slotAt(r.slot),
+              status: r.status,
+              watched: true,
+            })),
+          );
           // Unwatched open runs are not listed.
           await put({ job: freshJob('lo-unwatched'), slot: slotAt(0) });
           const slotBefore = slotAt(typeof bound === 'number' ? bound : runs[bound.nth % runs.length]!.slot);
@@ -340,7 +416,12 @@ describe('the ledger\'s reads and watch index on DynamoDB Local', () => {
     it('listOpenRuns reads past a first page of ended leftovers in a bucket to the open run behind them', async () => {
       const base = freshEpoch();
       const BUCKET = 7;
-      const spec = (i: number, status: RunStatus) => ({ job: jobInBucket(`left${epochs}`, BUCKET, base + i * MIN), slot: base + i * MIN, status, watched: true });
+      const spec = (i: number, status: RunStatus) => ({
+        job: jobInBucket(`left${epochs}`, BUCKET, base + i * MIN),
+        slot: base + i * MIN,
+        status,
+        watched: true,
+      });
       const [, , open] = await putAll([spec(0, RunStatus.SUCCEEDED), spec(1, RunStatus.DEAD), spec(2, RunStatus.RETRY)]);
       expect(await box.ledger.listOpenRuns(base + 2 * MIN, 2)).toEqual([open]);
     });
@@ -361,9 +442,11 @@ describe('the ledger\'s reads and watch index on DynamoDB Local', () => {
       expect(await box.ledger.listOpenRuns(base + 4 * MIN, 10)).toEqual(bySlot.slice(0, 4));
       expect(await box.ledger.listOpenRuns(base + 1 * MIN - 1, 10)).toEqual([]);
     });
-    it('listOpenRuns reads the watch index a page of `limit` entries at a time, stops reading a bucket at twice the limit, and reads each bucket\'s last page once: its cost is bounded by its limit, not by the size of the index', async () => {
+    it("listOpenRuns reads the watch index a page of `limit` entries at a time, stops reading a bucket at twice the limit, and reads each bucket's last page once: its cost is bounded by its limit, not by the size of the index", async () => {
       const base = freshEpoch();
-      const inSix = await putAll([0, 1, 2, 3, 4, 5].map((i) => ({ job: jobInBucket(`cost${epochs}`, 6, base + i * MIN), slot: base + i * MIN, watched: true })));
+      const inSix = await putAll(
+        [0, 1, 2, 3, 4, 5].map((i) => ({ job: jobInBucket(`cost${epochs}`, 6, base + i * MIN), slot: base + i * MIN, watched: true })),
+      );
       const inTwo = await put({ job: jobInBucket(`cost${epochs}`, 2, base + 10 * MIN), slot: base + 10 * MIN, watched: true });
       const clients = localClients(box.endpoints);
       const counting = new CountingMiddleware();
@@ -387,13 +470,19 @@ describe('the ledger\'s reads and watch index on DynamoDB Local', () => {
   // --------------------------------------------------------------------------- openRunsInWindow
 
   describe('openRunsInWindow', () => {
-    it('openRunsInWindow returns the open runs with slot in (after, until], every shard of the window\'s last slot and none of its first, oldest first', async () => {
+    it("openRunsInWindow returns the open runs with slot in (after, until], every shard of the window's last slot and none of its first, oldest first", async () => {
       const layoutArb = fc.record({
         shards: fc.integer({ min: 1, max: 3 }),
         slots: fc.uniqueArray(fc.integer({ min: 0, max: 9 }), { minLength: 1, maxLength: 6 }),
         statuses: fc.array(fc.constantFrom(...ALL_STATUSES), { minLength: 18, maxLength: 18 }),
-        after: fc.oneof(fc.integer({ min: -1, max: 10 }), fc.nat().map((n) => ({ nth: n }))),
-        until: fc.oneof(fc.integer({ min: -1, max: 10 }), fc.nat().map((n) => ({ nth: n }))),
+        after: fc.oneof(
+          fc.integer({ min: -1, max: 10 }),
+          fc.nat().map((n) => ({ nth: n })),
+        ),
+        until: fc.oneof(
+          fc.integer({ min: -1, max: 10 }),
+          fc.nat().map((n) => ({ nth: n })),
+        ),
       });
       await fc.assert(
         fc.asyncProperty(layoutArb, async ({ shards, slots, statuses, after: afterChoice, until: untilChoice }) => {
@@ -405,10 +494,18 @@ describe('the ledger\'s reads and watch index on DynamoDB Local', () => {
           // The sweeper asks only for a window that is not empty (until > after): an empty one is a ValidationException (lower bound above the upper).
           if (until <= after) return;
           let k = 0;
-          const stored = await putAll(slots.flatMap((i) => Array.from({ length: shards }, (_, shard) => ({ job, slot: slotAt(i), shard, shards, status: statuses[k++]! }))));
+          const stored = await putAll(
+            slots.flatMap((i) =>
+              Array.from({ length: shards }, (_, shard) => ({ job, slot: slotAt(i), shard, shards, status: statuses[k++]! })),
+            ),
+          );
           await putJobItems(job, slotAt(slots[0]!));
           const found = await box.ledger.openRunsInWindow(job, after, until);
-          expect(found).toEqual(stored.filter((r) => OPEN.includes(r.status) && r.slot > after && r.slot <= until).sort((a, b) => a.slot - b.slot || a.shard - b.shard));
+          expect(found).toEqual(
+            stored
+              .filter((r) => OPEN.includes(r.status) && r.slot > after && r.slot <= until)
+              .sort((a, b) => a.slot - b.slot || a.shard - b.shard),
+          );
         }),
         { numRuns: 20 },
       );
@@ -417,7 +514,9 @@ describe('the ledger\'s reads and watch index on DynamoDB Local', () => {
     it('openRunsInWindow reads every page: big runs past the first 1 MB are returned', async () => {
       const base = freshEpoch();
       const job = freshJob('window-big');
-      const stored = await putAll(Array.from({ length: 8 }, (_, i) => ({ job, slot: base + (i + 1) * MIN, status: OPEN[i % OPEN.length]!, big: true })));
+      const stored = await putAll(
+        Array.from({ length: 8 }, (_, i) => ({ job, slot: base + (i + 1) * MIN, status: OPEN[i % OPEN.length]!, big: true })),
+      );
       expect(await pagesOf(job)).toBeGreaterThan(1);
       expect(await box.ledger.openRunsInWindow(job, base, base + 8 * MIN)).toEqual(stored);
     });
@@ -425,11 +524,13 @@ describe('the ledger\'s reads and watch index on DynamoDB Local', () => {
 
   // ----------------------------------------------------------------- laneRunsAfter, nearestRuns
 
-  describe('the overlap policies\' neighbours', () => {
+  describe("the overlap policies' neighbours", () => {
     it('laneRunsAfter reads every page: big runs past the first 1 MB are returned; an empty window reads nothing', async () => {
       const base = freshEpoch();
       const job = freshJob('lane-big');
-      const stored = await putAll(Array.from({ length: 8 }, (_, i) => ({ job, slot: base + (i + 1) * MIN, status: RunStatus.READY, big: true })));
+      const stored = await putAll(
+        Array.from({ length: 8 }, (_, i) => ({ job, slot: base + (i + 1) * MIN, status: RunStatus.READY, big: true })),
+      );
       expect(await pagesOf(job)).toBeGreaterThan(1);
       expect(await box.ledger.laneRunsAfter(job, 0, base, base + 8 * MIN)).toEqual(stored);
       // An empty window, (t, t] or (t, earlier], holds no slot: nothing to read, and nothing read.
@@ -447,7 +548,7 @@ describe('the ledger\'s reads and watch index on DynamoDB Local', () => {
       }
     });
 
-    it('nearestRuns after a slot returns the later runs nearest first, never a shard of the slot itself, and only the lane\'s with a lane', async () => {
+    it("nearestRuns after a slot returns the later runs nearest first, never a shard of the slot itself, and only the lane's with a lane", async () => {
       const base = freshEpoch();
       const job = freshJob('near-after');
       const slotAt = (i: number) => base + i * MIN;
@@ -476,11 +577,17 @@ describe('the ledger\'s reads and watch index on DynamoDB Local', () => {
   // ---------------------------------------------------------------------------------- listRuns
 
   describe('listRuns', () => {
-    it('listRuns returns a job\'s runs newest first unless ascending, from `sinceSlot` (every shard of it) on, at most `limit`, and none of the job\'s other items', async () => {
+    it("listRuns returns a job's runs newest first unless ascending, from `sinceSlot` (every shard of it) on, at most `limit`, and none of the job's other items", async () => {
       const layoutArb = fc.record({
         shards: fc.integer({ min: 1, max: 3 }),
         slots: fc.uniqueArray(fc.integer({ min: 0, max: 9 }), { minLength: 1, maxLength: 6 }),
-        since: fc.option(fc.oneof(fc.integer({ min: -1, max: 10 }), fc.nat().map((n) => ({ nth: n }))), { nil: undefined }),
+        since: fc.option(
+          fc.oneof(
+            fc.integer({ min: -1, max: 10 }),
+            fc.nat().map((n) => ({ nth: n })),
+          ),
+          { nil: undefined },
+        ),
         limit: fc.option(fc.integer({ min: 1, max: 8 }), { nil: undefined }),
         ascending: fc.option(fc.boolean(), { nil: undefined }),
       });
@@ -489,10 +596,16 @@ describe('the ledger\'s reads and watch index on DynamoDB Local', () => {
           const base = freshEpoch();
           const job = freshJob('list');
           const slotAt = (i: number) => base + i * MIN;
-          const stored = await putAll(slots.flatMap((i) => Array.from({ length: shards }, (_, shard) => ({ job, slot: slotAt(i), shard, shards }))));
+          const stored = await putAll(
+            slots.flatMap((i) => Array.from({ length: shards }, (_, shard) => ({ job, slot: slotAt(i), shard, shards }))),
+          );
           await putJobItems(job, slotAt(slots[0]!));
           const sinceSlot = since === undefined ? undefined : slotAt(typeof since === 'number' ? since : slots[since.nth % slots.length]!);
-          const listed = await box.ledger.listRuns(job, { ...(limit !== undefined ? { limit } : {}), ...(ascending !== undefined ? { ascending } : {}), ...(sinceSlot !== undefined ? { sinceSlot } : {}) });
+          const listed = await box.ledger.listRuns(job, {
+            ...(limit !== undefined ? { limit } : {}),
+            ...(ascending !== undefined ? { ascending } : {}),
+            ...(sinceSlot !== undefined ? { sinceSlot } : {}),
+          });
           const order = (a: Run, b: Run) => (ascending ? a.slot - b.slot || a.shard - b.shard : b.slot - a.slot || b.shard - a.shard);
           expect(listed).toEqual(
             stored
@@ -516,7 +629,7 @@ describe('the ledger\'s reads and watch index on DynamoDB Local', () => {
       expect(await box.ledger.listRuns(job, { limit: 5, ascending: true })).toEqual(stored.slice(0, 5));
     });
 
-    it('listRuns with a limit reads only the page that fills it, not the job\'s whole history', async () => {
+    it("listRuns with a limit reads only the page that fills it, not the job's whole history", async () => {
       const base = freshEpoch();
       const job = freshJob('list-cost');
       const stored = await putAll(Array.from({ length: 12 }, (_, i) => ({ job, slot: base + i * MIN })));
@@ -575,7 +688,7 @@ describe('the ledger\'s reads and watch index on DynamoDB Local', () => {
 
   // ----------------------------------------------------------------------- keys and empty pages
 
-  it('idOfKey gives back the run id of a run\'s table keys, for any job, slot and shard', () => {
+  it("idOfKey gives back the run id of a run's table keys, for any job, slot and shard", () => {
     fc.assert(
       fc.property(
         fc.string({ minLength: 1, maxLength: 20 }).filter((s) => !s.includes('#')),

@@ -10,7 +10,13 @@ import { messageFor } from '../../shared/core/run-message.js';
 import { isTerminal, RunOrigin, RunStatus, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
 import { PermanentError, type JobHandler } from '../../shared/handler-api.js';
 import { Ledger } from '../../shared/store/ledger.js';
-import { LocalRuntime, type FencedOutLine, type RunOutcomeLine, type RunSettledLine, type TakeoverLine } from '../../tools/local-runtime.js';
+import {
+  LocalRuntime,
+  type FencedOutLine,
+  type RunOutcomeLine,
+  type RunSettledLine,
+  type TakeoverLine,
+} from '../../tools/local-runtime.js';
 import { testJobs, waitFor } from '../support/helpers.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
 
@@ -54,16 +60,23 @@ describe('npm start: what the local runtime reports', () => {
   const base = Math.floor(Date.now() / SEC) * SEC - 5 * SEC;
 
   const create = async (job: string, slot: number, origin?: RunOrigin): Promise<Run> => {
-    const r = await box.ledger.createRun({ job, slot, shard: 0, shards: 1, status: RunStatus.READY, ...(origin ? { origin } : {}) }, Date.now());
+    const r = await box.ledger.createRun(
+      { job, slot, shard: 0, shards: 1, status: RunStatus.READY, ...(origin ? { origin } : {}) },
+      Date.now(),
+    );
     if (!r.created) throw new Error('exists');
     return r.run;
   };
   const send = (run: Run) => box.queue.send([{ message: messageFor(run), delaySeconds: 0 }]);
   const ended = (job: string, slot: number) =>
-    waitFor(async () => {
-      const run = await box.ledger.getRun({ job, slot, shard: 0 });
-      return run && isTerminal(run.status) ? run : undefined;
-    }, 60_000, `${job}@${new Date(slot).toISOString()} to end`);
+    waitFor(
+      async () => {
+        const run = await box.ledger.getRun({ job, slot, shard: 0 });
+        return run && isTerminal(run.status) ? run : undefined;
+      },
+      60_000,
+      `${job}@${new Date(slot).toISOString()} to end`,
+    );
 
   beforeAll(async () => {
     box = await sandbox();
@@ -97,7 +110,15 @@ describe('npm start: what the local runtime reports', () => {
     await ended('fenced', base);
     await send(older);
 
-    for (const [job, slot] of [['fails', base], ['ghost', base], ['ontime', base], ['late', base - 60 * MINUTE], ['lonely', base], ['fenced', base - MINUTE]] as const) await ended(job, slot);
+    for (const [job, slot] of [
+      ['fails', base],
+      ['ghost', base],
+      ['ontime', base],
+      ['late', base - 60 * MINUTE],
+      ['lonely', base],
+      ['fenced', base - MINUTE],
+    ] as const)
+      await ended(job, slot);
     await waitFor(async () => (outcomes.length >= 6 && settled.length >= 1 ? true : undefined), 120_000, 'every line reported');
   }, 600_000);
   afterAll(async () => {
@@ -113,14 +134,33 @@ describe('npm start: what the local runtime reports', () => {
   });
 
   it('a run ended without an attempt is reported with its reason (forbid-skip)', () => {
-    expect(settled).toContainEqual({ job: 'lonely', slot: base, runKey: runKeyOf('lonely', base, 0, 1), status: 'SKIPPED', reason: `skipped: run of ${new Date(base - MINUTE).toISOString()} still open (forbid-skip)` });
+    expect(settled).toContainEqual({
+      job: 'lonely',
+      slot: base,
+      runKey: runKeyOf('lonely', base, 0, 1),
+      status: 'SKIPPED',
+      reason: `skipped: run of ${new Date(base - MINUTE).toISOString()} still open (forbid-skip)`,
+    });
     expect(runtime.summary().runsSkipped).toBe(1);
   });
 
   it('a takeover names the new and the previous owner; a fenced-out write its resource, and its run ends SUPERSEDED with the reason', () => {
-    expect(takeovers).toEqual([expect.objectContaining({ runKey: runKeyOf('ghost', base, 0, 1), owner: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/) })]);
-    expect(fenced).toEqual([expect.objectContaining({ runKey: runKeyOf('fenced', base - MINUTE, 0, 1), resource: `${box.endpoints.ledgerTable}/CACHE#lines/CURRENT` })]);
-    expect(outcomes.find((o) => o.runKey === runKeyOf('fenced', base - MINUTE, 0, 1))).toMatchObject({ status: 'SUPERSEDED', error: { code: 'SUPERSEDED_BY_NEWER_SLOT' } });
+    expect(takeovers).toEqual([
+      expect.objectContaining({
+        runKey: runKeyOf('ghost', base, 0, 1),
+        owner: expect.stringMatching(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/),
+      }),
+    ]);
+    expect(fenced).toEqual([
+      expect.objectContaining({
+        runKey: runKeyOf('fenced', base - MINUTE, 0, 1),
+        resource: `${box.endpoints.ledgerTable}/CACHE#lines/CURRENT`,
+      }),
+    ]);
+    expect(outcomes.find((o) => o.runKey === runKeyOf('fenced', base - MINUTE, 0, 1))).toMatchObject({
+      status: 'SUPERSEDED',
+      error: { code: 'SUPERSEDED_BY_NEWER_SLOT' },
+    });
     const summary = runtime.summary();
     expect(summary).toMatchObject({ takeovers: 1, fencedOutWrites: 1, runsSuperseded: 1 });
   });
@@ -138,8 +178,18 @@ describe('npm start: what the local runtime reports', () => {
   it('a SKIPPED run the planner creates (misfire skip) is reported once, when it is created', async () => {
     const seen: RunSettledLine['status'][] = [];
     const reasons: (string | undefined)[] = [];
-    const ledger = new Ledger(box.clients.doc, { tableName: box.endpoints.ledgerTable, observer: { completed: () => undefined, settled: (_run, status, reason) => (seen.push(status), reasons.push(reason)) } });
-    const run = { job: 'ontime', slot: base - 30 * MINUTE, shard: 0, shards: 1, status: RunStatus.SKIPPED, reason: 'misfired (policy skip)' } as const;
+    const ledger = new Ledger(box.clients.doc, {
+      tableName: box.endpoints.ledgerTable,
+      observer: { completed: () => undefined, settled: (_run, status, reason) => (seen.push(status), reasons.push(reason)) },
+    });
+    const run = {
+      job: 'ontime',
+      slot: base - 30 * MINUTE,
+      shard: 0,
+      shards: 1,
+      status: RunStatus.SKIPPED,
+      reason: 'misfired (policy skip)',
+    } as const;
     expect((await ledger.createRun(run, Date.now())).created).toBe(true);
     expect((await ledger.createRun(run, Date.now())).created).toBe(false);
     expect(seen).toEqual(['SKIPPED']);

@@ -13,7 +13,17 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { lockPathFor, pidAlive } from '../../tools/local-lock.js';
 import { PROJECT_ROOT } from '../../tools/local-stack.js';
 import { waitFor } from '../support/helpers.js';
-import { allGone, descendants, endRecorded, npmStart, STOP_TIMEOUT_MS, tempEndpoints, whenUp, type NpmStart, type Up } from '../support/npm-start.js';
+import {
+  allGone,
+  descendants,
+  endRecorded,
+  npmStart,
+  STOP_TIMEOUT_MS,
+  tempEndpoints,
+  whenUp,
+  type NpmStart,
+  type Up,
+} from '../support/npm-start.js';
 
 const started = new Set<number>();
 afterAll(() => endRecorded(started));
@@ -46,7 +56,10 @@ describe('npm start killed with SIGKILL', () => {
     await first.start.exited;
     // What the crash leaves: Java alive, and the lock naming it.
     expect(pidAlive(first.up.javaPid)).toBe(true);
-    expect(JSON.parse(readFileSync(lockPathFor(endpoints), 'utf8'))).toMatchObject({ pid: first.up.runtimePid, dynamoPid: first.up.javaPid });
+    expect(JSON.parse(readFileSync(lockPathFor(endpoints), 'utf8'))).toMatchObject({
+      pid: first.up.runtimePid,
+      dynamoPid: first.up.javaPid,
+    });
 
     second = await up(endpoints);
     expect(second.start.output()).toContain(`stopped DynamoDB Local (pid ${first.up.javaPid}, port `);
@@ -57,15 +70,25 @@ describe('npm start killed with SIGKILL', () => {
 
   it('a second npm start on the endpoints file of a running one is refused, naming its pid, and leaves it running', async () => {
     const running = second!;
-    const refused = spawnSync('npm', ['start', '--silent', '--', '--endpoints', endpoints], { cwd: PROJECT_ROOT, encoding: 'utf8', timeout: 120_000 });
+    const refused = spawnSync('npm', ['start', '--silent', '--', '--endpoints', endpoints], {
+      cwd: PROJECT_ROOT,
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
     expect(refused.status).toBe(1);
-    expect(refused.stderr).toContain(`npm start is already running for this endpoints file (pid ${running.up.runtimePid}, lock ${lockPathFor(endpoints)}): stop it first`);
+    expect(refused.stderr).toContain(
+      `npm start is already running for this endpoints file (pid ${running.up.runtimePid}, lock ${lockPathFor(endpoints)}): stop it first`,
+    );
     expect(refused.stdout).not.toContain('local stack up');
     expect(pidAlive(running.up.runtimePid) && pidAlive(running.up.javaPid)).toBe(true);
     expect(existsSync(endpoints)).toBe(true);
 
     process.kill(running.start.child.pid!, 'SIGTERM');
     await allGone([running.start.child.pid!, ...running.tree], 'the second start after SIGTERM', running.start.output);
-    await waitFor(async () => (!existsSync(endpoints) && !existsSync(lockPathFor(endpoints)) ? true : undefined), STOP_TIMEOUT_MS, 'endpoints and lock removed');
+    await waitFor(
+      async () => (!existsSync(endpoints) && !existsSync(lockPathFor(endpoints)) ? true : undefined),
+      STOP_TIMEOUT_MS,
+      'endpoints and lock removed',
+    );
   }, 600_000);
 });

@@ -75,12 +75,19 @@ describe('npm start --data-dir', () => {
 });
 
 describe('npm start options', () => {
-  const startWith = (...args: string[]) => spawnSync('npm', ['start', '--silent', '--', ...args, '--endpoints', tempEndpoints('local-start-options')], { cwd: PROJECT_ROOT, encoding: 'utf8', timeout: 120_000 });
+  const startWith = (...args: string[]) =>
+    spawnSync('npm', ['start', '--silent', '--', ...args, '--endpoints', tempEndpoints('local-start-options')], {
+      cwd: PROJECT_ROOT,
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
 
   it('--partitions above the stack limit (64) is refused with the limit and the value as written, before anything starts', () => {
     const result = startWith('--partitions', '65');
     expect(result.status).toBe(2);
-    expect(result.stderr).toContain(`--partitions must be a whole number from 1 to 64 (the stack's limit: one planner rule per partition, MAX_PLANNER_PARTITIONS), got "65"`);
+    expect(result.stderr).toContain(
+      `--partitions must be a whole number from 1 to 64 (the stack's limit: one planner rule per partition, MAX_PLANNER_PARTITIONS), got "65"`,
+    );
     expect(result.stdout).not.toContain('local stack up');
   }, 180_000);
 

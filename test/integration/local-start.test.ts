@@ -34,17 +34,26 @@ describe('npm start and a closed terminal', () => {
     const endpoints = join(mkdtempSync(join(tmpdir(), 'local-start-')), 'endpoints.json');
     const env = { ...process.env };
     delete env.npm_config_loglevel;
-    child = spawn('npm', ['start', '--', '--tick', '1', '--workers', '1', '--endpoints', endpoints], { cwd: PROJECT_ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    child = spawn('npm', ['start', '--', '--tick', '1', '--workers', '1', '--endpoints', endpoints], {
+      cwd: PROJECT_ROOT,
+      env,
+      detached: true,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
 
     // Up: the line that names Java's pid, and the endpoints file written.
-    const pid = await waitFor(async () => {
-      const match = /local stack up \(npm start pid \d+\): DynamoDB Local \S+ \(pid (\d+)\)/.exec(stdout);
-      return match && existsSync(endpoints) ? Number(match[1]) : undefined;
-    }, 120_000, `npm start to be up (stdout: ${stdout}, stderr: ${stderr})`);
+    const pid = await waitFor(
+      async () => {
+        const match = /local stack up \(npm start pid \d+\): DynamoDB Local \S+ \(pid (\d+)\)/.exec(stdout);
+        return match && existsSync(endpoints) ? Number(match[1]) : undefined;
+      },
+      120_000,
+      `npm start to be up (stdout: ${stdout}, stderr: ${stderr})`,
+    );
     javaPid = pid;
     expect(alive(pid)).toBe(true);
     // Up for at least one planner tick, so the stop has pollers and a tick to wind down.
@@ -52,7 +61,11 @@ describe('npm start and a closed terminal', () => {
 
     process.kill(-child.pid!, 'SIGHUP');
 
-    await waitFor(async () => (!alive(pid) && !existsSync(endpoints) && !alive(-child!.pid!) ? true : undefined), 120_000, `Java ${pid} gone, endpoints file removed, npm start's processes gone (stdout: ${stdout.slice(-2_000)}, stderr: ${stderr})`);
+    await waitFor(
+      async () => (!alive(pid) && !existsSync(endpoints) && !alive(-child!.pid!) ? true : undefined),
+      120_000,
+      `Java ${pid} gone, endpoints file removed, npm start's processes gone (stdout: ${stdout.slice(-2_000)}, stderr: ${stderr})`,
+    );
     expect(stdout).toContain('stopping (SIGHUP)');
     expect(stdout).toMatch(/\{"uptimeSeconds":\d+.*"violations":0\}/);
   }, 900_000);

@@ -60,7 +60,10 @@ describe('operator gauges', () => {
     await box.ledger.unwatch(lab.id('dies', T0 + MIN));
     expect((await tickGauges(jobs, T0 + 9 * MIN)).dead).toEqual([2]);
     // ops resolve --as dead accepts one; ops retry revives the other, which then succeeds.
-    await resolveRun({ ledger: box.ledger, ops, clock: () => T0 + 10 * MIN }, { id: lab.id('dies', T0), as: 'dead', reason: 'accepted', by: 'op' });
+    await resolveRun(
+      { ledger: box.ledger, ops, clock: () => T0 + 10 * MIN },
+      { id: lab.id('dies', T0), as: 'dead', reason: 'accepted', by: 'op' },
+    );
     expect((await tickGauges(jobs, T0 + 10 * MIN)).dead).toEqual([1]);
     expect((await ops.reviveRun((await lab.run('dies', T0 + MIN))!, { now: T0 + 11 * MIN, by: 'op' })).ok).toBe(true);
     expect((await tickGauges(jobs, T0 + 11 * MIN)).dead).toEqual([0]);
@@ -77,8 +80,20 @@ describe('operator gauges', () => {
       { name: 'held', schedule: '* * * * *', handler: 'noop' },
     ]);
     expect(await tick(jobs, T0)).toEqual([0]);
-    expect(await box.ledger.planning.pause('fails-a', T0 + MIN, { by: PAUSED_BY_FAILURE, note: 'paused after 2 consecutive DEAD run(s)', at: T0 + MIN })).toBe(true);
-    expect(await box.ledger.planning.pause('fails-b', T0 + MIN, { by: PAUSED_BY_FAILURE, note: 'paused after 2 consecutive DEAD run(s)', at: T0 + MIN })).toBe(true);
+    expect(
+      await box.ledger.planning.pause('fails-a', T0 + MIN, {
+        by: PAUSED_BY_FAILURE,
+        note: 'paused after 2 consecutive DEAD run(s)',
+        at: T0 + MIN,
+      }),
+    ).toBe(true);
+    expect(
+      await box.ledger.planning.pause('fails-b', T0 + MIN, {
+        by: PAUSED_BY_FAILURE,
+        note: 'paused after 2 consecutive DEAD run(s)',
+        at: T0 + MIN,
+      }),
+    ).toBe(true);
     // An operator's pause waits for nobody: not counted.
     expect(await box.ledger.planning.pause('held', T0 + MIN, { by: 'ops', note: 'vendor outage', at: T0 + MIN })).toBe(true);
     // The state lasts: every later tick still publishes it.

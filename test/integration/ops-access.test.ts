@@ -36,7 +36,10 @@ class CallRecorder {
   calls: Recorded = {};
   readonly strays: string[] = [];
 
-  constructor(private readonly box: Sandbox, private readonly deadLetterQueueArn: string) {}
+  constructor(
+    private readonly box: Sandbox,
+    private readonly deadLetterQueueArn: string,
+  ) {}
 
   private resourceOf(input: Record<string, unknown>): OpsResource | undefined {
     const e = this.box.endpoints;
@@ -54,7 +57,8 @@ class CallRecorder {
     if (items.length > 0) {
       // A transaction: each item on its own table.
       for (const item of items) {
-        for (const [kind, part] of Object.entries(item)) this.add(this.resourceOf(part), iamActionsOf(sdkPackage, command, [kind]), command);
+        for (const [kind, part] of Object.entries(item))
+          this.add(this.resourceOf(part), iamActionsOf(sdkPackage, command, [kind]), command);
       }
       return;
     }
@@ -71,10 +75,13 @@ class CallRecorder {
   }
 
   attach = (clients: Clients): void => {
-    const hook = (sdkPackage: string) => (next: (args: { input: object }) => Promise<unknown>, context: { commandName?: string }) => async (args: { input: object }) => {
-      this.record(sdkPackage, context.commandName ?? 'unknown', args.input as Record<string, unknown>);
-      return next(args);
-    };
+    const hook =
+      (sdkPackage: string) =>
+      (next: (args: { input: object }) => Promise<unknown>, context: { commandName?: string }) =>
+      async (args: { input: object }) => {
+        this.record(sdkPackage, context.commandName ?? 'unknown', args.input as Record<string, unknown>);
+        return next(args);
+      };
     clients.dynamo.middlewareStack.add(hook('@aws-sdk/client-dynamodb') as never, { step: 'initialize', name: 'opsAccessRecorder' });
     clients.sqs.middlewareStack.add(hook('@aws-sdk/client-sqs') as never, { step: 'initialize', name: 'opsAccessRecorder' });
   };
@@ -104,7 +111,14 @@ describe('ops commands call exactly what OPS_ACCESS grants', () => {
   async function ops(command: OpsCommandName, ...args: string[]): Promise<void> {
     const err: string[] = [];
     // The commands read the config the planner recorded (beforeAll), as against a deployed stack.
-    const io: OpsIo = { stdout: () => undefined, stderr: (l) => err.push(l), now: () => NOW, checkoutJobs: JOBS, env: { USER: 'test' }, instrument: recorder.attach };
+    const io: OpsIo = {
+      stdout: () => undefined,
+      stderr: (l) => err.push(l),
+      now: () => NOW,
+      checkoutJobs: JOBS,
+      env: { USER: 'test' },
+      instrument: recorder.attach,
+    };
     const code = await runOps([command, ...args, '--endpoints', endpoints, '--json'], io);
     expect(code, `${command} ${args.join(' ')}: ${err.join(' | ')}`).toBe(0);
     const into = recorded.get(command) ?? {};
@@ -114,7 +128,9 @@ describe('ops commands call exactly what OPS_ACCESS grants', () => {
 
   beforeAll(async () => {
     box = await sandbox({ maxReceiveCount: 1 });
-    const { Attributes = {} } = await box.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: box.endpoints.deadLetterQueueUrl, AttributeNames: ['QueueArn'] }));
+    const { Attributes = {} } = await box.clients.sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: box.endpoints.deadLetterQueueUrl, AttributeNames: ['QueueArn'] }),
+    );
     const deadLetterQueueArn = Attributes.QueueArn!;
     recorder = new CallRecorder(box, deadLetterQueueArn);
     endpoints = join(mkdtempSync(join(tmpdir(), 'ops-access-')), 'endpoints.json');
@@ -122,22 +138,34 @@ describe('ops commands call exactly what OPS_ACCESS grants', () => {
     writeFileSync(endpoints, JSON.stringify({ ...box.endpoints, partitions: 1, deadLetterQueueArn }));
     await DeployedConfigStore.of(box.ledger).recordIfChanged(JOBS, NOW);
 
-    for (const s of Object.values(slot)) await box.ledger.createRun({ job: 'alpha', slot: s, shard: 0, shards: 1, status: RunStatus.READY }, s);
+    for (const s of Object.values(slot))
+      await box.ledger.createRun({ job: 'alpha', slot: s, shard: 0, shards: 1, status: RunStatus.READY }, s);
     const claim = async (s: number) => {
       const claimed = await box.ledger.claim({ job: 'alpha', slot: s, shard: 0 }, 'w', s + 1_000, 30_000, 2_000);
       if (claimed.kind !== 'claimed') throw new Error(claimed.kind);
       return claimed.run;
     };
-    await box.ledger.complete(await claim(slot.dead), { status: RunStatus.DEAD, lastError: { code: 'E', message: 'gave up' } }, slot.dead + 2_000);
+    await box.ledger.complete(
+      await claim(slot.dead),
+      { status: RunStatus.DEAD, lastError: { code: 'E', message: 'gave up' } },
+      slot.dead + 2_000,
+    );
     await box.ledger.complete(await claim(slot.succeeded), { status: RunStatus.SUCCEEDED }, slot.succeeded + 2_000);
     // The DEAD run's and the SUCCEEDED run's messages reach the DLQ (maxReceiveCount 1).
     for (const s of [slot.dead, slot.succeeded]) {
-      await box.clients.sqs.send(new SendMessageCommand({ QueueUrl: box.endpoints.runQueueUrl, MessageBody: JSON.stringify(messageFor({ job: 'alpha', slot: s, shard: 0, runKey: key(s) })) }));
+      await box.clients.sqs.send(
+        new SendMessageCommand({
+          QueueUrl: box.endpoints.runQueueUrl,
+          MessageBody: JSON.stringify(messageFor({ job: 'alpha', slot: s, shard: 0, runKey: key(s) })),
+        }),
+      );
     }
     expect(await drain(box.clients.sqs, box.endpoints.runQueueUrl, { expected: 2, visibilityTimeoutSeconds: 1 })).toHaveLength(2);
     await waitFor(
       async () => {
-        const { Attributes: a = {} } = await box.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: box.endpoints.deadLetterQueueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }));
+        const { Attributes: a = {} } = await box.clients.sqs.send(
+          new GetQueueAttributesCommand({ QueueUrl: box.endpoints.deadLetterQueueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
+        );
         return Number(a.ApproximateNumberOfMessages) === 2 ? true : undefined;
       },
       10_000,
@@ -155,8 +183,25 @@ describe('ops commands call exactly what OPS_ACCESS grants', () => {
     await ops('pause', 'alpha');
     await ops('pause', 'alpha');
     await ops('resume', 'alpha');
-    await ops('backfill', 'alpha', '--from', new Date(NOW - 10 * MINUTE).toISOString(), '--to', new Date(NOW - 7 * MINUTE).toISOString(), '--dry-run');
-    await ops('backfill', 'alpha', '--from', new Date(NOW - 10 * MINUTE).toISOString(), '--to', new Date(NOW - 7 * MINUTE).toISOString(), '--max-per-second', '100');
+    await ops(
+      'backfill',
+      'alpha',
+      '--from',
+      new Date(NOW - 10 * MINUTE).toISOString(),
+      '--to',
+      new Date(NOW - 7 * MINUTE).toISOString(),
+      '--dry-run',
+    );
+    await ops(
+      'backfill',
+      'alpha',
+      '--from',
+      new Date(NOW - 10 * MINUTE).toISOString(),
+      '--to',
+      new Date(NOW - 7 * MINUTE).toISOString(),
+      '--max-per-second',
+      '100',
+    );
     // A junk message deleted by id (before the move task runs, which would move it back).
     const junk = await box.clients.sqs.send(new SendMessageCommand({ QueueUrl: box.endpoints.deadLetterQueueUrl, MessageBody: 'junk' }));
     await ops('redrive', '--drop', junk.MessageId!);
@@ -179,12 +224,18 @@ describe('ops commands call exactly what OPS_ACCESS grants', () => {
   });
 
   it.each(Object.keys(OPS_ACCESS) as OpsCommandName[])('%s', (command) => {
-    const calls = Object.fromEntries(Object.entries(recorded.get(command) ?? {}).map(([resource, actions]) => [resource, [...actions].sort()]));
+    const calls = Object.fromEntries(
+      Object.entries(recorded.get(command) ?? {}).map(([resource, actions]) => [resource, [...actions].sort()]),
+    );
     expect(calls).toEqual(expectedCalls(command));
   });
 
-  it('every command of the CLI has a row (preview reads no stack), so none is left out of the operators\' policy', () => {
-    expect(Object.keys(OPS_ACCESS).sort()).toEqual(Object.keys(COMMANDS).filter((c) => c !== 'preview').sort());
+  it("every command of the CLI has a row (preview reads no stack), so none is left out of the operators' policy", () => {
+    expect(Object.keys(OPS_ACCESS).sort()).toEqual(
+      Object.keys(COMMANDS)
+        .filter((c) => c !== 'preview')
+        .sort(),
+    );
   });
 
   it('every command but preview reads the stack outputs first, which is its only CloudFormation call', () => {

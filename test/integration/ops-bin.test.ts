@@ -82,9 +82,21 @@ describe('the fsched command', () => {
     expect(noTool.stderr).toContain('usage: fsched <tool>');
   });
 
-  it('npx fsched ops in the project runs the project\'s own bin (npm links it for npx): clean --json and --help', async () => {
+  it("npx fsched ops in the project runs the project's own bin (npm links it for npx): clean --json and --help", async () => {
     // --offline: the bin is the project's own; nothing may come from the registry.
-    const preview = await spawnCli('npx', ['--offline', 'fsched', 'ops', 'preview', '--schedule', '0 * * * *', '--from', '2026-01-01T00:00:00Z', '--limit', '2', '--json']);
+    const preview = await spawnCli('npx', [
+      '--offline',
+      'fsched',
+      'ops',
+      'preview',
+      '--schedule',
+      '0 * * * *',
+      '--from',
+      '2026-01-01T00:00:00Z',
+      '--limit',
+      '2',
+      '--json',
+    ]);
     expect(preview.stderr).toBe('');
     expect(preview.code).toBe(0);
     expect(JSON.parse(preview.stdout)).toEqual(['2026-01-01T00:00:00.000Z', '2026-01-01T01:00:00.000Z']);

@@ -103,7 +103,10 @@ describe('the planner records the config it runs, once per change', () => {
 
   it('a config larger than one item is chunked under its hash and read back whole', async () => {
     // Names that do not compress (64 hex characters each), so the gzip'd document needs several items.
-    const many = Array.from({ length: 20_000 }, (_, i) => ({ ...REPORT, name: `j${createHash('sha256').update(String(i)).digest('hex').slice(0, 63)}` }));
+    const many = Array.from({ length: 20_000 }, (_, i) => ({
+      ...REPORT,
+      name: `j${createHash('sha256').update(String(i)).digest('hex').slice(0, 63)}`,
+    }));
     const store = DeployedConfigStore.of(box.ledger);
     const result = await store.recordIfChanged(many, NOW);
     expect(result.written).toBe(true);
@@ -136,7 +139,10 @@ describe('the ops CLI acts on the deployed config', () => {
 
   it.each([
     ['trigger', ['trigger', 'fresh']],
-    ['backfill', ['backfill', 'fresh', '--from', new Date(NOW - 20 * MINUTE).toISOString(), '--to', new Date(NOW - 5 * MINUTE).toISOString()]],
+    [
+      'backfill',
+      ['backfill', 'fresh', '--from', new Date(NOW - 20 * MINUTE).toISOString(), '--to', new Date(NOW - 5 * MINUTE).toISOString()],
+    ],
     ['retry by run key', ['retry', runKeyOf('fresh', deadSlot, 0, 1)]],
     ['retry --job', ['retry', '--job', 'fresh']],
   ])('%s of a job the checkout has and the deployed config does not: exit 2, one line saying so, nothing written', async (_label, args) => {
@@ -144,8 +150,12 @@ describe('the ops CLI acts on the deployed config', () => {
     const c = capture([REPORT, FRESH, ONLY_DEPLOYED]);
     expect(await runOps([...args, '--endpoints', endpoints], c.io)).toBe(2);
     expect(c.err).toHaveLength(2);
-    expect(c.err[0]).toMatch(/^ops: warning: this checkout's job config \([0-9a-f]{12}\) differs from the deployed one .*only in this checkout: fresh; acting on the deployed one$/);
-    expect(c.err[1]).toContain('field "job": no configured job "fresh" in the deployed config; configured: report, only-deployed (this checkout has it, the running scheduler does not: deploy it first)');
+    expect(c.err[0]).toMatch(
+      /^ops: warning: this checkout's job config \([0-9a-f]{12}\) differs from the deployed one .*only in this checkout: fresh; acting on the deployed one$/,
+    );
+    expect(c.err[1]).toContain(
+      'field "job": no configured job "fresh" in the deployed config; configured: report, only-deployed (this checkout has it, the running scheduler does not: deploy it first)',
+    );
     expect(await written(box, FRESH.name)).toEqual({ runs: 1, messages: 0 });
     expect(await box.ledger.getRun({ job: FRESH.name, slot: deadSlot, shard: 0 })).toEqual(before);
   });
@@ -157,7 +167,9 @@ describe('the ops CLI acts on the deployed config', () => {
       ['report', 'UTC'],
       ['only-deployed', 'Europe/London'],
     ]);
-    expect(c.err).toEqual([expect.stringContaining('only in this checkout: fresh; only deployed: only-deployed; acting on the deployed one')]);
+    expect(c.err).toEqual([
+      expect.stringContaining('only in this checkout: fresh; only deployed: only-deployed; acting on the deployed one'),
+    ]);
   });
 
   it('the warning appears exactly when the hashes differ: not for the same jobs in another order, once for a changed field', async () => {
@@ -167,7 +179,11 @@ describe('the ops CLI acts on the deployed config', () => {
 
     const changed = capture([{ ...REPORT, retry: { ...REPORT.retry, maxAttempts: 5 } }, ONLY_DEPLOYED]);
     expect(await runOps(['runs', '--job', 'report', '--endpoints', endpoints], changed.io)).toBe(0);
-    expect(changed.err).toEqual([expect.stringMatching(/^ops: warning: this checkout's job config \(\w{12}\) differs from the deployed one \(\w{12}, recorded 2026-12-06T11:55:30.000Z\): changed here: report; acting on the deployed one$/)]);
+    expect(changed.err).toEqual([
+      expect.stringMatching(
+        /^ops: warning: this checkout's job config \(\w{12}\) differs from the deployed one \(\w{12}, recorded 2026-12-06T11:55:30.000Z\): changed here: report; acting on the deployed one$/,
+      ),
+    ]);
   });
 
   it('a job both have is triggered under the deployed definition, silently', async () => {
@@ -177,13 +193,17 @@ describe('the ops CLI acts on the deployed config', () => {
     expect(await written(box, ONLY_DEPLOYED.name)).toEqual({ runs: 1, messages: 1 });
   });
 
-  it('nothing recorded yet: the checkout\'s jobs, with one warning line saying so', async () => {
+  it("nothing recorded yet: the checkout's jobs, with one warning line saying so", async () => {
     const empty = await sandbox();
     try {
       const c = capture([FRESH]);
       expect(await runOps(['jobs', '--endpoints', await endpointsFileOf(empty, 'ops-undeployed-'), '--json'], c.io)).toBe(0);
       expect(c.json<{ job: string }[]>().map((r) => r.job)).toEqual(['fresh']);
-      expect(c.err).toEqual([expect.stringMatching(/^ops: warning: no deployed config is recorded in local stack \(.*\) yet \(its planner records one on its next cold start\): using this checkout's jobs, which may not be what runs$/)]);
+      expect(c.err).toEqual([
+        expect.stringMatching(
+          /^ops: warning: no deployed config is recorded in local stack \(.*\) yet \(its planner records one on its next cold start\): using this checkout's jobs, which may not be what runs$/,
+        ),
+      ]);
     } finally {
       empty.destroy();
     }
@@ -208,10 +228,12 @@ describe('backfill of a latest-wins job (its runs overwrite one shared fenced it
 
   it('the example job that writes one shared item is latest-wins, and the deployed config says so', async () => {
     expect(examples.find((j) => j.name === 'payments-reconcile')?.effects).toBe('latest-wins');
-    expect((await DeployedConfigStore.of(box.ledger).readRecorded())?.jobs.find((j) => j.name === 'payments-reconcile')?.effects).toBe('latest-wins');
+    expect((await DeployedConfigStore.of(box.ledger).readRecorded())?.jobs.find((j) => j.name === 'payments-reconcile')?.effects).toBe(
+      'latest-wins',
+    );
   });
 
-  it('is refused without --allow-superseded: exit 2, one line saying each older slot\'s write will be refused by a newer slot, nothing created', async () => {
+  it("is refused without --allow-superseded: exit 2, one line saying each older slot's write will be refused by a newer slot, nothing created", async () => {
     const c = capture(examples);
     expect(await runOps(['backfill', 'payments-reconcile', ...range, '--endpoints', endpoints], c.io)).toBe(2);
     expect(c.out).toEqual([]);
@@ -229,7 +251,12 @@ describe('backfill of a latest-wins job (its runs overwrite one shared fenced it
 
   it('with --allow-superseded it creates and dispatches the runs, still saying what they will do', async () => {
     const c = capture(examples);
-    expect(await runOps(['backfill', 'payments-reconcile', ...range, '--allow-superseded', '--max-per-second', '1000', '--endpoints', endpoints], c.io)).toBe(0);
+    expect(
+      await runOps(
+        ['backfill', 'payments-reconcile', ...range, '--allow-superseded', '--max-per-second', '1000', '--endpoints', endpoints],
+        c.io,
+      ),
+    ).toBe(0);
     expect(c.err).toEqual([`ops backfill: warning: ${WARNING}`]);
     expect(c.out.at(-1)).toMatch(/: 120 created, 0 already existed, 120 dispatched$/);
     expect((await box.ledger.listRuns('payments-reconcile')).length).toBe(120);
@@ -246,10 +273,12 @@ describe('backfill of a latest-wins job (its runs overwrite one shared fenced it
     const backfilled = (await box.ledger.listRuns('payments-reconcile')).filter((r) => r.slot < newest);
     expect(backfilled).toHaveLength(120);
     for (const run of backfilled) expect(await lab.deliver('payments-reconcile', run.slot)).toBe('ack');
-    const ends = await Promise.all(backfilled.map(async (r) => {
-      const run = await lab.run('payments-reconcile', r.slot);
-      return `${run?.status} ${run?.lastError?.code}`;
-    }));
+    const ends = await Promise.all(
+      backfilled.map(async (r) => {
+        const run = await lab.run('payments-reconcile', r.slot);
+        return `${run?.status} ${run?.lastError?.code}`;
+      }),
+    );
     expect(new Set(ends)).toEqual(new Set([`${RunStatus.SUPERSEDED} SUPERSEDED_BY_NEWER_SLOT`]));
   }, 120_000);
 

@@ -34,7 +34,9 @@ describe('ops redrive --drop', () => {
   let runMessageId: string;
 
   async function visible(): Promise<number> {
-    const { Attributes = {} } = await box.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: box.endpoints.deadLetterQueueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }));
+    const { Attributes = {} } = await box.clients.sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: box.endpoints.deadLetterQueueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
+    );
     return Number(Attributes.ApproximateNumberOfMessages);
   }
 
@@ -42,7 +44,8 @@ describe('ops redrive --drop', () => {
     box = await sandbox();
     endpoints = join(mkdtempSync(join(tmpdir(), 'ops-drop-')), 'endpoints.json');
     writeFileSync(endpoints, JSON.stringify({ ...box.endpoints, partitions: 1 }));
-    const send = async (body: string) => (await box.clients.sqs.send(new SendMessageCommand({ QueueUrl: box.endpoints.deadLetterQueueUrl, MessageBody: body }))).MessageId!;
+    const send = async (body: string) =>
+      (await box.clients.sqs.send(new SendMessageCommand({ QueueUrl: box.endpoints.deadLetterQueueUrl, MessageBody: body }))).MessageId!;
     junkId = await send('{"hello":"world"}');
     runMessageId = await send(JSON.stringify(messageFor({ job: 'rd', slot: SLOT, shard: 0, runKey: runKeyOf('rd', SLOT, 0, 1) })));
     await waitFor(async () => ((await visible()) === 2 ? true : undefined), 30_000, 'two messages in the DLQ');
@@ -52,7 +55,13 @@ describe('ops redrive --drop', () => {
   it('--dry-run names the message it would delete and deletes nothing', async () => {
     const c = capture();
     expect(await runOps(['redrive', '--drop', junkId, '--dry-run', '--endpoints', endpoints], c.io)).toBe(0);
-    expect(c.out).toEqual([expect.stringMatching(new RegExp(`^dry run: would delete DLQ message ${junkId}: not a run message \\(.+\\)(, received \\d+ time\\(s\\))?; body: \\{"hello":"world"\\}$`))]);
+    expect(c.out).toEqual([
+      expect.stringMatching(
+        new RegExp(
+          `^dry run: would delete DLQ message ${junkId}: not a run message \\(.+\\)(, received \\d+ time\\(s\\))?; body: \\{"hello":"world"\\}$`,
+        ),
+      ),
+    ]);
     expect(await visible()).toBe(2);
   });
 
@@ -63,7 +72,14 @@ describe('ops redrive --drop', () => {
     expect(c.json<{ runKey?: string }>().runKey).toBeUndefined();
     // The other message was released at once, not hidden for the receive's visibility timeout.
     expect(await visible()).toBe(1);
-    const { Messages = [] } = await box.clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: box.endpoints.deadLetterQueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: 0 }));
+    const { Messages = [] } = await box.clients.sqs.send(
+      new ReceiveMessageCommand({
+        QueueUrl: box.endpoints.deadLetterQueueUrl,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 1,
+        VisibilityTimeout: 0,
+      }),
+    );
     // Visibility 0: the one message may come back more than once within the poll.
     expect([...new Set(Messages.map((m) => m.MessageId))]).toEqual([runMessageId]);
   });
@@ -71,14 +87,20 @@ describe('ops redrive --drop', () => {
   it('an id no longer (or never) in the DLQ is exit 1 with one line, and nothing is deleted', async () => {
     const c = capture();
     expect(await runOps(['redrive', '--drop', junkId, '--endpoints', endpoints], c.io)).toBe(1);
-    expect(c.err).toEqual([expect.stringMatching(new RegExp(`^ops redrive: no message ${junkId} in the DLQ \\(1 message\\(s\\) seen\\): nothing deleted`))]);
+    expect(c.err).toEqual([
+      expect.stringMatching(new RegExp(`^ops redrive: no message ${junkId} in the DLQ \\(1 message\\(s\\) seen\\): nothing deleted`)),
+    ]);
     expect(await visible()).toBe(1);
   });
 
   it('a run message can be dropped too: the output names its run, which stays as it is', async () => {
     const c = capture();
     expect(await runOps(['redrive', '--drop', runMessageId, '--endpoints', endpoints], c.io)).toBe(0);
-    expect(c.out[0]).toMatch(new RegExp(`^deleted DLQ message ${runMessageId}: run message of rd@2026-06-15T12:00:00\\.000Z(, received \\d+ time\\(s\\))?; body: `));
+    expect(c.out[0]).toMatch(
+      new RegExp(
+        `^deleted DLQ message ${runMessageId}: run message of rd@2026-06-15T12:00:00\\.000Z(, received \\d+ time\\(s\\))?; body: `,
+      ),
+    );
     expect(c.out[1]).toContain('the run itself is unchanged');
     expect(await visible()).toBe(0);
   });

@@ -38,7 +38,8 @@ const JOBS = testJobs([
 ]);
 
 /** A pause note as an operator may paste it: long, and over two lines. */
-const LONG_NOTE = 'vendor outage: the bank API answers 503 to every call since 09:14,\nticket INC-4711 open with them, resume when they say so';
+const LONG_NOTE =
+  'vendor outage: the bank API answers 503 to every call since 09:14,\nticket INC-4711 open with them, resume when they say so';
 
 function capture() {
   const out: string[] = [];
@@ -60,7 +61,8 @@ describe('ops jobs', () => {
     const claim = await box.ledger.claim(id(job, slot), 'w-1', slot + 200, end === 'RUNNING' ? 10 * DAY : 30_000, 2_000);
     if (claim.kind !== 'claimed') throw new Error(claim.kind);
     if (end === 'SUCCEEDED') await box.ledger.complete(claim.run, { status: RunStatus.SUCCEEDED }, slot + 1_200);
-    if (end === 'DEAD') await box.ledger.complete(claim.run, { status: RunStatus.DEAD, lastError: { code: 'BOOM', message: 'gave up' } }, slot + 1_200);
+    if (end === 'DEAD')
+      await box.ledger.complete(claim.run, { status: RunStatus.DEAD, lastError: { code: 'BOOM', message: 'gave up' } }, slot + 1_200);
   }
 
   beforeAll(async () => {
@@ -112,28 +114,46 @@ describe('ops jobs', () => {
       .map((slot) => ({ slot, fireAt: fireTimeOf(herd, slot, nextSlotAfter(spec, slot)) }))
       .filter((e) => e.fireAt >= NOW)
       .slice(0, 3);
-    expect(row('herd')).toMatchObject({ jitterMs: 45_000, nextFireTimes: expected.map((e) => iso(e.fireAt)), nextSlots: expected.map((e) => iso(e.slot)) });
+    expect(row('herd')).toMatchObject({
+      jitterMs: 45_000,
+      nextFireTimes: expected.map((e) => iso(e.fireAt)),
+      nextSlots: expected.map((e) => iso(e.slot)),
+    });
     expect(expected.some((e) => e.fireAt !== e.slot)).toBe(true);
 
     // One-time jobs: finished once the slot passed and its run ended; not while it runs; not before.
-    expect(row('once-done')).toMatchObject({ schedule: `at ${iso(M - 60 * MINUTE)}`, finished: true, nextFireTimes: [], lastRun: { status: 'SUCCEEDED' } });
+    expect(row('once-done')).toMatchObject({
+      schedule: `at ${iso(M - 60 * MINUTE)}`,
+      finished: true,
+      nextFireTimes: [],
+      lastRun: { status: 'SUCCEEDED' },
+    });
     expect(row('once-open')).toMatchObject({ finished: false, nextFireTimes: [], lastRun: { status: 'RUNNING' }, openRuns: 1 });
     expect(row('once-later')).toMatchObject({ finished: false, nextFireTimes: [iso(M + DAY)] });
     expect(row('once-later').lastRun).toBeUndefined();
     // maxRuns: finished after its N-th slot ran; before that, no fire time past the N-th slot.
-    expect(row('capped-done')).toMatchObject({ finished: true, nextFireTimes: [], lastRun: { slot: iso(M - 2 * MINUTE), status: 'SUCCEEDED' } });
+    expect(row('capped-done')).toMatchObject({
+      finished: true,
+      nextFireTimes: [],
+      lastRun: { slot: iso(M - 2 * MINUTE), status: 'SUCCEEDED' },
+    });
     expect(row('capped-open')).toMatchObject({ finished: false, nextFireTimes: [iso(M + MINUTE), iso(M + 2 * MINUTE)] });
 
     expect(row('held')).toMatchObject({ paused: true, pausedBy: 'alice', pauseNote: 'vendor outage', pausedAt: iso(NOW) });
     expect(row('off')).toMatchObject({ enabled: false, paused: false });
-    expect(row('zoned')).toMatchObject({ timezone: 'America/New_York', nextFireTimes: [iso(Date.UTC(2026, 5, 16, 6, 30)), iso(Date.UTC(2026, 5, 17, 6, 30)), iso(Date.UTC(2026, 5, 18, 6, 30))] });
+    expect(row('zoned')).toMatchObject({
+      timezone: 'America/New_York',
+      nextFireTimes: [iso(Date.UTC(2026, 5, 16, 6, 30)), iso(Date.UTC(2026, 5, 17, 6, 30)), iso(Date.UTC(2026, 5, 18, 6, 30))],
+    });
   });
 
   it('the table: a row per job, paused with who and why, finished, jitter explained', async () => {
     const c = capture();
     expect(await runOps(['jobs', '--endpoints', endpoints], c.io)).toBe(0);
     const [header, ...lines] = c.out;
-    expect(header).toMatch(/^JOB\s+SCHEDULE\s+TIMEZONE\s+JITTER\s+STATE\s+NEXT FIRES \(UTC\)\s+NEXT FIRES \(JOB ZONE\)\s+LAST RUN\s+FINISHED\s+OPEN\s+DEAD 24H$/);
+    expect(header).toMatch(
+      /^JOB\s+SCHEDULE\s+TIMEZONE\s+JITTER\s+STATE\s+NEXT FIRES \(UTC\)\s+NEXT FIRES \(JOB ZONE\)\s+LAST RUN\s+FINISHED\s+OPEN\s+DEAD 24H$/,
+    );
     const line = (name: string) => lines.find((l) => l.startsWith(`${name} `))!;
     expect(line('minutely')).toMatch(
       /^minutely\s+\* \* \* \* \*\s+UTC\s+-\s+active\s+2026-06-15T12:01:00Z, 2026-06-15T12:02:00Z, 2026-06-15T12:03:00Z\s+2026-06-15 12:01:00 \+00:00, 2026-06-15 12:02:00 \+00:00, 2026-06-15 12:03:00 \+00:00\s+2026-06-15T12:00:00Z SUCCEEDED\s+2026-06-15T12:00:01\.200Z\s+1\s+1$/,
@@ -145,7 +165,7 @@ describe('ops jobs', () => {
     expect(c.out.at(-1)).toContain("NEXT FIRES: slot + the job's jitter offset where JITTER is set");
   });
 
-  it('next fire times in the job\'s zone beside UTC: a New York job\'s 02:30 reads 02:30 -04:00, not only 06:30Z', async () => {
+  it("next fire times in the job's zone beside UTC: a New York job's 02:30 reads 02:30 -04:00, not only 06:30Z", async () => {
     const c = capture();
     expect(await runOps(['jobs', '--job', 'zoned', '--endpoints', endpoints], c.io)).toBe(0);
     expect(c.out[1]).toMatch(

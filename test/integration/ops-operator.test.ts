@@ -43,7 +43,8 @@ describe('the operator recorded by every command', () => {
     const err: string[] = [];
     // A shell that sets only LOGNAME (cron, some containers).
     const io: OpsIo = { stdout: () => undefined, stderr: (l) => err.push(l), now: () => NOW, jobs: JOBS, env: { LOGNAME: 'dana' } };
-    const ops = async (...args: string[]) => expect(await runOps([...args, '--endpoints', endpoints], io), `${args.join(' ')}: ${err.join(' | ')}`).toBe(0);
+    const ops = async (...args: string[]) =>
+      expect(await runOps([...args, '--endpoints', endpoints], io), `${args.join(' ')}: ${err.join(' | ')}`).toBe(0);
     await ops('pause', 'audited', '--note', 'audit');
     await ops('trigger', 'audited', '--note', 'audit');
     await ops('retry', runKeyOf('audited', NOW - 2 * MINUTE, 0, 1));

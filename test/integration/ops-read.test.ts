@@ -47,7 +47,8 @@ describe('ops status, runs, show', () => {
   beforeAll(async () => {
     box = await sandbox();
     endpoints = endpointsFile(box);
-    for (const slot of slots) await box.ledger.createRun({ job: 'alpha', slot, shard: 0, shards: 1, status: RunStatus.READY }, slot - 5_000);
+    for (const slot of slots)
+      await box.ledger.createRun({ job: 'alpha', slot, shard: 0, shards: 1, status: RunStatus.READY }, slot - 5_000);
     // slot 1: SUCCEEDED; slot 2: DEAD; slot 3: RUNNING with a live lease; slot 4: READY.
     const claim = async (slot: number) => {
       const c = await box.ledger.claim({ job: 'alpha', slot, shard: 0 }, 'worker-1', slot + 100, 30_000, 2_000);
@@ -55,15 +56,25 @@ describe('ops status, runs, show', () => {
       return c.run;
     };
     await box.ledger.complete(await claim(slots[0]!), { status: RunStatus.SUCCEEDED, evidence: { settled: 5 } }, slots[0]! + 1_000);
-    await box.ledger.complete(await claim(slots[1]!), { status: RunStatus.DEAD, lastError: { code: 'BOOM', message: 'exploded' } }, slots[1]! + 1_000);
+    await box.ledger.complete(
+      await claim(slots[1]!),
+      { status: RunStatus.DEAD, lastError: { code: 'BOOM', message: 'exploded' } },
+      slots[1]! + 1_000,
+    );
     await box.ledger.claim({ job: 'alpha', slot: slots[2]!, shard: 0 }, 'worker-2', NOW - 1_000, 60_000, 2_000);
     // A run the planner made ahead of its slot: not the job's last run.
     await box.ledger.createRun({ job: 'alpha', slot: NOW + MINUTE, shard: 0, shards: 1, status: RunStatus.READY }, NOW - 5_000);
     // A run far outside the default 24 h window: not counted by status.
-    await box.ledger.createRun({ job: 'alpha', slot: NOW - 3 * 86_400_000, shard: 0, shards: 1, status: RunStatus.SKIPPED, reason: 'old' }, NOW);
+    await box.ledger.createRun(
+      { job: 'alpha', slot: NOW - 3 * 86_400_000, shard: 0, shards: 1, status: RunStatus.SKIPPED, reason: 'old' },
+      NOW,
+    );
     await box.ledger.planning.pause('beta', NOW, { by: 'alice', note: 'vendor outage', at: NOW });
     // A run of a job since removed from the config, watched by the sweeper.
-    await box.ledger.createRun({ job: 'removed-job', slot: NOW - 10 * MINUTE, shard: 0, shards: 1, status: RunStatus.READY, watch: true }, NOW - 10 * MINUTE);
+    await box.ledger.createRun(
+      { job: 'removed-job', slot: NOW - 10 * MINUTE, shard: 0, shards: 1, status: RunStatus.READY, watch: true },
+      NOW - 10 * MINUTE,
+    );
     for (const body of ['{"not":"a run"}', 'garbage']) {
       await box.clients.sqs.send(new SendMessageCommand({ QueueUrl: box.endpoints.deadLetterQueueUrl, MessageBody: body }));
     }
@@ -75,7 +86,18 @@ describe('ops status, runs, show', () => {
     expect(await runOps(['status', '--endpoints', endpoints, '--json'], c.io)).toBe(0);
     expect(c.out).toHaveLength(1);
     const report = c.json() as {
-      jobs: { job: string; paused: boolean; pausedBy?: string; pausedAt?: string; pauseNote?: string; runs: Record<string, number>; openDue: number; oldestOpenRunKey?: string; oldestOpenAgeMs?: number; lastRun?: { runKey: string; slot: string; status: string; finishedAt?: string } }[];
+      jobs: {
+        job: string;
+        paused: boolean;
+        pausedBy?: string;
+        pausedAt?: string;
+        pauseNote?: string;
+        runs: Record<string, number>;
+        openDue: number;
+        oldestOpenRunKey?: string;
+        oldestOpenAgeMs?: number;
+        lastRun?: { runKey: string; slot: string; status: string; finishedAt?: string };
+      }[];
       deadLetterQueue: { visible: number };
       orphans: { count: number; oldestRunKey?: string; jobs: string[] };
     };
@@ -148,8 +170,16 @@ describe('ops status, runs, show', () => {
     const c = capture();
     expect(await runOps(['show', key, '--endpoints', endpoints, '--json'], c.io)).toBe(0);
     const item = c.json() as Record<string, unknown>;
-    expect(item).toMatchObject({ runKey: key, status: 'SUCCEEDED', owner: 'worker-1', attempt: 1, evidence: { settled: 5 }, slot: isoOf(slots[0]!) });
-    for (const field of ['fencingToken', 'createdAt', 'startedAt', 'finishedAt', 'expiresAt', 'pk', 'sk', 'claimedFrom']) expect(item).toHaveProperty(field);
+    expect(item).toMatchObject({
+      runKey: key,
+      status: 'SUCCEEDED',
+      owner: 'worker-1',
+      attempt: 1,
+      evidence: { settled: 5 },
+      slot: isoOf(slots[0]!),
+    });
+    for (const field of ['fencingToken', 'createdAt', 'startedAt', 'finishedAt', 'expiresAt', 'pk', 'sk', 'claimedFrom'])
+      expect(item).toHaveProperty(field);
 
     const human = capture();
     expect(await runOps(['show', key, '--endpoints', endpoints], human.io)).toBe(0);
@@ -178,15 +208,29 @@ describe('ops status, runs, show', () => {
     const [dynamoPort, sqsPort] = [await freePort(), await freePort()];
     const project = mkdtempSync(join(tmpdir(), 'ops-stale-'));
     mkdirSync(join(project, '.local-data'));
-    const stale = { ...box.endpoints, dynamoEndpoint: `http://127.0.0.1:${dynamoPort}`, sqsEndpoint: `http://127.0.0.1:${sqsPort}`, exampleJobs: true };
+    const stale = {
+      ...box.endpoints,
+      dynamoEndpoint: `http://127.0.0.1:${dynamoPort}`,
+      sqsEndpoint: `http://127.0.0.1:${sqsPort}`,
+      exampleJobs: true,
+    };
     writeFileSync(join(project, '.local-data', 'endpoints.json'), JSON.stringify(stale));
-    for (const args of [['status'], ['jobs'], ['runs', '--job', 'alpha'], ['show', runKeyOf('alpha', slots[0]!, 0, 1)], ['pause', 'alpha'], ['redrive', '--dry-run']]) {
+    for (const args of [
+      ['status'],
+      ['jobs'],
+      ['runs', '--job', 'alpha'],
+      ['show', runKeyOf('alpha', slots[0]!, 0, 1)],
+      ['pause', 'alpha'],
+      ['redrive', '--dry-run'],
+    ]) {
       const c = capture({ cwd: project });
       const started = Date.now();
       expect(await runOps([...args, '--local'], c.io), args.join(' ')).toBe(1);
       expect(c.out).toEqual([]);
       expect(c.err, args.join(' ')).toHaveLength(1);
-      expect(c.err[0]).toMatch(/`npm start` is not running \(\.local-data\/endpoints\.json is left from an earlier run\): DynamoDB Local at http:\/\/127\.0\.0\.1:\d+ and local SQS at .* do not answer/);
+      expect(c.err[0]).toMatch(
+        /`npm start` is not running \(\.local-data\/endpoints\.json is left from an earlier run\): DynamoDB Local at http:\/\/127\.0\.0\.1:\d+ and local SQS at .* do not answer/,
+      );
       // Told at once, not after the SDK's retries.
       expect(Date.now() - started).toBeLessThan(5_000);
     }
@@ -199,7 +243,16 @@ describe('ops status, runs, show', () => {
 });
 
 describe('ops preview', () => {
-  const NY = ['--schedule', '30 2 * * *', '--timezone', 'America/New_York', '--from', '2026-03-07T00:00:00Z', '--to', '2026-03-10T00:00:00Z'];
+  const NY = [
+    '--schedule',
+    '30 2 * * *',
+    '--timezone',
+    'America/New_York',
+    '--from',
+    '2026-03-07T00:00:00Z',
+    '--to',
+    '2026-03-10T00:00:00Z',
+  ];
 
   it('lists slots in [from, to) as UTC ISO strings; New York spring-forward 02:30 shifts to 07:30Z', async () => {
     const shift = capture();
@@ -210,7 +263,12 @@ describe('ops preview', () => {
     expect(skip.json()).toEqual(['2026-03-07T07:30:00.000Z', '2026-03-09T06:30:00.000Z']);
     // [from, to): a slot exactly at `to` is out, one exactly at `from` is in.
     const edges = capture();
-    expect(await runOps(['preview', '--schedule', '0 * * * *', '--from', '2026-01-01T00:00:00Z', '--to', '2026-01-01T02:00:00Z', '--json'], edges.io)).toBe(0);
+    expect(
+      await runOps(
+        ['preview', '--schedule', '0 * * * *', '--from', '2026-01-01T00:00:00Z', '--to', '2026-01-01T02:00:00Z', '--json'],
+        edges.io,
+      ),
+    ).toBe(0);
     expect(edges.json()).toEqual(['2026-01-01T00:00:00.000Z', '2026-01-01T01:00:00.000Z']);
   });
 
@@ -220,7 +278,9 @@ describe('ops preview', () => {
     const row = c.out.find((l) => l.includes('2026-03-08T07:30:00.000Z'))!;
     expect(row).toMatch(/^2026-03-08 03:30:00 -04:00\s+2026-03-08T07:30:00.000Z\s+gap-shifted$/);
     const job = capture();
-    expect(await runOps(['preview', '--job', 'beta', '--from', '2026-06-01T00:00:00Z', '--to', '2026-06-01T00:12:00Z', '--json'], job.io)).toBe(0);
+    expect(
+      await runOps(['preview', '--job', 'beta', '--from', '2026-06-01T00:00:00Z', '--to', '2026-06-01T00:12:00Z', '--json'], job.io),
+    ).toBe(0);
     expect(job.json()).toEqual(['2026-06-01T00:00:00.000Z', '2026-06-01T00:05:00.000Z', '2026-06-01T00:10:00.000Z']);
   });
 
@@ -245,7 +305,19 @@ describe('ops preview', () => {
   it('the real CLI (bin/fsched): JSON on stdout and exit 0; bad zone exits 2 with one line on stderr', async () => {
     const ok = await run('./bin/fsched', ['ops', 'preview', ...NY, '--json'], { cwd: process.cwd() });
     expect(JSON.parse(ok.stdout)).toEqual(['2026-03-07T07:30:00.000Z', '2026-03-08T07:30:00.000Z', '2026-03-09T06:30:00.000Z']);
-    const bad = await run('./bin/fsched', ['ops', 'preview', '--schedule', '30 2 * * *', '--timezone', 'Nowhere/Land', '--from', '2026-03-07', '--to', '2026-03-08', '--json']).then(
+    const bad = await run('./bin/fsched', [
+      'ops',
+      'preview',
+      '--schedule',
+      '30 2 * * *',
+      '--timezone',
+      'Nowhere/Land',
+      '--from',
+      '2026-03-07',
+      '--to',
+      '2026-03-08',
+      '--json',
+    ]).then(
       () => undefined,
       (error: { code: number; stdout: string; stderr: string }) => error,
     );

@@ -40,7 +40,10 @@ function endpointsFile(box: Sandbox): string {
 
 async function depth(box: Sandbox, url: string): Promise<number> {
   const { Attributes = {} } = await box.clients.sqs.send(
-    new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }),
+    new GetQueueAttributesCommand({
+      QueueUrl: url,
+      AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+    }),
   );
   return Number(Attributes.ApproximateNumberOfMessages) + Number(Attributes.ApproximateNumberOfMessagesNotVisible);
 }
@@ -66,7 +69,11 @@ describe('ops redrive', () => {
       return c.run;
     };
     for (const s of [slot.dead, slot.succeeded, slot.exhausted, slot.ready]) await create(s);
-    await box.ledger.complete(await claim(slot.dead, slot.dead + 1_000), { status: RunStatus.DEAD, lastError: { code: 'E', message: 'gave up' } }, slot.dead + 2_000);
+    await box.ledger.complete(
+      await claim(slot.dead, slot.dead + 1_000),
+      { status: RunStatus.DEAD, lastError: { code: 'E', message: 'gave up' } },
+      slot.dead + 2_000,
+    );
     await box.ledger.complete(await claim(slot.succeeded, slot.succeeded + 1_000), { status: RunStatus.SUCCEEDED }, slot.succeeded + 2_000);
     // Two takeovers of a worker that kept crashing: attempt 2 of 2, lease long expired.
     await claim(slot.exhausted, slot.exhausted + 1_000);
@@ -74,14 +81,28 @@ describe('ops redrive', () => {
     for (const s of Object.values(slot)) before.set(s, (await box.ledger.getRun(id(s)))!);
 
     for (const s of [slot.dead, slot.succeeded, slot.exhausted, slot.ready]) {
-      await box.clients.sqs.send(new SendMessageCommand({ QueueUrl: box.endpoints.runQueueUrl, MessageBody: JSON.stringify(messageFor({ job: 'rd', slot: s, shard: 0, runKey: key(s) })) }));
+      await box.clients.sqs.send(
+        new SendMessageCommand({
+          QueueUrl: box.endpoints.runQueueUrl,
+          MessageBody: JSON.stringify(messageFor({ job: 'rd', slot: s, shard: 0, runKey: key(s) })),
+        }),
+      );
     }
     const received = await drain(box.clients.sqs, box.endpoints.runQueueUrl, { expected: 4, visibilityTimeoutSeconds: 1 });
     expect(received).toHaveLength(4);
     // Straight to the DLQ: a message naming a run that does not exist, and a poison body.
-    await box.clients.sqs.send(new SendMessageCommand({ QueueUrl: box.endpoints.deadLetterQueueUrl, MessageBody: JSON.stringify(messageFor({ job: 'rd', slot: slot.missing, shard: 0, runKey: key(slot.missing) })) }));
+    await box.clients.sqs.send(
+      new SendMessageCommand({
+        QueueUrl: box.endpoints.deadLetterQueueUrl,
+        MessageBody: JSON.stringify(messageFor({ job: 'rd', slot: slot.missing, shard: 0, runKey: key(slot.missing) })),
+      }),
+    );
     await box.clients.sqs.send(new SendMessageCommand({ QueueUrl: box.endpoints.deadLetterQueueUrl, MessageBody: 'not json' }));
-    await waitFor(async () => ((await depth(box, box.endpoints.deadLetterQueueUrl)) === 6 ? true : undefined), 120_000, 'six messages in the DLQ');
+    await waitFor(
+      async () => ((await depth(box, box.endpoints.deadLetterQueueUrl)) === 6 ? true : undefined),
+      120_000,
+      'six messages in the DLQ',
+    );
   });
   afterAll(() => box.destroy());
 
@@ -92,17 +113,32 @@ describe('ops redrive', () => {
     expect(c.json().taskHandle).toBeUndefined();
     expect((await box.ledger.getRun(id(slot.dead)))!.status).toBe(RunStatus.DEAD);
     // Released at once: all six visible again.
-    const { Attributes = {} } = await box.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: box.endpoints.deadLetterQueueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }));
+    const { Attributes = {} } = await box.clients.sqs.send(
+      new GetQueueAttributesCommand({ QueueUrl: box.endpoints.deadLetterQueueUrl, AttributeNames: ['ApproximateNumberOfMessages'] }),
+    );
     expect(Number(Attributes.ApproximateNumberOfMessages)).toBe(6);
   });
 
   it('revives DEAD and exhausted runs, skips SUCCEEDED, moves every message back; the worker runs only the revived and open ones', async () => {
     const c = capture({ jobs: JOBS, env: { USER: 'carol' } });
     expect(await runOps(['redrive', '--max-per-second', '50', '--endpoints', endpoints, '--json'], c.io)).toBe(0);
-    const report = c.json() as { messages: number; revived: number; skippedSucceeded: number; open: number; unknown: number; taskHandle?: string; entries: { runKey?: string; action: string }[] };
+    const report = c.json() as {
+      messages: number;
+      revived: number;
+      skippedSucceeded: number;
+      open: number;
+      unknown: number;
+      taskHandle?: string;
+      entries: { runKey?: string; action: string }[];
+    };
     expect(report).toMatchObject({ messages: 6, revived: 2, skippedSucceeded: 1, open: 1, unknown: 2 });
     expect(report.taskHandle).toEqual(expect.any(String));
-    expect(report.entries.filter((e) => e.action === 'revived').map((e) => e.runKey).sort()).toEqual([key(slot.dead), key(slot.exhausted)].sort());
+    expect(
+      report.entries
+        .filter((e) => e.action === 'revived')
+        .map((e) => e.runKey)
+        .sort(),
+    ).toEqual([key(slot.dead), key(slot.exhausted)].sort());
 
     // A DEAD run restarts READY; a crash-looped RUNNING one restarts UNKNOWN (its last result is
     // unknown: the next claim reconciles) with its fence advanced past the vanished holder's.
@@ -188,7 +224,8 @@ describe('ops resolve', () => {
     const at = status === 'RUNNING-live' ? Date.now() : s + 1_000;
     const c = await box.ledger.claim(id(s), 'w1', at, 60_000, 2_000);
     if (c.kind !== 'claimed') throw new Error(c.kind);
-    if (status === 'DEAD') await box.ledger.complete(c.run, { status: RunStatus.DEAD, lastError: { code: 'X', message: 'broken input' } }, at + 10);
+    if (status === 'DEAD')
+      await box.ledger.complete(c.run, { status: RunStatus.DEAD, lastError: { code: 'X', message: 'broken input' } }, at + 10);
     if (status === 'SUCCEEDED') await box.ledger.complete(c.run, { status: RunStatus.SUCCEEDED }, at + 10);
     return (await box.ledger.getRun(id(s)))!;
   }
@@ -222,9 +259,18 @@ describe('ops resolve', () => {
     };
     const { LedgerOps } = await import('../../shared/store/repairs.js');
     const ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
-    await expect(resolveRun({ ledger: racingLedger, ops, clock: Date.now }, { id: id(s), as: 'dead', reason: 'stale', by: 'ops' })).rejects.toThrow(OpsFailure);
     await expect(
-      resolveRun({ ledger: { getRun: async (runId: RunId) => ({ ...(await box.ledger.getRun(runId))!, status: RunStatus.READY, fencingToken: 1 }) }, ops, clock: Date.now }, { id: id(s), as: 'dead', reason: 'stale', by: 'ops' }),
+      resolveRun({ ledger: racingLedger, ops, clock: Date.now }, { id: id(s), as: 'dead', reason: 'stale', by: 'ops' }),
+    ).rejects.toThrow(OpsFailure);
+    await expect(
+      resolveRun(
+        {
+          ledger: { getRun: async (runId: RunId) => ({ ...(await box.ledger.getRun(runId))!, status: RunStatus.READY, fencingToken: 1 }) },
+          ops,
+          clock: Date.now,
+        },
+        { id: id(s), as: 'dead', reason: 'stale', by: 'ops' },
+      ),
     ).rejects.toThrow(/changed while resolving/);
     const current = (await box.ledger.getRun(id(s)))!;
     expect(current).toMatchObject({ status: RunStatus.RUNNING, owner: 'racer' });
@@ -234,7 +280,9 @@ describe('ops resolve', () => {
     const dead = base + 3 * MINUTE;
     const deadRun = await runIn('DEAD', dead);
     const c = capture({ jobs: JOBS, env: { USER: 'alice' } });
-    expect(await runOps(['resolve', key(dead), '--as', 'succeeded', '--reason', 'paid by hand in the console', '--endpoints', endpoints], c.io)).toBe(0);
+    expect(
+      await runOps(['resolve', key(dead), '--as', 'succeeded', '--reason', 'paid by hand in the console', '--endpoints', endpoints], c.io),
+    ).toBe(0);
     expect(c.out[0]).toContain('DEAD → MANUAL');
     const show = capture({ jobs: JOBS });
     expect(await runOps(['show', key(dead), '--endpoints', endpoints, '--json'], show.io)).toBe(0);
@@ -250,7 +298,12 @@ describe('ops resolve', () => {
     await runIn('RUNNING-expired', expired);
     for (const s of [ready, expired]) {
       const r = capture({ jobs: JOBS });
-      expect(await runOps(['resolve', key(s), '--as', 'dead', '--reason', 'input withdrawn', '--by', 'bob', '--endpoints', endpoints, '--json'], r.io)).toBe(0);
+      expect(
+        await runOps(
+          ['resolve', key(s), '--as', 'dead', '--reason', 'input withdrawn', '--by', 'bob', '--endpoints', endpoints, '--json'],
+          r.io,
+        ),
+      ).toBe(0);
       expect(r.json()).toMatchObject({ to: 'DEAD', by: 'bob' });
       const run = (await box.ledger.getRun(id(s)))!;
       expect(run).toMatchObject({ status: RunStatus.DEAD, lastError: { code: 'RESOLVED', message: 'input withdrawn' } });

@@ -58,7 +58,9 @@ describe('ops revival and takeover', () => {
     await lab.create(name, slot);
     await lab.deliver(name, slot);
     expect(await lab.run(name, slot)).toMatchObject({ status: RunStatus.DEAD, resultUnknown: true });
-    const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [(await lab.run(name, slot))!]);
+    const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [
+      (await lab.run(name, slot))!,
+    ]);
     expect(entry).toMatchObject({ action: 'revived', to: RunStatus.UNKNOWN });
     await lab.deliverSent();
     expect(await lab.run(name, slot)).toMatchObject({ status: RunStatus.SUCCEEDED, evidence: { charge: 'ch_1' } });
@@ -72,10 +74,22 @@ describe('ops revival and takeover', () => {
     expect(await lab.status(name, slot)).toBe(RunStatus.DEAD);
     // Its message ended in the DLQ (say, a crash loop before it went DEAD).
     const run = (await lab.run(name, slot))!;
-    await box.clients.sqs.send(new SendMessageCommand({ QueueUrl: box.endpoints.deadLetterQueueUrl, MessageBody: JSON.stringify(messageFor(run)) }));
-    const arn = async (url: string) => (await box.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
+    await box.clients.sqs.send(
+      new SendMessageCommand({ QueueUrl: box.endpoints.deadLetterQueueUrl, MessageBody: JSON.stringify(messageFor(run)) }),
+    );
+    const arn = async (url: string) =>
+      (await box.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes!.QueueArn!;
     const report = await redrive(
-      { sqs: box.clients.sqs, ledger: box.ledger, ops, jobs: lab.jobs, deadLetterQueueUrl: box.endpoints.deadLetterQueueUrl, deadLetterQueueArn: () => arn(box.endpoints.deadLetterQueueUrl), runQueueArn: () => arn(box.endpoints.runQueueUrl), clock: lab.clock.read },
+      {
+        sqs: box.clients.sqs,
+        ledger: box.ledger,
+        ops,
+        jobs: lab.jobs,
+        deadLetterQueueUrl: box.endpoints.deadLetterQueueUrl,
+        deadLetterQueueArn: () => arn(box.endpoints.deadLetterQueueUrl),
+        runQueueArn: () => arn(box.endpoints.runQueueUrl),
+        clock: lab.clock.read,
+      },
       { maxPerSecond: 50 },
     );
     expect(report.revived).toBe(1);
@@ -98,7 +112,7 @@ describe('ops revival and takeover', () => {
     expect(calls).toEqual({ run: 0, reconcile: 1 });
   });
 
-  it('resolve judges a lease by a margin, not by the operator\'s clock: a laptop 25 s fast cannot close a run with 20 s of lease left', async () => {
+  it("resolve judges a lease by a margin, not by the operator's clock: a laptop 25 s fast cannot close a run with 20 s of lease left", async () => {
     const name = `live-${Math.random().toString(36).slice(2, 8)}`;
     const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0 }], ['h']);
     const lab = new Lab(box, jobs, { h: { run: async () => undefined } }, Date.now());
@@ -106,7 +120,12 @@ describe('ops revival and takeover', () => {
     const claim = await box.ledger.claim(lab.id(name, lab.clock.now - MIN), 'live', lab.clock.now, 20_000, 2_000);
     expect(claim.kind).toBe('claimed');
     const laptop = () => lab.clock.now + 25_000;
-    await expect(resolveRun({ ledger: box.ledger, ops, clock: laptop }, { id: lab.id(name, lab.clock.now - MIN), as: 'dead', reason: 'stuck?', by: 'op' })).rejects.toThrow(/not 60s past by this machine's clock/);
+    await expect(
+      resolveRun(
+        { ledger: box.ledger, ops, clock: laptop },
+        { id: lab.id(name, lab.clock.now - MIN), as: 'dead', reason: 'stuck?', by: 'op' },
+      ),
+    ).rejects.toThrow(/not 60s past by this machine's clock/);
     expect(await lab.status(name, lab.clock.now - MIN)).toBe(RunStatus.RUNNING);
   });
 
@@ -134,7 +153,10 @@ describe('ops revival and takeover', () => {
     await lab.create(name, slot);
     const holder = lab.deliver(name, slot, 'holder', { clock: Date.now });
     await waitFor(async () => (started ? true : undefined), 120_000, 'the holder to start');
-    await resolveRun({ ledger: box.ledger, ops, clock: Date.now, handOn: laneHandOn(box.ledger, lab.queue, jobs, Date.now) }, { id: lab.id(name, slot), as: 'succeeded', reason: 'done by hand', by: 'op', force: true });
+    await resolveRun(
+      { ledger: box.ledger, ops, clock: Date.now, handOn: laneHandOn(box.ledger, lab.queue, jobs, Date.now) },
+      { id: lab.id(name, slot), as: 'succeeded', reason: 'done by hand', by: 'op', force: true },
+    );
     // The holder's next heartbeat is refused: the signal aborts, the attempt ends.
     await waitFor(async () => (lab.events.some((e) => e.type === 'heartbeat' && !e.ok) ? true : undefined), 120_000, 'a refused heartbeat');
     expect(await holder).toBe('retry');
@@ -158,7 +180,12 @@ describe('ops revival and takeover', () => {
     for (const e of ended) {
       const created = await box.ledger.createRun({ job: name, slot: e.slot, shard: 0, shards: 1, status: e.status, reason: e.reason }, now);
       expect(created.created).toBe(true);
-      const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [(await lab.run(name, e.slot))!], { states: [e.status] });
+      const [entry] = await retryRuns(
+        { ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read },
+        lab.job(name),
+        [(await lab.run(name, e.slot))!],
+        { states: [e.status] },
+      );
       expect(entry).toMatchObject({ action: 'revived', to: RunStatus.READY });
     }
     // Without a history map every outcome write of these runs was rejected (an invalid document path).
@@ -205,8 +232,17 @@ describe('ops revival and takeover', () => {
     await lab.deliver(name, newer);
     // The older slot comes late: its charge lands, then the shared item refuses it.
     await lab.deliver(name, older);
-    expect(await lab.run(name, older)).toMatchObject({ status: RunStatus.SUPERSEDED, resultUnknown: true, lastError: { code: 'SUPERSEDED_BY_NEWER_SLOT' } });
-    const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [(await lab.run(name, older))!], { states: [RunStatus.SUPERSEDED] });
+    expect(await lab.run(name, older)).toMatchObject({
+      status: RunStatus.SUPERSEDED,
+      resultUnknown: true,
+      lastError: { code: 'SUPERSEDED_BY_NEWER_SLOT' },
+    });
+    const [entry] = await retryRuns(
+      { ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read },
+      lab.job(name),
+      [(await lab.run(name, older))!],
+      { states: [RunStatus.SUPERSEDED] },
+    );
     expect(entry).toMatchObject({ action: 'revived', to: RunStatus.UNKNOWN });
     await lab.deliverSent();
     expect(await lab.run(name, older)).toMatchObject({ status: RunStatus.SUCCEEDED, evidence: { charged: true } });
@@ -221,7 +257,12 @@ describe('ops revival and takeover', () => {
     if (claim.kind !== 'claimed') throw new Error(claim.kind);
     expect(await box.ledger.replaceRunning(claim.run, `${name}@later`, lab.clock.now)).toBe(true);
     expect(await lab.run(name, slot)).toMatchObject({ status: RunStatus.SUPERSEDED, resultUnknown: true, lastError: { code: 'REPLACED' } });
-    const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [(await lab.run(name, slot))!], { states: [RunStatus.SUPERSEDED] });
+    const [entry] = await retryRuns(
+      { ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read },
+      lab.job(name),
+      [(await lab.run(name, slot))!],
+      { states: [RunStatus.SUPERSEDED] },
+    );
     expect(entry).toMatchObject({ action: 'revived', to: RunStatus.UNKNOWN });
     await lab.deliverSent();
     // Nothing was charged (the replaced worker here did nothing): reconcile says so, and it runs.
@@ -237,16 +278,30 @@ describe('ops revival and takeover', () => {
     const lab = new Lab(box, jobs, { h: { run: async () => undefined } }, now);
     // A slot the overlap policy skipped before it came, 45 s ahead.
     const slot = now + 45_000;
-    await box.ledger.createRun({ job: name, slot, shard: 0, shards: 1, status: RunStatus.SKIPPED, reason: 'skipped: run still open (forbid-skip)' }, now - 20_000);
-    const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [(await lab.run(name, slot))!], { states: [RunStatus.SKIPPED] });
-    expect(entry).toMatchObject({ action: 'revived', to: RunStatus.READY, detail: `waits for its fire time ${new Date(slot).toISOString()}` });
+    await box.ledger.createRun(
+      { job: name, slot, shard: 0, shards: 1, status: RunStatus.SKIPPED, reason: 'skipped: run still open (forbid-skip)' },
+      now - 20_000,
+    );
+    const [entry] = await retryRuns(
+      { ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read },
+      lab.job(name),
+      [(await lab.run(name, slot))!],
+      { states: [RunStatus.SKIPPED] },
+    );
+    expect(entry).toMatchObject({
+      action: 'revived',
+      to: RunStatus.READY,
+      detail: `waits for its fire time ${new Date(slot).toISOString()}`,
+    });
     // Visible startLead before the fire time, as the planner would send it: 45 s - 2 s.
     expect(lab.queue.sent.map((m) => [m.message.runKey, m.delaySeconds])).toEqual([[`${name}@${new Date(slot).toISOString()}`, 43]]);
     // A run whose slot has come is sent now.
     const past = now - MIN;
     await box.ledger.createRun({ job: name, slot: past, shard: 0, shards: 1, status: RunStatus.SKIPPED, reason: 'skipped' }, past);
     lab.queue.take();
-    await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [(await lab.run(name, past))!], { states: [RunStatus.SKIPPED] });
+    await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [(await lab.run(name, past))!], {
+      states: [RunStatus.SKIPPED],
+    });
     expect(lab.queue.sent.map((m) => m.delaySeconds)).toEqual([0]);
   });
 
@@ -280,7 +335,9 @@ describe('ops revival and takeover', () => {
     for (const s of [a, b]) expect(await lab.status(name, s)).toBe(RunStatus.SUCCEEDED);
     // A SUCCEEDED run is not retried: exit 1, one line.
     const refused: string[] = [];
-    expect(await runOps(['retry', `${name}@${new Date(a).toISOString()}`, '--endpoints', endpoints], { ...io, stdout: (l) => refused.push(l) })).toBe(1);
+    expect(
+      await runOps(['retry', `${name}@${new Date(a).toISOString()}`, '--endpoints', endpoints], { ...io, stdout: (l) => refused.push(l) }),
+    ).toBe(1);
     expect(refused.join('\n')).toMatch(/SUCCEEDED: only DEAD, SKIPPED, SUPERSEDED runs are retried here \(it succeeded\)/);
   });
 });

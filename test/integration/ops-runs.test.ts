@@ -51,10 +51,19 @@ describe('ops runs across every job; one time format in --json', () => {
     await box.ledger.createRun({ job, slot, shard: 0, shards: 1, status: RunStatus.READY }, slot - 5_000);
     const claim = await box.ledger.claim({ job, slot, shard: 0 }, 'w-1', slot + 200, 30_000, 2_000);
     if (claim.kind !== 'claimed') throw new Error(claim.kind);
-    await box.ledger.complete(claim.run, status === 'DEAD' ? { status: RunStatus.DEAD, lastError: { code: 'BOOM', message: 'gave up' } } : { status: RunStatus.SUCCEEDED }, slot + 1_000);
+    await box.ledger.complete(
+      claim.run,
+      status === 'DEAD' ? { status: RunStatus.DEAD, lastError: { code: 'BOOM', message: 'gave up' } } : { status: RunStatus.SUCCEEDED },
+      slot + 1_000,
+    );
     if (big) {
       await box.clients.doc.send(
-        new UpdateCommand({ TableName: box.endpoints.ledgerTable, Key: box.ledger.runKeyOf({ job, slot, shard: 0 }), UpdateExpression: 'SET evidence = :big', ExpressionAttributeValues: { ':big': BIG } }),
+        new UpdateCommand({
+          TableName: box.endpoints.ledgerTable,
+          Key: box.ledger.runKeyOf({ job, slot, shard: 0 }),
+          UpdateExpression: 'SET evidence = :big',
+          ExpressionAttributeValues: { ':big': BIG },
+        }),
       );
     }
   }
@@ -71,7 +80,7 @@ describe('ops runs across every job; one time format in --json', () => {
   }, 120_000);
   afterAll(() => box.destroy());
 
-  it('the DEAD run sits behind a first page of big runs in its job\'s query (the premise of the next test)', async () => {
+  it("the DEAD run sits behind a first page of big runs in its job's query (the premise of the next test)", async () => {
     const { Items = [], LastEvaluatedKey } = await box.clients.doc.send(
       new QueryCommand({
         TableName: box.endpoints.ledgerTable,
@@ -88,12 +97,18 @@ describe('ops runs across every job; one time format in --json', () => {
   it('runs --state DEAD without --job lists the DEAD runs of every configured job, newest first, the one past a first page included', async () => {
     const c = capture();
     expect(await runOps(['runs', '--state', 'DEAD', '--endpoints', endpoints, '--json'], c.io)).toBe(0);
-    expect(c.json<{ runKey: string }[]>().map((r) => r.runKey)).toEqual([runKeyOf('bulky', bulkyDead, 0, 1), runKeyOf('alpha', alphaDead, 0, 1)]);
+    expect(c.json<{ runKey: string }[]>().map((r) => r.runKey)).toEqual([
+      runKeyOf('bulky', bulkyDead, 0, 1),
+      runKeyOf('alpha', alphaDead, 0, 1),
+    ]);
 
     const table = capture();
     expect(await runOps(['runs', '--state', 'dead', '--endpoints', endpoints], table.io)).toBe(0);
     expect(table.out[0]).toMatch(/^RUN KEY\s+STATUS/);
-    expect(table.out.slice(1).map((l) => l.split(/\s+/)[0])).toEqual([runKeyOf('bulky', bulkyDead, 0, 1), runKeyOf('alpha', alphaDead, 0, 1)]);
+    expect(table.out.slice(1).map((l) => l.split(/\s+/)[0])).toEqual([
+      runKeyOf('bulky', bulkyDead, 0, 1),
+      runKeyOf('alpha', alphaDead, 0, 1),
+    ]);
     expect(table.out.join('\n')).not.toMatch(/more exist/);
   });
 
@@ -121,7 +136,12 @@ describe('ops runs across every job; one time format in --json', () => {
     const runs = capture();
     expect(await runOps(['runs', '--job', 'alpha', '--state', 'DEAD', '--endpoints', endpoints, '--json'], runs.io)).toBe(0);
     const [run] = runs.json<Record<string, unknown>[]>();
-    expect(run).toMatchObject({ slot: isoOf(alphaDead), createdAt: isoOf(alphaDead - 5_000), finishedAt: isoOf(alphaDead + 1_000), fencingToken: expect.any(Number) });
+    expect(run).toMatchObject({
+      slot: isoOf(alphaDead),
+      createdAt: isoOf(alphaDead - 5_000),
+      finishedAt: isoOf(alphaDead + 1_000),
+      fencingToken: expect.any(Number),
+    });
     expect(run!.expiresAt).toMatch(ISO);
     const attempts = run!.attempts as Record<string, unknown>[];
     expect(attempts[0]).toMatchObject({ claimedAt: isoOf(alphaDead + 200), endedAt: isoOf(alphaDead + 1_000) });

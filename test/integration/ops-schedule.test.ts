@@ -78,7 +78,12 @@ describe('ops pause / resume with the planner', () => {
     const status = io();
     expect(await runOps(['status', '--endpoints', endpoints, '--json'], status.io)).toBe(0);
     const jobs = (status.json() as { jobs: { job: string; paused: boolean }[] }).jobs;
-    expect(jobs.filter((j) => j.paused).map((j) => j.job).sort()).toEqual([...PAUSED].sort());
+    expect(
+      jobs
+        .filter((j) => j.paused)
+        .map((j) => j.job)
+        .sort(),
+    ).toEqual([...PAUSED].sort());
 
     for (const job of PAUSED) {
       const c = io();
@@ -118,7 +123,14 @@ describe('ops pause / resume with the planner', () => {
       for (const job of PAUSED) expect((await runsOf(job)).length - slotsBefore.get(job)!).toBeLessThanOrEqual(3 + 1);
     }
     expect(byStatus(await runsOf('p-skip'), RunStatus.SKIPPED)).toEqual(late);
-    expect((await runsOf('p-all')).map((r) => r.slot)).toEqual([T0 + MINUTE, ...late, ...onTime, T0 + 12 * MINUTE, T0 + 13 * MINUTE, T0 + 14 * MINUTE]);
+    expect((await runsOf('p-all')).map((r) => r.slot)).toEqual([
+      T0 + MINUTE,
+      ...late,
+      ...onTime,
+      T0 + 12 * MINUTE,
+      T0 + 13 * MINUTE,
+      T0 + 14 * MINUTE,
+    ]);
     expect((await runsOf('p-all')).every((r) => r.status === RunStatus.READY)).toBe(true);
     const latestSlots = (await runsOf('p-latest')).map((r) => r.slot);
     expect(latestSlots.filter((s) => late.includes(s))).toEqual([late[6]]);
@@ -163,10 +175,27 @@ describe('ops backfill', () => {
   it('creates the runs of [from, to) once, dispatches them, and a second call creates nothing', async () => {
     const now = T0 + 60 * MINUTE;
     const time = fakeTime(now);
-    const args = ['backfill', 'bf', '--from', new Date(T0).toISOString(), '--to', new Date(T0 + 25 * MINUTE).toISOString(), '--endpoints', endpoints];
+    const args = [
+      'backfill',
+      'bf',
+      '--from',
+      new Date(T0).toISOString(),
+      '--to',
+      new Date(T0 + 25 * MINUTE).toISOString(),
+      '--endpoints',
+      endpoints,
+    ];
     const first = capture({ now: time.clock.read, sleep: time.sleep, jobs: JOBS });
     expect(await runOps([...args, '--max-per-second', '10', '--json'], first.io)).toBe(0);
-    expect(first.json()).toMatchObject({ job: 'bf', slots: 25, runs: 25, created: 25, existing: 0, sent: 25, firstSlot: new Date(T0).toISOString() });
+    expect(first.json()).toMatchObject({
+      job: 'bf',
+      slots: 25,
+      runs: 25,
+      created: 25,
+      existing: 0,
+      sent: 25,
+      firstSlot: new Date(T0).toISOString(),
+    });
     // 25 creations at 10/s: three one-second windows, i.e. two waits of a second on the fake clock.
     expect(time.sleeps).toEqual([1_000, 1_000]);
     const runs = await box.ledger.listRuns('bf', { ascending: true });
@@ -181,7 +210,21 @@ describe('ops backfill', () => {
     expect((await box.ledger.listRuns('bf')).length).toBe(25);
 
     const dry = capture({ now: time.clock.read, sleep: time.sleep, jobs: JOBS });
-    expect(await runOps([...args.slice(0, 2), '--from', new Date(T0 + 20 * MINUTE).toISOString(), '--to', new Date(T0 + 30 * MINUTE).toISOString(), '--endpoints', endpoints, '--dry-run'], dry.io)).toBe(0);
+    expect(
+      await runOps(
+        [
+          ...args.slice(0, 2),
+          '--from',
+          new Date(T0 + 20 * MINUTE).toISOString(),
+          '--to',
+          new Date(T0 + 30 * MINUTE).toISOString(),
+          '--endpoints',
+          endpoints,
+          '--dry-run',
+        ],
+        dry.io,
+      ),
+    ).toBe(0);
     expect(dry.out.join('\n')).toContain('10 slot(s) (10 run(s))');
     expect(dry.out.join('\n')).toContain('5 already in the ledger, 5 would be created');
     expect((await box.ledger.listRuns('bf')).length).toBe(25);
@@ -204,29 +247,107 @@ describe('ops backfill', () => {
   it('refuses ranges in the future and, without --force, over 10,000 slots (exit 2 naming the field); a dry run counts such a range without refusing it', async () => {
     const now = T0 + 60 * MINUTE;
     const future = capture({ now: () => now, jobs: JOBS });
-    expect(await runOps(['backfill', 'bf', '--from', new Date(now - MINUTE).toISOString(), '--to', new Date(now + MINUTE).toISOString(), '--endpoints', endpoints], future.io)).toBe(2);
+    expect(
+      await runOps(
+        [
+          'backfill',
+          'bf',
+          '--from',
+          new Date(now - MINUTE).toISOString(),
+          '--to',
+          new Date(now + MINUTE).toISOString(),
+          '--endpoints',
+          endpoints,
+        ],
+        future.io,
+      ),
+    ).toBe(2);
     expect(future.err).toHaveLength(1);
     expect(future.err[0]).toContain('"to"');
     expect(future.err[0]).toContain('future');
 
     // The dry run counts the same range without --force: its true size, and what the backfill needs.
     const counted = capture({ now: () => now, jobs: JOBS });
-    expect(await runOps(['backfill', 'bf-seconds', '--from', new Date(T0 - 3 * 3_600_000).toISOString(), '--to', new Date(T0).toISOString(), '--endpoints', endpoints, '--dry-run'], counted.io)).toBe(0);
+    expect(
+      await runOps(
+        [
+          'backfill',
+          'bf-seconds',
+          '--from',
+          new Date(T0 - 3 * 3_600_000).toISOString(),
+          '--to',
+          new Date(T0).toISOString(),
+          '--endpoints',
+          endpoints,
+          '--dry-run',
+        ],
+        counted.io,
+      ),
+    ).toBe(0);
     expect(counted.out).toEqual([
-      expect.stringMatching(/^dry run: bf-seconds has 10800 slot\(s\) \(10800 run\(s\)\) in \[.*\); 0 already in the ledger, 10800 would be created at 10\/s \(~18m00s\)$/),
+      expect.stringMatching(
+        /^dry run: bf-seconds has 10800 slot\(s\) \(10800 run\(s\)\) in \[.*\); 0 already in the ledger, 10800 would be created at 10\/s \(~18m00s\)$/,
+      ),
       `first ${new Date(T0 - 3 * 3_600_000).toISOString()}, last ${new Date(T0 - 1_000).toISOString()}`,
       'the range holds more than 10000 slots: the backfill itself needs --force',
     ]);
 
     const huge = capture({ now: () => now, jobs: JOBS });
-    expect(await runOps(['backfill', 'bf-seconds', '--from', new Date(T0 - 3 * 3_600_000).toISOString(), '--to', new Date(T0).toISOString(), '--endpoints', endpoints], huge.io)).toBe(2);
+    expect(
+      await runOps(
+        [
+          'backfill',
+          'bf-seconds',
+          '--from',
+          new Date(T0 - 3 * 3_600_000).toISOString(),
+          '--to',
+          new Date(T0).toISOString(),
+          '--endpoints',
+          endpoints,
+        ],
+        huge.io,
+      ),
+    ).toBe(2);
     expect(huge.err[0]).toContain('--force');
     const forced = capture({ now: () => now, jobs: JOBS });
-    expect(await runOps(['backfill', 'bf-seconds', '--from', new Date(T0 - 3 * 3_600_000).toISOString(), '--to', new Date(T0).toISOString(), '--endpoints', endpoints, '--force', '--dry-run', '--json'], forced.io)).toBe(0);
+    expect(
+      await runOps(
+        [
+          'backfill',
+          'bf-seconds',
+          '--from',
+          new Date(T0 - 3 * 3_600_000).toISOString(),
+          '--to',
+          new Date(T0).toISOString(),
+          '--endpoints',
+          endpoints,
+          '--force',
+          '--dry-run',
+          '--json',
+        ],
+        forced.io,
+      ),
+    ).toBe(0);
     expect(forced.json()).toMatchObject({ slots: 10_800, created: 0, dryRun: true });
 
     const badRate = capture({ now: () => now, jobs: JOBS });
-    expect(await runOps(['backfill', 'bf', '--from', new Date(T0).toISOString(), '--to', new Date(T0 + MINUTE).toISOString(), '--max-per-second', '0', '--endpoints', endpoints], badRate.io)).toBe(2);
+    expect(
+      await runOps(
+        [
+          'backfill',
+          'bf',
+          '--from',
+          new Date(T0).toISOString(),
+          '--to',
+          new Date(T0 + MINUTE).toISOString(),
+          '--max-per-second',
+          '0',
+          '--endpoints',
+          endpoints,
+        ],
+        badRate.io,
+      ),
+    ).toBe(2);
     expect(badRate.err[0]).toContain('"max-per-second"');
   });
 });

@@ -41,7 +41,13 @@ interface Attempt {
 function capture() {
   const out: string[] = [];
   const err: string[] = [];
-  const io: OpsIo = { stdout: (l) => out.push(l), stderr: (l) => err.push(l), now: () => T0 + 10 * MINUTE, jobs: JOBS, env: { USER: 'ops-person' } };
+  const io: OpsIo = {
+    stdout: (l) => out.push(l),
+    stderr: (l) => err.push(l),
+    now: () => T0 + 10 * MINUTE,
+    jobs: JOBS,
+    env: { USER: 'ops-person' },
+  };
   return { io, out, err, json: () => JSON.parse(out.join('\n')) as Record<string, unknown> & { attempts: Attempt[] } };
 }
 
@@ -77,18 +83,40 @@ describe('ops show: the run history', () => {
     await box.ledger.createRun({ job: 'ledger-sync', slot, shard: 0, shards: 1, status: RunStatus.READY }, slot - SEC);
     // Claim 1 fails and retries.
     const first = await claim(slot, 'worker-a', slot + 100);
-    expect(await box.ledger.complete(first, { status: RunStatus.RETRY, nextAttemptAt: slot + 2 * SEC, lastError: { code: 'UPSTREAM_503', message: 'bank API unavailable' } }, slot + 1_600, { from: RunStatus.READY })).toEqual({ ok: true });
+    expect(
+      await box.ledger.complete(
+        first,
+        { status: RunStatus.RETRY, nextAttemptAt: slot + 2 * SEC, lastError: { code: 'UPSTREAM_503', message: 'bank API unavailable' } },
+        slot + 1_600,
+        { from: RunStatus.READY },
+      ),
+    ).toEqual({ ok: true });
     // Claim 2 dies without recording anything; claim 3 takes the run over once its lease expired.
     await claim(slot, 'worker-b', slot + 3 * SEC);
     const third = await claim(slot, 'worker-c', slot + 3 * SEC + LEASE + SKEW + 1);
     expect(third.fencingToken).toBe(initialFence(slot) + 3);
-    expect(await box.ledger.complete(third, { status: RunStatus.SUCCEEDED, evidence: { synced: 3 } }, third.startedAt! + 420, { from: RunStatus.RUNNING })).toEqual({ ok: true });
+    expect(
+      await box.ledger.complete(third, { status: RunStatus.SUCCEEDED, evidence: { synced: 3 } }, third.startedAt! + 420, {
+        from: RunStatus.RUNNING,
+      }),
+    ).toEqual({ ok: true });
 
     const { item, text } = await show(slot);
     expect(item.status).toBe('SUCCEEDED');
     expect(item).not.toHaveProperty('lastError');
     expect(item.attempts).toEqual([
-      expect.objectContaining({ claim: 1, end: 'recorded', ended: 'RETRY', owner: 'worker-a', token: initialFence(slot) + 1, from: 'READY', claimedAt: new Date(slot + 100).toISOString(), code: 'UPSTREAM_503', message: 'bank API unavailable', durationMs: 1_500 }),
+      expect.objectContaining({
+        claim: 1,
+        end: 'recorded',
+        ended: 'RETRY',
+        owner: 'worker-a',
+        token: initialFence(slot) + 1,
+        from: 'READY',
+        claimedAt: new Date(slot + 100).toISOString(),
+        code: 'UPSTREAM_503',
+        message: 'bank API unavailable',
+        durationMs: 1_500,
+      }),
       expect.objectContaining({ claim: 2, end: 'taken-over', ended: 'no outcome recorded (taken over)', token: initialFence(slot) + 2 }),
       expect.objectContaining({ claim: 3, end: 'recorded', ended: 'SUCCEEDED', owner: 'worker-c', from: 'RUNNING', durationMs: 420 }),
     ]);
@@ -104,7 +132,7 @@ describe('ops show: the run history', () => {
     expect(text).toMatch(/^3\s+\S+\s+worker-c\s+\d+003\s+RUNNING \(takeover\)\s+SUCCEEDED\s+-\s+420ms$/m);
   });
 
-  it('an item that succeeded while it still carried an earlier attempt\'s lastError (written before the ledger cleared it) shows none', async () => {
+  it("an item that succeeded while it still carried an earlier attempt's lastError (written before the ledger cleared it) shows none", async () => {
     const slot = T0 + MINUTE;
     await box.ledger.createRun({ job: 'ledger-sync', slot, shard: 0, shards: 1, status: RunStatus.READY }, slot - SEC);
     const run = await claim(slot, 'worker-a', slot + 100);
@@ -130,7 +158,12 @@ describe('ops show: the run history', () => {
     const slot = T0 + 2 * MINUTE;
     await box.ledger.createRun({ job: 'ledger-sync', slot, shard: 0, shards: 1, status: RunStatus.READY }, slot - SEC);
     const first = await claim(slot, 'worker-a', slot + 100);
-    await box.ledger.complete(first, { status: RunStatus.RETRY, nextAttemptAt: slot + SEC, lastError: { code: 'E1', message: 'first' } }, slot + 300, { from: RunStatus.READY });
+    await box.ledger.complete(
+      first,
+      { status: RunStatus.RETRY, nextAttemptAt: slot + SEC, lastError: { code: 'E1', message: 'first' } },
+      slot + 300,
+      { from: RunStatus.READY },
+    );
     await claim(slot, 'worker-b', slot + 2 * SEC);
     const running = await show(slot);
     expect(running.item.attempts.map((a) => [a.claim, a.end, a.owner])).toEqual([
@@ -142,7 +175,9 @@ describe('ops show: the run history', () => {
     const dead = T0 + 3 * MINUTE;
     await box.ledger.createRun({ job: 'ledger-sync', slot: dead, shard: 0, shards: 1, status: RunStatus.READY }, dead - SEC);
     const run = await claim(dead, 'worker-a', dead + 100);
-    await box.ledger.complete(run, { status: RunStatus.DEAD, lastError: { code: 'PERMANENT', message: 'bad input' } }, dead + 300, { from: RunStatus.READY });
+    await box.ledger.complete(run, { status: RunStatus.DEAD, lastError: { code: 'PERMANENT', message: 'bad input' } }, dead + 300, {
+      from: RunStatus.READY,
+    });
     const shown = await show(dead);
     expect(shown.item.lastError).toEqual({ code: 'PERMANENT', message: 'bad input' });
     expect(shown.text).toMatch(/^lastError\s+.*"PERMANENT"/m);
@@ -153,7 +188,10 @@ describe('ops show: the run history', () => {
     await box.ledger.createRun({ job: 'ledger-sync', slot, shard: 0, shards: 1, status: RunStatus.READY }, slot - SEC);
     await claim(slot, 'worker-a', slot + 100);
     const c = capture();
-    expect(await runOps(['resolve', key(slot), '--as', 'dead', '--reason', 'worker gone', '--endpoints', endpoints], c.io), c.err.join('\n')).toBe(0);
+    expect(
+      await runOps(['resolve', key(slot), '--as', 'dead', '--reason', 'worker gone', '--endpoints', endpoints], c.io),
+      c.err.join('\n'),
+    ).toBe(0);
     const { item, text } = await show(slot);
     expect(item.attempts.map((a) => a.end)).toEqual(['taken-over', 'ops-takeover']);
     expect(text).toContain('fence advanced by an operator (takeover)');

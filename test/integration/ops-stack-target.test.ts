@@ -23,7 +23,13 @@ import { sandbox, type Sandbox } from '../support/stack.js';
 
 const NOW = Date.UTC(2026, 11, 6, 12, 0, 30);
 const cfn = mockClient(CloudFormationClient);
-const ENV_KEYS = ['AWS_ENDPOINT_URL_DYNAMODB', 'AWS_ENDPOINT_URL_SQS', 'AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY', 'EXAMPLE_JOBS'] as const;
+const ENV_KEYS = [
+  'AWS_ENDPOINT_URL_DYNAMODB',
+  'AWS_ENDPOINT_URL_SQS',
+  'AWS_ACCESS_KEY_ID',
+  'AWS_SECRET_ACCESS_KEY',
+  'EXAMPLE_JOBS',
+] as const;
 
 describe('ops against a stack', () => {
   let box: Sandbox;
@@ -62,7 +68,14 @@ describe('ops against a stack', () => {
       ...(exampleJobs === undefined ? {} : { [StackOutput.ExampleJobs]: exampleJobs }),
     };
     cfn.on(DescribeStacksCommand).resolves({
-      Stacks: [{ StackName: 'Prod', CreationTime: new Date(NOW), StackStatus: 'CREATE_COMPLETE', Outputs: Object.entries(outputs).map(([OutputKey, OutputValue]) => ({ OutputKey, OutputValue })) }],
+      Stacks: [
+        {
+          StackName: 'Prod',
+          CreationTime: new Date(NOW),
+          StackStatus: 'CREATE_COMPLETE',
+          Outputs: Object.entries(outputs).map(([OutputKey, OutputValue]) => ({ OutputKey, OutputValue })),
+        },
+      ],
     });
   }
 

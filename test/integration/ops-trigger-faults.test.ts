@@ -49,7 +49,14 @@ describe('ops trigger: failed sends and repeats', () => {
   const capture = (now: number, instrument?: (clients: Clients) => void) => {
     const out: string[] = [];
     const err: string[] = [];
-    const io: OpsIo = { stdout: (l) => out.push(l), stderr: (l) => err.push(l), now: () => now, jobs: JOBS, env: { USER: 'alice' }, instrument };
+    const io: OpsIo = {
+      stdout: (l) => out.push(l),
+      stderr: (l) => err.push(l),
+      now: () => now,
+      jobs: JOBS,
+      env: { USER: 'alice' },
+      instrument,
+    };
     return { io, out, err };
   };
   const manualRuns = async (job: string) => (await box.ledger.listRuns(job)).filter((r) => r.origin === RunOrigin.MANUAL);
@@ -91,7 +98,10 @@ describe('ops trigger: failed sends and repeats', () => {
     const c = capture(NOW + 120_000, (clients) =>
       clients.doc.middlewareStack.add(
         () => async () => {
-          throw Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), { name: 'ThrottlingException', $metadata: { httpStatusCode: 400 } });
+          throw Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), {
+            name: 'ThrottlingException',
+            $metadata: { httpStatusCode: 400 },
+          });
         },
         { step: 'initialize', name: 'refuse-dynamo' },
       ),

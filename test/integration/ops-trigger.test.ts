@@ -41,9 +41,16 @@ describe('ops trigger', () => {
 
   it('creates one manual run with its note and who triggered it, dispatches it, and `runs` shows its origin', async () => {
     const c = capture();
-    expect(await runOps(['trigger', 'report', '--note', 'rerun after the feed was fixed', '--endpoints', endpoints, '--json'], c.io)).toBe(0);
+    expect(await runOps(['trigger', 'report', '--note', 'rerun after the feed was fixed', '--endpoints', endpoints, '--json'], c.io)).toBe(
+      0,
+    );
     const [run] = c.json<{ runKey: string; origin: string; note: string; triggeredBy: string }[]>();
-    expect(run).toMatchObject({ runKey: `report@${new Date(NOW).toISOString()}`, origin: RunOrigin.MANUAL, note: 'rerun after the feed was fixed', triggeredBy: 'alice' });
+    expect(run).toMatchObject({
+      runKey: `report@${new Date(NOW).toISOString()}`,
+      origin: RunOrigin.MANUAL,
+      note: 'rerun after the feed was fixed',
+      triggeredBy: 'alice',
+    });
     const stored = await box.ledger.getRun({ job: 'report', slot: NOW, shard: 0 });
     expect(stored).toMatchObject({ status: RunStatus.READY, origin: RunOrigin.MANUAL });
     const received = await drain(box.clients.sqs, box.endpoints.runQueueUrl, { expected: 1 });
@@ -92,7 +99,10 @@ describe('ops trigger across a change of shards', () => {
     const [three] = testJobs([{ name: 'reshard', schedule: '0 * * * *', handler: 'noop', shards: 3 }]);
     const queue = new RecordingQueue();
     const first = await trigger({ ledger: box.ledger, queue, clock: () => NOW }, { job: one!, idempotencyKey: 'deploy-42', by: 'alice' });
-    const again = await trigger({ ledger: box.ledger, queue, clock: () => NOW + 5_000 }, { job: three!, idempotencyKey: 'deploy-42', by: 'alice' });
+    const again = await trigger(
+      { ledger: box.ledger, queue, clock: () => NOW + 5_000 },
+      { job: three!, idempotencyKey: 'deploy-42', by: 'alice' },
+    );
     expect(again.runs.map((r) => r.runKey)).toEqual(first.runs.map((r) => r.runKey));
     expect(again.repeated).toBe(true);
     expect((await box.ledger.listRuns('reshard', { ascending: true })).map((r) => `${r.shard}/${r.shards}`)).toEqual(['0/1']);

@@ -10,7 +10,15 @@ import fc from 'fast-check';
 import { configuredJobDefinitions, loadJobs } from '../../shared/config.js';
 import { handlers } from '../../shared/handlers/index.js';
 import { isTerminal } from '../../shared/core/vocabulary.js';
-import { OUTBOX_DEFAULT_RETENTION_DAYS, OUTBOX_PK_PREFIX, outboxEventsFrom, outboxExpiresAt, outboxPut, type OutboxEvent, type OutboxRunContext } from '../../shared/core/outbox.js';
+import {
+  OUTBOX_DEFAULT_RETENTION_DAYS,
+  OUTBOX_PK_PREFIX,
+  outboxEventsFrom,
+  outboxExpiresAt,
+  outboxPut,
+  type OutboxEvent,
+  type OutboxRunContext,
+} from '../../shared/core/outbox.js';
 import { LocalRuntime, seedPayments } from '../../tools/local-runtime.js';
 import { LocalOutboxRelay } from '../../tools/local-outbox-relay.js';
 import { waitFor } from '../support/helpers.js';
@@ -28,15 +36,25 @@ describe('outbox relay', () => {
     // Shifted clock: the next minute slot is 3 s away.
     const realStart = Date.now();
     const offset = Math.ceil((realStart + 3_000) / 60_000) * 60_000 - 3_000 - realStart;
-    const runtime = new LocalRuntime({ endpoints: box.endpoints, jobs, handlers, clock: () => Date.now() + offset, planner: { lookaheadMs: 10_000 } });
+    const runtime = new LocalRuntime({
+      endpoints: box.endpoints,
+      jobs,
+      handlers,
+      clock: () => Date.now() + offset,
+      planner: { lookaheadMs: 10_000 },
+    });
     await seedPayments(runtime.clients, box.endpoints.paymentsTable, 8);
     await runtime.startRelay();
     runtime.start();
     await runtime.tick();
-    const runs = await waitFor(async () => {
-      const all = await box.ledger.listRuns('payments-reconcile');
-      return all.length > 0 && all.every((r) => isTerminal(r.status)) ? all : undefined;
-    }, 20_000, 'the payments run');
+    const runs = await waitFor(
+      async () => {
+        const all = await box.ledger.listRuns('payments-reconcile');
+        return all.length > 0 && all.every((r) => isTerminal(r.status)) ? all : undefined;
+      },
+      20_000,
+      'the payments run',
+    );
     expect(runs.map((r) => [r.status, r.lastError])).toEqual([['SUCCEEDED', undefined]]);
     await waitFor(async () => (runtime.outboxEvents.length >= 5 ? true : undefined), 120_000, 'outbox events');
     await runtime.stop();
@@ -48,14 +66,23 @@ describe('outbox relay', () => {
 
     // A relay that starts over from the beginning of the stream: the same keys, nothing new.
     const replayed: OutboxEvent[] = [];
-    const relay = new LocalOutboxRelay(box.clients.dynamo, box.endpoints.dynamoEndpoint, box.endpoints.ledgerTable, (e) => void replayed.push(e));
+    const relay = new LocalOutboxRelay(
+      box.clients.dynamo,
+      box.endpoints.dynamoEndpoint,
+      box.endpoints.ledgerTable,
+      (e) => void replayed.push(e),
+    );
     await relay.start('start');
     await relay.stop();
     expect(new Set(replayed.map((e) => e.eventKey))).toEqual(new Set(keys));
 
     // Each row expires OUTBOX_DEFAULT_RETENTION_DAYS after the run wrote it.
     const { Items: rows = [] } = await box.clients.doc.send(
-      new QueryCommand({ TableName: box.endpoints.ledgerTable, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': `${OUTBOX_PK_PREFIX}payments-reconcile` } }),
+      new QueryCommand({
+        TableName: box.endpoints.ledgerTable,
+        KeyConditionExpression: 'pk = :pk',
+        ExpressionAttributeValues: { ':pk': `${OUTBOX_PK_PREFIX}payments-reconcile` },
+      }),
     );
     expect(rows).toHaveLength(5);
     const finishedAt = Math.max(...runs.map((r) => r.finishedAt ?? 0));
@@ -69,9 +96,15 @@ describe('outbox relay', () => {
     // Expiry: the rows go (DynamoDB Local does not run TTL, so they are deleted as TTL would).
     // A relay reading the stream from its start sees each INSERT and each REMOVE, and publishes
     // the INSERTs only: the same keys as before, nothing for the deletes.
-    for (const row of rows) await box.clients.doc.send(new DeleteCommand({ TableName: box.endpoints.ledgerTable, Key: { pk: row.pk, sk: row.sk } }));
+    for (const row of rows)
+      await box.clients.doc.send(new DeleteCommand({ TableName: box.endpoints.ledgerTable, Key: { pk: row.pk, sk: row.sk } }));
     const afterExpiry: OutboxEvent[] = [];
-    const again = new LocalOutboxRelay(box.clients.dynamo, box.endpoints.dynamoEndpoint, box.endpoints.ledgerTable, (e) => void afterExpiry.push(e));
+    const again = new LocalOutboxRelay(
+      box.clients.dynamo,
+      box.endpoints.dynamoEndpoint,
+      box.endpoints.ledgerTable,
+      (e) => void afterExpiry.push(e),
+    );
     await again.start('start');
     await again.stop();
     expect(afterExpiry.map((e) => e.eventKey).sort()).toEqual([...keys].sort());
@@ -100,7 +133,7 @@ describe('outbox relay', () => {
     expect(events.map((e) => e.event.eventKey)).toEqual(['payments-reconcile@2026-01-01T00:00:00.000Z#p-1']);
   });
 
-  it('puts the row in the ledger with expiresAt = write time + retention, in epoch seconds (the ledger\'s TTL attribute)', () => {
+  it("puts the row in the ledger with expiresAt = write time + retention, in epoch seconds (the ledger's TTL attribute)", () => {
     fc.assert(
       fc.property(fc.integer({ min: 14, max: 3650 }), fc.integer({ min: 0, max: 4_102_444_800_000 }), (days, now) => {
         const put = outboxPut({ ...ctx(days), now: () => now }, { name: 'p-1', detailType: 'X', detail: {} });

@@ -19,9 +19,13 @@ const T0 = Date.UTC(2026, 11, 1, 12, 0);
 
 /** Is this UpdateItem the outcome write (it sets the status to the outcome)? */
 const isOutcome = (status: string) => (command: string, input: Record<string, unknown>) =>
-  command === 'UpdateItemCommand' && String(input.UpdateExpression).includes('#status = :outcome') && (input.ExpressionAttributeValues as Record<string, unknown>)[':outcome'] !== undefined && JSON.stringify(input.ExpressionAttributeValues).includes(status);
+  command === 'UpdateItemCommand' &&
+  String(input.UpdateExpression).includes('#status = :outcome') &&
+  (input.ExpressionAttributeValues as Record<string, unknown>)[':outcome'] !== undefined &&
+  JSON.stringify(input.ExpressionAttributeValues).includes(status);
 
-const isClaim = (command: string, input: Record<string, unknown>) => command === 'UpdateItemCommand' && String(input.UpdateExpression).startsWith('SET claimedFrom');
+const isClaim = (command: string, input: Record<string, unknown>) =>
+  command === 'UpdateItemCommand' && String(input.UpdateExpression).startsWith('SET claimedFrom');
 
 describe('outcome recording', () => {
   let box: Sandbox;
@@ -39,12 +43,25 @@ describe('outcome recording', () => {
         return handler.run(ctx);
       },
     };
-    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, lease: '30s', retry: { maxAttempts: 3, backoff: { base: 0, max: 0 } }, ...extra }], ['h']);
+    const jobs = testJobs(
+      [
+        {
+          name,
+          schedule: '* * * * *',
+          handler: 'h',
+          startLead: 0,
+          lease: '30s',
+          retry: { maxAttempts: 3, backoff: { base: 0, max: 0 } },
+          ...extra,
+        },
+      ],
+      ['h'],
+    );
     const lab = new Lab(box, jobs, { h: counted }, T0 + 10);
     return { name, lab, executions: () => executions };
   }
 
-  it('an outcome write refused by throttling past the SDK\'s retries is retried while the lease holds: SUCCEEDED, the handler ran once', async () => {
+  it("an outcome write refused by throttling past the SDK's retries is retried while the lease holds: SUCCEEDED, the handler ran once", async () => {
     const { name, lab, executions } = setup({ run: async () => ({ evidence: { done: true } }) });
     await lab.create(name, T0);
     // Three refusals in a row: more than the SDK's own three attempts.
@@ -63,7 +80,13 @@ describe('outcome recording', () => {
     await lab.create(name, T0);
     // A run item without its attempt history map: the outcome's history entry is an invalid
     // document path, the same ValidationException on every try (how a revived skipped slot failed).
-    await box.clients.doc.send(new UpdateCommand({ TableName: box.endpoints.ledgerTable, Key: box.ledger.runKeyOf({ job: name, slot: T0, shard: 0 }), UpdateExpression: 'REMOVE attempts' }));
+    await box.clients.doc.send(
+      new UpdateCommand({
+        TableName: box.endpoints.ledgerTable,
+        Key: box.ledger.runKeyOf({ job: name, slot: T0, shard: 0 }),
+        UpdateExpression: 'REMOVE attempts',
+      }),
+    );
     expect(await lab.deliver(name, T0)).toBe('retry');
     expect(executions()).toBe(1);
     expect(lab.metrics.get('OutcomeWriteRetries') ?? 0).toBe(0);
@@ -116,7 +139,7 @@ describe('outcome recording', () => {
     faulty.destroy();
   });
 
-  it('a claim that throws (the ledger unreachable past the SDK\'s retries) hides its message for seconds, not the queue\'s visibility timeout', async () => {
+  it("a claim that throws (the ledger unreachable past the SDK's retries) hides its message for seconds, not the queue's visibility timeout", async () => {
     const { name, lab, executions } = setup({ run: async () => undefined });
     await lab.create(name, T0);
     const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: isClaim, fault: 'refused', times: 3 }], 3);
@@ -147,7 +170,11 @@ describe('outcome recording', () => {
   });
 
   it('an error message too large is stored truncated; the retry budget is spent as usual', async () => {
-    const { name, lab } = setup({ run: async () => { throw new RetryableError('y'.repeat(300_000)); } });
+    const { name, lab } = setup({
+      run: async () => {
+        throw new RetryableError('y'.repeat(300_000));
+      },
+    });
     await lab.create(name, T0);
     expect(await lab.deliver(name, T0)).toBe('retry');
     const run = (await lab.run(name, T0))!;

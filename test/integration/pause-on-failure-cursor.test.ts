@@ -29,16 +29,35 @@ describe('pauseOnFailure and the planner cursor', () => {
         if (ctx.slot < m0) throw new PermanentError('the old feed is gone', { code: 'GONE' });
       },
     };
-    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, pauseOnFailure: 1, misfire: { after: '1m', policy: 'all', maxPerTick: 5 } }], ['h']);
+    const jobs = testJobs(
+      [
+        {
+          name,
+          schedule: '* * * * *',
+          handler: 'h',
+          startLead: 0,
+          pauseOnFailure: 1,
+          misfire: { after: '1m', policy: 'all', maxPerTick: 5 },
+        },
+      ],
+      ['h'],
+    );
     const lab = new Lab(box, jobs, { h: handler }, m0 + 10_000);
-    const tick = () => runPlannerTick({ ledger: box.ledger, queue: lab.queue, jobs, clock: lab.clock.read, logger: silentLogger(), metrics: lab.metrics }, { partition: 0, of: 1 });
+    const tick = () =>
+      runPlannerTick(
+        { ledger: box.ledger, queue: lab.queue, jobs, clock: lab.clock.read, logger: silentLogger(), metrics: lab.metrics },
+        { partition: 0, of: 1 },
+      );
     // The job is planned for the first time now; its first run is still open (a newer success
     // would end the backfilled run's failure streak).
     await tick();
     lab.queue.take();
     // An operator backfills one slot three hours back; it fails for good and pauseOnFailure pauses the job.
     const old = m0 - 3 * HOUR;
-    await backfill({ ledger: box.ledger, queue: lab.queue, clock: lab.clock.read, sleep: async () => undefined }, { job: lab.job(name), from: old, to: old + MIN });
+    await backfill(
+      { ledger: box.ledger, queue: lab.queue, clock: lab.clock.read, sleep: async () => undefined },
+      { job: lab.job(name), from: old, to: old + MIN },
+    );
     await lab.deliverSent();
     expect(await lab.status(name, old)).toBe(RunStatus.DEAD);
     // The operator reads the note, decides the old slot is moot, and resumes.

@@ -30,7 +30,18 @@ describe('a pause with an until', () => {
     const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'noop', startLead: 0, misfire: { policy: 'skip', after: '2m' } }]);
     const job = jobs[0]!;
     const tick = (now: number) =>
-      runPlannerTick({ ledger: box.ledger, queue: new RecordingQueue(), jobs, clock: () => now, logger: silentLogger(), metrics: new InMemoryMetrics(), options: { lookaheadMs: 65 * SEC } }, { partition: 0, of: 1 });
+      runPlannerTick(
+        {
+          ledger: box.ledger,
+          queue: new RecordingQueue(),
+          jobs,
+          clock: () => now,
+          logger: silentLogger(),
+          metrics: new InMemoryMetrics(),
+          options: { lookaheadMs: 65 * SEC },
+        },
+        { partition: 0, of: 1 },
+      );
     const slotsOf = async () => (await box.ledger.listRuns(name, { ascending: true })).map((r) => ({ slot: r.slot, status: r.status }));
 
     await tick(T0 + 5 * SEC);
@@ -54,7 +65,8 @@ describe('a pause with an until', () => {
     const runs = await slotsOf();
     const statusOf = (slot: number) => runs.find((r) => r.slot === slot)?.status;
     // Missed more than misfire.after (2 min) before the tick: skipped by policy.
-    for (let slot = T0 + 2 * MIN; slot < until - 2 * MIN; slot += MIN) expect(statusOf(slot), new Date(slot).toISOString()).toBe(RunStatus.SKIPPED);
+    for (let slot = T0 + 2 * MIN; slot < until - 2 * MIN; slot += MIN)
+      expect(statusOf(slot), new Date(slot).toISOString()).toBe(RunStatus.SKIPPED);
     // Within misfire.after, the expiry's own slot and the next one: to run.
     for (const slot of [until - MIN, until, until + MIN]) expect(statusOf(slot), new Date(slot).toISOString()).toBe(RunStatus.READY);
     expect((await box.ledger.planning.readJobPlan(name))?.pause).toMatchObject({ by: 'ops', until });
@@ -66,7 +78,10 @@ describe('a pause with an until', () => {
     // The next tick keeps planning it on time; it has caught up.
     await tick(until + 2 * MIN);
     expect((await slotsOf()).find((r) => r.slot === until + 3 * MIN)?.status).toBe(RunStatus.READY);
-    expect((await jobPlanning(box.ledger.planning, [name], partitionOf, until + 2 * MIN)).get(name)).toMatchObject({ behind: false, pause: undefined });
+    expect((await jobPlanning(box.ledger.planning, [name], partitionOf, until + 2 * MIN)).get(name)).toMatchObject({
+      behind: false,
+      pause: undefined,
+    });
 
     // A new pause replaces the ended one; resume lifts it.
     const again = await pauseJob(box.ledger.planning, { job, by: 'erin', now: until + 3 * MIN });

@@ -58,7 +58,19 @@ class Planner {
   }
 
   async slots(job: string): Promise<number[]> {
-    return [...new Set((await this.runs(job)).filter((r) => r.origin === undefined || r.origin === RunOrigin.PLANNED || r.origin === RunOrigin.PLANNED_LATE || r.origin === RunOrigin.CATCH_UP).map((r) => r.slot))];
+    return [
+      ...new Set(
+        (await this.runs(job))
+          .filter(
+            (r) =>
+              r.origin === undefined ||
+              r.origin === RunOrigin.PLANNED ||
+              r.origin === RunOrigin.PLANNED_LATE ||
+              r.origin === RunOrigin.CATCH_UP,
+          )
+          .map((r) => r.slot),
+      ),
+    ];
   }
 }
 
@@ -92,7 +104,12 @@ describe('maxRuns across config changes', () => {
   });
 
   it('duplicate and concurrent ticks count each slot of a maxRuns job once: exactly N scheduled runs', async () => {
-    const p = new Planner(box, [{ name: 'counted-once', schedule: '*/10 * * * * *', handler: 'noop', startLead: '60s', maxRuns: 8 }], T0, MIN);
+    const p = new Planner(
+      box,
+      [{ name: 'counted-once', schedule: '*/10 * * * * *', handler: 'noop', startLead: '60s', maxRuns: 8 }],
+      T0,
+      MIN,
+    );
     for (let k = 0; k < 3; k++) {
       p.clock.now = T0 + k * MIN;
       await Promise.all(Array.from({ length: 4 }, () => p.tick()));
@@ -144,7 +161,11 @@ describe('shards changed with runs in flight', () => {
       const pending = p.queue.sent.splice(0, Math.min(count, p.queue.sent.length));
       for (const out of pending) {
         const id = `reshard-${++delivered}`;
-        const outcome = await processRecord(lab.deps('worker'), { messageId: id, receiptHandle: `r-${id}`, body: JSON.stringify(out.message) });
+        const outcome = await processRecord(lab.deps('worker'), {
+          messageId: id,
+          receiptHandle: `r-${id}`,
+          body: JSON.stringify(out.message),
+        });
         if (outcome !== 'ack') refused.push(out.message.runKey);
       }
     };
@@ -168,7 +189,10 @@ describe('shards changed with runs in flight', () => {
     expect([...bySlot.keys()]).toEqual(Array.from({ length: 15 }, (_, i) => T0 + (i + 1) * 10 * SEC));
     for (const [slot, ofSlot] of bySlot) {
       const n = expectedShards((slot - T0) / SEC);
-      expect(ofSlot.map((r) => [r.shard, r.shards]), `slot +${(slot - T0) / SEC}s`).toEqual(Array.from({ length: n }, (_, s) => [s, n]));
+      expect(
+        ofSlot.map((r) => [r.shard, r.shards]),
+        `slot +${(slot - T0) / SEC}s`,
+      ).toEqual(Array.from({ length: n }, (_, s) => [s, n]));
       expect(ofSlot.every((r) => r.status === RunStatus.SUCCEEDED)).toBe(true);
     }
     expect(executed.sort()).toEqual(runs.map((r) => `${r.runKey}/${r.shards}`).sort());
@@ -221,7 +245,7 @@ describe('a job added, or its schedule changed, with a slot before the watermark
     expect(await p.slots('once-45s')).toEqual([at]);
   });
 
-  it('a daily 12:01 job deployed at 12:00:30 keeps that day\'s run, though the first tick that sees it comes just after 12:01', async () => {
+  it("a daily 12:01 job deployed at 12:00:30 keeps that day's run, though the first tick that sees it comes just after 12:01", async () => {
     const own = await sandbox();
     const daily = { name: 'daily-1201', schedule: '1 12 * * *', handler: 'noop' } as const;
     const p = new Planner(own, [bystander], T0);
@@ -262,7 +286,10 @@ describe('a job added, or its schedule changed, with a slot before the watermark
     const own = await sandbox();
     const p = new Planner(own, [{ name: 'steady', schedule: '*/5 * * * * *', handler: 'noop' }], T0);
     await p.tick();
-    p.configure([{ name: 'steady', schedule: '*/5 * * * * *', handler: 'noop' }, { name: 'new-one', schedule: '*/5 * * * * *', handler: 'noop' }]);
+    p.configure([
+      { name: 'steady', schedule: '*/5 * * * * *', handler: 'noop' },
+      { name: 'new-one', schedule: '*/5 * * * * *', handler: 'noop' },
+    ]);
     const changed = await p.tick(T0 + MIN);
     expect(changed.existing).toBeGreaterThan(0);
     const steady = await p.tick(T0 + 2 * MIN);

@@ -47,7 +47,16 @@ function world(box: Sandbox, now: number): World {
       for (let partition = 0; partition < of; partition++) {
         reports.push(
           await runPlannerTick(
-            { ledger: box.ledger, queue, jobs, clock: clock.read, logger: silentLogger(), metrics, history: { record: (e) => events.push(e) }, options: { lookaheadMs: 65 * SEC, ...options } },
+            {
+              ledger: box.ledger,
+              queue,
+              jobs,
+              clock: clock.read,
+              logger: silentLogger(),
+              metrics,
+              history: { record: (e) => events.push(e) },
+              options: { lookaheadMs: 65 * SEC, ...options },
+            },
             { partition, of },
           ),
         );
@@ -140,8 +149,15 @@ describe('planner state', () => {
     const jobs = testJobs([{ name: 'kept', schedule: '0 0 1 1 *', handler: 'noop' }]);
     await w.tick(jobs);
     // Runs of a job no longer configured, watched (old), and one lost run of a configured job, newer.
-    for (let i = 0; i < 150; i++) await own.ledger.createRun({ job: 'removed', slot: T0 - 60 * MIN + i * SEC, shard: 0, shards: 1, status: RunStatus.READY, watch: true }, T0 - 60 * MIN);
-    await own.ledger.createRun({ job: 'kept', slot: T0 - 10 * MIN, shard: 0, shards: 1, status: RunStatus.READY, watch: true }, T0 - 10 * MIN);
+    for (let i = 0; i < 150; i++)
+      await own.ledger.createRun(
+        { job: 'removed', slot: T0 - 60 * MIN + i * SEC, shard: 0, shards: 1, status: RunStatus.READY, watch: true },
+        T0 - 60 * MIN,
+      );
+    await own.ledger.createRun(
+      { job: 'kept', slot: T0 - 10 * MIN, shard: 0, shards: 1, status: RunStatus.READY, watch: true },
+      T0 - 10 * MIN,
+    );
     let orphans = 0;
     let resent: string[] = [];
     for (let k = 0; k < 4 && resent.length === 0; k++) {
@@ -183,7 +199,10 @@ describe('planner state', () => {
     const w = world(own, T0);
     const jobs = testJobs([{ name: 'unheard', schedule: '0 0 1 1 *', handler: 'noop' }]);
     await w.tick(jobs);
-    const created = await own.ledger.createRun({ job: 'unheard', slot: T0 - 10 * MIN, shard: 0, shards: 1, status: RunStatus.READY, watch: true }, T0 - 10 * MIN);
+    const created = await own.ledger.createRun(
+      { job: 'unheard', slot: T0 - 10 * MIN, shard: 0, shards: 1, status: RunStatus.READY, watch: true },
+      T0 - 10 * MIN,
+    );
     const runKey = created.created ? created.run.runKey : '';
     const sends: number[] = [];
     const stuck: number[] = [];
@@ -197,7 +216,10 @@ describe('planner state', () => {
     }
     expect(sends).toEqual([...Array(10).fill(1), 0, 0, 0, 0]);
     expect(stuck).toEqual([...Array(10).fill(0), 1, 1, 1, 1]);
-    expect(await own.ledger.getRun({ job: 'unheard', slot: T0 - 10 * MIN, shard: 0 })).toMatchObject({ status: RunStatus.READY, redispatches: 10 });
+    expect(await own.ledger.getRun({ job: 'unheard', slot: T0 - 10 * MIN, shard: 0 })).toMatchObject({
+      status: RunStatus.READY,
+      redispatches: 10,
+    });
     // A claim (a worker finally got a message) clears the count: the run is no longer stuck.
     const claim = await own.ledger.claim({ job: 'unheard', slot: T0 - 10 * MIN, shard: 0 }, 'w-1', w.clock.now, 30_000, 2_000);
     expect(claim.kind).toBe('claimed');
@@ -207,12 +229,23 @@ describe('planner state', () => {
 
   it('changing plannerPartitions (1 → 4 → 1) across a deploy gap plans every slot once and keeps a job paused', async () => {
     const own = await sandbox();
-    const jobs = testJobs(Array.from({ length: 20 }, (_, i) => ({ name: `p-${i}`, schedule: '* * * * *', handler: 'noop', misfire: { after: '5m', policy: 'all' as const, maxPerTick: 20 } })));
+    const jobs = testJobs(
+      Array.from({ length: 20 }, (_, i) => ({
+        name: `p-${i}`,
+        schedule: '* * * * *',
+        handler: 'noop',
+        misfire: { after: '5m', policy: 'all' as const, maxPerTick: 20 },
+      })),
+    );
     const w = world(own, T0 + 30 * SEC);
     await w.tick(jobs, 1);
     w.clock.advance(MIN);
     await w.tick(jobs, 1);
-    await own.ledger.planning.pause('p-7', (await jobPlanning(own.ledger.planning, ['p-7'], partitionOf, Date.now())).get('p-7')!.plannedUntil!, { by: 'test', at: w.clock.now });
+    await own.ledger.planning.pause(
+      'p-7',
+      (await jobPlanning(own.ledger.planning, ['p-7'], partitionOf, Date.now())).get('p-7')!.plannedUntil!,
+      { by: 'test', at: w.clock.now },
+    );
     // Deploy gap: ten minutes without any tick, then four partitions.
     w.clock.advance(10 * MIN);
     for (let k = 0; k < 3; k++) {
@@ -250,7 +283,9 @@ describe('planner state', () => {
     // it listed the job, set its cursor, then dropped the stale listing it had read at its start,
     // unlisting the job it had just listed. A cursor nobody reads: the missed slots never planned.
     const name = `relisted-${Math.random().toString(36).slice(2, 8)}`;
-    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'noop', misfire: { after: '10s', policy: 'all' as const, maxPerTick: 5 } }]);
+    const jobs = testJobs([
+      { name, schedule: '* * * * *', handler: 'noop', misfire: { after: '10s', policy: 'all' as const, maxPerTick: 5 } },
+    ]);
     const w = world(box, T0 + 30 * SEC);
     await w.tick(jobs);
     // The next tick, 30 minutes late, listed the job and was interrupted before setting its cursor.

@@ -39,7 +39,11 @@ function storePauses(): { pauses: number[]; restore(): void } {
   const original = globalThis.setTimeout;
   const spy = vi.spyOn(globalThis, 'setTimeout').mockImplementation(((callback: () => void, ms?: number) => {
     // Who set the timer: the first frame outside this file and the spy.
-    const caller = (new Error().stack ?? '').split('\n').slice(1).find((frame) => !/planner-store\.test\.ts|tinyspy|@vitest|vitest\/dist/.test(frame)) ?? '';
+    const caller =
+      (new Error().stack ?? '')
+        .split('\n')
+        .slice(1)
+        .find((frame) => !/planner-store\.test\.ts|tinyspy|@vitest|vitest\/dist/.test(frame)) ?? '';
     if (/store\/planner-state\.ts/.test(caller)) pauses.push(ms ?? 0);
     return original(callback, ms);
   }) as typeof setTimeout);
@@ -48,19 +52,31 @@ function storePauses(): { pauses: number[]; restore(): void } {
 
 /** A cursor as stored: the fields that are set. */
 const stored = (cursor: PartitionCursor) => Object.fromEntries(Object.entries(cursor).filter(([, v]) => v !== undefined));
-const layoutAsStored = (layout: PlannerLayout) => ({ of: layout.of, gen: layout.gen, partitions: new Map([...layout.partitions].map(([p, c]) => [p, stored(c)])) });
+const layoutAsStored = (layout: PlannerLayout) => ({
+  of: layout.of,
+  gen: layout.gen,
+  partitions: new Map([...layout.partitions].map(([p, c]) => [p, stored(c)])),
+});
 
 const cursorArb: fc.Arbitrary<PartitionCursor> = fc.record(
-  { plannedUntil: fc.integer({ min: BASE, max: NOW }), sweptUntil: fc.integer({ min: BASE, max: NOW }), watchAfter: fc.string({ minLength: 1, maxLength: 8 }) },
+  {
+    plannedUntil: fc.integer({ min: BASE, max: NOW }),
+    sweptUntil: fc.integer({ min: BASE, max: NOW }),
+    watchAfter: fc.string({ minLength: 1, maxLength: 8 }),
+  },
   { requiredKeys: [] },
 );
 const layoutArb = (gen: number): fc.Arbitrary<PlannerLayout> =>
-  fc.integer({ min: 1, max: 12 }).chain((of) =>
-    fc.array(cursorArb, { minLength: of, maxLength: of }).map((cursors) => ({ of, gen, partitions: new Map(cursors.map((c, p) => [p, c])) })),
-  );
+  fc
+    .integer({ min: 1, max: 12 })
+    .chain((of) =>
+      fc
+        .array(cursorArb, { minLength: of, maxLength: of })
+        .map((cursors) => ({ of, gen, partitions: new Map(cursors.map((c, p) => [p, c])) })),
+    );
 
 describe('the planner layout', () => {
-  it('there is no layout before the first; each layout written from the one read reads back whole (count, generation, every partition\'s cursor) through both reads', async () => {
+  it("there is no layout before the first; each layout written from the one read reads back whole (count, generation, every partition's cursor) through both reads", async () => {
     const own = await sandbox();
     try {
       const planning = own.ledger.planning;
@@ -87,7 +103,14 @@ describe('the planner layout', () => {
     try {
       const planning = own.ledger.planning;
       const first: PlannerLayout = { of: 1, gen: 1, partitions: new Map([[0, { plannedUntil: BASE }]]) };
-      const second: PlannerLayout = { of: 2, gen: 2, partitions: new Map([[0, { plannedUntil: BASE + 1 }], [1, { plannedUntil: BASE + 2 }]]) };
+      const second: PlannerLayout = {
+        of: 2,
+        gen: 2,
+        partitions: new Map([
+          [0, { plannedUntil: BASE + 1 }],
+          [1, { plannedUntil: BASE + 2 }],
+        ]),
+      };
       expect(await planning.writeLayout(undefined, first, NOW)).toBe(true);
       expect(await planning.writeLayout(first, second, NOW)).toBe(true);
       const third: PlannerLayout = { of: 4, gen: 3, partitions: new Map() };
@@ -107,7 +130,12 @@ describe('the planner layout', () => {
     const own = await sandbox();
     try {
       const put = (item: Record<string, unknown>) =>
-        own.clients.doc.send(new PutCommand({ TableName: own.endpoints.ledgerTable, Item: { pk: LedgerKeys.plannerPk, sk: LedgerKeys.plannerStateSk, ...item } }));
+        own.clients.doc.send(
+          new PutCommand({
+            TableName: own.endpoints.ledgerTable,
+            Item: { pk: LedgerKeys.plannerPk, sk: LedgerKeys.plannerStateSk, ...item },
+          }),
+        );
       await put({ gen: 1 });
       expect(await own.ledger.planning.readLayout()).toBeUndefined();
       expect((await own.ledger.planning.readTickState()).layout).toBeUndefined();
@@ -123,29 +151,42 @@ describe('the partition watermarks', () => {
   let box: Sandbox;
   beforeAll(async () => {
     box = await sandbox();
-    const layout: PlannerLayout = { of: 4, gen: 7, partitions: new Map([0, 1, 2, 3].map((p) => [p, { plannedUntil: BASE, sweptUntil: BASE }])) };
+    const layout: PlannerLayout = {
+      of: 4,
+      gen: 7,
+      partitions: new Map([0, 1, 2, 3].map((p) => [p, { plannedUntil: BASE, sweptUntil: BASE }])),
+    };
     expect(await box.ledger.planning.writeLayout(undefined, layout, NOW)).toBe(true);
   });
   afterAll(() => box.destroy());
 
-  it('each partition\'s watermarks move on their own, forward only, and each call reports whether it moved', async () => {
+  it("each partition's watermarks move on their own, forward only, and each call reports whether it moved", async () => {
     const planning = box.ledger.planning;
-    const op = fc.record({ partition: fc.integer({ min: 0, max: 3 }), kind: fc.constantFrom('planned' as const, 'swept' as const), to: fc.integer({ min: 0, max: 30 }), gen: fc.constantFrom(7, 7, 7, 6, 8) });
+    const op = fc.record({
+      partition: fc.integer({ min: 0, max: 3 }),
+      kind: fc.constantFrom('planned' as const, 'swept' as const),
+      to: fc.integer({ min: 0, max: 30 }),
+      gen: fc.constantFrom(7, 7, 7, 6, 8),
+    });
     await fc.assert(
       fc.asyncProperty(fc.array(op, { minLength: 1, maxLength: 10 }), async (ops) => {
-        const model = new Map(((await planning.readLayout())!.partitions as ReadonlyMap<number, PartitionCursor>));
+        const model = new Map((await planning.readLayout())!.partitions as ReadonlyMap<number, PartitionCursor>);
         for (const { partition, kind, to, gen } of ops) {
           const before = model.get(partition)!;
           const current = kind === 'planned' ? before.plannedUntil! : before.sweptUntil!;
           const until = current + to - 10;
-          const moved = kind === 'planned' ? await planning.advancePartition(gen, partition, until) : await planning.saveSweep(gen, partition, { sweptUntil: until });
+          const moved =
+            kind === 'planned'
+              ? await planning.advancePartition(gen, partition, until)
+              : await planning.saveSweep(gen, partition, { sweptUntil: until });
           const expected = gen === 7 && until >= current;
           expect(moved).toBe(expected);
           if (expected) model.set(partition, { ...before, ...(kind === 'planned' ? { plannedUntil: until } : { sweptUntil: until }) });
         }
         const after = (await planning.readLayout())!;
         expect(after.gen).toBe(7);
-        for (const [p, cursor] of model) expect(after.partitions.get(p)).toMatchObject({ plannedUntil: cursor.plannedUntil, sweptUntil: cursor.sweptUntil });
+        for (const [p, cursor] of model)
+          expect(after.partitions.get(p)).toMatchObject({ plannedUntil: cursor.plannedUntil, sweptUntil: cursor.sweptUntil });
       }),
       { numRuns: 25 },
     );
@@ -181,14 +222,18 @@ describe('batch reads of plan items', () => {
   const expectPlans = (plans: ReadonlyMap<string, JobPlan>, wanted: readonly string[]) => {
     const present = wanted.filter((job) => job.startsWith('batch-'));
     expect([...plans.keys()].sort()).toEqual([...new Set(present)].sort());
-    for (const job of present) expect(plans.get(job)).toEqual({ job, cursor: BASE + jobs.indexOf(job), edge: BASE + jobs.indexOf(job) + 1 });
+    for (const job of present)
+      expect(plans.get(job)).toEqual({ job, cursor: BASE + jobs.indexOf(job), edge: BASE + jobs.indexOf(job) + 1 });
   };
 
   it('reads every plan item asked for, whatever the count (more than 100 keys go in several requests), and nothing for a job without one', async () => {
     const count = fc.oneof(fc.constantFrom(0, 1, 99, 100, 101, 199, 200, 201, JOBS), fc.integer({ min: 0, max: JOBS }));
     await fc.assert(
       fc.asyncProperty(count, fc.integer({ min: 0, max: JOBS }), fc.integer({ min: 0, max: 5 }), async (n, offset, missing) => {
-        const wanted = [...Array.from({ length: n }, (_, i) => jobs[(offset + i) % JOBS]!), ...Array.from({ length: missing }, () => freshJob('no-plan'))];
+        const wanted = [
+          ...Array.from({ length: n }, (_, i) => jobs[(offset + i) % JOBS]!),
+          ...Array.from({ length: missing }, () => freshJob('no-plan')),
+        ];
         expectPlans(await box.ledger.planning.readJobPlans(wanted), wanted);
       }),
       { numRuns: 20 },
@@ -245,7 +290,14 @@ describe('the exception buckets', () => {
     const own = await sandbox();
     try {
       const planning = own.ledger.planning;
-      const layout: PlannerLayout = { of: 2, gen: 1, partitions: new Map([[0, { plannedUntil: BASE }], [1, { plannedUntil: BASE + 1 }]]) };
+      const layout: PlannerLayout = {
+        of: 2,
+        gen: 1,
+        partitions: new Map([
+          [0, { plannedUntil: BASE }],
+          [1, { plannedUntil: BASE + 1 }],
+        ]),
+      };
       expect(await planning.writeLayout(undefined, layout, NOW)).toBe(true);
       const pausedJobs = namesInEveryBucket('paused');
       const behindJobs = namesInEveryBucket('behind');
@@ -268,12 +320,14 @@ describe('the exception buckets', () => {
     try {
       const planning = own.ledger.planning;
       // A small pool with several names per bucket, so calls add and remove within one bucket.
-      const pool = namesInEveryBucket('pool').slice(0, 3).flatMap((first) => {
-        const bucket = exceptionBucketOf(first);
-        const mates = [first];
-        for (let i = 0; mates.length < 3; i++) if (exceptionBucketOf(`mate-${i}`) === bucket) mates.push(`mate-${i}`);
-        return mates;
-      });
+      const pool = namesInEveryBucket('pool')
+        .slice(0, 3)
+        .flatMap((first) => {
+          const bucket = exceptionBucketOf(first);
+          const mates = [first];
+          for (let i = 0; mates.length < 3; i++) if (exceptionBucketOf(`mate-${i}`) === bucket) mates.push(`mate-${i}`);
+          return mates;
+        });
       const model = new Set<string>();
       const names = fc.uniqueArray(fc.constantFrom(...pool), { maxLength: 5 });
       await fc.assert(
@@ -293,7 +347,7 @@ describe('the exception buckets', () => {
   });
 });
 
-describe('a job\'s plan item: pause, resume and catch-up', () => {
+describe("a job's plan item: pause, resume and catch-up", () => {
   let box: Sandbox;
   beforeAll(async () => {
     box = await sandbox();
@@ -307,13 +361,26 @@ describe('a job\'s plan item: pause, resume and catch-up', () => {
     | { kind: 'clear'; expected: 'as-read' | 'none' | 'other' };
   const expectedArb = fc.constantFrom('as-read' as const, 'as-read' as const, 'none' as const, 'other' as const);
   const opArb: fc.Arbitrary<Op> = fc.oneof(
-    fc.record({ kind: fc.constant('pause' as const), until: fc.integer({ min: BASE, max: NOW }), by: fc.constantFrom('op', 'pauseOnFailure'), note: fc.string({ minLength: 1, maxLength: 12 }) }, { requiredKeys: ['kind', 'until', 'by'] }),
+    fc.record(
+      {
+        kind: fc.constant('pause' as const),
+        until: fc.integer({ min: BASE, max: NOW }),
+        by: fc.constantFrom('op', 'pauseOnFailure'),
+        note: fc.string({ minLength: 1, maxLength: 12 }),
+      },
+      { requiredKeys: ['kind', 'until', 'by'] },
+    ),
     fc.record({ kind: fc.constant('resume' as const) }),
-    fc.record({ kind: fc.constant('set' as const), cursor: fc.integer({ min: BASE, max: NOW }), edge: fc.integer({ min: BASE, max: NOW }), expected: expectedArb }),
+    fc.record({
+      kind: fc.constant('set' as const),
+      cursor: fc.integer({ min: BASE, max: NOW }),
+      edge: fc.integer({ min: BASE, max: NOW }),
+      expected: expectedArb,
+    }),
     fc.record({ kind: fc.constant('clear' as const), expected: expectedArb }),
   );
 
-  it('pause, resume and the catch-up cursor follow their rules: a pause keeps who, why and when and the cursor it found, a paused job\'s cursor never moves, a resumed job is listed behind', async () => {
+  it("pause, resume and the catch-up cursor follow their rules: a pause keeps who, why and when and the cursor it found, a paused job's cursor never moves, a resumed job is listed behind", async () => {
     const planning = box.ledger.planning;
     await fc.assert(
       fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 8 }), fc.integer({ min: 1, max: 1_000 }), async (ops, at) => {
@@ -322,7 +389,8 @@ describe('a job\'s plan item: pause, resume and catch-up', () => {
         let listedPaused = false;
         let listedBehind = false;
         for (const op of ops) {
-          const expectedOf = (e: 'as-read' | 'none' | 'other') => (e === 'none' ? undefined : e === 'other' ? (model.cursor ?? BASE) + 1 : model.cursor);
+          const expectedOf = (e: 'as-read' | 'none' | 'other') =>
+            e === 'none' ? undefined : e === 'other' ? (model.cursor ?? BASE) + 1 : model.cursor;
           switch (op.kind) {
             case 'pause': {
               const by = { by: op.by, at: at + BASE, ...(op.note === undefined ? {} : { note: op.note }) };
@@ -389,26 +457,32 @@ describe('a job\'s plan item: pause, resume and catch-up', () => {
   it('a bound written by earlier code reads back as written, slot 0 included, its +∞ (stored -1) as +∞; a count reads back as its number', async () => {
     const planning = box.ledger.planning;
     await fc.assert(
-      fc.asyncProperty(fc.integer({ min: 0, max: NOW }), fc.oneof(fc.constantFrom(0, 1, Number.POSITIVE_INFINITY), fc.integer({ min: 0, max: NOW })), async (first, last) => {
-        const job = freshJob('bound');
-        await box.clients.doc.send(
-          new UpdateCommand({
-            TableName: box.endpoints.ledgerTable,
-            Key: { pk: LedgerKeys.jobPk(job), sk: LedgerKeys.jobPlanSk },
-            UpdateExpression: 'SET firstSlot = :first, lastSlot = :last',
-            ExpressionAttributeValues: { ':first': first, ':last': Number.isFinite(last) ? last : -1 },
-          }),
-        );
-        expect(await planning.readJobPlan(job)).toEqual({ job, firstSlot: first, lastSlot: last });
-        expect((await planning.readJobPlans([job])).get(job)).toEqual({ job, firstSlot: first, lastSlot: last });
-      }),
+      fc.asyncProperty(
+        fc.integer({ min: 0, max: NOW }),
+        fc.oneof(fc.constantFrom(0, 1, Number.POSITIVE_INFINITY), fc.integer({ min: 0, max: NOW })),
+        async (first, last) => {
+          const job = freshJob('bound');
+          await box.clients.doc.send(
+            new UpdateCommand({
+              TableName: box.endpoints.ledgerTable,
+              Key: { pk: LedgerKeys.jobPk(job), sk: LedgerKeys.jobPlanSk },
+              UpdateExpression: 'SET firstSlot = :first, lastSlot = :last',
+              ExpressionAttributeValues: { ':first': first, ':last': Number.isFinite(last) ? last : -1 },
+            }),
+          );
+          expect(await planning.readJobPlan(job)).toEqual({ job, firstSlot: first, lastSlot: last });
+          expect((await planning.readJobPlans([job])).get(job)).toEqual({ job, firstSlot: first, lastSlot: last });
+        },
+      ),
       { numRuns: 15 },
     );
     const counted = freshJob('counted');
-    await box.ledger.createCountedRun({ job: counted, slot: BASE, shard: 0, shards: 1, status: 'READY' }, NOW, 'tick', { maxRuns: 3, start: 0 });
+    await box.ledger.createCountedRun({ job: counted, slot: BASE, shard: 0, shards: 1, status: 'READY' }, NOW, 'tick', {
+      maxRuns: 3,
+      start: 0,
+    });
     expect(await planning.readJobPlan(counted)).toEqual({ job: counted, planned: 1 });
   });
-
 
   it('on a document client that keeps undefined values (no removeUndefinedValues), a pause without a note and a cursor without watchAfter are still written', async () => {
     const client = clientWith(box.endpoints.dynamoEndpoint, (_c, _i, next) => next(), false);
@@ -428,11 +502,19 @@ describe('a job\'s plan item: pause, resume and catch-up', () => {
       const own = await sandbox();
       try {
         const store = new PlannerStore(client.doc, own.endpoints.ledgerTable);
-        const layout: PlannerLayout = { of: 1, gen: 1, partitions: new Map([[0, { plannedUntil: BASE, sweptUntil: undefined, watchAfter: undefined }]]) };
+        const layout: PlannerLayout = {
+          of: 1,
+          gen: 1,
+          partitions: new Map([[0, { plannedUntil: BASE, sweptUntil: undefined, watchAfter: undefined }]]),
+        };
         expect(await store.writeLayout(undefined, layout, NOW)).toBe(true);
         expect(await store.readLayout()).toEqual({ of: 1, gen: 1, partitions: new Map([[0, { plannedUntil: BASE }]]) });
         expect(await store.saveSweep(1, 0, { sweptUntil: BASE + 1, watchAfter: undefined })).toBe(true);
-        expect(await store.readLayout()).toEqual({ of: 1, gen: 1, partitions: new Map([[0, { plannedUntil: BASE, sweptUntil: BASE + 1 }]]) });
+        expect(await store.readLayout()).toEqual({
+          of: 1,
+          gen: 1,
+          partitions: new Map([[0, { plannedUntil: BASE, sweptUntil: BASE + 1 }]]),
+        });
       } finally {
         own.destroy();
       }
@@ -446,7 +528,13 @@ describe('failures are not refusals', () => {
   let box: Sandbox;
   beforeAll(async () => {
     box = await sandbox();
-    expect(await box.ledger.planning.writeLayout(undefined, { of: 1, gen: 1, partitions: new Map([[0, { plannedUntil: BASE, sweptUntil: BASE }]]) }, NOW)).toBe(true);
+    expect(
+      await box.ledger.planning.writeLayout(
+        undefined,
+        { of: 1, gen: 1, partitions: new Map([[0, { plannedUntil: BASE, sweptUntil: BASE }]]) },
+        NOW,
+      ),
+    ).toBe(true);
   });
   afterAll(() => box.destroy());
 
@@ -467,7 +555,11 @@ describe('failures are not refusals', () => {
     } finally {
       faulty.destroy();
     }
-    expect(await box.ledger.planning.readLayout()).toEqual({ of: 1, gen: 1, partitions: new Map([[0, { plannedUntil: BASE, sweptUntil: BASE }]]) });
+    expect(await box.ledger.planning.readLayout()).toEqual({
+      of: 1,
+      gen: 1,
+      partitions: new Map([[0, { plannedUntil: BASE, sweptUntil: BASE }]]),
+    });
     expect(await box.ledger.planning.readJobPlan(job)).toEqual({ job, cursor: BASE, edge: BASE + 1 });
   });
 
@@ -478,12 +570,24 @@ describe('failures are not refusals', () => {
       const job = freshJob('cancelled');
       // The job's bucket holds a `paused` that is not a set: the transaction's bucket update fails.
       await own.clients.doc.send(
-        new UpdateCommand({ TableName: own.endpoints.ledgerTable, Key: { pk: LedgerKeys.plannerPk, sk: LedgerKeys.exceptionsSk(exceptionBucketOf(job)) }, UpdateExpression: 'SET paused = :s, behind = :s', ExpressionAttributeValues: { ':s': 'not-a-set' } }),
+        new UpdateCommand({
+          TableName: own.endpoints.ledgerTable,
+          Key: { pk: LedgerKeys.plannerPk, sk: LedgerKeys.exceptionsSk(exceptionBucketOf(job)) },
+          UpdateExpression: 'SET paused = :s, behind = :s',
+          ExpressionAttributeValues: { ':s': 'not-a-set' },
+        }),
       );
       await expect(own.ledger.planning.pause(job, BASE, { by: 'op', at: NOW })).rejects.toMatchObject({ name: 'ValidationException' });
       expect(await own.ledger.planning.readJobPlan(job)).toBeUndefined();
       // Paused by hand (plan item only), the resume's bucket update fails the same way.
-      await own.clients.doc.send(new UpdateCommand({ TableName: own.endpoints.ledgerTable, Key: { pk: LedgerKeys.jobPk(job), sk: LedgerKeys.jobPlanSk }, UpdateExpression: 'SET pause = :p', ExpressionAttributeValues: { ':p': { by: 'op', at: NOW } } }));
+      await own.clients.doc.send(
+        new UpdateCommand({
+          TableName: own.endpoints.ledgerTable,
+          Key: { pk: LedgerKeys.jobPk(job), sk: LedgerKeys.jobPlanSk },
+          UpdateExpression: 'SET pause = :p',
+          ExpressionAttributeValues: { ':p': { by: 'op', at: NOW } },
+        }),
+      );
       await expect(own.ledger.planning.resume(job)).rejects.toMatchObject({ name: 'ValidationException' });
       expect(await own.ledger.planning.readJobPlan(job)).toEqual({ job, pause: { by: 'op', at: NOW } });
     } finally {
@@ -534,8 +638,12 @@ describe('failures are not refusals', () => {
     // read may be served by a replica behind the last write; this one has seen none of them.
     const client = clientWith(box.endpoints.dynamoEndpoint, async (command, input, next) => {
       const result = await next();
-      if (command === 'GetItemCommand' && input.ConsistentRead !== true) return { ...result, output: { ...result.output, Item: undefined } };
-      if (command === 'BatchGetItemCommand' && Object.values(input.RequestItems as Record<string, { ConsistentRead?: boolean }>).some((r) => r.ConsistentRead !== true)) {
+      if (command === 'GetItemCommand' && input.ConsistentRead !== true)
+        return { ...result, output: { ...result.output, Item: undefined } };
+      if (
+        command === 'BatchGetItemCommand' &&
+        Object.values(input.RequestItems as Record<string, { ConsistentRead?: boolean }>).some((r) => r.ConsistentRead !== true)
+      ) {
         return { ...result, output: { ...result.output, Responses: {}, UnprocessedKeys: {} } };
       }
       return result;
@@ -563,7 +671,11 @@ describe('failures are not refusals', () => {
     };
     expect(await again((s) => s.advancePartition(1, 0, BASE + 3))).toBe(true);
     expect(await again((s) => s.saveSweep(1, 0, { sweptUntil: BASE + 4, watchAfter: 'w' }))).toBe(true);
-    expect((await box.ledger.planning.readLayout())!.partitions.get(0)).toEqual({ plannedUntil: BASE + 3, sweptUntil: BASE + 4, watchAfter: 'w' });
+    expect((await box.ledger.planning.readLayout())!.partitions.get(0)).toEqual({
+      plannedUntil: BASE + 3,
+      sweptUntil: BASE + 4,
+      watchAfter: 'w',
+    });
     expect(await again((s) => s.pause(job, BASE + 2, { by: 'op', at: NOW, note: 'lost' }))).toBe(true);
     expect(await box.ledger.planning.readJobPlan(job)).toEqual({ job, cursor: BASE + 2, pause: { by: 'op', at: NOW, note: 'lost' } });
     expect((await box.ledger.planning.readTickState()).paused.has(job)).toBe(true);
@@ -583,29 +695,118 @@ describe('jobPlanning: how ops and the worker see a job', () => {
       const jobs = ['j-0', 'j-1', 'j-2', 'j-3', 'j-4'];
       // No layout yet: no partition, no count, planned to nowhere.
       const before = await jobPlanning(planning, jobs, partitionOf, Date.now());
-      expect(before.get('j-0')).toEqual({ job: 'j-0', partition: undefined, of: undefined, pause: undefined, behind: false, plannedUntil: undefined, planned: undefined });
-      expect(await planning.writeLayout(undefined, { of: 2, gen: 1, partitions: new Map([[0, { plannedUntil: BASE + 100 }], [1, { plannedUntil: BASE + 200 }]]) }, NOW)).toBe(true);
+      expect(before.get('j-0')).toEqual({
+        job: 'j-0',
+        partition: undefined,
+        of: undefined,
+        pause: undefined,
+        behind: false,
+        plannedUntil: undefined,
+        planned: undefined,
+      });
+      expect(
+        await planning.writeLayout(
+          undefined,
+          {
+            of: 2,
+            gen: 1,
+            partitions: new Map([
+              [0, { plannedUntil: BASE + 100 }],
+              [1, { plannedUntil: BASE + 200 }],
+            ]),
+          },
+          NOW,
+        ),
+      ).toBe(true);
       expect(await planning.setCatchUp('j-1', BASE + 50, BASE + 90, undefined)).toBe(true);
       expect(await planning.setCatchUp('j-2', BASE + 60, BASE + 90, undefined)).toBe(true);
       expect(await planning.pause('j-2', BASE + 70, { by: 'op', at: NOW, note: 'hold' })).toBe(true);
-      expect(await own.ledger.createCountedRun({ job: 'j-3', slot: BASE, shard: 0, shards: 1, status: 'READY' }, NOW, 'tick', { maxRuns: 3, start: 0 })).toMatchObject({ created: true });
+      expect(
+        await own.ledger.createCountedRun({ job: 'j-3', slot: BASE, shard: 0, shards: 1, status: 'READY' }, NOW, 'tick', {
+          maxRuns: 3,
+          start: 0,
+        }),
+      ).toMatchObject({ created: true });
       // Listed paused with no plan item (written by hand): still paused, by someone unknown.
       await own.clients.doc.send(
-        new UpdateCommand({ TableName: own.endpoints.ledgerTable, Key: { pk: LedgerKeys.plannerPk, sk: LedgerKeys.exceptionsSk(exceptionBucketOf('j-4')) }, UpdateExpression: 'ADD paused :j', ExpressionAttributeValues: { ':j': new Set(['j-4']) } }),
+        new UpdateCommand({
+          TableName: own.endpoints.ledgerTable,
+          Key: { pk: LedgerKeys.plannerPk, sk: LedgerKeys.exceptionsSk(exceptionBucketOf('j-4')) },
+          UpdateExpression: 'ADD paused :j',
+          ExpressionAttributeValues: { ':j': new Set(['j-4']) },
+        }),
       );
       const view = await jobPlanning(planning, jobs, partitionOf, Date.now());
-      expect(view.get('j-0')).toEqual({ job: 'j-0', partition: 0, of: 2, pause: undefined, behind: false, plannedUntil: BASE + 100, planned: undefined });
-      expect(view.get('j-1')).toEqual({ job: 'j-1', partition: 1, of: 2, pause: undefined, behind: true, plannedUntil: BASE + 50, planned: undefined });
-      expect(view.get('j-2')).toEqual({ job: 'j-2', partition: 0, of: 2, pause: { by: 'op', at: NOW, note: 'hold' }, behind: false, plannedUntil: BASE + 60, planned: undefined });
-      expect(view.get('j-3')).toEqual({ job: 'j-3', partition: 1, of: 2, pause: undefined, behind: false, plannedUntil: BASE + 200, planned: 1 });
-      expect(view.get('j-4')).toEqual({ job: 'j-4', partition: 0, of: 2, pause: { at: 0, by: '?' }, behind: false, plannedUntil: BASE + 100, planned: undefined });
+      expect(view.get('j-0')).toEqual({
+        job: 'j-0',
+        partition: 0,
+        of: 2,
+        pause: undefined,
+        behind: false,
+        plannedUntil: BASE + 100,
+        planned: undefined,
+      });
+      expect(view.get('j-1')).toEqual({
+        job: 'j-1',
+        partition: 1,
+        of: 2,
+        pause: undefined,
+        behind: true,
+        plannedUntil: BASE + 50,
+        planned: undefined,
+      });
+      expect(view.get('j-2')).toEqual({
+        job: 'j-2',
+        partition: 0,
+        of: 2,
+        pause: { by: 'op', at: NOW, note: 'hold' },
+        behind: false,
+        plannedUntil: BASE + 60,
+        planned: undefined,
+      });
+      expect(view.get('j-3')).toEqual({
+        job: 'j-3',
+        partition: 1,
+        of: 2,
+        pause: undefined,
+        behind: false,
+        plannedUntil: BASE + 200,
+        planned: 1,
+      });
+      expect(view.get('j-4')).toEqual({
+        job: 'j-4',
+        partition: 0,
+        of: 2,
+        pause: { at: 0, by: '?' },
+        behind: false,
+        plannedUntil: BASE + 100,
+        planned: undefined,
+      });
       expect((await jobPlanning(planning, [], partitionOf, Date.now())).size).toBe(0);
       // A layout that lists no cursor for a job's partition: planned to nowhere, not an error.
       const current = await planning.readLayout();
-      expect(await planning.writeLayout(current, { of: 3, gen: 2, partitions: new Map([[0, { plannedUntil: BASE + 300 }]]) }, NOW)).toBe(true);
+      expect(await planning.writeLayout(current, { of: 3, gen: 2, partitions: new Map([[0, { plannedUntil: BASE + 300 }]]) }, NOW)).toBe(
+        true,
+      );
       const relaid = await jobPlanning(planning, ['j-5', 'j-3'], partitionOf, Date.now());
-      expect(relaid.get('j-5')).toEqual({ job: 'j-5', partition: 2, of: 3, pause: undefined, behind: false, plannedUntil: undefined, planned: undefined });
-      expect(relaid.get('j-3')).toEqual({ job: 'j-3', partition: 0, of: 3, pause: undefined, behind: false, plannedUntil: BASE + 300, planned: 1 });
+      expect(relaid.get('j-5')).toEqual({
+        job: 'j-5',
+        partition: 2,
+        of: 3,
+        pause: undefined,
+        behind: false,
+        plannedUntil: undefined,
+        planned: undefined,
+      });
+      expect(relaid.get('j-3')).toEqual({
+        job: 'j-3',
+        partition: 0,
+        of: 3,
+        pause: undefined,
+        behind: false,
+        plannedUntil: BASE + 300,
+        planned: 1,
+      });
     } finally {
       own.destroy();
     }

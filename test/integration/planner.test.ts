@@ -35,7 +35,15 @@ describe('planner', () => {
 
   it('five concurrent planners over the same minutes create one run per slot and one message per run', async () => {
     const clock = new ManualClock(T0);
-    const deps = { ledger: box.ledger, queue: box.queue, jobs: JOBS, clock: clock.read, logger: silentLogger(), metrics: metrics(), options: { lookaheadMs: LOOKAHEAD_MS } };
+    const deps = {
+      ledger: box.ledger,
+      queue: box.queue,
+      jobs: JOBS,
+      clock: clock.read,
+      logger: silentLogger(),
+      metrics: metrics(),
+      options: { lookaheadMs: LOOKAHEAD_MS },
+    };
     for (let minute = 0; minute < 3; minute++) {
       // Overlapping invocations, as EventBridge retries and slow ticks produce.
       await Promise.all(Array.from({ length: 5 }, () => runPlannerTick(deps, { partition: 0, of: 1 })));
@@ -59,7 +67,18 @@ describe('planner', () => {
   it('a new job starts at its first slot after it appears, not at the epoch', async () => {
     const own = await sandbox();
     const clock = new ManualClock(T0 + 7_000);
-    await runPlannerTick({ ledger: own.ledger, queue: own.queue, jobs: JOBS, clock: clock.read, logger: silentLogger(), metrics: metrics(), options: { lookaheadMs: LOOKAHEAD_MS } }, { partition: 0, of: 1 });
+    await runPlannerTick(
+      {
+        ledger: own.ledger,
+        queue: own.queue,
+        jobs: JOBS,
+        clock: clock.read,
+        logger: silentLogger(),
+        metrics: metrics(),
+        options: { lookaheadMs: LOOKAHEAD_MS },
+      },
+      { partition: 0, of: 1 },
+    );
     const runs = await own.ledger.listRuns('every-10s', { ascending: true });
     expect(runs[0]!.slot).toBe(T0 + 10_000);
     own.destroy();
@@ -74,19 +93,27 @@ describe('planner', () => {
       },
     });
     const base = { ledger: own.ledger, jobs: JOBS, clock: clock.read, logger: silentLogger(), metrics: metrics(), history: NO_HISTORY };
-    await expect(runPlannerTick({ ...base, queue: failingQueue, options: { lookaheadMs: LOOKAHEAD_MS } }, { partition: 0, of: 1 })).rejects.toThrow('crash between put and send');
+    await expect(
+      runPlannerTick({ ...base, queue: failingQueue, options: { lookaheadMs: LOOKAHEAD_MS } }, { partition: 0, of: 1 }),
+    ).rejects.toThrow('crash between put and send');
     const created = await own.ledger.listRuns('every-10s', { ascending: true });
     expect(created.length).toBe(6);
     expect(created.every((r) => r.status === RunStatus.READY)).toBe(true);
     // The watermark did not move, so nothing was lost; the sweeper re-sends once the slots are overdue.
     clock.advance(60_000 + 121_000);
-    const report = await runPlannerTick({ ...base, queue: own.queue, options: { sweepGraceMs: 120_000, lookaheadMs: LOOKAHEAD_MS } }, { partition: 0, of: 1 });
+    const report = await runPlannerTick(
+      { ...base, queue: own.queue, options: { sweepGraceMs: 120_000, lookaheadMs: LOOKAHEAD_MS } },
+      { partition: 0, of: 1 },
+    );
     expect(report.swept).toBeGreaterThanOrEqual(6);
     const messages = await drain(own.clients.sqs, own.endpoints.runQueueUrl, { idleMs: 2_000 });
     const keys = new Set(messages.map((m) => JSON.parse(m.Body!).runKey as string));
     for (const run of created) expect(keys.has(run.runKey)).toBe(true);
     // A second sweep within the grace period sends nothing more.
-    const again = await runPlannerTick({ ...base, queue: own.queue, options: { sweepGraceMs: 120_000, lookaheadMs: LOOKAHEAD_MS } }, { partition: 0, of: 1 });
+    const again = await runPlannerTick(
+      { ...base, queue: own.queue, options: { sweepGraceMs: 120_000, lookaheadMs: LOOKAHEAD_MS } },
+      { partition: 0, of: 1 },
+    );
     expect(again.swept).toBe(0);
     own.destroy();
   });
@@ -104,11 +131,24 @@ describe('planner', () => {
           throw new Error('sweep read refused');
         },
       });
-      const base = { jobs: JOBS, clock: clock.read, logger: silentLogger(), metrics: metrics(), history, options: { lookaheadMs: LOOKAHEAD_MS } };
-      await expect(runPlannerTick({ ...base, ledger: failingSweep, queue: own.queue }, { partition: 0, of: 1 })).rejects.toThrow('sweep read refused');
-      expect(events.filter((e) => e.type === 'partition-planned')).toEqual([{ type: 'partition-planned', at: T0, runKey: '', partition: 0, of: 1, plannedUntil: T0 + LOOKAHEAD_MS }]);
+      const base = {
+        jobs: JOBS,
+        clock: clock.read,
+        logger: silentLogger(),
+        metrics: metrics(),
+        history,
+        options: { lookaheadMs: LOOKAHEAD_MS },
+      };
+      await expect(runPlannerTick({ ...base, ledger: failingSweep, queue: own.queue }, { partition: 0, of: 1 })).rejects.toThrow(
+        'sweep read refused',
+      );
+      expect(events.filter((e) => e.type === 'partition-planned')).toEqual([
+        { type: 'partition-planned', at: T0, runKey: '', partition: 0, of: 1, plannedUntil: T0 + LOOKAHEAD_MS },
+      ]);
       // Told before the write, too: a write whose response is lost may land although the tick fails.
-      expect(events.filter((e) => e.type === 'partition-planning')).toEqual([{ type: 'partition-planning', at: T0, runKey: '', partition: 0, of: 1, plannedUntil: T0 + LOOKAHEAD_MS }]);
+      expect(events.filter((e) => e.type === 'partition-planning')).toEqual([
+        { type: 'partition-planning', at: T0, runKey: '', partition: 0, of: 1, plannedUntil: T0 + LOOKAHEAD_MS },
+      ]);
       expect((await own.ledger.planning.readLayout())?.partitions.get(0)?.plannedUntil).toBe(T0 + LOOKAHEAD_MS);
       events.length = 0;
       clock.advance(60_000);
@@ -117,7 +157,9 @@ describe('planner', () => {
           throw new Error('crash between put and send');
         },
       });
-      await expect(runPlannerTick({ ...base, ledger: own.ledger, queue: failingQueue }, { partition: 0, of: 1 })).rejects.toThrow('crash between put and send');
+      await expect(runPlannerTick({ ...base, ledger: own.ledger, queue: failingQueue }, { partition: 0, of: 1 })).rejects.toThrow(
+        'crash between put and send',
+      );
       expect(events.filter((e) => e.type === 'partition-planned')).toEqual([]);
       expect(events.filter((e) => e.type === 'partition-planning')).toEqual([]);
     } finally {
@@ -125,7 +167,7 @@ describe('planner', () => {
     }
   });
 
-  it('a run put by a tick that then failed (its put\'s response lost), found by the next tick, is watched: the sweeper re-sends it even after its job\'s schedule changed so that no window sweep reads its slot (model seed 20261207)', async () => {
+  it("a run put by a tick that then failed (its put's response lost), found by the next tick, is watched: the sweeper re-sends it even after its job's schedule changed so that no window sweep reads its slot (model seed 20261207)", async () => {
     // Before: the next tick found the run existing and sent nothing (only the planner whose put
     // created a run sends); the window sweep queries a job only for windows holding one of its
     // current slots, so once the job became hourly the run's slot was never swept: READY for good.
@@ -135,12 +177,24 @@ describe('planner', () => {
       const every20s = testJobs([{ name: 'changing', schedule: '*/20 * * * * *', handler: 'noop', startLead: 0 }]);
       const hourly = testJobs([{ name: 'changing', schedule: '0 * * * *', handler: 'noop', startLead: 0 }]);
       const queue = new RecordingQueue();
-      const base = { queue, clock: clock.read, logger: silentLogger(), metrics: metrics(), options: { lookaheadMs: LOOKAHEAD_MS, sweepGraceMs: 120_000 } };
+      const base = {
+        queue,
+        clock: clock.read,
+        logger: silentLogger(),
+        metrics: metrics(),
+        options: { lookaheadMs: LOOKAHEAD_MS, sweepGraceMs: 120_000 },
+      };
       const lostSlot = T0 + 40_000;
-      const isItsPut = (command: string, input: Record<string, unknown>) => command === 'PutItemCommand' && JSON.stringify(input).includes(new Date(lostSlot).toISOString());
+      const isItsPut = (command: string, input: Record<string, unknown>) =>
+        command === 'PutItemCommand' && JSON.stringify(input).includes(new Date(lostSlot).toISOString());
       const faulty = faultyClient(own.endpoints.dynamoEndpoint, [{ when: isItsPut, fault: 'lost-response' }], 1);
       try {
-        await expect(runPlannerTick({ ...base, jobs: every20s, ledger: new Ledger(faulty.doc, { tableName: own.endpoints.ledgerTable }) }, { partition: 0, of: 1 })).rejects.toThrow();
+        await expect(
+          runPlannerTick(
+            { ...base, jobs: every20s, ledger: new Ledger(faulty.doc, { tableName: own.endpoints.ledgerTable }) },
+            { partition: 0, of: 1 },
+          ),
+        ).rejects.toThrow();
       } finally {
         faulty.destroy();
       }
@@ -154,7 +208,9 @@ describe('planner', () => {
         await runPlannerTick({ ...base, jobs: hourly, ledger: own.ledger }, { partition: 0, of: 1 });
       }
       // Re-sent by the watch sweep (again each grace period while nobody claims it: no worker runs here).
-      expect([...new Set(queue.sent.filter((s) => s.message.slot === lostSlot).map((s) => s.message.runKey))]).toEqual([runKeyOf('changing', lostSlot, 0, 1)]);
+      expect([...new Set(queue.sent.filter((s) => s.message.slot === lostSlot).map((s) => s.message.runKey))]).toEqual([
+        runKeyOf('changing', lostSlot, 0, 1),
+      ]);
     } finally {
       own.destroy();
     }
@@ -167,14 +223,26 @@ describe('planner', () => {
     const own = await sandbox();
     try {
       const clock = new ManualClock(T0 + 5_000);
-      const sharded = testJobs([{ name: 'sharded', schedule: '* * * * *', handler: 'noop', startLead: 0, shards: 3, misfire: { after: '5m', policy: 'all' } }]);
+      const sharded = testJobs([
+        { name: 'sharded', schedule: '* * * * *', handler: 'noop', startLead: 0, shards: 3, misfire: { after: '5m', policy: 'all' } },
+      ]);
       const queue = new RecordingQueue();
-      const base = { jobs: sharded, queue, clock: clock.read, logger: silentLogger(), metrics: metrics(), options: { lookaheadMs: LOOKAHEAD_MS } };
+      const base = {
+        jobs: sharded,
+        queue,
+        clock: clock.read,
+        logger: silentLogger(),
+        metrics: metrics(),
+        options: { lookaheadMs: LOOKAHEAD_MS },
+      };
       const slot = T0 + 60_000;
-      const isShard0 = (command: string, input: Record<string, unknown>) => command === 'PutItemCommand' && JSON.stringify(input).includes(runKeyOf('sharded', slot, 0, 3));
+      const isShard0 = (command: string, input: Record<string, unknown>) =>
+        command === 'PutItemCommand' && JSON.stringify(input).includes(runKeyOf('sharded', slot, 0, 3));
       const faulty = faultyClient(own.endpoints.dynamoEndpoint, [{ when: isShard0, fault: 'refused' }], 1);
       try {
-        await expect(runPlannerTick({ ...base, ledger: new Ledger(faulty.doc, { tableName: own.endpoints.ledgerTable }) }, { partition: 0, of: 1 })).rejects.toThrow();
+        await expect(
+          runPlannerTick({ ...base, ledger: new Ledger(faulty.doc, { tableName: own.endpoints.ledgerTable }) }, { partition: 0, of: 1 }),
+        ).rejects.toThrow();
         // A slot's shard 0 is put first (it fixes the slot's shard count): the others were never tried.
       } finally {
         faulty.destroy();
@@ -182,7 +250,8 @@ describe('planner', () => {
       for (const shard of [0, 1, 2]) expect(await own.ledger.getRun({ job: 'sharded', slot, shard })).toBeUndefined();
       clock.advance(60_000);
       await runPlannerTick({ ...base, ledger: own.ledger }, { partition: 0, of: 1 });
-      for (const shard of [0, 1, 2]) expect((await own.ledger.getRun({ job: 'sharded', slot, shard }))?.status, `shard ${shard}`).toBe(RunStatus.READY);
+      for (const shard of [0, 1, 2])
+        expect((await own.ledger.getRun({ job: 'sharded', slot, shard }))?.status, `shard ${shard}`).toBe(RunStatus.READY);
     } finally {
       own.destroy();
     }
@@ -190,7 +259,9 @@ describe('planner', () => {
 
   it('cost grows with due slots, not with jobs: 2,000 hourly jobs with none due cost the same requests as none', async () => {
     const own = await sandbox();
-    const hourly = testJobs(Array.from({ length: 2_000 }, (_, i) => ({ name: `hourly-${i}`, schedule: `${i % 60} 3 * * *`, handler: 'noop' })));
+    const hourly = testJobs(
+      Array.from({ length: 2_000 }, (_, i) => ({ name: `hourly-${i}`, schedule: `${i % 60} 3 * * *`, handler: 'noop' })),
+    );
     const counter = new CountingMiddleware();
     counter.attach(own.clients.doc);
     const clock = new ManualClock(Date.UTC(2026, 10, 29, 12, 0, 0));
@@ -216,7 +287,15 @@ describe('misfire: the planner stopped for 10 simulated minutes on a per-minute 
     ]);
     const clock = new ManualClock(START);
     // Nothing consumes the messages here, so keep the sweeper out of the picture.
-    const deps = { ledger: own.ledger, queue: own.queue, jobs, clock: clock.read, logger: silentLogger(), metrics: metrics(), options: { sweepGraceMs: 3_600_000, lookaheadMs: LOOKAHEAD_MS } };
+    const deps = {
+      ledger: own.ledger,
+      queue: own.queue,
+      jobs,
+      clock: clock.read,
+      logger: silentLogger(),
+      metrics: metrics(),
+      options: { sweepGraceMs: 3_600_000, lookaheadMs: LOOKAHEAD_MS },
+    };
     await runPlannerTick(deps, { partition: 0, of: 1 });
     await drain(own.clients.sqs, own.endpoints.runQueueUrl, { idleMs: 500 });
     // Planned up to START + 60 s; the planner is down until START + 11 min.
@@ -256,7 +335,9 @@ describe('misfire: the planner stopped for 10 simulated minutes on a per-minute 
     const { runs, reports, sentPerTick } = await scenario('all');
     expect(runs.filter((r) => missed.includes(r.slot))).toHaveLength(missed.length);
     // 8 missed at 3 per tick: 3 + 3 + 2 over the first three ticks.
-    const catchUpPerTick = sentPerTick.map((keys) => keys.filter((k) => missed.some((slot) => k.endsWith(new Date(slot).toISOString()))).length);
+    const catchUpPerTick = sentPerTick.map(
+      (keys) => keys.filter((k) => missed.some((slot) => k.endsWith(new Date(slot).toISOString()))).length,
+    );
     expect(catchUpPerTick, JSON.stringify(sentPerTick)).toEqual([3, 3, 2, 0]);
     // On-time work is never behind catch-up: the first tick sends the on-time runs first.
     const first = sentPerTick[0]!;
@@ -271,10 +352,20 @@ describe('misfire: the planner stopped for 10 simulated minutes on a per-minute 
 describe('planner partitions', () => {
   it('P partitions together plan every job exactly once, each job only in its own partition', async () => {
     const own = await sandbox();
-    const jobs = testJobs(Array.from({ length: 24 }, (_, i) => ({ name: `job-${i}`, schedule: '*/20 * * * * *', handler: 'noop', startLead: '60s' })));
+    const jobs = testJobs(
+      Array.from({ length: 24 }, (_, i) => ({ name: `job-${i}`, schedule: '*/20 * * * * *', handler: 'noop', startLead: '60s' })),
+    );
     const clock = new ManualClock(T0);
     const of = 4;
-    const deps = { ledger: own.ledger, queue: own.queue, jobs, clock: clock.read, logger: silentLogger(), metrics: metrics(), options: { lookaheadMs: LOOKAHEAD_MS } };
+    const deps = {
+      ledger: own.ledger,
+      queue: own.queue,
+      jobs,
+      clock: clock.read,
+      logger: silentLogger(),
+      metrics: metrics(),
+      options: { lookaheadMs: LOOKAHEAD_MS },
+    };
     const created = new Map<number, number>();
     for (let round = 0; round < 2; round++) {
       // Both rounds cover the same minute: the second must create nothing.
@@ -285,7 +376,10 @@ describe('planner partitions', () => {
     }
     for (const job of jobs) {
       const runs = await own.ledger.listRuns(job.name, { ascending: true });
-      expect(runs.map((r) => r.slot), job.name).toEqual([T0 + 20_000, T0 + 40_000, T0 + 60_000]);
+      expect(
+        runs.map((r) => r.slot),
+        job.name,
+      ).toEqual([T0 + 20_000, T0 + 40_000, T0 + 60_000]);
     }
     const expected = new Map<number, number>();
     for (const job of jobs) expected.set(partitionOf(job.name, of), (expected.get(partitionOf(job.name, of)) ?? 0) + 3);

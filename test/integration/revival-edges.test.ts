@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LedgerOps } from '../../shared/store/repairs.js';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { MAX_CLAIMS_PER_SLOT, claimsOf, initialFence } from '../../shared/core/fence.js';
-import { RunStatus, } from '../../shared/core/vocabulary.js';
+import { RunStatus } from '../../shared/core/vocabulary.js';
 import { ReconcileOutcome, type JobHandler } from '../../shared/handler-api.js';
 import { resolveRun } from '../../tools/ops/resolve.js';
 import { retryRuns } from '../../shared/operations/retry.js';
@@ -50,7 +50,10 @@ describe('revival and fence-range edges', () => {
     const claim = await box.ledger.claim(lab.id(name, slot), 'vanished', lab.clock.now, LEASE, 2_000);
     expect(claim.kind).toBe('claimed');
     lab.clock.advance(LEASE + 2 * MIN);
-    await resolveRun({ ledger: box.ledger, ops, clock: lab.clock.read }, { id: lab.id(name, slot), as: 'dead', reason: 'worker gone', by: 'op' });
+    await resolveRun(
+      { ledger: box.ledger, ops, clock: lab.clock.read },
+      { id: lab.id(name, slot), as: 'dead', reason: 'worker gone', by: 'op' },
+    );
     const resolved = (await lab.run(name, slot))!;
     expect(resolved.status).toBe(RunStatus.DEAD);
     const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [resolved]);
@@ -71,7 +74,12 @@ describe('revival and fence-range edges', () => {
     for (let i = 0; i < 2; i++) {
       const claim = await box.ledger.claim(lab.id(name, slot), 'yielder', lab.clock.now, LEASE, 2_000);
       if (claim.kind !== 'claimed') throw new Error(`claim ${i + 1}: ${claim.kind}`);
-      const done = await box.ledger.complete(claim.run, { status: RunStatus.RETRY, nextAttemptAt: lab.clock.now, lastError: { code: 'YIELDED', message: 'yielded' }, refundAttempt: true }, lab.clock.now, { elapsedMs: 1 });
+      const done = await box.ledger.complete(
+        claim.run,
+        { status: RunStatus.RETRY, nextAttemptAt: lab.clock.now, lastError: { code: 'YIELDED', message: 'yielded' }, refundAttempt: true },
+        lab.clock.now,
+        { elapsedMs: 1 },
+      );
       if (!done.ok) throw new Error(`yield ${i + 1} refused`);
       lab.clock.advance(1);
     }

@@ -30,11 +30,23 @@ type Step =
   | { readonly kind: 'redrive' };
 
 const step: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 4, arbitrary: fc.constantFrom<Behaviour>('ok', 'retryable', 'retryable', 'permanent', 'unknown', 'unknown', 'yield').map((behaviour) => ({ kind: 'deliver' as const, behaviour })) },
+  {
+    weight: 4,
+    arbitrary: fc
+      .constantFrom<Behaviour>('ok', 'retryable', 'retryable', 'permanent', 'unknown', 'unknown', 'yield')
+      .map((behaviour) => ({ kind: 'deliver' as const, behaviour })),
+  },
   { weight: 2, arbitrary: fc.constant({ kind: 'die' as const }) },
   { weight: 3, arbitrary: fc.constantFrom(1_000, 5_000, 40_000, 2 * MIN, 10 * MIN).map((ms) => ({ kind: 'advance' as const, ms })) },
   { weight: 2, arbitrary: fc.constant({ kind: 'retry' as const }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('resolve' as const), as: fc.constantFrom('succeeded' as const, 'dead' as const), force: fc.boolean() }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('resolve' as const),
+      as: fc.constantFrom('succeeded' as const, 'dead' as const),
+      force: fc.boolean(),
+    }),
+  },
   { weight: 1, arbitrary: fc.constant({ kind: 'redrive' as const }) },
 );
 
@@ -55,7 +67,8 @@ describe('generated operator and worker sequences on one run', () => {
         const problems: string[] = [];
         const handler: JobHandler = {
           async run(ctx) {
-            if (model.unknown && !model.reconciled) problems.push(`handler ran again (attempt ${ctx.attempt}) after an unknown result, without reconcile`);
+            if (model.unknown && !model.reconciled)
+              problems.push(`handler ran again (attempt ${ctx.attempt}) after an unknown result, without reconcile`);
             const behaviour = model.behaviour;
             model.behaviour = 'ok';
             switch (behaviour) {
@@ -85,7 +98,19 @@ describe('generated operator and worker sequences on one run', () => {
             return { outcome: ReconcileOutcome.NOT_DONE };
           },
         };
-        const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, lease: '30s', retry: { maxAttempts: MAX_ATTEMPTS, backoff: { base: '1s', max: '4s' } } }], ['h']);
+        const jobs = testJobs(
+          [
+            {
+              name,
+              schedule: '* * * * *',
+              handler: 'h',
+              startLead: 0,
+              lease: '30s',
+              retry: { maxAttempts: MAX_ATTEMPTS, backoff: { base: '1s', max: '4s' } },
+            },
+          ],
+          ['h'],
+        );
         const now = Math.floor(Date.now() / MIN) * MIN;
         const lab = new Lab(box, jobs, { h: handler }, now);
         const slot = now - MIN;
@@ -97,9 +122,12 @@ describe('generated operator and worker sequences on one run', () => {
           const item = await ops.getRunItem(id);
           if (!item) return problems.push(`${where}: run item vanished`);
           const status = item.status as RunStatus;
-          if (!isTerminal(status) && item.expiresAt !== undefined) problems.push(`${where}: open ${status} run carries expiresAt (TTL would delete it)`);
-          if (!isTerminal(status) && item.attempts === undefined) problems.push(`${where}: open ${status} run has no attempts map (every outcome write fails)`);
-          if (status === RunStatus.RUNNING && (item.owner === undefined || item.leaseUntil === undefined)) problems.push(`${where}: RUNNING without owner or lease`);
+          if (!isTerminal(status) && item.expiresAt !== undefined)
+            problems.push(`${where}: open ${status} run carries expiresAt (TTL would delete it)`);
+          if (!isTerminal(status) && item.attempts === undefined)
+            problems.push(`${where}: open ${status} run has no attempts map (every outcome write fails)`);
+          if (status === RunStatus.RUNNING && (item.owner === undefined || item.leaseUntil === undefined))
+            problems.push(`${where}: RUNNING without owner or lease`);
           if (status !== RunStatus.RUNNING && item.leaseUntil !== undefined) problems.push(`${where}: ${status} run keeps leaseUntil`);
           if (isTerminal(status) && item.nextAttemptAt !== undefined) problems.push(`${where}: ${status} run keeps nextAttemptAt`);
           return undefined;
@@ -128,12 +156,17 @@ describe('generated operator and worker sequences on one run', () => {
               break;
             case 'retry': {
               const run = (await lab.run(name, slot))!;
-              await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [run], { states: RETRYABLE_STATES });
+              await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [run], {
+                states: RETRYABLE_STATES,
+              });
               break;
             }
             case 'resolve':
               try {
-                await resolveRun({ ledger: box.ledger, ops, clock: lab.clock.read }, { id, as: s.as, reason: 'review', by: 'op', force: s.force });
+                await resolveRun(
+                  { ledger: box.ledger, ops, clock: lab.clock.read },
+                  { id, as: s.as, reason: 'review', by: 'op', force: s.force },
+                );
                 // Resolving a RUNNING run dead keeps its result unknown (revival-edges.test.ts): a later
                 // retry must reconcile, so the model's unknown flag stays as it was.
               } catch (error) {
@@ -143,7 +176,8 @@ describe('generated operator and worker sequences on one run', () => {
             case 'redrive': {
               // What `ops redrive` does for a DLQ message of this run (tools/ops/redrive.ts decide()).
               const run = (await lab.run(name, slot))!;
-              if (needsRevival(run, MAX_ATTEMPTS, lab.clock.now, ops.takeoverMarginMs)) await ops.reviveRun(run, { now: lab.clock.now, by: 'op' });
+              if (needsRevival(run, MAX_ATTEMPTS, lab.clock.now, ops.takeoverMarginMs))
+                await ops.reviveRun(run, { now: lab.clock.now, by: 'op' });
               break;
             }
           }

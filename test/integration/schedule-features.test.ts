@@ -14,7 +14,14 @@ import { fireTimeOf } from '../../shared/schedule/jitter.js';
 import { partitionOf } from '../../shared/core/partition.js';
 import { openBucketOf } from '../../shared/core/planner-state.js';
 import { RunOrigin, RunStatus } from '../../shared/core/vocabulary.js';
-import { AttemptEndedError, FencedOutError, PermanentError, RetryableError, type JobHandler, type RunContext } from '../../shared/handler-api.js';
+import {
+  AttemptEndedError,
+  FencedOutError,
+  PermanentError,
+  RetryableError,
+  type JobHandler,
+  type RunContext,
+} from '../../shared/handler-api.js';
 import { InMemoryMetrics } from '../../shared/runtime/observability.js';
 import { runPlannerTick } from '../../shared/planner/planner.js';
 import { manualSlot, triggerRun } from '../../shared/operations/trigger.js';
@@ -39,7 +46,18 @@ describe('schedule features', () => {
 
   // Each planner test has its own table: a partition's watermark would hide an earlier `now`.
   const tick = (own: Sandbox, jobs: ReturnType<typeof testJobs>, now: number, queue = new RecordingQueue()) =>
-    runPlannerTick({ ledger: own.ledger, queue, jobs, clock: () => now, logger: silentLogger(), metrics: new InMemoryMetrics(), options: { lookaheadMs: 65 * SEC } }, { partition: 0, of: 1 });
+    runPlannerTick(
+      {
+        ledger: own.ledger,
+        queue,
+        jobs,
+        clock: () => now,
+        logger: silentLogger(),
+        metrics: new InMemoryMetrics(),
+        options: { lookaheadMs: 65 * SEC },
+      },
+      { partition: 0, of: 1 },
+    );
 
   it('jitter: each run keeps its slot (and run key) and fires at its fixed offset; the message is delayed to the fire time', async () => {
     const name = unique('jit');
@@ -66,7 +84,9 @@ describe('schedule features', () => {
     it('a trigger whose put committed but whose response was lost creates one run, not a second one a millisecond later', async () => {
       const name = unique('trig-lost');
       const jobs = testJobs([{ name, schedule: '0 0 1 1 *', handler: 'noop', startLead: 0 }]);
-      const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: (c, input) => c === 'PutItemCommand' && JSON.stringify(input.Item ?? {}).includes(name), fault: 'lost-response' }]);
+      const faulty = faultyClient(box.endpoints.dynamoEndpoint, [
+        { when: (c, input) => c === 'PutItemCommand' && JSON.stringify(input.Item ?? {}).includes(name), fault: 'lost-response' },
+      ]);
       const ledger = new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable });
       const queue = new RecordingQueue();
       const runs = await triggerRun({ ledger, queue, clock: () => T0 + 417 }, { job: jobs[0]!, by: 'alice' });
@@ -80,10 +100,15 @@ describe('schedule features', () => {
     it('a backfill put whose response was lost is still counted created and dispatched now', async () => {
       const name = unique('bf-lost');
       const jobs = testJobs([{ name, schedule: '0 * * * *', handler: 'noop', startLead: 0 }]);
-      const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: (c, input) => c === 'PutItemCommand' && JSON.stringify(input.Item ?? {}).includes(name), fault: 'lost-response' }]);
+      const faulty = faultyClient(box.endpoints.dynamoEndpoint, [
+        { when: (c, input) => c === 'PutItemCommand' && JSON.stringify(input.Item ?? {}).includes(name), fault: 'lost-response' },
+      ]);
       const ledger = new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable });
       const queue = new RecordingQueue();
-      const report = await backfill({ ledger, queue, clock: () => T0, sleep: async () => undefined }, { job: jobs[0]!, from: T0 - 3 * 60 * MIN, to: T0 });
+      const report = await backfill(
+        { ledger, queue, clock: () => T0, sleep: async () => undefined },
+        { job: jobs[0]!, from: T0 - 3 * 60 * MIN, to: T0 },
+      );
       expect(faulty.injected).toEqual(['PutItemCommand']);
       expect(report).toMatchObject({ slots: 3, created: 3, existing: 0, sent: 3 });
       expect(queue.sent).toHaveLength(3);
@@ -97,11 +122,17 @@ describe('schedule features', () => {
       await tick(own, jobs, T0);
       await own.ledger.planning.pause(name, T0 + 65 * SEC, { by: 'test', at: T0 });
       const queue = new RecordingQueue();
-      const [run] = await triggerRun({ ledger: own.ledger, queue, clock: () => T0 + MIN }, { job: jobs[0]!, note: 'rerun after the fix', by: 'alice' });
+      const [run] = await triggerRun(
+        { ledger: own.ledger, queue, clock: () => T0 + MIN },
+        { job: jobs[0]!, note: 'rerun after the fix', by: 'alice' },
+      );
       // Exactly on a scheduled slot's second: moved off it, so it never collides with that slot's run.
       expect(run!.slot).toBe(T0 + MIN + 1);
       expect(run).toMatchObject({ origin: RunOrigin.MANUAL, note: 'rerun after the fix', triggeredBy: 'alice', status: RunStatus.READY });
-      expect(await own.ledger.getRun({ job: name, slot: T0 + MIN, shard: 0 })).toMatchObject({ origin: undefined, status: RunStatus.READY });
+      expect(await own.ledger.getRun({ job: name, slot: T0 + MIN, shard: 0 })).toMatchObject({
+        origin: undefined,
+        status: RunStatus.READY,
+      });
       expect(queue.sent.map((s) => s.message.runKey)).toEqual([run!.runKey]);
       // Its fence sits between the two scheduled slots around it.
       expect(run!.fencingToken).toBeGreaterThan(initialFence(T0 + MIN) + 999);
@@ -116,7 +147,9 @@ describe('schedule features', () => {
     it('is fenced in time order: the next scheduled slot fences out a manual run that comes late', async () => {
       const name = unique('trigfence');
       const item = { pk: `STATE#${name}`, sk: 'CURRENT' };
-      const handler: JobHandler = { run: async (ctx) => void (await ctx.fenced.put({ table: ctx.tables.ledger, item: { ...item, by: ctx.runKey } })) };
+      const handler: JobHandler = {
+        run: async (ctx) => void (await ctx.fenced.put({ table: ctx.tables.ledger, item: { ...item, by: ctx.runKey } })),
+      };
       const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0 }], ['h']);
       const lab = new Lab(box, jobs, { h: handler }, T0 + 30 * SEC);
       const [manual] = await triggerRun({ ledger: box.ledger, queue: lab.queue, clock: lab.clock.read }, { job: jobs[0]!, by: 'alice' });
@@ -124,11 +157,16 @@ describe('schedule features', () => {
       lab.clock.now = T0 + MIN + 10;
       await lab.deliver(name, T0 + MIN);
       await lab.deliverSent();
-      expect(await lab.run(name, manual!.slot)).toMatchObject({ status: RunStatus.SUPERSEDED, lastError: { code: 'SUPERSEDED_BY_NEWER_SLOT' } });
-      expect((await new DynamoItemReader(box.clients.doc).get(box.endpoints.ledgerTable, item))?.by).toBe(`${name}@${new Date(T0 + MIN).toISOString()}`);
+      expect(await lab.run(name, manual!.slot)).toMatchObject({
+        status: RunStatus.SUPERSEDED,
+        lastError: { code: 'SUPERSEDED_BY_NEWER_SLOT' },
+      });
+      expect((await new DynamoItemReader(box.clients.doc).get(box.endpoints.ledgerTable, item))?.by).toBe(
+        `${name}@${new Date(T0 + MIN).toISOString()}`,
+      );
     });
 
-    it('follows the job\'s overlap policy unless overridden: --overlap parallel runs beside a forbid-skip holder', async () => {
+    it("follows the job's overlap policy unless overridden: --overlap parallel runs beside a forbid-skip holder", async () => {
       const name = unique('trigover');
       let release!: () => void;
       const held = new Promise<void>((r) => (release = r));
@@ -145,7 +183,10 @@ describe('schedule features', () => {
       const holder = lab.deliver(name, T0, 'a');
       await waitFor(async () => (started.length > 0 ? true : undefined), 120_000, 'the holder');
       const [skipped] = await triggerRun({ ledger: box.ledger, queue: lab.queue, clock: lab.clock.read }, { job: jobs[0]!, by: 'op' });
-      const [beside] = await triggerRun({ ledger: box.ledger, queue: lab.queue, clock: () => lab.clock.now + 5 }, { job: jobs[0]!, by: 'op', overlap: 'parallel' });
+      const [beside] = await triggerRun(
+        { ledger: box.ledger, queue: lab.queue, clock: () => lab.clock.now + 5 },
+        { job: jobs[0]!, by: 'op', overlap: 'parallel' },
+      );
       expect(beside!.overlap).toBe('parallel');
       await lab.deliverSent('b');
       expect(await lab.status(name, skipped!.slot)).toBe(RunStatus.SKIPPED);
@@ -175,7 +216,13 @@ describe('schedule features', () => {
               await ctx.fenced.put({ table: ctx.tables.ledger, item: { ...item, by: 'old' } });
               oldWrites.push('landed');
             } catch (error) {
-              oldWrites.push(error instanceof FencedOutError ? `fenced-out:${error.refusal}` : error instanceof AttemptEndedError ? 'refused' : String(error));
+              oldWrites.push(
+                error instanceof FencedOutError
+                  ? `fenced-out:${error.refusal}`
+                  : error instanceof AttemptEndedError
+                    ? 'refused'
+                    : String(error),
+              );
             }
             await new Promise((r) => setTimeout(r, 50));
           }
@@ -184,7 +231,10 @@ describe('schedule features', () => {
         await ctx.fenced.put({ table: ctx.tables.ledger, item: { ...item, by: 'new' } });
       },
     };
-    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, overlap: 'replace', lease: '3s', heartbeatEvery: '200ms' }], ['h']);
+    const jobs = testJobs(
+      [{ name, schedule: '* * * * *', handler: 'h', startLead: 0, overlap: 'replace', lease: '3s', heartbeatEvery: '200ms' }],
+      ['h'],
+    );
     const lab = new Lab(box, jobs, { h: handler }, Date.now());
     await lab.create(name, older);
     await lab.create(name, newer);
@@ -196,7 +246,10 @@ describe('schedule features', () => {
     expect(await lab.deliver(name, newer, 'new', { clock: Date.now })).toBe('ack');
     expect(await lab.status(name, newer)).toBe(RunStatus.SUCCEEDED);
     const replaced = (await lab.run(name, older))!;
-    expect(replaced).toMatchObject({ status: RunStatus.SUPERSEDED, lastError: { code: 'REPLACED', message: `replaced by ${name}@${new Date(newer).toISOString()}` } });
+    expect(replaced).toMatchObject({
+      status: RunStatus.SUPERSEDED,
+      lastError: { code: 'REPLACED', message: `replaced by ${name}@${new Date(newer).toISOString()}` },
+    });
     // The old worker's heartbeat is refused: its attempt ends, it records nothing; its later writes never land.
     expect(await holder).toBe('retry');
     await new Promise((r) => setTimeout(r, 200));
@@ -207,9 +260,13 @@ describe('schedule features', () => {
   });
 
   describe('pauseOnFailure', () => {
-    it('pauses the job after N consecutive DEAD runs (a manual run counts, an operator\'s resolve does not); resume clears it', async () => {
+    it("pauses the job after N consecutive DEAD runs (a manual run counts, an operator's resolve does not); resume clears it", async () => {
       const name = unique('pof');
-      const handler: JobHandler = { run: async () => { throw new PermanentError('broken', { code: 'BROKEN' }); } };
+      const handler: JobHandler = {
+        run: async () => {
+          throw new PermanentError('broken', { code: 'BROKEN' });
+        },
+      };
       const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, pauseOnFailure: 3 }], ['h']);
       const lab = new Lab(box, jobs, { h: handler }, T0 + 5 * MIN);
       const ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
@@ -220,7 +277,10 @@ describe('schedule features', () => {
       }
       // An operator closes the next one: neither a failure nor a success.
       await lab.create(name, T0 + 2 * MIN);
-      await resolveRun({ ledger: box.ledger, ops, clock: lab.clock.read }, { id: lab.id(name, T0 + 2 * MIN), as: 'dead', reason: 'cancelled', by: 'op' });
+      await resolveRun(
+        { ledger: box.ledger, ops, clock: lab.clock.read },
+        { id: lab.id(name, T0 + 2 * MIN), as: 'dead', reason: 'cancelled', by: 'op' },
+      );
       expect(await paused()).toBeUndefined();
       // A manual run fails: the third consecutive failure.
       const [manual] = await triggerRun({ ledger: box.ledger, queue: lab.queue, clock: () => T0 + 3 * MIN }, { job: jobs[0]!, by: 'op' });
@@ -253,9 +313,31 @@ describe('schedule features', () => {
   describe('start lag', () => {
     it('trigger lag counts only the first on-time start of a planned run; retries, catch-up, backfilled and manual runs count as late starts', async () => {
       const name = unique('lag');
-      const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'flaky', startLead: 0, retry: { maxAttempts: 3, backoff: { base: '1s', max: '1s', jitter: 'none' } } }], ['flaky']);
+      const jobs = testJobs(
+        [
+          {
+            name,
+            schedule: '* * * * *',
+            handler: 'flaky',
+            startLead: 0,
+            retry: { maxAttempts: 3, backoff: { base: '1s', max: '1s', jitter: 'none' } },
+          },
+        ],
+        ['flaky'],
+      );
       let failures = 1;
-      const lab = new Lab(box, jobs, { flaky: { run: async () => { if (failures-- > 0) throw new RetryableError('not yet'); } } }, T0 + 30);
+      const lab = new Lab(
+        box,
+        jobs,
+        {
+          flaky: {
+            run: async () => {
+              if (failures-- > 0) throw new RetryableError('not yet');
+            },
+          },
+        },
+        T0 + 30,
+      );
       // Planned, on time: trigger lag 30 ms; its retry a second later is not trigger lag.
       await lab.create(name, T0);
       await lab.deliver(name, T0);
@@ -265,7 +347,10 @@ describe('schedule features', () => {
       expect(lab.metrics.observations.get('TriggerLag')).toEqual([30]);
       expect(lab.metrics.observations.get('LateStartLag') ?? []).toEqual([]);
       // A misfired slot planned late by catch-up: late by construction.
-      await box.ledger.createRun({ job: name, slot: T0 - 10 * MIN, shard: 0, shards: 1, status: RunStatus.READY, origin: RunOrigin.CATCH_UP }, lab.clock.now);
+      await box.ledger.createRun(
+        { job: name, slot: T0 - 10 * MIN, shard: 0, shards: 1, status: RunStatus.READY, origin: RunOrigin.CATCH_UP },
+        lab.clock.now,
+      );
       await lab.deliver(name, T0 - 10 * MIN);
       // A backfilled slot from an hour ago: watched by the sweeper at once (older than its window).
       const backfilled = await backfill(
@@ -283,9 +368,17 @@ describe('schedule features', () => {
       await triggerRun({ ledger: box.ledger, queue: lab.queue, clock: lab.clock.read }, { job: jobs[0]!, by: 'op' });
       await lab.deliverSent();
       // A planned slot a policy skipped, run hours later by `ops retry`: its first claim is the operator's choice.
-      const skipped = await box.ledger.createRun({ job: name, slot: T0 - 3 * 60 * MIN, shard: 0, shards: 1, status: RunStatus.SKIPPED, reason: 'forbid-skip' }, lab.clock.now);
+      const skipped = await box.ledger.createRun(
+        { job: name, slot: T0 - 3 * 60 * MIN, shard: 0, shards: 1, status: RunStatus.SKIPPED, reason: 'forbid-skip' },
+        lab.clock.now,
+      );
       const ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
-      const retried = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [skipped.created ? skipped.run : skipped.existing], { states: [RunStatus.SKIPPED] });
+      const retried = await retryRuns(
+        { ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read },
+        lab.job(name),
+        [skipped.created ? skipped.run : skipped.existing],
+        { states: [RunStatus.SKIPPED] },
+      );
       expect(retried.map((r) => r.action)).toEqual(['revived']);
       await lab.deliverSent();
       expect(await lab.status(name, T0 - 3 * 60 * MIN)).toBe(RunStatus.SUCCEEDED);

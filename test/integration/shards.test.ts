@@ -21,13 +21,23 @@ describe('shards', () => {
       },
     };
     const jobs = testJobs([{ name: 'sharded', schedule: '*/2 * * * * *', handler: 'h', shards: 3, startLead: '1s' }], ['h']);
-    const runtime = new LocalRuntime({ endpoints: box.endpoints, jobs, handlers: { h: sharded }, workers: 2, planner: { lookaheadMs: 4_000 } });
+    const runtime = new LocalRuntime({
+      endpoints: box.endpoints,
+      jobs,
+      handlers: { h: sharded },
+      workers: 2,
+      planner: { lookaheadMs: 4_000 },
+    });
     runtime.start();
     await runtime.tick();
-    const runs = await waitFor(async () => {
-      const all = await box.ledger.listRuns('sharded', { ascending: true });
-      return all.length > 0 && all.every((r) => isTerminal(r.status)) ? all : undefined;
-    }, 20_000, 'every shard run to finish');
+    const runs = await waitFor(
+      async () => {
+        const all = await box.ledger.listRuns('sharded', { ascending: true });
+        return all.length > 0 && all.every((r) => isTerminal(r.status)) ? all : undefined;
+      },
+      20_000,
+      'every shard run to finish',
+    );
     await runtime.stop();
     box.destroy();
 

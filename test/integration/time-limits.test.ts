@@ -31,23 +31,38 @@ describe('an attempt must fit in one worker invocation', () => {
     }
     expect(error).toBeInstanceOf(JobConfigError);
     expect((error as JobConfigError).issues).toEqual([expect.objectContaining({ job: 'long', field: 'timeout', value: '5m' })]);
-    expect((error as Error).message).toMatch(/job "long": field "timeout": an attempt must fit in one worker invocation: at most 49s with the worker timeout of 1m/);
+    expect((error as Error).message).toMatch(
+      /job "long": field "timeout": an attempt must fit in one worker invocation: at most 49s with the worker timeout of 1m/,
+    );
   });
 
   it('the default timeout fits the default worker, and a checkpointing job may run longer', () => {
     expect(() => parseJobs(job({}), { handlers: ['h'] })).not.toThrow();
-    expect(parseJobs(job({ timeout: '30m', checkpoints: true }), { handlers: ['h'] })[0]).toMatchObject({ timeout: 1_800_000, checkpoints: true });
+    expect(parseJobs(job({ timeout: '30m', checkpoints: true }), { handlers: ['h'] })[0]).toMatchObject({
+      timeout: 1_800_000,
+      checkpoints: true,
+    });
   });
 
-  it('synth validates against the stack\'s worker timeout', () => {
+  it("synth validates against the stack's worker timeout", () => {
     const real = job({ timeout: '40s', handler: 'payments-reconcile' });
     expect(() => validateJobsForDeployment(real, 15, { workerTimeout: Duration.seconds(30) })).toThrow(/field "timeout"/);
     expect(() => validateJobsForDeployment(real, 15, { workerTimeout: Duration.seconds(60) })).not.toThrow();
   });
 
-  it('the worker\'s cold start validates against its own timeout (WORKER_TIMEOUT_SECONDS)', () => {
-    expect(() => loadWorkerJobs(job({ timeout: '40s' }).map((j) => ({ ...j, handler: 'payments-reconcile' })), { WORKER_TIMEOUT_SECONDS: '30' })).toThrow(/field "timeout"/);
-    expect(() => loadWorkerJobs(job({ timeout: '40s' }).map((j) => ({ ...j, handler: 'payments-reconcile' })), { WORKER_TIMEOUT_SECONDS: '60' })).not.toThrow();
+  it("the worker's cold start validates against its own timeout (WORKER_TIMEOUT_SECONDS)", () => {
+    expect(() =>
+      loadWorkerJobs(
+        job({ timeout: '40s' }).map((j) => ({ ...j, handler: 'payments-reconcile' })),
+        { WORKER_TIMEOUT_SECONDS: '30' },
+      ),
+    ).toThrow(/field "timeout"/);
+    expect(() =>
+      loadWorkerJobs(
+        job({ timeout: '40s' }).map((j) => ({ ...j, handler: 'payments-reconcile' })),
+        { WORKER_TIMEOUT_SECONDS: '60' },
+      ),
+    ).not.toThrow();
   });
 });
 
@@ -73,10 +88,24 @@ describe('yields and timeouts across invocations', () => {
         await new Promise(() => undefined); // never returns, never checkpoints
       },
     };
-    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, timeout: '30s', lease: '30s', retry: { maxAttempts: 3, backoff: { base: 0, max: 0 } } }], ['h']);
+    const jobs = testJobs(
+      [
+        {
+          name,
+          schedule: '* * * * *',
+          handler: 'h',
+          startLead: 0,
+          timeout: '30s',
+          lease: '30s',
+          retry: { maxAttempts: 3, backoff: { base: 0, max: 0 } },
+        },
+      ],
+      ['h'],
+    );
     const lab = new Lab(box, jobs, { h: hung }, T0 + 10);
     await lab.create(name, T0);
-    for (let k = 0; k < 5 && (await lab.status(name, T0)) !== RunStatus.DEAD; k++) await lab.deliver(name, T0, `w${k}`, invocation(400, 200));
+    for (let k = 0; k < 5 && (await lab.status(name, T0)) !== RunStatus.DEAD; k++)
+      await lab.deliver(name, T0, `w${k}`, invocation(400, 200));
     const run = (await lab.run(name, T0))!;
     expect(run.status).toBe(RunStatus.DEAD);
     expect(run.lastError!.code).toBe('YIELDED_WITHOUT_PROGRESS');
@@ -84,7 +113,7 @@ describe('yields and timeouts across invocations', () => {
     expect(run.attempts!.map((a) => a.code)).toEqual(['YIELDED_WITHOUT_PROGRESS', 'YIELDED_WITHOUT_PROGRESS', 'YIELDED_WITHOUT_PROGRESS']);
   });
 
-  it('a handler left running by a yield without progress may have had its effect: the next claim reconciles first, and an operator\'s revival of the DEAD run reconciles too (model seed 7924)', async () => {
+  it("a handler left running by a yield without progress may have had its effect: the next claim reconciles first, and an operator's revival of the DEAD run reconciles too (model seed 7924)", async () => {
     // Before: a yield without progress was recorded as a plain failure (RETRY, or DEAD without
     // resultUnknown), so the next attempt, or `ops retry` of the DEAD run (→ READY), ran the handler
     // again although the yielded one had never answered.
@@ -101,7 +130,20 @@ describe('yields and timeouts across invocations', () => {
         return { outcome: 'not-done' };
       },
     };
-    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, timeout: '30s', lease: '30s', retry: { maxAttempts: 2, backoff: { base: 0, max: 0 } } }], ['h']);
+    const jobs = testJobs(
+      [
+        {
+          name,
+          schedule: '* * * * *',
+          handler: 'h',
+          startLead: 0,
+          timeout: '30s',
+          lease: '30s',
+          retry: { maxAttempts: 2, backoff: { base: 0, max: 0 } },
+        },
+      ],
+      ['h'],
+    );
     const lab = new Lab(box, jobs, { h: hung }, T0 + 10);
     await lab.create(name, T0);
     await lab.deliver(name, T0, 'w0', invocation(400, 200));
@@ -112,7 +154,9 @@ describe('yields and timeouts across invocations', () => {
     expect(dead).toMatchObject({ status: RunStatus.DEAD, resultUnknown: true, lastError: { code: 'YIELDED_WITHOUT_PROGRESS' } });
 
     const ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
-    const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [dead], { by: 'test' });
+    const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [dead], {
+      by: 'test',
+    });
     expect(entry).toMatchObject({ action: 'revived', from: RunStatus.DEAD, to: RunStatus.UNKNOWN });
     await lab.deliver(name, T0, 'w2', invocation(400, 200));
     expect(reconciles).toEqual(['attempt 2', 'attempt 1']);
@@ -136,7 +180,18 @@ describe('yields and timeouts across invocations', () => {
       },
     };
     const jobs = testJobs(
-      [{ name, schedule: '* * * * *', handler: 'h', startLead: 0, timeout: '8s', checkpoints: true, lease: '30s', retry: { maxAttempts: 2, backoff: { base: 0, max: 0 } } }],
+      [
+        {
+          name,
+          schedule: '* * * * *',
+          handler: 'h',
+          startLead: 0,
+          timeout: '8s',
+          checkpoints: true,
+          lease: '30s',
+          retry: { maxAttempts: 2, backoff: { base: 0, max: 0 } },
+        },
+      ],
       ['h'],
     );
     const slot = Date.UTC(2026, 11, 1, 12, 0);
@@ -145,7 +200,12 @@ describe('yields and timeouts across invocations', () => {
     // Each delivery is one invocation with 3 s (virtual) left; the worker yields with 1 s left.
     const invocationOf3s = () => {
       const started = time.now;
-      return { clock: time.read, timers: time.port, remainingTimeMs: () => 3_000 - (time.now - started), options: { yieldMarginMs: 1_000 } };
+      return {
+        clock: time.read,
+        timers: time.port,
+        remainingTimeMs: () => 3_000 - (time.now - started),
+        options: { yieldMarginMs: 1_000 },
+      };
     };
     const waiting = async () => ([RunStatus.READY, RunStatus.RETRY] as RunStatus[]).includes((await lab.status(name, slot))!);
     for (let k = 0; k < 10 && (await waiting()); k++) await lab.deliver(name, slot, `w${k}`, invocationOf3s());

@@ -27,7 +27,18 @@ describe('trigger lag after a pause', () => {
     const name = 'paused-a-minute';
     const jobs = testJobs([{ name, schedule: '*/10 * * * * *', handler: 'noop', startLead: 0 }]);
     const tick = (now: number) =>
-      runPlannerTick({ ledger: box.ledger, queue: new RecordingQueue(), jobs, clock: () => now, logger: silentLogger(), metrics: new InMemoryMetrics(), options: { lookaheadMs: 65 * SEC } }, { partition: 0, of: 1 });
+      runPlannerTick(
+        {
+          ledger: box.ledger,
+          queue: new RecordingQueue(),
+          jobs,
+          clock: () => now,
+          logger: silentLogger(),
+          metrics: new InMemoryMetrics(),
+          options: { lookaheadMs: 65 * SEC },
+        },
+        { partition: 0, of: 1 },
+      );
     const first = await tick(T0 + 5 * SEC);
     expect(await box.ledger.planning.pause(name, first.plannedUntil, { by: 'ops', note: 'a minute', at: T0 + 30 * SEC })).toBe(true);
     await tick(T0 + 65 * SEC);
@@ -40,7 +51,8 @@ describe('trigger lag after a pause', () => {
     // Planned before the pause: on time.
     expect(originOf(T0 + 70 * SEC)).toBe(RunOrigin.PLANNED);
     // The pause's slots, planned on resume after their fire time: late by construction.
-    for (let slot = T0 + 80 * SEC; slot <= T0 + 2 * MIN + 30 * SEC; slot += 10 * SEC) expect(originOf(slot), new Date(slot).toISOString()).toBe(RunOrigin.PLANNED_LATE);
+    for (let slot = T0 + 80 * SEC; slot <= T0 + 2 * MIN + 30 * SEC; slot += 10 * SEC)
+      expect(originOf(slot), new Date(slot).toISOString()).toBe(RunOrigin.PLANNED_LATE);
     // Planned on resume ahead of their fire time: on time.
     expect(originOf(T0 + 2 * MIN + 40 * SEC)).toBe(RunOrigin.PLANNED);
 

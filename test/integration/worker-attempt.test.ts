@@ -17,7 +17,14 @@ import type { HistoryEvent } from '../../shared/core/history.js';
 import { takeoverVisibilitySeconds } from '../../shared/core/lease.js';
 import { RunOrigin, RunStatus, runKeyOf } from '../../shared/core/vocabulary.js';
 import type { Timers } from '../../shared/core/concurrency.js';
-import { AttemptAbort, AttemptAbortedError, PermanentError, RetryableError, type JobHandler, type RunContext } from '../../shared/handler-api.js';
+import {
+  AttemptAbort,
+  AttemptAbortedError,
+  PermanentError,
+  RetryableError,
+  type JobHandler,
+  type RunContext,
+} from '../../shared/handler-api.js';
 import { faultyClient } from '../support/faults.js';
 import { testJobs, VirtualTime, waitFor } from '../support/helpers.js';
 import { Lab, RecordingQueue } from '../support/lab.js';
@@ -26,9 +33,11 @@ import { sandbox, uniqueName as unique, type Sandbox } from '../support/stack.js
 const MIN = 60_000;
 
 /** The heartbeat's lease extension (the only UpdateItem that sets just leaseUntil). */
-const isHeartbeat = (command: string, input: Record<string, unknown>) => command === 'UpdateItemCommand' && input.UpdateExpression === 'SET leaseUntil = :leaseUntil';
+const isHeartbeat = (command: string, input: Record<string, unknown>) =>
+  command === 'UpdateItemCommand' && input.UpdateExpression === 'SET leaseUntil = :leaseUntil';
 /** The outcome write (it sets the status to the outcome). */
-const isOutcome = (command: string, input: Record<string, unknown>) => command === 'UpdateItemCommand' && String(input.UpdateExpression).includes('#status = :outcome');
+const isOutcome = (command: string, input: Record<string, unknown>) =>
+  command === 'UpdateItemCommand' && String(input.UpdateExpression).includes('#status = :outcome');
 
 /** A queue that keeps, with the virtual instant, every visibility change the worker asks for. */
 class TimedQueue extends RecordingQueue {
@@ -90,7 +99,9 @@ describe('worker attempt', () => {
     const delivered = lab.deliver(name, slot, 'w1', deps);
     const ctx = await held.started;
     const token = ctx.fencingToken;
-    expect(of('claimed')).toEqual([{ type: 'claimed', at: T, runKey, owner: 'w1', token, attempt: 1, from: RunStatus.READY, leaseUntil: T + LEASE }]);
+    expect(of('claimed')).toEqual([
+      { type: 'claimed', at: T, runKey, owner: 'w1', token, attempt: 1, from: RunStatus.READY, leaseUntil: T + LEASE },
+    ]);
     expect(of('handler-started')).toEqual([{ type: 'handler-started', at: T, runKey, owner: 'w1', token, slot }]);
     // The run was due a minute ago: an on-time first claim measures trigger lag, not late-start lag.
     expect(lab.metrics.observations.get('TriggerLag')).toEqual([T - slot]);
@@ -108,7 +119,9 @@ describe('worker attempt', () => {
     // The first heartbeat: lease and visibility move together, and the heartbeat is recorded.
     time.advance(BEAT - 1_000);
     await waitFor(async () => (queue.changes.length >= 2 ? true : undefined), 120_000, 'the visibility change after the first heartbeat');
-    expect(of('heartbeat')).toEqual([{ type: 'heartbeat', at: T + BEAT, runKey, owner: 'w1', token, ok: true, leaseUntil: T + BEAT + LEASE }]);
+    expect(of('heartbeat')).toEqual([
+      { type: 'heartbeat', at: T + BEAT, runKey, owner: 'w1', token, ok: true, leaseUntil: T + BEAT + LEASE },
+    ]);
     expect((await lab.run(name, slot))!.leaseUntil).toBe(T + BEAT + LEASE);
     expect(queue.changes[1]).toEqual({ at: T + BEAT, seconds: takeoverVisibilitySeconds(T + BEAT + LEASE, skew, T + BEAT) });
     // Latency on the worker's clock (virtual time stood still during the call).
@@ -122,7 +135,18 @@ describe('worker attempt', () => {
     expect(lab.metrics.get('RunsSucceeded')).toBe(1);
     expect(lab.metrics.get('RunsDead')).toBe(0);
     expect(lab.metrics.get('LeaseLost')).toBe(0);
-    expect(of('outcome')).toEqual([{ type: 'outcome', at: T + BEAT + 2_000, runKey, owner: 'w1', token, status: RunStatus.SUCCEEDED, accepted: true, nextAttemptAt: undefined }]);
+    expect(of('outcome')).toEqual([
+      {
+        type: 'outcome',
+        at: T + BEAT + 2_000,
+        runKey,
+        owner: 'w1',
+        token,
+        status: RunStatus.SUCCEEDED,
+        accepted: true,
+        nextAttemptAt: undefined,
+      },
+    ]);
     // Its timers are gone with it: no heartbeat and no visibility change after the outcome.
     time.advance(5 * LEASE);
     await new Promise((resolve) => setTimeout(resolve, 50));
@@ -131,7 +155,9 @@ describe('worker attempt', () => {
   });
 
   it('a run that ends within its first second makes no SQS call, also after it ended (the early visibility change is cancelled with it)', async () => {
-    const { name, time, lab, queue, deps } = setup({ lease: 20_000, heartbeatEvery: 5_000 }, () => ({ run: async () => ({ evidence: { quick: true } }) }));
+    const { name, time, lab, queue, deps } = setup({ lease: 20_000, heartbeatEvery: 5_000 }, () => ({
+      run: async () => ({ evidence: { quick: true } }),
+    }));
     const slot = time.now - 5_000 - MIN;
     await lab.create(name, slot);
     expect(await lab.deliver(name, slot, 'w1', deps)).toBe('ack');
@@ -147,7 +173,10 @@ describe('worker attempt', () => {
   it('an invocation about to time out yields at the first watchdog check with less than the margin left: a handler that checkpointed goes RETRY at once without spending the attempt, counted as yielded', async () => {
     const BEAT = 1_500;
     let held!: ReturnType<typeof heldHandler>;
-    const { name, time, lab, queue, deps } = setup({ lease: 20_000, heartbeatEvery: BEAT, retry: { maxAttempts: 3 } }, (t) => (held = heldHandler(t, (ctx) => ctx.checkpoint({ page: 1 }))).handler);
+    const { name, time, lab, queue, deps } = setup(
+      { lease: 20_000, heartbeatEvery: BEAT, retry: { maxAttempts: 3 } },
+      (t) => (held = heldHandler(t, (ctx) => ctx.checkpoint({ page: 1 }))).handler,
+    );
     const slot = time.now - 5_000 - MIN;
     await lab.create(name, slot);
     const T = time.now;
@@ -170,7 +199,13 @@ describe('worker attempt', () => {
     expect(await delivered).toBe('ack');
     const run = (await lab.run(name, slot))!;
     // The time it ran here counts against its timeout.
-    expect(run).toMatchObject({ status: RunStatus.RETRY, nextAttemptAt: T + 3_750, checkpoint: { page: 1 }, lastError: { code: 'YIELDED' }, attemptElapsedMs: 3_750 });
+    expect(run).toMatchObject({
+      status: RunStatus.RETRY,
+      nextAttemptAt: T + 3_750,
+      checkpoint: { page: 1 },
+      lastError: { code: 'YIELDED' },
+      attemptElapsedMs: 3_750,
+    });
     expect(lab.metrics.get('RunsYielded')).toBe(1);
     expect(lab.metrics.get('RunsRetried')).toBe(0);
     expect(lab.metrics.get('RunsUnknown')).toBe(0);
@@ -188,39 +223,47 @@ describe('worker attempt', () => {
     // time): it stops nothing; at 12 s the watchdog does (it acts at once, the heartbeat due then
     // only once its call has failed).
     { lease: 12_000, stopsAt: 12_000, why: 'the lease is about to run out' },
-  ])('heartbeats failing with a lease of $lease ms: the handler is stopped at $stopsAt ms (LEASE_EXPIRING), nothing is recorded, the run stays RUNNING under its token', async ({ lease, stopsAt, why }) => {
-    const BEAT = 4_000;
-    let held!: ReturnType<typeof heldHandler>;
-    const { name, time, lab, deps, of } = setup({ lease, heartbeatEvery: BEAT }, (t) => (held = heldHandler(t)).handler);
-    const slot = time.now - 5_000 - MIN;
-    await lab.create(name, slot);
-    const T = time.now;
-    const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: isHeartbeat, fault: 'refused', times: 1e9 }], 1);
-    const ledger = new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable });
-    const delivered = lab.deliver(name, slot, 'w1', { ...deps, ledger });
-    const ctx = await held.started;
-    const failed = () => lab.logs.filter((l) => l.message === 'heartbeat failed').length;
-    try {
-      for (let beat = 1; beat * BEAT < stopsAt; beat++) {
+  ])(
+    'heartbeats failing with a lease of $lease ms: the handler is stopped at $stopsAt ms (LEASE_EXPIRING), nothing is recorded, the run stays RUNNING under its token',
+    async ({ lease, stopsAt, why }) => {
+      const BEAT = 4_000;
+      let held!: ReturnType<typeof heldHandler>;
+      const { name, time, lab, deps, of } = setup({ lease, heartbeatEvery: BEAT }, (t) => (held = heldHandler(t)).handler);
+      const slot = time.now - 5_000 - MIN;
+      await lab.create(name, slot);
+      const T = time.now;
+      const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: isHeartbeat, fault: 'refused', times: 1e9 }], 1);
+      const ledger = new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable });
+      const delivered = lab.deliver(name, slot, 'w1', { ...deps, ledger });
+      const ctx = await held.started;
+      const failed = () => lab.logs.filter((l) => l.message === 'heartbeat failed').length;
+      try {
+        for (let beat = 1; beat * BEAT < stopsAt; beat++) {
+          for (let i = 0; i < 4; i++) time.advance(BEAT / 4);
+          await waitFor(async () => (failed() >= beat ? true : undefined), 120_000, `failed heartbeat ${beat}`);
+          expect(ctx.signal.aborted, `stopped after failed heartbeat ${beat}`).toBe(false);
+        }
         for (let i = 0; i < 4; i++) time.advance(BEAT / 4);
-        await waitFor(async () => (failed() >= beat ? true : undefined), 120_000, `failed heartbeat ${beat}`);
-        expect(ctx.signal.aborted, `stopped after failed heartbeat ${beat}`).toBe(false);
+        await waitFor(async () => (ctx.signal.aborted ? true : undefined), 120_000, 'the handler to be stopped');
+        expect(held.abortedAt()).toBe(T + stopsAt);
+        expect((ctx.signal.reason as AttemptAbortedError).why).toBe(AttemptAbort.LEASE_EXPIRING);
+        expect((ctx.signal.reason as AttemptAbortedError).message).toBe(why);
+      } finally {
+        if (!ctx.signal.aborted) time.advance(2 * lease);
       }
-      for (let i = 0; i < 4; i++) time.advance(BEAT / 4);
-      await waitFor(async () => (ctx.signal.aborted ? true : undefined), 120_000, 'the handler to be stopped');
-      expect(held.abortedAt()).toBe(T + stopsAt);
-      expect((ctx.signal.reason as AttemptAbortedError).why).toBe(AttemptAbort.LEASE_EXPIRING);
-      expect((ctx.signal.reason as AttemptAbortedError).message).toBe(why);
-    } finally {
-      if (!ctx.signal.aborted) time.advance(2 * lease);
-    }
-    expect(await delivered).toBe('retry');
-    expect(lab.metrics.get('LeaseLost')).toBe(1);
-    const token = ctx.fencingToken;
-    expect(of('outcome')).toEqual([expect.objectContaining({ owner: 'w1', token, status: RunStatus.RUNNING, accepted: false })]);
-    expect(await lab.run(name, slot)).toMatchObject({ status: RunStatus.RUNNING, owner: 'w1', fencingToken: token, leaseUntil: T + lease });
-    faulty.destroy();
-  });
+      expect(await delivered).toBe('retry');
+      expect(lab.metrics.get('LeaseLost')).toBe(1);
+      const token = ctx.fencingToken;
+      expect(of('outcome')).toEqual([expect.objectContaining({ owner: 'w1', token, status: RunStatus.RUNNING, accepted: false })]);
+      expect(await lab.run(name, slot)).toMatchObject({
+        status: RunStatus.RUNNING,
+        owner: 'w1',
+        fencingToken: token,
+        leaseUntil: T + lease,
+      });
+      faulty.destroy();
+    },
+  );
 
   // Backoff 50, 100, 200, 400, 800 ms, then a second, and never more than half the lease left;
   // it gives up once no more than the clock allowance (here 725 ms) is left. Heartbeats fail too,
@@ -259,11 +302,17 @@ describe('worker attempt', () => {
     );
     const ledger = new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable });
     let done = false;
-    const delivered = lab.deliver(name, slot, 'w1', { ...deps, ledger, timers, options: { clockSkewMs: SKEW } }).finally(() => (done = true));
+    const delivered = lab
+      .deliver(name, slot, 'w1', { ...deps, ledger, timers, options: { clockSkewMs: SKEW } })
+      .finally(() => (done = true));
     const expected = [0, 50, 150, 350, 750, 1_550, 2_550, 3_550, 4_550, 5_550, 6_550, 7_550, 8_550, 9_275];
     for (;;) {
       // The worker waits on a timer once it registered one after its last failed attempt.
-      const state = await waitFor(async () => (done ? 'done' : attempts.length > 0 && sleeps.length > attempts.at(-1)!.sleeps ? 'sleeping' : undefined), 120_000, 'the next retry');
+      const state = await waitFor(
+        async () => (done ? 'done' : attempts.length > 0 && sleeps.length > attempts.at(-1)!.sleeps ? 'sleeping' : undefined),
+        120_000,
+        'the next retry',
+      );
       if (state === 'done') break;
       expect(attempts.length, 'more attempts than expected').toBeLessThan(expected.length);
       const before = attempts.length;
@@ -302,7 +351,9 @@ describe('worker attempt', () => {
     expect(lab.metrics.get('RunsYielded')).toBe(0);
     expect(lab.metrics.get('RunsUnknown')).toBe(0);
     expect(queue.changes).toEqual([{ at: T, seconds: (run.nextAttemptAt! - T) / 1000 }]);
-    expect(lab.events.filter((e) => e.type === 'outcome')).toEqual([expect.objectContaining({ status: RunStatus.RETRY, accepted: true, nextAttemptAt: run.nextAttemptAt })]);
+    expect(lab.events.filter((e) => e.type === 'outcome')).toEqual([
+      expect.objectContaining({ status: RunStatus.RETRY, accepted: true, nextAttemptAt: run.nextAttemptAt }),
+    ]);
     // Its retry is late by construction: it measures no start lag (only the first claim did).
     expect(lab.metrics.observations.get('TriggerLag')).toEqual([T - slot]);
     time.advance(run.nextAttemptAt! - T);
@@ -315,34 +366,51 @@ describe('worker attempt', () => {
   // A refused heartbeat names who holds the run now in the abort reason the handler sees, also
   // when the run is gone (its item deleted).
   it.each([
-    ['a successor claimed it', async (lab: Lab, id: { job: string; slot: number; shard: number }, now: number) => void (await lab.box.ledger.claim(id, 'successor', now + 60_000, 20_000, 2_000)), (token: number) => `is now held by successor (token ${token + 1}, status RUNNING)`],
-    ['its item was deleted', async (lab: Lab, id: { job: string; slot: number; shard: number }) => void (await lab.box.clients.doc.send(new DeleteCommand({ TableName: lab.box.endpoints.ledgerTable, Key: lab.box.ledger.runKeyOf(id) }))), () => 'is now held by nobody (token ?, status gone)'],
-  ] as const)('a refused heartbeat (%s) stops the handler at once, telling it who holds the run; nothing recorded but the refusal', async (_how, takeOver, says) => {
-    const BEAT = 2_000;
-    let held!: ReturnType<typeof heldHandler>;
-    const { name, time, lab, deps, of } = setup({ lease: 20_000, heartbeatEvery: BEAT }, (t) => (held = heldHandler(t)).handler);
-    const slot = time.now - 5_000 - MIN;
-    await lab.create(name, slot);
-    const T = time.now;
-    const delivered = lab.deliver(name, slot, 'w1', deps);
-    const ctx = await held.started;
-    const runKey = runKeyOf(name, slot, 0, 1);
-    try {
-      await takeOver(lab, { job: name, slot, shard: 0 }, T);
-      time.advance(BEAT);
-      await waitFor(async () => (ctx.signal.aborted ? true : undefined), 120_000, 'the handler to be stopped');
-      expect((ctx.signal.reason as AttemptAbortedError).why).toBe(AttemptAbort.LEASE_LOST);
-      expect((ctx.signal.reason as AttemptAbortedError).message).toBe(`heartbeat refused: ${runKey} ${says(ctx.fencingToken)}`);
-    } finally {
-      if (!ctx.signal.aborted) time.advance(60_000);
-    }
-    expect(await delivered).toBe('retry');
-    expect(of('heartbeat')).toEqual([expect.objectContaining({ at: T + BEAT, ok: false })]);
-    expect(of('outcome')).toEqual([{ type: 'outcome', at: T + BEAT, runKey, owner: 'w1', token: ctx.fencingToken, status: RunStatus.RUNNING, accepted: false }]);
-    expect(lab.metrics.get('LeaseLost')).toBe(1);
-  });
+    [
+      'a successor claimed it',
+      async (lab: Lab, id: { job: string; slot: number; shard: number }, now: number) =>
+        void (await lab.box.ledger.claim(id, 'successor', now + 60_000, 20_000, 2_000)),
+      (token: number) => `is now held by successor (token ${token + 1}, status RUNNING)`,
+    ],
+    [
+      'its item was deleted',
+      async (lab: Lab, id: { job: string; slot: number; shard: number }) =>
+        void (await lab.box.clients.doc.send(
+          new DeleteCommand({ TableName: lab.box.endpoints.ledgerTable, Key: lab.box.ledger.runKeyOf(id) }),
+        )),
+      () => 'is now held by nobody (token ?, status gone)',
+    ],
+  ] as const)(
+    'a refused heartbeat (%s) stops the handler at once, telling it who holds the run; nothing recorded but the refusal',
+    async (_how, takeOver, says) => {
+      const BEAT = 2_000;
+      let held!: ReturnType<typeof heldHandler>;
+      const { name, time, lab, deps, of } = setup({ lease: 20_000, heartbeatEvery: BEAT }, (t) => (held = heldHandler(t)).handler);
+      const slot = time.now - 5_000 - MIN;
+      await lab.create(name, slot);
+      const T = time.now;
+      const delivered = lab.deliver(name, slot, 'w1', deps);
+      const ctx = await held.started;
+      const runKey = runKeyOf(name, slot, 0, 1);
+      try {
+        await takeOver(lab, { job: name, slot, shard: 0 }, T);
+        time.advance(BEAT);
+        await waitFor(async () => (ctx.signal.aborted ? true : undefined), 120_000, 'the handler to be stopped');
+        expect((ctx.signal.reason as AttemptAbortedError).why).toBe(AttemptAbort.LEASE_LOST);
+        expect((ctx.signal.reason as AttemptAbortedError).message).toBe(`heartbeat refused: ${runKey} ${says(ctx.fencingToken)}`);
+      } finally {
+        if (!ctx.signal.aborted) time.advance(60_000);
+      }
+      expect(await delivered).toBe('retry');
+      expect(of('heartbeat')).toEqual([expect.objectContaining({ at: T + BEAT, ok: false })]);
+      expect(of('outcome')).toEqual([
+        { type: 'outcome', at: T + BEAT, runKey, owner: 'w1', token: ctx.fencingToken, status: RunStatus.RUNNING, accepted: false },
+      ]);
+      expect(lab.metrics.get('LeaseLost')).toBe(1);
+    },
+  );
 
-  it('a manual run\'s first start is measured as late-start lag, not trigger lag (an operator chose when it runs)', async () => {
+  it("a manual run's first start is measured as late-start lag, not trigger lag (an operator chose when it runs)", async () => {
     const { name, time, lab, deps } = setup({ lease: 20_000, heartbeatEvery: 5_000 }, () => ({ run: async () => undefined }));
     const slot = time.now - 5_000 - MIN;
     await box.ledger.createRun({ job: name, slot, shard: 0, shards: 1, status: RunStatus.READY, origin: RunOrigin.MANUAL }, time.now);
@@ -361,32 +429,53 @@ describe('worker attempt', () => {
     await lab.create(name, slot);
     expect(await lab.deliver(name, slot, 'w1', deps)).toBe('ack');
     expect(await lab.run(name, slot)).toMatchObject({ status: RunStatus.DEAD, lastError: { code: 'BAD' } });
-    expect([lab.metrics.get('RunsDead'), lab.metrics.get('RunsSucceeded'), lab.metrics.get('RunsSuperseded'), lab.metrics.get('RunsRetried'), lab.metrics.get('RunsUnknown')]).toEqual([1, 0, 0, 0, 0]);
+    expect([
+      lab.metrics.get('RunsDead'),
+      lab.metrics.get('RunsSucceeded'),
+      lab.metrics.get('RunsSuperseded'),
+      lab.metrics.get('RunsRetried'),
+      lab.metrics.get('RunsUnknown'),
+    ]).toEqual([1, 0, 0, 0, 0]);
     expect(queue.changes).toEqual([]);
   });
 
-  it('a handler whose write a newer slot\'s run already made ends SUPERSEDED (result unknown): acknowledged, counted superseded by the fence, the next due run of its lane dispatched', async () => {
+  it("a handler whose write a newer slot's run already made ends SUPERSEDED (result unknown): acknowledged, counted superseded by the fence, the next due run of its lane dispatched", async () => {
     const { name, time, lab, queue, deps } = setup({ lease: 20_000, heartbeatEvery: 5_000, overlap: 'forbid-queue' }, () => ({
-      run: async (ctx) => void (await ctx.fenced.put({ table: ctx.tables.payments, item: { pk: `SUP#${ctx.job.name}`, sk: 'ITEM', by: ctx.fencingToken } })),
+      run: async (ctx) =>
+        void (await ctx.fenced.put({ table: ctx.tables.payments, item: { pk: `SUP#${ctx.job.name}`, sk: 'ITEM', by: ctx.fencingToken } })),
     }));
     const slot = time.now - 5_000 - 2 * MIN;
     await lab.create(name, slot);
     await lab.create(name, slot + MIN);
     // The next slot's run wrote the item first (its fence is of a newer slot).
-    await new DynamoFencedStore(box.clients.doc, initialFence(slot + MIN) + 1).put({ table: box.endpoints.paymentsTable, item: { pk: `SUP#${name}`, sk: 'ITEM', by: 'newer slot' } });
+    await new DynamoFencedStore(box.clients.doc, initialFence(slot + MIN) + 1).put({
+      table: box.endpoints.paymentsTable,
+      item: { pk: `SUP#${name}`, sk: 'ITEM', by: 'newer slot' },
+    });
     expect(await lab.deliver(name, slot, 'w1', deps)).toBe('ack');
     const superseded = (await lab.run(name, slot))!;
-    expect(superseded).toMatchObject({ status: RunStatus.SUPERSEDED, resultUnknown: true, lastError: { code: 'SUPERSEDED_BY_NEWER_SLOT' } });
+    expect(superseded).toMatchObject({
+      status: RunStatus.SUPERSEDED,
+      resultUnknown: true,
+      lastError: { code: 'SUPERSEDED_BY_NEWER_SLOT' },
+    });
     // The error names the item and the run that wrote it.
     expect(superseded.lastError!.message).toBe(
       `${box.endpoints.paymentsTable} SUP#${name}/ITEM was already written with fence ${initialFence(slot + MIN) + 1} by the run of slot ${new Date(slot + MIN).toISOString()}: this older slot's work is superseded`,
     );
-    expect([lab.metrics.get('RunsSuperseded'), lab.metrics.get('RunsSupersededByFence'), lab.metrics.get('FencingRejections'), lab.metrics.get('RunsRetried'), lab.metrics.get('RunsUnknown'), lab.metrics.get('LeaseLost')]).toEqual([1, 1, 1, 0, 0, 0]);
+    expect([
+      lab.metrics.get('RunsSuperseded'),
+      lab.metrics.get('RunsSupersededByFence'),
+      lab.metrics.get('FencingRejections'),
+      lab.metrics.get('RunsRetried'),
+      lab.metrics.get('RunsUnknown'),
+      lab.metrics.get('LeaseLost'),
+    ]).toEqual([1, 1, 1, 0, 0, 0]);
     expect(queue.changes).toEqual([]);
     expect(queue.sent.map((s) => s.message.slot)).toEqual([slot + MIN]);
   });
 
-  it('a handler whose write a successor\'s claim of the same run already made records nothing: the run is the successor\'s, the message comes back', async () => {
+  it("a handler whose write a successor's claim of the same run already made records nothing: the run is the successor's, the message comes back", async () => {
     const LEASE = 20_000;
     let ids!: { job: string; slot: number; shard: number };
     const { name, time, lab, deps, of } = setup({ lease: LEASE, heartbeatEvery: 5_000 }, () => ({
@@ -394,7 +483,10 @@ describe('worker attempt', () => {
         // Meanwhile (this worker froze): a successor claimed the run and wrote the item.
         const successor = await box.ledger.claim(ids, 'successor', ctx.now() + LEASE + 10_000, LEASE, 2_000);
         if (successor.kind !== 'claimed') throw new Error('setup: successor claim');
-        await new DynamoFencedStore(box.clients.doc, successor.run.fencingToken).put({ table: ctx.tables.payments, item: { pk: `CLAIM#${name}`, sk: 'ITEM', by: 'successor' } });
+        await new DynamoFencedStore(box.clients.doc, successor.run.fencingToken).put({
+          table: ctx.tables.payments,
+          item: { pk: `CLAIM#${name}`, sk: 'ITEM', by: 'successor' },
+        });
         await ctx.fenced.put({ table: ctx.tables.payments, item: { pk: `CLAIM#${name}`, sk: 'ITEM', by: ctx.fencingToken } });
       },
     }));
@@ -431,7 +523,10 @@ describe('worker attempt', () => {
 
   it('an attempt past its timeout is stopped at the timeout and ends UNKNOWN (code TIMEOUT), counted unknown, the message hidden until its retry', async () => {
     let held!: ReturnType<typeof heldHandler>;
-    const { name, time, lab, queue, deps } = setup({ lease: 20_000, heartbeatEvery: 5_000, timeout: '3s', retry: { maxAttempts: 3 } }, (t) => (held = heldHandler(t)).handler);
+    const { name, time, lab, queue, deps } = setup(
+      { lease: 20_000, heartbeatEvery: 5_000, timeout: '3s', retry: { maxAttempts: 3 } },
+      (t) => (held = heldHandler(t)).handler,
+    );
     const slot = time.now - 5_000 - MIN;
     await lab.create(name, slot);
     const T = time.now;

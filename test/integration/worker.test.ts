@@ -15,7 +15,13 @@ import { drain, silentLogger, testJobs, VirtualTime } from '../support/helpers.j
 import { LocalPoller } from '../../tools/local-poller.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
 
-function workerDeps(box: Sandbox, jobs: ReturnType<typeof testJobs>, handlers: Record<string, JobHandler>, owner: string, extra: Partial<WorkerDeps> = {}): WorkerDeps {
+function workerDeps(
+  box: Sandbox,
+  jobs: ReturnType<typeof testJobs>,
+  handlers: Record<string, JobHandler>,
+  owner: string,
+  extra: Partial<WorkerDeps> = {},
+): WorkerDeps {
   return {
     ledger: box.ledger,
     queue: box.queue,
@@ -32,7 +38,12 @@ function workerDeps(box: Sandbox, jobs: ReturnType<typeof testJobs>, handlers: R
 }
 
 async function enqueue(box: Sandbox, job: string, slot: number): Promise<void> {
-  await box.clients.sqs.send(new SendMessageCommand({ QueueUrl: box.endpoints.runQueueUrl, MessageBody: JSON.stringify(messageFor({ job, slot, shard: 0, runKey: runKeyOf(job, slot, 0, 1) })) }));
+  await box.clients.sqs.send(
+    new SendMessageCommand({
+      QueueUrl: box.endpoints.runQueueUrl,
+      MessageBody: JSON.stringify(messageFor({ job, slot, shard: 0, runKey: runKeyOf(job, slot, 0, 1) })),
+    }),
+  );
 }
 
 /**
@@ -40,14 +51,24 @@ async function enqueue(box: Sandbox, job: string, slot: number): Promise<void> {
  * visibility is 2 s and nothing deletes them), and on a loaded machine they are visible again by
  * the time this receive runs: only `job`'s count. `atLeastOne` polls until one of them comes.
  */
-async function receive(box: Sandbox, job: string, options: { visibilityTimeoutSeconds?: number; atLeastOne?: boolean } = {}): Promise<QueueRecord[]> {
+async function receive(
+  box: Sandbox,
+  job: string,
+  options: { visibilityTimeoutSeconds?: number; atLeastOne?: boolean } = {},
+): Promise<QueueRecord[]> {
   const deadline = Date.now() + 60_000;
   for (;;) {
     const { Messages = [] } = await box.clients.sqs.send(
-      new ReceiveMessageCommand({ QueueUrl: box.endpoints.runQueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 1, VisibilityTimeout: options.visibilityTimeoutSeconds }),
+      new ReceiveMessageCommand({
+        QueueUrl: box.endpoints.runQueueUrl,
+        MaxNumberOfMessages: 10,
+        WaitTimeSeconds: 1,
+        VisibilityTimeout: options.visibilityTimeoutSeconds,
+      }),
     );
     const own = Messages.filter((m) => (JSON.parse(m.Body!) as { job?: string }).job === job);
-    if (own.length > 0 || !options.atLeastOne || Date.now() > deadline) return own.map((m) => ({ messageId: m.MessageId!, receiptHandle: m.ReceiptHandle!, body: m.Body! }));
+    if (own.length > 0 || !options.atLeastOne || Date.now() > deadline)
+      return own.map((m) => ({ messageId: m.MessageId!, receiptHandle: m.ReceiptHandle!, body: m.Body! }));
   }
 }
 
@@ -61,7 +82,10 @@ describe('worker', () => {
   it('a heartbeat extends both the lease and the message visibility while the handler runs', async () => {
     // A lease well above the queue's 2 s visibility, so that only a stall of seconds on a loaded
     // machine (the lease then rightly runs out and the message comes back) could show the message.
-    const jobs = testJobs([{ name: 'slow', schedule: '* * * * *', handler: 'slow', lease: 5_000, heartbeatEvery: 1_000, startLead: 0 }], ['slow']);
+    const jobs = testJobs(
+      [{ name: 'slow', schedule: '* * * * *', handler: 'slow', lease: 5_000, heartbeatEvery: 1_000, startLead: 0 }],
+      ['slow'],
+    );
     const slot = Date.now() - 100;
     await box.ledger.createRun({ job: 'slow', slot, shard: 0, shards: 1, status: RunStatus.READY }, Date.now());
     await enqueue(box, 'slow', slot);
@@ -73,18 +97,24 @@ describe('worker', () => {
           await new Promise((r) => setTimeout(r, 600));
           leases.push((await box.ledger.getRun({ job: 'slow', slot, shard: 0 }))!.leaseUntil!);
           // Queue visibility is 2 s: without heartbeats the message would be back by now.
-          const { Messages = [] } = await box.clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: box.endpoints.runQueueUrl, WaitTimeSeconds: 0, VisibilityTimeout: 1 }));
+          const { Messages = [] } = await box.clients.sqs.send(
+            new ReceiveMessageCommand({ QueueUrl: box.endpoints.runQueueUrl, WaitTimeSeconds: 0, VisibilityTimeout: 1 }),
+          );
           visibleDuringRun += Messages.length;
         }
       },
     };
     const results: string[][] = [];
     // The poller deletes acknowledged messages, as the event source mapping does.
-    const poller = new LocalPoller(box.clients.sqs, async (records) => {
-      const result = await processBatch(workerDeps(box, jobs, { slow }, 'hb-worker'), records);
-      results.push(result.batchItemFailures.map((f) => f.itemIdentifier));
-      return result;
-    }, { queueUrl: box.endpoints.runQueueUrl });
+    const poller = new LocalPoller(
+      box.clients.sqs,
+      async (records) => {
+        const result = await processBatch(workerDeps(box, jobs, { slow }, 'hb-worker'), records);
+        results.push(result.batchItemFailures.map((f) => f.itemIdentifier));
+        return result;
+      },
+      { queueUrl: box.endpoints.runQueueUrl },
+    );
     expect(await poller.pollOnce()).toBe(1);
     expect(results).toEqual([[]]);
     expect(visibleDuringRun).toBe(0);
@@ -131,25 +161,38 @@ describe('worker', () => {
     const jobs = testJobs([{ name: 'isolated', schedule: '* * * * *', handler: 'count', startLead: 0 }], ['count']);
     const base = Date.now() - 60_000;
     const slots = [base, base + 1_000, base + 2_000];
-    for (const slot of slots) await box.ledger.createRun({ job: 'isolated', slot, shard: 0, shards: 1, status: RunStatus.READY }, Date.now());
+    for (const slot of slots)
+      await box.ledger.createRun({ job: 'isolated', slot, shard: 0, shards: 1, status: RunStatus.READY }, Date.now());
     // The ledger answers every run but one, whose claim fails the way an exhausted SDK retry does.
     const ledger = Object.create(box.ledger) as typeof box.ledger;
     ledger.claim = (message, ...rest) =>
-      message.slot === slots[1] ? Promise.reject(Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), { name: 'ThrottlingException' })) : box.ledger.claim(message, ...rest);
+      message.slot === slots[1]
+        ? Promise.reject(Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), { name: 'ThrottlingException' }))
+        : box.ledger.claim(message, ...rest);
     const ran: number[] = [];
     const count: JobHandler = { run: async (ctx) => void ran.push(ctx.slot) };
     const metrics = new InMemoryMetrics();
     const logs: string[] = [];
     const logger = new JsonLineLogger((line) => logs.push(line), {}, 'debug');
-    const records = slots.map((slot, i) => ({ messageId: `iso-${i}`, receiptHandle: `r-${i}`, body: JSON.stringify(messageFor({ job: 'isolated', slot, shard: 0, runKey: runKeyOf('isolated', slot, 0, 1) })) }));
+    const records = slots.map((slot, i) => ({
+      messageId: `iso-${i}`,
+      receiptHandle: `r-${i}`,
+      body: JSON.stringify(messageFor({ job: 'isolated', slot, shard: 0, runKey: runKeyOf('isolated', slot, 0, 1) })),
+    }));
     const result = await processBatch(workerDeps(box, jobs, { count }, 'iso-worker', { ledger, metrics, logger }), records);
     expect(result.batchItemFailures).toEqual([{ itemIdentifier: 'iso-1' }]);
     expect(ran.sort()).toEqual([slots[0], slots[2]]);
     expect((await box.ledger.getRun({ job: 'isolated', slot: slots[0]!, shard: 0 }))?.status).toBe(RunStatus.SUCCEEDED);
     expect((await box.ledger.getRun({ job: 'isolated', slot: slots[1]!, shard: 0 }))?.status).toBe(RunStatus.READY);
     expect(metrics.get('WorkerRecordErrors')).toBe(1);
-    const line = logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.message === 'record failed: reported to SQS for redelivery');
-    expect(line).toMatchObject({ level: 'error', messageId: 'iso-1', error: 'ThrottlingException: Rate of requests exceeds the allowed throughput.' });
+    const line = logs
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l.message === 'record failed: reported to SQS for redelivery');
+    expect(line).toMatchObject({
+      level: 'error',
+      messageId: 'iso-1',
+      error: 'ThrottlingException: Rate of requests exceeds the allowed throughput.',
+    });
   });
 
   it('a run leased by a live owner is not executed and its message is hidden until the lease can expire', async () => {
@@ -171,11 +214,14 @@ describe('worker', () => {
     expect(await receive(box, 'held', { visibilityTimeoutSeconds: 1 })).toHaveLength(0);
   });
 
-  it('a message back at the end of a dead holder\'s lease waits out the clock allowance in process: takeover within lease + allowance, not a second later', async () => {
+  it("a message back at the end of a dead holder's lease waits out the clock allowance in process: takeover within lease + allowance, not a second later", async () => {
     // heartbeatEvery 600 ms → clock allowance 300 ms (half a heartbeat). The worker's clock and
     // timers are virtual and time moves only by the worker's own wait (the one sleep it sets), so
     // how long the ledger calls take on a loaded machine cannot move the takeover.
-    const jobs = testJobs([{ name: 'orphaned', schedule: '* * * * *', handler: 'count', lease: 1_800, heartbeatEvery: 600, startLead: 0 }], ['count']);
+    const jobs = testJobs(
+      [{ name: 'orphaned', schedule: '* * * * *', handler: 'count', lease: 1_800, heartbeatEvery: 600, startLead: 0 }],
+      ['count'],
+    );
     const time = new VirtualTime(Date.now());
     const slot = time.now - 100;
     const id = { job: 'orphaned', slot, shard: 0 };
@@ -210,7 +256,10 @@ describe('worker', () => {
   });
 
   it('a live holder keeps its run: a message back early finds the lease renewed after the wait and is hidden again', async () => {
-    const jobs = testJobs([{ name: 'alive', schedule: '* * * * *', handler: 'count', lease: 1_800, heartbeatEvery: 600, startLead: 0 }], ['count']);
+    const jobs = testJobs(
+      [{ name: 'alive', schedule: '* * * * *', handler: 'count', lease: 1_800, heartbeatEvery: 600, startLead: 0 }],
+      ['count'],
+    );
     const slot = Date.now() - 100;
     const id = { job: 'alive', slot, shard: 0 };
     await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, Date.now());
@@ -223,7 +272,9 @@ describe('worker', () => {
     const count: JobHandler = { run: async () => void executions++ };
     const body = JSON.stringify(messageFor({ ...id, runKey: runKeyOf('alive', slot, 0, 1) }));
     try {
-      const result = await processBatch(workerDeps(box, jobs, { count }, 'successor'), [{ messageId: 'm-alive', receiptHandle: 'r-alive', body }]);
+      const result = await processBatch(workerDeps(box, jobs, { count }, 'successor'), [
+        { messageId: 'm-alive', receiptHandle: 'r-alive', body },
+      ]);
       expect(result.batchItemFailures).toEqual([{ itemIdentifier: 'm-alive' }]);
     } finally {
       clearTimeout(renew);
@@ -233,7 +284,10 @@ describe('worker', () => {
   });
 
   it('a refused heartbeat aborts the handler through ctx.signal and records nothing', async () => {
-    const jobs = testJobs([{ name: 'lost', schedule: '* * * * *', handler: 'wait', lease: 1_000, heartbeatEvery: 300, startLead: 0 }], ['wait']);
+    const jobs = testJobs(
+      [{ name: 'lost', schedule: '* * * * *', handler: 'wait', lease: 1_000, heartbeatEvery: 300, startLead: 0 }],
+      ['wait'],
+    );
     const slot = Date.now() - 100;
     const id = { job: 'lost', slot, shard: 0 };
     await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, Date.now());

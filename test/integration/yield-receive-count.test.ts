@@ -27,7 +27,13 @@ describe('yields through the real receive count', () => {
   const receive = async (): Promise<Message | undefined> => {
     for (let tries = 0; tries < 12; tries++) {
       const { Messages = [] } = await box.clients.sqs.send(
-        new ReceiveMessageCommand({ QueueUrl: box.endpoints.runQueueUrl, MaxNumberOfMessages: 1, WaitTimeSeconds: 0, MessageSystemAttributeNames: ['ApproximateReceiveCount'], AttributeNames: ['All'] }),
+        new ReceiveMessageCommand({
+          QueueUrl: box.endpoints.runQueueUrl,
+          MaxNumberOfMessages: 1,
+          WaitTimeSeconds: 0,
+          MessageSystemAttributeNames: ['ApproximateReceiveCount'],
+          AttributeNames: ['All'],
+        }),
       );
       if (Messages[0]) return Messages[0];
       await new Promise((resolve) => setTimeout(resolve, 500));
@@ -52,7 +58,18 @@ describe('yields through the real receive count', () => {
       },
     };
     const jobs = testJobs(
-      [{ name, schedule: '* * * * *', handler: 'h', startLead: 0, timeout: '10m', checkpoints: true, lease: '30s', retry: { maxAttempts: 2, backoff: { base: 0, max: 0 } } }],
+      [
+        {
+          name,
+          schedule: '* * * * *',
+          handler: 'h',
+          startLead: 0,
+          timeout: '10m',
+          checkpoints: true,
+          lease: '30s',
+          retry: { maxAttempts: 2, backoff: { base: 0, max: 0 } },
+        },
+      ],
       ['h'],
     );
     const slot = Date.UTC(2026, 11, 1, 12, 0);
@@ -69,10 +86,18 @@ describe('yields through the real receive count', () => {
       const started = Date.now();
       const outcome = await processRecord(
         lab.deps(`w${k}`, { queue: box.queue, remainingTimeMs: () => 400 - (Date.now() - started), options: { yieldMarginMs: 200 } }),
-        { messageId: message.MessageId!, receiptHandle: message.ReceiptHandle!, body: message.Body!, attributes: { ApproximateReceiveCount: message.Attributes?.ApproximateReceiveCount } },
+        {
+          messageId: message.MessageId!,
+          receiptHandle: message.ReceiptHandle!,
+          body: message.Body!,
+          attributes: { ApproximateReceiveCount: message.Attributes?.ApproximateReceiveCount },
+        },
       );
       // The event source deletes the messages the batch did not report failed.
-      if (outcome === 'ack') await box.clients.sqs.send(new DeleteMessageCommand({ QueueUrl: box.endpoints.runQueueUrl, ReceiptHandle: message.ReceiptHandle! }));
+      if (outcome === 'ack')
+        await box.clients.sqs.send(
+          new DeleteMessageCommand({ QueueUrl: box.endpoints.runQueueUrl, ReceiptHandle: message.ReceiptHandle! }),
+        );
       if ((await lab.status(name, slot)) === RunStatus.SUCCEEDED) break;
     }
 
@@ -113,7 +138,9 @@ describe('a copy of a message waiting out a live holder', () => {
       expect(await processRecord(lab.deps('w2'), copy(receives))).toBe('ack');
     }
     expect(lab.queue.hidden).toHaveLength(1);
-    expect(lab.queue.take().map((out) => [out.message.runKey, Math.round(out.delaySeconds)])).toEqual(Array.from({ length: 3 }, () => [run.runKey, leaseEnd]));
+    expect(lab.queue.take().map((out) => [out.message.runKey, Math.round(out.delaySeconds)])).toEqual(
+      Array.from({ length: 3 }, () => [run.runKey, leaseEnd]),
+    );
     expect(await lab.status(name, slot)).toBe(RunStatus.RUNNING);
   });
 });

@@ -92,11 +92,17 @@ describe('model tester: directed scenarios of the defect classes', () => {
     expect(violations, `${formatViolations(violations.slice(0, 10))}\n${story}`).toEqual([]);
   }, 300_000);
 
-  it('a bulk add of 120 hourly jobs rolled back after their runs were planned: the orphans stay open (reported, never run), the scenario\'s own job runs on, and the model owes nothing of the removed jobs', async () => {
+  it("a bulk add of 120 hourly jobs rolled back after their runs were planned: the orphans stay open (reported, never run), the scenario's own job runs on, and the model owes nothing of the removed jobs", async () => {
     const { violations, story } = await runOnSharedStack({
       title: '120 hourly jobs added, planned for the hour, then rolled back',
       jobs: [{}],
-      steps: [{ step: 'many', count: 120 }, { step: 'advance', ms: 59 * 60_000 }, { step: 'tick' }, { step: 'rollback-bulk' }, { step: 'run', ms: 3 * 60_000 }],
+      steps: [
+        { step: 'many', count: 120 },
+        { step: 'advance', ms: 59 * 60_000 },
+        { step: 'tick' },
+        { step: 'rollback-bulk' },
+        { step: 'run', ms: 3 * 60_000 },
+      ],
     });
     // The removed jobs' runs of 01:00 were planned before the rollback: their messages come back
     // (poison: no such job) and the runs stay open, which liveness must not count against anyone.
@@ -109,7 +115,12 @@ describe('model tester: directed scenarios of the defect classes', () => {
     const { violations, story } = await runOnSharedStack({
       title: 'two hours of a forbid-queue job backfilled, the job removed while its backlog waits',
       jobs: [{ schedule: '*/5 * * * *' }, { overlap: 'forbid-queue', behaviours: [{ kind: BehaviourKind.OK, workMs: 3_000, writes: 1 }] }],
-      steps: [{ step: 'backfill', job: 1, agoMs: 600_000, spanMs: 2 * 3_600_000 }, { step: 'run', ms: 30_000 }, { step: 'remove-backlogged' }, { step: 'run', ms: 5 * 60_000 }],
+      steps: [
+        { step: 'backfill', job: 1, agoMs: 600_000, spanMs: 2 * 3_600_000 },
+        { step: 'run', ms: 30_000 },
+        { step: 'remove-backlogged' },
+        { step: 'run', ms: 5 * 60_000 },
+      ],
     });
     expect(story).toMatch(/ops backfill j1 .*: 120 created/);
     const removed = /config: job (j\d) removed on its backlog alarm \((\d+) open run\(s\) left behind\)/.exec(story);
@@ -120,7 +131,7 @@ describe('model tester: directed scenarios of the defect classes', () => {
     expect(violations, `${formatViolations(violations.slice(0, 10))}\n${story}`).toEqual([]);
   }, 300_000);
 
-  it('a scenario that starts on 150 open runs an earlier deployment left (a removed job\'s backfill): they stay open, never run, and a later run whose message is lost is still found behind them', async () => {
+  it("a scenario that starts on 150 open runs an earlier deployment left (a removed job's backfill): they stay open, never run, and a later run whose message is lost is still found behind them", async () => {
     const { violations, story } = await runOnSharedStack({
       title: 'tables inherited with 150 orphans, then planner sends refused',
       jobs: [{ schedule: '*/5 * * * *' }],
@@ -133,7 +144,9 @@ describe('model tester: directed scenarios of the defect classes', () => {
         { step: 'run', ms: 2 * MINUTE },
       ],
     });
-    expect(story).toMatch(/config: job legacy removed by an earlier deployment with 150 open run\(s\) of a backfill left behind, their messages in the DLQ/);
+    expect(story).toMatch(
+      /config: job legacy removed by an earlier deployment with 150 open run\(s\) of a backfill left behind, their messages in the DLQ/,
+    );
     // Their messages wait in the DLQ until the operator's redrive, then come back as poison (no
     // such job): delivered (when, in virtual time, depends on the real-time move task), never run.
     const redriven = story.indexOf('ops redrive: 150 message(s)');
@@ -154,14 +167,18 @@ describe('model tester: directed scenarios of the defect classes', () => {
     const { violations, story } = await runOnSharedStack({
       title: 'a job whose every run ends DEAD with its result unknown, retried in bulk',
       jobs: [{ reconcile: true, maxAttempts: 1, behaviours: [{ kind: BehaviourKind.UNKNOWN, workMs: 200, writes: 0 }] }],
-      steps: [{ step: 'run', ms: 200_000 }, { step: 'retry-job', job: 0 }, { step: 'run', ms: 60_000 }],
+      steps: [
+        { step: 'run', ms: 200_000 },
+        { step: 'retry-job', job: 0 },
+        { step: 'run', ms: 60_000 },
+      ],
     });
     expect(story).toMatch(/ops retry --job j0: [2-9] DEAD run\(s\)/);
     expect(story.match(/ops retry j0@[^:]+:\d\d:\d\d\.000Z: DEAD → UNKNOWN/g)?.length ?? 0).toBeGreaterThanOrEqual(2);
     expect(violations, `${formatViolations(violations.slice(0, 10))}\n${story}`).toEqual([]);
   }, 300_000);
 
-  it("an ops trigger whose key write fails exits non-zero having created nothing, and its repeat with the same idempotency key, whose send fails, exits 0 naming the one run the sweeper then sends (report-kept)", async () => {
+  it('an ops trigger whose key write fails exits non-zero having created nothing, and its repeat with the same idempotency key, whose send fails, exits 0 naming the one run the sweeper then sends (report-kept)', async () => {
     const { violations, story } = await runOnSharedStack({
       title: 'ops trigger with its key write refused on every SDK attempt, then its send refused',
       jobs: [{ schedule: '0 * * * *' }],

@@ -19,9 +19,25 @@ async function run(seed: number) {
     // The full command mix: the swarm mix's scenarios (backfills of hours, a hundred jobs, outages
     // of hours, more often) took over 600 s a seed in the suite beside a proof search; the long
     // runs and the proof draw the swarm mix (docs/testing.md).
-    const summary = await runModel(stack, { scenarios: SCENARIOS, seed, concurrency: 2, maxCommands: 30, shrinkBudget: 20, shrinkTimeMs: 120_000, commandMix: 'full' });
+    const summary = await runModel(stack, {
+      scenarios: SCENARIOS,
+      seed,
+      concurrency: 2,
+      maxCommands: 30,
+      shrinkBudget: 20,
+      shrinkTimeMs: 120_000,
+      commandMix: 'full',
+    });
     const report = summary.failures.map(formatFailure).join('\n\n');
-    console.log(JSON.stringify({ scenarios: summary.scenarios, operations: summary.operations, faults: summary.faults, violations: summary.violations, seed }));
+    console.log(
+      JSON.stringify({
+        scenarios: summary.scenarios,
+        operations: summary.operations,
+        faults: summary.faults,
+        violations: summary.violations,
+        seed,
+      }),
+    );
     return { summary, report };
   } finally {
     stack.clients.dynamo.destroy();

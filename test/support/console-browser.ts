@@ -25,7 +25,13 @@ export interface ConsoleBench {
   close(): Promise<void>;
 }
 
-export const consoleIo = (jobs: readonly Job[], now: number): OpsIo => ({ stdout: () => undefined, stderr: () => undefined, now: () => now, jobs, env: { USER: 'alice' } });
+export const consoleIo = (jobs: readonly Job[], now: number): OpsIo => ({
+  stdout: () => undefined,
+  stderr: () => undefined,
+  now: () => now,
+  jobs,
+  env: { USER: 'alice' },
+});
 
 /** The sandbox comes first, then `seed` writes what the pages are to show, then the consoles and the browser start. */
 export async function consoleBench(jobs: readonly Job[], now: number, seed: (box: Sandbox) => Promise<void>): Promise<ConsoleBench> {
@@ -52,7 +58,11 @@ export async function consoleBench(jobs: readonly Job[], now: number, seed: (box
       open: async (path, on = live) => {
         await page.goto(new URL(path, on.url).href);
       },
-      postFromPage: (path, form) => page.evaluate(async ({ path, form }) => (await fetch(path, { method: 'POST', body: new URLSearchParams(form) })).status, { path, form }),
+      postFromPage: (path, form) =>
+        page.evaluate(async ({ path, form }) => (await fetch(path, { method: 'POST', body: new URLSearchParams(form) })).status, {
+          path,
+          form,
+        }),
       close: async () => {
         await opened.close();
         for (const c of started) await c.close();

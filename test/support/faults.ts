@@ -42,7 +42,11 @@ export function faultyClient(endpoint: string, rules: FaultRule[], maxAttempts =
       rule.times = (rule.times ?? 1) - 1;
       injected.push(command);
       if (rule.fault === 'refused') {
-        throw Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), { name: 'ThrottlingException', $metadata: { httpStatusCode: 400 }, $retryable: { throttling: true } });
+        throw Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), {
+          name: 'ThrottlingException',
+          $metadata: { httpStatusCode: 400 },
+          $retryable: { throttling: true },
+        });
       }
       await next(args);
       // The write is committed; the caller only sees the connection go away.
@@ -56,7 +60,11 @@ export function faultyClient(endpoint: string, rules: FaultRule[], maxAttempts =
 }
 
 /** Sees one call (its low-level command name and input) and answers it itself or calls `next`. */
-export type Middleware = (command: string, input: Record<string, unknown>, next: () => Promise<{ output: Record<string, unknown> }>) => Promise<{ output: Record<string, unknown> }>;
+export type Middleware = (
+  command: string,
+  input: Record<string, unknown>,
+  next: () => Promise<{ output: Record<string, unknown> }>,
+) => Promise<{ output: Record<string, unknown> }>;
 
 /**
  * A document client on DynamoDB Local with `middleware` on its low-level client (outermost step, no
@@ -67,11 +75,13 @@ export function clientWith(endpoint: string, middleware: Middleware, marshall = 
   dynamo.middlewareStack.add(
     (next, context) => async (args) =>
       (await middleware(context.commandName ?? '', args.input as Record<string, unknown>, async () => {
-          const result = await next(args);
-          return { ...result, output: { ...result.output } };
-        })) as never,
+        const result = await next(args);
+        return { ...result, output: { ...result.output } };
+      })) as never,
     { step: 'initialize', name: `test-${Math.random()}` },
   );
-  const doc = marshall ? DynamoDBDocumentClient.from(dynamo, { marshallOptions: { removeUndefinedValues: true } }) : DynamoDBDocumentClient.from(dynamo);
+  const doc = marshall
+    ? DynamoDBDocumentClient.from(dynamo, { marshallOptions: { removeUndefinedValues: true } })
+    : DynamoDBDocumentClient.from(dynamo);
   return { doc, destroy: () => dynamo.destroy() };
 }

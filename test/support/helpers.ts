@@ -10,7 +10,11 @@ import type { Timers } from '../../shared/core/concurrency.js';
  * in-process worker has no invocation time limit, so a job need not fit one Lambda invocation
  * unless the test says so (`workerTimeoutMs`).
  */
-export function testJobs(inputs: readonly JobInput[], handlerNames: readonly string[] = ['noop'], options: { workerTimeoutMs?: number } = {}): Job[] {
+export function testJobs(
+  inputs: readonly JobInput[],
+  handlerNames: readonly string[] = ['noop'],
+  options: { workerTimeoutMs?: number } = {},
+): Job[] {
   return parseJobs(inputs, { handlers: [...handlerNames], workerTimeoutMs: options.workerTimeoutMs ?? Number.POSITIVE_INFINITY });
 }
 
@@ -18,7 +22,11 @@ export const silentLogger = () => new JsonLineLogger(() => undefined);
 export const metrics = () => new InMemoryMetrics();
 
 /** Receives until `expected` messages arrived or the queue stayed empty for `idleMs`. */
-export async function drain(sqs: SQSClient, queueUrl: string, options: { expected?: number; idleMs?: number; visibilityTimeoutSeconds?: number } = {}): Promise<Message[]> {
+export async function drain(
+  sqs: SQSClient,
+  queueUrl: string,
+  options: { expected?: number; idleMs?: number; visibilityTimeoutSeconds?: number } = {},
+): Promise<Message[]> {
   const all: Message[] = [];
   let idleSince = Date.now();
   while (Date.now() - idleSince < (options.idleMs ?? 1_500)) {

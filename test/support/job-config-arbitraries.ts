@@ -5,15 +5,32 @@
  */
 import fc from 'fast-check';
 import { durationMs } from '../../shared/schedule/duration.js';
-import { DEFAULT_START_LEAD_MS, DEFAULT_TIMEOUT_MS, DEFAULT_WORKER_TIMEOUT_MS, maxAttemptTimeoutMs } from '../../shared/schedule/job-schema-core.js';
+import {
+  DEFAULT_START_LEAD_MS,
+  DEFAULT_TIMEOUT_MS,
+  DEFAULT_WORKER_TIMEOUT_MS,
+  maxAttemptTimeoutMs,
+} from '../../shared/schedule/job-schema-core.js';
 
 /** Schedules both schema tests draw from first; each adds its own after them. */
-export const COMMON_SCHEDULES = ['* * * * *', '*/5 * * * *', '0 * * * *', '30 2 * * 1-5', '*/10 * * * * *', '0 0 12 1 * *', '15 3 L * *'] as const;
+export const COMMON_SCHEDULES = [
+  '* * * * *',
+  '*/5 * * * *',
+  '0 * * * *',
+  '30 2 * * 1-5',
+  '*/10 * * * * *',
+  '0 0 12 1 * *',
+  '15 3 L * *',
+] as const;
 
 /** A valid job name of 2 to `maxLength` characters: a letter or digit at both ends, hyphens allowed inside. */
 export function jobNameArb(maxLength: number): fc.Arbitrary<string> {
   return fc
-    .tuple(fc.stringMatching(/^[a-z0-9]$/), fc.stringMatching(new RegExp(`^[a-z0-9-]{0,${maxLength - 2}}$`)), fc.stringMatching(/^[a-z0-9]$/))
+    .tuple(
+      fc.stringMatching(/^[a-z0-9]$/),
+      fc.stringMatching(new RegExp(`^[a-z0-9-]{0,${maxLength - 2}}$`)),
+      fc.stringMatching(/^[a-z0-9]$/),
+    )
     .map(([a, mid, z]) => `${a}${mid}${z}`);
 }
 
@@ -23,7 +40,9 @@ export function durationArb(minMs: number, maxMs: number, { minutes }: { readonl
   const seconds = fc.integer({ min: Math.ceil(minMs / 1000), max: Math.floor(maxMs / 1000) }).map((s) => `${s}s`);
   if (!minutes) return fc.oneof(ms, seconds);
   // fast-check refuses min > max: a range holding no whole minute still offers its rounded-up one.
-  const wholeMinutes = fc.integer({ min: Math.ceil(minMs / 60_000), max: Math.max(Math.ceil(minMs / 60_000), Math.floor(maxMs / 60_000)) }).map((m) => `${m}m`);
+  const wholeMinutes = fc
+    .integer({ min: Math.ceil(minMs / 60_000), max: Math.max(Math.ceil(minMs / 60_000), Math.floor(maxMs / 60_000)) })
+    .map((m) => `${m}m`);
   return fc.oneof(ms, seconds, wholeMinutes);
 }
 
@@ -62,44 +81,59 @@ export function onceScheduleArb(): fc.Arbitrary<{ at: string }> {
 /** Valid job inputs: name, schedule and handler always, each other field present or left to its default. */
 export function validJobInputArb(options: JobInputArbOptions) {
   const duration = (minMs: number, maxMs: number) => durationArb(minMs, maxMs, { minutes: options.minutes });
-  return fc.record(
-    {
-      name: options.names,
-      schedule: fc.oneof(
-        { weight: 6, arbitrary: fc.constantFrom<string | { every: number | string; phase?: number | string } | { at: string }>(...options.schedules) },
-        { weight: 2, arbitrary: intervalScheduleArb() },
-        { weight: 1, arbitrary: onceScheduleArb() },
-      ),
-      handler: fc.constantFrom(...options.handlers),
-      timezone: fc.constantFrom(...options.timezones),
-      enabled: fc.boolean(),
-      dst: fc.record({ gap: fc.constantFrom('shift', 'skip'), overlap: fc.constantFrom('once', 'twice') }, { requiredKeys: [] }),
-      misfire: fc.record(
-        { after: duration(0, 3_600_000), policy: fc.constantFrom('skip', 'latest', 'all'), maxPerTick: fc.integer({ min: 1, max: 1000 }) },
-        { requiredKeys: [] },
-      ),
-      overlap: fc.constantFrom('forbid-skip', 'forbid-queue', 'coalesce', 'parallel'),
-      shards: fc.integer({ min: 1, max: 100 }),
-      lease: duration(3_000, 600_000),
-      timeout: duration(1_000, 900_000),
-      retry: fc.record(
-        {
-          maxAttempts: fc.integer({ min: 1, max: 10 }),
-          backoff: fc.record({ base: duration(0, 10_000), max: duration(0, 600_000), jitter: fc.constantFrom('full', 'none') }, { requiredKeys: [] }),
-        },
-        { requiredKeys: [] },
-      ),
-      deadline: duration(0, 86_400_000),
-      startLead: duration(0, 10_000),
-      jitter: duration(0, 600_000),
-      // A window around 2027 (every one-time slot is in 2027) and exclusions in 2029.
-      startAt: fc.constantFrom('2026-01-01', '2026-06-01T08:00:00', '2026-06-01T08:00:00Z', '2026-06-01T08:00:00+05:30'),
-      endAt: fc.constantFrom('2028-01-01', '2031-12-31T23:59:59', '2040-01-01T00:00:00Z'),
-      exclude: fc.uniqueArray(fc.tuple(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 28 })).map(([m, d]) => `2029-${two(m)}-${two(d)}`), { maxLength: 12 }),
-      checkpoints: fc.boolean(),
-    },
-    { requiredKeys: ['name', 'schedule', 'handler'] },
-  ).map(fitInvocation);
+  return fc
+    .record(
+      {
+        name: options.names,
+        schedule: fc.oneof(
+          {
+            weight: 6,
+            arbitrary: fc.constantFrom<string | { every: number | string; phase?: number | string } | { at: string }>(...options.schedules),
+          },
+          { weight: 2, arbitrary: intervalScheduleArb() },
+          { weight: 1, arbitrary: onceScheduleArb() },
+        ),
+        handler: fc.constantFrom(...options.handlers),
+        timezone: fc.constantFrom(...options.timezones),
+        enabled: fc.boolean(),
+        dst: fc.record({ gap: fc.constantFrom('shift', 'skip'), overlap: fc.constantFrom('once', 'twice') }, { requiredKeys: [] }),
+        misfire: fc.record(
+          {
+            after: duration(0, 3_600_000),
+            policy: fc.constantFrom('skip', 'latest', 'all'),
+            maxPerTick: fc.integer({ min: 1, max: 1000 }),
+          },
+          { requiredKeys: [] },
+        ),
+        overlap: fc.constantFrom('forbid-skip', 'forbid-queue', 'coalesce', 'parallel'),
+        shards: fc.integer({ min: 1, max: 100 }),
+        lease: duration(3_000, 600_000),
+        timeout: duration(1_000, 900_000),
+        retry: fc.record(
+          {
+            maxAttempts: fc.integer({ min: 1, max: 10 }),
+            backoff: fc.record(
+              { base: duration(0, 10_000), max: duration(0, 600_000), jitter: fc.constantFrom('full', 'none') },
+              { requiredKeys: [] },
+            ),
+          },
+          { requiredKeys: [] },
+        ),
+        deadline: duration(0, 86_400_000),
+        startLead: duration(0, 10_000),
+        jitter: duration(0, 600_000),
+        // A window around 2027 (every one-time slot is in 2027) and exclusions in 2029.
+        startAt: fc.constantFrom('2026-01-01', '2026-06-01T08:00:00', '2026-06-01T08:00:00Z', '2026-06-01T08:00:00+05:30'),
+        endAt: fc.constantFrom('2028-01-01', '2031-12-31T23:59:59', '2040-01-01T00:00:00Z'),
+        exclude: fc.uniqueArray(
+          fc.tuple(fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 28 })).map(([m, d]) => `2029-${two(m)}-${two(d)}`),
+          { maxLength: 12 },
+        ),
+        checkpoints: fc.boolean(),
+      },
+      { requiredKeys: ['name', 'schedule', 'handler'] },
+    )
+    .map(fitInvocation);
 }
 
 /**

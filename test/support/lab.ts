@@ -89,7 +89,15 @@ export class Lab {
 
   async create(job: string, slot: number, options: { shard?: number; watch?: boolean } = {}): Promise<Run> {
     const result = await this.box.ledger.createRun(
-      { job, slot, shard: options.shard ?? 0, shards: this.job(job).shards, status: RunStatus.READY, watch: options.watch, laneOverlap: this.job(job).overlap },
+      {
+        job,
+        slot,
+        shard: options.shard ?? 0,
+        shards: this.job(job).shards,
+        status: RunStatus.READY,
+        watch: options.watch,
+        laneOverlap: this.job(job).overlap,
+      },
       this.clock.now,
     );
     if (!result.created) throw new Error(`run ${job}@${slot} exists`);
@@ -98,7 +106,11 @@ export class Lab {
 
   record(job: string, slot: number, shard = 0): QueueRecord {
     const id = `m${++messages}`;
-    return { messageId: id, receiptHandle: `r-${id}`, body: JSON.stringify(messageFor({ job, slot, shard, runKey: runKeyOf(job, slot, shard, this.job(job).shards) })) };
+    return {
+      messageId: id,
+      receiptHandle: `r-${id}`,
+      body: JSON.stringify(messageFor({ job, slot, shard, runKey: runKeyOf(job, slot, shard, this.job(job).shards) })),
+    };
   }
 
   /** Hands one message of the run to a worker and waits for its decision. */

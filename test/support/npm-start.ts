@@ -66,7 +66,12 @@ export interface NpmStart {
 export function npmStart(endpoints: string, args: readonly string[] = ['--tick', '5', '--workers', '1']): NpmStart {
   const env = { ...process.env };
   delete env.npm_config_loglevel;
-  const child = spawn('npm', ['start', '--', ...args, '--endpoints', endpoints], { cwd: PROJECT_ROOT, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('npm', ['start', '--', ...args, '--endpoints', endpoints], {
+    cwd: PROJECT_ROOT,
+    env,
+    detached: true,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let output = '';
   child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -85,7 +90,9 @@ export async function whenUp(start: NpmStart, stackOnly = false): Promise<Up> {
   const up = await waitFor(
     async () => {
       const match = /local stack up \(npm start pid (\d+)\): DynamoDB Local \S+ \(pid (\d+)\)/.exec(start.output());
-      return match && (stackOnly || /\njobs: /.test(start.output())) ? { runtimePid: Number(match[1]), javaPid: Number(match[2]) } : undefined;
+      return match && (stackOnly || /\njobs: /.test(start.output()))
+        ? { runtimePid: Number(match[1]), javaPid: Number(match[2]) }
+        : undefined;
     },
     UP_TIMEOUT_MS,
     `npm start to be up (output: ${start.output().slice(-2_000)})`,

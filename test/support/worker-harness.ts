@@ -45,7 +45,11 @@ export class WorkerHarness {
 
   /** A record as SQS would deliver it for the run (job, slot, shard 0). */
   record(job: string, slot: number, messageId = `m-${job}-${slot}`, shards = 1): QueueRecord {
-    return { messageId, receiptHandle: `r-${messageId}`, body: JSON.stringify(messageFor({ job, slot, shard: 0, runKey: runKeyOf(job, slot, 0, shards) })) };
+    return {
+      messageId,
+      receiptHandle: `r-${messageId}`,
+      body: JSON.stringify(messageFor({ job, slot, shard: 0, runKey: runKeyOf(job, slot, 0, shards) })),
+    };
   }
 
   poller(owner: string, extra: (records: QueueRecord[]) => Partial<WorkerDeps> = () => ({})): LocalPoller {
@@ -55,6 +59,8 @@ export class WorkerHarness {
   }
 
   outcomes(runKey?: string) {
-    return this.events.filter((e): e is Extract<HistoryEvent, { type: 'outcome' }> => e.type === 'outcome' && (runKey === undefined || e.runKey === runKey));
+    return this.events.filter(
+      (e): e is Extract<HistoryEvent, { type: 'outcome' }> => e.type === 'outcome' && (runKey === undefined || e.runKey === runKey),
+    );
   }
 }

@@ -44,7 +44,16 @@ function takeoverHistory(): HistoryEvent[] {
     { type: 'heartbeat', at: T + 10_000, runKey: KEY, owner: 'A', token: TOKEN + 1, ok: true, leaseUntil: T + 40_000 },
     { type: 'effect', at: T + 11_000, runKey: KEY, token: TOKEN + 1, resource: RESOURCE, result: 'accepted' },
     // A pauses; its lease runs out at T + 40 s; B claims after the 2 s allowance.
-    { type: 'claimed', at: T + 42_001, runKey: KEY, owner: 'B', token: TOKEN + 2, attempt: 2, from: RunStatus.RUNNING, leaseUntil: T + 72_001 },
+    {
+      type: 'claimed',
+      at: T + 42_001,
+      runKey: KEY,
+      owner: 'B',
+      token: TOKEN + 2,
+      attempt: 2,
+      from: RunStatus.RUNNING,
+      leaseUntil: T + 72_001,
+    },
     { type: 'effect', at: T + 42_100, runKey: KEY, token: TOKEN + 2, resource: RESOURCE, result: 'accepted', businessKey: 'charge-1' },
     { type: 'effect', at: T + 42_200, runKey: KEY, token: TOKEN + 2, resource: RESOURCE, result: 'accepted' },
     { type: 'outcome', at: T + 42_300, runKey: KEY, owner: 'B', token: TOKEN + 2, status: RunStatus.SUCCEEDED, accepted: true },
@@ -84,7 +93,15 @@ describe('clean histories pass', () => {
     const result = checkHistory(takeoverHistory(), cleanFinal, expectSlot);
     expect(result.violations).toEqual([]);
     expect(result.ok).toBe(true);
-    expect(result.stats).toMatchObject({ runsCreated: 1, claims: 2, takeovers: 1, acceptedEffects: 3, fencedOut: 1, irreversibleEffects: 1, expectedSlots: 1 });
+    expect(result.stats).toMatchObject({
+      runsCreated: 1,
+      claims: 2,
+      takeovers: 1,
+      acceptedEffects: 3,
+      fencedOut: 1,
+      irreversibleEffects: 1,
+      expectedSlots: 1,
+    });
   });
 
   it('events merged out of order from several processes are ordered by time before checking', () => {
@@ -95,7 +112,16 @@ describe('clean histories pass', () => {
   it('a RETRY outcome and a claim in the same millisecond: the outcome is taken first', () => {
     const history: HistoryEvent[] = [
       { type: 'claimed', at: T, runKey: KEY, owner: 'A', token: TOKEN + 1, attempt: 1, from: RunStatus.READY, leaseUntil: T + LEASE },
-      { type: 'claimed', at: T + 5, runKey: KEY, owner: 'B', token: TOKEN + 2, attempt: 2, from: RunStatus.RETRY, leaseUntil: T + 5 + LEASE },
+      {
+        type: 'claimed',
+        at: T + 5,
+        runKey: KEY,
+        owner: 'B',
+        token: TOKEN + 2,
+        attempt: 2,
+        from: RunStatus.RETRY,
+        leaseUntil: T + 5 + LEASE,
+      },
       { type: 'outcome', at: T + 5, runKey: KEY, owner: 'A', token: TOKEN + 1, status: RunStatus.RETRY, accepted: true },
     ];
     expect(checkHistory(history, { runs: [] }).violations).toEqual([]);
@@ -103,10 +129,28 @@ describe('clean histories pass', () => {
 
   it('a claim reported late (its worker paused between the claim landing and reporting it) is not a violation', () => {
     const history: HistoryEvent[] = [
-      { type: 'claimed', at: T + 42_001, runKey: KEY, owner: 'B', token: TOKEN + 2, attempt: 2, from: RunStatus.RUNNING, leaseUntil: T + 72_001 },
+      {
+        type: 'claimed',
+        at: T + 42_001,
+        runKey: KEY,
+        owner: 'B',
+        token: TOKEN + 2,
+        attempt: 2,
+        from: RunStatus.RUNNING,
+        leaseUntil: T + 72_001,
+      },
       { type: 'outcome', at: T + 42_300, runKey: KEY, owner: 'B', token: TOKEN + 2, status: RunStatus.SUCCEEDED, accepted: true },
       // A's claim landed at T (token + 1) but A was paused before it could report it.
-      { type: 'claimed', at: T + 50_000, runKey: KEY, owner: 'A', token: TOKEN + 1, attempt: 1, from: RunStatus.READY, leaseUntil: T + LEASE },
+      {
+        type: 'claimed',
+        at: T + 50_000,
+        runKey: KEY,
+        owner: 'A',
+        token: TOKEN + 1,
+        attempt: 1,
+        from: RunStatus.READY,
+        leaseUntil: T + LEASE,
+      },
       { type: 'outcome', at: T + 50_002, runKey: KEY, owner: 'A', token: TOKEN + 1, status: RunStatus.SUCCEEDED, accepted: false },
     ];
     expect(checkHistory(history, { runs: [run()] }, expectSlot).violations).toEqual([]);
@@ -115,7 +159,16 @@ describe('clean histories pass', () => {
   it('a claim within the clock allowance of the previous lease end is tolerated', () => {
     const history: HistoryEvent[] = [
       { type: 'claimed', at: T, runKey: KEY, owner: 'A', token: TOKEN + 1, attempt: 1, from: RunStatus.READY, leaseUntil: T + LEASE },
-      { type: 'claimed', at: T + LEASE - 500, runKey: KEY, owner: 'B', token: TOKEN + 2, attempt: 2, from: RunStatus.RUNNING, leaseUntil: T + 2 * LEASE },
+      {
+        type: 'claimed',
+        at: T + LEASE - 500,
+        runKey: KEY,
+        owner: 'B',
+        token: TOKEN + 2,
+        attempt: 2,
+        from: RunStatus.RUNNING,
+        leaseUntil: T + 2 * LEASE,
+      },
     ];
     expect(checkHistory(history, { runs: [] }, { clockAllowanceMs: 1_000 }).ok).toBe(true);
     expect(checkHistory(history, { runs: [] }, { clockAllowanceMs: 0 }).ok).toBe(false);
@@ -167,19 +220,36 @@ describe('each violation kind is caught and names the run', () => {
   it('2. a claim after the run SUCCEEDED', () => {
     const history = [
       ...takeoverHistory(),
-      { type: 'claimed', at: T + 90_000, runKey: KEY, owner: 'C', token: TOKEN + 3, attempt: 3, from: RunStatus.RUNNING, leaseUntil: T + 120_000 } as const,
+      {
+        type: 'claimed',
+        at: T + 90_000,
+        runKey: KEY,
+        owner: 'C',
+        token: TOKEN + 3,
+        attempt: 3,
+        from: RunStatus.RUNNING,
+        leaseUntil: T + 120_000,
+      } as const,
     ];
     only(checkHistory(history, cleanFinal, expectSlot), Invariant.ONE_LIVE_LEASE);
   });
 
   it('3. an accepted write with a lower token after a higher one (history order, no item log)', () => {
-    const history = takeoverHistory().map((e) => (e.type === 'effect' && e.result === 'fenced-out' ? { ...e, result: 'accepted' as const, businessKey: undefined } : e));
+    const history = takeoverHistory().map((e) =>
+      e.type === 'effect' && e.result === 'fenced-out' ? { ...e, result: 'accepted' as const, businessKey: undefined } : e,
+    );
     const hit = only(checkHistory(history, { runs: [run()] }, expectSlot), Invariant.FENCE_MONOTONIC);
     expect(hit.detail).toContain(`token ${TOKEN + 1} accepted after token ${TOKEN + 2}`);
   });
 
   it('3. the item log shows a lower token applied after a higher one', () => {
-    const business: BusinessState[] = [{ resource: RESOURCE, lastFence: TOKEN + 1, effects: [...cleanBusiness[0]!.effects!, { token: TOKEN + 1, runKey: KEY, kind: 'step' }] }];
+    const business: BusinessState[] = [
+      {
+        resource: RESOURCE,
+        lastFence: TOKEN + 1,
+        effects: [...cleanBusiness[0]!.effects!, { token: TOKEN + 1, runKey: KEY, kind: 'step' }],
+      },
+    ];
     only(checkHistory(takeoverHistory(), { runs: [run()], business }, expectSlot), Invariant.FENCE_MONOTONIC);
   });
 
@@ -208,14 +278,31 @@ describe('each violation kind is caught and names the run', () => {
 
   it('4. a business item holding the same key twice (final state)', () => {
     const business: BusinessState[] = [
-      { resource: RESOURCE, lastFence: TOKEN + 2, effects: [...cleanBusiness[0]!.effects!, { token: TOKEN + 2, runKey: KEY, kind: 'charge', businessKey: 'charge-1' }] },
+      {
+        resource: RESOURCE,
+        lastFence: TOKEN + 2,
+        effects: [...cleanBusiness[0]!.effects!, { token: TOKEN + 2, runKey: KEY, kind: 'charge', businessKey: 'charge-1' }],
+      },
     ];
     only(checkHistory(takeoverHistory(), { runs: [run()], business }, expectSlot), Invariant.ONE_IRREVERSIBLE_EFFECT);
   });
 
   it('5. a kept slot with no run item at all', () => {
     const lostSlot = SLOT + 60_000;
-    const hit = only(checkHistory([], { runs: [run()] }, { slots: [{ job: JOB, slot: SLOT }, { job: JOB, slot: lostSlot }] }), Invariant.NO_LOST_SLOT, runKeyOf(JOB, lostSlot, 0, 1));
+    const hit = only(
+      checkHistory(
+        [],
+        { runs: [run()] },
+        {
+          slots: [
+            { job: JOB, slot: SLOT },
+            { job: JOB, slot: lostSlot },
+          ],
+        },
+      ),
+      Invariant.NO_LOST_SLOT,
+      runKeyOf(JOB, lostSlot, 0, 1),
+    );
     expect(hit.detail).toContain('no run item');
   });
 
@@ -227,13 +314,24 @@ describe('each violation kind is caught and names the run', () => {
   });
 
   it('5. a slot that ended in a status its policy does not allow (e.g. SKIPPED where it must run)', () => {
-    const hit = only(checkHistory([], { runs: [run({ status: RunStatus.SKIPPED })] }, { slots: [{ job: JOB, slot: SLOT, statuses: [RunStatus.SUCCEEDED] }] }), Invariant.NO_LOST_SLOT);
+    const hit = only(
+      checkHistory(
+        [],
+        { runs: [run({ status: RunStatus.SKIPPED })] },
+        { slots: [{ job: JOB, slot: SLOT, statuses: [RunStatus.SUCCEEDED] }] },
+      ),
+      Invariant.NO_LOST_SLOT,
+    );
     expect(hit.detail).toContain('ended SKIPPED');
   });
 
   it('sharded runs are named with their shard', () => {
     const key = runKeyOf(JOB, SLOT, 2, 3);
-    const hit = only(checkHistory([], { runs: [] }, { slots: [{ job: JOB, slot: SLOT, shard: 2, shards: 3 }] }), Invariant.NO_LOST_SLOT, key);
+    const hit = only(
+      checkHistory([], { runs: [] }, { slots: [{ job: JOB, slot: SLOT, shard: 2, shards: 3 }] }),
+      Invariant.NO_LOST_SLOT,
+      key,
+    );
     expect(hit.runKey).toBe(`${JOB}@${new Date(SLOT).toISOString()}#2`);
   });
 });
@@ -251,7 +349,9 @@ interface Step {
 
 /** Holders of one run one after another; each either completes (RETRY/SUCCEEDED) or vanishes and is taken over after expiry. */
 function modelHistory(steps: readonly Step[]): { history: HistoryEvent[]; lastToken: number; final: FinalState } {
-  const history: HistoryEvent[] = [{ type: 'run-created', at: T - 1, runKey: KEY, job: JOB, slot: SLOT, shard: 0, status: RunStatus.READY }];
+  const history: HistoryEvent[] = [
+    { type: 'run-created', at: T - 1, runKey: KEY, job: JOB, slot: SLOT, shard: 0, status: RunStatus.READY },
+  ];
   let now = T;
   let token = TOKEN;
   let previousEnd: 'complete' | 'vanish' | undefined;
@@ -260,7 +360,16 @@ function modelHistory(steps: readonly Step[]): { history: HistoryEvent[]; lastTo
     token++;
     const owner = `w${i}`;
     now += step.gapMs;
-    history.push({ type: 'claimed', at: now, runKey: KEY, owner, token, attempt: i + 1, from: previousEnd === 'vanish' ? RunStatus.RUNNING : RunStatus.READY, leaseUntil: now + LEASE });
+    history.push({
+      type: 'claimed',
+      at: now,
+      runKey: KEY,
+      owner,
+      token,
+      attempt: i + 1,
+      from: previousEnd === 'vanish' ? RunStatus.RUNNING : RunStatus.READY,
+      leaseUntil: now + LEASE,
+    });
     let leaseUntil = now + LEASE;
     for (let h = 0; h < step.heartbeats; h++) {
       now += LEASE / 3;
@@ -275,7 +384,15 @@ function modelHistory(steps: readonly Step[]): { history: HistoryEvent[]; lastTo
     const last = i === steps.length - 1;
     if (step.ends === 'complete' || last) {
       now += 10;
-      history.push({ type: 'outcome', at: now, runKey: KEY, owner, token, status: last ? RunStatus.SUCCEEDED : RunStatus.RETRY, accepted: true });
+      history.push({
+        type: 'outcome',
+        at: now,
+        runKey: KEY,
+        owner,
+        token,
+        status: last ? RunStatus.SUCCEEDED : RunStatus.RETRY,
+        accepted: true,
+      });
       previousEnd = 'complete';
     } else {
       now = leaseUntil + 1; // the next claim waits for expiry

@@ -48,7 +48,7 @@ function manualTimers() {
   };
   const advance = (ms: number) => {
     now += ms;
-    for (const [key, t] of [...pending]) if (t.at <= now) (pending.delete(key), t.fn());
+    for (const [key, t] of [...pending]) if (t.at <= now) pending.delete(key), t.fn();
   };
   return { timers, advance, pending };
 }
@@ -70,7 +70,7 @@ describe('sleep', () => {
     await expect(negative).resolves.toBeUndefined();
   });
 
-  it('an abort ends it at once with the signal\'s reason and clears its timer; an aborted signal never starts one', async () => {
+  it("an abort ends it at once with the signal's reason and clears its timer; an aborted signal never starts one", async () => {
     const { timers, pending } = manualTimers();
     const controller = new AbortController();
     const slept = sleep(60_000, controller.signal, timers);

@@ -82,8 +82,12 @@ describe('console heatmap', () => {
 describe('console action forms', () => {
   it('a required field left empty, or a value outside its choices, is a 400 naming the field', () => {
     const form = (entries: Record<string, string>) => new URLSearchParams(entries);
-    expect(() => formFields(ACTIONS.pause!, form({ note: '  ' }))).toThrow(new HttpError(400, 'field "note": note (why; shown with the paused badge) is required'));
-    expect(() => formFields(ACTIONS.resolve!, form({ as: 'maybe', reason: 'x' }))).toThrow(/field "as": one of succeeded, dead, got "maybe"/);
+    expect(() => formFields(ACTIONS.pause!, form({ note: '  ' }))).toThrow(
+      new HttpError(400, 'field "note": note (why; shown with the paused badge) is required'),
+    );
+    expect(() => formFields(ACTIONS.resolve!, form({ as: 'maybe', reason: 'x' }))).toThrow(
+      /field "as": one of succeeded, dead, got "maybe"/,
+    );
     expect(formFields(ACTIONS.resolve!, form({ as: 'dead', reason: ' fixed by hand ' }))).toEqual({ as: 'dead', reason: 'fixed by hand' });
     expect(formFields(ACTIONS.trigger!, form({ note: '', overlap: '', idempotency: 'console-1' }))).toEqual({ idempotency: 'console-1' });
     expect(() => formFields(ACTIONS.trigger!, form({ note: '', overlap: '' }))).toThrow(/field "idempotency"/);
@@ -98,21 +102,57 @@ describe('console jobs page', () => {
   it('counts the failure streak newest first up to the first success, passing over runs that did not run or that an operator closed', () => {
     expect(failureStreak([], true)).toEqual({ count: 0, atLeast: false });
     expect(failureStreak([ok, dead], true)).toEqual({ count: 0, atLeast: false });
-    expect(failureStreak([dead, { status: RunStatus.RETRY }, { status: RunStatus.SKIPPED }, { status: RunStatus.DEAD, lastError: { code: 'RESOLVED', message: 'x' } }, dead, ok, dead], true)).toEqual({ count: 3, atLeast: false });
+    expect(
+      failureStreak(
+        [
+          dead,
+          { status: RunStatus.RETRY },
+          { status: RunStatus.SKIPPED },
+          { status: RunStatus.DEAD, lastError: { code: 'RESOLVED', message: 'x' } },
+          dead,
+          ok,
+          dead,
+        ],
+        true,
+      ),
+    ).toEqual({ count: 3, atLeast: false });
     expect(failureStreak([{ status: RunStatus.READY }, dead, dead], true)).toEqual({ count: 2, atLeast: false });
     // The read ran out while the streak went on: at least.
     expect(failureStreak([dead, dead], false)).toEqual({ count: 2, atLeast: true });
   });
 
   it('refuses an unknown state or policy, naming the field and the value as written', () => {
-    expect(jobsQuery({ state: 'paused', policy: 'parallel', after: 'b' }, ['parallel'])).toEqual({ name: undefined, state: 'paused', policy: 'parallel', after: 'b' });
-    expect(jobsQuery({ state: '', policy: '' }, ['parallel'])).toEqual({ name: undefined, state: undefined, policy: undefined, after: undefined });
-    expect(() => jobsQuery({ state: 'sleeping' }, ['parallel'])).toThrow(new HttpError(400, 'field "state": one of active, paused, disabled, finished, got "sleeping"'));
-    expect(() => jobsQuery({ policy: 'serial' }, ['parallel', 'replace'])).toThrow(new HttpError(400, 'field "policy": one of parallel, replace, got "serial"'));
+    expect(jobsQuery({ state: 'paused', policy: 'parallel', after: 'b' }, ['parallel'])).toEqual({
+      name: undefined,
+      state: 'paused',
+      policy: 'parallel',
+      after: 'b',
+    });
+    expect(jobsQuery({ state: '', policy: '' }, ['parallel'])).toEqual({
+      name: undefined,
+      state: undefined,
+      policy: undefined,
+      after: undefined,
+    });
+    expect(() => jobsQuery({ state: 'sleeping' }, ['parallel'])).toThrow(
+      new HttpError(400, 'field "state": one of active, paused, disabled, finished, got "sleeping"'),
+    );
+    expect(() => jobsQuery({ policy: 'serial' }, ['parallel', 'replace'])).toThrow(
+      new HttpError(400, 'field "policy": one of parallel, replace, got "serial"'),
+    );
   });
 
-  it('the paused badge says who, when, until when in UTC and the job\'s zone, and the note as text', () => {
-    expect(pauseBadge({ paused: true, pausedBy: 'dana', pausedAt: '2026-12-01T12:00:00Z', pausedUntil: '2026-12-01T17:00:00.000Z', timezone: 'Europe/Paris', pauseNote: '<i>db</i>' }).text).toBe(
+  it("the paused badge says who, when, until when in UTC and the job's zone, and the note as text", () => {
+    expect(
+      pauseBadge({
+        paused: true,
+        pausedBy: 'dana',
+        pausedAt: '2026-12-01T12:00:00Z',
+        pausedUntil: '2026-12-01T17:00:00.000Z',
+        timezone: 'Europe/Paris',
+        pauseNote: '<i>db</i>',
+      }).text,
+    ).toBe(
       '<span class="badge paused" role="status">PAUSED by dana at 2026-12-01T12:00:00Z until 2026-12-01T17:00:00Z (2026-12-01 18:00:00 +01:00 Europe/Paris): &lt;i&gt;db&lt;/i&gt;</span>',
     );
     expect(pauseBadge({ paused: false }).text).toBe('');

@@ -53,7 +53,11 @@ describe('drill (b) reconcile-on-takeover', () => {
     // The victim's poller reconciled under token 2 and was killed before its outcome; the
     // successor's takeover (token 3) finds the charge already reconciled once. The check asks
     // that the run was reconciled after the charge, not which attempt did it.
-    const events = [claimed(VICTIM, 1, RunStatus.READY, 0), claimed(VICTIM, 2, RunStatus.RUNNING, 2_000), claimed(SUCCESSOR, 3, RunStatus.RUNNING, 5_000)];
+    const events = [
+      claimed(VICTIM, 1, RunStatus.READY, 0),
+      claimed(VICTIM, 2, RunStatus.RUNNING, 2_000),
+      claimed(SUCCESSOR, 3, RunStatus.RUNNING, 5_000),
+    ];
     expect(unreconciledTakeovers([hang(1)], events, [reconcile(2)], VICTIM)).toEqual([]);
   });
 });

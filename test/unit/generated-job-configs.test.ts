@@ -21,15 +21,14 @@ const validJobArb = validJobInputArb({
   handlers: HANDLERS.handlers,
   timezones: ['UTC', 'Europe/Berlin', 'America/New_York', 'Asia/Kolkata', 'Australia/Lord_Howe', 'Pacific/Chatham'],
   minutes: true,
-})
-  .chain((job) =>
-    // heartbeatEvery, when given, stays well inside the lease (a tenth to a half of it).
-    fc.option(fc.double({ min: 0.1, max: 0.5, noNaN: true }), { nil: undefined }).map((fraction) => {
-      if (fraction === undefined || job.lease === undefined) return job;
-      const lease = typeof job.lease === 'number' ? job.lease : Number.parseInt(job.lease, 10) * (job.lease.endsWith('m') ? 60_000 : 1_000);
-      return { ...job, heartbeatEvery: Math.max(1_000, Math.floor(lease * fraction)) };
-    }),
-  );
+}).chain((job) =>
+  // heartbeatEvery, when given, stays well inside the lease (a tenth to a half of it).
+  fc.option(fc.double({ min: 0.1, max: 0.5, noNaN: true }), { nil: undefined }).map((fraction) => {
+    if (fraction === undefined || job.lease === undefined) return job;
+    const lease = typeof job.lease === 'number' ? job.lease : Number.parseInt(job.lease, 10) * (job.lease.endsWith('m') ? 60_000 : 1_000);
+    return { ...job, heartbeatEvery: Math.max(1_000, Math.floor(lease * fraction)) };
+  }),
+);
 
 const configArb = fc.uniqueArray(validJobArb, { minLength: 1, maxLength: 6, selector: (j) => j.name });
 
@@ -41,17 +40,22 @@ interface Breakage {
   readonly field: string;
   readonly arb: fc.Arbitrary<(job: Job) => Job>;
 }
-const set = (path: string, value: unknown) => (job: Job): Job => {
-  const [head, ...rest] = path.split('.');
-  if (rest.length === 0) return { ...job, [head!]: value };
-  const inner = (typeof job[head!] === 'object' && job[head!] !== null ? job[head!] : {}) as Job;
-  return { ...job, [head!]: set(rest.join('.'), value)(inner) };
-};
+const set =
+  (path: string, value: unknown) =>
+  (job: Job): Job => {
+    const [head, ...rest] = path.split('.');
+    if (rest.length === 0) return { ...job, [head!]: value };
+    const inner = (typeof job[head!] === 'object' && job[head!] !== null ? job[head!] : {}) as Job;
+    return { ...job, [head!]: set(rest.join('.'), value)(inner) };
+  };
 const breakWith = (field: string, values: fc.Arbitrary<unknown>): Breakage => ({ field, arb: values.map((value) => set(field, value)) });
 /** A breakage that replaces whole fields (for paths inside a union or a list, where `set` cannot reach). */
 const whole = <T>(field: string, values: fc.Arbitrary<T>, fields: (value: T) => Job): Breakage => ({
   field,
-  arb: values.map((value) => (job: Job): Job => ({ ...job, ...fields(value) })),
+  arb: values.map(
+    (value) =>
+      (job: Job): Job => ({ ...job, ...fields(value) }),
+  ),
 });
 const notADuration = fc.oneof(
   fc.constantFrom('soon', 'forever', '5 minutes', '10x', '-5s', '', 'ms', '1.2.3s', 'P1D'),
@@ -65,24 +69,40 @@ const notAnInt = fc.oneof(
 
 const breakages: readonly Breakage[] = [
   breakWith('name', fc.constantFrom('Has-Caps', 'under_score', '-leading', 'trailing-', 'sp ace', 'dot.ted', 'x'.repeat(65), 'ünïcode')),
-  breakWith('schedule', fc.constantFrom('* *', '61 * * * *', '* * * * * * *', 'every minute', '', 'H * * * *', '* * 32 * *', '*/0 * * * *', '0 0 30 2 *')),
+  breakWith(
+    'schedule',
+    fc.constantFrom('* *', '61 * * * *', '* * * * * * *', 'every minute', '', 'H * * * *', '* * 32 * *', '*/0 * * * *', '0 0 30 2 *'),
+  ),
   breakWith('schedule', fc.constantFrom(42, null, true, ['* * * * *'], {}, { every: '1m', at: '2027-01-01' }, { cron: '* * * * *' })),
   whole('schedule.every', fc.oneof(notADuration, fc.constantFrom('500ms', '1.5s', 999, 0, '0s')), (every) => ({ schedule: { every } })),
   {
     field: 'schedule.phase',
-    arb: fc.oneof(notADuration, fc.constantFrom('1h', '2h', '61m', '1500ms', 500)).map((phase) => (job: Job) => ({ ...job, schedule: { every: '1h', phase } })),
+    arb: fc
+      .oneof(notADuration, fc.constantFrom('1h', '2h', '61m', '1500ms', 500))
+      .map((phase) => (job: Job) => ({ ...job, schedule: { every: '1h', phase } })),
   },
-  whole('schedule.at', fc.constantFrom('tomorrow', '2027-02-30T12:00:00', '2027-01-01T24:00:00', '2027-01-01T12:00:00.5Z', '27-01-01', '2027-01-01Z', 5), (at) => ({ schedule: { at } })),
+  whole(
+    'schedule.at',
+    fc.constantFrom('tomorrow', '2027-02-30T12:00:00', '2027-01-01T24:00:00', '2027-01-01T12:00:00.5Z', '27-01-01', '2027-01-01Z', 5),
+    (at) => ({ schedule: { at } }),
+  ),
   whole('schedule.when', fc.constant('2027-01-01'), (when) => ({ schedule: { at: '2027-01-01T12:00:00', when } })),
   breakWith('jitter', fc.oneof(notADuration, fc.constantFrom('11m', '1h', 600_001))),
   breakWith('startAt', fc.constantFrom('yesterday', '2026-13-01', '2026-01-01T25:00:00', 20260101, '')),
   breakWith('endAt', fc.constantFrom('never', '2026-02-29', '2026-01-01T00:00:00+15:00', null)),
   breakWith('exclude', fc.constantFrom('2026-12-25', 5, { calendar: 'x' })),
-  whole('exclude.0', fc.constantFrom('2026-12-32', 'Dec 25', 20261225, null, { calendar: 'x', extra: 1 }), (entry) => ({ exclude: [entry] })),
-  { field: 'exclude.0.calendar', arb: fc.constantFrom('us-holidays', 'none').map((calendar) => (job: Job) => ({ ...job, exclude: [{ calendar }] })) },
+  whole('exclude.0', fc.constantFrom('2026-12-32', 'Dec 25', 20261225, null, { calendar: 'x', extra: 1 }), (entry) => ({
+    exclude: [entry],
+  })),
+  {
+    field: 'exclude.0.calendar',
+    arb: fc.constantFrom('us-holidays', 'none').map((calendar) => (job: Job) => ({ ...job, exclude: [{ calendar }] })),
+  },
   {
     field: 'endAt',
-    arb: fc.constantFrom('2025-12-31', '2025-01-01T00:00:00Z').map((endAt) => (job: Job) => ({ ...job, schedule: '* * * * *', startAt: '2026-01-01', endAt })),
+    arb: fc
+      .constantFrom('2025-12-31', '2025-01-01T00:00:00Z')
+      .map((endAt) => (job: Job) => ({ ...job, schedule: '* * * * *', startAt: '2026-01-01', endAt })),
   },
   breakWith('timezone', fc.constantFrom('Atlantis/Capital', 'Mars/Olympus', 'utc+25', 'Europe/', '', 'GMT+99')),
   breakWith('handler', fc.constantFrom('unregistered', 'RECONCILE', 'reconcile ', '')),
@@ -155,7 +175,12 @@ describe('generated job configs through parseJobs (> 10,000 configs)', () => {
     const brokenArb = fc
       .tuple(configArb, fc.array(fc.tuple(fc.nat(), fc.constantFrom(...breakages)), { minLength: 1, maxLength: 2 }))
       .chain(([inputs, picks]) =>
-        fc.tuple(fc.constant(inputs), fc.tuple(...picks.map(([at, breakage]) => breakage.arb.map((apply) => ({ at: at % inputs.length, field: breakage.field, apply }))))),
+        fc.tuple(
+          fc.constant(inputs),
+          fc.tuple(
+            ...picks.map(([at, breakage]) => breakage.arb.map((apply) => ({ at: at % inputs.length, field: breakage.field, apply }))),
+          ),
+        ),
       );
     fc.assert(
       fc.property(brokenArb, ([inputs, breaks]) => {
@@ -171,11 +196,14 @@ describe('generated job configs through parseJobs (> 10,000 configs)', () => {
         for (const [i, list] of broken) {
           // Two breakages of one job: the last one applied to a field wins; one of them is named.
           const named = list.some((b) => error.issues.some((issue) => issue.job === label(i) && issue.field === b.field));
-          expect(named, `job ${label(i)} broken at ${list.map((b) => b.field).join(', ')}; issues: ${JSON.stringify(error.issues)}`).toBe(true);
+          expect(named, `job ${label(i)} broken at ${list.map((b) => b.field).join(', ')}; issues: ${JSON.stringify(error.issues)}`).toBe(
+            true,
+          );
           expect(error.message).toContain(`job "${label(i)}"`);
         }
         const brokenLabels = new Set([...broken.keys()].map(label));
-        for (const issue of error.issues) expect(brokenLabels.has(issue.job), `issue names an intact job: ${JSON.stringify(issue)}`).toBe(true);
+        for (const issue of error.issues)
+          expect(brokenLabels.has(issue.job), `issue names an intact job: ${JSON.stringify(issue)}`).toBe(true);
       }),
       { numRuns: 2_600, seed: 424242 },
     );

@@ -83,15 +83,19 @@ describe('the layout of the product', () => {
     for (const [file, targets] of graph) {
       const folder = Object.keys(PURE).find((f) => file.startsWith(`${f}/`));
       if (folder === undefined) continue;
-      for (const target of targets) if (![folder, ...PURE[folder]!].some((f) => target.startsWith(`${f}/`))) broken.push(`${file} imports ${target}`);
+      for (const target of targets)
+        if (![folder, ...PURE[folder]!].some((f) => target.startsWith(`${f}/`))) broken.push(`${file} imports ${target}`);
       const text = readFileSync(join(ROOT, file), 'utf8');
-      for (const pkg of text.matchAll(/from '(@aws-sdk\/[^']+|node:(?:fs|net|http|https|child_process))'/g)) broken.push(`${file} imports ${pkg[1]}`);
+      for (const pkg of text.matchAll(/from '(@aws-sdk\/[^']+|node:(?:fs|net|http|https|child_process))'/g))
+        broken.push(`${file} imports ${pkg[1]}`);
     }
     expect(broken).toEqual([]);
   });
 
   it('never reaches into tools/ or test/ from the product', () => {
-    const broken = [...graph].flatMap(([file, targets]) => targets.filter((t) => t.startsWith('tools/') || t.startsWith('test/')).map((t) => `${file} imports ${t}`));
+    const broken = [...graph].flatMap(([file, targets]) =>
+      targets.filter((t) => t.startsWith('tools/') || t.startsWith('test/')).map((t) => `${file} imports ${t}`),
+    );
     expect(broken).toEqual([]);
   });
 

@@ -89,7 +89,13 @@ describe('jitter moves fire times, never slots: planning and misfires are unchan
     const plain = job({ schedule: '*/10 * * * * *', misfire: { after: '1m', policy: 'skip', maxPerTick: 1000 } });
     const jittered = job({ schedule: '*/10 * * * * *', misfire: { after: '1m', policy: 'skip', maxPerTick: 1000 }, jitter: '9s' });
     // The planner was down for 10 minutes: slots older than misfire.after are misfires either way.
-    const input = { plannedUntil: now - 10 * MIN, paused: new Set<string>(), behind: new Map<string, number>(), now, lookaheadMs: 60 * SEC };
+    const input = {
+      plannedUntil: now - 10 * MIN,
+      paused: new Set<string>(),
+      behind: new Map<string, number>(),
+      now,
+      lookaheadMs: 60 * SEC,
+    };
     const a = planTick({ ...input, jobs: [plain] });
     const b = planTick({ ...input, jobs: [jittered] });
     const view = (p: typeof a) => p.runs.map((r) => [r.slot, r.shard, r.status, r.catchUp]);

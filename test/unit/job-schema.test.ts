@@ -4,7 +4,14 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { createJobParser, JobConfigError, parseJobs, WORKER_SCHEDULE_CHECKS, type Job, type JobConfigIssue } from '../../shared/schedule/job-schema.js';
+import {
+  createJobParser,
+  JobConfigError,
+  parseJobs,
+  WORKER_SCHEDULE_CHECKS,
+  type Job,
+  type JobConfigIssue,
+} from '../../shared/schedule/job-schema.js';
 import { configuredJobDefinitions, exampleJobsEnabled, loadJobs } from '../../shared/config.js';
 import { exampleJobDefinitions } from '../../shared/example-jobs.js';
 import { jobDefinitions } from '../../shared/jobs.js';
@@ -79,7 +86,17 @@ describe('parseJobs defaults: an omitted policy never leaves an undefined the pl
 
   it('parses duration strings into milliseconds (ms, s, m, h, d) and keeps numbers as ms', () => {
     const [job] = parseJobs(
-      [minimal({ lease: '2m', heartbeatEvery: '500ms', timeout: '1h', checkpoints: true, deadline: '1d', startLead: 0, misfire: { after: 90_000 } })],
+      [
+        minimal({
+          lease: '2m',
+          heartbeatEvery: '500ms',
+          timeout: '1h',
+          checkpoints: true,
+          deadline: '1d',
+          startLead: 0,
+          misfire: { after: 90_000 },
+        }),
+      ],
       HANDLERS,
     );
     expect(job).toMatchObject({ lease: 120_000, heartbeatEvery: 500, timeout: 3_600_000, deadline: 86_400_000, startLead: 0 });
@@ -96,16 +113,22 @@ describe('parseJobs defaults: an omitted policy never leaves an undefined the pl
 const withExamples = () => loadJobs(configuredJobDefinitions({ exampleJobs: true }));
 
 describe('the shipped config (shared/jobs.ts, shared/example-jobs.ts): a broken example would fail every deploy', () => {
-  it('loadJobs() validates the team\'s config against the real handler registry; the example jobs only when opted in', () => {
+  it("loadJobs() validates the team's config against the real handler registry; the example jobs only when opted in", () => {
     expect(loadJobs(configuredJobDefinitions({ exampleJobs: false })).map((j) => j.name)).toEqual(jobDefinitions.map((j) => j.name));
-    expect(withExamples().map((j) => j.name).sort()).toEqual([...jobDefinitions.map((j) => j.name), 'cache-refresh', 'payments-reconcile'].sort());
+    expect(
+      withExamples()
+        .map((j) => j.name)
+        .sort(),
+    ).toEqual([...jobDefinitions.map((j) => j.name), 'cache-refresh', 'payments-reconcile'].sort());
   });
 
   it('EXAMPLE_JOBS decides the default job set ("true", "false" or unset), and anything else is refused naming the variable', () => {
     expect(exampleJobsEnabled({})).toBe(false);
     expect(exampleJobsEnabled({ EXAMPLE_JOBS: 'false' })).toBe(false);
     expect(exampleJobsEnabled({ EXAMPLE_JOBS: 'true' })).toBe(true);
-    expect(() => exampleJobsEnabled({ EXAMPLE_JOBS: 'yes' })).toThrow('environment variable EXAMPLE_JOBS must be "true" or "false", got "yes"');
+    expect(() => exampleJobsEnabled({ EXAMPLE_JOBS: 'yes' })).toThrow(
+      'environment variable EXAMPLE_JOBS must be "true" or "false", got "yes"',
+    );
     // The worker's loader (no cron parser) gets the same set as the planner's.
     expect(loadWorkerJobs(configuredJobDefinitions({ exampleJobs: true })).map((j) => j.name)).toEqual(withExamples().map((j) => j.name));
   });
@@ -279,7 +302,10 @@ describe('each invalid field fails with a message naming the job and the field (
 });
 
 describe('schedules beyond cron, window, exclusions and jitter are validated like every other field', () => {
-  const CALENDARS = { handlers: ['h'], calendars: { 'us-holidays': ['2026-12-25', '2026-01-01'], 'plant-shutdown': ['2026-12-24', '2026-12-25'] } } as const;
+  const CALENDARS = {
+    handlers: ['h'],
+    calendars: { 'us-holidays': ['2026-12-25', '2026-01-01'], 'plant-shutdown': ['2026-12-24', '2026-12-25'] },
+  } as const;
 
   it('accepts each kind and keeps what the slot engine needs: durations in ms, dates expanded and sorted', () => {
     const [interval, once, windowed] = parseJobs(
@@ -310,7 +336,12 @@ describe('schedules beyond cron, window, exclusions and jitter are validated lik
     ['schedule.phase', { schedule: { every: '6h', phase: '6h' } }, '6h', /shorter than every "6h"/],
     ['schedule.phase', { schedule: { every: 90_000, phase: '2m' } }, '2m', /shorter than every 90000/],
     ['schedule.extra', { schedule: { every: '1m', extra: true } }, true, /unknown field/],
-    ['schedule', { schedule: { every: '1m', at: '2026-12-24T18:00:00' } }, { every: '1m', at: '2026-12-24T18:00:00' }, /cron expression.*interval.*instant/],
+    [
+      'schedule',
+      { schedule: { every: '1m', at: '2026-12-24T18:00:00' } },
+      { every: '1m', at: '2026-12-24T18:00:00' },
+      /cron expression.*interval.*instant/,
+    ],
     ['schedule.at', { schedule: { at: '2026-02-30T18:00:00' } }, '2026-02-30T18:00:00', /local date-time/],
     ['schedule.at', { schedule: { at: '2026-12-24T18:00:00.250Z' } }, '2026-12-24T18:00:00.250Z', /whole second/],
     [
@@ -319,9 +350,24 @@ describe('schedules beyond cron, window, exclusions and jitter are validated lik
       '2026-03-08T02:30:00',
       /skips it for DST.*never run/,
     ],
-    ['schedule.at', { schedule: { at: '2026-12-24T18:00:00Z' }, endAt: '2026-12-01' }, '2026-12-24T18:00:00Z', /not before endAt "2026-12-01"/],
-    ['schedule.at', { schedule: { at: '2026-12-24T18:00:00Z' }, startAt: '2027-01-01' }, '2026-12-24T18:00:00Z', /before startAt "2027-01-01"/],
-    ['schedule.at', { schedule: { at: '2026-12-25T09:00:00' }, exclude: [{ calendar: 'us-holidays' }] }, '2026-12-25T09:00:00', /excluded date/],
+    [
+      'schedule.at',
+      { schedule: { at: '2026-12-24T18:00:00Z' }, endAt: '2026-12-01' },
+      '2026-12-24T18:00:00Z',
+      /not before endAt "2026-12-01"/,
+    ],
+    [
+      'schedule.at',
+      { schedule: { at: '2026-12-24T18:00:00Z' }, startAt: '2027-01-01' },
+      '2026-12-24T18:00:00Z',
+      /before startAt "2027-01-01"/,
+    ],
+    [
+      'schedule.at',
+      { schedule: { at: '2026-12-25T09:00:00' }, exclude: [{ calendar: 'us-holidays' }] },
+      '2026-12-25T09:00:00',
+      /excluded date/,
+    ],
     ['jitter', { jitter: '15m' }, '15m', /at most 10m/],
     ['jitter', { jitter: 'a bit' }, 'a bit', /duration/],
     ['startAt', { startAt: 'next monday' }, 'next monday', /local date-time/],
@@ -329,7 +375,12 @@ describe('schedules beyond cron, window, exclusions and jitter are validated lik
     ['exclude', { exclude: '2026-12-25' }, '2026-12-25', /list of dates/],
     ['exclude.1', { exclude: ['2026-12-25', '2026-12-32'] }, '2026-12-32', /real date/],
     ['exclude.0', { exclude: [{ calendar: 'us-holidays', year: 2026 }] }, { calendar: 'us-holidays', year: 2026 }, /date.*calendar/],
-    ['exclude.1.calendar', { exclude: ['2026-12-25', { calendar: 'uk-holidays' }] }, 'uk-holidays', /unknown calendar; defined: us-holidays, plant-shutdown/],
+    [
+      'exclude.1.calendar',
+      { exclude: ['2026-12-25', { calendar: 'uk-holidays' }] },
+      'uk-holidays',
+      /unknown calendar; defined: us-holidays, plant-shutdown/,
+    ],
   ] as const)('%s: %j is refused, naming job, field and the value as written', (field, overrides, value, message) => {
     const error = configError(() => parseJobs([minimal({ name: 'new-fields', ...overrides })], CALENDARS));
     const issue = expectNamed(error, 'new-fields', field);
@@ -339,8 +390,12 @@ describe('schedules beyond cron, window, exclusions and jitter are validated lik
   });
 
   it('a bad date in a calendar is reported once, by calendar name and position, even if no job uses it', () => {
-    const error = configError(() => parseJobs([minimal()], { handlers: ['h'], calendars: { 'us-holidays': ['2026-12-25', '12/26/2026'] } }));
-    expect(error.issues).toEqual([{ job: '(calendars)', field: 'us-holidays.1', value: '12/26/2026', message: 'not a real date YYYY-MM-DD' }]);
+    const error = configError(() =>
+      parseJobs([minimal()], { handlers: ['h'], calendars: { 'us-holidays': ['2026-12-25', '12/26/2026'] } }),
+    );
+    expect(error.issues).toEqual([
+      { job: '(calendars)', field: 'us-holidays.1', value: '12/26/2026', message: 'not a real date YYYY-MM-DD' },
+    ]);
   });
 
   it('callers that pass no calendars keep working; a calendar reference then names "(none)"', () => {
@@ -359,7 +414,10 @@ describe('schedules beyond cron, window, exclusions and jitter are validated lik
 
   it('the worker parser (no slot engine) accepts the same jobs and refuses the same formats', () => {
     const workerParse = createJobParser(WORKER_SCHEDULE_CHECKS);
-    const good = [minimal({ name: 'a', schedule: { every: '90s' }, jitter: '5s' }), minimal({ name: 'b', schedule: { at: '2026-12-24T18:00:00' }, exclude: [{ calendar: 'us-holidays' }] })];
+    const good = [
+      minimal({ name: 'a', schedule: { every: '90s' }, jitter: '5s' }),
+      minimal({ name: 'b', schedule: { at: '2026-12-24T18:00:00' }, exclude: [{ calendar: 'us-holidays' }] }),
+    ];
     expect(workerParse(good, CALENDARS)).toEqual(parseJobs(good, CALENDARS));
     const error = configError(() => workerParse([minimal({ name: 'c', schedule: { every: '90s', phase: '2m' } })], CALENDARS));
     expectNamed(error, 'c', 'schedule.phase');
@@ -391,7 +449,7 @@ describe('all broken jobs are reported at once (one synth shows every problem)',
     expect(error.message.split('\n')).toHaveLength(6);
   });
 
-  it('a cron step larger than its field\'s range (*/61, and */60 in minutes) is refused naming job, field and value, not read as minute 0', () => {
+  it("a cron step larger than its field's range (*/61, and */60 in minutes) is refused naming job, field and value, not read as minute 0", () => {
     for (const [schedule, part] of [
       ['*/61 * * * *', 'minute field "*/61": step 61 is larger than the field\'s range 0-59'],
       ['*/60 * * * *', 'minute field "*/60": step 60 is larger than the field\'s range 0-59'],
@@ -415,7 +473,10 @@ describe('all broken jobs are reported at once (one synth shows every problem)',
 
   it('every error of one job is reported, not only the first: a bad zone or schedule does not hide an unknown handler or a heartbeat past the lease', () => {
     const error = configError(() =>
-      parseJobs([minimal({ schedule: '*/61 */99 * * *', timezone: 'Mars/Olympus', handler: 'nope', lease: '5s', heartbeatEvery: '10s' })], HANDLERS),
+      parseJobs(
+        [minimal({ schedule: '*/61 */99 * * *', timezone: 'Mars/Olympus', handler: 'nope', lease: '5s', heartbeatEvery: '10s' })],
+        HANDLERS,
+      ),
     );
     expect(error.issues.map((i) => i.field).sort()).toEqual(['handler', 'heartbeatEvery', 'schedule', 'timezone']);
     // Both bad cron fields, in the one schedule issue.

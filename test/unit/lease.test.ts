@@ -47,10 +47,13 @@ describe('explainClaimRefusal: why a conditional claim failed, from the item ret
     expect(refusal).toMatchObject({ kind: 'leased', retryAt: NOW + 6_000 });
   });
 
-  it.each([RunStatus.RETRY, RunStatus.UNKNOWN])('%s with a future nextAttemptAt → not-due, retry at nextAttemptAt (backoff is respected)', (status) => {
-    const r = run({ status, nextAttemptAt: NOW + 8_000, fencingToken: initialFence(SLOT) + 1, attempt: 1 });
-    expect(explainClaimRefusal(r, NOW, SKEW)).toEqual({ kind: 'not-due', run: r, retryAt: NOW + 8_000 });
-  });
+  it.each([RunStatus.RETRY, RunStatus.UNKNOWN])(
+    '%s with a future nextAttemptAt → not-due, retry at nextAttemptAt (backoff is respected)',
+    (status) => {
+      const r = run({ status, nextAttemptAt: NOW + 8_000, fencingToken: initialFence(SLOT) + 1, attempt: 1 });
+      expect(explainClaimRefusal(r, NOW, SKEW)).toEqual({ kind: 'not-due', run: r, retryAt: NOW + 8_000 });
+    },
+  );
 
   it('a claimable item with nothing blocking (the item changed under us: a lost race) → retry soon, never a failure', () => {
     const refusal = explainClaimRefusal(run({ status: RunStatus.RETRY, nextAttemptAt: NOW - 1 }), NOW, SKEW);
@@ -64,7 +67,13 @@ describe('explainClaimRefusal: why a conditional claim failed, from the item ret
   });
 
   it('the last claim of the range held by a live worker → leased (it finishes the run itself); once its lease and the allowance are over → exhausted (ended by the next claimer)', () => {
-    const r = run({ status: RunStatus.RUNNING, owner: 'w1', leaseUntil: NOW + 5_000, fencingToken: initialFence(SLOT) + MAX_CLAIMS_PER_SLOT, attempt: 1 });
+    const r = run({
+      status: RunStatus.RUNNING,
+      owner: 'w1',
+      leaseUntil: NOW + 5_000,
+      fencingToken: initialFence(SLOT) + MAX_CLAIMS_PER_SLOT,
+      attempt: 1,
+    });
     expect(explainClaimRefusal(r, NOW, SKEW)).toEqual({ kind: 'leased', run: r, retryAt: NOW + 5_000 + SKEW });
     expect(explainClaimRefusal(r, NOW + 5_000 + SKEW - 1, SKEW).kind).toBe('leased');
     expect(explainClaimRefusal(r, NOW + 5_000 + SKEW, SKEW)).toEqual({ kind: 'exhausted', run: r });
@@ -84,7 +93,11 @@ describe('explainClaimRefusal: why a conditional claim failed, from the item ret
         fc.option(fc.integer({ min: NOW - 120_000, max: NOW + 120_000 }), { nil: undefined }),
         fc.integer({ min: 0, max: MAX_CLAIMS_PER_SLOT }),
         (status, leaseUntil, nextAttemptAt, claims) => {
-          const refusal = explainClaimRefusal(run({ status, leaseUntil, nextAttemptAt, fencingToken: initialFence(SLOT) + claims }), NOW, SKEW);
+          const refusal = explainClaimRefusal(
+            run({ status, leaseUntil, nextAttemptAt, fencingToken: initialFence(SLOT) + claims }),
+            NOW,
+            SKEW,
+          );
           expect(['terminal', 'leased', 'not-due', 'exhausted']).toContain(refusal.kind);
           if ('retryAt' in refusal) expect(Number.isFinite(refusal.retryAt)).toBe(true);
           if (refusal.kind === 'leased' && status === RunStatus.RUNNING && leaseUntil !== undefined) {
@@ -96,8 +109,12 @@ describe('explainClaimRefusal: why a conditional claim failed, from the item ret
   });
 });
 
-describe('takeoverVisibilitySeconds: when a dead holder\'s message comes back', () => {
-  const arbitraries = [fc.integer({ min: 0, max: 600_000 }), fc.integer({ min: 0, max: 5_000 }), fc.integer({ min: 0, max: 2_000_000_000_000 })] as const;
+describe("takeoverVisibilitySeconds: when a dead holder's message comes back", () => {
+  const arbitraries = [
+    fc.integer({ min: 0, max: 600_000 }),
+    fc.integer({ min: 0, max: 5_000 }),
+    fc.integer({ min: 0, max: 2_000_000_000_000 }),
+  ] as const;
 
   it('never before the lease ends: a live holder that missed one heartbeat is not disturbed', () => {
     fc.assert(
@@ -133,14 +150,20 @@ describe('fencing tokens (DESIGN §6): a stale worker of an earlier slot is reje
   /** The token of the c-th claim (1-based) of a slot. */
   const token = (slot: number, claims: number) => initialFence(slot) + claims;
 
-  it('a refusal by a later slot\'s token supersedes this run (newer-slot); one by a later claim of the same slot means this worker lost its lease (newer-claim)', () => {
+  it("a refusal by a later slot's token supersedes this run (newer-slot); one by a later claim of the same slot means this worker lost its lease (newer-claim)", () => {
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 100 }), fc.integer({ min: 1, max: 100 }), fc.integer({ min: 1, max: MAX_CLAIMS_PER_SLOT }), fc.integer({ min: 1, max: MAX_CLAIMS_PER_SLOT }), (i, gap, c1, c2) => {
-        const mine = SLOT + i * 1_000;
-        expect(slotOfFence(token(mine, c1))).toBe(mine);
-        expect(fenceRefusal(token(mine, c1), token(mine + gap, c2))).toBe('newer-slot');
-        if (c1 < c2) expect(fenceRefusal(token(mine, c1), token(mine, c2))).toBe('newer-claim');
-      }),
+      fc.property(
+        fc.integer({ min: 0, max: 100 }),
+        fc.integer({ min: 1, max: 100 }),
+        fc.integer({ min: 1, max: MAX_CLAIMS_PER_SLOT }),
+        fc.integer({ min: 1, max: MAX_CLAIMS_PER_SLOT }),
+        (i, gap, c1, c2) => {
+          const mine = SLOT + i * 1_000;
+          expect(slotOfFence(token(mine, c1))).toBe(mine);
+          expect(fenceRefusal(token(mine, c1), token(mine + gap, c2))).toBe('newer-slot');
+          if (c1 < c2) expect(fenceRefusal(token(mine, c1), token(mine, c2))).toBe('newer-claim');
+        },
+      ),
     );
     // At the edge: the last claim of a slot against the first claim of the next millisecond's slot.
     expect(fenceRefusal(token(SLOT, MAX_CLAIMS_PER_SLOT), token(SLOT + 1, 1))).toBe('newer-slot');
@@ -210,8 +233,14 @@ describe('fencing tokens (DESIGN §6): a stale worker of an earlier slot is reje
 describe('explainClaimRefusal: a waiting run the claim should have taken was changed by a race', () => {
   it('a run whose backoff ends exactly now was claimable: the refusal is a lost race (back in a second), not a backoff still running', () => {
     for (const status of [RunStatus.READY, RunStatus.RETRY, RunStatus.UNKNOWN]) {
-      expect(explainClaimRefusal(run({ status, nextAttemptAt: NOW }), NOW, SKEW), status).toMatchObject({ kind: 'leased', retryAt: NOW + 1_000 });
-      expect(explainClaimRefusal(run({ status, nextAttemptAt: NOW + 1 }), NOW, SKEW), status).toMatchObject({ kind: 'not-due', retryAt: NOW + 1 });
+      expect(explainClaimRefusal(run({ status, nextAttemptAt: NOW }), NOW, SKEW), status).toMatchObject({
+        kind: 'leased',
+        retryAt: NOW + 1_000,
+      });
+      expect(explainClaimRefusal(run({ status, nextAttemptAt: NOW + 1 }), NOW, SKEW), status).toMatchObject({
+        kind: 'not-due',
+        retryAt: NOW + 1,
+      });
     }
   });
 });

@@ -15,12 +15,7 @@ import {
   TransactionCanceledException,
   type CancellationReason,
 } from '@aws-sdk/client-dynamodb';
-import {
-  DynamoDBDocumentClient,
-  PutCommand,
-  TransactWriteCommand,
-  UpdateCommand,
-} from '@aws-sdk/lib-dynamodb';
+import { DynamoDBDocumentClient, PutCommand, TransactWriteCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { SendMessageBatchCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { Ledger, watchKeys } from '../../shared/store/ledger.js';
 import { DynamoFencedStore, type FencedWriteResult } from '../../shared/store/fenced-store.js';
@@ -60,7 +55,10 @@ function conditionFailed(item?: Record<string, unknown>): ConditionalCheckFailed
 }
 
 function throttled(): ProvisionedThroughputExceededException {
-  return new ProvisionedThroughputExceededException({ message: 'Rate of requests exceeds the allowed throughput', $metadata: { httpStatusCode: 400 } });
+  return new ProvisionedThroughputExceededException({
+    message: 'Rate of requests exceeds the allowed throughput',
+    $metadata: { httpStatusCode: 400 },
+  });
 }
 
 function networkError(): Error {
@@ -108,7 +106,8 @@ function heldRun(overrides: Partial<Run> = {}): Run {
   };
 }
 
-const newDoc = () => DynamoDBDocumentClient.from(new DynamoDBClient({ region: 'us-east-1', credentials: { accessKeyId: 'k', secretAccessKey: 's' } }));
+const newDoc = () =>
+  DynamoDBDocumentClient.from(new DynamoDBClient({ region: 'us-east-1', credentials: { accessKeyId: 'k', secretAccessKey: 's' } }));
 
 // ------------------------------------------------------------------------------------------------
 // Ledger
@@ -147,16 +146,37 @@ describe('Ledger (DynamoDB document client mocked)', () => {
     });
 
     it('a successful claim returns the new item and the status it was claimed from', async () => {
-      const after = runItem({ status: RunStatus.RUNNING, owner: 'w1', leaseUntil: NOW + LEASE, fencingToken: initialFence(SLOT) + 2, attempt: 2, claimedFrom: RunStatus.UNKNOWN });
+      const after = runItem({
+        status: RunStatus.RUNNING,
+        owner: 'w1',
+        leaseUntil: NOW + LEASE,
+        fencingToken: initialFence(SLOT) + 2,
+        attempt: 2,
+        claimedFrom: RunStatus.UNKNOWN,
+      });
       ddb.on(UpdateCommand).resolves({ Attributes: after });
       const result = await ledger.claim(ID, 'w1', NOW, LEASE, SKEW);
-      expect(result).toMatchObject({ kind: 'claimed', claimedFrom: RunStatus.UNKNOWN, run: { owner: 'w1', fencingToken: initialFence(SLOT) + 2, attempt: 2 } });
+      expect(result).toMatchObject({
+        kind: 'claimed',
+        claimedFrom: RunStatus.UNKNOWN,
+        run: { owner: 'w1', fencingToken: initialFence(SLOT) + 2, attempt: 2 },
+      });
     });
 
     it('ConditionalCheckFailed with a SUCCEEDED item → terminal (duplicate delivery is acked, not re-run)', async () => {
-      ddb.on(UpdateCommand).rejects(
-        conditionFailed(runItem({ status: RunStatus.SUCCEEDED, fencingToken: initialFence(SLOT) + 1, attempt: 1, evidence: { settled: ['p1'] }, finishedAt: NOW - 10 })),
-      );
+      ddb
+        .on(UpdateCommand)
+        .rejects(
+          conditionFailed(
+            runItem({
+              status: RunStatus.SUCCEEDED,
+              fencingToken: initialFence(SLOT) + 1,
+              attempt: 1,
+              evidence: { settled: ['p1'] },
+              finishedAt: NOW - 10,
+            }),
+          ),
+        );
       const result = await ledger.claim(ID, 'w2', NOW, LEASE, SKEW);
       expect(result.kind).toBe('terminal');
       // The marshalled item is decoded: numbers are numbers, nested maps/lists are plain values.
@@ -171,13 +191,25 @@ describe('Ledger (DynamoDB document client mocked)', () => {
     });
 
     it('ConditionalCheckFailed with a RUNNING item and a live lease → leased, retryAt = leaseUntil + skew', async () => {
-      ddb.on(UpdateCommand).rejects(conditionFailed(runItem({ status: RunStatus.RUNNING, owner: 'w1', leaseUntil: NOW + 12_000, fencingToken: initialFence(SLOT) + 1, attempt: 1 })));
+      ddb
+        .on(UpdateCommand)
+        .rejects(
+          conditionFailed(
+            runItem({ status: RunStatus.RUNNING, owner: 'w1', leaseUntil: NOW + 12_000, fencingToken: initialFence(SLOT) + 1, attempt: 1 }),
+          ),
+        );
       const result = await ledger.claim(ID, 'w2', NOW, LEASE, SKEW);
       expect(result).toMatchObject({ kind: 'leased', retryAt: NOW + 12_000 + SKEW, run: { owner: 'w1' } });
     });
 
     it('ConditionalCheckFailed with a RETRY item whose nextAttemptAt is in the future → not-due at nextAttemptAt', async () => {
-      ddb.on(UpdateCommand).rejects(conditionFailed(runItem({ status: RunStatus.RETRY, nextAttemptAt: NOW + 4_000, fencingToken: initialFence(SLOT) + 1, attempt: 1 })));
+      ddb
+        .on(UpdateCommand)
+        .rejects(
+          conditionFailed(
+            runItem({ status: RunStatus.RETRY, nextAttemptAt: NOW + 4_000, fencingToken: initialFence(SLOT) + 1, attempt: 1 }),
+          ),
+        );
       const result = await ledger.claim(ID, 'w2', NOW, LEASE, SKEW);
       expect(result).toMatchObject({ kind: 'not-due', retryAt: NOW + 4_000 });
     });
@@ -231,23 +263,41 @@ describe('Ledger (DynamoDB document client mocked)', () => {
 
     it('a run created late (catch-up, backfill, manual) is watched from the start: it carries its watch-index keys', async () => {
       ddb.on(PutCommand).resolves({});
-      await ledger.createRun({ job: 'j', slot: SLOT, shard: 0, shards: 1, status: RunStatus.READY, watch: true, origin: RunOrigin.CATCH_UP }, NOW);
-      expect(ddb.commandCalls(PutCommand)[0]!.args[0].input.Item).toMatchObject({ ...watchKeys({ job: 'j', slot: SLOT, shard: 0 }), origin: RunOrigin.CATCH_UP });
+      await ledger.createRun(
+        { job: 'j', slot: SLOT, shard: 0, shards: 1, status: RunStatus.READY, watch: true, origin: RunOrigin.CATCH_UP },
+        NOW,
+      );
+      expect(ddb.commandCalls(PutCommand)[0]!.args[0].input.Item).toMatchObject({
+        ...watchKeys({ job: 'j', slot: SLOT, shard: 0 }),
+        origin: RunOrigin.CATCH_UP,
+      });
     });
 
     it('a SKIPPED run is created terminal: finished, with TTL and reason, and outside the open-runs index', async () => {
       ddb.on(PutCommand).resolves({});
-      await ledger.createRun({ job: 'j', slot: SLOT, shard: 0, shards: 1, status: RunStatus.SKIPPED, reason: 'misfired: skipped by policy' }, NOW);
+      await ledger.createRun(
+        { job: 'j', slot: SLOT, shard: 0, shards: 1, status: RunStatus.SKIPPED, reason: 'misfired: skipped by policy' },
+        NOW,
+      );
       const item = ddb.commandCalls(PutCommand)[0]!.args[0].input.Item!;
-      expect(item).toMatchObject({ status: RunStatus.SKIPPED, finishedAt: NOW, lastError: { code: RunStatus.SKIPPED, message: 'misfired: skipped by policy' } });
+      expect(item).toMatchObject({
+        status: RunStatus.SKIPPED,
+        finishedAt: NOW,
+        lastError: { code: RunStatus.SKIPPED, message: 'misfired: skipped by policy' },
+      });
       expect(item.expiresAt).toBe(Math.floor(NOW / 1000) + 30 * 86_400);
       expect(item).not.toHaveProperty('openPk');
     });
 
     it('conditional failure with Item → { created: false, existing } (a concurrent planner got there first)', async () => {
-      ddb.on(PutCommand).rejects(conditionFailed(runItem({ status: RunStatus.RUNNING, owner: 'w1', fencingToken: initialFence(SLOT) + 1, attempt: 1 })));
+      ddb
+        .on(PutCommand)
+        .rejects(conditionFailed(runItem({ status: RunStatus.RUNNING, owner: 'w1', fencingToken: initialFence(SLOT) + 1, attempt: 1 })));
       const result = await ledger.createRun({ job: 'j', slot: SLOT, shard: 0, shards: 1, status: RunStatus.READY }, NOW);
-      expect(result).toMatchObject({ created: false, existing: { status: RunStatus.RUNNING, owner: 'w1', fencingToken: initialFence(SLOT) + 1 } });
+      expect(result).toMatchObject({
+        created: false,
+        existing: { status: RunStatus.RUNNING, owner: 'w1', fencingToken: initialFence(SLOT) + 1 },
+      });
     });
 
     it('conditional failure without Item is not reported as created (it propagates)', async () => {
@@ -277,19 +327,22 @@ describe('Ledger (DynamoDB document client mocked)', () => {
     });
   });
 
-  it('a retried put that finds its own tick\'s item reports it created, so the planner still dispatches it', async () => {
+  it("a retried put that finds its own tick's item reports it created, so the planner still dispatches it", async () => {
     const newRun = { job: 'j', slot: SLOT, shard: 0, shards: 1, status: RunStatus.READY } as const;
     ddb
       .on(PutCommand)
       .rejectsOnce(conditionFailed(runItem({ createdAt: NOW, createdBy: 'tick-1' })))
       .rejectsOnce(conditionFailed(runItem({ createdAt: NOW, createdBy: 'tick-2' })));
-    await expect(ledger.createRun(newRun, NOW, 'tick-1')).resolves.toMatchObject({ created: true, run: { runKey: 'j@2024-01-15T12:00:00.000Z' } });
+    await expect(ledger.createRun(newRun, NOW, 'tick-1')).resolves.toMatchObject({
+      created: true,
+      run: { runKey: 'j@2024-01-15T12:00:00.000Z' },
+    });
     // Another planner's item stays "existing": only its creator sends the message.
     await expect(ledger.createRun(newRun, NOW, 'tick-1')).resolves.toMatchObject({ created: false });
   });
 
   describe('heartbeat / checkpoint / complete: guarded by owner + token + RUNNING', () => {
-    it('heartbeat sends one UpdateCommand with the holder\'s owner and token, asking for the item as it was on a refusal', async () => {
+    it("heartbeat sends one UpdateCommand with the holder's owner and token, asking for the item as it was on a refusal", async () => {
       ddb.on(UpdateCommand).resolves({});
       await expect(ledger.heartbeat(heldRun(), NOW + 40_000)).resolves.toEqual({ ok: true });
       expect(ddb).toHaveReceivedCommandExactlyOnceWith(UpdateCommand, {
@@ -305,7 +358,11 @@ describe('Ledger (DynamoDB document client mocked)', () => {
     });
 
     it('heartbeat refused (a successor took over) → { ok: false, current } with the successor’s item', async () => {
-      ddb.on(UpdateCommand).rejects(conditionFailed(runItem({ status: RunStatus.RUNNING, owner: 'successor', fencingToken: initialFence(SLOT) + 2, attempt: 2 })));
+      ddb
+        .on(UpdateCommand)
+        .rejects(
+          conditionFailed(runItem({ status: RunStatus.RUNNING, owner: 'successor', fencingToken: initialFence(SLOT) + 2, attempt: 2 })),
+        );
       const check = await ledger.heartbeat(heldRun(), NOW + 40_000);
       expect(check).toMatchObject({ ok: false, current: { owner: 'successor', fencingToken: initialFence(SLOT) + 2 } });
     });
@@ -321,7 +378,9 @@ describe('Ledger (DynamoDB document client mocked)', () => {
     });
 
     it('complete refused (stale owner) → { ok: false, current }: the stale worker records nothing', async () => {
-      ddb.on(UpdateCommand).rejects(conditionFailed(runItem({ status: RunStatus.SUCCEEDED, owner: 'successor', fencingToken: initialFence(SLOT) + 2 })));
+      ddb
+        .on(UpdateCommand)
+        .rejects(conditionFailed(runItem({ status: RunStatus.SUCCEEDED, owner: 'successor', fencingToken: initialFence(SLOT) + 2 })));
       const check = await ledger.complete(heldRun(), { status: RunStatus.SUCCEEDED }, NOW);
       expect(check).toMatchObject({ ok: false, current: { status: RunStatus.SUCCEEDED, owner: 'successor' } });
     });
@@ -331,10 +390,12 @@ describe('Ledger (DynamoDB document client mocked)', () => {
 
     it('checkpoint refused → { ok: false }', async () => {
       ddb.on(UpdateCommand).rejects(conditionFailed(runItem({ status: RunStatus.RETRY })));
-      await expect(ledger.checkpoint(heldRun(), { cursor: 'x' })).resolves.toMatchObject({ ok: false, current: { status: RunStatus.RETRY } });
+      await expect(ledger.checkpoint(heldRun(), { cursor: 'x' })).resolves.toMatchObject({
+        ok: false,
+        current: { status: RunStatus.RETRY },
+      });
     });
   });
-
 });
 
 // ------------------------------------------------------------------------------------------------
@@ -379,7 +440,10 @@ describe('Ledger.createRun through the real SDK retry middleware', () => {
     const ledger = new Ledger(DynamoDBDocumentClient.from(client), { tableName: TABLE });
     const result = await ledger.createRun({ job: 'j', slot: SLOT, shard: 0, shards: 1, status: RunStatus.READY }, NOW);
     expect(calls).toBe(2);
-    expect(result).toMatchObject({ created: false, existing: { runKey: 'j@2024-01-15T12:00:00.000Z', status: RunStatus.READY, fencingToken: initialFence(SLOT) } });
+    expect(result).toMatchObject({
+      created: false,
+      existing: { runKey: 'j@2024-01-15T12:00:00.000Z', status: RunStatus.READY, fencingToken: initialFence(SLOT) },
+    });
   });
 });
 
@@ -413,7 +477,13 @@ describe('DynamoFencedStore: stale fences are rejected and told apart from busin
     ddb.on(PutCommand).resolves({});
     await store.put(cursorPut);
     const input = ddb.commandCalls(PutCommand)[0]!.args[0].input;
-    expect(input.Item).toMatchObject({ pk: 'JOB#j', sk: 'CURSOR', position: 'p7', lastFence: FENCE, lastWrite: input.ExpressionAttributeValues![':write__'] });
+    expect(input.Item).toMatchObject({
+      pk: 'JOB#j',
+      sk: 'CURSOR',
+      position: 'p7',
+      lastFence: FENCE,
+      lastWrite: input.ExpressionAttributeValues![':write__'],
+    });
     expect(results.map(([, r]) => r)).toEqual(['accepted']);
   });
 
@@ -428,13 +498,16 @@ describe('DynamoFencedStore: stale fences are rejected and told apart from busin
   it.each([
     ['lower', FENCE - 1],
     ['equal (same holder writing again)', FENCE],
-  ])('conditional failure with a %s lastFence → ConditionFailedError (the business condition failed, not the fence)', async (_label, lastFence) => {
-    ddb.on(UpdateCommand).rejects(conditionFailed({ pk: 'PAYMENTS', sk: 'p7', status: 'SETTLED', lastFence }));
-    const error = await store.update(paymentUpdate).catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(ConditionFailedError);
-    expect(error).not.toBeInstanceOf(FencedOutError);
-    expect(results.map(([, r]) => r)).toEqual(['condition-failed']);
-  });
+  ])(
+    'conditional failure with a %s lastFence → ConditionFailedError (the business condition failed, not the fence)',
+    async (_label, lastFence) => {
+      ddb.on(UpdateCommand).rejects(conditionFailed({ pk: 'PAYMENTS', sk: 'p7', status: 'SETTLED', lastFence }));
+      const error = await store.update(paymentUpdate).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(ConditionFailedError);
+      expect(error).not.toBeInstanceOf(FencedOutError);
+      expect(results.map(([, r]) => r)).toEqual(['condition-failed']);
+    },
+  );
 
   it('conditional failure on an item that does not exist (no Item) → ConditionFailedError', async () => {
     ddb.on(UpdateCommand).rejects(conditionFailed());
@@ -463,7 +536,11 @@ describe('DynamoFencedStore: stale fences are rejected and told apart from busin
       { kind: 'put', ...cursorPut },
     ];
     const canceled = (reasons: CancellationReason[]) =>
-      new TransactionCanceledException({ message: 'Transaction cancelled', $metadata: { httpStatusCode: 400 }, CancellationReasons: reasons });
+      new TransactionCanceledException({
+        message: 'Transaction cancelled',
+        $metadata: { httpStatusCode: 400 },
+        CancellationReasons: reasons,
+      });
 
     it('sends one TransactWriteCommand with an idempotency token; success reports each write accepted', async () => {
       ddb.on(TransactWriteCommand).resolves({});
@@ -476,18 +553,31 @@ describe('DynamoFencedStore: stale fences are rejected and told apart from busin
     });
 
     it('the cursor put refused by a higher fence → FencedOutError naming the cursor', async () => {
-      ddb.on(TransactWriteCommand).rejects(
-        canceled([{ Code: 'None' }, { Code: 'ConditionalCheckFailed', Item: marshal({ pk: 'JOB#j', sk: 'CURSOR', lastFence: FENCE + 1 }) as never }]),
-      );
+      ddb
+        .on(TransactWriteCommand)
+        .rejects(
+          canceled([
+            { Code: 'None' },
+            { Code: 'ConditionalCheckFailed', Item: marshal({ pk: 'JOB#j', sk: 'CURSOR', lastFence: FENCE + 1 }) as never },
+          ]),
+        );
       const error = await store.transact(writes).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(FencedOutError);
       expect(error).toMatchObject({ key: { pk: 'JOB#j', sk: 'CURSOR' }, seenFence: FENCE + 1 });
     });
 
     it('only the business condition failed → ConditionFailedError naming the payment', async () => {
-      ddb.on(TransactWriteCommand).rejects(
-        canceled([{ Code: 'ConditionalCheckFailed', Item: marshal({ pk: 'PAYMENTS', sk: 'p7', status: 'SETTLED', lastFence: FENCE - 5 }) as never }, { Code: 'None' }]),
-      );
+      ddb
+        .on(TransactWriteCommand)
+        .rejects(
+          canceled([
+            {
+              Code: 'ConditionalCheckFailed',
+              Item: marshal({ pk: 'PAYMENTS', sk: 'p7', status: 'SETTLED', lastFence: FENCE - 5 }) as never,
+            },
+            { Code: 'None' },
+          ]),
+        );
       const error = await store.transact(writes).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(ConditionFailedError);
       expect(error).toMatchObject({ key: { pk: 'PAYMENTS', sk: 'p7' } });

@@ -6,47 +6,110 @@
  * their own) beside the poison count.
  */
 import { describe, expect, it } from 'vitest';
-import { deadLetterLine, eventLine, fencedOutLine, jobColumnWidth, outcomeLine, pausedLine, poisonLine, settledLine, summaryLine, takeoverLine } from '../../tools/local-lines.js';
+import {
+  deadLetterLine,
+  eventLine,
+  fencedOutLine,
+  jobColumnWidth,
+  outcomeLine,
+  pausedLine,
+  poisonLine,
+  settledLine,
+  summaryLine,
+  takeoverLine,
+} from '../../tools/local-lines.js';
 import type { RuntimeSummary } from '../../tools/local-runtime.js';
 
 const SLOT = Date.UTC(2026, 10, 29, 18, 28, 10);
 const KEY = 'payments-reconcile@2026-11-29T18:28:10.000Z';
 const SUMMARY: RuntimeSummary = {
-  uptimeSeconds: 60, ticks: 6, runsSucceeded: 7, runsFailed: 0, runsSkipped: 1, runsSuperseded: 0, duplicatesAcked: 0, takeovers: 0,
-  fencingRejections: 0, fencedOutWrites: 0, poisonMessages: 0, deadLettered: 0, jobsPausedByFailure: 0, outboxEvents: 0,
-  triggerLagSamples: 6, triggerLagP50Ms: 0, triggerLagP99Ms: 4, lateStarts: 1, lateStartLagP99Ms: 1_112_051, violations: 0,
+  uptimeSeconds: 60,
+  ticks: 6,
+  runsSucceeded: 7,
+  runsFailed: 0,
+  runsSkipped: 1,
+  runsSuperseded: 0,
+  duplicatesAcked: 0,
+  takeovers: 0,
+  fencingRejections: 0,
+  fencedOutWrites: 0,
+  poisonMessages: 0,
+  deadLettered: 0,
+  jobsPausedByFailure: 0,
+  outboxEvents: 0,
+  triggerLagSamples: 6,
+  triggerLagP50Ms: 0,
+  triggerLagP99Ms: 4,
+  lateStarts: 1,
+  lateStartLagP99Ms: 1_112_051,
+  violations: 0,
 };
 
 describe('npm start lines', () => {
   it('an outcome with an error names its code and message, quoted on one line', () => {
-    const line = outcomeLine({ job: 'payments-reconcile', slot: SLOT, runKey: KEY, attempt: 2, token: 7, status: 'RETRY', durationMs: 12, error: { code: 'UPSTREAM_503', message: 'bank API said "busy"\nretry later' } });
-    expect(line).toBe(`RETRY      payments-reconcile         12 ms  slot=2026-11-29T18:28:10.000Z runKey=${KEY} attempt=2 token=7 error=UPSTREAM_503 "bank API said \\"busy\\"\\nretry later"`);
+    const line = outcomeLine({
+      job: 'payments-reconcile',
+      slot: SLOT,
+      runKey: KEY,
+      attempt: 2,
+      token: 7,
+      status: 'RETRY',
+      durationMs: 12,
+      error: { code: 'UPSTREAM_503', message: 'bank API said "busy"\nretry later' },
+    });
+    expect(line).toBe(
+      `RETRY      payments-reconcile         12 ms  slot=2026-11-29T18:28:10.000Z runKey=${KEY} attempt=2 token=7 error=UPSTREAM_503 "bank API said \\"busy\\"\\nretry later"`,
+    );
     expect(line.split('\n')).toHaveLength(1);
-    expect(outcomeLine({ job: 'j', slot: SLOT, runKey: KEY, attempt: 1, token: 1, status: 'SUCCEEDED', durationMs: 3 })).not.toContain('error=');
+    expect(outcomeLine({ job: 'j', slot: SLOT, runKey: KEY, attempt: 1, token: 1, status: 'SUCCEEDED', durationMs: 3 })).not.toContain(
+      'error=',
+    );
   });
 
   it('a long attempt reads in hours and minutes, never as a count of milliseconds', () => {
-    const line = outcomeLine({ job: 'nightly-export', slot: SLOT, runKey: KEY, attempt: 1, token: 1, status: 'SUCCEEDED', durationMs: 10_643_367 });
+    const line = outcomeLine({
+      job: 'nightly-export',
+      slot: SLOT,
+      runKey: KEY,
+      attempt: 1,
+      token: 1,
+      status: 'SUCCEEDED',
+      durationMs: 10_643_367,
+    });
     expect(line).toContain(' 2 h 57 min  slot=');
     expect(line).not.toMatch(/\d{4,} ?ms/);
   });
 
   it('SKIPPED and SUPERSEDED runs (ended without an attempt) say so and why', () => {
-    expect(settledLine({ job: 'payments-reconcile', slot: SLOT, runKey: KEY, status: 'SKIPPED', reason: 'skipped: run of 2026-11-29T18:27:10.000Z still open (forbid-skip)' })).toBe(
+    expect(
+      settledLine({
+        job: 'payments-reconcile',
+        slot: SLOT,
+        runKey: KEY,
+        status: 'SKIPPED',
+        reason: 'skipped: run of 2026-11-29T18:27:10.000Z still open (forbid-skip)',
+      }),
+    ).toBe(
       `SKIPPED    payments-reconcile     (not run)  slot=2026-11-29T18:28:10.000Z runKey=${KEY} reason="skipped: run of 2026-11-29T18:27:10.000Z still open (forbid-skip)"`,
     );
-    expect(settledLine({ job: 'j', slot: SLOT, runKey: KEY, status: 'SUPERSEDED', reason: 'superseded by j@x (coalesce)' })).toMatch(/^SUPERSEDED j\s+\(not run\)  slot=.* reason="superseded by j@x \(coalesce\)"$/);
+    expect(settledLine({ job: 'j', slot: SLOT, runKey: KEY, status: 'SUPERSEDED', reason: 'superseded by j@x (coalesce)' })).toMatch(
+      /^SUPERSEDED j\s+\(not run\)  slot=.* reason="superseded by j@x \(coalesce\)"$/,
+    );
   });
 
   it('a takeover names both owners; a fenced-out write names the resource', () => {
-    expect(takeoverLine({ runKey: KEY, token: 9, owner: 'w-2', previousOwner: 'w-1' })).toBe(`TAKEOVER   payments-reconcile                runKey=${KEY} token=9 owner=w-2 from=w-1 (its lease expired)`);
+    expect(takeoverLine({ runKey: KEY, token: 9, owner: 'w-2', previousOwner: 'w-1' })).toBe(
+      `TAKEOVER   payments-reconcile                runKey=${KEY} token=9 owner=w-2 from=w-1 (its lease expired)`,
+    );
     expect(fencedOutLine({ runKey: KEY, token: 9, resource: 'ledger/CACHE#x/CURRENT' })).toBe(
       `FENCED     payments-reconcile                runKey=${KEY} token=9 resource=ledger/CACHE#x/CURRENT (refused: a higher fence already wrote it)`,
     );
   });
 
   it('a poison message names its id, its code and why no worker can run it, and that it goes to the DLQ', () => {
-    expect(poisonLine({ messageId: 'm-1', job: 'gone-job', runKey: '', code: 'UNKNOWN_JOB', reason: 'job "gone-job" is not configured' })).toBe(
+    expect(
+      poisonLine({ messageId: 'm-1', job: 'gone-job', runKey: '', code: 'UNKNOWN_JOB', reason: 'job "gone-job" is not configured' }),
+    ).toBe(
       'POISON     gone-job                          messageId=m-1 code=UNKNOWN_JOB reason="job \\"gone-job\\" is not configured" (no worker can run it: SQS moves it to the dead-letter queue after 15 receives)',
     );
     expect(poisonLine({ messageId: 'm-2', runKey: '', code: 'MALFORMED', reason: 'body is not JSON' })).toMatch(/^POISON {5}\? {20}/);
@@ -70,7 +133,10 @@ describe('npm start lines', () => {
     expect(width).toBe('a-job-with-a-rather-long-name'.length);
     const lines = [
       outcomeLine({ job: 'j', slot: SLOT, runKey: KEY, attempt: 1, token: 1, status: 'SUCCEEDED', durationMs: 850 }, width),
-      outcomeLine({ job: 'a-job-with-a-rather-long-name', slot: SLOT, runKey: KEY, attempt: 1, token: 1, status: 'DEAD', durationMs: 45_210 }, width),
+      outcomeLine(
+        { job: 'a-job-with-a-rather-long-name', slot: SLOT, runKey: KEY, attempt: 1, token: 1, status: 'DEAD', durationMs: 45_210 },
+        width,
+      ),
       settledLine({ job: 'j', slot: SLOT, runKey: KEY, status: 'SUPERSEDED' }, width),
       settledLine({ job: 'j', slot: SLOT, runKey: KEY, status: 'SKIPPED' }, width),
       takeoverLine({ runKey: KEY, token: 9, owner: 'w-2' }, width),
@@ -96,10 +162,14 @@ describe('npm start lines', () => {
   it('the summary shows trigger lag over on-time first attempts in units, late starts apart, and the poison count', () => {
     const line = summaryLine({ ...SUMMARY, poisonMessages: 2, deadLettered: 1, jobsPausedByFailure: 1, uptimeSeconds: 10_643 });
     expect(line).toContain('summary: 2 h 57 min up, ');
-    expect(line).toContain('trigger lag p50 0 ms / p99 4 ms over 6 on-time first attempt(s), 1 late start(s) (catch-up, backfill, manual) p99 18 min 32 s');
+    expect(line).toContain(
+      'trigger lag p50 0 ms / p99 4 ms over 6 on-time first attempt(s), 1 late start(s) (catch-up, backfill, manual) p99 18 min 32 s',
+    );
     expect(line).toContain('1 skipped');
     expect(line).toContain('2 poison message(s), 1 moved to the DLQ, 1 job(s) paused by failure');
     expect(line).not.toMatch(/\d{4,} ?ms/);
-    expect(summaryLine({ ...SUMMARY, triggerLagSamples: 0, lateStarts: 0 })).toContain('trigger lag no on-time first attempts yet, 0 violations');
+    expect(summaryLine({ ...SUMMARY, triggerLagSamples: 0, lateStarts: 0 })).toContain(
+      'trigger lag no on-time first attempts yet, 0 violations',
+    );
   });
 });

@@ -25,13 +25,16 @@ function emfWritten(act: () => void): Emf[] {
   } finally {
     spy.mockRestore();
   }
-  return lines.flatMap((l) => l.split('\n')).filter((l) => l.includes('"_aws"')).map((l) => JSON.parse(l) as Emf);
+  return lines
+    .flatMap((l) => l.split('\n'))
+    .filter((l) => l.includes('"_aws"'))
+    .map((l) => JSON.parse(l) as Emf);
 }
 
 describe('metric dimensions', () => {
   afterEach(() => vi.restoreAllMocks());
 
-  it('a staging metric cannot land in production\'s series: every metric carries stack=<METRICS_STACK>', () => {
+  it("a staging metric cannot land in production's series: every metric carries stack=<METRICS_STACK>", () => {
     const sink = new PowertoolsMetricsSink(schedulerMetrics({ [ENV.metricsStack]: 'Staging' }));
     const [emf] = emfWritten(() => {
       sink.count(MetricName.RunsDead);

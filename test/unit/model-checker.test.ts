@@ -10,11 +10,41 @@ import { RunStatus, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
 
 const T = Date.UTC(2031, 0, 1, 12, 0, 0);
 const KEY = runKeyOf('pay', T, 0, 1);
-const model = (over: Partial<ModelExpectations> = {}): Expected => ({ model: { reconciling: [], itemGroups: {}, overlap: {}, clockToleranceMs: 0, ...over } });
-const run = (over: Partial<Run> = {}): Run => ({ job: 'pay', slot: T, shard: 0, shards: 1, runKey: KEY, status: RunStatus.SUCCEEDED, fencingToken: 2, attempt: 1, createdAt: T - 60_000, ...over });
-const claimed = (token: number, owner: string, at: number, from: RunStatus = RunStatus.READY): HistoryEvent => ({ type: 'claimed', at, runKey: KEY, owner, token, attempt: 1, from, leaseUntil: at + 30_000 });
-const started = (token: number, owner: string, at: number): HistoryEvent => ({ type: 'handler-started', at, runKey: KEY, owner, token, slot: T });
-const invariants = (history: HistoryEvent[], runs: Run[], expected: Expected) => checkHistory(history, { runs }, expected).violations.map((v) => `${v.invariant}:${v.runKey}`);
+const model = (over: Partial<ModelExpectations> = {}): Expected => ({
+  model: { reconciling: [], itemGroups: {}, overlap: {}, clockToleranceMs: 0, ...over },
+});
+const run = (over: Partial<Run> = {}): Run => ({
+  job: 'pay',
+  slot: T,
+  shard: 0,
+  shards: 1,
+  runKey: KEY,
+  status: RunStatus.SUCCEEDED,
+  fencingToken: 2,
+  attempt: 1,
+  createdAt: T - 60_000,
+  ...over,
+});
+const claimed = (token: number, owner: string, at: number, from: RunStatus = RunStatus.READY): HistoryEvent => ({
+  type: 'claimed',
+  at,
+  runKey: KEY,
+  owner,
+  token,
+  attempt: 1,
+  from,
+  leaseUntil: at + 30_000,
+});
+const started = (token: number, owner: string, at: number): HistoryEvent => ({
+  type: 'handler-started',
+  at,
+  runKey: KEY,
+  owner,
+  token,
+  slot: T,
+});
+const invariants = (history: HistoryEvent[], runs: Run[], expected: Expected) =>
+  checkHistory(history, { runs }, expected).violations.map((v) => `${v.invariant}:${v.runKey}`);
 
 describe('model safety invariants', () => {
   it('no-late-fenced-write: a zombie write landing after its attempt recorded its outcome', () => {
@@ -37,7 +67,11 @@ describe('model safety invariants', () => {
     ];
     expect(invariants(history, [run()], model({ reconciling: ['pay'] }))).toContain(`reconcile-before-rerun:${KEY}`);
     // With the reconcile first, it is fine.
-    const reconciled = [...history.slice(0, 5), { type: 'reconciled', at: T + 3_000, runKey: KEY, owner: 'B', token: 2, outcome: 'not-done' } as HistoryEvent, history[5]!];
+    const reconciled = [
+      ...history.slice(0, 5),
+      { type: 'reconciled', at: T + 3_000, runKey: KEY, owner: 'B', token: 2, outcome: 'not-done' } as HistoryEvent,
+      history[5]!,
+    ];
     expect(invariants(reconciled, [run()], model({ reconciling: ['pay'] }))).not.toContain(`reconcile-before-rerun:${KEY}`);
   });
 
@@ -47,7 +81,9 @@ describe('model safety invariants', () => {
     const history = (first: 'unknown' | 'crashed', second: 'retryable' | 'unknown'): HistoryEvent[] => [
       claimed(1, 'A', T),
       started(1, 'A', T),
-      ...(first === 'unknown' ? [{ type: 'handler-finished', at: T + 1_000, runKey: KEY, owner: 'A', token: 1, result: 'unknown' } as HistoryEvent] : []),
+      ...(first === 'unknown'
+        ? [{ type: 'handler-finished', at: T + 1_000, runKey: KEY, owner: 'A', token: 1, result: 'unknown' } as HistoryEvent]
+        : []),
       claimed(2, 'B', T + 40_000, first === 'unknown' ? RunStatus.UNKNOWN : RunStatus.RUNNING),
       { type: 'reconciled', at: T + 40_000, runKey: KEY, owner: 'B', token: 2, outcome: 'not-done' },
       started(2, 'B', T + 40_000),
@@ -64,7 +100,9 @@ describe('model safety invariants', () => {
     // 20261208): the reconcile settled it all the same (its writes could no longer land).
     const late: HistoryEvent = { type: 'handler-finished', at: T + 40_500, runKey: KEY, owner: 'A', token: 1, result: 'aborted' };
     const zombie = history('crashed', 'retryable');
-    expect(invariants([...zombie.slice(0, 4), late, ...zombie.slice(4)], [run()], reconciling)).not.toContain(`reconcile-before-rerun:${KEY}`);
+    expect(invariants([...zombie.slice(0, 4), late, ...zombie.slice(4)], [run()], reconciling)).not.toContain(
+      `reconcile-before-rerun:${KEY}`,
+    );
   });
 
   it('reconcile-before-rerun: an attempt the fence stopped after it tried its effect needs a reconcile before the next run; one stopped before it does not', () => {
@@ -81,7 +119,11 @@ describe('model safety invariants', () => {
   });
 
   it('superseded-by-due: a run superseded in its lane is excused only by a due run of its own lane, not by another job of its item group', () => {
-    const coalesced = run({ status: RunStatus.SUPERSEDED, finishedAt: T + 100, lastError: { code: RunStatus.SUPERSEDED, message: 'superseded (coalesce)' } });
+    const coalesced = run({
+      status: RunStatus.SUPERSEDED,
+      finishedAt: T + 100,
+      lastError: { code: RunStatus.SUPERSEDED, message: 'superseded (coalesce)' },
+    });
     const nextOwn = run({ runKey: runKeyOf('pay', T + 60_000, 0, 1), slot: T + 60_000, status: RunStatus.SUCCEEDED });
     const otherJob = run({ job: 'refund', runKey: runKeyOf('refund', T + 50, 0, 1), slot: T + 50, status: RunStatus.SUCCEEDED });
     const expected = model({ itemGroups: { pay: 'a', refund: 'a' } });
@@ -100,7 +142,11 @@ describe('model safety invariants', () => {
       started(2, 'B', T + 40_000),
     ];
     expect(invariants(history, [run()], model())).toContain(`no-rerun-after-success:${KEY}`);
-    const killed: HistoryEvent[] = [...history.slice(0, 3), { type: 'actor-disturbed', at: T + 1_500, owner: 'A', kind: 'killed', runKey: KEY }, ...history.slice(3)];
+    const killed: HistoryEvent[] = [
+      ...history.slice(0, 3),
+      { type: 'actor-disturbed', at: T + 1_500, owner: 'A', kind: 'killed', runKey: KEY },
+      ...history.slice(3),
+    ];
     expect(invariants(killed, [run()], model())).not.toContain(`no-rerun-after-success:${KEY}`);
   });
 
@@ -115,7 +161,14 @@ describe('model safety invariants', () => {
     ];
     expect(invariants(gaveUp(T + 1_100), [run()], model())).toContain(`no-rerun-after-success:${KEY}`);
     expect(invariants(gaveUp(T + 30_000), [run()], model())).not.toContain(`no-rerun-after-success:${KEY}`);
-    const takenFirst: HistoryEvent[] = [claimed(1, 'A', T), started(1, 'A', T), { type: 'handler-finished', at: T + 1_000, runKey: KEY, owner: 'A', token: 1, result: 'succeeded' }, claimed(2, 'B', T + 2_000, RunStatus.RUNNING), { type: 'outcome', at: T + 2_100, runKey: KEY, owner: 'A', token: 1, status: RunStatus.SUCCEEDED, accepted: false }, started(2, 'B', T + 2_200)];
+    const takenFirst: HistoryEvent[] = [
+      claimed(1, 'A', T),
+      started(1, 'A', T),
+      { type: 'handler-finished', at: T + 1_000, runKey: KEY, owner: 'A', token: 1, result: 'succeeded' },
+      claimed(2, 'B', T + 2_000, RunStatus.RUNNING),
+      { type: 'outcome', at: T + 2_100, runKey: KEY, owner: 'A', token: 1, status: RunStatus.SUCCEEDED, accepted: false },
+      started(2, 'B', T + 2_200),
+    ];
     expect(invariants(takenFirst, [run()], model())).not.toContain(`no-rerun-after-success:${KEY}`);
   });
 
@@ -137,7 +190,10 @@ describe('model safety invariants', () => {
   });
 
   it('own-write-recognised: an outcome refused although nobody else touched the run', () => {
-    const history: HistoryEvent[] = [claimed(1, 'A', T), { type: 'outcome', at: T + 1_000, runKey: KEY, owner: 'A', token: 1, status: RunStatus.SUCCEEDED, accepted: false }];
+    const history: HistoryEvent[] = [
+      claimed(1, 'A', T),
+      { type: 'outcome', at: T + 1_000, runKey: KEY, owner: 'A', token: 1, status: RunStatus.SUCCEEDED, accepted: false },
+    ];
     expect(invariants(history, [run({ fencingToken: 1 })], model())).toContain(`own-write-recognised:${KEY}`);
   });
 
@@ -146,7 +202,22 @@ describe('model safety invariants', () => {
   });
 
   it('no-double-apply: an item that logged one increment twice', () => {
-    const result = checkHistory([], { runs: [], business: [{ resource: 'items/X/S', effects: [{ token: 1, runKey: KEY, writeId: 'w1' }, { token: 1, runKey: KEY, writeId: 'w1' }] }] }, model());
+    const result = checkHistory(
+      [],
+      {
+        runs: [],
+        business: [
+          {
+            resource: 'items/X/S',
+            effects: [
+              { token: 1, runKey: KEY, writeId: 'w1' },
+              { token: 1, runKey: KEY, writeId: 'w1' },
+            ],
+          },
+        ],
+      },
+      model(),
+    );
     expect(result.violations.map((v) => v.invariant)).toContain('no-double-apply');
   });
 
@@ -156,7 +227,10 @@ describe('model safety invariants', () => {
       { type: 'effect', at: T + 60_000, runKey: newer, token: 10, resource: 'items/X/S', result: 'accepted' },
       { type: 'effect', at: T + 61_000, runKey: KEY, token: 2, resource: 'items/X/S', result: 'fenced-out' },
     ];
-    const runs = [run({ status: RunStatus.DEAD, lastError: { code: 'ATTEMPTS_EXHAUSTED', message: '' } }), run({ slot: T + 60_000, runKey: newer, fencingToken: 10 })];
+    const runs = [
+      run({ status: RunStatus.DEAD, lastError: { code: 'ATTEMPTS_EXHAUSTED', message: '' } }),
+      run({ slot: T + 60_000, runKey: newer, fencingToken: 10 }),
+    ];
     expect(invariants(history, runs, model())).toContain(`fenced-out-superseded:${KEY}`);
   });
 
@@ -166,11 +240,19 @@ describe('model safety invariants', () => {
       { type: 'effect', at: T + 60_000, runKey: newer, token: 10, resource: 'items/X/S', result: 'accepted' },
       { type: 'effect', at: T + 61_000, runKey: KEY, token: 2, resource: 'items/X/S', result: 'fenced-out' },
     ];
-    const takenOver = run({ status: RunStatus.DEAD, fencingToken: 3, resultUnknown: true, lastError: { code: 'DEADLINE_EXCEEDED', message: '' } });
+    const takenOver = run({
+      status: RunStatus.DEAD,
+      fencingToken: 3,
+      resultUnknown: true,
+      lastError: { code: 'DEADLINE_EXCEEDED', message: '' },
+    });
     const other = run({ slot: T + 60_000, runKey: newer, fencingToken: 10 });
     expect(invariants(fenced, [takenOver, other], model())).not.toContain(`fenced-out-superseded:${KEY}`);
     // The fenced attempt recorded a retry (class 3's defect): judged, whatever came after.
-    const retried: HistoryEvent[] = [...fenced, { type: 'outcome', at: T + 62_000, runKey: KEY, owner: 'w', token: 2, status: RunStatus.READY, accepted: true }];
+    const retried: HistoryEvent[] = [
+      ...fenced,
+      { type: 'outcome', at: T + 62_000, runKey: KEY, owner: 'w', token: 2, status: RunStatus.READY, accepted: true },
+    ];
     expect(invariants(retried, [takenOver, other], model())).toContain(`fenced-out-superseded:${KEY}`);
     // Ended by the fenced attempt's own token, or with its result known: judged.
     expect(invariants(fenced, [{ ...takenOver, fencingToken: 2 }, other], model())).toContain(`fenced-out-superseded:${KEY}`);
@@ -178,7 +260,10 @@ describe('model safety invariants', () => {
   });
 
   it('superseded-by-due: superseded while the only newer run was not due yet', () => {
-    const runs = [run({ status: RunStatus.SUPERSEDED, finishedAt: T - 2_000 }), run({ slot: T + 60_000, runKey: runKeyOf('pay', T + 60_000, 0, 1), status: RunStatus.READY })];
+    const runs = [
+      run({ status: RunStatus.SUPERSEDED, finishedAt: T - 2_000 }),
+      run({ slot: T + 60_000, runKey: runKeyOf('pay', T + 60_000, 0, 1), status: RunStatus.READY }),
+    ];
     expect(invariants([], runs, model())).toContain(`superseded-by-due:${KEY}`);
     const due = [run({ status: RunStatus.SUPERSEDED, finishedAt: T + 61_000 }), runs[1]!];
     expect(invariants([], due, model())).not.toContain(`superseded-by-due:${KEY}`);
@@ -205,14 +290,51 @@ describe('liveness invariants', () => {
     const holder = run({ status: RunStatus.SUPERSEDED, finishedAt: T + 1_000 });
     const next = (over: Partial<Run>) => run({ slot: T + 60_000, runKey: runKeyOf('pay', T + 60_000, 0, 1), ...over });
     expect(names(checkLiveness({ runs: [], markers: [held], planner }, base))).toEqual(['lane-not-blocked']);
-    const skipped = next({ status: RunStatus.SKIPPED, finishedAt: T + 60_000, lastError: { code: RunStatus.SKIPPED, message: 'skipped: run of … still open (forbid-skip)' } });
+    const skipped = next({
+      status: RunStatus.SKIPPED,
+      finishedAt: T + 60_000,
+      lastError: { code: RunStatus.SKIPPED, message: 'skipped: run of … still open (forbid-skip)' },
+    });
     expect(names(checkLiveness({ runs: [holder, skipped], markers: [held], planner }, base))).toEqual(['lane-not-blocked']);
-    expect(names(checkLiveness({ runs: [holder, next({ status: RunStatus.SUCCEEDED, startedAt: T + 60_000, finishedAt: T + 61_000 })], markers: [held], planner }, base))).toEqual(['lane-not-blocked']);
+    expect(
+      names(
+        checkLiveness(
+          {
+            runs: [holder, next({ status: RunStatus.SUCCEEDED, startedAt: T + 60_000, finishedAt: T + 61_000 })],
+            markers: [held],
+            planner,
+          },
+          base,
+        ),
+      ),
+    ).toEqual(['lane-not-blocked']);
     // Met before the holder ended (skipped while it still ran): the marker was live then.
-    expect(names(checkLiveness({ runs: [holder, next({ status: RunStatus.SKIPPED, finishedAt: T + 500, lastError: { code: RunStatus.SKIPPED, message: '' } })], markers: [held], planner }, base))).toEqual([]);
+    expect(
+      names(
+        checkLiveness(
+          {
+            runs: [holder, next({ status: RunStatus.SKIPPED, finishedAt: T + 500, lastError: { code: RunStatus.SKIPPED, message: '' } })],
+            markers: [held],
+            planner,
+          },
+          base,
+        ),
+      ),
+    ).toEqual([]);
     // Run before the marker was last taken (a duplicate delivery of the ended holder took the freed lane again).
     const retaken = { ...held, since: T + 120_000 };
-    expect(names(checkLiveness({ runs: [holder, next({ status: RunStatus.SUCCEEDED, startedAt: T + 60_000, finishedAt: T + 61_000 })], markers: [retaken], planner }, base))).toEqual([]);
+    expect(
+      names(
+        checkLiveness(
+          {
+            runs: [holder, next({ status: RunStatus.SUCCEEDED, startedAt: T + 60_000, finishedAt: T + 61_000 })],
+            markers: [retaken],
+            planner,
+          },
+          base,
+        ),
+      ),
+    ).toEqual([]);
   });
 
   it('lane-not-blocked: a lane left held by its ended run (its release refused: the worker does not retry it) blocks nothing until a run waits behind it or meets it (model seed 20277044)', () => {
@@ -224,10 +346,17 @@ describe('liveness invariants', () => {
     const ahead = run({ slot: base.now + 30_000, runKey: runKeyOf('pay', base.now + 30_000, 0, 1), status: RunStatus.READY });
     expect(names(checkLiveness({ runs: [dead, ahead], markers: [{ job: 'pay', shard: 0, holderSlot: T }], planner }, base))).toEqual([]);
     const due = run({ slot: base.now - 30_000, runKey: runKeyOf('pay', base.now - 30_000, 0, 1), status: RunStatus.READY });
-    expect(names(checkLiveness({ runs: [dead, due], markers: [{ job: 'pay', shard: 0, holderSlot: T }], planner }, { ...base, withMessage: [due.runKey] }))).toEqual(['lane-not-blocked']);
+    expect(
+      names(
+        checkLiveness(
+          { runs: [dead, due], markers: [{ job: 'pay', shard: 0, holderSlot: T }], planner },
+          { ...base, withMessage: [due.runKey] },
+        ),
+      ),
+    ).toEqual(['lane-not-blocked']);
   });
 
-  it('lane-not-blocked: a paused job\'s lane left held by its ended run (its release lost) blocks nothing until a run waits behind it (model seed 20261202)', () => {
+  it("lane-not-blocked: a paused job's lane left held by its ended run (its release lost) blocks nothing until a run waits behind it (model seed 20261202)", () => {
     // The next claimer takes a lane over from an ended holder, and a paused job has no next run:
     // flagging it was a false alarm of the checker. A run waiting behind the marker still counts.
     const planner = [{ partition: 0, of: 1, plannedUntil: T + 4_000_000, paused: ['pay'], behind: [] }];
@@ -235,7 +364,14 @@ describe('liveness invariants', () => {
     const pausedBase = { ...base, paused: ['pay'] };
     expect(names(checkLiveness({ runs: [run({ status: RunStatus.SUCCEEDED })], markers: [held], planner }, pausedBase))).toEqual([]);
     const behind = run({ slot: T + 300_000, runKey: `pay@${new Date(T + 300_000).toISOString()}`, status: RunStatus.READY });
-    expect(names(checkLiveness({ runs: [run({ status: RunStatus.SUCCEEDED }), behind], markers: [held], planner }, { ...pausedBase, withMessage: [behind.runKey] }))).toEqual(['lane-not-blocked']);
+    expect(
+      names(
+        checkLiveness(
+          { runs: [run({ status: RunStatus.SUCCEEDED }), behind], markers: [held], planner },
+          { ...pausedBase, withMessage: [behind.runKey] },
+        ),
+      ),
+    ).toEqual(['lane-not-blocked']);
   });
 
   it('watermark-caught-up: a partition planned only up to an hour ago, and a job still behind', () => {
@@ -244,19 +380,37 @@ describe('liveness invariants', () => {
   });
 
   it('no-expired-running: RUNNING long after its lease', () => {
-    const v = checkLiveness({ runs: [run({ status: RunStatus.RUNNING, leaseUntil: T })], planner: [{ partition: 0, of: 1, plannedUntil: T + 4_000_000, paused: [], behind: [] }] }, base);
+    const v = checkLiveness(
+      {
+        runs: [run({ status: RunStatus.RUNNING, leaseUntil: T })],
+        planner: [{ partition: 0, of: 1, plannedUntil: T + 4_000_000, paused: [], behind: [] }],
+      },
+      base,
+    );
     expect(names(v)).toEqual(['no-expired-running']);
   });
 
   it('open-run-swept: an open run with no message past the sweep grace', () => {
-    const v = checkLiveness({ runs: [run({ status: RunStatus.READY })], planner: [{ partition: 0, of: 1, plannedUntil: T + 4_000_000, paused: [], behind: [] }] }, { ...base, withMessage: [], sweepGraceMs: 180_000 });
+    const v = checkLiveness(
+      { runs: [run({ status: RunStatus.READY })], planner: [{ partition: 0, of: 1, plannedUntil: T + 4_000_000, paused: [], behind: [] }] },
+      { ...base, withMessage: [], sweepGraceMs: 180_000 },
+    );
     expect(names(v)).toEqual(['open-run-swept']);
   });
 
   it('open-run-swept: a waiting run of an exclusive lane is owed a re-send only from when its lane was let go (a long backlog ahead of it is no lost message)', () => {
     const older = runKeyOf('pay', T - 3_600_000, 0, 1);
     const backlogEnd = base.now - 10_000; // the last older run of the lane ended just now
-    const runs = [run({ status: RunStatus.READY }), run({ runKey: older, slot: T - 3_600_000, status: RunStatus.DEAD, finishedAt: backlogEnd, lastError: { code: 'DEADLINE_EXCEEDED', message: 'late' } })];
+    const runs = [
+      run({ status: RunStatus.READY }),
+      run({
+        runKey: older,
+        slot: T - 3_600_000,
+        status: RunStatus.DEAD,
+        finishedAt: backlogEnd,
+        lastError: { code: 'DEADLINE_EXCEEDED', message: 'late' },
+      }),
+    ];
     const planner = [{ partition: 0, of: 1, plannedUntil: T + 4_000_000, paused: [], behind: [] }];
     const expected = { ...base, withMessage: [], sweepGraceMs: 180_000 };
     expect(names(checkLiveness({ runs, planner }, { ...expected, exclusive: ['pay'] }))).toEqual([]);
@@ -265,7 +419,13 @@ describe('liveness invariants', () => {
   });
 
   it('open-run-swept: a run the sweeper gave up on (stuck, left for an operator) is not flagged', () => {
-    const v = checkLiveness({ runs: [run({ status: RunStatus.READY, redispatches: 10 })], planner: [{ partition: 0, of: 1, plannedUntil: T + 4_000_000, paused: [], behind: [] }] }, { ...base, withMessage: [], sweepGraceMs: 180_000, stuck: [KEY] });
+    const v = checkLiveness(
+      {
+        runs: [run({ status: RunStatus.READY, redispatches: 10 })],
+        planner: [{ partition: 0, of: 1, plannedUntil: T + 4_000_000, paused: [], behind: [] }],
+      },
+      { ...base, withMessage: [], sweepGraceMs: 180_000, stuck: [KEY] },
+    );
     expect(names(v)).toEqual([]);
   });
 
@@ -277,12 +437,18 @@ describe('liveness invariants', () => {
   });
 
   it('watermark-caught-up: a job still catching up whose cursor moves is a long backlog, not a wedge', () => {
-    const v = checkLiveness({ runs: [], planner: [{ partition: 0, of: 1, plannedUntil: T + 4_000_000, paused: [], behind: ['pay'] }] }, { ...base, progressing: ['pay'] });
+    const v = checkLiveness(
+      { runs: [], planner: [{ partition: 0, of: 1, plannedUntil: T + 4_000_000, paused: [], behind: ['pay'] }] },
+      { ...base, progressing: ['pay'] },
+    );
     expect(names(v)).toEqual([]);
   });
 
   it('no-looping-message: a message still due at the end', () => {
-    const v = checkLiveness({ runs: [run({ status: RunStatus.READY })], planner: [{ partition: 0, of: 1, plannedUntil: T + 4_000_000, paused: [], behind: [] }] }, { ...base, queue: [{ messageId: 'm', runKey: KEY, receives: 15, visibleAt: T }] });
+    const v = checkLiveness(
+      { runs: [run({ status: RunStatus.READY })], planner: [{ partition: 0, of: 1, plannedUntil: T + 4_000_000, paused: [], behind: [] }] },
+      { ...base, queue: [{ messageId: 'm', runKey: KEY, receives: 15, visibleAt: T }] },
+    );
     expect(names(v)).toEqual(['no-looping-message']);
   });
 });

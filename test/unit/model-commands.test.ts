@@ -4,11 +4,25 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { COMMAND_KINDS, commandsArb, kindSwarmFaultProfileArb, scenarioSetupArb, SWARM_KINDS, swarmKindsArb } from '../../tools/model/commands.js';
+import {
+  COMMAND_KINDS,
+  commandsArb,
+  kindSwarmFaultProfileArb,
+  scenarioSetupArb,
+  SWARM_KINDS,
+  swarmKindsArb,
+} from '../../tools/model/commands.js';
 import { DYNAMO_CALL_KINDS, SQS_CALL_KINDS } from '../../tools/model/ledger-view.js';
 
 /** The swarm's own commands, by the full-mix command they were split from. */
-const SPLIT_FROM: Readonly<Record<string, string>> = { RetryJob: 'Retry', RemoveBackloggedJob: 'RemoveJob', RemoveBulkAdded: 'AddManyJobs', ChangeJob: 'ChangeSchedule', AddJobSoon: 'ChangeSchedule', OpsTrigger: 'Retry' };
+const SPLIT_FROM: Readonly<Record<string, string>> = {
+  RetryJob: 'Retry',
+  RemoveBackloggedJob: 'RemoveJob',
+  RemoveBulkAdded: 'AddManyJobs',
+  ChangeJob: 'ChangeSchedule',
+  AddJobSoon: 'ChangeSchedule',
+  OpsTrigger: 'Retry',
+};
 
 /** The kinds of command in one scenario, by class name (the parts of a `together` counted). */
 function kindsIn(commands: Iterable<unknown>): Set<string> {
@@ -43,7 +57,17 @@ describe('model generator: command mix', () => {
   });
 
   it('a swarm scenario may retry the ended runs whose result is unknown first (the ones a revival must reconcile)', () => {
-    expect(SWARM_KINDS.map((k) => k.name)).toEqual(expect.arrayContaining(['ops-retry', 'ops-retry-unknown', 'ops-retry-job', 'add-many-jobs', 'remove-bulk-jobs', 'remove-job', 'remove-backlogged-job']));
+    expect(SWARM_KINDS.map((k) => k.name)).toEqual(
+      expect.arrayContaining([
+        'ops-retry',
+        'ops-retry-unknown',
+        'ops-retry-job',
+        'add-many-jobs',
+        'remove-bulk-jobs',
+        'remove-job',
+        'remove-backlogged-job',
+      ]),
+    );
     const [retry] = fc.sample(SWARM_KINDS.find((k) => k.name === 'ops-retry-unknown')!.arbitrary, { seed: 3, numRuns: 1 });
     expect(String(retry)).toMatch(/ops retry run#\d+ \(an ended run whose result is unknown if any\)/);
   });
@@ -65,7 +89,9 @@ describe('model generator: command mix', () => {
     // Every command of the full mix, and the swarm's own: the rollback of a bulk add, a job's
     // retry, the removal of the job with the most open runs, a change of any job field, a job
     // added with its first slot inside the lookahead, an operator's trigger.
-    expect([...swarm.all].sort()).toEqual([...full.all, 'RemoveBulkAdded', 'RetryJob', 'RemoveBackloggedJob', 'ChangeJob', 'AddJobSoon', 'OpsTrigger'].sort());
+    expect([...swarm.all].sort()).toEqual(
+      [...full.all, 'RemoveBulkAdded', 'RetryJob', 'RemoveBackloggedJob', 'ChangeJob', 'AddJobSoon', 'OpsTrigger'].sort(),
+    );
     expect(full.all.size).toBeGreaterThanOrEqual(20);
   });
 });
@@ -112,7 +138,8 @@ describe('model generator: the swarm over job traits (--job-mix swarm)', () => {
   });
 
   it('a job that reconciles, has one attempt and whose handler may charge and then throw ResultUnknownError comes up more often (the road to a run DEAD with its result unknown and its effect landed, which a revival must reconcile)', () => {
-    const deadWithEffect = (s: (typeof full)[number]) => s.jobs.some((j) => j.reconcile && j.maxAttempts === 1 && j.behaviours.some((b) => b.kind === 'unknown'));
+    const deadWithEffect = (s: (typeof full)[number]) =>
+      s.jobs.some((j) => j.reconcile && j.maxAttempts === 1 && j.behaviours.some((b) => b.kind === 'unknown'));
     expect(share(swarm, deadWithEffect)).toBeGreaterThan(share(full, deadWithEffect) * 1.5);
   });
 

@@ -39,7 +39,16 @@ function plannerRun(ticks: readonly { readonly now: number; readonly job: Job }[
     // under: it re-plans on time from the previous tick's now (replanFromOf).
     const previous = ticks[i - 1];
     const replanFrom = previous !== undefined && previous.job !== def ? previous.now : undefined;
-    const plan = planTick({ jobs: [def], plannedUntil, paused: new Set(), behind, catchUpEdges: edges, now, lookaheadMs: defaultLookaheadMs([def]), replanFrom });
+    const plan = planTick({
+      jobs: [def],
+      plannedUntil,
+      paused: new Set(),
+      behind,
+      catchUpEdges: edges,
+      now,
+      lookaheadMs: defaultLookaheadMs([def]),
+      replanFrom,
+    });
     for (const run of plan.runs) created.add(run.slot);
     for (const [name, cursor] of plan.behindSet) {
       behind.set(name, cursor);
@@ -50,7 +59,19 @@ function plannerRun(ticks: readonly { readonly now: number; readonly job: Job }[
       edges.delete(name);
     }
     plannedUntil = Math.max(plannedUntil ?? Number.NEGATIVE_INFINITY, plan.plannedUntil);
-    records.push({ id: i, command: i, partition: 0, of: 1, seqStart: 10 + 2 * i, seqEnd: 11 + 2 * i, now, jobs: [def], ok: true, horizon: plan.plannedUntil, advanced: true });
+    records.push({
+      id: i,
+      command: i,
+      partition: 0,
+      of: 1,
+      seqStart: 10 + 2 * i,
+      seqEnd: 11 + 2 * i,
+      now,
+      jobs: [def],
+      ok: true,
+      horizon: plan.plannedUntil,
+      advanced: true,
+    });
   });
   return { created, records, behind };
 }
@@ -58,12 +79,19 @@ function plannerRun(ticks: readonly { readonly now: number; readonly job: Job }[
 function owedBy(ticks: readonly { readonly now: number; readonly job: Job }[]) {
   const { created, records, behind } = plannerRun(ticks);
   const timeline: TimelineEvent[] = [{ kind: 'add', seq: 0, job: ticks[0]!.job }];
-  const owed = computeOwed({ timeline, ticks: records, until: ticks[ticks.length - 1]!.now, plannerSkewMs: 0, configured: new Set(['j']), behindCursors: behind });
+  const owed = computeOwed({
+    timeline,
+    ticks: records,
+    until: ticks[ticks.length - 1]!.now,
+    plannerSkewMs: 0,
+    configured: new Set(['j']),
+    behindCursors: behind,
+  });
   return { owed: owed.slots.map((s) => s.slot), created, behind };
 }
 
 describe('owed slots: a schedule changed in the middle of a catch-up', () => {
-  it('no-lost-slot false alarm: after a three-hour outage paged at 3 slots a tick, a change from every 30 s to every 20 s leaves the rest of the catch-up on the new schedule; the old schedule\'s :30 slots past the change are not owed', () => {
+  it("no-lost-slot false alarm: after a three-hour outage paged at 3 slots a tick, a change from every 30 s to every 20 s leaves the rest of the catch-up on the new schedule; the old schedule's :30 slots past the change are not owed", () => {
     const every30 = job('*/30 * * * * *');
     const every20 = job('*/20 * * * * *');
     const outageEnd = T0 + 3 * HOUR + 2 * MIN;
@@ -79,14 +107,54 @@ describe('owed slots: a schedule changed in the middle of a catch-up', () => {
     expect(behind.has('j')).toBe(true);
     const cursor = behind.get('j')!;
     // The first page (every 30 s) and the later ones (every 20 s), as the planner made them.
-    expect([...created].filter((s) => s < T0 + 10 * MIN).sort((a, b) => a - b).map(iso)).toEqual(
-      ['00:00:30', '00:01:00', '00:01:30', '00:02:00', '00:02:30', '00:03:00', '00:03:30', '00:03:40', '00:04:00', '00:04:20', '00:04:40', '00:05:00', '00:05:20', '00:05:40', '00:06:00', '00:06:20', '00:06:40', '00:07:00', '00:07:20', '00:07:40', '00:08:00', '00:08:20', '00:08:40', '00:09:00', '00:09:20'],
-    );
+    expect(
+      [...created]
+        .filter((s) => s < T0 + 10 * MIN)
+        .sort((a, b) => a - b)
+        .map(iso),
+    ).toEqual([
+      '00:00:30',
+      '00:01:00',
+      '00:01:30',
+      '00:02:00',
+      '00:02:30',
+      '00:03:00',
+      '00:03:30',
+      '00:03:40',
+      '00:04:00',
+      '00:04:20',
+      '00:04:40',
+      '00:05:00',
+      '00:05:20',
+      '00:05:40',
+      '00:06:00',
+      '00:06:20',
+      '00:06:40',
+      '00:07:00',
+      '00:07:20',
+      '00:07:40',
+      '00:08:00',
+      '00:08:20',
+      '00:08:40',
+      '00:09:00',
+      '00:09:20',
+    ]);
     const catchUpOwed = owed.filter((s) => s > T0 + 2 * MIN + 5 * SEC && s <= cursor);
     // Still owed: the slots both schedules have (:00), so the catch-up stays checked.
     expect(catchUpOwed.map(iso)).toEqual(['00:03:00', '00:04:00', '00:05:00', '00:06:00', '00:07:00', '00:08:00', '00:09:00']);
     // And the on-time window the first tick after the outage planned whole, every 30 s.
-    expect(owed.filter((s) => s > outageEnd - 5 * MIN && s <= outageEnd).map(iso)).toEqual(['02:57:30', '02:58:00', '02:58:30', '02:59:00', '02:59:30', '03:00:00', '03:00:30', '03:01:00', '03:01:30', '03:02:00']);
+    expect(owed.filter((s) => s > outageEnd - 5 * MIN && s <= outageEnd).map(iso)).toEqual([
+      '02:57:30',
+      '02:58:00',
+      '02:58:30',
+      '02:59:00',
+      '02:59:30',
+      '03:00:00',
+      '03:00:30',
+      '03:01:00',
+      '03:01:30',
+      '03:02:00',
+    ]);
     expect(owed.filter((s) => !created.has(s)).map(iso)).toEqual([]);
   });
 
@@ -103,7 +171,11 @@ describe('owed slots: a schedule changed in the middle of a catch-up', () => {
         (before, after, policy, maxPerTick, outageMinutes, changeAt) => {
           const defs = [job(before, { policy, maxPerTick }), job(after, { policy, maxPerTick })];
           const back = T0 + MIN + outageMinutes * MIN + 7 * SEC;
-          const ticks = [{ now: T0, job: defs[0]! }, { now: T0 + MIN, job: defs[0]! }, ...Array.from({ length: 9 }, (_, i) => ({ now: back + i * MIN, job: defs[i < changeAt ? 0 : 1]! }))];
+          const ticks = [
+            { now: T0, job: defs[0]! },
+            { now: T0 + MIN, job: defs[0]! },
+            ...Array.from({ length: 9 }, (_, i) => ({ now: back + i * MIN, job: defs[i < changeAt ? 0 : 1]! })),
+          ];
           const { owed, created } = owedBy(ticks);
           expect(owed.filter((s) => !created.has(s)).map(iso)).toEqual([]);
         },
@@ -114,7 +186,7 @@ describe('owed slots: a schedule changed in the middle of a catch-up', () => {
 });
 
 describe('owed slots: a backfill racing a schedule change', () => {
-  it("no-lost-slot false alarm: a backfill owes the slots of the definition it was given, not those of a schedule changed before it returned", () => {
+  it('no-lost-slot false alarm: a backfill owes the slots of the definition it was given, not those of a schedule changed before it returned', () => {
     const every30 = job('*/30 * * * * *');
     const every20 = job('*/20 * * * * *');
     const timeline: TimelineEvent[] = [
@@ -123,18 +195,32 @@ describe('owed slots: a backfill racing a schedule change', () => {
       { kind: 'change', seq: 2, job: every20 },
       { kind: 'backfill', seq: 3, job: 'j', definition: every30, slotFrom: T0, slotTo: T0 + MIN },
     ];
-    const owed = computeOwed({ timeline, ticks: [], until: T0 + HOUR, plannerSkewMs: 0, configured: new Set(['j']), behindCursors: new Map() });
+    const owed = computeOwed({
+      timeline,
+      ticks: [],
+      until: T0 + HOUR,
+      plannerSkewMs: 0,
+      configured: new Set(['j']),
+      behindCursors: new Map(),
+    });
     expect(owed.slots.map((s) => iso(s.slot))).toEqual(['00:00:00', '00:00:30']);
   });
 
-  it('max-runs-exact false alarm (model seed 20269227, path 15:0): a backfill\'s slots are owed as runs, never as scheduled slots that maxRuns counts', () => {
+  it("max-runs-exact false alarm (model seed 20269227, path 15:0): a backfill's slots are owed as runs, never as scheduled slots that maxRuns counts", () => {
     const every30 = job('*/30 * * * * *');
     const timeline: TimelineEvent[] = [
       { kind: 'add', seq: 0, job: every30 },
       { kind: 'backfill-started', seq: 1, job: 'j', slotFrom: T0, slotTo: T0 + MIN },
       { kind: 'backfill', seq: 2, job: 'j', definition: every30, slotFrom: T0, slotTo: T0 + MIN },
     ];
-    const owed = computeOwed({ timeline, ticks: [], until: T0 + HOUR, plannerSkewMs: 0, configured: new Set(['j']), behindCursors: new Map() });
+    const owed = computeOwed({
+      timeline,
+      ticks: [],
+      until: T0 + HOUR,
+      plannerSkewMs: 0,
+      configured: new Set(['j']),
+      behindCursors: new Map(),
+    });
     expect(owed.slots).toHaveLength(2);
     expect(owed.plannedPerJob.get('j') ?? 0).toBe(0);
   });
@@ -142,9 +228,26 @@ describe('owed slots: a backfill racing a schedule change', () => {
 
 describe('owed statuses at the end of quiescence', () => {
   const slot = T0 + 5 * MIN;
-  const run = (origin: RunOrigin, status: RunStatus): Run => ({ job: 'j', slot, shard: 0, shards: 1, runKey: runKeyOf('j', slot, 0, 1), status, fencingToken: 1, attempt: 0, createdAt: T0 + 3 * HOUR, origin });
+  const run = (origin: RunOrigin, status: RunStatus): Run => ({
+    job: 'j',
+    slot,
+    shard: 0,
+    shards: 1,
+    runKey: runKeyOf('j', slot, 0, 1),
+    status,
+    fencingToken: 1,
+    attempt: 0,
+    createdAt: T0 + 3 * HOUR,
+    origin,
+  });
   const lost = (r: Run, progressing: string[]) => {
-    const slots = owedStatuses([{ job: 'j', slot, shard: 0, shards: 1 }], new Map([[r.runKey, r]]), new Set(), new Set(progressing), new Set());
+    const slots = owedStatuses(
+      [{ job: 'j', slot, shard: 0, shards: 1 }],
+      new Map([[r.runKey, r]]),
+      new Set(),
+      new Set(progressing),
+      new Set(),
+    );
     return checkHistory([], { runs: [r] }, { slots }).violations.map((v) => v.invariant);
   };
 
@@ -160,12 +263,31 @@ describe('owed statuses at the end of quiescence', () => {
   describe('an on-time run behind the catch-up of a forbid-queue lane', () => {
     // Forbid-queue runs in slot order (README, Overlap): a run that finds an older open run waits,
     // so the on-time runs planned while a catch-up pages an outage of hours wait for all of it.
-    const onTime = (at: number, shard = 0): Run => ({ job: 'j', slot: at, shard, shards: 2, runKey: runKeyOf('j', at, shard, 2), status: RunStatus.READY, fencingToken: 1, attempt: 0, createdAt: T0 + 3 * HOUR, origin: RunOrigin.PLANNED });
+    const onTime = (at: number, shard = 0): Run => ({
+      job: 'j',
+      slot: at,
+      shard,
+      shards: 2,
+      runKey: runKeyOf('j', at, shard, 2),
+      status: RunStatus.READY,
+      fencingToken: 1,
+      attempt: 0,
+      createdAt: T0 + 3 * HOUR,
+      origin: RunOrigin.PLANNED,
+    });
     const catchUp = (at: number, shard: number, status: RunStatus): Run => ({ ...onTime(at, shard), origin: RunOrigin.CATCH_UP, status });
     const flagged = (runs: readonly Run[], slotOrdered: readonly string[], progressing: readonly string[] = ['j']) => {
       const target = runs[0]!;
-      const slots = owedStatuses([{ job: 'j', slot: target.slot, shard: target.shard, shards: 2 }], new Map(runs.map((r) => [r.runKey, r])), new Set(), new Set(progressing), new Set(slotOrdered));
-      return checkHistory([], { runs: [...runs] }, { slots }).violations.filter((v) => v.runKey === target.runKey).map((v) => v.invariant);
+      const slots = owedStatuses(
+        [{ job: 'j', slot: target.slot, shard: target.shard, shards: 2 }],
+        new Map(runs.map((r) => [r.runKey, r])),
+        new Set(),
+        new Set(progressing),
+        new Set(slotOrdered),
+      );
+      return checkHistory([], { runs: [...runs] }, { slots })
+        .violations.filter((v) => v.runKey === target.runKey)
+        .map((v) => v.invariant);
     };
     const planned = T0 + 3 * HOUR;
     const older = T0 + HOUR;

@@ -9,7 +9,16 @@ import type { ExpectedSlot } from '../../tools/verify/checker.js';
 import type { HistoryEvent } from '../../shared/core/history.js';
 import { RunOrigin, RunStatus, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
 import { changedSpec, scheduleSoon } from '../../tools/model/config-changes.js';
-import { checkCreatedRunsRun, checkMaxRuns, checkOneShardCountPerSlot, checkOnlyPoisonDeadLettered, checkReportsKept, checkYieldsNeverDeadLettered, withoutSpentMaxRuns, withSlotShards } from '../../tools/model/report-checks.js';
+import {
+  checkCreatedRunsRun,
+  checkMaxRuns,
+  checkOneShardCountPerSlot,
+  checkOnlyPoisonDeadLettered,
+  checkReportsKept,
+  checkYieldsNeverDeadLettered,
+  withoutSpentMaxRuns,
+  withSlotShards,
+} from '../../tools/model/report-checks.js';
 import { BehaviourKind } from '../../tools/model/handlers.js';
 import type { JobSpec } from '../../tools/model/world.js';
 
@@ -19,19 +28,44 @@ const T = Date.UTC(2031, 0, 1, 12, 0, 0);
 function run(slot: number, over: Partial<Run> = {}): Run {
   const shards = over.shards ?? 1;
   const shard = over.shard ?? 0;
-  return { job: 'j', slot, shard, shards, runKey: runKeyOf(over.job ?? 'j', slot, shard, shards), status: RunStatus.SUCCEEDED, fencingToken: 1, attempt: 1, createdAt: slot - 30_000, origin: RunOrigin.PLANNED, ...over };
+  return {
+    job: 'j',
+    slot,
+    shard,
+    shards,
+    runKey: runKeyOf(over.job ?? 'j', slot, shard, shards),
+    status: RunStatus.SUCCEEDED,
+    fencingToken: 1,
+    attempt: 1,
+    createdAt: slot - 30_000,
+    origin: RunOrigin.PLANNED,
+    ...over,
+  };
 }
 const minutes = (n: number, over: Partial<Run> = {}) => Array.from({ length: n }, (_, i) => run(T + i * MIN, over));
-const outcome = (runKey: string, at: number, status: RunStatus, code?: string): HistoryEvent => ({ type: 'outcome', at, runKey, owner: 'w', token: 1, status, accepted: true, code });
+const outcome = (runKey: string, at: number, status: RunStatus, code?: string): HistoryEvent => ({
+  type: 'outcome',
+  at,
+  runKey,
+  owner: 'w',
+  token: 1,
+  status,
+  accepted: true,
+  code,
+});
 
 describe('max-runs-exact: a job with maxRuns N has exactly N scheduled runs', () => {
   it('a bound frozen at the first planning is flagged: maxRuns raised 3 → 6, 3 scheduled runs though 8 slots were owed (D3-02)', () => {
     const violations = checkMaxRuns(new Map([['j', 6]]), new Map([['j', 8]]), minutes(3));
-    expect(violations.map((v) => `${v.invariant}: ${v.detail}`)).toEqual(['max-runs-exact: 3 scheduled slots for maxRuns 6, though 8 were owed']);
+    expect(violations.map((v) => `${v.invariant}: ${v.detail}`)).toEqual([
+      'max-runs-exact: 3 scheduled slots for maxRuns 6, though 8 were owed',
+    ]);
   });
 
   it('a bound computed as an instant from the first schedule is flagged: an hourly job with maxRuns 3 changed to every minute ran 5 times', () => {
-    expect(checkMaxRuns(new Map([['j', 3]]), new Map([['j', 5]]), minutes(5)).map((v) => v.detail)).toEqual(['5 scheduled slots for maxRuns 3']);
+    expect(checkMaxRuns(new Map([['j', 3]]), new Map([['j', 5]]), minutes(5)).map((v) => v.detail)).toEqual([
+      '5 scheduled slots for maxRuns 3',
+    ]);
   });
 
   it('exactly N passes, fewer passes while fewer were owed, and backfilled or manual runs do not count', () => {
@@ -39,7 +73,13 @@ describe('max-runs-exact: a job with maxRuns N has exactly N scheduled runs', ()
     expect(checkMaxRuns(new Map([['j', 3]]), new Map([['j', 9]]), [...minutes(3), ...asked])).toEqual([]);
     expect(checkMaxRuns(new Map([['j', 3]]), new Map([['j', 2]]), minutes(2))).toEqual([]);
     // A slot of three shards is one scheduled slot.
-    expect(checkMaxRuns(new Map([['j', 1]]), new Map([['j', 4]]), [0, 1, 2].map((shard) => run(T, { shard, shards: 3 })))).toEqual([]);
+    expect(
+      checkMaxRuns(
+        new Map([['j', 1]]),
+        new Map([['j', 4]]),
+        [0, 1, 2].map((shard) => run(T, { shard, shards: 3 })),
+      ),
+    ).toEqual([]);
   });
 
   it('the slots past a spent count are not owed (the planner rightly plans no more); while the count is not spent they are', () => {
@@ -61,7 +101,11 @@ describe('yield-never-dlq: a run that yields with progress is never dead-lettere
   });
 
   it('a poison message (its last outcome a failure, or no outcome at all) may reach the DLQ, and a yield after the move is no excuse', () => {
-    const history = [outcome(key, T + MIN, RunStatus.RETRY, 'YIELDED'), outcome(key, T + 2 * MIN, RunStatus.RETRY, 'MODEL_RETRYABLE'), outcome(key, T + 9 * MIN, RunStatus.RETRY, 'YIELDED')];
+    const history = [
+      outcome(key, T + MIN, RunStatus.RETRY, 'YIELDED'),
+      outcome(key, T + 2 * MIN, RunStatus.RETRY, 'MODEL_RETRYABLE'),
+      outcome(key, T + 9 * MIN, RunStatus.RETRY, 'YIELDED'),
+    ];
     expect(checkYieldsNeverDeadLettered(history, [{ runKey: key, at: T + 3 * MIN }])).toEqual([]);
     expect(checkYieldsNeverDeadLettered([], [{ runKey: key, at: T }])).toEqual([]);
   });
@@ -71,23 +115,41 @@ describe('created-runs-run: a run an operator created is not refused before its 
   const backfilled = run(T - 20 * MIN, { origin: RunOrigin.BACKFILL, createdAt: T, status: RunStatus.DEAD });
 
   it('a backfilled run of a slot 20 minutes old refused at once for a 60 s deadline counted from its slot is flagged: it never ran', () => {
-    const violations = checkCreatedRunsRun([outcome(backfilled.runKey, T + 2_000, RunStatus.DEAD, 'DEADLINE_BEFORE_START')], [backfilled], new Map([['j', MIN]]), 1_000);
+    const violations = checkCreatedRunsRun(
+      [outcome(backfilled.runKey, T + 2_000, RunStatus.DEAD, 'DEADLINE_BEFORE_START')],
+      [backfilled],
+      new Map([['j', MIN]]),
+      1_000,
+    );
     expect(violations.map((v) => `${v.invariant}:${v.runKey}`)).toEqual([`created-runs-run:${backfilled.runKey}`]);
   });
 
-  it('one refused after its deadline from creation passed, a catch-up run (the slot\'s deadline, by design) and a deadline exceeded after attempts pass', () => {
+  it("one refused after its deadline from creation passed, a catch-up run (the slot's deadline, by design) and a deadline exceeded after attempts pass", () => {
     const deadlines = new Map([['j', MIN]]);
-    expect(checkCreatedRunsRun([outcome(backfilled.runKey, T + MIN + 1, RunStatus.DEAD, 'DEADLINE_BEFORE_START')], [backfilled], deadlines, 1_000)).toEqual([]);
+    expect(
+      checkCreatedRunsRun(
+        [outcome(backfilled.runKey, T + MIN + 1, RunStatus.DEAD, 'DEADLINE_BEFORE_START')],
+        [backfilled],
+        deadlines,
+        1_000,
+      ),
+    ).toEqual([]);
     const catchUp = run(T - 20 * MIN, { origin: RunOrigin.CATCH_UP, createdAt: T });
-    expect(checkCreatedRunsRun([outcome(catchUp.runKey, T + 1, RunStatus.DEAD, 'DEADLINE_BEFORE_START')], [catchUp], deadlines, 1_000)).toEqual([]);
-    expect(checkCreatedRunsRun([outcome(backfilled.runKey, T + 1, RunStatus.DEAD, 'DEADLINE_EXCEEDED')], [backfilled], deadlines, 1_000)).toEqual([]);
+    expect(
+      checkCreatedRunsRun([outcome(catchUp.runKey, T + 1, RunStatus.DEAD, 'DEADLINE_BEFORE_START')], [catchUp], deadlines, 1_000),
+    ).toEqual([]);
+    expect(
+      checkCreatedRunsRun([outcome(backfilled.runKey, T + 1, RunStatus.DEAD, 'DEADLINE_EXCEEDED')], [backfilled], deadlines, 1_000),
+    ).toEqual([]);
   });
 });
 
 describe('shard counts across a change of shards (D3-03)', () => {
   it('runs of two shard counts for one slot (1 → 3 mixed: job@slot beside job@slot#1 and #2) are flagged as a doubled slot', () => {
     const mixed = [run(T), run(T, { shard: 1, shards: 3 }), run(T, { shard: 2, shards: 3 })];
-    expect(checkOneShardCountPerSlot(mixed).map((v) => `${v.invariant}: ${v.detail}`)).toEqual(['one-run-per-slot: runs of 1 and 3 shards for one slot']);
+    expect(checkOneShardCountPerSlot(mixed).map((v) => `${v.invariant}: ${v.detail}`)).toEqual([
+      'one-run-per-slot: runs of 1 and 3 shards for one slot',
+    ]);
     expect(checkOneShardCountPerSlot([run(T), ...[0, 1, 2].map((shard) => run(T + MIN, { shard, shards: 3 }))])).toEqual([]);
   });
 
@@ -101,26 +163,50 @@ describe('shard counts across a change of shards (D3-03)', () => {
 describe('run-message-accepted: only real poison reaches the DLQ', () => {
   const old = run(T + 3 * MIN, { status: RunStatus.READY });
 
-  it("a run created before shards changed 1 → 3, whose message the worker refused as INCONSISTENT until it went to the DLQ, never claimed, is flagged (D3-03)", () => {
+  it('a run created before shards changed 1 → 3, whose message the worker refused as INCONSISTENT until it went to the DLQ, never claimed, is flagged (D3-03)', () => {
     const violations = checkOnlyPoisonDeadLettered([], [{ runKey: old.runKey, at: T + 20 * MIN }], [old], new Set(['j']));
     expect(violations.map((v) => `${v.invariant}:${v.runKey}`)).toEqual([`run-message-accepted:${old.runKey}`]);
   });
 
-  it('a removed job\'s message (an orphan), a message whose run does not exist, and one of a run claimed before the move are real poison or a retry budget spent', () => {
+  it("a removed job's message (an orphan), a message whose run does not exist, and one of a run claimed before the move are real poison or a retry budget spent", () => {
     expect(checkOnlyPoisonDeadLettered([], [{ runKey: old.runKey, at: T + 20 * MIN }], [old], new Set())).toEqual([]);
     expect(checkOnlyPoisonDeadLettered([], [{ runKey: 'j@nowhere', at: T }], [old], new Set(['j']))).toEqual([]);
-    const claimed: HistoryEvent = { type: 'claimed', at: T + 4 * MIN, runKey: old.runKey, owner: 'w', token: 1, attempt: 1, from: RunStatus.READY, leaseUntil: T + 5 * MIN };
+    const claimed: HistoryEvent = {
+      type: 'claimed',
+      at: T + 4 * MIN,
+      runKey: old.runKey,
+      owner: 'w',
+      token: 1,
+      attempt: 1,
+      from: RunStatus.READY,
+      leaseUntil: T + 5 * MIN,
+    };
     expect(checkOnlyPoisonDeadLettered([claimed], [{ runKey: old.runKey, at: T + 20 * MIN }], [old], new Set(['j']))).toEqual([]);
   });
 });
 
-describe('report-kept: a command\'s report is an assertion', () => {
+describe("report-kept: a command's report is an assertion", () => {
   const J = new Set(['j']);
   const dead = run(T, { status: RunStatus.READY });
-  const claimedAt = (at: number): HistoryEvent => ({ type: 'claimed', at, runKey: dead.runKey, owner: 'w', token: 2, attempt: 1, from: RunStatus.READY, leaseUntil: at + MIN });
+  const claimedAt = (at: number): HistoryEvent => ({
+    type: 'claimed',
+    at,
+    runKey: dead.runKey,
+    owner: 'w',
+    token: 2,
+    attempt: 1,
+    from: RunStatus.READY,
+    leaseUntil: at + MIN,
+  });
 
   it('ops retry that reported a run revived, which then never ran, is flagged (a revival that forgets to send, or revives a state no worker claims)', () => {
-    const violations = checkReportsKept({ revived: [{ runKey: dead.runKey, at: T + MIN }], triggers: [] }, [claimedAt(T)], [dead], new Set(), J);
+    const violations = checkReportsKept(
+      { revived: [{ runKey: dead.runKey, at: T + MIN }], triggers: [] },
+      [claimedAt(T)],
+      [dead],
+      new Set(),
+      J,
+    );
     expect(violations.map((v) => `${v.invariant}:${v.runKey}`)).toEqual([`report-kept:${dead.runKey}`]);
   });
 
@@ -128,14 +214,36 @@ describe('report-kept: a command\'s report is an assertion', () => {
     const revived = { revived: [{ runKey: dead.runKey, at: T + MIN }], triggers: [] };
     expect(checkReportsKept(revived, [claimedAt(T + 2 * MIN)], [dead], new Set(), J)).toEqual([]);
     expect(checkReportsKept(revived, [], [{ ...dead, status: RunStatus.SKIPPED }], new Set(), J)).toEqual([]);
-    expect(checkReportsKept(revived, [{ type: 'ops', at: T + 3 * MIN, runKey: dead.runKey, action: 'resolve', from: RunStatus.READY, to: RunStatus.MANUAL }], [dead], new Set(), J)).toEqual([]);
+    expect(
+      checkReportsKept(
+        revived,
+        [{ type: 'ops', at: T + 3 * MIN, runKey: dead.runKey, action: 'resolve', from: RunStatus.READY, to: RunStatus.MANUAL }],
+        [dead],
+        new Set(),
+        J,
+      ),
+    ).toEqual([]);
     expect(checkReportsKept(revived, [], [dead], new Set([dead.runKey]), J)).toEqual([]);
   });
 
   it('a revival resolved by an operator at the same virtual instant keeps its report, one resolved before the revival does not (model seed 1626809289: a false alarm)', () => {
     const revived = { revived: [{ runKey: dead.runKey, at: T + MIN }], triggers: [] };
-    const retry: HistoryEvent = { type: 'ops', at: T + MIN, runKey: dead.runKey, action: 'retry', from: RunStatus.DEAD, to: RunStatus.READY };
-    const resolve: HistoryEvent = { type: 'ops', at: T + MIN, runKey: dead.runKey, action: 'resolve', from: RunStatus.READY, to: RunStatus.MANUAL };
+    const retry: HistoryEvent = {
+      type: 'ops',
+      at: T + MIN,
+      runKey: dead.runKey,
+      action: 'retry',
+      from: RunStatus.DEAD,
+      to: RunStatus.READY,
+    };
+    const resolve: HistoryEvent = {
+      type: 'ops',
+      at: T + MIN,
+      runKey: dead.runKey,
+      action: 'resolve',
+      from: RunStatus.READY,
+      to: RunStatus.MANUAL,
+    };
     const manual = { ...dead, status: RunStatus.MANUAL };
     expect(checkReportsKept(revived, [retry, resolve], [manual], new Set(), J)).toEqual([]);
     expect(checkReportsKept(revived, [resolve, retry], [manual], new Set(), J).map((v) => v.invariant)).toEqual(['report-kept']);
@@ -143,20 +251,36 @@ describe('report-kept: a command\'s report is an assertion', () => {
 
   it('a manual run no trigger reported is flagged (a trigger that exited non-zero had created it: a second try without the key would add another, D3-09); a reported one that ran passes', () => {
     const manual = run(T + 417, { origin: RunOrigin.MANUAL });
-    expect(checkReportsKept({ revived: [], triggers: [{ job: 'j', key: 'k', runKeys: [] }] }, [], [manual], new Set(), J).map((v) => v.detail)).toEqual([
-      'a manual run no ops trigger reported (SUCCEEDED): a command that exited non-zero created it',
-    ]);
-    expect(checkReportsKept({ revived: [], triggers: [{ job: 'j', key: 'k', runKeys: [manual.runKey] }] }, [], [manual], new Set(), J)).toEqual([]);
+    expect(
+      checkReportsKept({ revived: [], triggers: [{ job: 'j', key: 'k', runKeys: [] }] }, [], [manual], new Set(), J).map((v) => v.detail),
+    ).toEqual(['a manual run no ops trigger reported (SUCCEEDED): a command that exited non-zero created it']);
+    expect(
+      checkReportsKept({ revived: [], triggers: [{ job: 'j', key: 'k', runKeys: [manual.runKey] }] }, [], [manual], new Set(), J),
+    ).toEqual([]);
   });
 
   it("a trigger's or a revival's run of a job removed from the config since is an orphan, not a broken report (model seed 20269227: a false alarm)", () => {
     const open = run(T + 417, { origin: RunOrigin.MANUAL, status: RunStatus.READY });
-    expect(checkReportsKept({ revived: [{ runKey: open.runKey, at: T }], triggers: [{ job: 'j', key: 'k', runKeys: [open.runKey] }] }, [], [open], new Set(), new Set())).toEqual([]);
+    expect(
+      checkReportsKept(
+        { revived: [{ runKey: open.runKey, at: T }], triggers: [{ job: 'j', key: 'k', runKeys: [open.runKey] }] },
+        [],
+        [open],
+        new Set(),
+        new Set(),
+      ),
+    ).toEqual([]);
   });
 
   it('a run a trigger reported created that does not exist, or never ran and is still open, is flagged', () => {
     const open = run(T + 417, { origin: RunOrigin.MANUAL, status: RunStatus.READY });
-    const violations = checkReportsKept({ revived: [], triggers: [{ job: 'j', key: 'k', runKeys: [open.runKey, 'j@missing'] }] }, [], [open], new Set(), J);
+    const violations = checkReportsKept(
+      { revived: [], triggers: [{ job: 'j', key: 'k', runKeys: [open.runKey, 'j@missing'] }] },
+      [],
+      [open],
+      new Set(),
+      J,
+    );
     expect(violations.map((v) => v.detail)).toEqual([
       'ops trigger j --idempotency-key k reported it created, but it never ran (now READY)',
       'ops trigger j --idempotency-key k reported it created, but it does not exist',

@@ -4,7 +4,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import { needsRevival, resolveRefusal } from '../../shared/store/repairs.js';
-import { BACKFILL_MAX_SLOTS, BackfillRequestError, countSlotsInRange, planBackfill, slotsInRange } from '../../shared/operations/backfill.js';
+import {
+  BACKFILL_MAX_SLOTS,
+  BackfillRequestError,
+  countSlotsInRange,
+  planBackfill,
+  slotsInRange,
+} from '../../shared/operations/backfill.js';
 import { UNLIMITED_GUARD } from '../../shared/schedule/slots.js';
 import { RunStatus, type Run } from '../../shared/core/vocabulary.js';
 import { userInfo } from 'node:os';
@@ -84,7 +90,7 @@ describe('argument parsers', () => {
     expect(operatorOf({ by: 'carol' }, io({ USER: 'alice' }))).toBe('carol');
     expect(operatorOf({}, io({ USER: 'alice', LOGNAME: 'bob' }))).toBe('alice');
     expect(operatorOf({}, io({ LOGNAME: 'bob' }))).toBe('bob');
-    expect(operatorOf({ by: '  ' }, io({ USER: '' , LOGNAME: 'bob' }))).toBe('bob');
+    expect(operatorOf({ by: '  ' }, io({ USER: '', LOGNAME: 'bob' }))).toBe('bob');
     expect(operatorOf({}, io({}))).toBe(userInfo().username);
   });
 
@@ -97,7 +103,11 @@ describe('argument parsers', () => {
   });
 
   it('run keys: job@slotISO[#shard]', () => {
-    expect(parseRunKey('payments-reconcile@2026-03-08T07:30:00.000Z')).toEqual({ job: 'payments-reconcile', slot: Date.UTC(2026, 2, 8, 7, 30), shard: 0 });
+    expect(parseRunKey('payments-reconcile@2026-03-08T07:30:00.000Z')).toEqual({
+      job: 'payments-reconcile',
+      slot: Date.UTC(2026, 2, 8, 7, 30),
+      shard: 0,
+    });
     expect(parseRunKey('sharded@2026-03-08T07:30:00.000Z#3')).toEqual({ job: 'sharded', slot: Date.UTC(2026, 2, 8, 7, 30), shard: 3 });
     for (const bad of ['nojob', '@2026-03-08T07:30:00Z', 'Job@2026-03-08T07:30:00Z', 'j@notatime', 'j@2026-03-08T07:30:00Z#x']) {
       expect(() => parseRunKey(bad), bad).toThrow(/field "runKey"/);
@@ -164,7 +174,12 @@ describe('dispatch and exit codes', () => {
 
   it('target options may come before the command', async () => {
     const c = capture();
-    expect(await runOps(['--region', 'eu-west-1', 'preview', '--schedule', '0 0 * * *', '--from', '2026-01-01', '--to', '2026-01-03', '--json'], c.io)).toBe(0);
+    expect(
+      await runOps(
+        ['--region', 'eu-west-1', 'preview', '--schedule', '0 0 * * *', '--from', '2026-01-01', '--to', '2026-01-03', '--json'],
+        c.io,
+      ),
+    ).toBe(0);
     expect(JSON.parse(c.out.join(''))).toEqual(['2026-01-01T00:00:00.000Z', '2026-01-02T00:00:00.000Z']);
   });
 });
@@ -243,7 +258,10 @@ describe('tables keep their columns', () => {
     expect(error.endsWith('…')).toBe(true);
     expect(error).toMatch(/^UPSTREAM_503: UPSTREAM_503: bank API unavailable at fetchStatement/);
     const out: string[] = [];
-    printTable({ stdout: (l) => out.push(l), stderr: () => undefined }, RUN_HEADERS, [row, runRow(run({ runKey: 'j@2026-01-01T00:01:00.000Z' }), 0)]);
+    printTable({ stdout: (l) => out.push(l), stderr: () => undefined }, RUN_HEADERS, [
+      row,
+      runRow(run({ runKey: 'j@2026-01-01T00:01:00.000Z' }), 0),
+    ]);
     expect(out).toHaveLength(3);
     // Both rows' STATUS cells start under the header.
     const at = out[0]!.indexOf('STATUS');
@@ -262,7 +280,9 @@ describe('tables keep their columns', () => {
 describe('repair rules', () => {
   const now = 1_000_000;
   it('resolve refuses a lease not past its end by the takeover margin (an operator clock may be off) unless forced, and terminal runs other than DEAD', () => {
-    expect(resolveRefusal(run({ status: RunStatus.RUNNING, leaseUntil: now + 10_000 }), now)).toMatch(/not 60s past by this machine's clock/);
+    expect(resolveRefusal(run({ status: RunStatus.RUNNING, leaseUntil: now + 10_000 }), now)).toMatch(
+      /not 60s past by this machine's clock/,
+    );
     // A laptop clock 25 s fast sees a lease with 20 s left as 5 s expired: still inside the 60 s margin.
     expect(resolveRefusal(run({ status: RunStatus.RUNNING, leaseUntil: now - 5_000 }), now)).toMatch(/--force/);
     expect(resolveRefusal(run({ status: RunStatus.RUNNING, leaseUntil: now - 1_000 }), now, 2_000)).toMatch(/not 2s past/);
@@ -271,7 +291,8 @@ describe('repair rules', () => {
     for (const status of [RunStatus.SUCCEEDED, RunStatus.SKIPPED, RunStatus.SUPERSEDED, RunStatus.MANUAL]) {
       expect(resolveRefusal(run({ status }), now)).toMatch(/already/);
     }
-    for (const status of [RunStatus.DEAD, RunStatus.READY, RunStatus.RETRY, RunStatus.UNKNOWN]) expect(resolveRefusal(run({ status }), now)).toBeUndefined();
+    for (const status of [RunStatus.DEAD, RunStatus.READY, RunStatus.RETRY, RunStatus.UNKNOWN])
+      expect(resolveRefusal(run({ status }), now)).toBeUndefined();
   });
 
   it('redrive revives DEAD runs and RUNNING ones with an expired lease and no attempt left, nothing else', () => {
@@ -315,7 +336,7 @@ describe('backfill range', () => {
 });
 
 describe('backfill --dry-run', () => {
-  it('counts any range, past the real run\'s cap and past the slot code\'s own guard, without refusing or stopping short', () => {
+  it("counts any range, past the real run's cap and past the slot code's own guard, without refusing or stopping short", () => {
     const [seconds] = testJobs([{ name: 'every-second', schedule: '* * * * * *', handler: 'noop' }]);
     const from = Date.UTC(2026, 0, 1);
     const to = from + 14 * 86_400_000; // 1,209,600 slots
@@ -325,7 +346,6 @@ describe('backfill --dry-run', () => {
     expect(counted).toMatchObject({ firstSlot: from, lastSlot: to - 1_000 });
     expect(countSlotsInRange(seconds!, from, from)).toEqual({ slots: 0, firstSlot: undefined, lastSlot: undefined });
   }, 60_000);
-
 });
 
 describe("which jobs the checkout's config holds", () => {
@@ -341,4 +361,3 @@ describe("which jobs the checkout's config holds", () => {
     expect(names(io({ exampleJobs: false, env: { EXAMPLE_JOBS: 'true' } }))).not.toContain('cache-refresh');
   });
 });
-

@@ -25,11 +25,28 @@ function runAfter(recorded: readonly boolean[], status: RunStatus): HistorySourc
   recorded.forEach((ok, i) => {
     const claim = i + 1;
     // The ledger keeps the last ATTEMPT_HISTORY_LIMIT recorded claims: each drops the one LIMIT before it.
-    if (ok) attempts.push({ claim, token: initialFence(SLOT) + claim, owner: `w${claim}`, claimedAt: SLOT + claim * SEC, endedAt: SLOT + claim * SEC + 250, outcome: RunStatus.RETRY, code: 'E', message: `attempt ${claim}` });
+    if (ok)
+      attempts.push({
+        claim,
+        token: initialFence(SLOT) + claim,
+        owner: `w${claim}`,
+        claimedAt: SLOT + claim * SEC,
+        endedAt: SLOT + claim * SEC + 250,
+        outcome: RunStatus.RETRY,
+        code: 'E',
+        message: `attempt ${claim}`,
+      });
   });
   const newest = Math.max(0, ...attempts.map((a) => a.claim));
   const kept = attempts.filter((a) => a.claim > newest - ATTEMPT_HISTORY_LIMIT);
-  return { slot: SLOT, status, fencingToken: initialFence(SLOT) + recorded.length, owner: 'current', startedAt: SLOT + recorded.length * SEC, attempts: kept };
+  return {
+    slot: SLOT,
+    status,
+    fencingToken: initialFence(SLOT) + recorded.length,
+    owner: 'current',
+    startedAt: SLOT + recorded.length * SEC,
+    attempts: kept,
+  };
 }
 
 describe('attempt history', () => {
@@ -67,7 +84,8 @@ describe('attempt history', () => {
         expect(earlier + rows.length).toBe(claims);
         expect(rows.map((r) => r.claim)).toEqual(Array.from({ length: rows.length }, (_, i) => earlier + 1 + i));
         // Every kept record is listed as recorded; nothing older than the kept window is.
-        for (const a of run.attempts ?? []) expect(rows.find((r) => r.claim === a.claim)).toMatchObject({ end: AttemptEnd.RECORDED, outcome: a.outcome, code: a.code });
+        for (const a of run.attempts ?? [])
+          expect(rows.find((r) => r.claim === a.claim)).toMatchObject({ end: AttemptEnd.RECORDED, outcome: a.outcome, code: a.code });
         for (const row of rows) {
           const isRecord = run.attempts!.some((a) => a.claim === row.claim);
           if (isRecord) continue;
@@ -91,7 +109,9 @@ describe('next fire times', () => {
   it('are the first fire times at or after now, in order: slots mapped through fireTimeOf, the slot just before now included when it fires after it', () => {
     fc.assert(
       fc.property(jobArb, fc.integer({ min: 0, max: 86_400_000 }), ({ schedule, jitterSeconds }, offset) => {
-        const [job] = testJobs([{ name: 'herd', schedule, handler: 'noop', ...(jitterSeconds > 0 ? { jitter: `${jitterSeconds}s` } : {}) }]);
+        const [job] = testJobs([
+          { name: 'herd', schedule, handler: 'noop', ...(jitterSeconds > 0 ? { jitter: `${jitterSeconds}s` } : {}) },
+        ]);
         const spec = slotSpecOf(job!);
         const now = SLOT + offset;
         const got = nextFires({ spec, jitter: job! }, now, 3);

@@ -24,7 +24,13 @@ const JOBS = parseJobs(
 function capture() {
   const out: string[] = [];
   const err: string[] = [];
-  const io: OpsIo = { stdout: (l) => out.push(l), stderr: (l) => err.push(l), jobs: JOBS, now: () => NOW, calendars: { 'us-holidays': ['2026-07-03', '2026-12-25'] } };
+  const io: OpsIo = {
+    stdout: (l) => out.push(l),
+    stderr: (l) => err.push(l),
+    jobs: JOBS,
+    now: () => NOW,
+    calendars: { 'us-holidays': ['2026-07-03', '2026-12-25'] },
+  };
   return { io, out, err, json: () => JSON.parse(out.join('\n')) as string[] };
 }
 
@@ -36,9 +42,22 @@ async function preview(args: string[]) {
 
 describe('preview --definition: any job entry, every field, validated like the config', () => {
   it('an interval with a phase: slots at epoch + n × every + phase', async () => {
-    const r = await preview(['--definition', '{"schedule":{"every":"6h","phase":"1h"}}', '--from', '2026-06-01', '--to', '2026-06-02', '--json']);
+    const r = await preview([
+      '--definition',
+      '{"schedule":{"every":"6h","phase":"1h"}}',
+      '--from',
+      '2026-06-01',
+      '--to',
+      '2026-06-02',
+      '--json',
+    ]);
     expect(r.code).toBe(0);
-    expect(r.json()).toEqual(['2026-06-01T01:00:00.000Z', '2026-06-01T07:00:00.000Z', '2026-06-01T13:00:00.000Z', '2026-06-01T19:00:00.000Z']);
+    expect(r.json()).toEqual([
+      '2026-06-01T01:00:00.000Z',
+      '2026-06-01T07:00:00.000Z',
+      '2026-06-01T13:00:00.000Z',
+      '2026-06-01T19:00:00.000Z',
+    ]);
   });
 
   it('a one-time run in its zone, a window, and exclusions with the configured calendars', async () => {
@@ -46,7 +65,12 @@ describe('preview --definition: any job entry, every field, validated like the c
     expect(once.json()).toEqual(['2026-12-24T23:00:00.000Z']);
     const daily = await preview([
       '--definition',
-      JSON.stringify({ schedule: '0 9 * * *', startAt: '2026-07-02', endAt: '2026-07-06', exclude: ['2026-07-04', { calendar: 'us-holidays' }] }),
+      JSON.stringify({
+        schedule: '0 9 * * *',
+        startAt: '2026-07-02',
+        endAt: '2026-07-06',
+        exclude: ['2026-07-04', { calendar: 'us-holidays' }],
+      }),
       '--json',
     ]);
     expect(daily.json()).toEqual(['2026-07-02T09:00:00.000Z', '2026-07-05T09:00:00.000Z']);
@@ -80,7 +104,9 @@ describe('preview --definition: any job entry, every field, validated like the c
     const r = await preview(['--definition', '{"schedule":"*/61 * * * *","timezone":"Mars/Olympus","handler":"nope"}']);
     expect(r.code).toBe(2);
     expect(r.err).toHaveLength(1);
-    expect(r.err[0]).toMatch(/field "schedule": minute field "\*\/61": step 61 is larger than the field's range 0-59.*\(value: "\*\/61 \* \* \* \*"\)/);
+    expect(r.err[0]).toMatch(
+      /field "schedule": minute field "\*\/61": step 61 is larger than the field's range 0-59.*\(value: "\*\/61 \* \* \* \*"\)/,
+    );
     expect(r.err[0]).toContain('; also field "timezone": unknown time zone "Mars/Olympus"');
     expect(r.err[0]).toContain('; also field "handler": unknown handler');
   });
@@ -155,7 +181,12 @@ describe("cron dialect: preview and the planner agree (same code), Vixie's day r
     const and = await preview(['--schedule', '0 16 */2 * sat', '--from', '2026-06-01', '--to', '2026-07-01', '--json']);
     expect(and.json()).toEqual(['2026-06-13T16:00:00.000Z', '2026-06-27T16:00:00.000Z']);
     const or = await preview(['--schedule', '0 16 1,15 * sat', '--from', '2026-06-01', '--to', '2026-06-16', '--json']);
-    expect(or.json()).toEqual(['2026-06-01T16:00:00.000Z', '2026-06-06T16:00:00.000Z', '2026-06-13T16:00:00.000Z', '2026-06-15T16:00:00.000Z']);
+    expect(or.json()).toEqual([
+      '2026-06-01T16:00:00.000Z',
+      '2026-06-06T16:00:00.000Z',
+      '2026-06-13T16:00:00.000Z',
+      '2026-06-15T16:00:00.000Z',
+    ]);
   });
 
   it('repeated values and MON-SUN ranges are accepted', async () => {
@@ -182,6 +213,9 @@ describe('option values starting with a dash reach their own validation, not "ar
     const r = await preview(['--schedule', '* * * * *', '--from', '--json']);
     expect(r.code).toBe(2);
     expect(joinDashValues(['--from', '--json'], { from: { type: 'string' }, json: { type: 'boolean' } })).toEqual(['--from', '--json']);
-    expect(joinDashValues(['--from', '-1d', '--json'], { from: { type: 'string' }, json: { type: 'boolean' } })).toEqual(['--from=-1d', '--json']);
+    expect(joinDashValues(['--from', '-1d', '--json'], { from: { type: 'string' }, json: { type: 'boolean' } })).toEqual([
+      '--from=-1d',
+      '--json',
+    ]);
   });
 });

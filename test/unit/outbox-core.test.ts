@@ -69,11 +69,16 @@ describe('outboxPut: the row a handler writes', () => {
 
   it('distinct (run, name) pairs always get distinct event keys', () => {
     fc.assert(
-      fc.property(fc.tuple(slotIso, fc.option(fc.integer({ min: 0, max: 9 }), { nil: undefined }), eventName), fc.tuple(slotIso, fc.option(fc.integer({ min: 0, max: 9 }), { nil: undefined }), eventName), (a, b) => {
-        const keyOf = ([iso, shard, name]: typeof a) => outboxPut(ctx({ runKey: runKeyOf('payments', iso, shard) }), { name, detailType: 'T', detail: {} }).item.eventKey;
-        const same = a[0] === b[0] && a[1] === b[1] && a[2] === b[2];
-        expect(keyOf(a) === keyOf(b)).toBe(same);
-      }),
+      fc.property(
+        fc.tuple(slotIso, fc.option(fc.integer({ min: 0, max: 9 }), { nil: undefined }), eventName),
+        fc.tuple(slotIso, fc.option(fc.integer({ min: 0, max: 9 }), { nil: undefined }), eventName),
+        (a, b) => {
+          const keyOf = ([iso, shard, name]: typeof a) =>
+            outboxPut(ctx({ runKey: runKeyOf('payments', iso, shard) }), { name, detailType: 'T', detail: {} }).item.eventKey;
+          const same = a[0] === b[0] && a[1] === b[1] && a[2] === b[2];
+          expect(keyOf(a) === keyOf(b)).toBe(same);
+        },
+      ),
     );
   });
 
@@ -89,21 +94,36 @@ describe('outboxPut: the row a handler writes', () => {
 
   it('a re-execution of the run rewrites the same row under the same key: consumers never get a second event', () => {
     fc.assert(
-      fc.property(jobName, slotIso, eventName, detail, detail, fc.integer({ min: 0, max: 10 * DAY_S * 1000 }), (job, iso, name, first, second, later) => {
-        const runKey = runKeyOf(job, iso);
-        const a = outboxPut(ctx({ job, runKey, now: T0 }), { name, detailType: 'T', detail: first });
-        const b = outboxPut(ctx({ job, runKey, now: T0 + later }), { name, detailType: 'T', detail: second });
-        expect([b.item.pk, b.item.sk, b.item.eventKey]).toEqual([a.item.pk, a.item.sk, a.item.eventKey]);
-      }),
+      fc.property(
+        jobName,
+        slotIso,
+        eventName,
+        detail,
+        detail,
+        fc.integer({ min: 0, max: 10 * DAY_S * 1000 }),
+        (job, iso, name, first, second, later) => {
+          const runKey = runKeyOf(job, iso);
+          const a = outboxPut(ctx({ job, runKey, now: T0 }), { name, detailType: 'T', detail: first });
+          const b = outboxPut(ctx({ job, runKey, now: T0 + later }), { name, detailType: 'T', detail: second });
+          expect([b.item.pk, b.item.sk, b.item.eventKey]).toEqual([a.item.pk, a.item.sk, a.item.eventKey]);
+        },
+      ),
     );
   });
 
   it('distinct events (another name, another slot, another shard, another job) get distinct rows and keys: none overwrites another', () => {
     fc.assert(
       fc.property(
-        fc.uniqueArray(fc.tuple(jobName, slotIso, fc.option(fc.nat(3), { nil: undefined }), eventName), { minLength: 2, maxLength: 12, selector: ([j, s, sh, n]) => `${j}|${s}|${sh}|${n}` }),
+        fc.uniqueArray(fc.tuple(jobName, slotIso, fc.option(fc.nat(3), { nil: undefined }), eventName), {
+          minLength: 2,
+          maxLength: 12,
+          selector: ([j, s, sh, n]) => `${j}|${s}|${sh}|${n}`,
+        }),
         (events) => {
-          const items = events.map(([job, iso, shard, name]) => outboxPut(ctx({ job, runKey: runKeyOf(job, iso, shard) }), { name, detailType: 'T', detail: {} }).item);
+          const items = events.map(
+            ([job, iso, shard, name]) =>
+              outboxPut(ctx({ job, runKey: runKeyOf(job, iso, shard) }), { name, detailType: 'T', detail: {} }).item,
+          );
           expect(new Set(items.map((i) => `${i.pk}|${i.sk}`)).size).toBe(events.length);
           expect(new Set(items.map((i) => i.eventKey)).size).toBe(events.length);
         },
@@ -111,7 +131,7 @@ describe('outboxPut: the row a handler writes', () => {
     );
   });
 
-  it("goes to the ledger table, whose stream the relay reads, as a fenced put (never the business table)", () => {
+  it('goes to the ledger table, whose stream the relay reads, as a fenced put (never the business table)', () => {
     const put = outboxPut(ctx(), { name: 'settled', detailType: 'PaymentSettled', detail: { id: 1 } });
     expect(put.kind).toBe('put');
     expect(put.table).toBe('ledger-table');
@@ -120,10 +140,14 @@ describe('outboxPut: the row a handler writes', () => {
 
   it("expires the configured retention after the run's own clock, not the machine's", () => {
     fc.assert(
-      fc.property(fc.integer({ min: T0, max: T0 + 10 * 365 * DAY_S * 1000 }), fc.integer({ min: OUTBOX_MIN_RETENTION_DAYS, max: 400 }), (now, days) => {
-        const put = outboxPut(ctx({ now, days }), { name: 'e', detailType: 'T', detail: {} });
-        expect(put.item.expiresAt).toBe(outboxExpiresAt(now, days));
-      }),
+      fc.property(
+        fc.integer({ min: T0, max: T0 + 10 * 365 * DAY_S * 1000 }),
+        fc.integer({ min: OUTBOX_MIN_RETENTION_DAYS, max: 400 }),
+        (now, days) => {
+          const put = outboxPut(ctx({ now, days }), { name: 'e', detailType: 'T', detail: {} });
+          expect(put.item.expiresAt).toBe(outboxExpiresAt(now, days));
+        },
+      ),
     );
   });
 });
@@ -131,18 +155,24 @@ describe('outboxPut: the row a handler writes', () => {
 describe('outboxExpiresAt: the TTL attribute', () => {
   it('is in epoch seconds, retentionDays after the write to the second (ms would keep rows for ever; too early loses what the relay may republish)', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 4_102_444_800_000 }), fc.integer({ min: 1, max: 3_650 * 4 }).map((quarters) => quarters / 4), (now, days) => {
-        const at = outboxExpiresAt(now, days);
-        expect(Number.isInteger(at)).toBe(true);
-        const exact = now / 1000 + days * DAY_S;
-        expect(at).toBeGreaterThan(exact - 1);
-        expect(at).toBeLessThanOrEqual(exact);
-      }),
+      fc.property(
+        fc.integer({ min: 0, max: 4_102_444_800_000 }),
+        fc.integer({ min: 1, max: 3_650 * 4 }).map((quarters) => quarters / 4),
+        (now, days) => {
+          const at = outboxExpiresAt(now, days);
+          expect(Number.isInteger(at)).toBe(true);
+          const exact = now / 1000 + days * DAY_S;
+          expect(at).toBeGreaterThan(exact - 1);
+          expect(at).toBeLessThanOrEqual(exact);
+        },
+      ),
     );
   });
 
   it('the default retention outlasts the on-failure queue that names rows to republish (14 days)', () => {
-    expect(outboxExpiresAt(T0, OUTBOX_DEFAULT_RETENTION_DAYS) - Math.floor(T0 / 1000)).toBeGreaterThanOrEqual(OUTBOX_MIN_RETENTION_DAYS * DAY_S);
+    expect(outboxExpiresAt(T0, OUTBOX_DEFAULT_RETENTION_DAYS) - Math.floor(T0 / 1000)).toBeGreaterThanOrEqual(
+      OUTBOX_MIN_RETENTION_DAYS * DAY_S,
+    );
   });
 });
 
@@ -186,7 +216,10 @@ describe('outboxEventsFrom: a batch of stream records', () => {
     fc.constant({ pk: 'JOB#payments', sk: 'RUN#1', job: 'payments' }),
     fc.constant(undefined),
   );
-  const record: fc.Arbitrary<StreamRecordLike> = fc.record({ eventName: kind, sequenceNumber: fc.option(fc.stringMatching(/^[0-9]{1,20}$/), { nil: undefined }), newImage: image }, { requiredKeys: [] });
+  const record: fc.Arbitrary<StreamRecordLike> = fc.record(
+    { eventName: kind, sequenceNumber: fc.option(fc.stringMatching(/^[0-9]{1,20}$/), { nil: undefined }), newImage: image },
+    { requiredKeys: [] },
+  );
 
   it('publishes the INSERTs of outbox rows only, in stream order: a re-execution (MODIFY) or a TTL expiry (REMOVE) is never a second event', () => {
     fc.assert(
@@ -205,6 +238,9 @@ describe('outboxEventsFrom: a batch of stream records', () => {
       { eventName: 'MODIFY', sequenceNumber: '101', newImage: row('a') },
       { eventName: 'INSERT', sequenceNumber: '102', newImage: row('b') },
     ];
-    expect(outboxEventsFrom(records).map((o) => [o.event.job, o.sequenceNumber])).toEqual([['a', '100'], ['b', '102']]);
+    expect(outboxEventsFrom(records).map((o) => [o.event.job, o.sequenceNumber])).toEqual([
+      ['a', '100'],
+      ['b', '102'],
+    ]);
   });
 });

@@ -5,7 +5,16 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { parseJobs, type Job } from '../../shared/schedule/job-schema.js';
-import { backoffMs, deadlineOf, endsRun, previousResultUnknown, refuseToStart, transitionFor, YIELD_WITHOUT_PROGRESS, type AttemptEnd } from '../../shared/core/outcome.js';
+import {
+  backoffMs,
+  deadlineOf,
+  endsRun,
+  previousResultUnknown,
+  refuseToStart,
+  transitionFor,
+  YIELD_WITHOUT_PROGRESS,
+  type AttemptEnd,
+} from '../../shared/core/outcome.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
 
 function job(overrides: Record<string, unknown> = {}): Job {
@@ -136,7 +145,13 @@ describe('transitionFor: every way an attempt ends maps to exactly one recorded 
   });
 
   it('yielded → RETRY immediately (nextAttemptAt = now) with refundAttempt: a long job is not killed by its own checkpoints', () => {
-    const t = transitionFor(job({ retry: { maxAttempts: 1 } }), { slot: SLOT, attempt: 1 }, { kind: 'yielded', progress: true }, NOW, never);
+    const t = transitionFor(
+      job({ retry: { maxAttempts: 1 } }),
+      { slot: SLOT, attempt: 1 },
+      { kind: 'yielded', progress: true },
+      NOW,
+      never,
+    );
     expect(t).toMatchObject({ status: RunStatus.RETRY, nextAttemptAt: NOW, refundAttempt: true });
     expect((t as { lastError: { code: string } }).lastError.code).toBe('YIELDED');
   });
@@ -200,7 +215,7 @@ describe('refuseToStart: a claimed run whose budget is already spent must not ru
     expect(deadlineOf(job(), { slot: SLOT })).toBeUndefined();
   });
 
-  it('a revived run\'s deadline counts from its revival: an operator\'s retry of a long-past slot starts, and is held to the deadline from then on', () => {
+  it("a revived run's deadline counts from its revival: an operator's retry of a long-past slot starts, and is held to the deadline from then on", () => {
     const revivedAt = SLOT + 3_600_000;
     const j = job({ deadline: '1m' });
     expect(deadlineOf(j, { slot: SLOT, revivedAt })).toBe(revivedAt + 60_000);
@@ -219,7 +234,10 @@ describe('a DEAD run whose last attempt may have had its effect says so (a reviv
   it('a start refused after a takeover or out of UNKNOWN is DEAD with resultUnknown; out of READY or RETRY it is not', () => {
     const spent = job({ retry: { maxAttempts: 1 } });
     for (const claimedFrom of [RunStatus.RUNNING, RunStatus.UNKNOWN]) {
-      expect(refuseToStart(spent, { slot: SLOT, attempt: 2 }, NOW, claimedFrom), claimedFrom).toMatchObject({ status: RunStatus.DEAD, resultUnknown: true });
+      expect(refuseToStart(spent, { slot: SLOT, attempt: 2 }, NOW, claimedFrom), claimedFrom).toMatchObject({
+        status: RunStatus.DEAD,
+        resultUnknown: true,
+      });
     }
     for (const claimedFrom of [RunStatus.READY, RunStatus.RETRY, undefined]) {
       expect(refuseToStart(spent, { slot: SLOT, attempt: 2 }, NOW, claimedFrom)?.resultUnknown, String(claimedFrom)).toBeUndefined();
@@ -229,18 +247,28 @@ describe('a DEAD run whose last attempt may have had its effect says so (a reviv
   });
 
   it('the refusals name what was spent: the deadline passed, or the attempt against maxAttempts', () => {
-    expect(refuseToStart(job({ deadline: '1m' }), { slot: SLOT, attempt: 2 }, SLOT + 60_001)?.lastError.message).toBe(`deadline ${new Date(SLOT + 60_000).toISOString()} passed before attempt 2`);
-    expect(refuseToStart(job({ retry: { maxAttempts: 3 } }), { slot: SLOT, attempt: 4 }, NOW)?.lastError.message).toBe('attempt 4 exceeds maxAttempts 3');
+    expect(refuseToStart(job({ deadline: '1m' }), { slot: SLOT, attempt: 2 }, SLOT + 60_001)?.lastError.message).toBe(
+      `deadline ${new Date(SLOT + 60_000).toISOString()} passed before attempt 2`,
+    );
+    expect(refuseToStart(job({ retry: { maxAttempts: 3 } }), { slot: SLOT, attempt: 4 }, NOW)?.lastError.message).toBe(
+      'attempt 4 exceeds maxAttempts 3',
+    );
   });
 
   it('an unknown result that spends the budget or would pass the deadline is DEAD with resultUnknown; a retryable one is not', () => {
     const unknown: AttemptEnd = { kind: 'unknown', code: 'E_X', message: 'boom' };
     const retryable: AttemptEnd = { kind: 'retryable', code: 'E_X', message: 'boom' };
     const atBudget = job({ retry: { maxAttempts: 2 } });
-    expect(transitionFor(atBudget, { slot: SLOT, attempt: 2 }, unknown, NOW, half)).toMatchObject({ status: RunStatus.DEAD, resultUnknown: true });
+    expect(transitionFor(atBudget, { slot: SLOT, attempt: 2 }, unknown, NOW, half)).toMatchObject({
+      status: RunStatus.DEAD,
+      resultUnknown: true,
+    });
     expect(transitionFor(atBudget, { slot: SLOT, attempt: 2 }, retryable, NOW, half)).not.toHaveProperty('resultUnknown', true);
     const nearDeadline = job({ deadline: '6s', retry: { maxAttempts: 5, backoff: { base: '10s', max: '10s', jitter: 'none' } } });
-    expect(transitionFor(nearDeadline, { slot: SLOT, attempt: 1 }, unknown, NOW, half)).toMatchObject({ status: RunStatus.DEAD, resultUnknown: true });
+    expect(transitionFor(nearDeadline, { slot: SLOT, attempt: 1 }, unknown, NOW, half)).toMatchObject({
+      status: RunStatus.DEAD,
+      resultUnknown: true,
+    });
     expect(transitionFor(nearDeadline, { slot: SLOT, attempt: 1 }, retryable, NOW, half)).not.toHaveProperty('resultUnknown', true);
   });
 });
@@ -252,15 +280,23 @@ describe('the other ways an attempt ends', () => {
     const j = job({ retry: { maxAttempts: 2, backoff: { base: '1s', max: '1s', jitter: 'none' } } });
     const t = transitionFor(j, { slot: SLOT, attempt: 1 }, { kind: 'yielded', progress: false }, NOW, never);
     expect(t).toEqual({ status: RunStatus.UNKNOWN, nextAttemptAt: NOW + 1_000, lastError: { ...YIELD_WITHOUT_PROGRESS } });
-    expect(transitionFor(j, { slot: SLOT, attempt: 2 }, { kind: 'yielded', progress: false }, NOW, never)).toEqual({ status: RunStatus.DEAD, resultUnknown: true, lastError: { code: YIELD_WITHOUT_PROGRESS.code, message: `${YIELD_WITHOUT_PROGRESS.message} (attempts exhausted: 2/2)` } });
+    expect(transitionFor(j, { slot: SLOT, attempt: 2 }, { kind: 'yielded', progress: false }, NOW, never)).toEqual({
+      status: RunStatus.DEAD,
+      resultUnknown: true,
+      lastError: { code: YIELD_WITHOUT_PROGRESS.code, message: `${YIELD_WITHOUT_PROGRESS.message} (attempts exhausted: 2/2)` },
+    });
   });
 
   it('a yield with a checkpoint says so in its lastError', () => {
-    expect(transitionFor(job(), { slot: SLOT, attempt: 1 }, { kind: 'yielded', progress: true }, NOW, never)).toMatchObject({ lastError: { code: 'YIELDED', message: 'yielded before the time limit' } });
+    expect(transitionFor(job(), { slot: SLOT, attempt: 1 }, { kind: 'yielded', progress: true }, NOW, never)).toMatchObject({
+      lastError: { code: 'YIELDED', message: 'yielded before the time limit' },
+    });
   });
 
   it('superseded (a newer slot wrote first) → SUPERSEDED with the refusal as its error, its result unknown (what it wrote before the refusal stands)', () => {
-    expect(transitionFor(job(), { slot: SLOT, attempt: 1 }, { kind: 'superseded', code: 'FENCED_OUT', message: 'newer' }, NOW, never)).toEqual({
+    expect(
+      transitionFor(job(), { slot: SLOT, attempt: 1 }, { kind: 'superseded', code: 'FENCED_OUT', message: 'newer' }, NOW, never),
+    ).toEqual({
       status: RunStatus.SUPERSEDED,
       resultUnknown: true,
       lastError: { code: 'FENCED_OUT', message: 'newer' },
@@ -268,6 +304,12 @@ describe('the other ways an attempt ends', () => {
   });
 
   it('SUCCEEDED, DEAD and SUPERSEDED end the run (and free an exclusive lane); RETRY and UNKNOWN do not', () => {
-    expect([RunStatus.SUCCEEDED, RunStatus.DEAD, RunStatus.SUPERSEDED, RunStatus.RETRY, RunStatus.UNKNOWN].map((s) => endsRun(s))).toEqual([true, true, true, false, false]);
+    expect([RunStatus.SUCCEEDED, RunStatus.DEAD, RunStatus.SUPERSEDED, RunStatus.RETRY, RunStatus.UNKNOWN].map((s) => endsRun(s))).toEqual([
+      true,
+      true,
+      true,
+      false,
+      false,
+    ]);
   });
 });

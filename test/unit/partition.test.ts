@@ -12,12 +12,16 @@ describe('planner partitions', () => {
 
   it('adding jobs never moves an existing job to another partition', () => {
     fc.assert(
-      fc.property(fc.uniqueArray(fc.stringMatching(/^[a-z0-9-]{1,20}$/), { minLength: 1, maxLength: 50 }), fc.integer({ min: 1, max: 16 }), (names, of) => {
-        const before = new Map(names.map((n) => [n, partitionOf(n, of)]));
-        const more = [...names, 'new-job-a', 'new-job-b'];
-        for (const n of names) expect(partitionOf(n, of)).toBe(before.get(n));
-        for (const n of more) expect(partitionOf(n, of)).toBeLessThan(of);
-      }),
+      fc.property(
+        fc.uniqueArray(fc.stringMatching(/^[a-z0-9-]{1,20}$/), { minLength: 1, maxLength: 50 }),
+        fc.integer({ min: 1, max: 16 }),
+        (names, of) => {
+          const before = new Map(names.map((n) => [n, partitionOf(n, of)]));
+          const more = [...names, 'new-job-a', 'new-job-b'];
+          for (const n of names) expect(partitionOf(n, of)).toBe(before.get(n));
+          for (const n of more) expect(partitionOf(n, of)).toBeLessThan(of);
+        },
+      ),
     );
   });
 
@@ -41,8 +45,12 @@ describe('planner partitions', () => {
   it('each way a planner input can be wrong is refused, with the value as written', () => {
     expect(partitionRefError(5)).toBe('planner input must be an object { partition, of }');
     expect(partitionRefError('0/1')).toBe('planner input must be an object { partition, of }');
-    for (const of of ['2', 1.5, 0, -1, undefined]) expect(partitionRefError({ partition: 0, of }), String(of)).toBe(`"of" must be a positive integer, got ${JSON.stringify(of)}`);
-    for (const partition of ['0', 0.5, -1, 4, undefined]) expect(partitionRefError({ partition, of: 4 }), String(partition)).toBe(`"partition" must be an integer in [0, 4), got ${JSON.stringify(partition)}`);
+    for (const of of ['2', 1.5, 0, -1, undefined])
+      expect(partitionRefError({ partition: 0, of }), String(of)).toBe(`"of" must be a positive integer, got ${JSON.stringify(of)}`);
+    for (const partition of ['0', 0.5, -1, 4, undefined])
+      expect(partitionRefError({ partition, of: 4 }), String(partition)).toBe(
+        `"partition" must be an integer in [0, 4), got ${JSON.stringify(partition)}`,
+      );
     expect(partitionRefError({ partition: 3, of: 4 })).toBeUndefined();
     expect(() => partitionOf('x', 1.5)).toThrow('partitions must be a positive integer, got 1.5');
   });

@@ -26,7 +26,7 @@ describe('parsePauseUntil', () => {
     expect(parsePauseUntil('1d', NOW, 'Europe/Paris')).toBe(NOW + 24 * HOUR);
   });
 
-  it('reads a date-time without an offset in the job\'s zone, and one with Z or an offset as written', () => {
+  it("reads a date-time without an offset in the job's zone, and one with Z or an offset as written", () => {
     // 18:00 in Paris in December is 17:00 UTC.
     expect(parsePauseUntil('2026-12-06T18:00', NOW, 'Europe/Paris')).toBe(Date.UTC(2026, 11, 6, 17, 0));
     expect(parsePauseUntil('2026-12-06 18:00:00', NOW, 'America/New_York')).toBe(Date.UTC(2026, 11, 6, 23, 0));
@@ -57,7 +57,9 @@ describe('parsePauseUntil', () => {
     expect(refusal('2026-02-30T10:00')).toContain('got "2026-02-30T10:00"');
     expect(refusal('-2h')).toContain('got "-2h"');
     expect(refusal('0s')).toContain('"0s" is no time from now');
-    expect(refusal('2026-12-06T12:30')).toBe('must be in the future: "2026-12-06T12:30" (read in Europe/Paris) is 2026-12-06T11:30:00.000Z, not after now (2026-12-06T12:00:00.000Z)');
+    expect(refusal('2026-12-06T12:30')).toBe(
+      'must be in the future: "2026-12-06T12:30" (read in Europe/Paris) is 2026-12-06T11:30:00.000Z, not after now (2026-12-06T12:00:00.000Z)',
+    );
     expect(refusal('2026-12-06T12:00:00Z')).toContain('not after now');
   });
 });

@@ -43,8 +43,16 @@ class PlannerState {
     const behind = new Map([...this.behind].filter(([name]) => !this.paused.has(name)));
     const catchUpEdges = new Map([...this.edges].filter(([name]) => behind.has(name)));
     const plan = planTick({
-      jobs: this.jobs, plannedUntil: this.plannedUntil, paused: new Set(this.paused), behind, catchUpEdges,
-      now, lookaheadMs: LOOKAHEAD, catchUpBudget: budget, runCounts: new Map(this.counts), ...extra,
+      jobs: this.jobs,
+      plannedUntil: this.plannedUntil,
+      paused: new Set(this.paused),
+      behind,
+      catchUpEdges,
+      now,
+      lookaheadMs: LOOKAHEAD,
+      catchUpBudget: budget,
+      runCounts: new Map(this.counts),
+      ...extra,
     });
     this.plans.push({ now, budget, behindBefore: new Set(behind.keys()), plan });
     // createCountedRun: a maxRuns job's slots, oldest first, each counted as it is created, until
@@ -102,7 +110,9 @@ class PlannerState {
   slotsOf(name: string): number[] {
     const created = this.created.get(name);
     if (created) return [...created].sort((a, b) => a - b);
-    return this.runs().filter((r) => r.job.name === name && r.shard === 0).map((r) => r.slot);
+    return this.runs()
+      .filter((r) => r.job.name === name && r.shard === 0)
+      .map((r) => r.slot);
   }
 }
 
@@ -117,7 +127,10 @@ function owed(job: Job, firstNow: number, until: number): number[] {
  */
 function expectBounded(job: Job, slots: readonly number[], expected: readonly number[]): void {
   expect(new Set(slots).size, `${job.name}: a slot counted twice`).toBe(slots.length);
-  expect(slots.filter((slot) => !expected.includes(slot)), `${job.name}: slots not owed`).toEqual([]);
+  expect(
+    slots.filter((slot) => !expected.includes(slot)),
+    `${job.name}: slots not owed`,
+  ).toEqual([]);
   if (job.misfire.policy !== 'latest') expect(slots.length, `${job.name}: scheduled runs`).toBe(Math.min(job.maxRuns!, expected.length));
 }
 
@@ -138,7 +151,8 @@ function checkTick(state: PlannerState, index: number): void {
   for (const run of catchUp) {
     // A catch-up run is a misfire, and the policy decides its status.
     // (A forbid-queue job that runs its misfires defers its on-time slots into its catch-up.)
-    if (!(run.job.overlap === 'forbid-queue' && run.job.misfire.policy === 'all')) expect(run.slot).toBeLessThanOrEqual(lateEdgeOf(run.job));
+    if (!(run.job.overlap === 'forbid-queue' && run.job.misfire.policy === 'all'))
+      expect(run.slot).toBeLessThanOrEqual(lateEdgeOf(run.job));
     expect(run.status).toBe(run.job.misfire.policy === 'skip' ? RunStatus.SKIPPED : RunStatus.READY);
   }
   for (const run of plan.runs) {
@@ -179,14 +193,21 @@ function checkTick(state: PlannerState, index: number): void {
     if (created.size === 0) continue;
     const newest = Math.max(...created);
     const missing = owed(job, T0, newest).filter((slot) => !created.has(slot));
-    expect(missing.map((s) => new Date(s).toISOString()), `${job.name}: created out of slot order`).toEqual([]);
+    expect(
+      missing.map((s) => new Date(s).toISOString()),
+      `${job.name}: created out of slot order`,
+    ).toEqual([]);
   }
 }
 
 const jobDef = fc.record({
   schedule: fc.constantFrom<unknown>('* * * * *', '*/20 * * * * *', '*/7 * * * *', '0 * * * *', { every: '90s', phase: '15s' }),
   shards: fc.integer({ min: 1, max: 3 }),
-  misfire: fc.record({ after: fc.constantFrom('1m', '3m'), policy: fc.constantFrom('all', 'skip', 'latest'), maxPerTick: fc.integer({ min: 3, max: 40 }) }),
+  misfire: fc.record({
+    after: fc.constantFrom('1m', '3m'),
+    policy: fc.constantFrom('all', 'skip', 'latest'),
+    maxPerTick: fc.integer({ min: 3, max: 40 }),
+  }),
   maxRuns: fc.option(fc.integer({ min: 1, max: 40 }), { nil: undefined }),
   jitter: fc.option(fc.constantFrom('5s', '2m'), { nil: undefined }),
   overlap: fc.constantFrom('parallel', 'forbid-queue'),
@@ -200,24 +221,36 @@ const tickDef = fc.record({
 describe('planTick over generated sequences of ticks', () => {
   it('one outage, then regular ticks under any budgets: every slot owed is planned exactly once, misfires by their policy', () => {
     fc.assert(
-      fc.property(fc.array(jobDef, { minLength: 1, maxLength: 4 }), fc.integer({ min: 2, max: 60 }), fc.array(tickDef.map((t) => t.budget), { maxLength: 12 }), (defs, outage, budgets) => {
-        const config = jobs(...defs);
-        const state = new PlannerState(config);
-        state.tick(T0);
-        let now = T0 + outage * MIN;
-        state.tick(now, budgets[0]);
-        for (const budget of budgets.slice(1)) state.tick((now += MIN), budget);
-        state.settle(now);
-        state.plans.forEach((_, i) => checkTick(state, i));
-        for (const job of config) {
-          const slots = state.slotsOf(job.name);
-          expect(new Set(slots).size, `${job.name}: a slot planned twice`).toBe(slots.length);
-          const expected = owed(job, T0, state.plannedUntil!);
-          if (job.maxRuns !== undefined) expectBounded(job, slots, expected);
-          else if (job.misfire.policy === 'latest') expect(expected).toEqual(expect.arrayContaining(slots));
-          else expect([...slots].sort((a, b) => a - b), `${job.name}: slots lost`).toEqual(expected);
-        }
-      }),
+      fc.property(
+        fc.array(jobDef, { minLength: 1, maxLength: 4 }),
+        fc.integer({ min: 2, max: 60 }),
+        fc.array(
+          tickDef.map((t) => t.budget),
+          { maxLength: 12 },
+        ),
+        (defs, outage, budgets) => {
+          const config = jobs(...defs);
+          const state = new PlannerState(config);
+          state.tick(T0);
+          let now = T0 + outage * MIN;
+          state.tick(now, budgets[0]);
+          for (const budget of budgets.slice(1)) state.tick((now += MIN), budget);
+          state.settle(now);
+          state.plans.forEach((_, i) => checkTick(state, i));
+          for (const job of config) {
+            const slots = state.slotsOf(job.name);
+            expect(new Set(slots).size, `${job.name}: a slot planned twice`).toBe(slots.length);
+            const expected = owed(job, T0, state.plannedUntil!);
+            if (job.maxRuns !== undefined) expectBounded(job, slots, expected);
+            else if (job.misfire.policy === 'latest') expect(expected).toEqual(expect.arrayContaining(slots));
+            else
+              expect(
+                [...slots].sort((a, b) => a - b),
+                `${job.name}: slots lost`,
+              ).toEqual(expected);
+          }
+        },
+      ),
       { numRuns: 60 },
     );
   });
@@ -225,30 +258,43 @@ describe('planTick over generated sequences of ticks', () => {
   it('outages during a catch-up, pauses and resumes, any budgets: no slot owed is ever lost', () => {
     const step = fc.record({ tick: tickDef, pause: fc.option(fc.nat(3), { nil: undefined }), resume: fc.boolean() });
     fc.assert(
-      fc.property(fc.array(jobDef.filter((d) => d.misfire.policy !== 'latest'), { minLength: 1, maxLength: 4 }), fc.array(step, { minLength: 1, maxLength: 12 }), (defs, steps) => {
-        const config = jobs(...defs);
-        const state = new PlannerState(config);
-        let now = T0;
-        state.tick(now);
-        for (const { tick, pause, resume } of steps) {
-          if (pause !== undefined && pause < config.length) state.pause(config[pause]!.name);
-          if (resume) for (const name of [...state.paused]) state.resume(name);
-          state.tick((now += tick.gap * MIN), tick.budget);
-        }
-        for (const name of [...state.paused]) state.resume(name);
-        state.settle(now);
-        state.plans.forEach((_, i) => checkTick(state, i));
-        for (const job of config) {
-          const slots = new Set(state.slotsOf(job.name));
-          const expected = owed(job, T0, state.plannedUntil!);
-          if (job.maxRuns !== undefined) {
-            expectBounded(job, [...slots], expected);
-            continue;
+      fc.property(
+        fc.array(
+          jobDef.filter((d) => d.misfire.policy !== 'latest'),
+          { minLength: 1, maxLength: 4 },
+        ),
+        fc.array(step, { minLength: 1, maxLength: 12 }),
+        (defs, steps) => {
+          const config = jobs(...defs);
+          const state = new PlannerState(config);
+          let now = T0;
+          state.tick(now);
+          for (const { tick, pause, resume } of steps) {
+            if (pause !== undefined && pause < config.length) state.pause(config[pause]!.name);
+            if (resume) for (const name of [...state.paused]) state.resume(name);
+            state.tick((now += tick.gap * MIN), tick.budget);
           }
-          expect(expected.filter((slot) => !slots.has(slot)).map((s) => new Date(s).toISOString()), `${job.name}: slots lost`).toEqual([]);
-          expect([...slots].filter((slot) => !expected.includes(slot)), `${job.name}: slots not owed`).toEqual([]);
-        }
-      }),
+          for (const name of [...state.paused]) state.resume(name);
+          state.settle(now);
+          state.plans.forEach((_, i) => checkTick(state, i));
+          for (const job of config) {
+            const slots = new Set(state.slotsOf(job.name));
+            const expected = owed(job, T0, state.plannedUntil!);
+            if (job.maxRuns !== undefined) {
+              expectBounded(job, [...slots], expected);
+              continue;
+            }
+            expect(
+              expected.filter((slot) => !slots.has(slot)).map((s) => new Date(s).toISOString()),
+              `${job.name}: slots lost`,
+            ).toEqual([]);
+            expect(
+              [...slots].filter((slot) => !expected.includes(slot)),
+              `${job.name}: slots not owed`,
+            ).toEqual([]);
+          }
+        },
+      ),
       { numRuns: 60 },
     );
   });
@@ -280,7 +326,12 @@ describe('a second outage while a job is catching up', () => {
     const found = state.tick(T0 + 30 * MIN);
     expect(found.edgeSet.get('j0')).toBe(T0 + 29 * MIN - 1);
     state.settle(T0 + 30 * MIN);
-    const skipped = new Set(state.runs().filter((r) => r.status === RunStatus.SKIPPED).map((r) => r.slot));
+    const skipped = new Set(
+      state
+        .runs()
+        .filter((r) => r.status === RunStatus.SKIPPED)
+        .map((r) => r.slot),
+    );
     for (let slot = T0 + 2 * MIN; slot < T0 + 29 * MIN; slot += MIN) expect(skipped.has(slot), new Date(slot).toISOString()).toBe(true);
   });
 });
@@ -312,8 +363,13 @@ describe('the catch-up edge', () => {
     const lateEdge = now - MIN - 1;
     // Catching up (12:02, 12:09:59.999]; everything after the edge was planned on time up to lateEdge.
     const p = planTick({
-      jobs: [job!], plannedUntil: lateEdge, paused: new Set(), behind: new Map([['j0', T0 + 2 * MIN]]),
-      catchUpEdges: new Map([['j0', T0 + 10 * MIN - 1]]), now, lookaheadMs: LOOKAHEAD,
+      jobs: [job!],
+      plannedUntil: lateEdge,
+      paused: new Set(),
+      behind: new Map([['j0', T0 + 2 * MIN]]),
+      catchUpEdges: new Map([['j0', T0 + 10 * MIN - 1]]),
+      now,
+      lookaheadMs: LOOKAHEAD,
     });
     expect(p.runs.filter((r) => r.catchUp).map((r) => (r.slot - T0) / MIN)).toEqual([3, 4, 5, 6, 7, 8, 9]);
     expect(p.runs.filter((r) => !r.catchUp).map((r) => (r.slot - T0) / MIN)).toEqual([29, 30, 31]);
@@ -322,8 +378,13 @@ describe('the catch-up edge', () => {
   it('an edge with no cursor (the job caught up) starts no catch-up: on-time slots are not planned twice', () => {
     const [job] = jobs({ misfire: { after: '1m', policy: 'all', maxPerTick: 100 } });
     const p = planTick({
-      jobs: [job!], plannedUntil: T0 + 20 * MIN, paused: new Set(), behind: new Map(),
-      catchUpEdges: new Map([['j0', T0 + 30 * MIN]]), now: T0 + 20 * MIN, lookaheadMs: LOOKAHEAD,
+      jobs: [job!],
+      plannedUntil: T0 + 20 * MIN,
+      paused: new Set(),
+      behind: new Map(),
+      catchUpEdges: new Map([['j0', T0 + 30 * MIN]]),
+      now: T0 + 20 * MIN,
+      lookaheadMs: LOOKAHEAD,
     });
     expect(p.runs.map((r) => [(r.slot - T0) / MIN, r.catchUp])).toEqual([[21, false]]);
     expect(p.behindSet.size + p.behindClear.length).toBe(0);
@@ -332,7 +393,14 @@ describe('the catch-up edge', () => {
   it('a job resumed from a pause plans its recent slots on time and the older ones by its policy, none lost', () => {
     const [job] = jobs({ misfire: { after: '5m', policy: 'skip', maxPerTick: 100 } });
     // Paused at 12:00 (cursor there, edge dropped); resumed at 12:30 with the watermark at 12:31.
-    const p = planTick({ jobs: [job!], plannedUntil: T0 + 31 * MIN, paused: new Set(), behind: new Map([['j0', T0]]), now: T0 + 30 * MIN, lookaheadMs: LOOKAHEAD });
+    const p = planTick({
+      jobs: [job!],
+      plannedUntil: T0 + 31 * MIN,
+      paused: new Set(),
+      behind: new Map([['j0', T0]]),
+      now: T0 + 30 * MIN,
+      lookaheadMs: LOOKAHEAD,
+    });
     const minutes = (runs: typeof p.runs) => runs.map((r) => (r.slot - T0) / MIN);
     expect(minutes(p.runs.filter((r) => r.catchUp))).toEqual(Array.from({ length: 24 }, (_, i) => i + 1));
     expect(minutes(p.runs.filter((r) => !r.catchUp))).toEqual([25, 26, 27, 28, 29, 30, 31]);
@@ -350,7 +418,15 @@ describe('jobs with nothing to plan', () => {
       { misfire: { after: '30m' } },
       { schedule: { at: new Date(T0 - 60 * MIN).toISOString() }, misfire: { after: '1m' }, maxRuns: 1 },
     );
-    const p = planTick({ jobs: config, plannedUntil: T0 + MIN, paused: new Set(), behind: new Map(), now: T0 + 11 * MIN, lookaheadMs: LOOKAHEAD, catchUpBudget: 0 });
+    const p = planTick({
+      jobs: config,
+      plannedUntil: T0 + MIN,
+      paused: new Set(),
+      behind: new Map(),
+      now: T0 + 11 * MIN,
+      lookaheadMs: LOOKAHEAD,
+      catchUpBudget: 0,
+    });
     expect(p.deferred).toBe(1);
     expect([...p.behindSet]).toEqual([['j0', T0 + MIN]]);
     expect([...p.edgeSet]).toEqual([['j0', T0 + 10 * MIN - 1]]);
@@ -360,7 +436,15 @@ describe('jobs with nothing to plan', () => {
 
   it('deferred counts the runs a spent budget holds back, shards included', () => {
     const config = jobs({ shards: 3, misfire: { after: '1m' } }, { shards: 2, misfire: { after: '1m', policy: 'latest' } });
-    const p = planTick({ jobs: config, plannedUntil: T0 + MIN, paused: new Set(), behind: new Map([['j1', T0]]), now: T0 + 11 * MIN, lookaheadMs: LOOKAHEAD, catchUpBudget: 2 });
+    const p = planTick({
+      jobs: config,
+      plannedUntil: T0 + MIN,
+      paused: new Set(),
+      behind: new Map([['j1', T0]]),
+      now: T0 + 11 * MIN,
+      lookaheadMs: LOOKAHEAD,
+      catchUpBudget: 2,
+    });
     // j1 (most behind) fits: one newest misfire, 2 shards. j0's 3 shards no longer do.
     expect(p.runs.filter((r) => r.catchUp).map((r) => `${r.job.name}@${(r.slot - T0) / MIN}#${r.shard}`)).toEqual(['j1@9#0', 'j1@9#1']);
     expect(p.deferred).toBe(3);
@@ -369,7 +453,15 @@ describe('jobs with nothing to plan', () => {
 
   it('a catching-up job whose schedule has ended is cleared, not left behind for every later tick to read', () => {
     const [job] = jobs({ schedule: { at: new Date(T0 + 5 * MIN).toISOString() }, misfire: { after: '1m' } });
-    const p = planTick({ jobs: [job!], plannedUntil: T0 + 20 * MIN, paused: new Set(), behind: new Map([['j0', T0 + 5 * MIN]]), catchUpEdges: new Map([['j0', T0 + 6 * MIN]]), now: T0 + 20 * MIN, lookaheadMs: LOOKAHEAD });
+    const p = planTick({
+      jobs: [job!],
+      plannedUntil: T0 + 20 * MIN,
+      paused: new Set(),
+      behind: new Map([['j0', T0 + 5 * MIN]]),
+      catchUpEdges: new Map([['j0', T0 + 6 * MIN]]),
+      now: T0 + 20 * MIN,
+      lookaheadMs: LOOKAHEAD,
+    });
     expect(p.runs).toEqual([]);
     expect(p.behindClear).toEqual(['j0']);
   });
@@ -382,7 +474,15 @@ describe('jobs with nothing to plan', () => {
     expect(p.runs.map((r) => [(r.slot - T0) / MIN, r.catchUp])).toEqual([[60, false]]);
     expect([...p.misfired.values()].reduce((a, b) => a + b, 0)).toBe(0);
     // Behind, with its cursor on a slot and nothing due up to its edge.
-    const q = planTick({ jobs: [job!], plannedUntil: T0 + 20 * MIN, paused: new Set(), behind: new Map([['j0', T0]]), catchUpEdges: new Map([['j0', T0 + 10 * MIN]]), now: T0 + 20 * MIN, lookaheadMs });
+    const q = planTick({
+      jobs: [job!],
+      plannedUntil: T0 + 20 * MIN,
+      paused: new Set(),
+      behind: new Map([['j0', T0]]),
+      catchUpEdges: new Map([['j0', T0 + 10 * MIN]]),
+      now: T0 + 20 * MIN,
+      lookaheadMs,
+    });
     expect(q.runs.map((r) => [(r.slot - T0) / MIN, r.catchUp])).toEqual([[60, false]]);
     expect(q.behindClear).toEqual(['j0']);
   });
@@ -390,7 +490,10 @@ describe('jobs with nothing to plan', () => {
 
 describe('the catch-up budget', () => {
   it('a budget of exactly one slot of runs still moves every job forward until all have caught up', () => {
-    const config = jobs({ shards: 3, misfire: { after: '1m', maxPerTick: 5 } }, { shards: 3, schedule: '*/20 * * * * *', misfire: { after: '1m', maxPerTick: 5 } });
+    const config = jobs(
+      { shards: 3, misfire: { after: '1m', maxPerTick: 5 } },
+      { shards: 3, schedule: '*/20 * * * * *', misfire: { after: '1m', maxPerTick: 5 } },
+    );
     const state = new PlannerState(config);
     state.tick(T0);
     let now = T0 + 15 * MIN;
@@ -403,7 +506,22 @@ describe('the catch-up budget', () => {
   it('the most-behind job goes first, whatever the order of the config', () => {
     const config = jobs({ misfire: { after: '1m', maxPerTick: 10 } }, { misfire: { after: '1m', maxPerTick: 10 } });
     // j1 has been behind since 12:00, j0 since 12:05: a budget of 4 goes to j1.
-    const input = (list: Job[]): PlanInput => ({ jobs: list, plannedUntil: T0 + 20 * MIN, paused: new Set(), behind: new Map([['j0', T0 + 5 * MIN], ['j1', T0]]), catchUpEdges: new Map([['j0', T0 + 15 * MIN], ['j1', T0 + 15 * MIN]]), now: T0 + 20 * MIN, lookaheadMs: LOOKAHEAD, catchUpBudget: 4 });
+    const input = (list: Job[]): PlanInput => ({
+      jobs: list,
+      plannedUntil: T0 + 20 * MIN,
+      paused: new Set(),
+      behind: new Map([
+        ['j0', T0 + 5 * MIN],
+        ['j1', T0],
+      ]),
+      catchUpEdges: new Map([
+        ['j0', T0 + 15 * MIN],
+        ['j1', T0 + 15 * MIN],
+      ]),
+      now: T0 + 20 * MIN,
+      lookaheadMs: LOOKAHEAD,
+      catchUpBudget: 4,
+    });
     for (const order of [config, [...config].reverse()]) {
       const p = planTick(input(order));
       expect(p.runs.filter((r) => r.catchUp).map((r) => `${r.job.name}@${(r.slot - T0) / MIN}`)).toEqual(['j1@1', 'j1@2', 'j1@3', 'j1@4']);
@@ -416,12 +534,34 @@ describe('the catch-up budget', () => {
 
   it('jobs equally behind share a short budget the same way whatever the order of the config', () => {
     fc.assert(
-      fc.property(fc.shuffledSubarray(Array.from({ length: 8 }, (_, i) => i), { minLength: 8 }), fc.integer({ min: 1, max: 20 }), (order, budget) => {
-        const config = jobs(...Array.from({ length: 8 }, () => ({ misfire: { after: '1m', maxPerTick: 3 } })));
-        const plan = (list: Job[]) => planTick({ jobs: list, plannedUntil: T0 + MIN, paused: new Set(), behind: new Map(), now: T0 + 11 * MIN, lookaheadMs: LOOKAHEAD, catchUpBudget: budget });
-        const key = (p: TickPlan) => [p.runs.filter((r) => r.catchUp).map((r) => `${r.job.name}@${r.slot}`).sort(), [...p.behindSet].sort()];
-        expect(key(plan(order.map((i) => config[i]!)))).toEqual(key(plan(config)));
-      }),
+      fc.property(
+        fc.shuffledSubarray(
+          Array.from({ length: 8 }, (_, i) => i),
+          { minLength: 8 },
+        ),
+        fc.integer({ min: 1, max: 20 }),
+        (order, budget) => {
+          const config = jobs(...Array.from({ length: 8 }, () => ({ misfire: { after: '1m', maxPerTick: 3 } })));
+          const plan = (list: Job[]) =>
+            planTick({
+              jobs: list,
+              plannedUntil: T0 + MIN,
+              paused: new Set(),
+              behind: new Map(),
+              now: T0 + 11 * MIN,
+              lookaheadMs: LOOKAHEAD,
+              catchUpBudget: budget,
+            });
+          const key = (p: TickPlan) => [
+            p.runs
+              .filter((r) => r.catchUp)
+              .map((r) => `${r.job.name}@${r.slot}`)
+              .sort(),
+            [...p.behindSet].sort(),
+          ];
+          expect(key(plan(order.map((i) => config[i]!)))).toEqual(key(plan(config)));
+        },
+      ),
       { numRuns: 40 },
     );
   });
@@ -446,15 +586,40 @@ describe('maxRuns', () => {
   it('maxRuns raised after the count was reached plans the next slots up to the new N', () => {
     const [three] = jobs({ maxRuns: 3 });
     const [five] = jobs({ maxRuns: 5 });
-    const p = planTick({ jobs: [three!], plannedUntil: T0 + 5 * MIN, paused: new Set(), behind: new Map(), now: T0 + 5 * MIN, lookaheadMs: LOOKAHEAD, runCounts: new Map([['j0', 3]]) });
+    const p = planTick({
+      jobs: [three!],
+      plannedUntil: T0 + 5 * MIN,
+      paused: new Set(),
+      behind: new Map(),
+      now: T0 + 5 * MIN,
+      lookaheadMs: LOOKAHEAD,
+      runCounts: new Map([['j0', 3]]),
+    });
     expect(p.runs).toEqual([]);
-    const raised = planTick({ jobs: [five!], plannedUntil: T0 + 5 * MIN, paused: new Set(), behind: new Map(), now: T0 + 5 * MIN, lookaheadMs: LOOKAHEAD, runCounts: new Map([['j0', 3]]) });
+    const raised = planTick({
+      jobs: [five!],
+      plannedUntil: T0 + 5 * MIN,
+      paused: new Set(),
+      behind: new Map(),
+      now: T0 + 5 * MIN,
+      lookaheadMs: LOOKAHEAD,
+      runCounts: new Map([['j0', 3]]),
+    });
     expect(raised.runs.map((r) => (r.slot - T0) / MIN)).toEqual([6]);
   });
 
   it('a catching-up job whose count reached maxRuns is cleared', () => {
     const [job] = jobs({ maxRuns: 3, misfire: { after: '1m', maxPerTick: 1 } });
-    const p = planTick({ jobs: [job!], plannedUntil: T0 + 20 * MIN, paused: new Set(), behind: new Map([['j0', T0 + 3 * MIN]]), catchUpEdges: new Map([['j0', T0 + 10 * MIN]]), now: T0 + 20 * MIN, lookaheadMs: LOOKAHEAD, runCounts: new Map([['j0', 3]]) });
+    const p = planTick({
+      jobs: [job!],
+      plannedUntil: T0 + 20 * MIN,
+      paused: new Set(),
+      behind: new Map([['j0', T0 + 3 * MIN]]),
+      catchUpEdges: new Map([['j0', T0 + 10 * MIN]]),
+      now: T0 + 20 * MIN,
+      lookaheadMs: LOOKAHEAD,
+      runCounts: new Map([['j0', 3]]),
+    });
     expect(p.runs).toEqual([]);
     expect(p.behindClear).toEqual(['j0']);
   });
@@ -473,14 +638,37 @@ describe('a config change: re-planning from the previous tick', () => {
   it('a job added with a slot before the watermark gets it; a job catching up keeps its edge', () => {
     const [old, added] = jobs({ schedule: '*/10 * * * * *' }, { schedule: '5 * * * * *' });
     // The previous tick ran at T0 and planned to T0 + 1 min; this one runs at T0 + 40 s.
-    const steady = planTick({ jobs: [old!, added!], plannedUntil: T0 + MIN, paused: new Set(), behind: new Map(), now: T0 + 40 * SEC, lookaheadMs: LOOKAHEAD });
+    const steady = planTick({
+      jobs: [old!, added!],
+      plannedUntil: T0 + MIN,
+      paused: new Set(),
+      behind: new Map(),
+      now: T0 + 40 * SEC,
+      lookaheadMs: LOOKAHEAD,
+    });
     expect(steady.runs.filter((r) => r.job === added).map((r) => r.slot)).toEqual([T0 + MIN + 5 * SEC]);
-    const replanned = planTick({ jobs: [old!, added!], plannedUntil: T0 + MIN, paused: new Set(), behind: new Map(), now: T0 + 40 * SEC, lookaheadMs: LOOKAHEAD, replanFrom: T0 });
+    const replanned = planTick({
+      jobs: [old!, added!],
+      plannedUntil: T0 + MIN,
+      paused: new Set(),
+      behind: new Map(),
+      now: T0 + 40 * SEC,
+      lookaheadMs: LOOKAHEAD,
+      replanFrom: T0,
+    });
     expect(replanned.runs.filter((r) => r.job === added).map((r) => r.slot)).toEqual([T0 + 5 * SEC, T0 + MIN + 5 * SEC]);
     // Slots already planned for the old job come again (their puts create nothing).
     expect(replanned.runs.filter((r) => r.job === old).map((r) => (r.slot - T0) / SEC)).toEqual([10, 20, 30, 40, 50, 60, 70, 80, 90, 100]);
     // Never a misfire: the re-plan stops at the job's late edge.
-    const late = planTick({ jobs: [added!], plannedUntil: T0 + MIN, paused: new Set(), behind: new Map(), now: T0 + 40 * SEC, lookaheadMs: LOOKAHEAD, replanFrom: T0 - 60 * MIN });
+    const late = planTick({
+      jobs: [added!],
+      plannedUntil: T0 + MIN,
+      paused: new Set(),
+      behind: new Map(),
+      now: T0 + 40 * SEC,
+      lookaheadMs: LOOKAHEAD,
+      replanFrom: T0 - 60 * MIN,
+    });
     expect(late.runs.every((r) => r.slot > T0 + 40 * SEC - added!.misfire.after)).toBe(true);
   });
 });
@@ -488,13 +676,17 @@ describe('a config change: re-planning from the previous tick', () => {
 describe('firing order', () => {
   it('on-time runs of jittered jobs go out by fire time, not by slot', () => {
     fc.assert(
-      fc.property(fc.array(fc.constantFrom('10s', '40s', '2m'), { minLength: 2, maxLength: 5 }), fc.integer({ min: 0, max: 59 }), (jitters, minute) => {
-        const config = jobs(...jitters.map((jitter) => ({ schedule: '*/30 * * * * *', jitter })));
-        const now = T0 + minute * MIN;
-        const p = planTick({ jobs: config, plannedUntil: now, paused: new Set(), behind: new Map(), now, lookaheadMs: 5 * MIN });
-        const fireAts = p.runs.map((r) => r.fireAt);
-        expect(fireAts).toEqual([...fireAts].sort((a, b) => a - b));
-      }),
+      fc.property(
+        fc.array(fc.constantFrom('10s', '40s', '2m'), { minLength: 2, maxLength: 5 }),
+        fc.integer({ min: 0, max: 59 }),
+        (jitters, minute) => {
+          const config = jobs(...jitters.map((jitter) => ({ schedule: '*/30 * * * * *', jitter })));
+          const now = T0 + minute * MIN;
+          const p = planTick({ jobs: config, plannedUntil: now, paused: new Set(), behind: new Map(), now, lookaheadMs: 5 * MIN });
+          const fireAts = p.runs.map((r) => r.fireAt);
+          expect(fireAts).toEqual([...fireAts].sort((a, b) => a - b));
+        },
+      ),
       { numRuns: 40 },
     );
   });

@@ -281,7 +281,13 @@ describe('misfire policies after the planner was down 10 minutes (per-minute job
     const first = plan({ jobs, now, plannedUntil });
     expect(catchUp(first)).toHaveLength(7);
     expect(first.behindSet.get('j')).toBe(T(12, 8));
-    const second = plan({ jobs, now: now + 30 * SEC, plannedUntil: first.plannedUntil, behind: first.behindSet, catchUpEdges: first.edgeSet });
+    const second = plan({
+      jobs,
+      now: now + 30 * SEC,
+      plannedUntil: first.plannedUntil,
+      behind: first.behindSet,
+      catchUpEdges: first.edgeSet,
+    });
     expect(catchUp(second)).toHaveLength(1);
     expect(second.behindClear).toEqual(['j']);
   });
@@ -321,9 +327,15 @@ describe('shards: a slot becomes N runs, one per shard', () => {
   it('shards=3 → 3 runs per slot with shard 0..2', () => {
     const p = plan({ jobs: [job({ schedule: '*/20 * * * * *', shards: 3 })], now: T(12, 0), plannedUntil: T(12, 0) });
     expect(p.runs.map((r) => `${iso(r.slot)}#${r.shard}`)).toEqual([
-      '12:00:20#0', '12:00:20#1', '12:00:20#2',
-      '12:00:40#0', '12:00:40#1', '12:00:40#2',
-      '12:01:00#0', '12:01:00#1', '12:01:00#2',
+      '12:00:20#0',
+      '12:00:20#1',
+      '12:00:20#2',
+      '12:00:40#0',
+      '12:00:40#1',
+      '12:00:40#2',
+      '12:01:00#0',
+      '12:01:00#1',
+      '12:01:00#2',
     ]);
   });
 
@@ -334,8 +346,12 @@ describe('shards: a slot becomes N runs, one per shard', () => {
       plannedUntil: T(12, 1),
     });
     expect(catchUp(p).map((r) => `${iso(r.slot)}#${r.shard}`)).toEqual([
-      '12:02:00#0', '12:02:00#1', '12:02:00#2',
-      '12:03:00#0', '12:03:00#1', '12:03:00#2',
+      '12:02:00#0',
+      '12:02:00#1',
+      '12:02:00#2',
+      '12:03:00#0',
+      '12:03:00#1',
+      '12:03:00#2',
     ]);
     expect(p.behindSet.get('j')).toBe(T(12, 3));
   });

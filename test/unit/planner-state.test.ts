@@ -8,7 +8,17 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { partitionOf } from '../../shared/core/partition.js';
-import { configFingerprint, exceptionBucketOf, jobsOfPartition, openBucketOf, ownedOpenBuckets, relayout, replanFromOf, type PartitionCursor, type PlannerLayout } from '../../shared/core/planner-state.js';
+import {
+  configFingerprint,
+  exceptionBucketOf,
+  jobsOfPartition,
+  openBucketOf,
+  ownedOpenBuckets,
+  relayout,
+  replanFromOf,
+  type PartitionCursor,
+  type PlannerLayout,
+} from '../../shared/core/planner-state.js';
 import { KEY_SPREAD } from '../../shared/core/resources.js';
 
 const T0 = Date.UTC(2026, 11, 1, 12, 0);
@@ -62,14 +72,21 @@ describe('relayout: a change of plannerPartitions', () => {
     );
   });
 
-  it("a first layout plans nothing in the past and starts every partition at now, so a first tick that fails half-way leaves the next one planning from there, not from its own later now (model seed 20269141)", () => {
+  it('a first layout plans nothing in the past and starts every partition at now, so a first tick that fails half-way leaves the next one planning from there, not from its own later now (model seed 20269141)', () => {
     const first = relayout(undefined, 3, T0);
     expect(first.gen).toBe(1);
     expect([...first.partitions.entries()]).toEqual([0, 1, 2].map((p) => [p, { plannedUntil: T0, sweptUntil: T0 }]));
   });
 
   it('an old layout whose partitions never planned starts the new one at now, not at +∞ (never planning) or NaN', () => {
-    const previous: PlannerLayout = { of: 2, gen: 4, partitions: new Map([[0, {}], [1, { sweptUntil: T0 - 5 }]]) };
+    const previous: PlannerLayout = {
+      of: 2,
+      gen: 4,
+      partitions: new Map([
+        [0, {}],
+        [1, { sweptUntil: T0 - 5 }],
+      ]),
+    };
     const next = relayout(previous, 4, T0);
     expect(next.gen).toBe(5);
     for (const start of next.partitions.values()) expect(start).toEqual({ plannedUntil: T0, sweptUntil: T0 - 5 });
@@ -81,22 +98,34 @@ describe('partitions and buckets', () => {
 
   it('every job is planned by exactly one partition, the one partitionOf names, in config order', () => {
     fc.assert(
-      fc.property(fc.uniqueArray(fc.string({ minLength: 1, maxLength: 12 }), { maxLength: 40 }), fc.integer({ min: 1, max: 9 }), (jobNames, of) => {
-        const jobs = jobNames.map((name) => ({ name }));
-        const parts = Array.from({ length: of }, (_, p) => jobsOfPartition(jobs, p, of));
-        expect(parts.flat().map((j) => j.name).sort()).toEqual([...jobNames].sort());
-        parts.forEach((part, p) => {
-          expect(part.every((j) => partitionOf(j.name, of) === p)).toBe(true);
-          expect(part).toEqual(jobs.filter((j) => part.includes(j)));
-        });
-      }),
+      fc.property(
+        fc.uniqueArray(fc.string({ minLength: 1, maxLength: 12 }), { maxLength: 40 }),
+        fc.integer({ min: 1, max: 9 }),
+        (jobNames, of) => {
+          const jobs = jobNames.map((name) => ({ name }));
+          const parts = Array.from({ length: of }, (_, p) => jobsOfPartition(jobs, p, of));
+          expect(
+            parts
+              .flat()
+              .map((j) => j.name)
+              .sort(),
+          ).toEqual([...jobNames].sort());
+          parts.forEach((part, p) => {
+            expect(part.every((j) => partitionOf(j.name, of) === p)).toBe(true);
+            expect(part).toEqual(jobs.filter((j) => part.includes(j)));
+          });
+        },
+      ),
     );
   });
 
   it('together the partitions sweep every watch-index bucket exactly once, whatever their number', () => {
     for (let of = 1; of <= 20; of++) {
       const owned = Array.from({ length: of }, (_, p) => ownedOpenBuckets(p, of));
-      expect(owned.flat().sort((a, b) => a - b), `of ${of}`).toEqual(Array.from({ length: KEY_SPREAD.openBuckets }, (_, b) => b));
+      expect(
+        owned.flat().sort((a, b) => a - b),
+        `of ${of}`,
+      ).toEqual(Array.from({ length: KEY_SPREAD.openBuckets }, (_, b) => b));
     }
   });
 
@@ -150,7 +179,7 @@ describe('config changes: where a tick re-plans from', () => {
     expect(configFingerprint(a)).toMatch(/^[0-9a-f]{16}$/);
   });
 
-  it('a job added since the watermark was planned: the previous tick\'s now; the same jobs: none', () => {
+  it("a job added since the watermark was planned: the previous tick's now; the same jobs: none", () => {
     const planned: PartitionCursor = { plannedUntil: T + L, plannedAt: T, configHash: configFingerprint(a) };
     expect(replanFromOf(planned, configFingerprint(a), L)).toBeUndefined();
     expect(replanFromOf(planned, configFingerprint(ab), L)).toBe(T);

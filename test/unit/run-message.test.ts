@@ -22,7 +22,14 @@ const JOBS = jobsByName(
 );
 const SLOT = Date.UTC(2024, 0, 15, 12, 0);
 const body = (value: unknown) => JSON.stringify(value);
-const valid = (overrides: Record<string, unknown> = {}) => ({ v: 1, job: 'solo', slot: SLOT, shard: 0, runKey: runKeyOf('solo', SLOT, 0, 1), ...overrides });
+const valid = (overrides: Record<string, unknown> = {}) => ({
+  v: 1,
+  job: 'solo',
+  slot: SLOT,
+  shard: 0,
+  runKey: runKeyOf('solo', SLOT, 0, 1),
+  ...overrides,
+});
 const CODES = ['MALFORMED', 'UNSUPPORTED_VERSION', 'UNKNOWN_JOB', 'INCONSISTENT'];
 
 describe('parseRunMessage', () => {
@@ -86,15 +93,22 @@ describe('parseRunMessage', () => {
 
   it('a job name inherited from Object.prototype is still unknown', () => {
     for (const job of ['__proto__', 'constructor', 'toString']) {
-      expect(parseRunMessage(body(valid({ job, runKey: runKeyOf(job, SLOT, 0, 1) })), JOBS)).toMatchObject({ ok: false, code: 'UNKNOWN_JOB' });
+      expect(parseRunMessage(body(valid({ job, runKey: runKeyOf(job, SLOT, 0, 1) })), JOBS)).toMatchObject({
+        ok: false,
+        code: 'UNKNOWN_JOB',
+      });
     }
   });
 
   it('shard out of range for the job → INCONSISTENT (a message for a shard that does not exist)', () => {
-    expect(parseRunMessage(body(valid({ shard: 1, runKey: runKeyOf('solo', SLOT, 1, 2) })), JOBS)).toMatchObject({ ok: false, code: 'INCONSISTENT' });
-    expect(
-      parseRunMessage(body(valid({ job: 'sharded', shard: 3, runKey: runKeyOf('sharded', SLOT, 3, 3) })), JOBS),
-    ).toMatchObject({ ok: false, code: 'INCONSISTENT' });
+    expect(parseRunMessage(body(valid({ shard: 1, runKey: runKeyOf('solo', SLOT, 1, 2) })), JOBS)).toMatchObject({
+      ok: false,
+      code: 'INCONSISTENT',
+    });
+    expect(parseRunMessage(body(valid({ job: 'sharded', shard: 3, runKey: runKeyOf('sharded', SLOT, 3, 3) })), JOBS)).toMatchObject({
+      ok: false,
+      code: 'INCONSISTENT',
+    });
   });
 
   it('a run created under an earlier shard count validates after shards change 1 -> 3 and 3 -> 1: its message carries its own count', () => {
@@ -106,7 +120,8 @@ describe('parseRunMessage', () => {
     // The run's own count is still checked: its shard within it, its key of that count.
     expect(parseRunMessage(body({ ...underThree, shards: 2 }), JOBS)).toMatchObject({ ok: false, code: 'INCONSISTENT' });
     expect(parseRunMessage(body({ ...underOne, shards: 3 }), JOBS)).toMatchObject({ ok: false, code: 'INCONSISTENT' });
-    for (const shards of [0, -1, 1.5, '3', null]) expect(parseRunMessage(body({ ...underOne, shards }), JOBS)).toMatchObject({ ok: false, code: 'MALFORMED' });
+    for (const shards of [0, -1, 1.5, '3', null])
+      expect(parseRunMessage(body({ ...underOne, shards }), JOBS)).toMatchObject({ ok: false, code: 'MALFORMED' });
   });
 
   it('runKey that does not match (job, slot, shard) → INCONSISTENT: the idempotency key must never disagree with the run', () => {
@@ -155,7 +170,10 @@ describe('parseRunMessage', () => {
   });
 
   it('property: arbitrary JSON values never throw; the result is ok or a coded failure', () => {
-    fc.assert(fc.property(fc.jsonValue(), (value) => checkTotal(JSON.stringify(value) ?? 'null')), { numRuns: 1000 });
+    fc.assert(
+      fc.property(fc.jsonValue(), (value) => checkTotal(JSON.stringify(value) ?? 'null')),
+      { numRuns: 1000 },
+    );
   });
 
   it('property: near-valid messages (fields drawn from plausible and hostile values) never throw', () => {
@@ -176,7 +194,14 @@ describe('parseRunMessage', () => {
     fc.assert(
       fc.property(messageArb, fc.boolean(), (message, fixKey) => {
         const m: Record<string, unknown> = { ...message };
-        if (fixKey && typeof m.job === 'string' && typeof m.slot === 'number' && typeof m.shard === 'number' && Number.isSafeInteger(m.slot) && m.slot >= 0) {
+        if (
+          fixKey &&
+          typeof m.job === 'string' &&
+          typeof m.slot === 'number' &&
+          typeof m.shard === 'number' &&
+          Number.isSafeInteger(m.slot) &&
+          m.slot >= 0
+        ) {
           const def = JOBS.get(m.job);
           if (def && Number.isInteger(m.shard) && m.shard >= 0) m.runKey = runKeyOf(m.job, m.slot, m.shard, def.shards);
         }
@@ -187,29 +212,50 @@ describe('parseRunMessage', () => {
   });
 });
 
-describe('parseRunMessage: each field at its bounds, and a manual run\'s overlap override', () => {
+describe("parseRunMessage: each field at its bounds, and a manual run's overlap override", () => {
   const refused = (value: unknown) => parseRunMessage(typeof value === 'string' ? value : body(value), JOBS);
 
   it('a body that is JSON but not an object is MALFORMED, saying so', () => {
-    for (const v of ['5', '"x"', '[1]', 'null']) expect(refused(v), v).toEqual({ ok: false, code: 'MALFORMED', reason: 'body is not a JSON object' });
+    for (const v of ['5', '"x"', '[1]', 'null'])
+      expect(refused(v), v).toEqual({ ok: false, code: 'MALFORMED', reason: 'body is not a JSON object' });
     expect(refused('{')).toEqual({ ok: false, code: 'MALFORMED', reason: 'body is not JSON' });
   });
 
   it('slot 0 and the largest fenceable slot are accepted; one past either end, or a fraction, is not', () => {
-    for (const slot of [0, MAX_FENCEABLE_SLOT]) expect(refused(valid({ slot, runKey: runKeyOf('solo', slot, 0, 1) })).ok, String(slot)).toBe(true);
-    for (const slot of [-1, MAX_FENCEABLE_SLOT + 1, SLOT + 0.5, String(SLOT)]) expect(refused(valid({ slot })), String(slot)).toMatchObject({ ok: false, code: 'MALFORMED', reason: expect.stringContaining('"slot"') });
+    for (const slot of [0, MAX_FENCEABLE_SLOT])
+      expect(refused(valid({ slot, runKey: runKeyOf('solo', slot, 0, 1) })).ok, String(slot)).toBe(true);
+    for (const slot of [-1, MAX_FENCEABLE_SLOT + 1, SLOT + 0.5, String(SLOT)])
+      expect(refused(valid({ slot })), String(slot)).toMatchObject({
+        ok: false,
+        code: 'MALFORMED',
+        reason: expect.stringContaining('"slot"'),
+      });
   });
 
   it('a shard that is negative, fractional or not a number is MALFORMED', () => {
-    for (const shard of [-1, 0.5, '0']) expect(refused(valid({ shard })), String(shard)).toMatchObject({ ok: false, code: 'MALFORMED', reason: 'field "shard" must be a non-negative integer' });
+    for (const shard of [-1, 0.5, '0'])
+      expect(refused(valid({ shard })), String(shard)).toMatchObject({
+        ok: false,
+        code: 'MALFORMED',
+        reason: 'field "shard" must be a non-negative integer',
+      });
   });
 
   it('an unknown job names the run it orphans; an inconsistent runKey names both keys', () => {
-    expect(refused(valid({ job: 'gone', runKey: runKeyOf('gone', SLOT, 0, 1) }))).toEqual({ ok: false, code: 'UNKNOWN_JOB', reason: 'job "gone" is not configured', orphan: { job: 'gone', slot: SLOT, shard: 0 } });
-    expect(refused(valid({ runKey: 'x' }))).toEqual({ ok: false, code: 'INCONSISTENT', reason: `runKey "x" does not match "${runKeyOf('solo', SLOT, 0, 1)}"` });
+    expect(refused(valid({ job: 'gone', runKey: runKeyOf('gone', SLOT, 0, 1) }))).toEqual({
+      ok: false,
+      code: 'UNKNOWN_JOB',
+      reason: 'job "gone" is not configured',
+      orphan: { job: 'gone', slot: SLOT, shard: 0 },
+    });
+    expect(refused(valid({ runKey: 'x' }))).toEqual({
+      ok: false,
+      code: 'INCONSISTENT',
+      reason: `runKey "x" does not match "${runKeyOf('solo', SLOT, 0, 1)}"`,
+    });
   });
 
-  it('a manual run\'s overlap override is applied to the job the worker runs; the job\'s own policy, or none, leaves it as configured', () => {
+  it("a manual run's overlap override is applied to the job the worker runs; the job's own policy, or none, leaves it as configured", () => {
     const solo = JOBS.get('solo')!;
     const other = solo.overlap === 'replace' ? 'forbid-skip' : 'replace';
     const overridden = refused(valid({ overlap: other }));
@@ -219,10 +265,15 @@ describe('parseRunMessage: each field at its bounds, and a manual run\'s overlap
     expect(same).toStrictEqual({ ok: true, message: valid({ overlap: solo.overlap }), job: solo });
     expect(refused(valid())).toStrictEqual({ ok: true, message: valid(), job: solo });
     const policies = Object.values(OverlapPolicy).join(', ');
-    for (const overlap of ['sometimes', 3, null]) expect(refused(valid({ overlap })), String(overlap)).toEqual({ ok: false, code: 'MALFORMED', reason: `field "overlap" must be one of ${policies}` });
+    for (const overlap of ['sometimes', 3, null])
+      expect(refused(valid({ overlap })), String(overlap)).toEqual({
+        ok: false,
+        code: 'MALFORMED',
+        reason: `field "overlap" must be one of ${policies}`,
+      });
   });
 
-  it('messageFor carries a run\'s overlap override, and none when it has none: it parses back to the same message', () => {
+  it("messageFor carries a run's overlap override, and none when it has none: it parses back to the same message", () => {
     const run = { job: 'solo', slot: SLOT, shard: 0, runKey: runKeyOf('solo', SLOT, 0, 1) };
     expect(messageFor(run)).toEqual(valid());
     expect(messageFor({ ...run, overlap: 'replace' })).toEqual(valid({ overlap: 'replace' }));

@@ -24,7 +24,12 @@ const MIN = 60 * SEC;
 const HOUR = 60 * MIN;
 const DAY = 24 * HOUR;
 
-function spec(schedule: Schedule, extra: Partial<SlotSpec> = {}, gap: DstGapPolicy = 'shift', overlap: DstOverlapPolicy = 'once'): SlotSpec {
+function spec(
+  schedule: Schedule,
+  extra: Partial<SlotSpec> = {},
+  gap: DstGapPolicy = 'shift',
+  overlap: DstOverlapPolicy = 'once',
+): SlotSpec {
   return { schedule, timezone: 'UTC', dst: { gap, overlap }, ...extra };
 }
 
@@ -105,7 +110,9 @@ describe('one-time schedules: one slot, then nothing', () => {
 
   it('an instant with an offset or Z ignores the zone', () => {
     for (const timezone of ['UTC', 'Asia/Kolkata']) {
-      expect(slotsBetween({ ...spec({ at: '2026-12-24T18:00:00+01:00' }), timezone }, 0, Z('2030-01-01T00:00:00Z'))).toEqual([Z('2026-12-24T17:00:00Z')]);
+      expect(slotsBetween({ ...spec({ at: '2026-12-24T18:00:00+01:00' }), timezone }, 0, Z('2030-01-01T00:00:00Z'))).toEqual([
+        Z('2026-12-24T17:00:00Z'),
+      ]);
     }
     expect(lastSlotOf(spec({ at: '2026-12-24T18:00:00Z' }))).toBe(Z('2026-12-24T18:00:00Z'));
   });
@@ -218,9 +225,15 @@ const specArb: fc.Arbitrary<SlotSpec> = fc
     timezone: fc.constantFrom(...zones),
     gap: fc.constantFrom<DstGapPolicy>('shift', 'skip'),
     overlap: fc.constantFrom<DstOverlapPolicy>('once', 'twice'),
-    startAt: fc.option(fc.integer({ min: 0, max: 300 * 24 }).map((h) => new Date(base + h * HOUR).toISOString().replace('.000', '')), { nil: undefined }),
+    startAt: fc.option(
+      fc.integer({ min: 0, max: 300 * 24 }).map((h) => new Date(base + h * HOUR).toISOString().replace('.000', '')),
+      { nil: undefined },
+    ),
     span: fc.option(fc.integer({ min: 1, max: 300 * 24 }), { nil: undefined }),
-    exclude: fc.option(fc.uniqueArray(fc.integer({ min: 0, max: 300 }), { maxLength: 40 }).map((ks) => ks.map(dayIso)), { nil: undefined }),
+    exclude: fc.option(
+      fc.uniqueArray(fc.integer({ min: 0, max: 300 }), { maxLength: 40 }).map((ks) => ks.map(dayIso)),
+      { nil: undefined },
+    ),
   })
   .map(({ schedule, timezone, gap, overlap, startAt, span, exclude }) => ({
     schedule,
@@ -232,7 +245,12 @@ const specArb: fc.Arbitrary<SlotSpec> = fc
   }));
 
 const windowArb = fc
-  .tuple(fc.integer({ min: -5 * 24, max: 300 * 24 }), fc.integer({ min: 0, max: 30 * 3600 }), fc.integer({ min: 0, max: 30 * 3600 }), fc.integer({ min: 0, max: 999 }))
+  .tuple(
+    fc.integer({ min: -5 * 24, max: 300 * 24 }),
+    fc.integer({ min: 0, max: 30 * 3600 }),
+    fc.integer({ min: 0, max: 30 * 3600 }),
+    fc.integer({ min: 0, max: 999 }),
+  )
   .map(([h, l1, l2, ms]) => {
     const a = base + h * HOUR + ms;
     return [a, a + l1 * SEC, a + (l1 + l2) * SEC] as const;

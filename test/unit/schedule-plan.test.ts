@@ -31,7 +31,15 @@ function ticks(jobs: readonly Job[], plannedUntil: number | undefined, nows: rea
   const state: TickState = { plannedUntil, behind: new Map(), edges: new Map() };
   const plans: TickPlan[] = [];
   for (const now of nows) {
-    const p = planTick({ jobs, plannedUntil: state.plannedUntil, paused: new Set(), behind: state.behind, catchUpEdges: state.edges, now, lookaheadMs: LOOKAHEAD });
+    const p = planTick({
+      jobs,
+      plannedUntil: state.plannedUntil,
+      paused: new Set(),
+      behind: state.behind,
+      catchUpEdges: state.edges,
+      now,
+      lookaheadMs: LOOKAHEAD,
+    });
     plans.push(p);
     state.plannedUntil = p.plannedUntil;
     for (const [name, cursor] of p.behindSet) state.behind.set(name, cursor);

@@ -20,12 +20,7 @@ const MIN = 60_000;
 const HOUR = 60 * MIN;
 const DAY = 24 * HOUR;
 
-function spec(
-  schedule: string,
-  timezone: string,
-  gap: DstGapPolicy = 'shift',
-  overlap: DstOverlapPolicy = 'once',
-): SlotSpec {
+function spec(schedule: string, timezone: string, gap: DstGapPolicy = 'shift', overlap: DstOverlapPolicy = 'once'): SlotSpec {
   return { schedule, timezone, dst: { gap, overlap } };
 }
 
@@ -76,9 +71,7 @@ describe('UTC windows are half-open (after, until]', () => {
 
   it('every minute: sub-second bounds neither invent nor lose slots', () => {
     const s = spec('* * * * *', 'UTC');
-    expect(isoOf(slotsBetween(s, Z('2026-01-01T00:00:59.999Z'), Z('2026-01-01T00:01:59.999Z')))).toEqual([
-      '2026-01-01T00:01:00.000Z',
-    ]);
+    expect(isoOf(slotsBetween(s, Z('2026-01-01T00:00:59.999Z'), Z('2026-01-01T00:01:59.999Z')))).toEqual(['2026-01-01T00:01:00.000Z']);
     expect(slotsBetween(s, Z('2026-01-01T00:01:00.000Z'), Z('2026-01-01T00:01:59.999Z'))).toEqual([]);
   });
 
@@ -159,9 +152,7 @@ describe('New York spring forward 2026-03-08 (02:00 EST -> 03:00 EDT): the gap',
   });
 
   it('gap=skip produces no slot at all that day', () => {
-    expect(isoOf(slotsBetween(spec('30 2 * * *', 'America/New_York', 'skip'), ...win))).toEqual([
-      '2026-03-09T06:30:00.000Z',
-    ]);
+    expect(isoOf(slotsBetween(spec('30 2 * * *', 'America/New_York', 'skip'), ...win))).toEqual(['2026-03-09T06:30:00.000Z']);
   });
 
   it('*/30 with shift: 02:00/02:30 land on the 03:00/03:30 EDT instants and are deduped with them', () => {
@@ -208,11 +199,7 @@ describe('New York fall back 2026-11-01 (02:00 EDT -> 01:00 EST): the overlap', 
 
   it('overlap=twice fires it at both instants (05:30Z EDT and 06:30Z EST)', () => {
     const s = spec('30 1 * * *', 'America/New_York', 'shift', 'twice');
-    expect(isoOf(slotsBetween(s, ...win))).toEqual([
-      '2026-11-01T05:30:00.000Z',
-      '2026-11-01T06:30:00.000Z',
-      '2026-11-02T06:30:00.000Z',
-    ]);
+    expect(isoOf(slotsBetween(s, ...win))).toEqual(['2026-11-01T05:30:00.000Z', '2026-11-01T06:30:00.000Z', '2026-11-02T06:30:00.000Z']);
     expect(dstMark(s, Z('2026-11-01T05:30:00Z'))).toBe('overlap-first');
     expect(dstMark(s, Z('2026-11-01T06:30:00Z'))).toBe('overlap-second');
     expect(dstMark(s, Z('2026-11-02T06:30:00Z'))).toBeUndefined();
@@ -254,9 +241,7 @@ describe('Europe/London 01:30 daily', () => {
 
   it('fall back 2026-10-25 (02:00 BST -> 01:00 GMT): once at 00:30Z, twice at 00:30Z and 01:30Z', () => {
     const w = [Z('2026-10-24T12:00:00Z'), Z('2026-10-25T12:00:00Z')] as const;
-    expect(isoOf(slotsBetween(spec('30 1 * * *', 'Europe/London', 'shift', 'once'), ...w))).toEqual([
-      '2026-10-25T00:30:00.000Z',
-    ]);
+    expect(isoOf(slotsBetween(spec('30 1 * * *', 'Europe/London', 'shift', 'once'), ...w))).toEqual(['2026-10-25T00:30:00.000Z']);
     expect(isoOf(slotsBetween(spec('30 1 * * *', 'Europe/London', 'shift', 'twice'), ...w))).toEqual([
       '2026-10-25T00:30:00.000Z',
       '2026-10-25T01:30:00.000Z',
@@ -273,16 +258,12 @@ describe('Australia/Lord_Howe: 30-minute DST shifts', () => {
       '2026-10-04T15:15:00.000Z',
     ]);
     expect(offsetMinutes('Australia/Lord_Howe', Z('2026-10-03T15:45:00Z'))).toBe(660);
-    expect(isoOf(slotsBetween(spec('15 2 * * *', 'Australia/Lord_Howe', 'skip'), ...w))).toEqual([
-      '2026-10-04T15:15:00.000Z',
-    ]);
+    expect(isoOf(slotsBetween(spec('15 2 * * *', 'Australia/Lord_Howe', 'skip'), ...w))).toEqual(['2026-10-04T15:15:00.000Z']);
   });
 
   it('fall back 2026-04-05 02:00 -> 01:30: 01:45 occurs twice (14:45Z at +11, 15:15Z at +10:30)', () => {
     const w = [Z('2026-04-04T00:00:00Z'), Z('2026-04-05T00:00:00Z')] as const;
-    expect(isoOf(slotsBetween(spec('45 1 * * *', 'Australia/Lord_Howe', 'shift', 'once'), ...w))).toEqual([
-      '2026-04-04T14:45:00.000Z',
-    ]);
+    expect(isoOf(slotsBetween(spec('45 1 * * *', 'Australia/Lord_Howe', 'shift', 'once'), ...w))).toEqual(['2026-04-04T14:45:00.000Z']);
     expect(isoOf(slotsBetween(spec('45 1 * * *', 'Australia/Lord_Howe', 'shift', 'twice'), ...w))).toEqual([
       '2026-04-04T14:45:00.000Z',
       '2026-04-04T15:15:00.000Z',
@@ -318,16 +299,12 @@ describe('America/Santiago: transitions at local midnight', () => {
 
   it('fall back 2026-04-05 (00:00 -03 -> 23:00 -04): 23:30 on Apr 4 repeats, 00:00 on Apr 5 does not', () => {
     const w = [Z('2026-04-04T12:00:00Z'), Z('2026-04-05T12:00:00Z')] as const;
-    expect(isoOf(slotsBetween(spec('30 23 * * *', 'America/Santiago', 'shift', 'once'), ...w))).toEqual([
-      '2026-04-05T02:30:00.000Z',
-    ]);
+    expect(isoOf(slotsBetween(spec('30 23 * * *', 'America/Santiago', 'shift', 'once'), ...w))).toEqual(['2026-04-05T02:30:00.000Z']);
     expect(isoOf(slotsBetween(spec('30 23 * * *', 'America/Santiago', 'shift', 'twice'), ...w))).toEqual([
       '2026-04-05T02:30:00.000Z',
       '2026-04-05T03:30:00.000Z',
     ]);
-    expect(isoOf(slotsBetween(spec('0 0 * * *', 'America/Santiago', 'shift', 'twice'), ...w))).toEqual([
-      '2026-04-05T04:00:00.000Z',
-    ]);
+    expect(isoOf(slotsBetween(spec('0 0 * * *', 'America/Santiago', 'shift', 'twice'), ...w))).toEqual(['2026-04-05T04:00:00.000Z']);
   });
 });
 
@@ -361,8 +338,18 @@ describe("Vixie's rule: a day field starting with `*` ANDs the two day fields, o
 
   it('0 16 1,15 * sat: neither starts with `*`, so the 1st, the 15th and every Saturday', () => {
     expect(days('0 16 1,15 * sat')).toEqual([
-      '2026-06-01', '2026-06-06', '2026-06-13', '2026-06-15', '2026-06-20', '2026-06-27',
-      '2026-07-01', '2026-07-04', '2026-07-11', '2026-07-15', '2026-07-18', '2026-07-25',
+      '2026-06-01',
+      '2026-06-06',
+      '2026-06-13',
+      '2026-06-15',
+      '2026-06-20',
+      '2026-06-27',
+      '2026-07-01',
+      '2026-07-04',
+      '2026-07-11',
+      '2026-07-15',
+      '2026-07-18',
+      '2026-07-25',
     ]);
   });
 
@@ -511,12 +498,8 @@ const simpleField = (min: number, max: number): fc.Arbitrary<string> =>
     fc.constant('*'),
     fc.integer({ min: 1, max: Math.max(1, Math.floor((max - min + 1) / 2)) }).map((n) => `*/${n}`),
     fc.integer({ min, max }).map(String),
-    fc
-      .tuple(fc.integer({ min, max }), fc.integer({ min, max }))
-      .map(([a, b]) => `${Math.min(a, b)}-${Math.max(a, b)}`),
-    fc
-      .uniqueArray(fc.integer({ min, max }), { minLength: 2, maxLength: 3 })
-      .map((xs) => [...xs].sort((a, b) => a - b).join(',')),
+    fc.tuple(fc.integer({ min, max }), fc.integer({ min, max })).map(([a, b]) => `${Math.min(a, b)}-${Math.max(a, b)}`),
+    fc.uniqueArray(fc.integer({ min, max }), { minLength: 2, maxLength: 3 }).map((xs) => [...xs].sort((a, b) => a - b).join(',')),
     fc
       .tuple(fc.integer({ min, max }), fc.integer({ min, max }), fc.integer({ min: 1, max: 5 }))
       .map(([a, b, n]) => `${Math.min(a, b)}-${Math.max(a, b)}/${n}`),
@@ -542,7 +525,9 @@ describe('properties', () => {
       (CronExpressionParser.parse(`0 0 * * ${dow}`, { tz: 'UTC' }).fields.dayOfWeek.values as number[]).map((d) => d % 7),
     );
     const dayOnly = [f[0], f[1], dom, f[3], '*'].join(' ');
-    return cronParserUtc(dayOnly, after, until, 100_000).filter((t) => weekdays.has(new Date(t).getUTCDay())).slice(0, max);
+    return cronParserUtc(dayOnly, after, until, 100_000)
+      .filter((t) => weekdays.has(new Date(t).getUTCDay()))
+      .slice(0, max);
   }
 
   it("UTC: slotsBetween equals cron-parser's enumeration under Vixie's day rule", () => {
@@ -656,9 +641,7 @@ describe('properties', () => {
     for (const w of walls) {
       const before = offsetMinutes(zone, w - margin) * MIN;
       const after = offsetMinutes(zone, w + margin) * MIN;
-      const instants = [...new Set([w - before, w - after])]
-        .filter((t) => offsetMinutes(zone, t) * MIN === w - t)
-        .sort((x, y) => x - y);
+      const instants = [...new Set([w - before, w - after])].filter((t) => offsetMinutes(zone, t) * MIN === w - t).sort((x, y) => x - y);
       let chosen: number[];
       if (instants.length === 0) chosen = gap === 'shift' ? [w - before] : [];
       else if (instants.length === 1 || overlap === 'twice') chosen = instants;

@@ -72,7 +72,16 @@ describe('sweepVerdict: the sweeper never disturbs a run in hand', () => {
   });
 
   it('a run re-dispatched just now, or backing off, is in hand even though its slot is long past', () => {
-    const old = { job: 'j', slot: SLOT, shard: 0, shards: 1, runKey: runKeyOf('j', SLOT, 0, 1), fencingToken: initialFence(SLOT), attempt: 1, createdAt: SLOT };
+    const old = {
+      job: 'j',
+      slot: SLOT,
+      shard: 0,
+      shards: 1,
+      runKey: runKeyOf('j', SLOT, 0, 1),
+      fencingToken: initialFence(SLOT),
+      attempt: 1,
+      createdAt: SLOT,
+    };
     expect(sweepVerdict({ ...old, status: RunStatus.READY }, true, NOW, GRACE)).toBe('lost');
     expect(sweepVerdict({ ...old, status: RunStatus.READY, dispatchedAt: NOW - 1_000 }, true, NOW, GRACE)).toBe('in-hand');
     expect(sweepVerdict({ ...old, status: RunStatus.RETRY, nextAttemptAt: NOW + 5_000 }, true, NOW, GRACE)).toBe('in-hand');
@@ -80,7 +89,7 @@ describe('sweepVerdict: the sweeper never disturbs a run in hand', () => {
   });
 });
 
-describe('laneHead: the waiting run an idle lane\'s holder would have dispatched', () => {
+describe("laneHead: the waiting run an idle lane's holder would have dispatched", () => {
   it('forbid-queue and forbid-skip: the oldest; coalesce and replace: the newest; nothing for no runs', () => {
     fc.assert(
       fc.property(fc.uniqueArray(fc.integer({ min: 0, max: 1_000 }), { minLength: 1, maxLength: 8 }), (slots) => {
@@ -98,21 +107,25 @@ describe('laneHead: the waiting run an idle lane\'s holder would have dispatched
 });
 
 describe('sendBehindLiveHolder: the lost runs worth sending while the lane is held', () => {
-  it('forbid-skip: all; replace: the older ones and the newest newer one; coalesce: the older ones; forbid-queue: none (the holder\'s look reads the lane from its floor, which the sweeper lowers to every lost run)', () => {
+  it("forbid-skip: all; replace: the older ones and the newest newer one; coalesce: the older ones; forbid-queue: none (the holder's look reads the lane from its floor, which the sweeper lowers to every lost run)", () => {
     fc.assert(
-      fc.property(fc.uniqueArray(fc.integer({ min: 0, max: 100 }), { minLength: 0, maxLength: 8 }), fc.integer({ min: 0, max: 100 }), (slots, holderSlot) => {
-        const runs = slots.filter((slot) => slot !== holderSlot).map((slot) => ({ slot }));
-        const holder = { slot: holderSlot };
-        const sorted = runs.map((r) => r.slot).sort((a, b) => a - b);
-        const older = sorted.filter((slot) => slot < holderSlot);
-        const newer = sorted.filter((slot) => slot > holderSlot);
-        const sent = (overlap: Parameters<typeof sendBehindLiveHolder>[1]) => sendBehindLiveHolder(runs, overlap, holder).map((r) => r.slot);
-        expect(sent('forbid-skip')).toEqual(sorted);
-        expect(sent('coalesce')).toEqual(older);
-        expect(sent('replace')).toEqual(newer.length > 0 ? [...older, newer.at(-1)!] : older);
-        expect(sent('forbid-queue')).toEqual([]);
-      }),
+      fc.property(
+        fc.uniqueArray(fc.integer({ min: 0, max: 100 }), { minLength: 0, maxLength: 8 }),
+        fc.integer({ min: 0, max: 100 }),
+        (slots, holderSlot) => {
+          const runs = slots.filter((slot) => slot !== holderSlot).map((slot) => ({ slot }));
+          const holder = { slot: holderSlot };
+          const sorted = runs.map((r) => r.slot).sort((a, b) => a - b);
+          const older = sorted.filter((slot) => slot < holderSlot);
+          const newer = sorted.filter((slot) => slot > holderSlot);
+          const sent = (overlap: Parameters<typeof sendBehindLiveHolder>[1]) =>
+            sendBehindLiveHolder(runs, overlap, holder).map((r) => r.slot);
+          expect(sent('forbid-skip')).toEqual(sorted);
+          expect(sent('coalesce')).toEqual(older);
+          expect(sent('replace')).toEqual(newer.length > 0 ? [...older, newer.at(-1)!] : older);
+          expect(sent('forbid-queue')).toEqual([]);
+        },
+      ),
     );
   });
-
 });

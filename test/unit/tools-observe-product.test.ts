@@ -21,14 +21,23 @@ function sources(dir: string): string[] {
 function productSubclasses(source: string): string[] {
   const fromShared = new Set<string>();
   for (const match of source.matchAll(/import\s+(?:type\s+)?\{([^}]*)\}\s+from\s+'[./]*\/shared\/[^']*'/g)) {
-    for (const name of match[1]!.split(',')) fromShared.add(name.replace(/\btype\b/, '').split(' as ').at(-1)!.trim());
+    for (const name of match[1]!.split(','))
+      fromShared.add(
+        name
+          .replace(/\btype\b/, '')
+          .split(' as ')
+          .at(-1)!
+          .trim(),
+      );
   }
   return [...source.matchAll(/class\s+\w+\s+extends\s+(\w+)/g)].map((m) => m[1]!).filter((base) => fromShared.has(base));
 }
 
 describe('tools', () => {
   it('extend no class of the product', () => {
-    const found = sources(join(ROOT, 'tools')).flatMap((file) => productSubclasses(readFileSync(file, 'utf8')).map((base) => `${relative(ROOT, file)} extends ${base}`));
+    const found = sources(join(ROOT, 'tools')).flatMap((file) =>
+      productSubclasses(readFileSync(file, 'utf8')).map((base) => `${relative(ROOT, file)} extends ${base}`),
+    );
     expect(found).toEqual([]);
   });
 

@@ -16,6 +16,12 @@ describe('run statuses', () => {
 
   it('waiting is READY, RETRY and UNKNOWN: the statuses a claim takes without a takeover', () => {
     expect(Object.values(RunStatus).filter(isWaiting)).toEqual([RunStatus.READY, RunStatus.RETRY, RunStatus.UNKNOWN]);
-    expect(Object.values(RunStatus).filter(isTerminal)).toEqual([RunStatus.SUCCEEDED, RunStatus.DEAD, RunStatus.SKIPPED, RunStatus.SUPERSEDED, RunStatus.MANUAL]);
+    expect(Object.values(RunStatus).filter(isTerminal)).toEqual([
+      RunStatus.SUCCEEDED,
+      RunStatus.DEAD,
+      RunStatus.SKIPPED,
+      RunStatus.SUPERSEDED,
+      RunStatus.MANUAL,
+    ]);
   });
 });

@@ -9,7 +9,13 @@ import { PROJECT_ROOT } from '../../infra/lambda-defaults.js';
 import { lambdaBuildOptions } from '../../tools/bench/bundle.js';
 
 async function inputsOf(entry: string): Promise<string[]> {
-  const result = await build({ ...lambdaBuildOptions(), entryPoints: [join(PROJECT_ROOT, entry)], metafile: true, write: false, logLevel: 'silent' });
+  const result = await build({
+    ...lambdaBuildOptions(),
+    entryPoints: [join(PROJECT_ROOT, entry)],
+    metafile: true,
+    write: false,
+    logLevel: 'silent',
+  });
   return Object.keys(result.metafile.inputs).map((p) => relative(PROJECT_ROOT, join(PROJECT_ROOT, p)));
 }
 

@@ -54,8 +54,12 @@ export async function bundleSize(entry: string, topN = 8): Promise<BundleResult>
   const bytes = js?.contents.byteLength ?? 0;
   const groups = new Map<string, number>();
   for (const output of Object.values(result.metafile.outputs)) {
-    for (const [path, info] of Object.entries(output.inputs)) groups.set(groupOf(path), (groups.get(groupOf(path)) ?? 0) + info.bytesInOutput);
+    for (const [path, info] of Object.entries(output.inputs))
+      groups.set(groupOf(path), (groups.get(groupOf(path)) ?? 0) + info.bytesInOutput);
   }
-  const top = [...groups.entries()].sort((a, b) => b[1] - a[1]).slice(0, topN).map(([name, size]) => ({ name, bytes: size }));
+  const top = [...groups.entries()]
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, topN)
+    .map(([name, size]) => ({ name, bytes: size }));
   return { bytes, top };
 }

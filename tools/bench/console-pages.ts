@@ -113,8 +113,14 @@ export async function measureConsolePages(options: ConsolePagesOptions): Promise
   );
   // One run in seven DEAD, so the rows' failure streaks and DEAD counts are not all zero.
   const items = [
-    ...names.flatMap((name) => Array.from({ length: options.runsPerJob }, (_, k) => runItem(name, newest - k * MIN, k % 7 === 0 ? RunStatus.DEAD : RunStatus.SUCCEEDED))),
-    ...Array.from({ length: options.bigJobRuns }, (_, k) => runItem(BIG_JOB, newest - k * MIN, k % 7 === 0 ? RunStatus.DEAD : RunStatus.SUCCEEDED)),
+    ...names.flatMap((name) =>
+      Array.from({ length: options.runsPerJob }, (_, k) =>
+        runItem(name, newest - k * MIN, k % 7 === 0 ? RunStatus.DEAD : RunStatus.SUCCEEDED),
+      ),
+    ),
+    ...Array.from({ length: options.bigJobRuns }, (_, k) =>
+      runItem(BIG_JOB, newest - k * MIN, k % 7 === 0 ? RunStatus.DEAD : RunStatus.SUCCEEDED),
+    ),
   ];
   const seedStarted = performance.now();
   await seed(options.base, endpoints.ledgerTable, items);
@@ -124,8 +130,19 @@ export async function measureConsolePages(options: ConsolePagesOptions): Promise
   const dir = mkdtempSync(join(tmpdir(), 'bench-console-'));
   const file = join(dir, 'endpoints.json');
   writeFileSync(file, JSON.stringify(endpoints));
-  const target = await openTarget({ endpoints: file, json: false, local: false, help: false }, { stdout: () => undefined, stderr: () => undefined });
-  const running = await startConsole({ target, jobs, jobSource: 'the bench jobs', checkoutJobs: jobs, readOnly: true, by: 'bench', now: Date.now });
+  const target = await openTarget(
+    { endpoints: file, json: false, local: false, help: false },
+    { stdout: () => undefined, stderr: () => undefined },
+  );
+  const running = await startConsole({
+    target,
+    jobs,
+    jobSource: 'the bench jobs',
+    checkoutJobs: jobs,
+    readOnly: true,
+    by: 'bench',
+    now: Date.now,
+  });
   try {
     const jobsPage = await time(running.url, options.samples);
     const jobPage = await time(`${running.url}jobs/${BIG_JOB}`, options.samples);

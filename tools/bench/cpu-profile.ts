@@ -28,7 +28,15 @@ export function categoryOf(url: string, functionName: string): string {
     if (functionName === '(program)') return 'V8 and native (outside JS)';
     return 'native';
   }
-  if (url.startsWith('node:')) return url.startsWith('node:internal/http') || url.startsWith('node:_http') || url === 'node:http' || url.startsWith('node:internal/streams') || url === 'node:net' || url.startsWith('node:internal/stream_base') ? 'node http, sockets, streams' : 'node core (timers, events, other)';
+  if (url.startsWith('node:'))
+    return url.startsWith('node:internal/http') ||
+      url.startsWith('node:_http') ||
+      url === 'node:http' ||
+      url.startsWith('node:internal/streams') ||
+      url === 'node:net' ||
+      url.startsWith('node:internal/stream_base')
+      ? 'node http, sockets, streams'
+      : 'node core (timers, events, other)';
   const pkg = /\/node_modules\/((?:@[^/]+\/)?[^/]+)\//.exec(url)?.[1];
   if (pkg) {
     if (pkg === 'local-aws-sqs') return 'SQS emulator (local-aws-sqs)';
@@ -66,7 +74,10 @@ function summarize(profile: Profiler.Profile): CpuProfileSummary {
     entry.ms += us / 1000;
     fns.set(key, entry);
   }
-  const top = [...fns.values()].filter((f) => !f.name.startsWith('(idle')).sort((a, b) => b.ms - a.ms).slice(0, 15);
+  const top = [...fns.values()]
+    .filter((f) => !f.name.startsWith('(idle'))
+    .sort((a, b) => b.ms - a.ms)
+    .slice(0, 15);
   return { sampledMs: (profile.endTime - profile.startTime) / 1000, selfMs, top };
 }
 

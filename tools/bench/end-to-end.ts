@@ -100,11 +100,21 @@ export async function measureEndToEnd(options: EndToEndOptions): Promise<EndToEn
   const pollers: LocalPoller[] = [];
   try {
     const jobs = parseJobs(
-      Array.from({ length: options.runs }, (_, i) => ({ name: `${options.jobPrefix ?? 'bench-e2e'}-${i}`, schedule: '* * * * *', handler: 'bench-noop', overlap: options.overlap })),
+      Array.from({ length: options.runs }, (_, i) => ({
+        name: `${options.jobPrefix ?? 'bench-e2e'}-${i}`,
+        schedule: '* * * * *',
+        handler: 'bench-noop',
+        overlap: options.overlap,
+      })),
       { handlers: Object.keys(noopHandlers) },
     );
     const byName = jobsByName(jobs);
-    const { ledger, queue } = createAdapters(clients, { ledgerTable: endpoints.ledgerTable, paymentsTable: endpoints.paymentsTable, runQueueUrl: endpoints.runQueueUrl, retentionDays: 30 });
+    const { ledger, queue } = createAdapters(clients, {
+      ledgerTable: endpoints.ledgerTable,
+      paymentsTable: endpoints.paymentsTable,
+      runQueueUrl: endpoints.runQueueUrl,
+      retentionDays: 30,
+    });
     let offset = 0;
     const clock = () => Date.now() + offset;
     const logger = new JsonLineLogger(() => undefined);
@@ -133,7 +143,19 @@ export async function measureEndToEnd(options: EndToEndOptions): Promise<EndToEn
           const start = performance.now();
           try {
             return await processBatch(
-              { ledger, queue, doc: clients.doc, jobs: byName, handlers: noopHandlers, tables: { ledger: endpoints.ledgerTable, payments: endpoints.paymentsTable }, owner, clock, logger, metrics, history },
+              {
+                ledger,
+                queue,
+                doc: clients.doc,
+                jobs: byName,
+                handlers: noopHandlers,
+                tables: { ledger: endpoints.ledgerTable, payments: endpoints.paymentsTable },
+                owner,
+                clock,
+                logger,
+                metrics,
+                history,
+              },
               records,
             );
           } finally {
@@ -156,15 +178,25 @@ export async function measureEndToEnd(options: EndToEndOptions): Promise<EndToEn
     offset = boundary - 20 - Date.now();
     // The planner's tick is split into parts by middleware on the clients it shares with the workers.
     const phases = new PlannerPhases().attach(clients);
-    const stopProfile = options.cpuProfile ? await startCpuProfile(typeof options.cpuProfile === 'string' ? options.cpuProfile : undefined) : undefined;
+    const stopProfile = options.cpuProfile
+      ? await startCpuProfile(typeof options.cpuProfile === 'string' ? options.cpuProfile : undefined)
+      : undefined;
     const probe = cpuProbe(options.dynamoPid);
     const start = performance.now();
     await phases.time(() =>
-      runPlannerTick({ ledger, queue, jobs, clock, logger, metrics, history, options: { lookaheadMs: MINUTE, putConcurrency: options.putConcurrency } }, { partition: 0, of: 1 }),
+      runPlannerTick(
+        { ledger, queue, jobs, clock, logger, metrics, history, options: { lookaheadMs: MINUTE, putConcurrency: options.putConcurrency } },
+        { partition: 0, of: 1 },
+      ),
     );
     const tickEnd = performance.now();
     const cpuTick = probe();
-    await until(() => (succeeded >= options.runs ? true : undefined), 120_000 + options.runs * 50, `${options.runs} runs (${options.overlap}) to succeed`, 5);
+    await until(
+      () => (succeeded >= options.runs ? true : undefined),
+      120_000 + options.runs * 50,
+      `${options.runs} runs (${options.overlap}) to succeed`,
+      5,
+    );
     const cpu = probe();
     const cpuProfile = await stopProfile?.();
     // Let the last batches' deletes go out before counting.

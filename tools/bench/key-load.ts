@@ -44,11 +44,15 @@ export interface TableSchema {
 }
 
 /** The key schemas of `tables` as DynamoDB describes them. */
-export async function describeKeySchemas(client: Pick<DynamoDBClient, 'send'>, tables: readonly string[]): Promise<Map<string, TableSchema>> {
+export async function describeKeySchemas(
+  client: Pick<DynamoDBClient, 'send'>,
+  tables: readonly string[],
+): Promise<Map<string, TableSchema>> {
   const out = new Map<string, TableSchema>();
   for (const name of tables) {
     const { Table } = await client.send(new DescribeTableCommand({ TableName: name }));
-    const keyOf = (schema: { AttributeName?: string; KeyType?: string }[] | undefined, type: 'HASH' | 'RANGE') => schema?.find((k) => k.KeyType === type)?.AttributeName;
+    const keyOf = (schema: { AttributeName?: string; KeyType?: string }[] | undefined, type: 'HASH' | 'RANGE') =>
+      schema?.find((k) => k.KeyType === type)?.AttributeName;
     const partitionKey = keyOf(Table?.KeySchema, 'HASH');
     if (!partitionKey) throw new Error(`bench: table ${name} has no partition key in its description`);
     out.set(name, {
@@ -121,7 +125,10 @@ function splitTop(text: string): string[] {
 }
 
 /** What an UpdateExpression does to top-level attributes: value tokens SET, names REMOVEd. */
-export function parseUpdate(expression: string | undefined, names: Record<string, string> | undefined): { sets: Map<string, string>; removes: Set<string> } {
+export function parseUpdate(
+  expression: string | undefined,
+  names: Record<string, string> | undefined,
+): { sets: Map<string, string>; removes: Set<string> } {
   const sets = new Map<string, string>();
   const removes = new Set<string>();
   if (!expression) return { sets, removes };
@@ -217,7 +224,13 @@ export interface KeyLoadSnapshot {
   readonly readRequestsByKind: Readonly<Record<string, number>>;
 }
 
-const WRITE_COMMANDS = new Set(['PutItemCommand', 'UpdateItemCommand', 'DeleteItemCommand', 'TransactWriteItemsCommand', 'BatchWriteItemCommand']);
+const WRITE_COMMANDS = new Set([
+  'PutItemCommand',
+  'UpdateItemCommand',
+  'DeleteItemCommand',
+  'TransactWriteItemsCommand',
+  'BatchWriteItemCommand',
+]);
 const READ_COMMANDS = new Set(['GetItemCommand', 'QueryCommand', 'BatchGetItemCommand']);
 
 export class KeyLoad {
@@ -355,7 +368,11 @@ export class KeyLoad {
   }
 
   /** The item's index attributes after a write, and per index the key before and after. */
-  private planWrite(table: string, id: string, next: Map<string, string | undefined> | undefined): Map<string, readonly [string | undefined, string | undefined]> {
+  private planWrite(
+    table: string,
+    id: string,
+    next: Map<string, string | undefined> | undefined,
+  ): Map<string, readonly [string | undefined, string | undefined]> {
     const s = this.schema(table);
     const changes = new Map<string, readonly [string | undefined, string | undefined]>();
     if (!s) return changes;
@@ -368,7 +385,12 @@ export class KeyLoad {
     return changes;
   }
 
-  private touchOfWrite(kind: 'Put' | 'Update' | 'Delete' | 'ConditionCheck', table: string, body: Record<string, unknown>, transactional: boolean): Touch & { next?: Map<string, string | undefined> } {
+  private touchOfWrite(
+    kind: 'Put' | 'Update' | 'Delete' | 'ConditionCheck',
+    table: string,
+    body: Record<string, unknown>,
+    transactional: boolean,
+  ): Touch & { next?: Map<string, string | undefined> } {
     const s = this.schema(table);
     const key = (kind === 'Put' ? body.Item : body.Key) as Raw;
     const { pk, id } = this.itemId(table, key);
@@ -386,7 +408,10 @@ export class KeyLoad {
     } else if (kind === 'Delete') {
       next = new Map();
     } else if (kind === 'Update') {
-      const { sets, removes } = parseUpdate(body.UpdateExpression as string | undefined, body.ExpressionAttributeNames as Record<string, string> | undefined);
+      const { sets, removes } = parseUpdate(
+        body.UpdateExpression as string | undefined,
+        body.ExpressionAttributeNames as Record<string, string> | undefined,
+      );
       const values = body.ExpressionAttributeValues as Raw | undefined;
       next = new Map(before ?? []);
       for (const index of s?.indexes ?? []) {
@@ -448,7 +473,8 @@ export class KeyLoad {
   }
 
   private observe(name: string, input: Record<string, unknown>, output: Record<string, unknown> | undefined, error: unknown): void {
-    const consumedList = (c: unknown): Consumed[] | undefined => (c === undefined ? undefined : Array.isArray(c) ? (c as Consumed[]) : [c as Consumed]);
+    const consumedList = (c: unknown): Consumed[] | undefined =>
+      c === undefined ? undefined : Array.isArray(c) ? (c as Consumed[]) : [c as Consumed];
     const consumed = consumedList(output?.ConsumedCapacity);
     const failure = error as { name?: string; Item?: Raw } | undefined;
     const refused = failure?.name === 'ConditionalCheckFailedException' || failure?.name === 'TransactionCanceledException';
@@ -484,7 +510,9 @@ export class KeyLoad {
             }
           }
         } else {
-          for (const [table, requests] of Object.entries((input.RequestItems as Record<string, Record<string, Record<string, unknown>>[]>) ?? {})) {
+          for (const [table, requests] of Object.entries(
+            (input.RequestItems as Record<string, Record<string, Record<string, unknown>>[]>) ?? {},
+          )) {
             for (const r of requests) {
               if (r.PutRequest) touches.push(this.touchOfWrite('Put', table, r.PutRequest, false));
               if (r.DeleteRequest) touches.push(this.touchOfWrite('Delete', table, r.DeleteRequest, false));
@@ -509,7 +537,9 @@ export class KeyLoad {
         if (refused) return;
         const responses = (output?.Responses as Record<string, Raw[]> | undefined) ?? {};
         const unprocessed = (output?.UnprocessedKeys as Record<string, { Keys?: Raw[] }> | undefined) ?? {};
-        for (const [table, request] of Object.entries((input.RequestItems as Record<string, { Keys?: Raw[]; ConsistentRead?: boolean }>) ?? {})) {
+        for (const [table, request] of Object.entries(
+          (input.RequestItems as Record<string, { Keys?: Raw[]; ConsistentRead?: boolean }>) ?? {},
+        )) {
           const consistent = request.ConsistentRead === true;
           const items = new Map<string, Raw>();
           for (const item of responses[table] ?? []) items.set(this.itemId(table, item).id, item);
@@ -535,10 +565,17 @@ export class KeyLoad {
         const index = indexName ? schema?.indexes.find((i) => i.name === indexName) : undefined;
         const attribute = index ? index.partitionKey : schema?.partitionKey;
         const value = attribute
-          ? keyConditionValue(input.KeyConditionExpression as string | undefined, attribute, input.ExpressionAttributeNames as Record<string, string> | undefined, input.ExpressionAttributeValues as Raw | undefined)
+          ? keyConditionValue(
+              input.KeyConditionExpression as string | undefined,
+              attribute,
+              input.ExpressionAttributeNames as Record<string, string> | undefined,
+              input.ExpressionAttributeValues as Raw | undefined,
+            )
           : undefined;
         const report = consumed?.[0];
-        const reported = index ? report?.GlobalSecondaryIndexes?.[index.name]?.CapacityUnits : (report?.Table?.CapacityUnits ?? report?.CapacityUnits);
+        const reported = index
+          ? report?.GlobalSecondaryIndexes?.[index.name]?.CapacityUnits
+          : (report?.Table?.CapacityUnits ?? report?.CapacityUnits);
         const items = (output?.Items as Raw[] | undefined) ?? [];
         const bytes = items.reduce((s, item) => s + itemBytes(item), 0);
         const floor = readUnitsOf(bytes, !index && input.ConsistentRead === true);
@@ -555,7 +592,10 @@ function scalar(v: AttributeValue | undefined): string | undefined {
 }
 
 function keyAttrsTouched(body: Record<string, unknown>, index: IndexSchema): boolean {
-  const { sets, removes } = parseUpdate(body.UpdateExpression as string | undefined, body.ExpressionAttributeNames as Record<string, string> | undefined);
+  const { sets, removes } = parseUpdate(
+    body.UpdateExpression as string | undefined,
+    body.ExpressionAttributeNames as Record<string, string> | undefined,
+  );
   return [index.partitionKey, index.sortKey].some((a) => a !== undefined && (sets.has(a) || removes.has(a)));
 }
 
@@ -574,7 +614,13 @@ export interface HotKey {
 export function hottest(list: readonly KeyUnits[], total: number, runs: number): HotKey | undefined {
   const top = list[0];
   if (!top) return undefined;
-  return { label: top.label, kind: kindOf(top), units: top.units, share: total > 0 ? top.units / total : 0, unitsPerRun: top.units / Math.max(1, runs) };
+  return {
+    label: top.label,
+    kind: kindOf(top),
+    units: top.units,
+    share: total > 0 ? top.units / total : 0,
+    unitsPerRun: top.units / Math.max(1, runs),
+  };
 }
 
 /** Units on JOB#<name> keys, summed per job (a job's runs, lane markers and plan item share its key). */

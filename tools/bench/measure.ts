@@ -62,7 +62,13 @@ export const DYNAMO_WRITE_COMMANDS = new Set([
   'TransactWriteItemsCommand',
   'BatchWriteItemCommand',
 ]);
-export const DYNAMO_READ_COMMANDS = new Set(['GetItemCommand', 'QueryCommand', 'ScanCommand', 'BatchGetItemCommand', 'TransactGetItemsCommand']);
+export const DYNAMO_READ_COMMANDS = new Set([
+  'GetItemCommand',
+  'QueryCommand',
+  'ScanCommand',
+  'BatchGetItemCommand',
+  'TransactGetItemsCommand',
+]);
 
 interface CapacityEntry {
   readonly CapacityUnits?: number;
@@ -114,7 +120,8 @@ export class DynamoMeter {
         } catch (error) {
           took();
           const errorName = (error as { name?: string }).name;
-          if (errorName === 'ConditionalCheckFailedException' || errorName === 'TransactionCanceledException') this.refusedConditionalWrites++;
+          if (errorName === 'ConditionalCheckFailedException' || errorName === 'TransactionCanceledException')
+            this.refusedConditionalWrites++;
           else this.errors++;
           throw error;
         }
@@ -130,7 +137,9 @@ export class DynamoMeter {
 
   /** Mean ms from send to answer per command. */
   meanLatencyMs(): Record<string, number> {
-    return Object.fromEntries([...this.wallMs.entries()].sort().map(([name, ms]) => [name, round(ms / Math.max(1, this.counts.get(name) ?? 1), 2)]));
+    return Object.fromEntries(
+      [...this.wallMs.entries()].sort().map(([name, ms]) => [name, round(ms / Math.max(1, this.counts.get(name) ?? 1), 2)]),
+    );
   }
 
   get writes(): number {
@@ -189,7 +198,12 @@ function itemsIn(name: string, input: Record<string, unknown>): number {
 }
 
 /** The scheduler's own SQS calls; the poller's Receive/Delete belong to the event source mapping. */
-export const SCHEDULER_SQS_COMMANDS = new Set(['SendMessageCommand', 'SendMessageBatchCommand', 'ChangeMessageVisibilityCommand', 'ChangeMessageVisibilityBatchCommand']);
+export const SCHEDULER_SQS_COMMANDS = new Set([
+  'SendMessageCommand',
+  'SendMessageBatchCommand',
+  'ChangeMessageVisibilityCommand',
+  'ChangeMessageVisibilityBatchCommand',
+]);
 
 /** Counts SQS commands by name; a ReceiveMessage that returned nothing is counted apart. */
 export class SqsMeter {
@@ -206,7 +220,8 @@ export class SqsMeter {
         this.counts.set(name, (this.counts.get(name) ?? 0) + 1);
         if (name === 'SendMessageBatchCommand') this.messagesSent += input.Entries?.length ?? 0;
         if (name === 'SendMessageCommand') this.messagesSent += 1;
-        if (name === 'ReceiveMessageCommand' && ((result.output as { Messages?: unknown[] }).Messages ?? []).length === 0) this.emptyReceives++;
+        if (name === 'ReceiveMessageCommand' && ((result.output as { Messages?: unknown[] }).Messages ?? []).length === 0)
+          this.emptyReceives++;
         return result;
       },
       { step: 'initialize', name: `bench-sqs-meter-${randomUUID()}` },
@@ -224,7 +239,12 @@ export class SqsMeter {
 
   /** Receives that returned messages plus deletes: what the event source mapping spends per run. */
   get eventSourceCalls(): number {
-    return (this.counts.get('ReceiveMessageCommand') ?? 0) - this.emptyReceives + (this.counts.get('DeleteMessageBatchCommand') ?? 0) + (this.counts.get('DeleteMessageCommand') ?? 0);
+    return (
+      (this.counts.get('ReceiveMessageCommand') ?? 0) -
+      this.emptyReceives +
+      (this.counts.get('DeleteMessageBatchCommand') ?? 0) +
+      (this.counts.get('DeleteMessageCommand') ?? 0)
+    );
   }
 
   reset(): void {

@@ -172,7 +172,11 @@ export function measurements(mode: BenchMode, sizes: BenchSizes, d: Details, ela
     rawPutsUsed: large ? (large.after.putsPerSec >= large.before.putsPerSec ? large.after : large.before) : undefined,
     lag: d.triggerLag,
     overlap,
-    keys: { '': keyLoadSummary(e2e), ForbidQueue: keyLoadSummary(overlap.ForbidQueue?.run), Coalesce: keyLoadSummary(overlap.Coalesce?.run) },
+    keys: {
+      '': keyLoadSummary(e2e),
+      ForbidQueue: keyLoadSummary(overlap.ForbidQueue?.run),
+      Coalesce: keyLoadSummary(overlap.Coalesce?.run),
+    },
     cost,
     sparse,
   };

@@ -29,7 +29,10 @@ export class PlannerPhases {
   sendMs = 0;
   lastSendAt: number | undefined;
 
-  attach(clients: { readonly doc: Pick<DynamoDBDocumentClient, 'middlewareStack'>; readonly sqs: Pick<SQSClient, 'middlewareStack'> }): this {
+  attach(clients: {
+    readonly doc: Pick<DynamoDBDocumentClient, 'middlewareStack'>;
+    readonly sqs: Pick<SQSClient, 'middlewareStack'>;
+  }): this {
     clients.doc.middlewareStack.add(
       (next, context) => async (args) => {
         if (!this.scope.getStore() || !isRunPut(context.commandName, args.input)) return next(args);

@@ -48,18 +48,33 @@ export interface PlannerThroughput {
 }
 
 /** One tick on `endpoints` (fresh tables and queues the caller made; see raw.ts for why). */
-export async function plannerThroughput(endpoints: LocalEndpoints, jobCount: number, putConcurrency: number, dynamoPid?: number): Promise<PlannerThroughput> {
+export async function plannerThroughput(
+  endpoints: LocalEndpoints,
+  jobCount: number,
+  putConcurrency: number,
+  dynamoPid?: number,
+): Promise<PlannerThroughput> {
   const clients = benchClients(endpoints);
   // Counted like every measured phase (ReturnConsumedCapacity on, as for the raw puts it is compared with).
   const meter = new DynamoMeter().attach(clients.doc);
   try {
-    const jobs = benchJobs(Array.from({ length: jobCount }, (_, i) => ({ name: `bench-plan-${i}`, schedule: '* * * * *', handler: 'noop' })));
+    const jobs = benchJobs(
+      Array.from({ length: jobCount }, (_, i) => ({ name: `bench-plan-${i}`, schedule: '* * * * *', handler: 'noop' })),
+    );
     const phases = new PlannerPhases().attach(clients);
     const ledger = new Ledger(clients.doc, { tableName: endpoints.ledgerTable });
     const queue = new RunQueue(clients.sqs, endpoints.runQueueUrl);
     // One second past a minute: the window (now, now + 60 s] holds exactly the next minute's slot.
     const now = Math.floor(Date.now() / MINUTE) * MINUTE + 1_000;
-    const deps: PlannerDeps = { ledger, queue, jobs, clock: () => now, logger: silent(), metrics: new InMemoryMetrics(), options: { lookaheadMs: MINUTE, putConcurrency } };
+    const deps: PlannerDeps = {
+      ledger,
+      queue,
+      jobs,
+      clock: () => now,
+      logger: silent(),
+      metrics: new InMemoryMetrics(),
+      options: { lookaheadMs: MINUTE, putConcurrency },
+    };
     const probe = cpuProbe(dynamoPid);
     const start = performance.now();
     const report = await phases.time(() => runPlannerTick(deps, { partition: 0, of: 1 }));
@@ -104,7 +119,11 @@ export interface PlannerCost {
   readonly created: number;
 }
 
-export async function plannerCost(base: Pick<LocalEndpoints, 'dynamoEndpoint' | 'sqsEndpoint'>, jobCount: number, due: number): Promise<PlannerCost> {
+export async function plannerCost(
+  base: Pick<LocalEndpoints, 'dynamoEndpoint' | 'sqsEndpoint'>,
+  jobCount: number,
+  due: number,
+): Promise<PlannerCost> {
   const endpoints = await freshResources(base, `plancost${jobCount}`);
   const clients = benchClients(endpoints);
   const counting = new CountingMiddleware();
@@ -123,7 +142,15 @@ export async function plannerCost(base: Pick<LocalEndpoints, 'dynamoEndpoint' | 
     const ledger = new Ledger(clients.doc, { tableName: endpoints.ledgerTable });
     const queue = new RunQueue(clients.sqs, endpoints.runQueueUrl);
     let now = Math.floor(Date.now() / HOUR) * HOUR + 30_000;
-    const deps: PlannerDeps = { ledger, queue, jobs, clock: () => now, logger: silent(), metrics: new InMemoryMetrics(), options: { lookaheadMs: MINUTE } };
+    const deps: PlannerDeps = {
+      ledger,
+      queue,
+      jobs,
+      clock: () => now,
+      logger: silent(),
+      metrics: new InMemoryMetrics(),
+      options: { lookaheadMs: MINUTE },
+    };
     await runPlannerTick(deps, { partition: 0, of: 1 });
     now += MINUTE;
     counting.reset();

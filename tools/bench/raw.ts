@@ -79,7 +79,13 @@ export interface RawPutsResult {
 }
 
 /** `items` conditional puts (Ledger.createRun) into the phase's table, keys from `keyOffset` on. */
-export async function measureRawPuts(endpoints: LocalEndpoints, items: number, concurrency: number, keyOffset = 0, dynamoPid?: number): Promise<RawPutsResult> {
+export async function measureRawPuts(
+  endpoints: LocalEndpoints,
+  items: number,
+  concurrency: number,
+  keyOffset = 0,
+  dynamoPid?: number,
+): Promise<RawPutsResult> {
   const { clients, ledger } = ledgerOn(endpoints);
   try {
     const probe = cpuProbe(dynamoPid);
@@ -100,7 +106,13 @@ export interface RawMixResult {
 }
 
 /** K puts, then K claims and K completions of them (the Ledger's own requests), keys from `keyOffset` on. */
-export async function measureRawMix(endpoints: LocalEndpoints, items: number, concurrency: number, keyOffset = 0, dynamoPid?: number): Promise<RawMixResult> {
+export async function measureRawMix(
+  endpoints: LocalEndpoints,
+  items: number,
+  concurrency: number,
+  keyOffset = 0,
+  dynamoPid?: number,
+): Promise<RawMixResult> {
   const { clients, ledger } = ledgerOn(endpoints);
   try {
     const probe = cpuProbe(dynamoPid);

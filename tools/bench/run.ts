@@ -100,21 +100,32 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchResult>
     };
 
     if (phases.has('planner')) {
-      for (const [key, jobs] of [['plannerSmall', sizes.plannerSmallJobs], ['plannerLarge', sizes.plannerLargeJobs]] as const) {
-        const result = await fresh(`planner-${jobs}`, `${jobs} jobs due in one tick, bracketed by ${jobs} raw puts before and after`, async (base) => {
-          const endpoints = await freshResources(base, `plan${jobs}`);
-          await warmOn(endpoints);
-          const before = await measureRawPuts(endpoints, jobs, sizes.concurrency, 0, base.dynamoPid);
-          const tick = await plannerThroughput(endpoints, jobs, sizes.concurrency, base.dynamoPid);
-          const after = await measureRawPuts(endpoints, jobs, sizes.concurrency, jobs, base.dynamoPid);
-          return { tick, before, after };
-        });
+      for (const [key, jobs] of [
+        ['plannerSmall', sizes.plannerSmallJobs],
+        ['plannerLarge', sizes.plannerLargeJobs],
+      ] as const) {
+        const result = await fresh(
+          `planner-${jobs}`,
+          `${jobs} jobs due in one tick, bracketed by ${jobs} raw puts before and after`,
+          async (base) => {
+            const endpoints = await freshResources(base, `plan${jobs}`);
+            await warmOn(endpoints);
+            const before = await measureRawPuts(endpoints, jobs, sizes.concurrency, 0, base.dynamoPid);
+            const tick = await plannerThroughput(endpoints, jobs, sizes.concurrency, base.dynamoPid);
+            const after = await measureRawPuts(endpoints, jobs, sizes.concurrency, jobs, base.dynamoPid);
+            return { tick, before, after };
+          },
+        );
         details[key] = result;
-        log(`  raw puts/s before ${result.before.putsPerSec}, after ${result.after.putsPerSec}; tick ${result.tick.tickMs} ms (read + plan ${result.tick.readAndPlanMs} ms, puts ${result.tick.putMs} ms, sends beside them ${result.tick.sendMs} ms, then ${result.tick.sendTailMs} ms)`);
+        log(
+          `  raw puts/s before ${result.before.putsPerSec}, after ${result.after.putsPerSec}; tick ${result.tick.tickMs} ms (read + plan ${result.tick.readAndPlanMs} ms, puts ${result.tick.putMs} ms, sends beside them ${result.tick.sendMs} ms, then ${result.tick.sendTailMs} ms)`,
+        );
       }
     }
     if (phases.has('planner-cost')) {
-      details.plannerCost = await fresh('planner-cost', `${sizes.costJobs} jobs, ${sizes.costDue} due in the measured tick`, (base) => plannerCost(base, sizes.costJobs, sizes.costDue));
+      details.plannerCost = await fresh('planner-cost', `${sizes.costJobs} jobs, ${sizes.costDue} due in the measured tick`, (base) =>
+        plannerCost(base, sizes.costJobs, sizes.costDue),
+      );
       log(`  ${details.plannerCost.requests} ledger requests, ${details.plannerCost.tickMs} ms`);
     }
     const burst = (overlap: OverlapPolicy, runs: number): Promise<BracketedEndToEnd> =>
@@ -126,7 +137,15 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchResult>
           await warmOn(endpoints);
           const before = await measureRawMix(endpoints, runs, sizes.concurrency, 0, base.dynamoPid);
           const profile = overlap === OverlapPolicy.PARALLEL ? options.cpuProfile : undefined;
-          const run = await measureEndToEnd({ endpoints, runs, workers: sizes.e2eWorkers, overlap, putConcurrency: sizes.concurrency, dynamoPid: base.dynamoPid, cpuProfile: profile });
+          const run = await measureEndToEnd({
+            endpoints,
+            runs,
+            workers: sizes.e2eWorkers,
+            overlap,
+            putConcurrency: sizes.concurrency,
+            dynamoPid: base.dynamoPid,
+            cpuProfile: profile,
+          });
           const after = await measureRawMix(endpoints, runs, sizes.concurrency, runs, base.dynamoPid);
           return { run, before, after };
         },
@@ -134,7 +153,9 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchResult>
     if (phases.has('end-to-end')) {
       const result = await burst(OverlapPolicy.PARALLEL, sizes.e2eRuns);
       details.endToEnd = result;
-      log(`  raw writes/s before ${result.before.writesPerSec}, after ${result.after.writesPerSec}; ${result.run.runsPerSec} runs/s, ${result.run.writesPerRun} writes/run`);
+      log(
+        `  raw writes/s before ${result.before.writesPerSec}, after ${result.after.writesPerSec}; ${result.run.runsPerSec} runs/s, ${result.run.writesPerRun} writes/run`,
+      );
     }
     if (phases.has('overlap')) {
       details.overlap = {};
@@ -157,28 +178,66 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchResult>
         `${sizes.lagJobs} jobs with startLead ${PRECISION_START_LEAD} and ${sizes.lagJobs} with the default, every 10 s for ${sizes.lagDurationMs / 1000} s, planner every ${sizes.lagTickSeconds} s`,
         async (base) => {
           await warmUp(base, Math.min(300, sizes.warmupItems), sizes.concurrency);
-          return measureTriggerLag({ base, durationMs: sizes.lagDurationMs, jobs: sizes.lagJobs, tickSeconds: sizes.lagTickSeconds, workers: sizes.lagWorkers, warmupMs: sizes.lagWarmupMs });
+          return measureTriggerLag({
+            base,
+            durationMs: sizes.lagDurationMs,
+            jobs: sizes.lagJobs,
+            tickSeconds: sizes.lagTickSeconds,
+            workers: sizes.lagWorkers,
+            warmupMs: sizes.lagWarmupMs,
+          });
         },
       );
       const { precision, defaults } = details.triggerLag;
-      log(`  precision: p50 ${precision.p50Ms} ms, p99 ${precision.p99Ms} ms over ${precision.samples} runs; default: p50 ${defaults.p50Ms} ms, p99 ${defaults.p99Ms} ms over ${defaults.samples} runs`);
+      log(
+        `  precision: p50 ${precision.p50Ms} ms, p99 ${precision.p99Ms} ms over ${precision.samples} runs; default: p50 ${defaults.p50Ms} ms, p99 ${defaults.p99Ms} ms over ${defaults.samples} runs`,
+      );
     }
     if (phases.has('takeover')) {
-      details.takeover = await fresh('takeover', `${sizes.kills} SIGKILLs of worker processes, lease ${sizes.leaseMs} ms, heartbeat ${sizes.heartbeatMs} ms`, async (base) => {
-        await warmUp(base, Math.min(300, sizes.warmupItems), sizes.concurrency);
-        return measureTakeover({ base, kills: sizes.kills, leaseMs: sizes.leaseMs, heartbeatMs: sizes.heartbeatMs, log: (l) => log(`  ${l}`) });
-      });
+      details.takeover = await fresh(
+        'takeover',
+        `${sizes.kills} SIGKILLs of worker processes, lease ${sizes.leaseMs} ms, heartbeat ${sizes.heartbeatMs} ms`,
+        async (base) => {
+          await warmUp(base, Math.min(300, sizes.warmupItems), sizes.concurrency);
+          return measureTakeover({
+            base,
+            kills: sizes.kills,
+            leaseMs: sizes.leaseMs,
+            heartbeatMs: sizes.heartbeatMs,
+            log: (l) => log(`  ${l}`),
+          });
+        },
+      );
       if (sizes.killsSkew0 > 0) {
         details.takeoverSkew0 = await fresh('takeover-skew0', `${sizes.killsSkew0} kills with --clock-skew 0 (diagnostic)`, (base) =>
-          measureTakeover({ base, kills: sizes.killsSkew0, leaseMs: sizes.leaseMs, heartbeatMs: sizes.heartbeatMs, clockSkewMs: 0, log: (l) => log(`  ${l}`) }),
+          measureTakeover({
+            base,
+            kills: sizes.killsSkew0,
+            leaseMs: sizes.leaseMs,
+            heartbeatMs: sizes.heartbeatMs,
+            clockSkewMs: 0,
+            log: (l) => log(`  ${l}`),
+          }),
         );
       }
     }
     if (phases.has('console')) {
-      details.consolePages = await fresh('console', `the console's Jobs page with ${sizes.consoleJobs} jobs and Job page with ${sizes.consoleBigJobRuns} runs, seeded by BatchWriteItem`, (base) =>
-        measureConsolePages({ base, jobs: sizes.consoleJobs, runsPerJob: sizes.consoleRunsPerJob, bigJobRuns: sizes.consoleBigJobRuns, samples: sizes.consoleSamples, log }),
+      details.consolePages = await fresh(
+        'console',
+        `the console's Jobs page with ${sizes.consoleJobs} jobs and Job page with ${sizes.consoleBigJobRuns} runs, seeded by BatchWriteItem`,
+        (base) =>
+          measureConsolePages({
+            base,
+            jobs: sizes.consoleJobs,
+            runsPerJob: sizes.consoleRunsPerJob,
+            bigJobRuns: sizes.consoleBigJobRuns,
+            samples: sizes.consoleSamples,
+            log,
+          }),
       );
-      log(`  Jobs page p50 ${details.consolePages.jobsPage.p50Ms} ms (max ${details.consolePages.jobsPage.maxMs}); Job page p50 ${details.consolePages.jobPage.p50Ms} ms (max ${details.consolePages.jobPage.maxMs})`);
+      log(
+        `  Jobs page p50 ${details.consolePages.jobsPage.p50Ms} ms (max ${details.consolePages.jobsPage.maxMs}); Job page p50 ${details.consolePages.jobPage.p50Ms} ms (max ${details.consolePages.jobPage.maxMs})`,
+      );
     }
   } finally {
     if (ownStack) await stopTrackedStack(ownStack);

@@ -95,7 +95,12 @@ export async function measureTakeover(options: TakeoverOptions): Promise<Takeove
   // The holder runs as a local child process, with no Lambda time limit: its long hold need not fit one invocation.
   const [job] = parseJobs([jobInput], { handlers: Object.keys(holdHandlers), workerTimeoutMs: Number.POSITIVE_INFINITY });
   const clients = benchClients(endpoints);
-  const { ledger, queue } = createAdapters(clients, { ledgerTable: endpoints.ledgerTable, paymentsTable: endpoints.paymentsTable, runQueueUrl: endpoints.runQueueUrl, retentionDays: 1 });
+  const { ledger, queue } = createAdapters(clients, {
+    ledgerTable: endpoints.ledgerTable,
+    paymentsTable: endpoints.paymentsTable,
+    runQueueUrl: endpoints.runQueueUrl,
+    retentionDays: 1,
+  });
   // A successor may claim up to the allowance early by its own clock; same machine here, so none.
   const monitor = new InvariantMonitor(0);
   const events: HistoryEvent[] = [];
@@ -104,7 +109,21 @@ export async function measureTakeover(options: TakeoverOptions): Promise<Takeove
 
   const spawnWorker = (): WorkerChild => {
     const name = `bench-takeover-w${spawned++}`;
-    const args = ['--import', 'tsx', WORKER_SCRIPT, '--endpoints', endpointsFile, '--owner', name, '--handlers', HANDLERS_MODULE, '--jobs', jobsFile, '--batch-size', '1'];
+    const args = [
+      '--import',
+      'tsx',
+      WORKER_SCRIPT,
+      '--endpoints',
+      endpointsFile,
+      '--owner',
+      name,
+      '--handlers',
+      HANDLERS_MODULE,
+      '--jobs',
+      jobsFile,
+      '--batch-size',
+      '1',
+    ];
     if (options.clockSkewMs !== undefined) args.push('--clock-skew', String(options.clockSkewMs));
     const proc = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
     let markReady: () => void = () => undefined;
@@ -175,12 +194,17 @@ export async function measureTakeover(options: TakeoverOptions): Promise<Takeove
       const successor = await until(
         () =>
           events.find(
-            (e): e is Extract<HistoryEvent, { type: 'claimed' }> => e.type === 'claimed' && e.runKey === runKey && e.from === 'RUNNING' && e.owner !== holder.name,
+            (e): e is Extract<HistoryEvent, { type: 'claimed' }> =>
+              e.type === 'claimed' && e.runKey === runKey && e.from === 'RUNNING' && e.owner !== holder.name,
           ),
         60_000,
         `a successor to take over ${runKey}`,
       );
-      await until(() => events.find((e) => e.type === 'outcome' && e.runKey === runKey && e.accepted), 20_000, `the successor's outcome on ${runKey}`);
+      await until(
+        () => events.find((e) => e.type === 'outcome' && e.runKey === runKey && e.accepted),
+        20_000,
+        `the successor's outcome on ${runKey}`,
+      );
       // Every lease extension the holder printed before it died (read now: its last lines may have been in the pipe).
       const leases = [first, ...beats().filter((e) => e.at <= killAt)];
       const lastBeatAt = Math.max(...leases.map((e) => e.at));
@@ -197,14 +221,16 @@ export async function measureTakeover(options: TakeoverOptions): Promise<Takeove
       );
     }
   } finally {
-    const exits = [...children.values()].filter((c) => c.proc.exitCode === null && c.proc.signalCode === null).map(
-      (c) =>
-        new Promise<void>((res) => {
-          c.proc.once('exit', () => res());
-          c.proc.kill('SIGTERM');
-          setTimeout(() => c.proc.kill('SIGKILL'), 5_000).unref();
-        }),
-    );
+    const exits = [...children.values()]
+      .filter((c) => c.proc.exitCode === null && c.proc.signalCode === null)
+      .map(
+        (c) =>
+          new Promise<void>((res) => {
+            c.proc.once('exit', () => res());
+            c.proc.kill('SIGTERM');
+            setTimeout(() => c.proc.kill('SIGKILL'), 5_000).unref();
+          }),
+      );
     await Promise.all(exits);
     clients.dynamo.destroy();
     clients.sqs.destroy();

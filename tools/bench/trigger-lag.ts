@@ -64,7 +64,12 @@ export interface LagSet {
    * Runs that started more than 50 ms late, with how much notice the planner gave them (slot −
    * the tick that created the run) and how late their message was sent (sent − (slot − startLead)).
    */
-  readonly lateRuns: readonly { readonly lagMs: number; readonly noticeMs: number; readonly sentLateMs: number; readonly claimedMs: number }[];
+  readonly lateRuns: readonly {
+    readonly lagMs: number;
+    readonly noticeMs: number;
+    readonly sentLateMs: number;
+    readonly claimedMs: number;
+  }[];
   readonly runsCreated: number;
 }
 
@@ -98,7 +103,9 @@ export async function measureTriggerLag(options: TriggerLagOptions): Promise<Tri
       { prefix: PRECISION_PREFIX, startLead: PRECISION_START_LEAD as string | undefined },
       { prefix: DEFAULT_PREFIX, startLead: undefined },
     ].map(async ({ prefix, startLead }) => {
-      const endpoints = await freshResources(options.base, `lag-${startLead === undefined ? 'default' : 'precise'}`, { visibilityTimeoutSeconds: 60 });
+      const endpoints = await freshResources(options.base, `lag-${startLead === undefined ? 'default' : 'precise'}`, {
+        visibilityTimeoutSeconds: 60,
+      });
       const jobs = parseJobs(lagJobs(options.jobs, prefix, startLead), { handlers: Object.keys(noopHandlers) });
       const solo: number[] = [];
       const runtime = new LocalRuntime({
@@ -154,7 +161,10 @@ function lagSet(
   sqs: SqsMeter,
 ): LagSet {
   const events = runtime.events;
-  const started = events.filter((e): e is Extract<typeof e, { type: 'handler-started' }> => e.type === 'handler-started' && e.slot >= sampleFrom && e.slot <= sampleUntil);
+  const started = events.filter(
+    (e): e is Extract<typeof e, { type: 'handler-started' }> =>
+      e.type === 'handler-started' && e.slot >= sampleFrom && e.slot <= sampleUntil,
+  );
   const lags = started.map((e) => e.at - e.slot);
   const createdAt = new Map<string, number>();
   const sentAt = new Map<string, number>();
@@ -192,7 +202,8 @@ function lagSet(
   // Each job fires every 10 s: count the slots of the sampled window.
   let expected = 0;
   jobs.forEach((_, i) => {
-    for (let t = Math.ceil((sampleFrom - (i % 10) * 1000) / 10_000) * 10_000 + (i % 10) * 1000; t <= sampleUntil; t += 10_000) if (t >= sampleFrom) expected++;
+    for (let t = Math.ceil((sampleFrom - (i % 10) * 1000) / 10_000) * 10_000 + (i % 10) * 1000; t <= sampleUntil; t += 10_000)
+      if (t >= sampleFrom) expected++;
   });
   return {
     samples: lags.length,
@@ -209,7 +220,10 @@ function lagSet(
     soloInvocationBilledMeanMs: round(mean(soloMs.map((ms) => Math.ceil(ms))), 2),
     runsExecuted: new Set([...outcomes.keys()].map((key) => key.slice(0, key.lastIndexOf('/')))).size,
     sqsCallsPerRun: round(sqs.schedulerCalls / Math.max(1, createdAt.size), 4),
-    eventSourceSqsCallsPerRun: round(sqs.eventSourceCalls / Math.max(1, new Set([...outcomes.keys()].map((key) => key.slice(0, key.lastIndexOf('/')))).size), 4),
+    eventSourceSqsCallsPerRun: round(
+      sqs.eventSourceCalls / Math.max(1, new Set([...outcomes.keys()].map((key) => key.slice(0, key.lastIndexOf('/')))).size),
+      4,
+    ),
     lateRuns,
     runsCreated: createdAt.size,
   };

@@ -16,7 +16,16 @@ import type { TriggerLagResult } from './trigger-lag.js';
 export type BenchMode = 'full' | 'smoke';
 /** The raw limit is measured inside `planner` and `end-to-end`, on their own tables, before and after. */
 export type Phase = 'bundle' | 'planner' | 'planner-cost' | 'end-to-end' | 'overlap' | 'trigger-lag' | 'takeover' | 'console';
-export const ALL_PHASES: readonly Phase[] = ['bundle', 'planner', 'planner-cost', 'end-to-end', 'overlap', 'trigger-lag', 'takeover', 'console'];
+export const ALL_PHASES: readonly Phase[] = [
+  'bundle',
+  'planner',
+  'planner-cost',
+  'end-to-end',
+  'overlap',
+  'trigger-lag',
+  'takeover',
+  'console',
+];
 
 /** Sizes per mode. Smoke keeps every phase but makes it tiny (the "1k"/"10k" keys then hold smaller sizes). */
 export interface BenchSizes {
@@ -106,7 +115,6 @@ export const SIZES: Readonly<Record<BenchMode, BenchSizes>> = {
     consoleSamples: 2,
   },
 };
-
 
 /** The sustained rate the partition-key figures are projected to. */
 export const PROJECTED_RUNS_PER_SEC = 2_000;

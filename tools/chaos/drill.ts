@@ -94,11 +94,23 @@ export async function iterate(
     const iterationRng = rng.fork(index);
     let report: IterationReport;
     try {
-      report = await body({ index, rng: iterationRng, budget: options.runs - runs, child, seed: hash32(`${options.seed}:${name}:${index}`) });
+      report = await body({
+        index,
+        rng: iterationRng,
+        budget: options.runs - runs,
+        child,
+        seed: hash32(`${options.seed}:${name}:${index}`),
+      });
       failuresInARow = 0;
     } catch (error) {
       failuresInARow++;
-      report = { runs: 0, faults: 0, violations: [{ invariant: 'drill-error', runKey: '-', detail: error instanceof Error ? (error.stack ?? error.message) : String(error) }] };
+      report = {
+        runs: 0,
+        faults: 0,
+        violations: [
+          { invariant: 'drill-error', runKey: '-', detail: error instanceof Error ? (error.stack ?? error.message) : String(error) },
+        ],
+      };
     }
     runs += report.runs;
     faults += report.faults;

@@ -35,7 +35,13 @@ export type DrillNote =
   | { readonly note: 'step'; readonly runKey: string; readonly token: number; readonly at: number }
   /** The charge landed and this run now hangs (a kill drill's victim). */
   | { readonly note: 'hang'; readonly runKey: string; readonly token: number; readonly at: number }
-  | { readonly note: 'charged'; readonly runKey: string; readonly token: number; readonly at: number; readonly result: 'accepted' | 'condition-failed' | 'fenced-out' }
+  | {
+      readonly note: 'charged';
+      readonly runKey: string;
+      readonly token: number;
+      readonly at: number;
+      readonly result: 'accepted' | 'condition-failed' | 'fenced-out';
+    }
   /** ctx.signal fired while the holder held the run. */
   | { readonly note: 'aborted'; readonly runKey: string; readonly token: number; readonly at: number }
   | { readonly note: 'reconcile'; readonly runKey: string; readonly token: number; readonly at: number; readonly outcome: string };
@@ -65,7 +71,13 @@ export interface HandlerConfig {
   readonly failMode?: FailMode;
 }
 
-function between(config: HandlerConfig, runKey: string, label: string, range: readonly [number, number] | undefined, fallback: readonly [number, number]): number {
+function between(
+  config: HandlerConfig,
+  runKey: string,
+  label: string,
+  range: readonly [number, number] | undefined,
+  fallback: readonly [number, number],
+): number {
   const [min, max] = range ?? fallback;
   return Math.round(min + unit(config.seed, `${runKey}:${label}`) * (max - min));
 }
@@ -88,12 +100,17 @@ export async function charge(ctx: RunContext, hooks: HandlerHooks, idempotent = 
       table,
       key: { pk: businessPk(ctx.runKey), sk: BUSINESS_SK },
       set: {
-        expression: '#log = list_append(if_not_exists(#log, :empty), :entry), #charged = list_append(if_not_exists(#charged, :empty), :keys)',
+        expression:
+          '#log = list_append(if_not_exists(#log, :empty), :entry), #charged = list_append(if_not_exists(#charged, :empty), :keys)',
         names: { '#log': 'log', '#charged': 'charged' },
         values: { ':empty': [], ':entry': [entry], ':keys': [businessKey] },
       },
       condition: idempotent
-        ? { expression: 'attribute_not_exists(#charged) OR NOT contains(#charged, :bk)', names: { '#charged': 'charged' }, values: { ':bk': businessKey } }
+        ? {
+            expression: 'attribute_not_exists(#charged) OR NOT contains(#charged, :bk)',
+            names: { '#charged': 'charged' },
+            values: { ':bk': businessKey },
+          }
         : undefined,
     });
   } catch (error) {
@@ -101,7 +118,8 @@ export async function charge(ctx: RunContext, hooks: HandlerHooks, idempotent = 
       hooks.note({ note: 'charged', runKey: ctx.runKey, token: ctx.fencingToken, at: Date.now(), result: 'condition-failed' });
       return 'condition-failed';
     }
-    if (error instanceof FencedOutError) hooks.note({ note: 'charged', runKey: ctx.runKey, token: ctx.fencingToken, at: Date.now(), result: 'fenced-out' });
+    if (error instanceof FencedOutError)
+      hooks.note({ note: 'charged', runKey: ctx.runKey, token: ctx.fencingToken, at: Date.now(), result: 'fenced-out' });
     throw error;
   }
   hooks.record({ type: 'effect', at: ctx.now(), runKey: ctx.runKey, token: ctx.fencingToken, resource, result: 'accepted', businessKey });
@@ -126,7 +144,13 @@ function reconciler(hooks: HandlerHooks): NonNullable<JobHandler['reconcile']> {
   return async (ctx) => {
     const item = await ctx.reader.get(ctx.tables.ledger, { pk: businessPk(ctx.runKey), sk: BUSINESS_SK });
     const charged = Array.isArray(item?.charged) && (item.charged as unknown[]).includes(businessKeyOf(ctx.runKey));
-    hooks.note({ note: 'reconcile', runKey: ctx.runKey, token: ctx.fencingToken, at: Date.now(), outcome: charged ? 'already-done' : 'not-done' });
+    hooks.note({
+      note: 'reconcile',
+      runKey: ctx.runKey,
+      token: ctx.fencingToken,
+      at: Date.now(),
+      outcome: charged ? 'already-done' : 'not-done',
+    });
     return charged ? { outcome: ReconcileOutcome.ALREADY_DONE, evidence: { reconciled: true } } : { outcome: ReconcileOutcome.NOT_DONE };
   };
 }

@@ -62,7 +62,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const entries = selectDrills(options.drills);
   const budget = allocate(entries, options.runs);
   const run = (entry: DrillEntry) =>
-    entry.drill({ base: options.base, runs: budget.get(entry)!, seed: options.seed, childIterations: options.childIterations ?? 2, log: options.log });
+    entry.drill({
+      base: options.base,
+      runs: budget.get(entry)!,
+      seed: options.seed,
+      childIterations: options.childIterations ?? 2,
+      log: options.log,
+    });
   const lanes = (options.concurrency ?? 1) === 2 ? [entries.filter((e) => !e.waits), entries.filter((e) => e.waits)] : [entries];
   const byDrill = new Map<DrillEntry, DrillResult>();
   await Promise.all(
@@ -70,7 +76,11 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       for (const entry of lane) byDrill.set(entry, await run(entry));
     }),
   );
-  return summarize(entries.map((e) => byDrill.get(e)!), options.seed, Date.now() - started);
+  return summarize(
+    entries.map((e) => byDrill.get(e)!),
+    options.seed,
+    Date.now() - started,
+  );
 }
 
 /** Totals over drill results (also used when each drill ran in its own process). */
@@ -99,13 +109,28 @@ export function formatTable(report: ChaosReport): string {
   const header = ['drill', 'runs', 'faults injected', 'takeovers', 'fencing rejections', 'violations', 'iterations', 'seconds'];
   const rows = report.results.map((r) => {
     const letter = DRILLS.find((d) => d.name === r.drill)?.letter ?? '?';
-    return [`${letter}) ${r.drill}`, r.runs, r.faults, r.takeovers, r.fencingRejections, r.violations.length, `${r.iterations}${r.childIterations ? ` (${r.childIterations} child)` : ''}`, (r.durationMs / 1000).toFixed(1)].map(String);
+    return [
+      `${letter}) ${r.drill}`,
+      r.runs,
+      r.faults,
+      r.takeovers,
+      r.fencingRejections,
+      r.violations.length,
+      `${r.iterations}${r.childIterations ? ` (${r.childIterations} child)` : ''}`,
+      (r.durationMs / 1000).toFixed(1),
+    ].map(String);
   });
   const t = report.totals;
   rows.push(['total', t.runs, t.faults, t.takeovers, t.fencingRejections, t.violations, '', (t.durationMs / 1000).toFixed(1)].map(String));
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
   const line = (cells: readonly string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
-  return [line(header), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(0, -1).map(line), widths.map((w) => '-'.repeat(w)).join('  '), line(rows[rows.length - 1]!)].join('\n');
+  return [
+    line(header),
+    widths.map((w) => '-'.repeat(w)).join('  '),
+    ...rows.slice(0, -1).map(line),
+    widths.map((w) => '-'.repeat(w)).join('  '),
+    line(rows[rows.length - 1]!),
+  ].join('\n');
 }
 
 /** Facts and observations per drill, and the first violations, after the table. */
@@ -121,7 +146,8 @@ export function formatDetails(report: ChaosReport, maxViolations = 25): string {
   const violations = report.results.flatMap((r) => r.violations.map((v) => ({ drill: r.drill, ...v })));
   if (violations.length > 0) {
     out.push('', `violations (${violations.length}${violations.length > maxViolations ? `, first ${maxViolations}` : ''}):`);
-    for (const v of violations.slice(0, maxViolations)) out.push(`  ${v.drill} #${v.iteration} [${v.invariant}] ${v.runKey}: ${v.detail.split('\n')[0]}`);
+    for (const v of violations.slice(0, maxViolations))
+      out.push(`  ${v.drill} #${v.iteration} [${v.invariant}] ${v.runKey}: ${v.detail.split('\n')[0]}`);
   }
   return out.join('\n');
 }

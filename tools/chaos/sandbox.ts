@@ -73,15 +73,30 @@ export async function warmUp(base: LocalEndpoints, operations = 400): Promise<vo
       Array.from({ length: 8 }, async (_, lane) => {
         for (let i = lane; i < operations; i += 8) {
           const key = { pk: `warm-${i % 20}`, sk: String(i) };
-          await box.clients.doc.send(new PutCommand({ TableName: table, Item: { ...key, v: i }, ConditionExpression: 'attribute_not_exists(pk)' }));
-          await box.clients.doc.send(new UpdateCommand({ TableName: table, Key: key, UpdateExpression: 'SET v = v + :one', ExpressionAttributeValues: { ':one': 1 } }));
+          await box.clients.doc.send(
+            new PutCommand({ TableName: table, Item: { ...key, v: i }, ConditionExpression: 'attribute_not_exists(pk)' }),
+          );
+          await box.clients.doc.send(
+            new UpdateCommand({
+              TableName: table,
+              Key: key,
+              UpdateExpression: 'SET v = v + :one',
+              ExpressionAttributeValues: { ':one': 1 },
+            }),
+          );
           await box.clients.doc.send(new GetCommand({ TableName: table, Key: key, ConsistentRead: true }));
-          if (i % 10 === 0) await box.clients.doc.send(new QueryCommand({ TableName: table, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': key.pk } }));
-          if (i % 4 === 0) await box.clients.sqs.send(new SendMessageCommand({ QueueUrl: box.endpoints.runQueueUrl, MessageBody: 'warm-up' }));
+          if (i % 10 === 0)
+            await box.clients.doc.send(
+              new QueryCommand({ TableName: table, KeyConditionExpression: 'pk = :pk', ExpressionAttributeValues: { ':pk': key.pk } }),
+            );
+          if (i % 4 === 0)
+            await box.clients.sqs.send(new SendMessageCommand({ QueueUrl: box.endpoints.runQueueUrl, MessageBody: 'warm-up' }));
         }
       }),
     );
-    await box.clients.sqs.send(new ReceiveMessageCommand({ QueueUrl: box.endpoints.runQueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }));
+    await box.clients.sqs.send(
+      new ReceiveMessageCommand({ QueueUrl: box.endpoints.runQueueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0 }),
+    );
   } finally {
     await box.destroy();
   }

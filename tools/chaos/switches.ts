@@ -54,7 +54,10 @@ export class KillSwitch {
   }
 
   hooks(hooks: HandlerHooks): HandlerHooks {
-    return { record: (event) => (this.killed ? undefined : hooks.record(event)), note: (note) => (this.killed ? undefined : hooks.note(note)) };
+    return {
+      record: (event) => (this.killed ? undefined : hooks.record(event)),
+      note: (note) => (this.killed ? undefined : hooks.note(note)),
+    };
   }
 }
 

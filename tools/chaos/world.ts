@@ -132,14 +132,19 @@ export class World {
   /** An in-process worker polling the run queue like the event source mapping. */
   startPoller(spec: PollerSpec = {}): { poller: LocalPoller; deps: WorkerDeps } {
     const deps = this.workerDeps(spec);
-    const poller = new LocalPoller(spec.sqs ?? this.box.clients.sqs, (records) => processBatch(deps, records), {
-      queueUrl: this.endpoints.runQueueUrl,
-      batchSize: spec.batchSize ?? 10,
-      waitTimeSeconds: spec.waitTimeSeconds,
-      visibilityTimeoutSeconds: spec.visibilityTimeoutSeconds,
-    }, (error) => {
-      if ((error as { name?: string })?.name !== 'AbortError') this.errors.push(`${deps.owner}: ${String(error)}`);
-    });
+    const poller = new LocalPoller(
+      spec.sqs ?? this.box.clients.sqs,
+      (records) => processBatch(deps, records),
+      {
+        queueUrl: this.endpoints.runQueueUrl,
+        batchSize: spec.batchSize ?? 10,
+        waitTimeSeconds: spec.waitTimeSeconds,
+        visibilityTimeoutSeconds: spec.visibilityTimeoutSeconds,
+      },
+      (error) => {
+        if ((error as { name?: string })?.name !== 'AbortError') this.errors.push(`${deps.owner}: ${String(error)}`);
+      },
+    );
     poller.start();
     if (spec.track ?? true) this.pollers.push(poller);
     return { poller, deps };
@@ -156,9 +161,20 @@ export class World {
     const out = [];
     for (const spec of runs) {
       const shard = spec.shard ?? 0;
-      const result = await this.ledger.createRun({ job: spec.job.name, slot: spec.slot, shard, shards: spec.job.shards, status: RunStatus.READY }, now);
+      const result = await this.ledger.createRun(
+        { job: spec.job.name, slot: spec.slot, shard, shards: spec.job.shards, status: RunStatus.READY },
+        now,
+      );
       if (!result.created) throw new Error(`run ${spec.job.name}@${spec.slot} already existed`);
-      this.sink.record({ type: 'run-created', at: now, runKey: result.run.runKey, job: spec.job.name, slot: spec.slot, shard, status: RunStatus.READY });
+      this.sink.record({
+        type: 'run-created',
+        at: now,
+        runKey: result.run.runKey,
+        job: spec.job.name,
+        slot: spec.slot,
+        shard,
+        status: RunStatus.READY,
+      });
       ids.push({ job: spec.job.name, slot: spec.slot, shard });
       out.push({ message: messageFor(result.run), delaySeconds: 0 });
     }
@@ -177,7 +193,9 @@ export class World {
 
   /** Forgets the planner's layout and watermarks (a fresh partition starts at `now`). */
   async resetWatermark(): Promise<void> {
-    await this.box.clients.doc.send(new DeleteCommand({ TableName: this.endpoints.ledgerTable, Key: { pk: LedgerKeys.plannerPk, sk: LedgerKeys.plannerStateSk } }));
+    await this.box.clients.doc.send(
+      new DeleteCommand({ TableName: this.endpoints.ledgerTable, Key: { pk: LedgerKeys.plannerPk, sk: LedgerKeys.plannerStateSk } }),
+    );
   }
 
   /**
@@ -218,7 +236,10 @@ export class World {
           const done = records.filter((r) => !failed.has(r.messageId));
           if (done.length > 0) {
             await this.box.clients.sqs.send(
-              new DeleteMessageBatchCommand({ QueueUrl: this.endpoints.runQueueUrl, Entries: done.map((r, i) => ({ Id: String(i), ReceiptHandle: r.receiptHandle })) }),
+              new DeleteMessageBatchCommand({
+                QueueUrl: this.endpoints.runQueueUrl,
+                Entries: done.map((r, i) => ({ Id: String(i), ReceiptHandle: r.receiptHandle })),
+              }),
             );
           }
         }
@@ -233,14 +254,22 @@ export class World {
   }
 
   /** Waits until every run of `ids` satisfies `done` (default: terminal); returns whether they did. */
-  async waitForRuns(ids: readonly RunId[], timeoutMs: number, done: (run: Run) => boolean = (run) => isTerminal(run.status)): Promise<boolean> {
+  async waitForRuns(
+    ids: readonly RunId[],
+    timeoutMs: number,
+    done: (run: Run) => boolean = (run) => isTerminal(run.status),
+  ): Promise<boolean> {
     const wanted = new Set(ids.map((id) => `${id.job}|${id.slot}|${id.shard}`));
     const jobs = [...new Set(ids.map((id) => id.job))];
-    return until(async () => {
-      const runs = await this.runsOf(jobs);
-      const ok = runs.filter((r) => wanted.has(`${r.job}|${r.slot}|${r.shard}`) && done(r));
-      return ok.length === wanted.size;
-    }, timeoutMs, 150);
+    return until(
+      async () => {
+        const runs = await this.runsOf(jobs);
+        const ok = runs.filter((r) => wanted.has(`${r.job}|${r.slot}|${r.shard}`) && done(r));
+        return ok.length === wanted.size;
+      },
+      timeoutMs,
+      150,
+    );
   }
 
   /** The business items of these runs, with their commit-ordered write logs. */
@@ -289,4 +318,3 @@ export class World {
     await this.box.destroy();
   }
 }
-

@@ -57,7 +57,10 @@ const optional = (flag: string, value: string | undefined) => (value ? [flag, va
 function retryLines(json: unknown, about: string): string[] {
   const entries = list(json);
   if (entries.length === 0) return [`${about}: no DEAD run to retry.`];
-  return entries.map((e) => `${String(e.runKey)}: ${String(e.action)}${e.to ? `, ${String(e.from)} → ${String(e.to)}` : ` (was ${String(e.from)})`}${e.detail ? `: ${String(e.detail)}` : ''}.`);
+  return entries.map(
+    (e) =>
+      `${String(e.runKey)}: ${String(e.action)}${e.to ? `, ${String(e.from)} → ${String(e.to)}` : ` (was ${String(e.from)})`}${e.detail ? `: ${String(e.detail)}` : ''}.`,
+  );
 }
 
 export const ACTIONS: Readonly<Record<string, ActionSpec>> = {
@@ -66,7 +69,12 @@ export const ACTIONS: Readonly<Record<string, ActionSpec>> = {
     subject: 'job',
     fields: [
       { name: 'note', label: 'Note (why; shown with the paused badge)', required: true },
-      { name: 'until', label: "Until (optional): a duration such as 2h, or a date-time such as 2026-12-24T18:00, read in the job's zone unless it has Z or an offset", required: false },
+      {
+        name: 'until',
+        label:
+          "Until (optional): a duration such as 2h, or a date-time such as 2026-12-24T18:00, read in the job's zone unless it has Z or an offset",
+        required: false,
+      },
     ],
     describe: (job, ctx) => {
       const zone = ctx.jobs.find((j) => j.name === job)?.timezone ?? 'UTC';
@@ -75,12 +83,18 @@ export const ACTIONS: Readonly<Record<string, ActionSpec>> = {
         `An until without an offset is read in the job's zone, ${zone} (now ${localTime(ctx.now(), zone)} there); at that time the job resumes by itself, and slots it missed follow its misfire policy.`
       );
     },
-    commands: (job, f, by) => [{ name: 'pause', args: [job, '--note', f.note!, ...(f.until ? ['--until', f.until] : []), '--by', by], about: job }],
+    commands: (job, f, by) => [
+      { name: 'pause', args: [job, '--note', f.note!, ...(f.until ? ['--until', f.until] : []), '--by', by], about: job },
+    ],
     summarize: (json) => {
       const r = obj(json);
       return r.changed
-        ? [`Paused ${String(r.job)} (note: ${String(r.pauseNote ?? '')}), by ${String(r.pausedBy)} at ${String(r.pausedAt)}${r.pausedUntil ? `, until ${String(r.pausedUntil)}, when it resumes by itself` : ''}; planned up to ${String(r.plannedUntil ?? '-')}.`]
-        : [`${String(r.job)} was already paused by ${String(r.pausedBy)} at ${String(r.pausedAt)} (${String(r.pauseNote ?? '')})${r.pausedUntil ? ` until ${String(r.pausedUntil)}` : ''}: that pause stays as it is.`];
+        ? [
+            `Paused ${String(r.job)} (note: ${String(r.pauseNote ?? '')}), by ${String(r.pausedBy)} at ${String(r.pausedAt)}${r.pausedUntil ? `, until ${String(r.pausedUntil)}, when it resumes by itself` : ''}; planned up to ${String(r.plannedUntil ?? '-')}.`,
+          ]
+        : [
+            `${String(r.job)} was already paused by ${String(r.pausedBy)} at ${String(r.pausedAt)} (${String(r.pauseNote ?? '')})${r.pausedUntil ? ` until ${String(r.pausedUntil)}` : ''}: that pause stays as it is.`,
+          ];
     },
   },
   resume: {
@@ -93,7 +107,11 @@ export const ACTIONS: Readonly<Record<string, ActionSpec>> = {
       const r = obj(json);
       const expired = obj(r.expired);
       if (r.changed) return [`Resumed ${String(r.job)}: the next tick plans from ${String(r.plannedUntil ?? 'now')}.`];
-      return expired.until ? [`${String(r.job)} was not paused: its pause by ${String(expired.by)} had ended by itself at ${String(expired.until)}; its record is cleared.`] : [`${String(r.job)} was not paused: nothing changed.`];
+      return expired.until
+        ? [
+            `${String(r.job)} was not paused: its pause by ${String(expired.by)} had ended by itself at ${String(expired.until)}; its record is cleared.`,
+          ]
+        : [`${String(r.job)} was not paused: nothing changed.`];
     },
   },
   trigger: {
@@ -101,12 +119,23 @@ export const ACTIONS: Readonly<Record<string, ActionSpec>> = {
     subject: 'job',
     fields: [
       { name: 'note', label: 'Note', required: false },
-      { name: 'overlap', label: 'Overlap policy for this run (empty: the job\'s own)', required: false, choices: ['', 'forbid-skip', 'forbid-queue', 'coalesce', 'replace', 'parallel'] },
+      {
+        name: 'overlap',
+        label: "Overlap policy for this run (empty: the job's own)",
+        required: false,
+        choices: ['', 'forbid-skip', 'forbid-queue', 'coalesce', 'replace', 'parallel'],
+      },
       // One key per confirmation page: the same form sent twice (a double click, a resent POST) creates the runs once.
       { name: 'idempotency', label: 'Idempotency key', required: true, hidden: true },
     ],
     describe: (job) => `Run ${job} now, once, outside its schedule (also while paused), one run per shard.`,
-    commands: (job, f, by) => [{ name: 'trigger', args: [job, ...optional('--note', f.note), ...optional('--overlap', f.overlap), '--by', by, '--idempotency-key', f.idempotency!], about: job }],
+    commands: (job, f, by) => [
+      {
+        name: 'trigger',
+        args: [job, ...optional('--note', f.note), ...optional('--overlap', f.overlap), '--by', by, '--idempotency-key', f.idempotency!],
+        about: job,
+      },
+    ],
     summarize: (json) =>
       list(json).map((r) =>
         r.repeated
@@ -133,7 +162,9 @@ export const ACTIONS: Readonly<Record<string, ActionSpec>> = {
     commands: (run, f, by) => [{ name: 'resolve', args: [run, '--as', f.as!, '--reason', f.reason!, '--by', by], about: run }],
     summarize: (json) => {
       const r = obj(json);
-      return [`Resolved ${String(r.runKey)}: ${String(r.from)} → ${String(r.to)} (as ${String(r.as)}, by ${String(r.by)}): ${String(r.reason)}.`];
+      return [
+        `Resolved ${String(r.runKey)}: ${String(r.from)} → ${String(r.to)} (as ${String(r.as)}, by ${String(r.by)}): ${String(r.reason)}.`,
+      ];
     },
   },
   ...BULK_ACTIONS,
@@ -159,27 +190,41 @@ export function formFields(spec: ActionSpec, form: URLSearchParams): Record<stri
   for (const field of spec.fields) {
     const value = (form.get(field.name) ?? '').trim();
     if (field.required && value === '') throw new HttpError(400, `field "${field.name}": ${field.label.toLowerCase()} is required`);
-    if (field.choices && !field.choices.includes(value)) throw new HttpError(400, `field "${field.name}": one of ${field.choices.filter(Boolean).join(', ')}, got "${value}"`);
+    if (field.choices && !field.choices.includes(value))
+      throw new HttpError(400, `field "${field.name}": one of ${field.choices.filter(Boolean).join(', ')}, got "${value}"`);
     if (value !== '') out[field.name] = value;
   }
   return out;
 }
 
-export async function runAction(ctx: ConsoleContext, commands: readonly OpsCommand[], summarize: ActionSpec['summarize']): Promise<ActionResult> {
+export async function runAction(
+  ctx: ConsoleContext,
+  commands: readonly OpsCommand[],
+  summarize: ActionSpec['summarize'],
+): Promise<ActionResult> {
   const lines: string[] = [];
   const warnings: string[] = [];
   const commandLines: string[] = [];
   for (const { name, args, about } of commands) {
     const out: string[] = [];
     const err: string[] = [];
-    const io: OpsIo = { stdout: (l) => out.push(l), stderr: (l) => err.push(l), now: ctx.now, jobs: ctx.jobs, jobSource: ctx.jobSource, checkoutJobs: ctx.checkoutJobs, target: ctx.target };
+    const io: OpsIo = {
+      stdout: (l) => out.push(l),
+      stderr: (l) => err.push(l),
+      now: ctx.now,
+      jobs: ctx.jobs,
+      jobSource: ctx.jobSource,
+      checkoutJobs: ctx.checkoutJobs,
+      target: ctx.target,
+    };
     commandLines.push(`fsched ops ${name} ${args.map((a) => (/^[\w@:.#-]+$/.test(a) ? a : JSON.stringify(a))).join(' ')}`);
     let code: number;
     try {
       code = await COMMANDS[name]!.run([...args, '--json'], io);
     } catch (error) {
       // A refusal ends the action: the commands after it are not run, and the page says so.
-      if (error instanceof UsageError || error instanceof OpsFailure) return { ok: false, lines: [...lines, error.message], warnings: [...warnings, ...err], command: commandLines.join('; ') };
+      if (error instanceof UsageError || error instanceof OpsFailure)
+        return { ok: false, lines: [...lines, error.message], warnings: [...warnings, ...err], command: commandLines.join('; ') };
       throw error;
     }
     warnings.push(...err);

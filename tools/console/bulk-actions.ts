@@ -35,7 +35,8 @@ export function zoneOfJob(ctx: ConsoleContext, job: string): string {
 /** A date-time typed in `timezone` (`2026-12-01T07:00`), as the UTC instant the zone's clock shows it first. */
 export function instantInZone(text: string, timezone: string, field: string): string {
   const parsed = parseDateTime(text.length === 16 ? `${text}:00` : text);
-  if (parsed === undefined) throw new HttpError(400, `field "${field}": a date and time such as 2026-12-01T07:00 (in ${timezone}), got "${text}"`);
+  if (parsed === undefined)
+    throw new HttpError(400, `field "${field}": a date and time such as 2026-12-01T07:00 (in ${timezone}), got "${text}"`);
   const ms = parsed.kind === 'instant' ? parsed.ms : firstInstantAtWall(zoneOf(timezone), parsed.wall);
   return new Date(ms).toISOString();
 }
@@ -49,14 +50,23 @@ function backfillCommand(job: string, f: Readonly<Record<string, string>>, ctx: 
 
 function retryCommands(scope: string, by: string, ctx: ConsoleContext, dryRun: boolean): OpsCommand[] {
   const jobs = scope === ALL_JOBS ? ctx.jobs.map((j) => j.name) : [jobNamed(ctx, scope).name];
-  return jobs.map((job) => ({ name: 'retry', args: ['--job', job, '--state', 'DEAD', '--by', by, ...(dryRun ? ['--dry-run'] : [])], about: job }));
+  return jobs.map((job) => ({
+    name: 'retry',
+    args: ['--job', job, '--state', 'DEAD', '--by', by, ...(dryRun ? ['--dry-run'] : [])],
+    about: job,
+  }));
 }
 
 function retryAllLines(json: unknown, about: string): string[] {
   const entries = list(json);
   if (entries.length === 0) return [`${about}: no DEAD run to retry.`];
   return entries.map((e) => {
-    const what = e.action === 'would-revive' ? `would be revived, ${String(e.from)} → ${String(e.to)}` : e.action === 'revived' ? `revived, ${String(e.from)} → ${String(e.to)}` : `${String(e.action)} (was ${String(e.from)})`;
+    const what =
+      e.action === 'would-revive'
+        ? `would be revived, ${String(e.from)} → ${String(e.to)}`
+        : e.action === 'revived'
+          ? `revived, ${String(e.from)} → ${String(e.to)}`
+          : `${String(e.action)} (was ${String(e.from)})`;
     return `${String(e.runKey)}: ${what}${e.detail ? `: ${String(e.detail)}` : ''}.`;
   });
 }
@@ -69,19 +79,27 @@ export const BULK_ACTIONS: Readonly<Record<string, ActionSpec>> = {
       { name: 'from', label: 'From (inclusive)', required: true, localTime: true },
       { name: 'to', label: 'To (exclusive, not in the future)', required: true, localTime: true },
     ],
-    describe: (job) => `Create the runs of ${job}'s slots in the range that do not exist yet, and dispatch them (10 a second). Slots that already have a run are left alone.`,
+    describe: (job) =>
+      `Create the runs of ${job}'s slots in the range that do not exist yet, and dispatch them (10 a second). Slots that already have a run are left alone.`,
     commands: (job, f, _by, ctx) => backfillCommand(job, f, ctx, false),
     preview: (job, f, _by, ctx) => backfillCommand(job, f, ctx, true),
     summarize: (json, job) => {
       const r = obj(json);
       const range = `[${String(r.from)}, ${String(r.to)})`;
-      if (r.dryRun !== true) return [`Created ${String(r.created)} run(s) of ${job} in ${range}; ${String(r.existing)} already existed; ${String(r.sent)} dispatched.`];
+      if (r.dryRun !== true)
+        return [
+          `Created ${String(r.created)} run(s) of ${job} in ${range}; ${String(r.existing)} already existed; ${String(r.sent)} dispatched.`,
+        ];
       const runs = Number(r.runs);
       const existing = Number(r.alreadyInLedger ?? 0);
       return [
         `${job} has ${String(r.slots)} slot(s) (${runs} run(s)) in ${range}${Number(r.slots) > 0 ? `, the first ${String(r.firstSlot)}, the last ${String(r.lastSlot)}` : ''}.`,
         `${existing} already in the ledger: ${Math.max(0, runs - existing)} would be created.`,
-        ...(Number(r.slots) > BACKFILL_MAX_SLOTS ? [`The range holds more than ${BACKFILL_MAX_SLOTS} slots: the backfill itself will be refused (the CLI's --force is not offered here).`] : []),
+        ...(Number(r.slots) > BACKFILL_MAX_SLOTS
+          ? [
+              `The range holds more than ${BACKFILL_MAX_SLOTS} slots: the backfill itself will be refused (the CLI's --force is not offered here).`,
+            ]
+          : []),
       ];
     },
   },
@@ -89,22 +107,30 @@ export const BULK_ACTIONS: Readonly<Record<string, ActionSpec>> = {
     title: 'Redrive the dead-letter queue',
     subject: 'dlq',
     fields: [],
-    describe: () => 'Give the DEAD runs of the dead-letter queue\'s messages a fresh attempt budget, then move every message back to the run queue (10 a second). A SUCCEEDED run is never executed again.',
+    describe: () =>
+      "Give the DEAD runs of the dead-letter queue's messages a fresh attempt budget, then move every message back to the run queue (10 a second). A SUCCEEDED run is never executed again.",
     commands: (_s, _f, by) => [{ name: 'redrive', args: ['--by', by], about: 'the DLQ' }],
     preview: (_s, _f, by) => [{ name: 'redrive', args: ['--by', by, '--dry-run'], about: 'the DLQ' }],
     summarize: (json) => {
       const r = obj(json);
-      const entries = list(r.entries).map((e) => `message ${String(e.messageId)}${e.runKey ? ` (run ${String(e.runKey)}, ${String(e.status)})` : ''}: ${String(e.action)}${e.detail ? `: ${String(e.detail)}` : ''}.`);
+      const entries = list(r.entries).map(
+        (e) =>
+          `message ${String(e.messageId)}${e.runKey ? ` (run ${String(e.runKey)}, ${String(e.status)})` : ''}: ${String(e.action)}${e.detail ? `: ${String(e.detail)}` : ''}.`,
+      );
       const counts = `${String(r.messages)} message(s): ${String(r.revived)} revived, ${String(r.skippedSucceeded)} skipped (succeeded), ${String(r.skippedTerminal)} skipped (other terminal), ${String(r.open)} still open, ${String(r.changed)} changed meanwhile, ${String(r.unknown)} unknown.`;
       if (Number(r.messages) === 0) return ['The dead-letter queue is empty: nothing to redrive.'];
-      return [...entries, r.dryRun === true ? `Dry run: ${counts}` : `${counts}${r.taskHandle ? ` Move task started: ${String(r.taskHandle)}.` : ''}`];
+      return [
+        ...entries,
+        r.dryRun === true ? `Dry run: ${counts}` : `${counts}${r.taskHandle ? ` Move task started: ${String(r.taskHandle)}.` : ''}`,
+      ];
     },
   },
   'retry-all': {
     title: 'Retry all DEAD runs',
     subject: 'jobs',
     fields: [],
-    describe: (scope) => `Give every DEAD run of ${scope === ALL_JOBS ? 'every deployed job' : scope} (the newest 100 per job) a fresh attempt budget and send it again, one by one; a run another person or worker changed meanwhile is left alone.`,
+    describe: (scope) =>
+      `Give every DEAD run of ${scope === ALL_JOBS ? 'every deployed job' : scope} (the newest 100 per job) a fresh attempt budget and send it again, one by one; a run another person or worker changed meanwhile is left alone.`,
     commands: (scope, _f, by, ctx) => retryCommands(scope, by, ctx, false),
     preview: (scope, _f, by, ctx) => retryCommands(scope, by, ctx, true),
     summarize: retryAllLines,

@@ -26,7 +26,11 @@ export function timelineRuns(runs: readonly Run[]): TimelineRun[] {
 
 /** One row per run (newest on top), one bar per attempt from its claim to its end (now while running). */
 export function timeline(runs: readonly TimelineRun[], now: number, laneHolders: ReadonlySet<string> = new Set()): Html {
-  const bars = runs.flatMap((r, index) => r.attempts.filter((a) => a.claimedAt !== undefined).map((a) => ({ r, a, index, start: a.claimedAt!, end: a.endedAt ?? (a.end === AttemptEnd.RUNNING ? now : a.claimedAt! + 1_000) })));
+  const bars = runs.flatMap((r, index) =>
+    r.attempts
+      .filter((a) => a.claimedAt !== undefined)
+      .map((a) => ({ r, a, index, start: a.claimedAt!, end: a.endedAt ?? (a.end === AttemptEnd.RUNNING ? now : a.claimedAt! + 1_000) })),
+  );
   if (bars.length === 0) return html`<p>No attempts among these runs yet.</p>`;
   const t0 = Math.min(...bars.map((b) => b.start));
   const t1 = Math.max(...bars.map((b) => b.end), t0 + 1_000);
@@ -37,7 +41,9 @@ export function timeline(runs: readonly TimelineRun[], now: number, laneHolders:
   const parts: string[] = [];
   runs.forEach((r, i) => {
     const holder = laneHolders.has(r.run.runKey);
-    parts.push(`<text x="4" y="${i * rowH + 13}" class="label${holder ? ' holder' : ''}"${holder ? ' data-lane-holder="true"' : ''}>${holder ? 'lane ◆ ' : ''}${escape(r.run.runKey.slice(0, 40))}</text>`);
+    parts.push(
+      `<text x="4" y="${i * rowH + 13}" class="label${holder ? ' holder' : ''}"${holder ? ' data-lane-holder="true"' : ''}>${holder ? 'lane ◆ ' : ''}${escape(r.run.runKey.slice(0, 40))}</text>`,
+    );
   });
   for (const { r, a, index, start, end } of bars) {
     const takeover = a.from === RunStatus.RUNNING;
@@ -46,7 +52,8 @@ export function timeline(runs: readonly TimelineRun[], now: number, laneHolders:
     parts.push(
       `<rect x="${x(start).toFixed(1)}" y="${index * rowH + 3}" width="${w.toFixed(1)}" height="${rowH - 6}" class="bar ${attemptClass(a)}${takeover ? ' takeover' : ''}" data-run="${escape(r.run.runKey)}" data-claim="${a.claim}" data-takeover="${takeover}"><title>${escape(title)}</title></rect>`,
     );
-    if (takeover) parts.push(`<text x="${(x(start) - 2).toFixed(1)}" y="${index * rowH + 14}" class="mark" text-anchor="end">takeover ▶</text>`);
+    if (takeover)
+      parts.push(`<text x="${(x(start) - 2).toFixed(1)}" y="${index * rowH + 14}" class="mark" text-anchor="end">takeover ▶</text>`);
   }
   const height = runs.length * rowH + 20;
   parts.push(`<text x="${left}" y="${height - 4}" class="axis">${new Date(t0).toISOString()}</text>`);
@@ -63,7 +70,10 @@ export interface DayCounts {
 /** Counts per UTC day of the `days` days up to `now`, oldest first. */
 export function countByDay(runs: readonly Pick<Run, 'slot' | 'status'>[], now: number, days: number): DayCounts[] {
   const today = Math.floor(now / DAY_MS) * DAY_MS;
-  const out = Array.from({ length: days }, (_, i) => ({ day: today - (days - 1 - i) * DAY_MS, counts: {} as Partial<Record<RunStatus, number>> }));
+  const out = Array.from({ length: days }, (_, i) => ({
+    day: today - (days - 1 - i) * DAY_MS,
+    counts: {} as Partial<Record<RunStatus, number>>,
+  }));
   for (const run of runs) {
     const index = Math.floor((run.slot - out[0]!.day) / DAY_MS);
     const cell = out[index];
@@ -91,7 +101,10 @@ export function heatmap(days: readonly DayCounts[]): Html {
     const pos = i + firstWeekday;
     const col = Math.floor(pos / 7);
     const row = pos % 7;
-    const summary = Object.entries(d.counts).map(([s, c]) => `${s} ${c}`).join(', ') || 'no runs';
+    const summary =
+      Object.entries(d.counts)
+        .map(([s, c]) => `${s} ${c}`)
+        .join(', ') || 'no runs';
     const date = new Date(d.day).toISOString().slice(0, 10);
     return `<rect x="${col * (size + 2)}" y="${row * (size + 2)}" width="${size}" height="${size}" class="${dayClass(d.counts)}" data-day="${date}"><title>${date}: ${escape(summary)}</title></rect>`;
   });

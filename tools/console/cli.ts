@@ -9,7 +9,8 @@ import { ioForTarget, loadJobConfig } from '../ops/job-config.js';
 import { openTarget, type Target } from '../ops/target.js';
 import { startConsole, type RunningConsole } from './server.js';
 
-export const CONSOLE_USAGE = 'usage: fsched console [--local | --endpoints FILE | --stack NAME [--region R]] [--port N] [--read-only] [--by NAME]';
+export const CONSOLE_USAGE =
+  'usage: fsched console [--local | --endpoints FILE | --stack NAME [--region R]] [--port N] [--read-only] [--by NAME]';
 
 const CONSOLE_OPTIONS = {
   port: { type: 'string' },
@@ -32,10 +33,21 @@ export async function openConsole(argv: readonly string[], io: OpsIo): Promise<O
   // As runOps: the checkout's jobs compared with the deployed ones follow the target.
   const targetIo = ioForTarget(io, target);
   try {
-    const config = io.jobs === undefined ? await loadJobConfig(target, targetIo) : { jobs: io.jobs, source: 'the given jobs', checkoutJobs: io.checkoutJobs ?? io.jobs };
+    const config =
+      io.jobs === undefined
+        ? await loadJobConfig(target, targetIo)
+        : { jobs: io.jobs, source: 'the given jobs', checkoutJobs: io.checkoutJobs ?? io.jobs };
     if ('warning' in config && config.warning !== undefined) io.stderr(config.warning);
     const running = await startConsole(
-      { target, jobs: config.jobs, jobSource: config.source, checkoutJobs: config.checkoutJobs, readOnly: values['read-only'] === true, by, now: clockOf(io) },
+      {
+        target,
+        jobs: config.jobs,
+        jobSource: config.source,
+        checkoutJobs: config.checkoutJobs,
+        readOnly: values['read-only'] === true,
+        by,
+        now: clockOf(io),
+      },
       { port, log: io.stderr },
     );
     return {

@@ -108,7 +108,12 @@ export async function readJobsPage(target: Target, jobs: readonly Job[], query: 
       if ((await cheapState(target, job, paused, now)) === query.state) page.push(job);
     }
   }
-  const planning = await jobPlanning(target.ledger.planning, page.map((j) => j.name), partitionOf, now);
+  const planning = await jobPlanning(
+    target.ledger.planning,
+    page.map((j) => j.name),
+    partitionOf,
+    now,
+  );
   const rows = await mapBounded(page, ROWS_IN_FLIGHT, (job) => readRow(target, job, planning.get(job.name)!, now));
   return { rows, matching: candidates.length, next };
 }
@@ -138,12 +143,20 @@ async function finishedOf(target: Target, job: Job, plan: JobPlanning, now: numb
 }
 
 async function readRow(target: Target, job: Job, plan: JobPlanning, now: number): Promise<JobsRow> {
-  const [recent, finished] = await Promise.all([target.ops.queryRuns(job.name, { untilSlot: now + 1, limit: ROW_RUNS_READ }), finishedOf(target, job, plan, now)]);
+  const [recent, finished] = await Promise.all([
+    target.ops.queryRuns(job.name, { untilSlot: now + 1, limit: ROW_RUNS_READ }),
+    finishedOf(target, job, plan, now),
+  ]);
   const complete = recent.length < ROW_RUNS_READ;
   const count = runCountOf(job, plan);
   // A maxRuns job whose count is reached fires only the runs it has, up to its newest (maybe ahead of now).
-  const newest = !finished && job.maxRuns !== undefined && count !== undefined && count >= job.maxRuns ? (await newestSlotRuns(target, job.name))[0]?.slot : undefined;
-  const fires = finished ? [] : maxRunsFires(job, nextFires({ spec: slotSpecOf(job), jitter: job }, now, JOBS_NEXT_FIRES), count, plan.plannedUntil, newest);
+  const newest =
+    !finished && job.maxRuns !== undefined && count !== undefined && count >= job.maxRuns
+      ? (await newestSlotRuns(target, job.name))[0]?.slot
+      : undefined;
+  const fires = finished
+    ? []
+    : maxRunsFires(job, nextFires({ spec: slotSpecOf(job), jitter: job }, now, JOBS_NEXT_FIRES), count, plan.plannedUntil, newest);
   const state: JobState = plan.pause !== undefined ? 'paused' : finished ? 'finished' : job.enabled ? 'active' : 'disabled';
   return {
     job,

@@ -38,7 +38,11 @@ async function main(): Promise<number> {
   mkdirSync(out, { recursive: true });
   if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is not installed (apt-get install chromium)`);
   const endpoints = join(mkdtempSync(join(tmpdir(), 'fsched-screenshots-')), 'endpoints.json');
-  const stack = spawn('npm', ['start', '--', '--tick', '5', '--workers', '2', '--duration', String(STACK_DURATION_S), '--endpoints', endpoints], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const stack = spawn(
+    'npm',
+    ['start', '--', '--tick', '5', '--workers', '2', '--duration', String(STACK_DURATION_S), '--endpoints', endpoints],
+    { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let output = '';
   stack.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   stack.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
@@ -46,10 +50,18 @@ async function main(): Promise<number> {
   let served: OpenConsole | undefined;
   try {
     process.stdout.write('screenshots: starting the local stack with the example jobs…\n');
-    await waitUntil('a payments-reconcile run to succeed', () => /SUCCEEDED\s+payments-reconcile/.test(output) || stack.exitCode !== null, RUNS_TIMEOUT_MS);
+    await waitUntil(
+      'a payments-reconcile run to succeed',
+      () => /SUCCEEDED\s+payments-reconcile/.test(output) || stack.exitCode !== null,
+      RUNS_TIMEOUT_MS,
+    );
     if (stack.exitCode !== null) throw new Error(`npm start exited ${stack.exitCode}: ${output.slice(-2_000)}`);
     const runKey = /SUCCEEDED\s+payments-reconcile.*runKey=(\S+)/.exec(output)![1]!;
-    served = await openConsole(['--endpoints', endpoints, '--by', 'screenshots'], { stdout: (l) => process.stdout.write(`${l}\n`), stderr: (l) => process.stderr.write(`${l}\n`), env: process.env });
+    served = await openConsole(['--endpoints', endpoints, '--by', 'screenshots'], {
+      stdout: (l) => process.stdout.write(`${l}\n`),
+      stderr: (l) => process.stderr.write(`${l}\n`),
+      env: process.env,
+    });
     const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox'] });
     try {
       const page = await browser.newPage({ viewport: { width: 1280, height: 860 } });

@@ -27,7 +27,13 @@ export class Security {
     const host = request.headers.host;
     if (host === undefined || !this.allowedHosts().includes(host.toLowerCase())) return `foreign Host header ${JSON.stringify(host ?? '')}`;
     const origin = request.headers.origin;
-    if (origin !== undefined && !this.allowedHosts().map((h) => `http://${h}`).includes(origin.toLowerCase())) return `foreign Origin header ${JSON.stringify(origin)}`;
+    if (
+      origin !== undefined &&
+      !this.allowedHosts()
+        .map((h) => `http://${h}`)
+        .includes(origin.toLowerCase())
+    )
+      return `foreign Origin header ${JSON.stringify(origin)}`;
     return undefined;
   }
 

@@ -26,7 +26,8 @@ export const LOOPBACK = '127.0.0.1';
 const MAX_BODY_BYTES = 64 * 1024;
 
 const SECURITY_HEADERS = {
-  'Content-Security-Policy': "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+  'Content-Security-Policy':
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
   'X-Content-Type-Options': 'nosniff',
   // same-origin, not no-referrer: under no-referrer Chromium sends `Origin: null` with a form POST.
   'Referrer-Policy': 'same-origin',
@@ -54,7 +55,8 @@ function segment(path: string, prefix: string): string | undefined {
 
 async function readForm(request: IncomingMessage): Promise<URLSearchParams> {
   const type = request.headers['content-type'] ?? '';
-  if (!type.startsWith('application/x-www-form-urlencoded')) throw new HttpError(415, 'actions take a form (application/x-www-form-urlencoded)');
+  if (!type.startsWith('application/x-www-form-urlencoded'))
+    throw new HttpError(415, 'actions take a form (application/x-www-form-urlencoded)');
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of request) {
@@ -65,7 +67,10 @@ async function readForm(request: IncomingMessage): Promise<URLSearchParams> {
   return new URLSearchParams(Buffer.concat(chunks).toString('utf8'));
 }
 
-export async function startConsole(ctx: ConsoleContext, options: { port?: number; log?: (line: string) => void } = {}): Promise<RunningConsole> {
+export async function startConsole(
+  ctx: ConsoleContext,
+  options: { port?: number; log?: (line: string) => void } = {},
+): Promise<RunningConsole> {
   let security: Security | undefined;
   const log = options.log ?? (() => undefined);
 
@@ -77,7 +82,8 @@ export async function startConsole(ctx: ConsoleContext, options: { port?: number
       if (action === undefined) throw new HttpError(404, `nothing to POST at ${path}`);
       if (ctx.readOnly) throw new HttpError(403, 'this console is read-only (started with --read-only): no action is taken');
       const form = await readForm(request);
-      if (!security!.validToken(sessionOf(request), form.get(CSRF_FIELD) ?? undefined)) throw new HttpError(403, 'refused: the form carries no valid CSRF token for this session (reload the page and confirm again)');
+      if (!security!.validToken(sessionOf(request), form.get(CSRF_FIELD) ?? undefined))
+        throw new HttpError(403, 'refused: the form carries no valid CSRF token for this session (reload the page and confirm again)');
       const spec = actionSpec(action);
       const subject = (form.get(spec.subject) ?? '').trim();
       if (subject === '') throw new HttpError(400, `field "${spec.subject}" is required`);
@@ -87,7 +93,13 @@ export async function startConsole(ctx: ConsoleContext, options: { port?: number
       return { ...resultPage(spec, subject, result), live: false, status: result.ok ? 200 : 409 };
     }
     if (method !== 'GET' && method !== 'HEAD') throw new HttpError(405, `${method} is not served`);
-    if (path === '/') return jobsPage(ctx, { name: url.searchParams.get('name') ?? undefined, state: url.searchParams.get('state') ?? undefined, policy: url.searchParams.get('policy') ?? undefined, after: url.searchParams.get('after') ?? undefined });
+    if (path === '/')
+      return jobsPage(ctx, {
+        name: url.searchParams.get('name') ?? undefined,
+        state: url.searchParams.get('state') ?? undefined,
+        policy: url.searchParams.get('policy') ?? undefined,
+        after: url.searchParams.get('after') ?? undefined,
+      });
     if (path === '/attention') return attentionPage(ctx);
     // A peek receives messages: never repeated by the live refresh.
     if (path === '/attention/dlq') return { ...(await dlqPage(ctx)), live: false };
@@ -169,9 +181,10 @@ export async function startConsole(ctx: ConsoleContext, options: { port?: number
   return {
     url: `http://${LOOPBACK}:${port}/`,
     port,
-    close: () => new Promise<void>((resolve, reject) => {
-      server.closeAllConnections();
-      server.close((error) => (error ? reject(error) : resolve()));
-    }),
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.closeAllConnections();
+        server.close((error) => (error ? reject(error) : resolve()));
+      }),
   };
 }

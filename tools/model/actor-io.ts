@@ -59,13 +59,21 @@ interface ModelCallState {
 }
 
 export function actorClients(actor: string, options: ActorIoOptions, gate: Gate, faults: FaultPlan, queue: ModelQueue): ActorClients {
-  const common = { region: LOCAL_REGION, credentials: LOCAL_CREDENTIALS, maxAttempts: options.maxAttempts, retryStrategy: immediateRetryStrategy(options.maxAttempts) };
+  const common = {
+    region: LOCAL_REGION,
+    credentials: LOCAL_CREDENTIALS,
+    maxAttempts: options.maxAttempts,
+    retryStrategy: immediateRetryStrategy(options.maxAttempts),
+  };
   const dynamo = new DynamoDBClient({ ...common, endpoint: options.dynamoEndpoint });
   const sqs = new SQSClient({ ...common, endpoint: options.sqsEndpoint });
 
   for (const client of [dynamo, sqs] as const) {
     const stack = client.middlewareStack as unknown as {
-      add(mw: (next: (args: Args) => Promise<unknown>, context: Ctx) => (args: Args) => Promise<unknown>, options: { step: string; name: string; priority?: string }): void;
+      add(
+        mw: (next: (args: Args) => Promise<unknown>, context: Ctx) => (args: Args) => Promise<unknown>,
+        options: { step: string; name: string; priority?: string },
+      ): void;
     };
     stack.add(
       (next, context) => async (args) => {
@@ -152,7 +160,13 @@ function recordSqs(state: ModelCallState, input: Record<string, unknown>, output
   const command = state.call.command;
   if (command === 'SendMessageBatchCommand' && state.delays) {
     const ok = (output.Successful ?? []) as { Id: string; MessageId: string }[];
-    queue.onSent(ok.map((s) => ({ messageId: s.MessageId, delaySeconds: state.delays!.get(s.Id)?.delaySeconds ?? 0, body: state.delays!.get(s.Id)?.body })));
+    queue.onSent(
+      ok.map((s) => ({
+        messageId: s.MessageId,
+        delaySeconds: state.delays!.get(s.Id)?.delaySeconds ?? 0,
+        body: state.delays!.get(s.Id)?.body,
+      })),
+    );
   } else if (command === 'SendMessageCommand' && state.delays && typeof output.MessageId === 'string') {
     const single = state.delays.get('single')!;
     queue.onSent([{ messageId: output.MessageId, delaySeconds: single.delaySeconds, body: single.body }]);

@@ -70,7 +70,11 @@ export async function modelMain(args: readonly string[]): Promise<number> {
     },
   });
   // Checked before anything starts: a misspelt option ends the command at once.
-  const generator = { faultProfiles: faultProfilesOf(values['fault-profiles']), jobMix: jobMixOf(values['job-mix']), commandMix: commandMixOf(values['command-mix']) };
+  const generator = {
+    faultProfiles: faultProfilesOf(values['fault-profiles']),
+    jobMix: jobMixOf(values['job-mix']),
+    commandMix: commandMixOf(values['command-mix']),
+  };
   const seed = values.seed === undefined ? Math.floor(Math.random() * 2 ** 31) : int('seed', values.seed, 0);
   const log = values.quiet ? undefined : (line: string) => process.stderr.write(`${line}\n`);
   if (values.prove) {
@@ -87,7 +91,20 @@ export async function modelMain(args: readonly string[]): Promise<number> {
       log,
     });
     console.log(formatProof(proof));
-    console.log(JSON.stringify({ defects: proof.map((p) => ({ defect: p.defect, directed: p.directed ?? null, found: p.found, scenarios: p.scenariosToFailure ?? null, shrunk: p.shrunkLength ?? null, seed: p.seed, path: p.path ?? null })), seed }));
+    console.log(
+      JSON.stringify({
+        defects: proof.map((p) => ({
+          defect: p.defect,
+          directed: p.directed ?? null,
+          found: p.found,
+          scenarios: p.scenariosToFailure ?? null,
+          shrunk: p.shrunkLength ?? null,
+          seed: p.seed,
+          path: p.path ?? null,
+        })),
+        seed,
+      }),
+    );
     return proof.every((p) => p.found) ? 0 : 1;
   }
   const counts = values.counts?.split(',').map((c) => c.trim());
@@ -109,7 +126,14 @@ export async function modelMain(args: readonly string[]): Promise<number> {
       const counted = violations.filter((v) => !counts || counts.includes(v.invariant));
       for (const v of counted.slice(0, 10)) console.log(`  [${v.invariant}] ${v.runKey}: ${v.detail}`);
       if (counted.length > 0 || values.quiet === false) log?.(story);
-      console.log(JSON.stringify({ directed: defect, title: scenario.title, violations: counted.length, first: counted[0] ? `${counted[0].invariant}: ${counted[0].runKey}: ${counted[0].detail}` : null }));
+      console.log(
+        JSON.stringify({
+          directed: defect,
+          title: scenario.title,
+          violations: counted.length,
+          first: counted[0] ? `${counted[0].invariant}: ${counted[0].runKey}: ${counted[0].detail}` : null,
+        }),
+      );
       return counted.length === 0 ? 0 : 1;
     }
     log?.(`model: ${values.scenarios ?? 5000} scenario(s), seed ${seed}`);
@@ -138,10 +162,26 @@ export async function modelMain(args: readonly string[]): Promise<number> {
       console.log(`${FIRST_FAILURE_PREFIX}${JSON.stringify(line)}`);
     }
     for (const failure of summary.failures) console.log(`${formatFailure(failure)}\n`);
-    log?.(`${summary.scenarios} scenario(s), ${summary.calls} store call(s) in ${Math.round(summary.durationMs / 1000)} s; operator actions: ${JSON.stringify(summary.revivals)}`);
-    log?.(`store calls by phase and kind: ${JSON.stringify(Object.fromEntries(Object.entries(summary.callsByKind).sort((a, b) => b[1] - a[1])))}`);
-    log?.(`time per phase (s, all lanes): ${Object.entries(summary.phases).map(([phase, ms]) => `${phase} ${Math.round(ms / 100) / 10}`).join(', ')}`);
-    console.log(JSON.stringify({ scenarios: summary.scenarios, operations: summary.operations, faults: summary.faults, violations: summary.violations, seed }));
+    log?.(
+      `${summary.scenarios} scenario(s), ${summary.calls} store call(s) in ${Math.round(summary.durationMs / 1000)} s; operator actions: ${JSON.stringify(summary.revivals)}`,
+    );
+    log?.(
+      `store calls by phase and kind: ${JSON.stringify(Object.fromEntries(Object.entries(summary.callsByKind).sort((a, b) => b[1] - a[1])))}`,
+    );
+    log?.(
+      `time per phase (s, all lanes): ${Object.entries(summary.phases)
+        .map(([phase, ms]) => `${phase} ${Math.round(ms / 100) / 10}`)
+        .join(', ')}`,
+    );
+    console.log(
+      JSON.stringify({
+        scenarios: summary.scenarios,
+        operations: summary.operations,
+        faults: summary.faults,
+        violations: summary.violations,
+        seed,
+      }),
+    );
     return summary.violations === 0 ? 0 : 1;
   } finally {
     process.off('SIGINT', stop);

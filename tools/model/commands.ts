@@ -425,7 +425,15 @@ class Together extends Base {
 
 // ------------------------------------------------------------------ arbitraries
 
-export const SCHEDULES = ['* * * * *', '*/2 * * * *', '*/30 * * * * *', '*/20 * * * * *', '*/15 * * * * *', '*/5 * * * *', '0 * * * *'] as const;
+export const SCHEDULES = [
+  '* * * * *',
+  '*/2 * * * *',
+  '*/30 * * * * *',
+  '*/20 * * * * *',
+  '*/15 * * * * *',
+  '*/5 * * * *',
+  '0 * * * *',
+] as const;
 
 /**
  * Minute schedules mostly: every run costs a dozen store calls, and sub-minute schedules (the
@@ -441,7 +449,6 @@ const scheduleArb = fc.oneof(
   { weight: 2, arbitrary: fc.constant('*/15 * * * * *') },
   { weight: 1, arbitrary: fc.constant('*/5 * * * * *') },
 );
-
 
 /** The handler behaviours a job draws, with their weights in the full mix. */
 const BEHAVIOUR_WEIGHTS: readonly (readonly [BehaviourKind, number])[] = [
@@ -467,27 +474,38 @@ const behaviourArb: fc.Arbitrary<Behaviour> = behaviourOf(BEHAVIOUR_WEIGHTS);
 
 const ANY_ATTEMPTS = fc.integer({ min: 1, max: 4 });
 
-const jobSpecOf = (behaviour: fc.Arbitrary<Behaviour>, reconcile: fc.Arbitrary<boolean>, maxAttempts: fc.Arbitrary<number> = ANY_ATTEMPTS): fc.Arbitrary<Omit<JobSpec, 'name'>> =>
+const jobSpecOf = (
+  behaviour: fc.Arbitrary<Behaviour>,
+  reconcile: fc.Arbitrary<boolean>,
+  maxAttempts: fc.Arbitrary<number> = ANY_ATTEMPTS,
+): fc.Arbitrary<Omit<JobSpec, 'name'>> =>
   fc
-  .record({
-    schedule: scheduleArb,
-    overlap: fc.constantFrom('parallel', 'forbid-skip', 'forbid-queue', 'coalesce'),
-    misfire: fc.record({ policy: fc.constantFrom('all', 'skip', 'latest'), afterMs: fc.constantFrom(10_000, 60_000, 300_000), maxPerTick: fc.constantFrom(1, 3, 10) }),
-    shards: fc.oneof({ weight: 4, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.integer({ min: 2, max: 3 }) }),
-    maxAttempts,
-    backoffBaseMs: fc.constantFrom(200, 1_000, 5_000),
-    backoffMaxMs: fc.constantFrom(2_000, 10_000, 30_000),
-    leaseMs: fc.constantFrom(6_000, 15_000, 30_000),
-    timeoutMs: fc.constantFrom(4_000, 20_000, 40_000, 90_000),
-    deadlineMs: fc.option(fc.constantFrom(60_000, 300_000), { nil: undefined, freq: 4 }),
-    startLeadMs: fc.constantFrom(0, 1_500, 5_000),
-    checkpoints: fc.boolean(),
-    reconcile,
-    group: fc.constantFrom('a', 'b', 'c', 'own'),
-    behaviours: fc.array(behaviour, { minLength: 1, maxLength: 4 }),
-  })
-  // A timeout longer than one invocation allows is only valid for a job that checkpoints.
-  .map((spec) => ({ ...spec, checkpoints: spec.checkpoints || spec.timeoutMs > maxAttemptTimeoutMs(MODEL_WORKER_TIMEOUT_MS, spec.startLeadMs) }));
+    .record({
+      schedule: scheduleArb,
+      overlap: fc.constantFrom('parallel', 'forbid-skip', 'forbid-queue', 'coalesce'),
+      misfire: fc.record({
+        policy: fc.constantFrom('all', 'skip', 'latest'),
+        afterMs: fc.constantFrom(10_000, 60_000, 300_000),
+        maxPerTick: fc.constantFrom(1, 3, 10),
+      }),
+      shards: fc.oneof({ weight: 4, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.integer({ min: 2, max: 3 }) }),
+      maxAttempts,
+      backoffBaseMs: fc.constantFrom(200, 1_000, 5_000),
+      backoffMaxMs: fc.constantFrom(2_000, 10_000, 30_000),
+      leaseMs: fc.constantFrom(6_000, 15_000, 30_000),
+      timeoutMs: fc.constantFrom(4_000, 20_000, 40_000, 90_000),
+      deadlineMs: fc.option(fc.constantFrom(60_000, 300_000), { nil: undefined, freq: 4 }),
+      startLeadMs: fc.constantFrom(0, 1_500, 5_000),
+      checkpoints: fc.boolean(),
+      reconcile,
+      group: fc.constantFrom('a', 'b', 'c', 'own'),
+      behaviours: fc.array(behaviour, { minLength: 1, maxLength: 4 }),
+    })
+    // A timeout longer than one invocation allows is only valid for a job that checkpoints.
+    .map((spec) => ({
+      ...spec,
+      checkpoints: spec.checkpoints || spec.timeoutMs > maxAttemptTimeoutMs(MODEL_WORKER_TIMEOUT_MS, spec.startLeadMs),
+    }));
 
 export const jobSpecArb: fc.Arbitrary<Omit<JobSpec, 'name'>> = jobSpecOf(behaviourArb, fc.boolean());
 
@@ -510,7 +528,10 @@ export const JOB_MIXES: readonly JobMix[] = ['full', 'swarm'];
 
 export const jobTraitsArb: fc.Arbitrary<fc.Arbitrary<Omit<JobSpec, 'name'>>> = fc
   .record({
-    kept: fc.array(fc.tuple(fc.boolean(), fc.constantFrom(1, 2, 4)), { minLength: BEHAVIOUR_WEIGHTS.length, maxLength: BEHAVIOUR_WEIGHTS.length }),
+    kept: fc.array(fc.tuple(fc.boolean(), fc.constantFrom(1, 2, 4)), {
+      minLength: BEHAVIOUR_WEIGHTS.length,
+      maxLength: BEHAVIOUR_WEIGHTS.length,
+    }),
     reconcile: fc.constantFrom('always', 'never', 'either'),
     attempts: fc.constantFrom('one', 'any'),
   })
@@ -518,7 +539,16 @@ export const jobTraitsArb: fc.Arbitrary<fc.Arbitrary<Omit<JobSpec, 'name'>>> = f
     const kinds = BEHAVIOUR_WEIGHTS.flatMap(([kind], i): (readonly [BehaviourKind, number])[] =>
       kind === BehaviourKind.OK ? [[kind, 4]] : kept[i]![0] ? [[kind, kept[i]![1]]] : [],
     );
-    return fc.tuple(jobSpecOf(behaviourOf(kinds), reconcile === 'either' ? fc.boolean() : fc.constant(reconcile === 'always'), attempts === 'one' ? fc.constant(1) : ANY_ATTEMPTS), swarmJobTraitArb).map(([spec, trait]) => withTrait(spec, trait));
+    return fc
+      .tuple(
+        jobSpecOf(
+          behaviourOf(kinds),
+          reconcile === 'either' ? fc.boolean() : fc.constant(reconcile === 'always'),
+          attempts === 'one' ? fc.constant(1) : ANY_ATTEMPTS,
+        ),
+        swarmJobTraitArb,
+      )
+      .map(([spec, trait]) => withTrait(spec, trait));
   });
 
 /**
@@ -531,7 +561,10 @@ type SwarmJobTrait = { readonly maxRuns: number } | { readonly longRun: number }
 const swarmJobTraitArb: fc.Arbitrary<SwarmJobTrait> = fc.oneof(
   { weight: 6, arbitrary: fc.constant(undefined) },
   { weight: 3, arbitrary: fc.integer({ min: 1, max: 4 }).map((maxRuns) => ({ maxRuns })) },
-  { weight: 1, arbitrary: fc.integer({ min: RUN_QUEUES.maxReceiveCount + 1, max: RUN_QUEUES.maxReceiveCount + 5 }).map((longRun) => ({ longRun })) },
+  {
+    weight: 1,
+    arbitrary: fc.integer({ min: RUN_QUEUES.maxReceiveCount + 1, max: RUN_QUEUES.maxReceiveCount + 5 }).map((longRun) => ({ longRun })),
+  },
 );
 
 /** The long job: a run every 5 minutes at most one at a time (forbid-skip), an attempt long enough for all its invocations, no deadline. */
@@ -541,11 +574,22 @@ export function withTrait(spec: Omit<JobSpec, 'name'>, trait: SwarmJobTrait): Om
   if (trait === undefined) return spec;
   if ('maxRuns' in trait) return { ...spec, maxRuns: trait.maxRuns };
   const { deadlineMs: _none, ...rest } = spec;
-  return { ...rest, longRun: trait.longRun, schedule: '*/5 * * * *', overlap: 'forbid-skip', checkpoints: true, timeoutMs: (trait.longRun + 2) * LONG_RUN_INVOCATION_MS };
+  return {
+    ...rest,
+    longRun: trait.longRun,
+    schedule: '*/5 * * * *',
+    overlap: 'forbid-skip',
+    checkpoints: true,
+    timeoutMs: (trait.longRun + 2) * LONG_RUN_INVOCATION_MS,
+  };
 }
 
 const jobsOf = (jobSpec: fc.Arbitrary<Omit<JobSpec, 'name'>>) =>
-  fc.oneof({ weight: 5, arbitrary: fc.array(jobSpec, { minLength: 1, maxLength: 1 }) }, { weight: 4, arbitrary: fc.array(jobSpec, { minLength: 2, maxLength: 2 }) }, { weight: 2, arbitrary: fc.array(jobSpec, { minLength: 3, maxLength: 3 }) });
+  fc.oneof(
+    { weight: 5, arbitrary: fc.array(jobSpec, { minLength: 1, maxLength: 1 }) },
+    { weight: 4, arbitrary: fc.array(jobSpec, { minLength: 2, maxLength: 2 }) },
+    { weight: 2, arbitrary: fc.array(jobSpec, { minLength: 3, maxLength: 3 }) },
+  );
 
 const jobsArbs: Readonly<Record<JobMix, fc.Arbitrary<Omit<JobSpec, 'name'>[]>>> = {
   full: jobsOf(jobSpecArb),
@@ -554,7 +598,11 @@ const jobsArbs: Readonly<Record<JobMix, fc.Arbitrary<Omit<JobSpec, 'name'>[]>>> 
 
 const containerArb = (allowance: number): fc.Arbitrary<ContainerSpec> =>
   fc.record({
-    skewMs: fc.oneof({ weight: 3, arbitrary: fc.constant(0) }, { weight: 2, arbitrary: fc.integer({ min: -allowance, max: allowance }) }, { weight: 1, arbitrary: fc.integer({ min: -3 * allowance, max: 3 * allowance }) }),
+    skewMs: fc.oneof(
+      { weight: 3, arbitrary: fc.constant(0) },
+      { weight: 2, arbitrary: fc.integer({ min: -allowance, max: allowance }) },
+      { weight: 1, arbitrary: fc.integer({ min: -3 * allowance, max: 3 * allowance }) },
+    ),
     sdkAttempts: fc.constantFrom(1, 3),
     batchSize: fc.constantFrom(1, 3, 10),
   });
@@ -633,7 +681,11 @@ export const FAULT_PROFILES: readonly FaultProfiles[] = ['mixed', 'swarm', 'kind
 const faultProfileArbs: Readonly<Record<FaultProfiles, fc.Arbitrary<FaultProfile>>> = {
   mixed: mixedFaultProfileArb,
   swarm: fc.oneof({ weight: 3, arbitrary: mixedFaultProfileArb }, { weight: 2, arbitrary: focusedFaultProfileArb }),
-  kinds: fc.oneof({ weight: 3, arbitrary: mixedFaultProfileArb }, { weight: 2, arbitrary: focusedFaultProfileArb }, { weight: 2, arbitrary: kindSwarmFaultProfileArb }),
+  kinds: fc.oneof(
+    { weight: 3, arbitrary: mixedFaultProfileArb },
+    { weight: 2, arbitrary: focusedFaultProfileArb },
+    { weight: 2, arbitrary: kindSwarmFaultProfileArb },
+  ),
 };
 
 const MINUTE = 60_000;
@@ -651,38 +703,40 @@ const inheritedOrphansArb = fc.oneof({ weight: 3, arbitrary: fc.constant(0) }, {
 
 export const scenarioSetupArb = (profiles: FaultProfiles = 'swarm', jobMix: JobMix = 'full'): fc.Arbitrary<ScenarioSetup> =>
   fc
-  .record({
-    day: fc.integer({ min: 0, max: 3_000 }),
-    startSecond: fc.integer({ min: 0, max: MINUTE - 1 }),
-    allowance: fc.constantFrom(200, 1_000, 2_000),
-    containerCount: fc.integer({ min: 1, max: 4 }),
-    plannerSdkAttempts: fc.constantFrom(1, 3),
-    partitions: fc.oneof({ weight: 3, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.integer({ min: 2, max: 3 }) }),
-    jobs: jobsArbs[jobMix],
-    faults: faultProfileArbs[profiles],
-    seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
-  })
-  .chain((base) =>
-    fc.record({
-      containers: fc.array(containerArb(base.allowance), { minLength: base.containerCount, maxLength: base.containerCount }),
-      plannerSkewMs: fc.integer({ min: -base.allowance, max: base.allowance }),
-      opsSkewMs: fc.oneof(fc.constant(0), fc.integer({ min: -3 * base.allowance, max: 3 * base.allowance })),
-      // A constant draws nothing: the full job mix keeps its fixed seeds' scenarios.
-      inheritedOrphans: jobMix === 'swarm' ? inheritedOrphansArb : fc.constant(0),
-    }).map((actors) => ({
-      start: Date.UTC(2031, 0, 1) + base.day * 86_400_000 + base.startSecond,
-      containers: actors.containers,
-      plannerSkewMs: actors.plannerSkewMs,
-      plannerSdkAttempts: base.plannerSdkAttempts,
-      opsSkewMs: actors.opsSkewMs,
-      clockAllowanceMs: base.allowance,
-      partitions: base.partitions,
-      jobs: base.jobs.map((spec, i) => ({ ...spec, name: `j${i}` })),
-      faults: base.faults,
-      seed: base.seed,
-      ...(actors.inheritedOrphans > 0 ? { inheritedOrphans: actors.inheritedOrphans } : {}),
-    })),
-  );
+    .record({
+      day: fc.integer({ min: 0, max: 3_000 }),
+      startSecond: fc.integer({ min: 0, max: MINUTE - 1 }),
+      allowance: fc.constantFrom(200, 1_000, 2_000),
+      containerCount: fc.integer({ min: 1, max: 4 }),
+      plannerSdkAttempts: fc.constantFrom(1, 3),
+      partitions: fc.oneof({ weight: 3, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.integer({ min: 2, max: 3 }) }),
+      jobs: jobsArbs[jobMix],
+      faults: faultProfileArbs[profiles],
+      seed: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+    })
+    .chain((base) =>
+      fc
+        .record({
+          containers: fc.array(containerArb(base.allowance), { minLength: base.containerCount, maxLength: base.containerCount }),
+          plannerSkewMs: fc.integer({ min: -base.allowance, max: base.allowance }),
+          opsSkewMs: fc.oneof(fc.constant(0), fc.integer({ min: -3 * base.allowance, max: 3 * base.allowance })),
+          // A constant draws nothing: the full job mix keeps its fixed seeds' scenarios.
+          inheritedOrphans: jobMix === 'swarm' ? inheritedOrphansArb : fc.constant(0),
+        })
+        .map((actors) => ({
+          start: Date.UTC(2031, 0, 1) + base.day * 86_400_000 + base.startSecond,
+          containers: actors.containers,
+          plannerSkewMs: actors.plannerSkewMs,
+          plannerSdkAttempts: base.plannerSdkAttempts,
+          opsSkewMs: actors.opsSkewMs,
+          clockAllowanceMs: base.allowance,
+          partitions: base.partitions,
+          jobs: base.jobs.map((spec, i) => ({ ...spec, name: `j${i}` })),
+          faults: base.faults,
+          seed: base.seed,
+          ...(actors.inheritedOrphans > 0 ? { inheritedOrphans: actors.inheritedOrphans } : {}),
+        })),
+    );
 
 export const setupArb: fc.Arbitrary<ScenarioSetup> = scenarioSetupArb();
 
@@ -701,30 +755,79 @@ interface CommandKind {
   readonly always?: boolean;
 }
 
-const kind = (name: string, weight: number, arbitrary: fc.Arbitrary<ModelCommand>, more: Pick<CommandKind, 'together' | 'always'> = {}): CommandKind => ({ name, weight, arbitrary, ...more });
+const kind = (
+  name: string,
+  weight: number,
+  arbitrary: fc.Arbitrary<ModelCommand>,
+  more: Pick<CommandKind, 'together' | 'always'> = {},
+): CommandKind => ({ name, weight, arbitrary, ...more });
 
 export const COMMAND_KINDS: readonly CommandKind[] = [
   // ---- time
-  kind('tick-on-time', 70, fc.record({ phase, late: fc.oneof({ weight: 5, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1_000, max: 20_000 }) }), copies: fc.oneof({ weight: 9, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.constant(2) }) }).map((t) => new TickOnTime(t.phase, t.late, t.copies))),
-  kind('tick-now', 10, fc.constantFrom(1, 2).map((copies) => new TickNow(copies)), { together: true }),
+  kind(
+    'tick-on-time',
+    70,
+    fc
+      .record({
+        phase,
+        late: fc.oneof({ weight: 5, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 1_000, max: 20_000 }) }),
+        copies: fc.oneof({ weight: 9, arbitrary: fc.constant(1) }, { weight: 1, arbitrary: fc.constant(2) }),
+      })
+      .map((t) => new TickOnTime(t.phase, t.late, t.copies)),
+  ),
+  kind(
+    'tick-now',
+    10,
+    fc.constantFrom(1, 2).map((copies) => new TickNow(copies)),
+    { together: true },
+  ),
   // Production as usual for a while (with the faults armed so far): where most runs execute.
-  kind('run-for', 80, fc.oneof(fc.constantFrom(10_000, 30_000, 60_000, 120_000), fc.integer({ min: 1_000, max: 180_000 })).map((ms) => new RunFor(ms)), { always: true }),
+  kind(
+    'run-for',
+    80,
+    fc.oneof(fc.constantFrom(10_000, 30_000, 60_000, 120_000), fc.integer({ min: 1_000, max: 180_000 })).map((ms) => new RunFor(ms)),
+    { always: true },
+  ),
   // Mostly seconds; sometimes minutes (a short planner outage: no tick runs while time passes);
   // rarely hours (a long outage, whose catch-up is paged by maxPerTick).
   kind(
     'advance',
     80,
     fc
-      .oneof({ weight: 30, arbitrary: fc.integer({ min: 500, max: 45_000 }) }, { weight: 5, arbitrary: fc.integer({ min: 120_000, max: 600_000 }) }, { weight: 3, arbitrary: fc.constantFrom(3_600_000, 3 * 3_600_000) })
+      .oneof(
+        { weight: 30, arbitrary: fc.integer({ min: 500, max: 45_000 }) },
+        { weight: 5, arbitrary: fc.integer({ min: 120_000, max: 600_000 }) },
+        { weight: 3, arbitrary: fc.constantFrom(3_600_000, 3 * 3_600_000) },
+      )
       .map((ms) => new Advance(ms)),
   ),
   // ---- worker containers
-  kind('deliver', 100, fc.tuple(container, fc.option(container, { nil: undefined, freq: 6 })).map(([l, d]) => new Deliver(l, d)), { together: true }),
+  kind(
+    'deliver',
+    100,
+    fc.tuple(container, fc.option(container, { nil: undefined, freq: 6 })).map(([l, d]) => new Deliver(l, d)),
+    { together: true },
+  ),
   // Waits for the next message (a run's slot, a backoff, a takeover's visibility) and delivers it.
-  kind('deliver-next', 120, fc.tuple(container, fc.constantFrom(5_000, 30_000, 90_000)).map(([l, within]) => new DeliverNext(l, within)), { together: true }),
+  kind(
+    'deliver-next',
+    120,
+    fc.tuple(container, fc.constantFrom(5_000, 30_000, 90_000)).map(([l, within]) => new DeliverNext(l, within)),
+    { together: true },
+  ),
   kind('deliver-all', 50, fc.constant(new DeliverAll()), { together: true }),
-  kind('kill', 20, container.map((c) => new Kill(c)), { together: true }),
-  kind('pause', 20, fc.tuple(container, fc.integer({ min: 1_000, max: 90_000 })).map(([l, ms]) => new Pause(l, ms)), { together: true }),
+  kind(
+    'kill',
+    20,
+    container.map((c) => new Kill(c)),
+    { together: true },
+  ),
+  kind(
+    'pause',
+    20,
+    fc.tuple(container, fc.integer({ min: 1_000, max: 90_000 })).map(([l, ms]) => new Pause(l, ms)),
+    { together: true },
+  ),
   // ---- faults
   kind(
     'arm-fault',
@@ -740,25 +843,74 @@ export const COMMAND_KINDS: readonly CommandKind[] = [
       .map((f) => new ArmFault(f.target, f.kind, f.fault, f.count, f.latencyMs)),
   ),
   // ---- ops
-  kind('ops-pause', 10, jobRef.map((j) => new OpsPause(j)), { together: true }),
-  kind('ops-resume', 10, jobRef.map((j) => new OpsResume(j)), { together: true }),
-  kind('ops-backfill', 10, fc.tuple(jobRef, fc.integer({ min: 0, max: 600_000 }), fc.integer({ min: 60_000, max: 900_000 })).map(([j, ago, span]) => new Backfill(j, ago, span)), { together: true }),
+  kind(
+    'ops-pause',
+    10,
+    jobRef.map((j) => new OpsPause(j)),
+    { together: true },
+  ),
+  kind(
+    'ops-resume',
+    10,
+    jobRef.map((j) => new OpsResume(j)),
+    { together: true },
+  ),
+  kind(
+    'ops-backfill',
+    10,
+    fc
+      .tuple(jobRef, fc.integer({ min: 0, max: 600_000 }), fc.integer({ min: 60_000, max: 900_000 }))
+      .map(([j, ago, span]) => new Backfill(j, ago, span)),
+    { together: true },
+  ),
   kind('ops-redrive', 10, fc.constant(new Redrive()), { together: true }),
-  kind('ops-resolve', 10, fc.tuple(fc.nat(50), fc.constantFrom('succeeded' as const, 'dead' as const)).map(([p, as]) => new Resolve(p, as)), { together: true }),
+  kind(
+    'ops-resolve',
+    10,
+    fc.tuple(fc.nat(50), fc.constantFrom('succeeded' as const, 'dead' as const)).map(([p, as]) => new Resolve(p, as)),
+    { together: true },
+  ),
   // Every ended state a retry revives: a DEAD run, and (on request) a slot skipped or superseded,
   // which the planner or a worker created terminal, without an attempt history.
-  kind('ops-retry', 30, fc.tuple(fc.nat(50), fc.constantFrom(...RETRYABLE_STATES)).map(([p, prefer]) => new Retry(p, prefer)), { together: true }),
+  kind(
+    'ops-retry',
+    30,
+    fc.tuple(fc.nat(50), fc.constantFrom(...RETRYABLE_STATES)).map(([p, prefer]) => new Retry(p, prefer)),
+    { together: true },
+  ),
   // ---- config
-  kind('add-job', 10, jobSpecArb.map((spec) => new AddJob(spec))),
-  kind('remove-job', 10, jobRef.map((j) => new RemoveJob(j))),
-  kind('change-schedule', 10, fc.tuple(jobRef, fc.constantFrom(...SCHEDULES)).map(([j, s]) => new ChangeSchedule(j, s))),
-  kind('set-partitions', 20, fc.integer({ min: 1, max: 3 }).map((of) => new SetPartitions(of))),
-  kind('add-many-jobs', 8, fc.integer({ min: 90, max: 140 }).map((n): ModelCommand => new AddManyJobs(n))),
+  kind(
+    'add-job',
+    10,
+    jobSpecArb.map((spec) => new AddJob(spec)),
+  ),
+  kind(
+    'remove-job',
+    10,
+    jobRef.map((j) => new RemoveJob(j)),
+  ),
+  kind(
+    'change-schedule',
+    10,
+    fc.tuple(jobRef, fc.constantFrom(...SCHEDULES)).map(([j, s]) => new ChangeSchedule(j, s)),
+  ),
+  kind(
+    'set-partitions',
+    20,
+    fc.integer({ min: 1, max: 3 }).map((of) => new SetPartitions(of)),
+  ),
+  kind(
+    'add-many-jobs',
+    8,
+    fc.integer({ min: 90, max: 140 }).map((n): ModelCommand => new AddManyJobs(n)),
+  ),
 ];
 
 /** A change of a job's counts: shards up or down, maxRuns raised (config-changes.ts). */
 const shardsChangeArb: fc.Arbitrary<JobChange> = fc.integer({ min: 1, max: 3 }).map((to): JobChange => ({ field: 'shards', to }));
-const maxRunsChangeArb: fc.Arbitrary<JobChange> = fc.integer({ min: 1, max: 3 }).map((raiseBy): JobChange => ({ field: 'maxRuns', raiseBy }));
+const maxRunsChangeArb: fc.Arbitrary<JobChange> = fc
+  .integer({ min: 1, max: 3 })
+  .map((raiseBy): JobChange => ({ field: 'maxRuns', raiseBy }));
 const jobCountChangeArb: fc.Arbitrary<JobChange> = fc.oneof(shardsChangeArb, maxRunsChangeArb);
 
 /** A change of any one job field (config-changes.ts), the counts most often. */
@@ -767,13 +919,25 @@ const jobChangeArb: fc.Arbitrary<JobChange> = fc.oneof(
   { weight: 2, arbitrary: fc.constantFrom(...SCHEDULES).map((to): JobChange => ({ field: 'schedule', to })) },
   { weight: 1, arbitrary: fc.constantFrom(0, 1_500, 5_000).map((toMs): JobChange => ({ field: 'startLead', toMs })) },
   { weight: 1, arbitrary: fc.constantFrom(undefined, 60_000, 300_000).map((toMs): JobChange => ({ field: 'deadline', toMs })) },
-  { weight: 1, arbitrary: fc.constantFrom('parallel' as const, 'forbid-skip' as const, 'forbid-queue' as const, 'coalesce' as const).map((to): JobChange => ({ field: 'overlap', to })) },
+  {
+    weight: 1,
+    arbitrary: fc
+      .constantFrom('parallel' as const, 'forbid-skip' as const, 'forbid-queue' as const, 'coalesce' as const)
+      .map((to): JobChange => ({ field: 'overlap', to })),
+  },
   { weight: 1, arbitrary: fc.boolean().map((to): JobChange => ({ field: 'checkpoints', to })) },
 );
 
 /** A job added with its first slot inside the planner's lookahead: a one-time `{ at }` job, or a daily one due this minute. */
 const addJobSoonArb: fc.Arbitrary<ModelCommand> = fc
-  .tuple(jobSpecArb, fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 1_000, max: 3_000 }) }, { weight: 1, arbitrary: fc.integer({ min: -20_000, max: 40_000 }) }), fc.constantFrom('at' as const, 'daily' as const))
+  .tuple(
+    jobSpecArb,
+    fc.oneof(
+      { weight: 3, arbitrary: fc.integer({ min: 1_000, max: 3_000 }) },
+      { weight: 1, arbitrary: fc.integer({ min: -20_000, max: 40_000 }) },
+    ),
+    fc.constantFrom('at' as const, 'daily' as const),
+  )
   .map(([spec, offsetMs, soon]) => new AddJobSoon(spec, offsetMs, soon));
 
 /**
@@ -785,14 +949,36 @@ export const SWARM_KINDS: readonly CommandKind[] = COMMAND_KINDS.flatMap((k): Co
   switch (k.name) {
     case 'advance':
       return [
-        kind('advance-seconds', k.weight, fc.integer({ min: 500, max: 45_000 }).map((ms) => new Advance(ms))),
-        kind('advance-minutes', k.weight, fc.integer({ min: 120_000, max: 600_000 }).map((ms) => new Advance(ms))),
-        kind('advance-hours', k.weight, fc.constantFrom(3_600_000, 3 * 3_600_000).map((ms) => new Advance(ms))),
+        kind(
+          'advance-seconds',
+          k.weight,
+          fc.integer({ min: 500, max: 45_000 }).map((ms) => new Advance(ms)),
+        ),
+        kind(
+          'advance-minutes',
+          k.weight,
+          fc.integer({ min: 120_000, max: 600_000 }).map((ms) => new Advance(ms)),
+        ),
+        kind(
+          'advance-hours',
+          k.weight,
+          fc.constantFrom(3_600_000, 3 * 3_600_000).map((ms) => new Advance(ms)),
+        ),
       ];
     case 'ops-backfill':
       // An operator backfilling hours, not minutes: a hundred and more open runs of one job at
       // once, so that every query over open runs (sweeps, lanes, ops) reads past its first page.
-      return [k, kind('ops-backfill-hours', k.weight, fc.tuple(jobRef, fc.integer({ min: 0, max: 600_000 }), fc.constantFrom(3_600_000, 2 * 3_600_000)).map(([j, ago, span]) => new Backfill(j, ago, span)), { together: true })];
+      return [
+        k,
+        kind(
+          'ops-backfill-hours',
+          k.weight,
+          fc
+            .tuple(jobRef, fc.integer({ min: 0, max: 600_000 }), fc.constantFrom(3_600_000, 2 * 3_600_000))
+            .map(([j, ago, span]) => new Backfill(j, ago, span)),
+          { together: true },
+        ),
+      ];
     case 'add-many-jobs':
       // A config rollback of the bulk add: the planned runs of a hundred removed jobs stay open for
       // good (orphans), ahead of every later run in the sweeper's watch index.
@@ -809,9 +995,21 @@ export const SWARM_KINDS: readonly CommandKind[] = COMMAND_KINDS.flatMap((k): Co
       // the scenarios, not in a quarter of the changes of half of them.
       return [
         k,
-        kind('change-job', k.weight, fc.tuple(jobRef, jobChangeArb).map(([j, change]) => new ChangeJob(j, change))),
-        kind('change-shards', k.weight, fc.tuple(jobRef, shardsChangeArb).map(([j, change]) => new ChangeJob(j, change))),
-        kind('raise-max-runs', k.weight, fc.tuple(jobRef, maxRunsChangeArb).map(([j, change]) => new ChangeJob(j, change))),
+        kind(
+          'change-job',
+          k.weight,
+          fc.tuple(jobRef, jobChangeArb).map(([j, change]) => new ChangeJob(j, change)),
+        ),
+        kind(
+          'change-shards',
+          k.weight,
+          fc.tuple(jobRef, shardsChangeArb).map(([j, change]) => new ChangeJob(j, change)),
+        ),
+        kind(
+          'raise-max-runs',
+          k.weight,
+          fc.tuple(jobRef, maxRunsChangeArb).map(([j, change]) => new ChangeJob(j, change)),
+        ),
         kind('add-job-soon', k.weight, addJobSoonArb),
       ];
     case 'ops-retry':
@@ -819,11 +1017,26 @@ export const SWARM_KINDS: readonly CommandKind[] = COMMAND_KINDS.flatMap((k): Co
       // their result unknown (a charge that may have gone through), which a revival must reconcile.
       return [
         k,
-        kind('ops-retry-unknown', k.weight, fc.nat(50).map((p) => new Retry(p, 'result-unknown')), { together: true }),
+        kind(
+          'ops-retry-unknown',
+          k.weight,
+          fc.nat(50).map((p) => new Retry(p, 'result-unknown')),
+          { together: true },
+        ),
         // On the DEAD-runs alarm an operator retries a job's DEAD runs at once (`ops retry --job`).
-        kind('ops-retry-job', k.weight, jobRef.map((j) => new RetryJob(j)), { together: true }),
+        kind(
+          'ops-retry-job',
+          k.weight,
+          jobRef.map((j) => new RetryJob(j)),
+          { together: true },
+        ),
         // One extra run now, its report held to what it created (a send or write may fail: armed ops faults).
-        kind('ops-trigger', k.weight, jobRef.map((j) => new OpsTrigger(j)), { together: true }),
+        kind(
+          'ops-trigger',
+          k.weight,
+          jobRef.map((j) => new OpsTrigger(j)),
+          { together: true },
+        ),
       ];
     default:
       return [k];
@@ -849,7 +1062,9 @@ function mixOf(kinds: readonly CommandKind[]): fc.Arbitrary<ModelCommand> {
   // `tick now` last among the parts: the order the full mix has always drawn them in.
   const parts = [...kinds.filter((k) => k.together && k.name !== 'tick-now'), ...kinds.filter((k) => k.name === 'tick-now')];
   if (parts.length === 0) return singles;
-  const together = fc.array(fc.oneof(...parts.map(({ weight, arbitrary }) => ({ weight, arbitrary }))), { minLength: 2, maxLength: 3 }).map((cmds): ModelCommand => new Together(cmds));
+  const together = fc
+    .array(fc.oneof(...parts.map(({ weight, arbitrary }) => ({ weight, arbitrary }))), { minLength: 2, maxLength: 3 })
+    .map((cmds): ModelCommand => new Together(cmds));
   return fc.oneof({ weight: 6, arbitrary: singles }, { weight: 1, arbitrary: together });
 }
 

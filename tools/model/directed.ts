@@ -76,15 +76,22 @@ function jobSpec(i: number, over: Partial<JobSpec>): JobSpec {
 
 /** One scenario per defect class of the proof (prove.ts), by defect number. */
 export const DIRECTED: Readonly<Record<number, DirectedScenario>> = {
-  1: { title: 'a coalesce job with the next minute planned ahead', jobs: [{ overlap: 'coalesce' }], steps: [{ step: 'run', ms: 4 * MINUTE }] },
+  1: {
+    title: 'a coalesce job with the next minute planned ahead',
+    jobs: [{ overlap: 'coalesce' }],
+    steps: [{ step: 'run', ms: 4 * MINUTE }],
+  },
   2: {
     title: "a forbid-skip job whose holder's lane release is refused",
     jobs: [{ overlap: 'forbid-skip', maxAttempts: 1 }],
     sdkAttempts: 1,
-    steps: [{ step: 'arm', container: 0, kind: 'lane', fault: FaultKind.REFUSED, count: 2 }, { step: 'run', ms: 4 * MINUTE }],
+    steps: [
+      { step: 'arm', container: 0, kind: 'lane', fault: FaultKind.REFUSED, count: 2 },
+      { step: 'run', ms: 4 * MINUTE },
+    ],
   },
   3: {
-    title: "a run retried after a newer slot of another job wrote its item",
+    title: 'a run retried after a newer slot of another job wrote its item',
     jobs: [
       {
         group: 'shared',
@@ -102,25 +109,43 @@ export const DIRECTED: Readonly<Record<number, DirectedScenario>> = {
   4: {
     title: "a handler's increment whose response is lost after it committed, retried by the SDK",
     jobs: [{}],
-    steps: [{ step: 'arm', container: 0, kind: 'fenced-write', fault: FaultKind.LOST_RESPONSE, count: 1 }, { step: 'run', ms: 2 * MINUTE }],
+    steps: [
+      { step: 'arm', container: 0, kind: 'fenced-write', fault: FaultKind.LOST_RESPONSE, count: 1 },
+      { step: 'run', ms: 2 * MINUTE },
+    ],
   },
   5: {
     title: 'a zombie handler that writes after its attempt timed out',
     // The zombie sleeps past its attempt; its container thaws for the other job's next run, and it
     // writes its item again (nobody newer wrote it since: the fence alone would let it through).
-    jobs: [{ schedule: '*/2 * * * *', timeoutMs: 4_000, leaseMs: 15_000, maxAttempts: 1, behaviours: [{ kind: BehaviourKind.ZOMBIE, workMs: 200, writes: 1 }] }, {}],
+    jobs: [
+      {
+        schedule: '*/2 * * * *',
+        timeoutMs: 4_000,
+        leaseMs: 15_000,
+        maxAttempts: 1,
+        behaviours: [{ kind: BehaviourKind.ZOMBIE, workMs: 200, writes: 1 }],
+      },
+      {},
+    ],
     steps: [{ step: 'run', ms: 4 * MINUTE }],
   },
   6: {
     title: 'an outcome write refused once',
     jobs: [{}],
     sdkAttempts: 1,
-    steps: [{ step: 'arm', container: 0, kind: 'complete', fault: FaultKind.REFUSED, count: 1 }, { step: 'run', ms: 2 * MINUTE }],
+    steps: [
+      { step: 'arm', container: 0, kind: 'complete', fault: FaultKind.REFUSED, count: 1 },
+      { step: 'run', ms: 2 * MINUTE },
+    ],
   },
   7: {
     title: 'a claim whose response is lost after it committed, retried by the SDK',
     jobs: [{}],
-    steps: [{ step: 'arm', container: 0, kind: 'claim', fault: FaultKind.LOST_RESPONSE, count: 1 }, { step: 'run', ms: 2 * MINUTE }],
+    steps: [
+      { step: 'arm', container: 0, kind: 'claim', fault: FaultKind.LOST_RESPONSE, count: 1 },
+      { step: 'run', ms: 2 * MINUTE },
+    ],
   },
   8: {
     title: '120 hourly jobs catching up after a three-hour planner outage',
@@ -135,7 +160,13 @@ export const DIRECTED: Readonly<Record<number, DirectedScenario>> = {
     // refused), and so is the sweep's first re-send: j1@00:05 is watched and lost, and only a
     // watch sweep that pages past the older entries ever sends it again.
     jobs: [
-      { schedule: '* * * * * *', maxAttempts: 2, backoffBaseMs: 120_000, backoffMaxMs: 120_000, behaviours: [{ kind: BehaviourKind.RETRYABLE, workMs: 50, writes: 0 }] },
+      {
+        schedule: '* * * * * *',
+        maxAttempts: 2,
+        backoffBaseMs: 120_000,
+        backoffMaxMs: 120_000,
+        behaviours: [{ kind: BehaviourKind.RETRYABLE, workMs: 50, writes: 0 }],
+      },
       { schedule: '*/5 * * * *' },
     ],
     plannerSdkAttempts: 1,
@@ -157,18 +188,32 @@ export const DIRECTED: Readonly<Record<number, DirectedScenario>> = {
   13: {
     title: 'a run DEAD with its result unknown, revived by ops retry',
     jobs: [{ reconcile: true, maxAttempts: 1, behaviours: [{ kind: BehaviourKind.UNKNOWN, workMs: 200, writes: 0 }] }],
-    steps: [{ step: 'run', ms: 150_000 }, { step: 'retry', prefer: RunStatus.DEAD }, { step: 'run', ms: MINUTE }],
+    steps: [
+      { step: 'run', ms: 150_000 },
+      { step: 'retry', prefer: RunStatus.DEAD },
+      { step: 'run', ms: MINUTE },
+    ],
   },
   15: {
     title: 'a slot the misfire policy created SKIPPED, revived by ops retry',
     jobs: [{ misfire: { policy: 'skip', afterMs: 10_000, maxPerTick: 10 } }],
-    steps: [{ step: 'tick' }, { step: 'advance', ms: 3 * MINUTE }, { step: 'run', ms: MINUTE }, { step: 'retry', prefer: RunStatus.SKIPPED }, { step: 'run', ms: 2 * MINUTE }],
+    steps: [
+      { step: 'tick' },
+      { step: 'advance', ms: 3 * MINUTE },
+      { step: 'run', ms: MINUTE },
+      { step: 'retry', prefer: RunStatus.SKIPPED },
+      { step: 'run', ms: 2 * MINUTE },
+    ],
   },
   // ---- issue 30 (defects 1, 2, 3, 4 and 6 of its third adversarial review), numbered 30N.
   301: {
     title: 'maxRuns raised from 2 to 4 once the first 2 runs were planned',
     jobs: [{ maxRuns: 2 }],
-    steps: [{ step: 'run', ms: 3 * MINUTE }, { step: 'change', job: 0, change: { field: 'maxRuns', raiseBy: 2 } }, { step: 'run', ms: 4 * MINUTE }],
+    steps: [
+      { step: 'run', ms: 3 * MINUTE },
+      { step: 'change', job: 0, change: { field: 'maxRuns', raiseBy: 2 } },
+      { step: 'run', ms: 4 * MINUTE },
+    ],
   },
   302: {
     title: 'shards changed 1 → 3 → 1 with the next slot planned ahead each time',
@@ -190,12 +235,21 @@ export const DIRECTED: Readonly<Record<number, DirectedScenario>> = {
     title: 'a one-time { at } job deployed with its instant between the next tick and the watermark',
     jobs: [{}],
     // The first tick (00:00:10) plans to 00:01:13.5; the job is added at 00:00:55, due at 00:01:02.
-    steps: [{ step: 'tick' }, { step: 'advance', ms: 45_000 }, { step: 'add-soon', job: {}, offsetMs: 2_000 }, { step: 'run', ms: 3 * MINUTE }],
+    steps: [
+      { step: 'tick' },
+      { step: 'advance', ms: 45_000 },
+      { step: 'add-soon', job: {}, offsetMs: 2_000 },
+      { step: 'run', ms: 3 * MINUTE },
+    ],
   },
   306: {
     title: 'a backfill of 4 slots of a job with a deadline of 60 s',
     jobs: [{ schedule: '*/5 * * * *', deadlineMs: 60_000 }],
-    steps: [{ step: 'run', ms: MINUTE }, { step: 'backfill', job: 0, agoMs: 5 * MINUTE, spanMs: 20 * MINUTE }, { step: 'run', ms: 2 * MINUTE }],
+    steps: [
+      { step: 'run', ms: MINUTE },
+      { step: 'backfill', job: 0, agoMs: 5 * MINUTE, spanMs: 20 * MINUTE },
+      { step: 'run', ms: 2 * MINUTE },
+    ],
   },
 };
 
@@ -208,14 +262,23 @@ export interface DirectedResult {
 export async function runDirected(stack: ModelStack, scenario: DirectedScenario, seed = 1): Promise<DirectedResult> {
   const setup: ScenarioSetup = {
     start: Date.UTC(2031, 0, 1, 0, 0, 10),
-    containers: Array.from({ length: scenario.containers ?? 1 }, () => ({ skewMs: 0, sdkAttempts: scenario.sdkAttempts ?? 3, batchSize: 3 })),
+    containers: Array.from({ length: scenario.containers ?? 1 }, () => ({
+      skewMs: 0,
+      sdkAttempts: scenario.sdkAttempts ?? 3,
+      batchSize: 3,
+    })),
     plannerSkewMs: 0,
     plannerSdkAttempts: scenario.plannerSdkAttempts ?? 3,
     opsSkewMs: 0,
     clockAllowanceMs: 1_000,
     partitions: 1,
     jobs: scenario.jobs.map((over, i) => jobSpec(i, over)),
-    faults: { rate: 0, weights: { refused: 0, 'lost-response': 0, throttled: 0, conflict: 0, latency: 0 }, kinds: ['claim'], latencyMs: 500 },
+    faults: {
+      rate: 0,
+      weights: { refused: 0, 'lost-response': 0, throttled: 0, conflict: 0, latency: 0 },
+      kinds: ['claim'],
+      latencyMs: 500,
+    },
     seed,
     ...(scenario.inheritedOrphans !== undefined ? { inheritedOrphans: scenario.inheritedOrphans } : {}),
   };

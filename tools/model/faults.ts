@@ -144,12 +144,23 @@ export function faultError(fault: FaultKind, call: CallInfo): Error {
     case FaultKind.REFUSED:
       return Object.assign(new Error(`connect ECONNREFUSED (model fault on ${call.command})`), { code: 'ECONNREFUSED', $metadata: {} });
     case FaultKind.LOST_RESPONSE:
-      return Object.assign(new Error(`socket hang up after the request was sent (model fault on ${call.command})`), { name: 'TimeoutError', code: 'ECONNRESET', $metadata: {} });
+      return Object.assign(new Error(`socket hang up after the request was sent (model fault on ${call.command})`), {
+        name: 'TimeoutError',
+        code: 'ECONNRESET',
+        $metadata: {},
+      });
     case FaultKind.THROTTLED:
       if (call.command.endsWith('Command') && !call.kind.startsWith('sqs')) {
-        return new ProvisionedThroughputExceededException({ message: `throughput exceeded (model fault on ${call.command})`, ...metadata() });
+        return new ProvisionedThroughputExceededException({
+          message: `throughput exceeded (model fault on ${call.command})`,
+          ...metadata(),
+        });
       }
-      return Object.assign(new Error(`rate exceeded (model fault on ${call.command})`), { name: 'ThrottlingException', $fault: 'client', ...metadata() });
+      return Object.assign(new Error(`rate exceeded (model fault on ${call.command})`), {
+        name: 'ThrottlingException',
+        $fault: 'client',
+        ...metadata(),
+      });
     case FaultKind.CONFLICT:
       return new TransactionCanceledException({
         message: `Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict] (model fault)`,

@@ -29,7 +29,16 @@ export class Fleet {
       queue: new RunQueue(clients.sqs, this.stage.queues.runQueueUrl),
       doc: clients.doc,
       jobs: jobsByName(this.stage.jobs),
-      handlers: modelHandlers({ behaviourFor: (job) => this.stage.behaviourFor(job), groupOf: (job) => this.stage.groupOf(job), history: this.stage.sinkFor(container.spec.skewMs), now: () => this.stage.time.now() }, container.owner, timers),
+      handlers: modelHandlers(
+        {
+          behaviourFor: (job) => this.stage.behaviourFor(job),
+          groupOf: (job) => this.stage.groupOf(job),
+          history: this.stage.sinkFor(container.spec.skewMs),
+          now: () => this.stage.time.now(),
+        },
+        container.owner,
+        timers,
+      ),
       tables: { ledger: this.stage.tables.ledger, payments: this.stage.tables.payments },
       owner: container.owner,
       clock,
@@ -85,7 +94,9 @@ export class Fleet {
       await this.stage.settle();
       // As in quiescence: a message sent while settling is due now, not at the next tick.
       await this.stage.queue.pull();
-      const candidates = [nextTick, this.stage.queue.nextVisibleAt(), this.stage.time.nextTimerAt()].filter((t): t is number => t !== undefined);
+      const candidates = [nextTick, this.stage.queue.nextVisibleAt(), this.stage.time.nextTimerAt()].filter(
+        (t): t is number => t !== undefined,
+      );
       const next = Math.max(this.stage.time.now() + 1, Math.min(...candidates));
       await this.stage.time.advanceTo(Math.min(next, end), () => this.stage.settle());
     }
@@ -100,7 +111,8 @@ export class Fleet {
     if (this.stage.container(index).busy) return;
     await this.stage.queue.pull();
     const next = this.stage.queue.nextVisibleAt();
-    if (!this.stage.queue.hasDue() && next !== undefined && next - this.stage.time.now() <= withinMs) await this.stage.time.advanceTo(next, () => this.stage.settle());
+    if (!this.stage.queue.hasDue() && next !== undefined && next - this.stage.time.now() <= withinMs)
+      await this.stage.time.advanceTo(next, () => this.stage.settle());
     await this.deliver(index);
   }
 
@@ -115,7 +127,9 @@ export class Fleet {
     container.owner = `${container.name}.${container.invocations}`;
     container.busy = true;
     container.held = records.map((r) => runKeyIn(r.body));
-    this.stage.say(`${container.owner} receives ${container.held.map((k, i) => `${k}${records[i]!.attributes?.ApproximateReceiveCount !== '1' ? ` (receive ${records[i]!.attributes?.ApproximateReceiveCount})` : ''}`).join(', ')}`);
+    this.stage.say(
+      `${container.owner} receives ${container.held.map((k, i) => `${k}${records[i]!.attributes?.ApproximateReceiveCount !== '1' ? ` (receive ${records[i]!.attributes?.ApproximateReceiveCount})` : ''}`).join(', ')}`,
+    );
     // Lambda thaws the container: timers of earlier invocations (zombies) run again.
     this.stage.time.setState(container.actor, 'running');
     await this.stage.time.fireOverdue(container.actor, () => this.stage.settle());
@@ -138,7 +152,12 @@ export class Fleet {
         if (done.length > 0 && this.stage.time.state(actor) !== 'dead') {
           // The event source mapping deletes what the invocation reported done.
           await clients.sqs
-            .send(new DeleteMessageBatchCommand({ QueueUrl: this.stage.queues.runQueueUrl, Entries: done.map((r, i) => ({ Id: String(i), ReceiptHandle: r.receiptHandle })) }))
+            .send(
+              new DeleteMessageBatchCommand({
+                QueueUrl: this.stage.queues.runQueueUrl,
+                Entries: done.map((r, i) => ({ Id: String(i), ReceiptHandle: r.receiptHandle })),
+              }),
+            )
             .catch((error: unknown) => this.stage.say(`${owner}: delete failed: ${short(error)}`));
         }
       })
@@ -198,13 +217,24 @@ export class Fleet {
 
   /** Every due message to a free container; when all are busy, to a fresh container (Lambda scales out). */
   async deliverAllDue(): Promise<void> {
-    for (let i = 0; i < this.stage.containers.length && this.stage.queue.hasDue(); i++) if (!this.stage.container(i).busy) await this.deliver(i);
+    for (let i = 0; i < this.stage.containers.length && this.stage.queue.hasDue(); i++)
+      if (!this.stage.container(i).busy) await this.deliver(i);
     while (this.stage.queue.hasDue()) {
       let container = this.stage.extraContainers.find((l) => !l.busy);
       if (!container) {
         if (this.stage.extraContainers.length >= MAX_EXTRA_CONTAINERS) return;
         const name = `q${this.stage.extraContainers.length}`;
-        container = { name, spec: { skewMs: 0, sdkAttempts: 3, batchSize: 10 }, generation: 0, actor: `${name}#0`, busy: false, invocations: 0, owner: '', held: [], paused: false };
+        container = {
+          name,
+          spec: { skewMs: 0, sdkAttempts: 3, batchSize: 10 },
+          generation: 0,
+          actor: `${name}#0`,
+          busy: false,
+          invocations: 0,
+          owner: '',
+          held: [],
+          paused: false,
+        };
         this.stage.extraContainers.push(container);
       }
       const records = await this.stage.queue.take(container.spec.batchSize);
@@ -213,7 +243,13 @@ export class Fleet {
     }
   }
 
-  armFault(containerOrActor: number | 'planner' | 'ops', kind: CallInfo['kind'], fault: FaultKind, count: number, latencyMs?: number): void {
+  armFault(
+    containerOrActor: number | 'planner' | 'ops',
+    kind: CallInfo['kind'],
+    fault: FaultKind,
+    count: number,
+    latencyMs?: number,
+  ): void {
     const actor = typeof containerOrActor === 'number' ? this.stage.container(containerOrActor).actor : containerOrActor;
     this.stage.faults.arm({ actor, kind, fault, count, latencyMs });
   }
@@ -221,6 +257,7 @@ export class Fleet {
   /** Arms a fault for container `index` in whichever generation it runs next (one started after a kill too). */
   armContainerFault(index: number, kind: CallInfo['kind'], fault: FaultKind, count: number, latencyMs?: number): void {
     const container = this.stage.container(index);
-    for (let g = container.generation; g <= container.generation + 2; g++) this.stage.faults.arm({ actor: `${container.name}#${g}`, kind, fault, count, latencyMs });
+    for (let g = container.generation; g <= container.generation + 2; g++)
+      this.stage.faults.arm({ actor: `${container.name}#${g}`, kind, fault, count, latencyMs });
   }
 }

@@ -76,7 +76,12 @@ async function increment(ctx: RunContext, group: string, step: number): Promise<
     set: {
       expression: 'n = if_not_exists(n, :zero) + :one, #log = list_append(if_not_exists(#log, :empty), :entry)',
       names: { '#log': 'log' },
-      values: { ':zero': 0, ':one': 1, ':empty': [], ':entry': [{ token: ctx.fencingToken, runKey: ctx.runKey, kind: 'inc', writeId: `${ctx.runKey}|${ctx.fencingToken}|${step}` }] },
+      values: {
+        ':zero': 0,
+        ':one': 1,
+        ':empty': [],
+        ':entry': [{ token: ctx.fencingToken, runKey: ctx.runKey, kind: 'inc', writeId: `${ctx.runKey}|${ctx.fencingToken}|${step}` }],
+      },
     },
   });
 }
@@ -95,16 +100,28 @@ async function charge(ctx: RunContext, world: HandlerWorld, group: string, tried
       table: ctx.tables.payments,
       key: { pk: itemPk(group, ctx.shard), sk: ITEM_SK },
       set: {
-        expression: '#charged = list_append(if_not_exists(#charged, :empty), :keys), #log = list_append(if_not_exists(#log, :empty), :entry)',
+        expression:
+          '#charged = list_append(if_not_exists(#charged, :empty), :keys), #log = list_append(if_not_exists(#log, :empty), :entry)',
         names: { '#charged': 'charged', '#log': 'log' },
-        values: { ':empty': [], ':keys': [businessKey], ':entry': [{ token: ctx.fencingToken, runKey: ctx.runKey, kind: 'charge', businessKey }] },
+        values: {
+          ':empty': [],
+          ':keys': [businessKey],
+          ':entry': [{ token: ctx.fencingToken, runKey: ctx.runKey, kind: 'charge', businessKey }],
+        },
       },
-      condition: { expression: 'attribute_not_exists(#charged) OR NOT contains(#charged, :bk)', names: { '#charged': 'charged' }, values: { ':bk': businessKey } },
+      condition: {
+        expression: 'attribute_not_exists(#charged) OR NOT contains(#charged, :bk)',
+        names: { '#charged': 'charged' },
+        values: { ':bk': businessKey },
+      },
     });
   } catch (error) {
     if (error instanceof ConditionFailedError) return 'already';
     if (error instanceof FencedOutError || error instanceof AttemptEndedError) throw error;
-    throw new ResultUnknownError('model: the charge call failed after it may have committed', { code: 'MODEL_CHARGE_UNKNOWN', cause: error });
+    throw new ResultUnknownError('model: the charge call failed after it may have committed', {
+      code: 'MODEL_CHARGE_UNKNOWN',
+      cause: error,
+    });
   }
   world.history.record({
     type: 'effect',
@@ -146,7 +163,14 @@ export function modelHandlers(world: HandlerWorld, owner: string, timers: Timers
         await ctx.checkpoint(done);
         if (done < behaviour.writes) await sleep(FOREVER, ctx.signal, timers);
         charged = (await charge(ctx, world, group, tried)) === 'charged';
-        world.history.record({ type: 'handler-finished', at: world.now(), runKey: ctx.runKey, owner, token: ctx.fencingToken, result: 'succeeded' });
+        world.history.record({
+          type: 'handler-finished',
+          at: world.now(),
+          runKey: ctx.runKey,
+          owner,
+          token: ctx.fencingToken,
+          result: 'succeeded',
+        });
         return { evidence: { charged, invocations: done } };
       }
       for (let step = 0; step < behaviour.writes; step++) {
@@ -185,10 +209,24 @@ export function modelHandlers(world: HandlerWorld, owner: string, timers: Timers
           break;
       }
       charged = (await charge(ctx, world, group, tried)) === 'charged' || charged;
-      world.history.record({ type: 'handler-finished', at: world.now(), runKey: ctx.runKey, owner, token: ctx.fencingToken, result: 'succeeded' });
+      world.history.record({
+        type: 'handler-finished',
+        at: world.now(),
+        runKey: ctx.runKey,
+        owner,
+        token: ctx.fencingToken,
+        result: 'succeeded',
+      });
       return { evidence: { charged } };
     } catch (error) {
-      world.history.record({ type: 'handler-finished', at: world.now(), runKey: ctx.runKey, owner, token: ctx.fencingToken, result: resultOf(error, charged, tried.charge) });
+      world.history.record({
+        type: 'handler-finished',
+        at: world.now(),
+        runKey: ctx.runKey,
+        owner,
+        token: ctx.fencingToken,
+        result: resultOf(error, charged, tried.charge),
+      });
       throw error;
     }
   };
@@ -196,7 +234,14 @@ export function modelHandlers(world: HandlerWorld, owner: string, timers: Timers
     const group = world.groupOf(ctx.job.name);
     const item = await ctx.reader.get(ctx.tables.payments, { pk: itemPk(group, ctx.shard), sk: ITEM_SK });
     const done = Array.isArray(item?.charged) && (item.charged as unknown[]).includes(chargeKey(ctx.runKey));
-    world.history.record({ type: 'reconciled', at: world.now(), runKey: ctx.runKey, owner, token: ctx.fencingToken, outcome: done ? 'already-done' : 'not-done' });
+    world.history.record({
+      type: 'reconciled',
+      at: world.now(),
+      runKey: ctx.runKey,
+      owner,
+      token: ctx.fencingToken,
+      outcome: done ? 'already-done' : 'not-done',
+    });
     return done ? { outcome: ReconcileOutcome.ALREADY_DONE, evidence: { reconciled: true } } : { outcome: ReconcileOutcome.NOT_DONE };
   };
   return {

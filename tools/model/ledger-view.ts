@@ -64,7 +64,8 @@ type Input = Record<string, unknown>;
 
 function str(value: unknown): string {
   if (typeof value === 'string') return value;
-  if (value && typeof value === 'object' && 'S' in value && typeof (value as { S: unknown }).S === 'string') return (value as { S: string }).S;
+  if (value && typeof value === 'object' && 'S' in value && typeof (value as { S: unknown }).S === 'string')
+    return (value as { S: string }).S;
   return '';
 }
 
@@ -169,7 +170,10 @@ async function scanAll(doc: DynamoDBDocumentClient, table: string): Promise<Reco
 const names = (value: unknown): string[] => [...((value as Set<string> | undefined) ?? new Set<string>())];
 
 /** Reads the scenario's tables in full (they hold nothing but this scenario). */
-export async function readFinal(doc: DynamoDBDocumentClient, tables: { readonly ledger: string; readonly business: string }): Promise<FinalTables> {
+export async function readFinal(
+  doc: DynamoDBDocumentClient,
+  tables: { readonly ledger: string; readonly business: string },
+): Promise<FinalTables> {
   const [ledgerItems, businessItems] = await Promise.all([scanAll(doc, tables.ledger), scanAll(doc, tables.business)]);
   const runs: Run[] = [];
   const markers: LaneMarker[] = [];
@@ -186,11 +190,17 @@ export async function readFinal(doc: DynamoDBDocumentClient, tables: { readonly 
       // A free lane's marker (no holder, or an earlier version's vacant one) holds nothing.
       const marker = markerOf(item);
       if (marker?.holderSlot === undefined) continue;
-      markers.push({ job: pk.slice(4), shard: Number(sk.slice(activePrefix.length)), holderSlot: marker.holderSlot, ...(marker.since !== undefined ? { since: marker.since } : {}) });
+      markers.push({
+        job: pk.slice(4),
+        shard: Number(sk.slice(activePrefix.length)),
+        holderSlot: marker.holderSlot,
+        ...(marker.since !== undefined ? { since: marker.since } : {}),
+      });
     } else if (sk === LedgerKeys.jobPlanSk && pk.startsWith('JOB#')) {
       if (typeof item.cursor === 'number') cursors.set(pk.slice(4), item.cursor);
     } else if (pk === LedgerKeys.plannerPk && sk === LedgerKeys.plannerStateSk) {
-      if (typeof item.of === 'number') layout = { of: item.of, partitions: (item.partitions as Record<string, { plannedUntil?: number }> | undefined) ?? {} };
+      if (typeof item.of === 'number')
+        layout = { of: item.of, partitions: (item.partitions as Record<string, { plannedUntil?: number }> | undefined) ?? {} };
     } else if (pk === LedgerKeys.plannerPk) {
       for (const name of names(item.paused)) paused.add(name);
       for (const name of names(item.behind)) behind.add(name);

@@ -113,7 +113,12 @@ export class ModelQueue {
     let wanted = this.expected + extra;
     for (let empty = 0; wanted > 0 && empty < 20; ) {
       const { Messages = [] } = await this.sqs.send(
-        new ReceiveMessageCommand({ QueueUrl: this.options.queueUrl, MaxNumberOfMessages: 10, WaitTimeSeconds: 0, VisibilityTimeout: HIDDEN_SECONDS }),
+        new ReceiveMessageCommand({
+          QueueUrl: this.options.queueUrl,
+          MaxNumberOfMessages: 10,
+          WaitTimeSeconds: 0,
+          VisibilityTimeout: HIDDEN_SECONDS,
+        }),
       );
       if (Messages.length === 0) {
         empty++;
@@ -124,7 +129,14 @@ export class ModelQueue {
         let message = this.messages.get(m.MessageId);
         if (!message) {
           // Not sent through a recorded client (moved back from the DLQ): visible now.
-          message = { messageId: m.MessageId, seq: this.seq++, body: m.Body ?? '', visibleAt: this.time.now(), receives: 0, state: 'in-flight' };
+          message = {
+            messageId: m.MessageId,
+            seq: this.seq++,
+            body: m.Body ?? '',
+            visibleAt: this.time.now(),
+            receives: 0,
+            state: 'in-flight',
+          };
           this.messages.set(m.MessageId, message);
           this.expected++;
         }
@@ -158,14 +170,19 @@ export class ModelQueue {
         await this.pull(Number(task?.ApproximateNumberOfMessagesMoved ?? 0));
         return;
       }
-      if (Date.now() > deadline) throw new Error(`the redrive's move task was still running after ${REDRIVE_WAIT_MS / 1000} s (${task.ApproximateNumberOfMessagesMoved ?? 0} message(s) moved)`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `the redrive's move task was still running after ${REDRIVE_WAIT_MS / 1000} s (${task.ApproximateNumberOfMessagesMoved ?? 0} message(s) moved)`,
+        );
       await new Promise((r) => setTimeout(r, 20));
     }
   }
 
   private due(): Message[] {
     const now = this.time.now();
-    return [...this.messages.values()].filter((m) => m.state === 'queued' && m.visibleAt <= now).sort((a, b) => a.visibleAt - b.visibleAt || a.seq - b.seq);
+    return [...this.messages.values()]
+      .filter((m) => m.state === 'queued' && m.visibleAt <= now)
+      .sort((a, b) => a.visibleAt - b.visibleAt || a.seq - b.seq);
   }
 
   /** Earliest virtual instant a queued message becomes visible (undefined: none queued). */
@@ -210,7 +227,12 @@ export class ModelQueue {
   }
 
   private recordOf(message: Message): QueueRecord {
-    return { messageId: message.messageId, receiptHandle: message.receiptHandle!, body: message.body, attributes: { ApproximateReceiveCount: String(message.receives) } };
+    return {
+      messageId: message.messageId,
+      receiptHandle: message.receiptHandle!,
+      body: message.body,
+      attributes: { ApproximateReceiveCount: String(message.receives) },
+    };
   }
 
   private async moveToDlq(message: Message): Promise<void> {
@@ -223,7 +245,10 @@ export class ModelQueue {
 
   async deadLetterDepth(): Promise<number> {
     const { Attributes = {} } = await this.sqs.send(
-      new GetQueueAttributesCommand({ QueueUrl: this.options.deadLetterQueueUrl, AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'] }),
+      new GetQueueAttributesCommand({
+        QueueUrl: this.options.deadLetterQueueUrl,
+        AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
+      }),
     );
     return Number(Attributes.ApproximateNumberOfMessages ?? 0) + Number(Attributes.ApproximateNumberOfMessagesNotVisible ?? 0);
   }
@@ -237,6 +262,8 @@ export class ModelQueue {
 
   /** Open run keys that have a message on its way (queued or not yet pulled). */
   runKeysWithMessage(): Set<string> {
-    return new Set([...this.messages.values()].filter((m) => (m.state === 'queued' || m.state === 'in-flight') && m.runKey).map((m) => m.runKey!));
+    return new Set(
+      [...this.messages.values()].filter((m) => (m.state === 'queued' || m.state === 'in-flight') && m.runKey).map((m) => m.runKey!),
+    );
   }
 }

@@ -24,10 +24,14 @@ export async function operatorTrigger(world: World, jobRef: number, tries = TRIG
       try {
         const report = await trigger({ ledger, queue, clock }, { job, by: 'model', idempotencyKey: key });
         record.runKeys = report.runs.map((r) => r.runKey);
-        world.say(`ops trigger ${job.name} --idempotency-key ${key}: exit 0, ${report.repeated ? 'found' : 'created'} ${record.runKeys.join(', ')}${report.sendError ? ` (send failed: the sweeper sends them: ${report.sendError.slice(0, 80)})` : ''}`);
+        world.say(
+          `ops trigger ${job.name} --idempotency-key ${key}: exit 0, ${report.repeated ? 'found' : 'created'} ${record.runKeys.join(', ')}${report.sendError ? ` (send failed: the sweeper sends them: ${report.sendError.slice(0, 80)})` : ''}`,
+        );
         return;
       } catch (error) {
-        world.say(`ops trigger ${job.name} --idempotency-key ${key}: exit 1 (try ${attempt} of ${tries}): ${error instanceof Error ? `${error.name}: ${error.message.slice(0, 120)}` : String(error)}`);
+        world.say(
+          `ops trigger ${job.name} --idempotency-key ${key}: exit 1 (try ${attempt} of ${tries}): ${error instanceof Error ? `${error.name}: ${error.message.slice(0, 120)}` : String(error)}`,
+        );
         if (attempt === tries) throw error;
       }
     }

@@ -88,7 +88,12 @@ export class Operator {
       const to = clock() - agoMs;
       const from = to - spanMs;
       const report = await this.stage.recordedBackfill(
-        { ledger, queue: new RunQueue(this.stage.opsClients.sqs, this.stage.queues.runQueueUrl), clock, sleep: this.stage.time.sleepOf('ops') },
+        {
+          ledger,
+          queue: new RunQueue(this.stage.opsClients.sqs, this.stage.queues.runQueueUrl),
+          clock,
+          sleep: this.stage.time.sleepOf('ops'),
+        },
         { job, from, to, maxPerSecond: 20 },
       );
       this.stage.say(`ops backfill ${job.name} [${iso(from)}, ${iso(to)}): ${report.created} created`);
@@ -115,7 +120,14 @@ export class Operator {
       for (const entry of report.entries) {
         if (entry.action !== 'revived' || !entry.runKey || !entry.status) continue;
         const after = await this.stage.harnessRun(entry.runKey);
-        this.stage.events.push({ type: 'ops', at: this.stage.time.now(), runKey: entry.runKey, action: 'redrive', from: entry.status, to: after?.status ?? RunStatus.READY });
+        this.stage.events.push({
+          type: 'ops',
+          at: this.stage.time.now(),
+          runKey: entry.runKey,
+          action: 'redrive',
+          from: entry.status,
+          to: after?.status ?? RunStatus.READY,
+        });
       }
       this.stage.say(`ops redrive: ${report.messages} message(s), ${report.revived} revived`);
       if (report.taskHandle) await this.stage.queue.afterRedrive(this.stage.queues.deadLetterQueueArn);
@@ -127,7 +139,11 @@ export class Operator {
    * the inherited orphans, which would otherwise be most of the open runs, and most picks, of a
    * scenario that starts on them).
    */
-  private async candidate(pick: number, statuses: readonly RunStatus[], also: (run: Run) => boolean = () => true): Promise<Run | undefined> {
+  private async candidate(
+    pick: number,
+    statuses: readonly RunStatus[],
+    also: (run: Run) => boolean = () => true,
+  ): Promise<Run | undefined> {
     const { runs } = await this.stage.readTables();
     const candidates = runs.filter((r) => r.job !== INHERITED_JOB && statuses.includes(r.status) && also(r));
     return candidates[pick % Math.max(1, candidates.length)];
@@ -140,8 +156,18 @@ export class Operator {
       const { clock, ledger, ops, queue } = this.opsDeps();
       const id: RunId = { job: run.job, slot: run.slot, shard: run.shard };
       const handOn = laneHandOn(ledger, queue, this.stage.jobs, clock);
-      const { before, after } = await resolveRun({ ledger, ops, clock, handOn }, { id, as, reason: 'model: resolved by hand', by: 'model' });
-      this.stage.events.push({ type: 'ops', at: this.stage.time.now(), runKey: after.runKey, action: 'resolve', from: before.status, to: after.status });
+      const { before, after } = await resolveRun(
+        { ledger, ops, clock, handOn },
+        { id, as, reason: 'model: resolved by hand', by: 'model' },
+      );
+      this.stage.events.push({
+        type: 'ops',
+        at: this.stage.time.now(),
+        runKey: after.runKey,
+        action: 'resolve',
+        from: before.status,
+        to: after.status,
+      });
       this.stage.say(`ops resolve ${after.runKey}: ${before.status} → ${after.status}`);
     });
   }
@@ -151,7 +177,10 @@ export class Operator {
    * request), of the preferred state when there is one.
    */
   async retry(pick: number, prefer: RunStatus | 'result-unknown'): Promise<void> {
-    const preferred = prefer === 'result-unknown' ? await this.candidate(pick, RETRYABLE_STATES, (r) => r.resultUnknown === true) : await this.candidate(pick, [prefer]);
+    const preferred =
+      prefer === 'result-unknown'
+        ? await this.candidate(pick, RETRYABLE_STATES, (r) => r.resultUnknown === true)
+        : await this.candidate(pick, [prefer]);
     const candidate = preferred ?? (await this.candidate(pick, RETRYABLE_STATES));
     if (candidate) await this.retryOne(candidate);
   }
@@ -196,7 +225,14 @@ export class Operator {
         this.stage.say(`ops retry ${run.runKey}: ${entry?.action ?? 'nothing'}${entry?.detail ? ` (${entry.detail})` : ''}`);
         return;
       }
-      this.stage.events.push({ type: 'ops', at: this.stage.time.now(), runKey: run.runKey, action: 'retry', from: run.status, to: entry.to });
+      this.stage.events.push({
+        type: 'ops',
+        at: this.stage.time.now(),
+        runKey: run.runKey,
+        action: 'retry',
+        from: run.status,
+        to: entry.to,
+      });
       this.stage.reports.revived.push({ runKey: run.runKey, at: this.stage.time.now() });
       this.stage.say(`ops retry ${run.runKey}: ${run.status} → ${entry.to}`);
     });

@@ -57,7 +57,14 @@ export type TimelineEvent =
   | { readonly kind: 'pause'; readonly seq: number; readonly from: number; readonly job: string }
   | { readonly kind: 'resume'; readonly seq: number; readonly from: number; readonly job: string }
   /** A backfill returned: every slot of `definition` (the job as the backfill was given it) in its range has a run. */
-  | { readonly kind: 'backfill'; readonly seq: number; readonly job: string; readonly definition: Job; readonly slotFrom: number; readonly slotTo: number }
+  | {
+      readonly kind: 'backfill';
+      readonly seq: number;
+      readonly job: string;
+      readonly definition: Job;
+      readonly slotFrom: number;
+      readonly slotTo: number;
+    }
   /** A backfill was asked for (it may create runs in its range whether or not it returns). */
   | { readonly kind: 'backfill-started'; readonly seq: number; readonly job: string; readonly slotFrom: number; readonly slotTo: number };
 
@@ -120,7 +127,9 @@ export function pauseView(timeline: readonly TimelineEvent[], job: string, a: nu
 export function computeOwed(input: OwedInput): Owed {
   const until = input.until + input.plannerSkewMs;
   const cap = input.maxPerJob ?? 500;
-  const planning = input.ticks.filter((t) => t.ok && t.horizon !== undefined && t.horizon > t.now).sort((a, b) => a.seqStart - b.seqStart || a.id - b.id);
+  const planning = input.ticks
+    .filter((t) => t.ok && t.horizon !== undefined && t.horizon > t.now)
+    .sort((a, b) => a.seqStart - b.seqStart || a.id - b.id);
   const owed = new Map<string, Map<number, Job>>();
   const through = new Map<string, number>();
   /** The definition each job was last planned with (by a tick that planned it). */
@@ -172,7 +181,8 @@ export function computeOwed(input: OwedInput): Owed {
       // catch-up is unfinished its on-time slots wait for it (shared/core/plan.ts, inSlotOrder).
       const inSlotOrder = job.overlap === 'forbid-queue' && job.misfire.policy === 'all';
       owe(job, Math.max(from, lateEdge), tick.horizon!, inSlotOrder ? input.behindCursors.get(job.name) : undefined);
-      if (job.misfire.policy !== 'latest') owe(job, from, lateEdge, input.behindCursors.get(job.name), ofEveryLaterDefinition(job, tick.seqStart));
+      if (job.misfire.policy !== 'latest')
+        owe(job, from, lateEdge, input.behindCursors.get(job.name), ofEveryLaterDefinition(job, tick.seqStart));
     }
   }
   // What the planner owes, before the backfills add theirs: `maxRuns` counts scheduled slots only.
@@ -238,7 +248,8 @@ export function unexpectedRuns(runs: readonly Run[], timeline: readonly Timeline
   for (const tick of ticks) byNow.set(tick.now, [...(byNow.get(tick.now) ?? []), tick]);
   const added = new Map<string, number>();
   for (const e of timeline) if (e.kind === 'add' && !added.has(e.job.name)) added.set(e.job.name, e.seq);
-  const backfilled = (run: Run) => timeline.some((e) => e.kind === 'backfill-started' && e.job === run.job && run.slot >= e.slotFrom && run.slot < e.slotTo);
+  const backfilled = (run: Run) =>
+    timeline.some((e) => e.kind === 'backfill-started' && e.job === run.job && run.slot >= e.slotFrom && run.slot < e.slotTo);
   for (const run of runs) {
     if (run.origin === RunOrigin.BACKFILL || run.origin === RunOrigin.MANUAL || backfilled(run)) continue;
     const addedAt = added.get(run.job);
@@ -247,7 +258,10 @@ export function unexpectedRuns(runs: readonly Run[], timeline: readonly Timeline
     // no tick could have owed it.
     const passed = addedAt === undefined ? undefined : watermarkFloor(ticks, addedAt, 'now');
     if (passed !== undefined && run.slot <= passed) {
-      out.push({ runKey: run.runKey, why: `its slot is from before the job was added, and every partition had already planned past it (its ticks' now ${new Date(passed).toISOString()})` });
+      out.push({
+        runKey: run.runKey,
+        why: `its slot is from before the job was added, and every partition had already planned past it (its ticks' now ${new Date(passed).toISOString()})`,
+      });
       continue;
     }
     const candidates = byNow.get(run.createdAt) ?? [];
@@ -256,8 +270,10 @@ export function unexpectedRuns(runs: readonly Run[], timeline: readonly Timeline
       continue;
     }
     const reasons = candidates.map((tick) => {
-      if (!jobsOfPartition(tick.jobs, tick.partition, tick.of).some((j) => j.name === run.job)) return `the job was not in the config of the tick at ${new Date(tick.now).toISOString()} (${tick.partition}/${tick.of})`;
-      if (pauseView(timeline, run.job, tick.seqStart, tick.seqEnd) === 'paused') return `the job was paused throughout the tick at ${new Date(tick.now).toISOString()}`;
+      if (!jobsOfPartition(tick.jobs, tick.partition, tick.of).some((j) => j.name === run.job))
+        return `the job was not in the config of the tick at ${new Date(tick.now).toISOString()} (${tick.partition}/${tick.of})`;
+      if (pauseView(timeline, run.job, tick.seqStart, tick.seqEnd) === 'paused')
+        return `the job was paused throughout the tick at ${new Date(tick.now).toISOString()}`;
       return undefined;
     });
     if (reasons.every((r) => r !== undefined)) out.push({ runKey: run.runKey, why: reasons[0]! });
@@ -275,7 +291,8 @@ function watermarkFloor(ticks: readonly TickRecord[], seq: number, mark: 'horizo
   let floor: number | undefined;
   for (const parts of commands.values()) {
     const of = parts[0]!.of;
-    const full = parts.length >= of && parts.every((t) => t.seqEnd < seq && t.ok && t.advanced && t.horizon !== undefined && t.horizon > t.now);
+    const full =
+      parts.length >= of && parts.every((t) => t.seqEnd < seq && t.ok && t.advanced && t.horizon !== undefined && t.horizon > t.now);
     if (!full) continue;
     const low = Math.min(...parts.map((t) => (mark === 'now' ? t.now : t.horizon!)));
     floor = floor === undefined ? low : Math.max(floor, low);

@@ -29,7 +29,17 @@ export class PlannerDriver {
         const seqStart = this.stage.nextSeq();
         const now = clock();
         const record = (outcome: Pick<TickRecord, 'ok' | 'horizon' | 'advanced'>) =>
-          this.stage.ticks.push({ id: this.stage.ticks.length, command, partition, of, seqStart, seqEnd: this.stage.nextSeq(), now, jobs, ...outcome });
+          this.stage.ticks.push({
+            id: this.stage.ticks.length,
+            command,
+            partition,
+            of,
+            seqStart,
+            seqEnd: this.stage.nextSeq(),
+            now,
+            jobs,
+            ...outcome,
+          });
         // A tick that fails after moving its watermark (in its sweep) has planned as a resolved
         // one has: the model must know how far, or it owes slots the planner has rightly passed.
         // One that fails in its watermark write itself (the response lost on every attempt) has
@@ -46,7 +56,16 @@ export class PlannerDriver {
           },
         };
         const tick = runPlannerTick(
-          { ledger, queue, jobs, clock, logger: QUIET_LOGGER, metrics: this.stage.metrics, history: tickSink, options: { sweepGraceMs: SWEEP_GRACE_MS } },
+          {
+            ledger,
+            queue,
+            jobs,
+            clock,
+            logger: QUIET_LOGGER,
+            metrics: this.stage.metrics,
+            history: tickSink,
+            options: { sweepGraceMs: SWEEP_GRACE_MS },
+          },
           { partition, of },
         ).then(
           (report) => record({ ok: true, horizon: report.plannedUntil, advanced: report.watermarkAdvanced }),

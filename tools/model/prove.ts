@@ -24,17 +24,62 @@ export interface DefectClass {
 }
 
 export const DEFECT_CLASSES: readonly DefectClass[] = [
-  { defect: 1, patch: '01-coalesce-not-due', title: 'coalesce supersedes a due run in favour of one not yet due', shows: ['superseded-by-due'] },
-  { defect: 2, patch: '02-stale-lane-marker', title: 'the active-run marker outlives its holder', shows: ['lane-not-blocked', 'no-lost-slot'] },
-  { defect: 3, patch: '03-fenced-out-loops', title: 'fenced out by a newer slot: loops to DEAD instead of SUPERSEDED', shows: ['fenced-out-superseded'] },
-  { defect: 4, patch: '04-increment-twice', title: 'a counter increment applied twice on an SDK retry after a lost response', shows: ['no-double-apply'] },
+  {
+    defect: 1,
+    patch: '01-coalesce-not-due',
+    title: 'coalesce supersedes a due run in favour of one not yet due',
+    shows: ['superseded-by-due'],
+  },
+  {
+    defect: 2,
+    patch: '02-stale-lane-marker',
+    title: 'the active-run marker outlives its holder',
+    shows: ['lane-not-blocked', 'no-lost-slot'],
+  },
+  {
+    defect: 3,
+    patch: '03-fenced-out-loops',
+    title: 'fenced out by a newer slot: loops to DEAD instead of SUPERSEDED',
+    shows: ['fenced-out-superseded'],
+  },
+  {
+    defect: 4,
+    patch: '04-increment-twice',
+    title: 'a counter increment applied twice on an SDK retry after a lost response',
+    shows: ['no-double-apply'],
+  },
   { defect: 5, patch: '05-late-ctx-write', title: "a handler's ctx writes land after its attempt ended", shows: ['no-late-fenced-write'] },
-  { defect: 6, patch: '06-outcome-write-gives-up', title: 'a failed outcome write re-runs a finished handler', shows: ['no-rerun-after-success', 'reconcile-before-rerun'] },
-  { defect: 7, patch: '07-own-write-not-recognised', title: "a lost claim or completion response taken for someone else's lease", shows: ['own-write-recognised'] },
-  { defect: 8, patch: '08-catch-up-expression', title: 'the planner wedges when ~90 jobs of a partition catch up (4 KB expression)', shows: ['watermark-caught-up'] },
-  { defect: 9, patch: '09-sweep-oldest-100', title: 'the sweeper sees only the 100 oldest open runs of the table', shows: ['open-run-swept', 'no-lost-slot'] },
+  {
+    defect: 6,
+    patch: '06-outcome-write-gives-up',
+    title: 'a failed outcome write re-runs a finished handler',
+    shows: ['no-rerun-after-success', 'reconcile-before-rerun'],
+  },
+  {
+    defect: 7,
+    patch: '07-own-write-not-recognised',
+    title: "a lost claim or completion response taken for someone else's lease",
+    shows: ['own-write-recognised'],
+  },
+  {
+    defect: 8,
+    patch: '08-catch-up-expression',
+    title: 'the planner wedges when ~90 jobs of a partition catch up (4 KB expression)',
+    shows: ['watermark-caught-up'],
+  },
+  {
+    defect: 9,
+    patch: '09-sweep-oldest-100',
+    title: 'the sweeper sees only the 100 oldest open runs of the table',
+    shows: ['open-run-swept', 'no-lost-slot'],
+  },
   { defect: 10, patch: '10-relayout-at-now', title: 'changing plannerPartitions drops slots', shows: ['no-lost-slot'] },
-  { defect: 13, patch: '13-revive-ready', title: 'a revived run forgets that its last result was unknown (no reconcile)', shows: ['reconcile-before-rerun'] },
+  {
+    defect: 13,
+    patch: '13-revive-ready',
+    title: 'a revived run forgets that its last result was unknown (no reconcile)',
+    shows: ['reconcile-before-rerun'],
+  },
   {
     defect: 15,
     patch: '15-retry-skipped-without-history',
@@ -42,11 +87,36 @@ export const DEFECT_CLASSES: readonly DefectClass[] = [
     shows: ['no-expired-running', 'no-lost-slot', 'no-looping-message', 'open-run-swept', 'lane-not-blocked'],
   },
   // Issue 30's defects, put back one at a time (numbered 30N: its point N).
-  { defect: 301, patch: '301-maxruns-frozen', title: 'maxRuns frozen at the job\'s first planning: a raised bound plans no more runs', shows: ['max-runs-exact'] },
-  { defect: 302, patch: '302-message-checked-against-current-shards', title: "a run's message checked against the job's current shards: runs created before a change of shards are refused for good", shows: ['no-lost-slot', 'one-run-per-slot', 'run-message-accepted'] },
-  { defect: 303, patch: '303-yield-reuses-message', title: "a yield with progress re-uses its message: a long run's invocations use up maxReceiveCount and land it in the DLQ", shows: ['yield-never-dlq'] },
-  { defect: 304, patch: '304-no-replan-after-config-change', title: "a job added or changed loses its slots before the partition's watermark", shows: ['no-lost-slot'] },
-  { defect: 306, patch: '306-deadline-from-slot', title: "a backfilled or manual run's deadline counted from its slot: refused before it ever ran", shows: ['created-runs-run'] },
+  {
+    defect: 301,
+    patch: '301-maxruns-frozen',
+    title: "maxRuns frozen at the job's first planning: a raised bound plans no more runs",
+    shows: ['max-runs-exact'],
+  },
+  {
+    defect: 302,
+    patch: '302-message-checked-against-current-shards',
+    title: "a run's message checked against the job's current shards: runs created before a change of shards are refused for good",
+    shows: ['no-lost-slot', 'one-run-per-slot', 'run-message-accepted'],
+  },
+  {
+    defect: 303,
+    patch: '303-yield-reuses-message',
+    title: "a yield with progress re-uses its message: a long run's invocations use up maxReceiveCount and land it in the DLQ",
+    shows: ['yield-never-dlq'],
+  },
+  {
+    defect: 304,
+    patch: '304-no-replan-after-config-change',
+    title: "a job added or changed loses its slots before the partition's watermark",
+    shows: ['no-lost-slot'],
+  },
+  {
+    defect: 306,
+    patch: '306-deadline-from-slot',
+    title: "a backfilled or manual run's deadline counted from its slot: refused before it ever ran",
+    shows: ['created-runs-run'],
+  },
 ];
 
 /** The line a `--counts` child run prints for its first failure (then the usual JSON line). */
@@ -110,7 +180,10 @@ function git(cwd: string, args: readonly string[]): { ok: boolean; out: string }
 
 /** Runs the model in `dir` (a child process with its own local stack); resolves with its output. */
 function runChild(dir: string, args: readonly string[], log?: (line: string) => void): Promise<{ code: number | null; stdout: string }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(dir, 'tools', 'chaos.ts'), '--model', ...args], { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', join(dir, 'tools', 'chaos.ts'), '--model', ...args], {
+    cwd: dir,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let stdout = '';
   child.stdout.setEncoding('utf8');
   child.stdout.on('data', (chunk: string) => (stdout += chunk));
@@ -139,15 +212,40 @@ async function proveOne(defect: DefectClass, options: ProveOptions): Promise<Def
     if (!added.ok) return { ...base, found: false, durationMs: Date.now() - started, error: `git worktree add: ${added.out}` };
     symlinkSync(join(repoRoot, 'node_modules'), join(dir, 'node_modules'), 'dir');
     const applied = git(dir, ['apply', patch]);
-    if (!applied.ok) return { ...base, found: false, durationMs: Date.now() - started, error: `the patch does not apply to HEAD: ${applied.out}` };
+    if (!applied.ok)
+      return { ...base, found: false, durationMs: Date.now() - started, error: `the patch does not apply to HEAD: ${applied.out}` };
     let directed: boolean | undefined;
     if (DIRECTED[defect.defect]) {
-      const shown = await runChild(dir, ['--directed', String(defect.defect), '--counts', defect.shows.join(','), '--quiet', '--seed', '1']);
-      const line = shown.stdout.split('\n').filter((l) => l.startsWith('{')).at(-1);
+      const shown = await runChild(dir, [
+        '--directed',
+        String(defect.defect),
+        '--counts',
+        defect.shows.join(','),
+        '--quiet',
+        '--seed',
+        '1',
+      ]);
+      const line = shown.stdout
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .at(-1);
       directed = line ? (JSON.parse(line) as { violations: number }).violations > 0 : false;
-      options.log?.(`  directed scenario (${DIRECTED[defect.defect]!.title}): ${directed ? 'shows the defect' : 'DOES NOT show the defect'}`);
+      options.log?.(
+        `  directed scenario (${DIRECTED[defect.defect]!.title}): ${directed ? 'shows the defect' : 'DOES NOT show the defect'}`,
+      );
     }
-    const args = ['--scenarios', String(options.scenarios), '--seed', String(options.seed), '--concurrency', String(options.concurrency), '--counts', defect.shows.join(','), '--shrink-budget', String(options.shrinkBudget ?? 60)];
+    const args = [
+      '--scenarios',
+      String(options.scenarios),
+      '--seed',
+      String(options.seed),
+      '--concurrency',
+      String(options.concurrency),
+      '--counts',
+      defect.shows.join(','),
+      '--shrink-budget',
+      String(options.shrinkBudget ?? 60),
+    ];
     if (options.maxCommands !== undefined) args.push('--max-commands', String(options.maxCommands));
     if (options.commandMix !== undefined) args.push('--command-mix', options.commandMix);
     if (options.faultProfiles !== undefined) args.push('--fault-profiles', options.faultProfiles);
@@ -157,7 +255,14 @@ async function proveOne(defect: DefectClass, options: ProveOptions): Promise<Def
     const summary = lines.filter((l) => l.startsWith('{')).at(-1);
     const scenarios = summary ? (JSON.parse(summary) as { scenarios: number }).scenarios : 0;
     const failureLine = lines.find((l) => l.startsWith(FIRST_FAILURE_PREFIX));
-    if (!summary) return { ...base, directed, found: false, durationMs: Date.now() - started, error: `the model run printed no summary:\n${stdout.slice(-2_000)}` };
+    if (!summary)
+      return {
+        ...base,
+        directed,
+        found: false,
+        durationMs: Date.now() - started,
+        error: `the model run printed no summary:\n${stdout.slice(-2_000)}`,
+      };
     if (!failureLine) return { ...base, directed, scenarios, found: false, durationMs: Date.now() - started };
     const failure = JSON.parse(failureLine.slice(FIRST_FAILURE_PREFIX.length)) as FirstFailure;
     return {
@@ -201,5 +306,9 @@ export function formatProof(proofs: readonly DefectProof[]): string {
     (p) =>
       `| ${p.defect} | ${p.title} | ${p.directed === undefined ? '-' : p.directed ? 'shown' : 'NOT SHOWN'} | ${p.found ? 'found' : 'NOT FOUND'} | ${p.scenariosToFailure ?? `> ${p.scenarios}`} | ${p.shrunkLength ?? '-'} | ${p.found ? `--seed ${p.seed} --path ${p.path}` : (p.error ?? '-')} |`,
   );
-  return ['| defect | class | directed scenario | search | scenarios to first failure | shrunk length | replay (in the patched tree) |', '| --- | --- | --- | --- | --- | --- | --- |', ...rows].join('\n');
+  return [
+    '| defect | class | directed scenario | search | scenarios to first failure | shrunk length | replay (in the patched tree) |',
+    '| --- | --- | --- | --- | --- | --- | --- |',
+    ...rows,
+  ].join('\n');
 }

@@ -9,7 +9,16 @@ import { SWEEP_DEFAULTS } from '../../shared/planner/sweeper.js';
 import { PLANNER_SCHEDULE } from '../../shared/core/resources.js';
 import type { FinalTables } from './ledger-view.js';
 import { computeOwed, owedStatuses, unexpectedRuns } from './owed.js';
-import { checkCreatedRunsRun, checkMaxRuns, checkOneShardCountPerSlot, checkOnlyPoisonDeadLettered, checkReportsKept, checkYieldsNeverDeadLettered, withoutSpentMaxRuns, withSlotShards } from './report-checks.js';
+import {
+  checkCreatedRunsRun,
+  checkMaxRuns,
+  checkOneShardCountPerSlot,
+  checkOnlyPoisonDeadLettered,
+  checkReportsKept,
+  checkYieldsNeverDeadLettered,
+  withoutSpentMaxRuns,
+  withSlotShards,
+} from './report-checks.js';
 import { CATCH_UP_STREAK, iso, QUIESCENCE_MAX_MS, SWEEP_GRACE_MS } from './world-setup.js';
 import type { PlannerDriver } from './planner-driver.js';
 import type { Fleet } from './fleet.js';
@@ -66,9 +75,11 @@ export class Quiescence {
       // at the next tick: seen only at the next round's pull, it made a forbid-queue backlog move
       // one run a minute, and quiescence end with it unfinished (model seed 20269131).
       await this.stage.queue.pull();
-      const idle = !this.stage.queue.hasDue() && this.stage.containers.every((l) => !l.busy) && this.stage.extraContainers.every((l) => !l.busy);
+      const idle =
+        !this.stage.queue.hasDue() && this.stage.containers.every((l) => !l.busy) && this.stage.extraContainers.every((l) => !l.busy);
       const nextTimer = this.stage.time.nextTimerAt();
-      const quietUntilTick = idle && (nextTimer === undefined || nextTimer >= nextTick) && (this.stage.queue.nextVisibleAt() ?? Infinity) >= nextTick;
+      const quietUntilTick =
+        idle && (nextTimer === undefined || nextTimer >= nextTick) && (this.stage.queue.nextVisibleAt() ?? Infinity) >= nextTick;
       // A tick or an operator action still in flight (a delayed response) may yet write: wait for it.
       if ((ticked || quietUntilTick) && this.stage.unkillableInFlight === 0 && (await this.settledDown(ticked))) break;
       if (this.stage.time.now() >= maxEnd) break;
@@ -78,7 +89,11 @@ export class Quiescence {
     }
     this.quiescenceEnd = this.stage.time.now();
     const took = Math.round((this.quiescenceEnd - start) / 1000);
-    this.stage.say(this.quiescenceEnd >= maxEnd ? `— quiescence bound reached after ${took} s; still open: ${this.unsettled.join('; ')} —` : `— settled after ${took} s —`);
+    this.stage.say(
+      this.quiescenceEnd >= maxEnd
+        ? `— quiescence bound reached after ${took} s; still open: ${this.unsettled.join('; ')} —`
+        : `— settled after ${took} s —`,
+    );
   }
 
   /**
@@ -92,13 +107,21 @@ export class Quiescence {
     this.stage.settleCheckMs += Date.now() - started;
     const configured = new Set(this.stage.jobs.map((j) => j.name));
     const stuck = new Set(this.stuckRuns(final).map((r) => r.runKey));
-    const open = final.runs.filter((r) => configured.has(r.job) && !isTerminal(r.status) && !stuck.has(r.runKey) && r.slot <= (this.stage.faultPhaseEnd ?? 0) + this.stage.setup.plannerSkewMs);
+    const open = final.runs.filter(
+      (r) =>
+        configured.has(r.job) &&
+        !isTerminal(r.status) &&
+        !stuck.has(r.runKey) &&
+        r.slot <= (this.stage.faultPhaseEnd ?? 0) + this.stage.setup.plannerSkewMs,
+    );
     const behind = [...final.cursors].filter(([job]) => configured.has(job) && !this.stage.pausedJobs.has(job));
     // A run claimed at the very end of the fault phase by a worker killed there (any slot, even one
     // after the fault phase) is taken over only once its message or the sweeper comes back to it
     // (lease + the sweep's grace at most): quiescence waits for that, or the check would blame
     // the scheduler for a takeover that was simply not due yet.
-    const lapsed = final.runs.filter((r) => configured.has(r.job) && r.status === RunStatus.RUNNING && (r.leaseUntil ?? 0) < this.stage.time.now());
+    const lapsed = final.runs.filter(
+      (r) => configured.has(r.job) && r.status === RunStatus.RUNNING && (r.leaseUntil ?? 0) < this.stage.time.now(),
+    );
     this.unsettled = [
       ...lapsed.slice(0, 3).map((r) => `${r.runKey} RUNNING past its lease`),
       ...open.slice(0, 3).map((r) => `${r.runKey} ${r.status}`),
@@ -106,7 +129,9 @@ export class Quiescence {
     ];
     if (ticked) {
       // Progress is measured tick to tick: a check between two ticks sees nothing move.
-      const moved = behind.filter(([job, cursor]) => this.lastCursors.get(job) !== undefined && this.lastCursors.get(job) !== cursor).map(([job]) => job);
+      const moved = behind
+        .filter(([job, cursor]) => this.lastCursors.get(job) !== undefined && this.lastCursors.get(job) !== cursor)
+        .map(([job]) => job);
       this.progressing = moved;
       for (const [job] of behind) this.streaks.set(job, moved.includes(job) ? (this.streaks.get(job) ?? 0) + 1 : 0);
       this.lastCursors = new Map(behind);
@@ -119,7 +144,9 @@ export class Quiescence {
   /** Open runs the sweeper gave up re-dispatching (budget spent, nobody claimed them): waiting for an operator. */
   private stuckRuns(final: FinalTables): Run[] {
     const messaged = this.stage.queue.runKeysWithMessage();
-    return final.runs.filter((r) => isWaiting(r.status) && (r.redispatches ?? 0) >= SWEEP_DEFAULTS.maxRedispatches && !messaged.has(r.runKey));
+    return final.runs.filter(
+      (r) => isWaiting(r.status) && (r.redispatches ?? 0) >= SWEEP_DEFAULTS.maxRedispatches && !messaged.has(r.runKey),
+    );
   }
 
   private clockTolerance(): number {
@@ -132,7 +159,14 @@ export class Quiescence {
     const tolerance = this.clockTolerance();
     const configured = new Set(this.stage.jobs.map((j) => j.name));
     const behindCursors = new Map([...final.cursors].filter(([job]) => final.planner.some((p) => p.behind.includes(job))));
-    const owed = computeOwed({ timeline: this.stage.timeline, ticks: this.stage.ticks, until: this.stage.faultPhaseEnd ?? this.stage.time.now(), plannerSkewMs: this.stage.setup.plannerSkewMs, configured, behindCursors });
+    const owed = computeOwed({
+      timeline: this.stage.timeline,
+      ticks: this.stage.ticks,
+      until: this.stage.faultPhaseEnd ?? this.stage.time.now(),
+      plannerSkewMs: this.stage.setup.plannerSkewMs,
+      configured,
+      behindCursors,
+    });
     const stuck = this.stuckRuns(final);
     const stuckKeys = new Set(stuck.map((r) => r.runKey));
     const runsByKey = new Map(final.runs.map((r) => [r.runKey, r]));

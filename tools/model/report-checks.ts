@@ -59,21 +59,35 @@ export function scheduledSlots(runs: readonly Run[]): Map<string, Set<number>> {
  * `maxRuns`: never more than N scheduled slots, and N of them once the model owed N or more (it
  * owes every slot the planner had to plan, bound or not); fewer owed, at least those.
  */
-export function checkMaxRuns(bounded: ReadonlyMap<string, number>, owedSlots: ReadonlyMap<string, number>, runs: readonly Run[]): CheckViolation[] {
+export function checkMaxRuns(
+  bounded: ReadonlyMap<string, number>,
+  owedSlots: ReadonlyMap<string, number>,
+  runs: readonly Run[],
+): CheckViolation[] {
   const scheduled = scheduledSlots(runs);
   const out: CheckViolation[] = [];
   for (const [job, maxRuns] of bounded) {
     const count = scheduled.get(job)?.size ?? 0;
     const owed = owedSlots.get(job) ?? 0;
     const least = Math.min(maxRuns, owed);
-    if (count > maxRuns) out.push({ invariant: Invariant.MAX_RUNS_EXACT, runKey: job, detail: `${count} scheduled slots for maxRuns ${maxRuns}` });
-    else if (count < least) out.push({ invariant: Invariant.MAX_RUNS_EXACT, runKey: job, detail: `${count} scheduled slots for maxRuns ${maxRuns}, though ${owed} were owed` });
+    if (count > maxRuns)
+      out.push({ invariant: Invariant.MAX_RUNS_EXACT, runKey: job, detail: `${count} scheduled slots for maxRuns ${maxRuns}` });
+    else if (count < least)
+      out.push({
+        invariant: Invariant.MAX_RUNS_EXACT,
+        runKey: job,
+        detail: `${count} scheduled slots for maxRuns ${maxRuns}, though ${owed} were owed`,
+      });
   }
   return out;
 }
 
 /** Owed slots of a `maxRuns` job whose count is spent are not owed (the planner rightly plans no more). */
-export function withoutSpentMaxRuns(slots: readonly ExpectedSlot[], bounded: ReadonlyMap<string, number>, runs: readonly Run[]): ExpectedSlot[] {
+export function withoutSpentMaxRuns(
+  slots: readonly ExpectedSlot[],
+  bounded: ReadonlyMap<string, number>,
+  runs: readonly Run[],
+): ExpectedSlot[] {
   const scheduled = scheduledSlots(runs);
   return slots.filter((slot) => {
     const maxRuns = bounded.get(slot.job);
@@ -87,7 +101,10 @@ export function withoutSpentMaxRuns(slots: readonly ExpectedSlot[], bounded: Rea
  * A message moved to the DLQ whose run's last accepted outcome before the move was a yield with
  * progress: the run was working, and its invocations used up the message's receives.
  */
-export function checkYieldsNeverDeadLettered(history: readonly HistoryEvent[], deadLettered: readonly { readonly runKey: string; readonly at: number }[]): CheckViolation[] {
+export function checkYieldsNeverDeadLettered(
+  history: readonly HistoryEvent[],
+  deadLettered: readonly { readonly runKey: string; readonly at: number }[],
+): CheckViolation[] {
   const out: CheckViolation[] = [];
   for (const moved of deadLettered) {
     let last: string | undefined;
@@ -97,7 +114,12 @@ export function checkYieldsNeverDeadLettered(history: readonly HistoryEvent[], d
       last = e.code;
       if (e.code === YIELDED) yields++;
     }
-    if (last === YIELDED) out.push({ invariant: Invariant.YIELD_NEVER_DLQ, runKey: moved.runKey, detail: `its message went to the DLQ at ${iso(moved.at)} after ${yields} yield(s) with progress, the last one its last outcome` });
+    if (last === YIELDED)
+      out.push({
+        invariant: Invariant.YIELD_NEVER_DLQ,
+        runKey: moved.runKey,
+        detail: `its message went to the DLQ at ${iso(moved.at)} after ${yields} yield(s) with progress, the last one its last outcome`,
+      });
   }
   return out;
 }
@@ -120,7 +142,11 @@ export function checkOnlyPoisonDeadLettered(
   for (const moved of deadLettered) {
     const run = byKey.get(moved.runKey);
     if (!run || !configured.has(run.job) || (firstClaim.get(moved.runKey) ?? Infinity) <= moved.at) continue;
-    out.push({ invariant: Invariant.RUN_MESSAGE_ACCEPTED, runKey: moved.runKey, detail: `its message went to the DLQ at ${iso(moved.at)} without any claim of the run (${run.shards} shard(s), now ${run.status}): refused as poison` });
+    out.push({
+      invariant: Invariant.RUN_MESSAGE_ACCEPTED,
+      runKey: moved.runKey,
+      detail: `its message went to the DLQ at ${iso(moved.at)} without any claim of the run (${run.shards} shard(s), now ${run.status}): refused as poison`,
+    });
   }
   return out;
 }
@@ -131,7 +157,12 @@ export function checkOnlyPoisonDeadLettered(
  * slot's work now). `deadlines` holds each job's shortest deadline over the scenario (the most any
  * worker may have applied); `toleranceMs` covers the creator's and the worker's clocks.
  */
-export function checkCreatedRunsRun(history: readonly HistoryEvent[], runs: readonly Run[], deadlines: ReadonlyMap<string, number>, toleranceMs: number): CheckViolation[] {
+export function checkCreatedRunsRun(
+  history: readonly HistoryEvent[],
+  runs: readonly Run[],
+  deadlines: ReadonlyMap<string, number>,
+  toleranceMs: number,
+): CheckViolation[] {
   const asked = new Map(runs.filter((r) => r.origin === RunOrigin.BACKFILL || r.origin === RunOrigin.MANUAL).map((r) => [r.runKey, r]));
   const out: CheckViolation[] = [];
   for (const e of history) {
@@ -141,7 +172,11 @@ export function checkCreatedRunsRun(history: readonly HistoryEvent[], runs: read
     if (!run || deadline === undefined) continue;
     const due = run.createdAt + deadline;
     if (e.at + toleranceMs < due) {
-      out.push({ invariant: Invariant.CREATED_RUNS_RUN, runKey: run.runKey, detail: `created by ${run.origin} at ${iso(run.createdAt)}, refused at ${iso(e.at)} as past its deadline, which counted from its creation is ${iso(due)}: it never ran` });
+      out.push({
+        invariant: Invariant.CREATED_RUNS_RUN,
+        runKey: run.runKey,
+        detail: `created by ${run.origin} at ${iso(run.createdAt)}, refused at ${iso(e.at)} as past its deadline, which counted from its creation is ${iso(due)}: it never ran`,
+      });
     }
   }
   return out;
@@ -158,7 +193,12 @@ export function checkOneShardCountPerSlot(runs: readonly Run[]): CheckViolation[
   }
   const out: CheckViolation[] = [];
   for (const [key, seen] of counts) {
-    if (seen.size > 1) out.push({ invariant: Invariant.ONE_RUN_PER_SLOT, runKey: key.replace('|', '@'), detail: `runs of ${[...seen].sort().join(' and ')} shards for one slot` });
+    if (seen.size > 1)
+      out.push({
+        invariant: Invariant.ONE_RUN_PER_SLOT,
+        runKey: key.replace('|', '@'),
+        detail: `runs of ${[...seen].sort().join(' and ')} shards for one slot`,
+      });
   }
   return out;
 }
@@ -205,7 +245,13 @@ const REFUSED_ON_ARRIVAL: readonly RunStatus[] = [RunStatus.SKIPPED, RunStatus.S
  * The runs of a job removed from the config since are left out: nobody runs them (the sweeper
  * reports them as orphans, README), whatever a command reported before the removal.
  */
-export function checkReportsKept(reports: OperatorReports, history: readonly HistoryEvent[], runs: readonly Run[], stuck: ReadonlySet<string>, configured: ReadonlySet<string>): CheckViolation[] {
+export function checkReportsKept(
+  reports: OperatorReports,
+  history: readonly HistoryEvent[],
+  runs: readonly Run[],
+  stuck: ReadonlySet<string>,
+  configured: ReadonlySet<string>,
+): CheckViolation[] {
   const byKey = new Map(runs.filter((r) => configured.has(r.job)).map((r) => [r.runKey, r]));
   const removed = new Set(runs.filter((r) => !configured.has(r.job)).map((r) => r.runKey));
   const claims = new Map<string, number[]>();
@@ -225,7 +271,11 @@ export function checkReportsKept(reports: OperatorReports, history: readonly His
     const own = acts.filter((a) => a.action === 'retry' && a.at <= at).at(-1);
     const actedOnAgain = acts.some((a) => (own === undefined ? a.at > at : a.index > own.index));
     if (ran || actedOnAgain || stuck.has(runKey) || (run !== undefined && REFUSED_ON_ARRIVAL.includes(run.status))) continue;
-    out.push({ invariant: Invariant.REPORT_KEPT, runKey, detail: `ops retry reported it revived at ${iso(at)}, but it never ran after (${run ? `now ${run.status}` : 'no run item'})` });
+    out.push({
+      invariant: Invariant.REPORT_KEPT,
+      runKey,
+      detail: `ops retry reported it revived at ${iso(at)}, but it never ran after (${run ? `now ${run.status}` : 'no run item'})`,
+    });
   }
   const reported = new Set<string>();
   for (const trigger of reports.triggers) {
@@ -234,12 +284,20 @@ export function checkReportsKept(reports: OperatorReports, history: readonly His
       reported.add(runKey);
       const run = byKey.get(runKey);
       if (run && (isTerminal(run.status) || claims.has(runKey) || stuck.has(runKey))) continue;
-      out.push({ invariant: Invariant.REPORT_KEPT, runKey, detail: `ops trigger ${trigger.job} --idempotency-key ${trigger.key} reported it created, but it ${run ? `never ran (now ${run.status})` : 'does not exist'}` });
+      out.push({
+        invariant: Invariant.REPORT_KEPT,
+        runKey,
+        detail: `ops trigger ${trigger.job} --idempotency-key ${trigger.key} reported it created, but it ${run ? `never ran (now ${run.status})` : 'does not exist'}`,
+      });
     }
   }
   for (const run of byKey.values()) {
     if (run.origin !== RunOrigin.MANUAL || reported.has(run.runKey)) continue;
-    out.push({ invariant: Invariant.REPORT_KEPT, runKey: run.runKey, detail: `a manual run no ops trigger reported (${run.status}): a command that exited non-zero created it` });
+    out.push({
+      invariant: Invariant.REPORT_KEPT,
+      runKey: run.runKey,
+      detail: `a manual run no ops trigger reported (${run.status}): a command that exited non-zero created it`,
+    });
   }
   return out;
 }

@@ -120,74 +120,103 @@ interface LaneState {
 
 function property(stack: ModelStack, options: ModelRunOptions, counters: Counters, now: LaneNow, stopped: () => boolean) {
   const lane = now.state;
-  return fc.asyncProperty(scenarioSetupArb(options.faultProfiles, options.jobMix), commandsArb(options.maxCommands ?? MAX_COMMANDS, options.commandMix), fc.scheduler(), async (setup, commands, scheduler) => {
-    const shrinking = lane.failedAt !== undefined;
-    // Another lane found a failure, or this lane's shrink budget is spent: pass at once (fast-check
-    // then reports the smallest failure found so far).
-    const shrinkSpent = shrinking && (lane.shrinkRuns >= (options.shrinkBudget ?? 150) || Date.now() - (lane.failedAtMs ?? 0) >= (options.shrinkTimeMs ?? 600_000));
-    if ((!shrinking && stopped()) || shrinkSpent) return;
-    if (!shrinking && options.timeBudgetMs !== undefined && Date.now() - counters.started >= options.timeBudgetMs) return;
-    if (shrinking) lane.shrinkRuns++;
-    let mark = Date.now();
-    const lap = (phase: keyof PhaseTimes, next: keyof PhaseTimes) => {
-      const at = Date.now();
-      counters.phases[phase] += at - mark;
-      mark = at;
-      now.phase = next;
-    };
-    now.phase = 'create';
-    now.world = undefined;
-    now.scenarioSince = Date.now();
-    const world = await World.create(stack, setup, scheduler);
-    now.world = world;
-    lap('create', 'commands');
-    try {
-      await fc.asyncModelRun(() => ({ model: { commands: 0 } as ModelState, real: world }), commands);
-      lap('commands', 'quiesce');
-      await world.quiesce();
-      lap('quiesce', 'check');
-      counters.phases.settleChecks += world.settleCheckMs;
-      const { result } = await world.check();
-      lap('check', 'destroy');
-      if (!shrinking) {
-        counters.scenarios++;
-        counters.operations += world.operations;
-        counters.faults += world.faults.injected;
-        counters.calls += world.calls;
-        for (const [kind, n] of world.callsByKind) counters.callsByKind[kind] = (counters.callsByKind[kind] ?? 0) + n;
-        for (const e of world.events) if (e.type === 'ops') counters.revivals[`${e.action} ${e.from}→${e.to}`] = (counters.revivals[`${e.action} ${e.from}→${e.to}`] ?? 0) + 1;
-      }
-      const counted = result.violations.filter(options.counts ?? (() => true));
-      if (counted.length > 0) {
-        lane.failedAt ??= counters.scenarios;
-        lane.failedAtMs ??= Date.now();
-        throw new ScenarioFailure(counted, world.story());
-      }
-    } finally {
-      mark = Date.now();
-      now.phase = 'destroy';
-      await world.destroy();
+  return fc.asyncProperty(
+    scenarioSetupArb(options.faultProfiles, options.jobMix),
+    commandsArb(options.maxCommands ?? MAX_COMMANDS, options.commandMix),
+    fc.scheduler(),
+    async (setup, commands, scheduler) => {
+      const shrinking = lane.failedAt !== undefined;
+      // Another lane found a failure, or this lane's shrink budget is spent: pass at once (fast-check
+      // then reports the smallest failure found so far).
+      const shrinkSpent =
+        shrinking &&
+        (lane.shrinkRuns >= (options.shrinkBudget ?? 150) || Date.now() - (lane.failedAtMs ?? 0) >= (options.shrinkTimeMs ?? 600_000));
+      if ((!shrinking && stopped()) || shrinkSpent) return;
+      if (!shrinking && options.timeBudgetMs !== undefined && Date.now() - counters.started >= options.timeBudgetMs) return;
+      if (shrinking) lane.shrinkRuns++;
+      let mark = Date.now();
+      const lap = (phase: keyof PhaseTimes, next: keyof PhaseTimes) => {
+        const at = Date.now();
+        counters.phases[phase] += at - mark;
+        mark = at;
+        now.phase = next;
+      };
+      now.phase = 'create';
       now.world = undefined;
-      lap('destroy', 'create');
-    }
-  });
+      now.scenarioSince = Date.now();
+      const world = await World.create(stack, setup, scheduler);
+      now.world = world;
+      lap('create', 'commands');
+      try {
+        await fc.asyncModelRun(() => ({ model: { commands: 0 } as ModelState, real: world }), commands);
+        lap('commands', 'quiesce');
+        await world.quiesce();
+        lap('quiesce', 'check');
+        counters.phases.settleChecks += world.settleCheckMs;
+        const { result } = await world.check();
+        lap('check', 'destroy');
+        if (!shrinking) {
+          counters.scenarios++;
+          counters.operations += world.operations;
+          counters.faults += world.faults.injected;
+          counters.calls += world.calls;
+          for (const [kind, n] of world.callsByKind) counters.callsByKind[kind] = (counters.callsByKind[kind] ?? 0) + n;
+          for (const e of world.events)
+            if (e.type === 'ops')
+              counters.revivals[`${e.action} ${e.from}→${e.to}`] = (counters.revivals[`${e.action} ${e.from}→${e.to}`] ?? 0) + 1;
+        }
+        const counted = result.violations.filter(options.counts ?? (() => true));
+        if (counted.length > 0) {
+          lane.failedAt ??= counters.scenarios;
+          lane.failedAtMs ??= Date.now();
+          throw new ScenarioFailure(counted, world.story());
+        }
+      } finally {
+        mark = Date.now();
+        now.phase = 'destroy';
+        await world.destroy();
+        now.world = undefined;
+        lap('destroy', 'create');
+      }
+    },
+  );
 }
 
 export async function runModel(stack: ModelStack, options: ModelRunOptions): Promise<ModelRunSummary> {
   const started = Date.now();
   const concurrency = options.path ? 1 : Math.max(1, options.concurrency ?? 4);
-  const counters: Counters = { phases: { create: 0, commands: 0, quiesce: 0, settleChecks: 0, check: 0, destroy: 0 }, callsByKind: {}, scenarios: 0, operations: 0, faults: 0, calls: 0, revivals: {}, started };
+  const counters: Counters = {
+    phases: { create: 0, commands: 0, quiesce: 0, settleChecks: 0, check: 0, destroy: 0 },
+    callsByKind: {},
+    scenarios: 0,
+    operations: 0,
+    faults: 0,
+    calls: 0,
+    revivals: {},
+    started,
+  };
   const failures: ModelFailure[] = [];
   const perLane = Math.ceil(options.scenarios / concurrency);
   let stop = false;
-  const lanes: LaneNow[] = Array.from({ length: concurrency }, () => ({ phase: 'create', calls: 0, stillSince: Date.now(), scenarioSince: Date.now(), state: { shrinkRuns: 0 } }));
+  const lanes: LaneNow[] = Array.from({ length: concurrency }, () => ({
+    phase: 'create',
+    calls: 0,
+    stillSince: Date.now(),
+    scenarioSince: Date.now(),
+    state: { shrinkRuns: 0 },
+  }));
   const progress = setInterval(() => {
-    options.log?.(`… ${counters.scenarios} scenario(s), ${counters.operations} operation(s), ${counters.calls} store call(s), ${Math.round((Date.now() - started) / 1000)} s`);
+    options.log?.(
+      `… ${counters.scenarios} scenario(s), ${counters.operations} operation(s), ${counters.calls} store call(s), ${Math.round((Date.now() - started) / 1000)} s`,
+    );
     // A lane whose scenario made no store call for a minute is stalled (or waiting on a promise
     // nothing will settle): say where, so a long run that stops moving can be told from a slow one.
     for (const [i, now] of lanes.entries()) {
       if (now.done) continue;
-      if (now.state.failedAt !== undefined) options.log?.(`  lane ${i}: shrinking a failure found in its scenario ${now.state.failedAt}: ${now.state.shrinkRuns} run(s) so far`);
+      if (now.state.failedAt !== undefined)
+        options.log?.(
+          `  lane ${i}: shrinking a failure found in its scenario ${now.state.failedAt}: ${now.state.shrinkRuns} run(s) so far`,
+        );
       const calls = now.world?.calls ?? -1;
       const still = calls === now.calls;
       if (!still) {
@@ -196,7 +225,9 @@ export async function runModel(stack: ModelStack, options: ModelRunOptions): Pro
       }
       if (Date.now() - now.scenarioSince >= 55_000) {
         const what = still ? `still (no store call) for ${Math.round((Date.now() - now.stillSince) / 1000)} s` : 'busy';
-        options.log?.(`  lane ${i}: one scenario for ${Math.round((Date.now() - now.scenarioSince) / 1000)} s, ${what}, in ${now.phase}${now.world ? `: ${now.world.whereNow()}` : ''}`);
+        options.log?.(
+          `  lane ${i}: one scenario for ${Math.round((Date.now() - now.scenarioSince) / 1000)} s, ${what}, in ${now.phase}${now.world ? `: ${now.world.whereNow()}` : ''}`,
+        );
       }
     }
   }, 60_000);
@@ -210,7 +241,10 @@ export async function runModel(stack: ModelStack, options: ModelRunOptions): Pro
       // A path into the shrink tree ("3:0:0") makes fast-check go on with the siblings after it
       // (numRuns does not bound a replay): once the replayed scenario passed, the rest pass at once.
       const replayed = () => options.path !== undefined && counters.scenarios > before;
-      const result = await fc.check(property(stack, options, counters, now, () => stop || replayed()), { numRuns: options.path ? 1 : perLane, seed, path: options.path, endOnFailure: false });
+      const result = await fc.check(
+        property(stack, options, counters, now, () => stop || replayed()),
+        { numRuns: options.path ? 1 : perLane, seed, path: options.path, endOnFailure: false },
+      );
       now.done = true;
       if (result.failed && result.counterexample) {
         const error = result.errorInstance;
@@ -223,7 +257,10 @@ export async function runModel(stack: ModelStack, options: ModelRunOptions): Pro
           scenariosToFailure: state.failedAt ?? counters.scenarios - before,
           shrinks: result.numShrinks,
           shrunkLength: list.length,
-          violations: error instanceof ScenarioFailure ? error.violations : [{ invariant: 'no-lost-slot', runKey: '-', detail: `scenario error: ${String(error)}` }],
+          violations:
+            error instanceof ScenarioFailure
+              ? error.violations
+              : [{ invariant: 'no-lost-slot', runKey: '-', detail: `scenario error: ${String(error)}` }],
           commands: list.join('\n'),
           story: error instanceof ScenarioFailure ? error.story : String(error),
         };

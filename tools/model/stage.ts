@@ -68,7 +68,12 @@ export class Stage implements Gate {
     readonly setup: ScenarioSetup,
     readonly scheduler: Scheduler,
     readonly tables: { readonly ledger: string; readonly payments: string },
-    readonly queues: { readonly runQueueUrl: string; readonly deadLetterQueueUrl: string; readonly runQueueArn: string; readonly deadLetterQueueArn: string },
+    readonly queues: {
+      readonly runQueueUrl: string;
+      readonly deadLetterQueueUrl: string;
+      readonly runQueueArn: string;
+      readonly deadLetterQueueArn: string;
+    },
   ) {
     this.time = new VirtualTime(setup.start);
     this.faults = new FaultPlan(setup.faults, setup.seed);
@@ -80,7 +85,17 @@ export class Stage implements Gate {
       visibilityMs: RUN_QUEUES.visibilityTimeoutSeconds * 1000,
       maxReceiveCount: RUN_QUEUES.maxReceiveCount,
     });
-    this.containers = setup.containers.map((spec, i) => ({ name: `w${i}`, spec, generation: 0, actor: `w${i}#0`, busy: false, invocations: 0, owner: '', held: [], paused: false }));
+    this.containers = setup.containers.map((spec, i) => ({
+      name: `w${i}`,
+      spec,
+      generation: 0,
+      actor: `w${i}#0`,
+      busy: false,
+      invocations: 0,
+      owner: '',
+      held: [],
+      paused: false,
+    }));
     this.plannerClients = this.clientsFor('planner', setup.plannerSdkAttempts);
     this.opsClients = this.clientsFor('ops', 3);
   }
@@ -198,7 +213,12 @@ export class Stage implements Gate {
   clientsFor(actor: string, attempts: number): ActorClients {
     return actorClients(
       actor,
-      { dynamoEndpoint: this.stack.endpoints.dynamoEndpoint, sqsEndpoint: this.stack.endpoints.sqsEndpoint, maxAttempts: attempts, runQueueUrl: this.queues.runQueueUrl },
+      {
+        dynamoEndpoint: this.stack.endpoints.dynamoEndpoint,
+        sqsEndpoint: this.stack.endpoints.sqsEndpoint,
+        maxAttempts: attempts,
+        runQueueUrl: this.queues.runQueueUrl,
+      },
       this,
       this.faults,
       this.queue,
@@ -212,7 +232,8 @@ export class Stage implements Gate {
         const at = this.time.now();
         const line = storyOf(event);
         if (line) this.say(line);
-        if (event.type === 'claimed' || event.type === 'heartbeat') this.events.push({ ...event, at, leaseUntil: event.leaseUntil - skewMs });
+        if (event.type === 'claimed' || event.type === 'heartbeat')
+          this.events.push({ ...event, at, leaseUntil: event.leaseUntil - skewMs });
         else this.events.push({ ...event, at });
       },
     };
@@ -222,7 +243,8 @@ export class Stage implements Gate {
     const container = this.containers.find((l) => l.actor === actor);
     const owner = container?.owner ?? actor;
     const runKeys = container && container.busy ? container.held : [''];
-    for (const runKey of runKeys.length > 0 ? runKeys : ['']) this.events.push({ type: 'actor-disturbed', at: this.time.now(), owner, kind, runKey });
+    for (const runKey of runKeys.length > 0 ? runKeys : [''])
+      this.events.push({ type: 'actor-disturbed', at: this.time.now(), owner, kind, runKey });
   }
 
   say(line: string): void {

@@ -95,7 +95,8 @@ export class VirtualTime {
   /** Earliest pending timer instant of any running actor (undefined: none). */
   nextTimerAt(): number | undefined {
     let at: number | undefined;
-    for (const timer of this.timers.values()) if (this.state(timer.actor) === 'running' && (at === undefined || timer.at < at)) at = timer.at;
+    for (const timer of this.timers.values())
+      if (this.state(timer.actor) === 'running' && (at === undefined || timer.at < at)) at = timer.at;
     return at;
   }
 

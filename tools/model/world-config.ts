@@ -18,7 +18,9 @@ export class WorldConfig {
     // Initial jobs too: a story must say each job's policies (misfire, deadline, attempts, reconcile) to be read.
     const misfire = `misfire ${spec.misfire.policy}${spec.misfire.afterMs !== undefined ? ` after ${spec.misfire.afterMs / 1000} s` : ''}${spec.misfire.maxPerTick !== undefined ? ` ≤ ${spec.misfire.maxPerTick}/tick` : ''}`;
     const limits = `${spec.maxAttempts} attempt(s)${spec.deadlineMs !== undefined ? `, deadline ${spec.deadlineMs / 1000} s` : ''}${spec.reconcile ? ', reconciles' : ''}`;
-    this.stage.say(`config: job ${spec.name} ${initial ? 'configured' : 'added'} (${scheduleLabel(spec.schedule)}, ${spec.overlap}, ${spec.shards} shard(s), ${misfire}, ${limits}${spec.maxRuns !== undefined ? `, maxRuns ${spec.maxRuns}` : ''}${spec.longRun !== undefined ? `, ${spec.longRun} invocations a run` : ''})`);
+    this.stage.say(
+      `config: job ${spec.name} ${initial ? 'configured' : 'added'} (${scheduleLabel(spec.schedule)}, ${spec.overlap}, ${spec.shards} shard(s), ${misfire}, ${limits}${spec.maxRuns !== undefined ? `, maxRuns ${spec.maxRuns}` : ''}${spec.longRun !== undefined ? `, ${spec.longRun} invocations a run` : ''})`,
+    );
     return job!;
   }
 
@@ -86,7 +88,9 @@ export class WorldConfig {
       { job, from, to, maxPerSecond: 10_000 },
     );
     this.dropJobs(new Set([job.name]));
-    this.stage.say(`config: job ${job.name} removed by an earlier deployment with ${report.created} open run(s) of a backfill left behind, their messages in the DLQ (the tables this scenario starts on)`);
+    this.stage.say(
+      `config: job ${job.name} removed by an earlier deployment with ${report.created} open run(s) of a backfill left behind, their messages in the DLQ (the tables this scenario starts on)`,
+    );
   }
 
   /** A bulk add of `count` hourly jobs (a config of a hundred jobs, most of them hourly), each in a group of its own. */

@@ -80,7 +80,10 @@ export interface ModelStack {
 }
 
 export function modelStack(endpoints: LocalEndpoints): ModelStack {
-  return { endpoints, clients: createClients({ dynamo: localClientConfig(endpoints.dynamoEndpoint), sqs: localClientConfig(endpoints.sqsEndpoint) }) };
+  return {
+    endpoints,
+    clients: createClients({ dynamo: localClientConfig(endpoints.dynamoEndpoint), sqs: localClientConfig(endpoints.sqsEndpoint) }),
+  };
 }
 
 /**
@@ -103,7 +106,9 @@ export interface Container {
 }
 
 /** The actors' logs: silent, or every line on stderr with MODEL_DEBUG_LOG=1 (to read a replayed failure). */
-export const QUIET_LOGGER = process.env.MODEL_DEBUG_LOG ? new JsonLineLogger((line) => process.stderr.write(`${line}\n`), {}, 'debug') : new JsonLineLogger(() => undefined, {}, 'error');
+export const QUIET_LOGGER = process.env.MODEL_DEBUG_LOG
+  ? new JsonLineLogger((line) => process.stderr.write(`${line}\n`), {}, 'debug')
+  : new JsonLineLogger(() => undefined, {}, 'error');
 export const never = () => new Promise<never>(() => undefined);
 export const iso = (ms: number) => new Date(ms).toISOString().slice(11, 19);
 export const SWEEP_GRACE_MS = 120_000;

@@ -32,7 +32,16 @@ import { Stage } from './stage.js';
 import { WorldConfig } from './world-config.js';
 import { deleteQueue, iso, type JobSpec, type ModelStack, type ScenarioSetup } from './world-setup.js';
 
-export { jobInput, modelStack, MODEL_WORKER_TIMEOUT_MS, ScenarioFailure, type ContainerSpec, type JobSpec, type ModelStack, type ScenarioSetup } from './world-setup.js';
+export {
+  jobInput,
+  modelStack,
+  MODEL_WORKER_TIMEOUT_MS,
+  ScenarioFailure,
+  type ContainerSpec,
+  type JobSpec,
+  type ModelStack,
+  type ScenarioSetup,
+} from './world-setup.js';
 
 export class World extends Stage {
   private readonly config = new WorldConfig(this);
@@ -46,10 +55,18 @@ export class World extends Stage {
     const suffix = randomUUID().slice(0, 12);
     const tables = { ledger: `model-ledger-${suffix}`, payments: `model-items-${suffix}` };
     await createTables(stack.clients.dynamo, { ledgerTable: tables.ledger, paymentsTable: tables.payments });
-    const queues = await createQueues(stack.clients.sqs, { nameSuffix: `-m${suffix}`, visibilityTimeoutSeconds: RUN_QUEUES.visibilityTimeoutSeconds });
+    const queues = await createQueues(stack.clients.sqs, {
+      nameSuffix: `-m${suffix}`,
+      visibilityTimeoutSeconds: RUN_QUEUES.visibilityTimeoutSeconds,
+    });
     const arn = async (url: string) =>
-      (await stack.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes?.QueueArn ?? '';
-    const world = new World(stack, setup, scheduler, tables, { ...queues, runQueueArn: await arn(queues.runQueueUrl), deadLetterQueueArn: await arn(queues.deadLetterQueueUrl) });
+      (await stack.clients.sqs.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['QueueArn'] }))).Attributes?.QueueArn ??
+      '';
+    const world = new World(stack, setup, scheduler, tables, {
+      ...queues,
+      runQueueArn: await arn(queues.runQueueUrl),
+      deadLetterQueueArn: await arn(queues.deadLetterQueueUrl),
+    });
     for (const spec of setup.jobs) world.config.addJobNow(spec, true);
     const orphans = setup.inheritedOrphans ?? 0;
     if (orphans > 0) {
@@ -126,7 +143,13 @@ export class World extends Stage {
     return this.fleet.pause(index, ms);
   }
 
-  armFault(containerOrActor: number | 'planner' | 'ops', kind: CallInfo['kind'], fault: FaultKind, count: number, latencyMs?: number): void {
+  armFault(
+    containerOrActor: number | 'planner' | 'ops',
+    kind: CallInfo['kind'],
+    fault: FaultKind,
+    count: number,
+    latencyMs?: number,
+  ): void {
     this.fleet.armFault(containerOrActor, kind, fault, count, latencyMs);
   }
 
@@ -188,7 +211,10 @@ export class World extends Stage {
 
   /** Where a scenario is (for a stall report): virtual time, calls, actors in flight, last story lines. */
   whereNow(): string {
-    return `virtual ${iso(this.time.now())}, ${this.calls} call(s), ${this.activities.size} activit(ies) in flight, ${this.unkillableInFlight} tick/ops in flight, containers busy [${this.containers.filter((l) => l.busy).map((l) => l.actor).join(', ')}]; last: ${this.storyLines.slice(-4).join(' | ')}`;
+    return `virtual ${iso(this.time.now())}, ${this.calls} call(s), ${this.activities.size} activit(ies) in flight, ${this.unkillableInFlight} tick/ops in flight, containers busy [${this.containers
+      .filter((l) => l.busy)
+      .map((l) => l.actor)
+      .join(', ')}]; last: ${this.storyLines.slice(-4).join(' | ')}`;
   }
 
   async destroy(): Promise<void> {

@@ -45,7 +45,11 @@ function testKeys(report: Report): Map<string, string> {
   return keys;
 }
 
-export function merge(base: Report, others: ReadonlyArray<{ readonly report: Report; readonly owns: readonly string[] }>, onDisk: (path: string) => string | undefined): { merged: Report; warnings: string[] } {
+export function merge(
+  base: Report,
+  others: ReadonlyArray<{ readonly report: Report; readonly owns: readonly string[] }>,
+  onDisk: (path: string) => string | undefined,
+): { merged: Report; warnings: string[] } {
   const warnings: string[] = [];
   const reports = [base, ...others.map((o) => o.report)];
 
@@ -86,8 +90,12 @@ export function merge(base: Report, others: ReadonlyArray<{ readonly report: Rep
     if (!entry) continue;
     if (onDisk(file) !== entry.source) warnings.push(`${file}: its results were measured on other text than the file on disk`);
     const keys = testKeys(from);
-    const remap = (ids: string[] | undefined) => ids?.map((id) => newId.get(keys.get(id) ?? '')).filter((id): id is string => id !== undefined);
-    files[file] = { ...structuredClone(entry), mutants: entry.mutants.map((m) => ({ ...structuredClone(m), killedBy: remap(m.killedBy), coveredBy: remap(m.coveredBy) })) };
+    const remap = (ids: string[] | undefined) =>
+      ids?.map((id) => newId.get(keys.get(id) ?? '')).filter((id): id is string => id !== undefined);
+    files[file] = {
+      ...structuredClone(entry),
+      mutants: entry.mutants.map((m) => ({ ...structuredClone(m), killedBy: remap(m.killedBy), coveredBy: remap(m.coveredBy) })),
+    };
   }
   return { merged: { ...base, files, testFiles }, warnings };
 }
@@ -114,7 +122,9 @@ function main(): void {
   for (const w of warnings) console.error(`warning: ${w}`);
   // Indented as Stryker writes it, so that the committed file diffs line by line.
   writeFileSync(out ?? basePath, JSON.stringify(merged, null, 2));
-  console.log(`merged ${Object.keys(merged.files).length} source files, ${Object.values(merged.testFiles).reduce((n, t) => n + t.tests.length, 0)} tests into ${out ?? basePath}`);
+  console.log(
+    `merged ${Object.keys(merged.files).length} source files, ${Object.values(merged.testFiles).reduce((n, t) => n + t.tests.length, 0)} tests into ${out ?? basePath}`,
+  );
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) main();

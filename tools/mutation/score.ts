@@ -20,7 +20,9 @@ interface Report {
 }
 
 /** The worker's files under mutation (stryker.config.json): the attempt, its heartbeat and outcome, the lanes. */
-const WORKER_MUTATED: readonly string[] = ['attempt', 'heartbeat', 'outcome', 'lanes', 'run-ended'].map((name) => `shared/worker/${name}.ts`);
+const WORKER_MUTATED: readonly string[] = ['attempt', 'heartbeat', 'outcome', 'lanes', 'run-ended'].map(
+  (name) => `shared/worker/${name}.ts`,
+);
 
 /** The floors (docs/testing.md, Mutation testing): an area's score must stay at or above its floor. */
 export const AREAS = [
@@ -39,7 +41,13 @@ export interface Tally {
 
 export function tally(mutants: readonly Mutant[]): Tally {
   const count = (status: Mutant['status']) => mutants.filter((m) => m.status === status).length;
-  return { killed: count('Killed'), timeout: count('Timeout'), survived: count('Survived'), noCoverage: count('NoCoverage'), ignored: count('Ignored') };
+  return {
+    killed: count('Killed'),
+    timeout: count('Timeout'),
+    survived: count('Survived'),
+    noCoverage: count('NoCoverage'),
+    ignored: count('Ignored'),
+  };
 }
 
 export function score(t: Tally): number {
@@ -49,13 +57,22 @@ export function score(t: Tally): number {
 }
 
 function sum(tallies: readonly Tally[]): Tally {
-  return tallies.reduce((a, b) => ({ killed: a.killed + b.killed, timeout: a.timeout + b.timeout, survived: a.survived + b.survived, noCoverage: a.noCoverage + b.noCoverage, ignored: a.ignored + b.ignored }), {
-    killed: 0,
-    timeout: 0,
-    survived: 0,
-    noCoverage: 0,
-    ignored: 0,
-  });
+  return tallies.reduce(
+    (a, b) => ({
+      killed: a.killed + b.killed,
+      timeout: a.timeout + b.timeout,
+      survived: a.survived + b.survived,
+      noCoverage: a.noCoverage + b.noCoverage,
+      ignored: a.ignored + b.ignored,
+    }),
+    {
+      killed: 0,
+      timeout: 0,
+      survived: 0,
+      noCoverage: 0,
+      ignored: 0,
+    },
+  );
 }
 
 function main(): void {
@@ -77,13 +94,21 @@ function main(): void {
     const t = sum(files.filter((f) => area.matches(f.file)).map((f) => f.t));
     // A report that did not mutate this area (a run scoped with --mutate) says nothing about it.
     if (t.killed + t.timeout + t.survived + t.noCoverage === 0) {
-      console.log(markdown ? `| **${area.name}** (floor ${area.floor} %) | not measured | | | | |` : `${`${area.name} (floor ${area.floor} %)`.padEnd(44)}   not measured`);
+      console.log(
+        markdown
+          ? `| **${area.name}** (floor ${area.floor} %) | not measured | | | | |`
+          : `${`${area.name} (floor ${area.floor} %)`.padEnd(44)}   not measured`,
+      );
       continue;
     }
     const s = score(t);
     const verdict = s >= area.floor ? 'ok' : 'BELOW FLOOR';
     if (s < area.floor) failed = true;
-    console.log(markdown ? row(`**${area.name}** (floor ${area.floor} %)`, t) : `${`${area.name} (floor ${area.floor} %)`.padEnd(44)} ${s.toFixed(1).padStart(6)}  ${verdict}`);
+    console.log(
+      markdown
+        ? row(`**${area.name}** (floor ${area.floor} %)`, t)
+        : `${`${area.name} (floor ${area.floor} %)`.padEnd(44)} ${s.toFixed(1).padStart(6)}  ${verdict}`,
+    );
   }
   if (failed) {
     console.error('mutation score below an area floor: see docs/testing.md, Mutation testing');

@@ -87,7 +87,14 @@ export function joinDashValues(args: readonly string[], options: Options): strin
     const arg = args[i]!;
     const name = /^--([^=]+)$/.exec(arg)?.[1];
     const next = args[i + 1];
-    if (name !== undefined && options[name]?.type === 'string' && next !== undefined && next.startsWith('-') && next !== '--' && !isOption(next)) {
+    if (
+      name !== undefined &&
+      options[name]?.type === 'string' &&
+      next !== undefined &&
+      next.startsWith('-') &&
+      next !== '--' &&
+      !isOption(next)
+    ) {
       out.push(`${arg}=${next}`);
       i++;
     } else out.push(arg);
@@ -121,12 +128,19 @@ export function parseInstant(raw: string, field: string): number {
   const [year, month, day] = [Number(m[1]), Number(m[2]), Number(m[3])];
   const [hour, minute, second] = [Number(m[4] ?? 0), Number(m[5] ?? 0), Number(m[6] ?? 0)];
   const impossible =
-    month < 1 || month > 12 ? `month ${m[2]}` :
-    day < 1 || day > daysIn(year, month) ? `day ${m[3]} of ${m[1]}-${m[2]} (it has ${daysIn(year, month)} days)` :
-    hour > 23 ? `hour ${m[4]} (00-23)` :
-    minute > 59 ? `minute ${m[5]} (00-59)` :
-    second > 59 ? `second ${m[6]} (00-59)` :
-    m[8] !== undefined && (Number(m[8]) > 14 || Number(m[9]) > 59) ? `offset ${m[7]}` : undefined;
+    month < 1 || month > 12
+      ? `month ${m[2]}`
+      : day < 1 || day > daysIn(year, month)
+        ? `day ${m[3]} of ${m[1]}-${m[2]} (it has ${daysIn(year, month)} days)`
+        : hour > 23
+          ? `hour ${m[4]} (00-23)`
+          : minute > 59
+            ? `minute ${m[5]} (00-59)`
+            : second > 59
+              ? `second ${m[6]} (00-59)`
+              : m[8] !== undefined && (Number(m[8]) > 14 || Number(m[9]) > 59)
+                ? `offset ${m[7]}`
+                : undefined;
   if (impossible !== undefined) throw new UsageError(field, `not a real instant: "${raw}" has no ${impossible}`);
   const hasOffset = m[7] !== undefined && text.length > 10;
   const normalized = text.replace(' ', 'T');
@@ -146,7 +160,12 @@ export function parseSince(raw: string, now: number, field: string): number {
   }
 }
 
-export function parsePositive(raw: string | undefined, field: string, fallback: number, options: { integer?: boolean; max?: number } = {}): number {
+export function parsePositive(
+  raw: string | undefined,
+  field: string,
+  fallback: number,
+  options: { integer?: boolean; max?: number } = {},
+): number {
   if (raw === undefined) return fallback;
   const value = Number(raw);
   if (!Number.isFinite(value) || value <= 0 || (options.integer && !Number.isInteger(value))) {
@@ -172,7 +191,8 @@ const RUN_KEY = /^([a-z0-9](?:[a-z0-9-]*[a-z0-9])?)@([^#@\s]+)(?:#(\d+))?$/;
 export function parseRunKey(raw: string | undefined): RunId {
   if (raw === undefined || raw === '') throw new UsageError('runKey', 'a run key job@slotISO[#shard] is required');
   const match = RUN_KEY.exec(raw.trim());
-  if (!match) throw new UsageError('runKey', `expected job@slotISO[#shard], e.g. payments-reconcile@2026-03-08T07:30:00.000Z, got "${raw}"`);
+  if (!match)
+    throw new UsageError('runKey', `expected job@slotISO[#shard], e.g. payments-reconcile@2026-03-08T07:30:00.000Z, got "${raw}"`);
   const slot = parseInstant(match[2]!, 'runKey');
   return { job: match[1]!, slot, shard: match[3] === undefined ? 0 : Number(match[3]) };
 }
@@ -201,7 +221,11 @@ export const UNKNOWN_OPERATOR = 'ops';
 
 /** The jobs a command acts on (runOps sets the deployed ones), else this checkout's. */
 export function jobsOf(io: OpsIo): readonly Job[] {
-  return io.jobs ?? io.checkoutJobs ?? loadJobs(configuredJobDefinitions({ exampleJobs: io.exampleJobs ?? exampleJobsEnabled(io.env ?? process.env) }));
+  return (
+    io.jobs ??
+    io.checkoutJobs ??
+    loadJobs(configuredJobDefinitions({ exampleJobs: io.exampleJobs ?? exampleJobsEnabled(io.env ?? process.env) }))
+  );
 }
 
 /** Configured names listed in an unknown-job error; a longer list is cut (the count says how many). */
@@ -217,7 +241,8 @@ export function configuredJob(io: OpsIo, name: string | undefined, field = 'job'
   const job = jobs.find((j) => j.name === name);
   if (!job) {
     const names = jobs.map((j) => j.name);
-    const listed = names.length > JOBS_LISTED ? `${names.slice(0, JOBS_LISTED).join(', ')} … (${names.length} in all)` : names.join(', ') || '(none)';
+    const listed =
+      names.length > JOBS_LISTED ? `${names.slice(0, JOBS_LISTED).join(', ')} … (${names.length} in all)` : names.join(', ') || '(none)';
     // A job only the checkout has would be acked by no worker: say why it is refused.
     const onlyHere = io.jobSource !== undefined && io.checkoutJobs?.some((j) => j.name === name) === true;
     const where = io.jobSource === undefined ? '' : ` in ${io.jobSource}`;

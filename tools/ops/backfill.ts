@@ -7,7 +7,16 @@
  * counts any range (and says when the backfill itself would need --force), and prints the
  * latest-wins warning on stderr.
  */
-import { backfill, BACKFILL_DEFAULT_RATE, BACKFILL_MAX_SLOTS, BackfillRequestError, checkBackfill, planBackfill, supersededWarning, type BackfillReport } from '../../shared/operations/backfill.js';
+import {
+  backfill,
+  BACKFILL_DEFAULT_RATE,
+  BACKFILL_MAX_SLOTS,
+  BackfillRequestError,
+  checkBackfill,
+  planBackfill,
+  supersededWarning,
+  type BackfillReport,
+} from '../../shared/operations/backfill.js';
 import { configuredJob, noExtraPositionals, parseCommand, parseInstant, parsePositive, requireOption, stringOption } from './args.js';
 import { clockOf, EXIT_OK, formatAge, iso, printJson, sleepOf, UsageError, type OpsIo } from './io.js';
 import { withTarget, type Target } from './target.js';
@@ -29,7 +38,15 @@ export async function backfillCommand(args: readonly string[], io: OpsIo): Promi
   const to = parseInstant(requireOption(values, 'to'), 'to');
   const maxPerSecond = parsePositive(stringOption(values, 'max-per-second'), 'max-per-second', BACKFILL_DEFAULT_RATE, { max: 10_000 });
   const clock = clockOf(io);
-  const request = { job, from, to, maxPerSecond, dryRun: values['dry-run'] === true, force: values.force === true, allowSuperseded: values['allow-superseded'] === true };
+  const request = {
+    job,
+    from,
+    to,
+    maxPerSecond,
+    dryRun: values['dry-run'] === true,
+    force: values.force === true,
+    allowSuperseded: values['allow-superseded'] === true,
+  };
   // Check the request before touching any stack (a dry run is counted, not capped).
   try {
     if (request.dryRun) checkBackfill(request, clock());
@@ -41,7 +58,10 @@ export async function backfillCommand(args: readonly string[], io: OpsIo): Promi
   const deps = (target: Target) => ({ ledger: target.ledger, queue: target.queue, clock, sleep: sleepOf(io) });
   const result = await withTarget(values, io, async (target): Promise<BackfillReport & { alreadyInLedger?: number }> => {
     if (!request.dryRun) return backfill(deps(target), request);
-    const [report, counts] = await Promise.all([backfill(deps(target), request), target.ops.countRuns(job.name, { sinceSlot: from, untilSlot: to })]);
+    const [report, counts] = await Promise.all([
+      backfill(deps(target), request),
+      target.ops.countRuns(job.name, { sinceSlot: from, untilSlot: to }),
+    ]);
     return { ...report, alreadyInLedger: Object.values(counts).reduce((sum, n) => sum + n, 0) };
   });
   // Asked for anyway (or only counted): the operator still reads what the runs will do.
@@ -49,7 +69,13 @@ export async function backfillCommand(args: readonly string[], io: OpsIo): Promi
   if (superseded !== undefined) io.stderr(`ops backfill: warning: ${superseded}`);
 
   if (values.json) {
-    printJson(io, { ...result, from: iso(result.from), to: iso(result.to), firstSlot: iso(result.firstSlot), lastSlot: iso(result.lastSlot) });
+    printJson(io, {
+      ...result,
+      from: iso(result.from),
+      to: iso(result.to),
+      firstSlot: iso(result.firstSlot),
+      lastSlot: iso(result.lastSlot),
+    });
     return EXIT_OK;
   }
   const range = `${iso(from)} to ${iso(to)}`;
@@ -62,7 +88,8 @@ export async function backfillCommand(args: readonly string[], io: OpsIo): Promi
         `${toCreate} would be created at ${maxPerSecond}/s (~${formatAge(Math.ceil(toCreate / maxPerSecond) * 1000)})`,
     );
     if (result.slots > 0) io.stdout(`first ${iso(result.firstSlot)}, last ${iso(result.lastSlot)}`);
-    if (result.slots > BACKFILL_MAX_SLOTS && !request.force) io.stdout(`the range holds more than ${BACKFILL_MAX_SLOTS} slots: the backfill itself needs --force`);
+    if (result.slots > BACKFILL_MAX_SLOTS && !request.force)
+      io.stdout(`the range holds more than ${BACKFILL_MAX_SLOTS} slots: the backfill itself needs --force`);
     return EXIT_OK;
   }
   io.stdout(`backfilled ${job.name} [${range}): ${result.created} created, ${result.existing} already existed, ${result.sent} dispatched`);

@@ -24,17 +24,37 @@ import { openTarget, type Target } from './target.js';
 export type OpsCommand = (args: readonly string[], io: OpsIo) => Promise<number>;
 
 export const COMMANDS: Readonly<Record<string, { readonly run: OpsCommand; readonly usage: string; readonly summary: string }>> = {
-  status: { run: statusCommand, usage: 'status [--since 24h]', summary: 'per job: watermark, last run, runs by state, oldest open run, paused (by whom, why); DLQ depth' },
-  jobs: { run: jobsCommand, usage: jobsUsage, summary: 'per job: schedule and zone, paused/finished, next 3 fire times, last run, open runs, DEAD runs in 24 h' },
+  status: {
+    run: statusCommand,
+    usage: 'status [--since 24h]',
+    summary: 'per job: watermark, last run, runs by state, oldest open run, paused (by whom, why); DLQ depth',
+  },
+  jobs: {
+    run: jobsCommand,
+    usage: jobsUsage,
+    summary: 'per job: schedule and zone, paused/finished, next 3 fire times, last run, open runs, DEAD runs in 24 h',
+  },
   runs: { run: runsCommand, usage: runsUsage, summary: 'runs of one job or of every configured job (e.g. --state DEAD), newest first' },
   show: { run: showCommand, usage: showUsage, summary: 'every field of one run, then its attempts (claim, owner, fence, how each ended)' },
   pause: { run: pauseCommand, usage: pauseUsage, summary: 'stop planning a job (the note and who paused it show in status and jobs)' },
   resume: { run: resumeCommand, usage: resumeUsage, summary: 'plan a paused job again (missed slots follow its misfire policy)' },
-  backfill: { run: backfillCommand, usage: backfillUsage, summary: 'create and dispatch the runs of a past range, idempotently, rate-limited' },
+  backfill: {
+    run: backfillCommand,
+    usage: backfillUsage,
+    summary: 'create and dispatch the runs of a past range, idempotently, rate-limited',
+  },
   preview: { run: previewCommand, usage: previewUsage, summary: 'list the slots of a schedule (no stack needed)' },
-  redrive: { run: redriveCommand, usage: redriveUsage, summary: 'revive DEAD runs of the DLQ messages, then move them back to the run queue; --drop ID deletes one junk message' },
+  redrive: {
+    run: redriveCommand,
+    usage: redriveUsage,
+    summary: 'revive DEAD runs of the DLQ messages, then move them back to the run queue; --drop ID deletes one junk message',
+  },
   trigger: { run: triggerCommand, usage: triggerUsage, summary: 'run a job now, once, outside its schedule (also while paused)' },
-  retry: { run: retryCommand, usage: retryUsage, summary: 'run DEAD runs again with a fresh attempt budget (reconciling first where the last result is unknown)' },
+  retry: {
+    run: retryCommand,
+    usage: retryUsage,
+    summary: 'run DEAD runs again with a fresh attempt budget (reconciling first where the last result is unknown)',
+  },
   resolve: { run: resolveCommand, usage: resolveUsage, summary: 'close a run by hand as succeeded (MANUAL) or dead' },
 };
 
@@ -76,13 +96,18 @@ export async function runOps(argv: readonly string[], io: OpsIo): Promise<number
   // Only the command name is read here (the first positional; a value of a target option is
   // not one); each command parses its own options strictly.
   const { tokens } = parseArgs({ args: [...argv], strict: false, allowPositionals: true, tokens: true });
-  const takesValue = new Set(Object.entries(COMMON_OPTIONS).filter(([, o]) => o.type === 'string').map(([k]) => k));
+  const takesValue = new Set(
+    Object.entries(COMMON_OPTIONS)
+      .filter(([, o]) => o.type === 'string')
+      .map(([k]) => k),
+  );
   let first: { value: string; index: number } | undefined;
   for (let i = 0; i < tokens.length && !first; i++) {
     const token = tokens[i]!;
     if (token.kind === 'positional') {
       const previous = tokens[i - 1];
-      const isValue = previous?.kind === 'option' && takesValue.has(previous.name) && previous.value === undefined && previous.index === token.index - 1;
+      const isValue =
+        previous?.kind === 'option' && takesValue.has(previous.name) && previous.value === undefined && previous.index === token.index - 1;
       if (!isValue) first = { value: token.value, index: token.index };
     }
   }

@@ -24,7 +24,11 @@ export interface FlagHelp {
 }
 
 const STATES = Object.values(RunStatus).join(', ');
-const BY: FlagHelp = { value: 'NAME', text: 'who does it, recorded on the run or plan item', default: '$USER, else $LOGNAME, else the OS account name' };
+const BY: FlagHelp = {
+  value: 'NAME',
+  text: 'who does it, recorded on the run or plan item',
+  default: '$USER, else $LOGNAME, else the OS account name',
+};
 
 /** The target and output flags every command accepts. */
 export const COMMON_FLAG_HELP: Readonly<Record<keyof typeof COMMON_OPTIONS, FlagHelp>> = {
@@ -39,7 +43,11 @@ export const COMMON_FLAG_HELP: Readonly<Record<keyof typeof COMMON_OPTIONS, Flag
 /** Per command, its own flags. */
 export const FLAG_HELP: Readonly<Record<string, Readonly<Record<string, FlagHelp>>>> = {
   status: {
-    since: { value: 'ISO|DURATION', text: 'count runs whose slot is at or after this (an instant, or 24h, 30m, 7d before now)', default: '24h' },
+    since: {
+      value: 'ISO|DURATION',
+      text: 'count runs whose slot is at or after this (an instant, or 24h, 30m, 7d before now)',
+      default: '24h',
+    },
   },
   jobs: {
     job: { value: 'NAME', text: 'only this configured job', default: 'every configured job' },
@@ -47,7 +55,11 @@ export const FLAG_HELP: Readonly<Record<string, Readonly<Record<string, FlagHelp
   runs: {
     job: { value: 'NAME', text: 'only the runs of this configured job', default: 'every configured job' },
     state: { value: 'S[,S]', text: `only runs in these states, any case: ${STATES}`, default: 'every state' },
-    since: { value: 'ISO|DURATION', text: 'only runs whose slot is at or after this (an instant, or 2h, 7d before now)', default: 'no lower bound' },
+    since: {
+      value: 'ISO|DURATION',
+      text: 'only runs whose slot is at or after this (an instant, or 2h, 7d before now)',
+      default: 'no lower bound',
+    },
     until: { value: 'ISO', text: 'only runs whose slot is before this instant', default: 'no upper bound' },
     limit: { value: 'N', text: 'at most N runs, newest first', default: '50' },
   },
@@ -63,13 +75,23 @@ export const FLAG_HELP: Readonly<Record<string, Readonly<Record<string, FlagHelp
     'max-per-second': { value: 'N', text: 'runs created and dispatched per second', default: String(BACKFILL_DEFAULT_RATE) },
     'dry-run': { text: 'count the slots and the runs already in the ledger; create nothing' },
     force: { text: `allow more than ${BACKFILL_MAX_SLOTS.toLocaleString('en-US')} slots` },
-    'allow-superseded': { text: "create the runs of an effects: 'latest-wins' job although a newer slot's fence refuses each one's write (they end SUPERSEDED)" },
+    'allow-superseded': {
+      text: "create the runs of an effects: 'latest-wins' job although a newer slot's fence refuses each one's write (they end SUPERSEDED)",
+    },
   },
   preview: {
     schedule: { value: 'CRON', text: 'a cron expression (5 or 6 fields) to preview, instead of --job or --definition' },
     timezone: { value: 'IANA', text: 'zone the --schedule is read in', default: 'UTC' },
-    'dst-gap': { value: 'shift|skip', text: 'a wall time that does not exist on a spring-forward day: shifted or skipped', default: DEFAULT_DST.gap },
-    'dst-overlap': { value: 'once|twice', text: 'a wall time that happens twice on a fall-back day: fires once or twice', default: DEFAULT_DST.overlap },
+    'dst-gap': {
+      value: 'shift|skip',
+      text: 'a wall time that does not exist on a spring-forward day: shifted or skipped',
+      default: DEFAULT_DST.gap,
+    },
+    'dst-overlap': {
+      value: 'once|twice',
+      text: 'a wall time that happens twice on a fall-back day: fires once or twice',
+      default: DEFAULT_DST.overlap,
+    },
     job: { value: 'NAME', text: 'preview this configured job (its schedule, zone, window, exclusions, jitter)' },
     definition: { value: 'JSON', text: 'preview a job entry written as JSON, validated like the config (name, handler optional)' },
     from: { value: 'ISO', text: 'first instant; a slot exactly at it is included', default: 'now' },
@@ -78,12 +100,17 @@ export const FLAG_HELP: Readonly<Record<string, Readonly<Record<string, FlagHelp
   },
   redrive: {
     'max-per-second': { value: 'N', text: 'messages moved back per second (at most 500)', default: '10' },
-    'dry-run': { text: 'list each DLQ message, its run and what redrive would do (with --drop: the message it would delete); change nothing' },
+    'dry-run': {
+      text: 'list each DLQ message, its run and what redrive would do (with --drop: the message it would delete); change nothing',
+    },
     by: BY,
-    drop: { value: 'MESSAGE_ID', text: 'delete this one DLQ message (a junk message redrive would only move back) and say what it held; nothing is revived or moved' },
+    drop: {
+      value: 'MESSAGE_ID',
+      text: 'delete this one DLQ message (a junk message redrive would only move back) and say what it held; nothing is revived or moved',
+    },
   },
   retry: {
-    job: { value: 'NAME', text: 'retry this configured job\'s runs (instead of one run key)' },
+    job: { value: 'NAME', text: "retry this configured job's runs (instead of one run key)" },
     state: { value: 'S[,S]', text: 'which ended runs to retry: DEAD, SKIPPED, SUPERSEDED', default: 'DEAD' },
     since: { value: 'ISO|DURATION', text: 'only runs whose slot is at or after this', default: 'no lower bound' },
     until: { value: 'ISO', text: 'only runs whose slot is before this instant', default: 'no upper bound' },
@@ -94,9 +121,17 @@ export const FLAG_HELP: Readonly<Record<string, Readonly<Record<string, FlagHelp
   trigger: {
     shard: { value: 'N', text: 'only this shard of a sharded job', default: 'one run per shard' },
     note: { value: 'TEXT', text: 'why, recorded on the run and shown by `runs` and `show`', default: 'none' },
-    overlap: { value: 'POLICY', text: 'run under this overlap policy instead of the job\'s: forbid-skip, forbid-queue, coalesce, replace, parallel', default: "the job's" },
+    overlap: {
+      value: 'POLICY',
+      text: "run under this overlap policy instead of the job's: forbid-skip, forbid-queue, coalesce, replace, parallel",
+      default: "the job's",
+    },
     by: BY,
-    'idempotency-key': { value: 'K', text: 'a repeat with the same key (for this job) creates no second run: it finds the first one\'s runs and sends those still waiting', default: 'a generated one, printed if the command fails' },
+    'idempotency-key': {
+      value: 'K',
+      text: "a repeat with the same key (for this job) creates no second run: it finds the first one's runs and sends those still waiting",
+      default: 'a generated one, printed if the command fails',
+    },
   },
   resolve: {
     as: { value: 'succeeded|dead', text: 'close the run as MANUAL (counts as done) or DEAD (required)' },

@@ -74,7 +74,18 @@ export function sleepOf(io: OpsIo): (ms: number) => Promise<void> {
  * milliseconds (`at`: of a pause, a revival, a resolution), and as epoch seconds (the TTL).
  */
 export const EPOCH_MS_FIELDS: ReadonlySet<string> = new Set([
-  'slot', 'leaseUntil', 'nextAttemptAt', 'createdAt', 'dispatchedAt', 'startedAt', 'finishedAt', 'fireAt', 'revivedAt', 'claimedAt', 'endedAt', 'at',
+  'slot',
+  'leaseUntil',
+  'nextAttemptAt',
+  'createdAt',
+  'dispatchedAt',
+  'startedAt',
+  'finishedAt',
+  'fireAt',
+  'revivedAt',
+  'claimedAt',
+  'endedAt',
+  'at',
 ]);
 export const EPOCH_S_FIELDS: ReadonlySet<string> = new Set(['expiresAt']);
 
@@ -111,12 +122,18 @@ export function cell(text: string | undefined, max: number): string | undefined 
 /** Left-aligned columns separated by two spaces; empty cells print as "-", each cell on one line. */
 export function printTable(io: OpsIo, headers: readonly string[], rows: readonly (readonly (string | number | undefined)[])[]): void {
   // A line break or tab inside a value would break the row out of its columns.
-  const cells = rows.map((row) => headers.map((_, i) => {
-    const value = row[i];
-    return value === undefined || value === '' ? '-' : String(value).replace(/\s+/g, ' ');
-  }));
+  const cells = rows.map((row) =>
+    headers.map((_, i) => {
+      const value = row[i];
+      return value === undefined || value === '' ? '-' : String(value).replace(/\s+/g, ' ');
+    }),
+  );
   const widths = headers.map((header, i) => Math.max(header.length, ...cells.map((row) => row[i]!.length)));
-  const line = (row: readonly string[]) => row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ').trimEnd();
+  const line = (row: readonly string[]) =>
+    row
+      .map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!)))
+      .join('  ')
+      .trimEnd();
   io.stdout(line(headers));
   for (const row of cells) io.stdout(line(row));
 }

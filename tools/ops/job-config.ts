@@ -53,7 +53,9 @@ export function describeDifference(deployed: readonly Job[], checkout: readonly 
   const checkoutByName = new Map(checkout.map((j) => [j.name, j]));
   const onlyHere = checkout.filter((j) => !deployedByName.has(j.name)).map((j) => j.name);
   const onlyDeployed = deployed.filter((j) => !checkoutByName.has(j.name)).map((j) => j.name);
-  const changed = checkout.filter((j) => deployedByName.has(j.name) && configHash([j]) !== configHash([deployedByName.get(j.name)!])).map((j) => j.name);
+  const changed = checkout
+    .filter((j) => deployedByName.has(j.name) && configHash([j]) !== configHash([deployedByName.get(j.name)!]))
+    .map((j) => j.name);
   const parts = [
     onlyHere.length > 0 ? `only in this checkout: ${names(onlyHere)}` : undefined,
     onlyDeployed.length > 0 ? `only deployed: ${names(onlyDeployed)}` : undefined,
@@ -72,9 +74,14 @@ function checkoutJobsOf(io: OpsIo): { jobs?: readonly Job[]; problem?: string } 
 }
 
 /** What to act on, given what the ledger holds (pure, so each case reads plainly). */
-export function chooseJobConfig(recorded: DeployedConfig | undefined, checkout: { jobs?: readonly Job[]; problem?: string }, where: string): LoadedJobConfig {
+export function chooseJobConfig(
+  recorded: DeployedConfig | undefined,
+  checkout: { jobs?: readonly Job[]; problem?: string },
+  where: string,
+): LoadedJobConfig {
   if (recorded === undefined) {
-    if (checkout.jobs === undefined) throw new OpsFailure(`no deployed config is recorded in ${where} and this checkout's config does not load: ${checkout.problem}`);
+    if (checkout.jobs === undefined)
+      throw new OpsFailure(`no deployed config is recorded in ${where} and this checkout's config does not load: ${checkout.problem}`);
     return {
       jobs: checkout.jobs,
       source: JobSource.CHECKOUT,
@@ -85,7 +92,10 @@ export function chooseJobConfig(recorded: DeployedConfig | undefined, checkout: 
   const deployed = { jobs: recorded.jobs, source: JobSource.DEPLOYED, checkoutJobs: checkout.jobs };
   const stamp = `${recorded.hash.slice(0, 12)}, recorded ${iso(recorded.recordedAt)}`;
   if (checkout.jobs === undefined) {
-    return { ...deployed, warning: `ops: warning: using the deployed config (${stamp}); this checkout's config does not load: ${checkout.problem}` };
+    return {
+      ...deployed,
+      warning: `ops: warning: using the deployed config (${stamp}); this checkout's config does not load: ${checkout.problem}`,
+    };
   }
   const localHash = configHash(checkout.jobs);
   if (localHash === recorded.hash) return deployed;
@@ -102,7 +112,8 @@ export async function loadJobConfig(target: Target, io: OpsIo): Promise<LoadedJo
   try {
     recorded = await DeployedConfigStore.of(target.ledger).readRecorded();
   } catch (error) {
-    if (error instanceof DeployedConfigError) throw new OpsFailure(`cannot read the deployed config of ${target.description}: ${error.message}`);
+    if (error instanceof DeployedConfigError)
+      throw new OpsFailure(`cannot read the deployed config of ${target.description}: ${error.message}`);
     throw error;
   }
   return chooseJobConfig(recorded, checkoutJobsOf(io), target.description);

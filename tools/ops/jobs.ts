@@ -72,7 +72,9 @@ export interface JobRow {
 export function runCountOf(job: Job, plan: JobPlanning): number | undefined {
   if (job.maxRuns === undefined) return undefined;
   if (plan.planned !== undefined) return plan.planned;
-  return plan.legacyBound ? legacyRunCount(slotSpecOf(job), plan.legacyBound, plan.plannedUntil ?? Number.POSITIVE_INFINITY, job.maxRuns) : 0;
+  return plan.legacyBound
+    ? legacyRunCount(slotSpecOf(job), plan.legacyBound, plan.plannedUntil ?? Number.POSITIVE_INFINITY, job.maxRuns)
+    : 0;
 }
 
 /** The runs of a job's newest slot (one query; a slot's shards sit together). */
@@ -105,7 +107,12 @@ export async function isFinished(target: Target, job: Job, now: number, countRea
 }
 
 export async function collectJobs(target: Target, jobs: readonly Job[], now: number): Promise<JobRow[]> {
-  const planning = await jobPlanning(target.ledger.planning, jobs.map((j) => j.name), partitionOf, now);
+  const planning = await jobPlanning(
+    target.ledger.planning,
+    jobs.map((j) => j.name),
+    partitionOf,
+    now,
+  );
   const watched = await target.ledger.listOpenRuns(now, STATUS_OPEN_RUNS_LIMIT);
   const since = now - DEAD_WINDOW_MS;
   return mapBounded(jobs, JOBS_IN_FLIGHT, async (job): Promise<JobRow> => {
@@ -119,7 +126,15 @@ export async function collectJobs(target: Target, jobs: readonly Job[], now: num
       target.ops.countRuns(job.name, { sinceSlot: since, untilSlot: now + 1 }),
       countReached ? newestSlotRuns(target, job.name) : Promise.resolve([]),
     ]);
-    const fires = finished ? [] : maxRunsFires(job, nextFires({ spec: slotSpecOf(job), jitter: job }, now, JOBS_NEXT_FIRES), count, plan.plannedUntil, newest[0]?.slot);
+    const fires = finished
+      ? []
+      : maxRunsFires(
+          job,
+          nextFires({ spec: slotSpecOf(job), jitter: job }, now, JOBS_NEXT_FIRES),
+          count,
+          plan.plannedUntil,
+          newest[0]?.slot,
+        );
     return {
       job: job.name,
       enabled: job.enabled,
@@ -147,7 +162,13 @@ export async function collectJobs(target: Target, jobs: readonly Job[], now: num
  * A `maxRuns` job's next fire times: with its count reached, only the runs already created (up to
  * its newest slot); below it, the slots already planned and then as many as it has runs left.
  */
-export function maxRunsFires<F extends { readonly slot: number }>(job: Job, fires: readonly F[], count: number | undefined, plannedUntil: number | undefined, newestSlot: number | undefined): F[] {
+export function maxRunsFires<F extends { readonly slot: number }>(
+  job: Job,
+  fires: readonly F[],
+  count: number | undefined,
+  plannedUntil: number | undefined,
+  newestSlot: number | undefined,
+): F[] {
   if (job.maxRuns === undefined || count === undefined) return [...fires];
   if (count >= job.maxRuns) return fires.filter((f) => newestSlot !== undefined && f.slot <= newestSlot);
   const planned = fires.filter((f) => plannedUntil !== undefined && f.slot <= plannedUntil);
@@ -183,7 +204,19 @@ export async function jobsCommand(args: readonly string[], io: OpsIo): Promise<n
   }
   printTable(
     io,
-    ['JOB', 'SCHEDULE', 'TIMEZONE', 'JITTER', 'STATE', 'NEXT FIRES (UTC)', 'NEXT FIRES (JOB ZONE)', 'LAST RUN', 'FINISHED', 'OPEN', 'DEAD 24H'],
+    [
+      'JOB',
+      'SCHEDULE',
+      'TIMEZONE',
+      'JITTER',
+      'STATE',
+      'NEXT FIRES (UTC)',
+      'NEXT FIRES (JOB ZONE)',
+      'LAST RUN',
+      'FINISHED',
+      'OPEN',
+      'DEAD 24H',
+    ],
     rows.map((row) => [
       row.job,
       row.schedule,
@@ -199,6 +232,7 @@ export async function jobsCommand(args: readonly string[], io: OpsIo): Promise<n
       row.deadLast24h,
     ]),
   );
-  if (rows.some((row) => row.jitterMs !== undefined)) io.stdout('NEXT FIRES: slot + the job\'s jitter offset where JITTER is set (the slots: --json nextSlots)');
+  if (rows.some((row) => row.jitterMs !== undefined))
+    io.stdout("NEXT FIRES: slot + the job's jitter offset where JITTER is set (the slots: --json nextSlots)");
   return EXIT_OK;
 }

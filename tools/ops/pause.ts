@@ -66,7 +66,19 @@ export async function pauseCommand(args: readonly string[], io: OpsIo): Promise<
   const report = await withTarget(values, io, (target) => pauseJob(target.ledger.planning, { job, by, note, until, now }));
   if (report.neverPlanned) io.stderr('warning: the planner has never run against this ledger: the pause applies from its first tick');
   if (values.json) {
-    printJson(io, { job: report.job, action: report.action, changed: report.changed, paused: report.pause !== undefined, pausedBy: report.pause?.by, pausedAt: iso(report.pause?.at), pauseNote: report.pause?.note, pausedUntil: iso(report.pause?.until), replacedExpired: pauseJson(report.replacedExpired), plannedUntil: iso(report.plannedUntil), misfire: job.misfire });
+    printJson(io, {
+      job: report.job,
+      action: report.action,
+      changed: report.changed,
+      paused: report.pause !== undefined,
+      pausedBy: report.pause?.by,
+      pausedAt: iso(report.pause?.at),
+      pauseNote: report.pause?.note,
+      pausedUntil: iso(report.pause?.until),
+      replacedExpired: pauseJson(report.replacedExpired),
+      plannedUntil: iso(report.plannedUntil),
+      misfire: job.misfire,
+    });
     return EXIT_OK;
   }
   const planned = `planned up to ${iso(report.plannedUntil) ?? '-'}`;
@@ -78,7 +90,9 @@ export async function pauseCommand(args: readonly string[], io: OpsIo): Promise<
     report.pause?.until === undefined
       ? `nothing new is materialized until \`${PROGRAM} resume ${job.name}\``
       : `nothing new is materialized until ${untilText(report.pause.until, job.timezone)}, when it resumes by itself (or \`${PROGRAM} resume ${job.name}\` before): ${misfireSummary(job)}`;
-  const replaced = report.replacedExpired ? ` (it replaces the pause ${byWhom(report.replacedExpired, job.timezone)}, which had ended)` : '';
+  const replaced = report.replacedExpired
+    ? ` (it replaces the pause ${byWhom(report.replacedExpired, job.timezone)}, which had ended)`
+    : '';
   io.stdout(`paused ${job.name}${note ? ` (${note})` : ''}${replaced}: ${ends}; ${planned}`);
   return EXIT_OK;
 }
@@ -91,11 +105,21 @@ export async function resumeCommand(args: readonly string[], io: OpsIo): Promise
   const report = await withTarget(values, io, (target) => resumeJob(target.ledger.planning, job, now));
   if (report.neverPlanned) io.stderr('warning: the planner has never run against this ledger: the resume applies from its first tick');
   if (values.json) {
-    printJson(io, { job: report.job, action: report.action, changed: report.changed, paused: report.pause !== undefined, expired: pauseJson(report.expired), plannedUntil: iso(report.plannedUntil), misfire: job.misfire });
+    printJson(io, {
+      job: report.job,
+      action: report.action,
+      changed: report.changed,
+      paused: report.pause !== undefined,
+      expired: pauseJson(report.expired),
+      plannedUntil: iso(report.plannedUntil),
+      misfire: job.misfire,
+    });
     return EXIT_OK;
   }
-  if (report.changed) io.stdout(`resumed ${job.name}: the next tick plans from ${iso(report.plannedUntil) ?? 'now'}; ${misfireSummary(job)}`);
-  else if (report.expired?.until !== undefined) io.stdout(`${job.name} was not paused: its pause ${byWhom(report.expired, job.timezone)} had ended by itself; its record is cleared`);
+  if (report.changed)
+    io.stdout(`resumed ${job.name}: the next tick plans from ${iso(report.plannedUntil) ?? 'now'}; ${misfireSummary(job)}`);
+  else if (report.expired?.until !== undefined)
+    io.stdout(`${job.name} was not paused: its pause ${byWhom(report.expired, job.timezone)} had ended by itself; its record is cleared`);
   else io.stdout(`${job.name} was not paused`);
   return EXIT_OK;
 }

@@ -145,7 +145,10 @@ export function definitionTarget(raw: string, io: OpsIo): PreviewTarget {
   const given = entry as Record<string, unknown>;
   const input = { name: 'preview', ...given, handler: 'handler' in given ? given.handler : PREVIEW_HANDLER };
   try {
-    const [job] = parseJobs([input], { handlers: [...Object.keys(handlers), PREVIEW_HANDLER], calendars: io.calendars ?? configuredCalendars });
+    const [job] = parseJobs([input], {
+      handlers: [...Object.keys(handlers), PREVIEW_HANDLER],
+      calendars: io.calendars ?? configuredCalendars,
+    });
     return { spec: slotSpecOf(job!), jitter: job! };
   } catch (error) {
     if (!(error instanceof JobConfigError)) throw error;
@@ -164,7 +167,8 @@ export function targetFromArgs(values: Record<string, unknown>, io: OpsIo): Prev
   if (jobName !== undefined || definition !== undefined) {
     const by = jobName !== undefined ? 'job' : 'definition';
     for (const flag of ['schedule', 'timezone', 'dst-gap', 'dst-overlap']) {
-      if (values[flag] !== undefined) throw new UsageError(flag, `--${flag} cannot be combined with --${by} (the ${by}'s own value is used)`);
+      if (values[flag] !== undefined)
+        throw new UsageError(flag, `--${flag} cannot be combined with --${by} (the ${by}'s own value is used)`);
     }
     if (definition !== undefined) return definitionTarget(definition, io);
     // Preview reads no stack, so it cannot know whether the target runs the example jobs: it
@@ -202,7 +206,8 @@ export async function previewCommand(args: readonly string[], io: OpsIo): Promis
   const fromRaw = stringOption(values, 'from');
   const toRaw = stringOption(values, 'to');
   const limitRaw = stringOption(values, 'limit');
-  const limit = limitRaw === undefined ? undefined : parsePositive(limitRaw, 'limit', PREVIEW_DEFAULT_LIMIT, { integer: true, max: PREVIEW_MAX_SLOTS });
+  const limit =
+    limitRaw === undefined ? undefined : parsePositive(limitRaw, 'limit', PREVIEW_DEFAULT_LIMIT, { integer: true, max: PREVIEW_MAX_SLOTS });
   const from = fromRaw === undefined ? (io.now ?? Date.now)() : parseInstant(fromRaw, 'from');
   let slots: number[];
   let range: string;
@@ -219,7 +224,10 @@ export async function previewCommand(args: readonly string[], io: OpsIo): Promis
   const entries = withFireTimes(target, slots);
 
   if (values.json) {
-    printJson(io, entries.map((e) => new Date(e.fireAt).toISOString()));
+    printJson(
+      io,
+      entries.map((e) => new Date(e.fireAt).toISOString()),
+    );
     return EXIT_OK;
   }
   const jittered = (target.jitter.jitter ?? 0) > 0;
@@ -231,9 +239,17 @@ export async function previewCommand(args: readonly string[], io: OpsIo): Promis
   const local = (e: PreviewEntry) => localTime(e.fireAt, spec.timezone);
   const utc = (e: PreviewEntry) => new Date(e.fireAt).toISOString();
   if (jittered) {
-    printTable(io, ['LOCAL', 'UTC', 'SLOT', 'DST'], entries.map((e) => [local(e), utc(e), new Date(e.slot).toISOString(), dstMark(spec, e.slot)]));
+    printTable(
+      io,
+      ['LOCAL', 'UTC', 'SLOT', 'DST'],
+      entries.map((e) => [local(e), utc(e), new Date(e.slot).toISOString(), dstMark(spec, e.slot)]),
+    );
   } else {
-    printTable(io, ['LOCAL', 'UTC', 'DST'], entries.map((e) => [local(e), utc(e), dstMark(spec, e.slot)]));
+    printTable(
+      io,
+      ['LOCAL', 'UTC', 'DST'],
+      entries.map((e) => [local(e), utc(e), dstMark(spec, e.slot)]),
+    );
   }
   return EXIT_OK;
 }

@@ -25,8 +25,15 @@ async function dlqFailure<T>(work: () => Promise<T>): Promise<T> {
 async function dropCommand(values: CommonValues & Record<string, unknown>, messageId: string, io: OpsIo): Promise<number> {
   const dryRun = values['dry-run'] === true;
   const jobs = jobsOf(io);
-  const outcome = await dlqFailure(() => withTarget(values, io, (target) => dropMessage({ sqs: target.clients.sqs, jobs, deadLetterQueueUrl: target.deadLetterQueueUrl }, messageId, { dryRun })));
-  if (!outcome.ok) throw new OpsFailure(`no message ${messageId} in the DLQ (${outcome.seen} message(s) seen): nothing deleted; \`redrive --dry-run\` lists their ids`);
+  const outcome = await dlqFailure(() =>
+    withTarget(values, io, (target) =>
+      dropMessage({ sqs: target.clients.sqs, jobs, deadLetterQueueUrl: target.deadLetterQueueUrl }, messageId, { dryRun }),
+    ),
+  );
+  if (!outcome.ok)
+    throw new OpsFailure(
+      `no message ${messageId} in the DLQ (${outcome.seen} message(s) seen): nothing deleted; \`redrive --dry-run\` lists their ids`,
+    );
   const { dropped } = outcome;
   if (values.json) {
     printJson(io, dropped);
@@ -34,8 +41,11 @@ async function dropCommand(values: CommonValues & Record<string, unknown>, messa
   }
   const what = dropped.runKey !== undefined ? `run message of ${dropped.runKey}` : `not a run message (${dropped.notARun})`;
   const received = dropped.receiveCount === undefined ? '' : `, received ${dropped.receiveCount} time(s)`;
-  io.stdout(`${dropped.deleted ? 'deleted' : 'dry run: would delete'} DLQ message ${messageId}: ${what}${received}; body: ${cell(dropped.body, 200)}`);
-  if (dropped.deleted && dropped.runKey !== undefined) io.stdout(`the run itself is unchanged: \`show ${dropped.runKey}\`; \`retry\` or \`resolve\` it if it still needs a person`);
+  io.stdout(
+    `${dropped.deleted ? 'deleted' : 'dry run: would delete'} DLQ message ${messageId}: ${what}${received}; body: ${cell(dropped.body, 200)}`,
+  );
+  if (dropped.deleted && dropped.runKey !== undefined)
+    io.stdout(`the run itself is unchanged: \`show ${dropped.runKey}\`; \`retry\` or \`resolve\` it if it still needs a person`);
   return EXIT_OK;
 }
 
@@ -50,7 +60,9 @@ export async function redriveCommand(args: readonly string[], io: OpsIo): Promis
   const drop = stringOption(values, 'drop');
   if (drop !== undefined) {
     if (drop.trim() === '') throw new UsageError('drop', '--drop takes the id of one DLQ message (`redrive --dry-run` lists them)');
-    for (const other of ['max-per-second', 'by']) if (values[other] !== undefined) throw new UsageError(other, `--${other} does not apply to --drop (it deletes one message and revives nothing)`);
+    for (const other of ['max-per-second', 'by'])
+      if (values[other] !== undefined)
+        throw new UsageError(other, `--${other} does not apply to --drop (it deletes one message and revives nothing)`);
     return dropCommand(values, drop.trim(), io);
   }
   const maxPerSecond = parsePositive(stringOption(values, 'max-per-second'), 'max-per-second', 10, { integer: true, max: 500 });

@@ -14,11 +14,23 @@
  */
 import { RETRYABLE_STATES, retry } from '../../shared/operations/retry.js';
 import { RunStatus, type RunId } from '../../shared/core/vocabulary.js';
-import { configuredJob, noExtraPositionals, operatorOf, parseCommand, parseInstant, parsePositive, parseRunKey, parseSince, parseStatuses, stringOption } from './args.js';
+import {
+  configuredJob,
+  noExtraPositionals,
+  operatorOf,
+  parseCommand,
+  parseInstant,
+  parsePositive,
+  parseRunKey,
+  parseSince,
+  parseStatuses,
+  stringOption,
+} from './args.js';
 import { clockOf, EXIT_FAILURE, EXIT_OK, OpsFailure, printJson, printTable, UsageError, type OpsIo } from './io.js';
 import { withTarget } from './target.js';
 
-export const retryUsage = 'retry (<job@slotISO[#shard]> | --job NAME [--state DEAD[,SKIPPED,SUPERSEDED]] [--since ISO|24h] [--until ISO] [--limit 100]) [--dry-run] [--by NAME]';
+export const retryUsage =
+  'retry (<job@slotISO[#shard]> | --job NAME [--state DEAD[,SKIPPED,SUPERSEDED]] [--since ISO|24h] [--until ISO] [--limit 100]) [--dry-run] [--by NAME]';
 
 export async function retryCommand(args: readonly string[], io: OpsIo): Promise<number> {
   const { values, positionals } = parseCommand(args, {
@@ -66,7 +78,11 @@ export async function retryCommand(args: readonly string[], io: OpsIo): Promise<
   } else if (entries.length === 0) {
     io.stdout(`no ${states.join('/')} runs of ${job.name} to retry`);
   } else {
-    printTable(io, ['RUN KEY', 'WAS', 'NOW', 'ACTION', 'DETAIL'], entries.map((e) => [e.runKey, e.from, e.to, e.action, e.detail]));
+    printTable(
+      io,
+      ['RUN KEY', 'WAS', 'NOW', 'ACTION', 'DETAIL'],
+      entries.map((e) => [e.runKey, e.from, e.to, e.action, e.detail]),
+    );
   }
   return single && entries.some((e) => e.action === 'refused' || e.action === 'changed') ? EXIT_FAILURE : EXIT_OK;
 }

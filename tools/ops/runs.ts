@@ -8,7 +8,17 @@
 import { mapBounded } from '../../shared/core/concurrency.js';
 import type { RunQuery } from '../../shared/store/repairs.js';
 import { RunOrigin, RunStatus, type Run } from '../../shared/core/vocabulary.js';
-import { configuredJob, jobsOf, noExtraPositionals, parseCommand, parsePositive, parseSince, parseInstant, parseStatuses, stringOption } from './args.js';
+import {
+  configuredJob,
+  jobsOf,
+  noExtraPositionals,
+  parseCommand,
+  parsePositive,
+  parseSince,
+  parseInstant,
+  parseStatuses,
+  stringOption,
+} from './args.js';
 import { cell, clockOf, ERROR_CELL_WIDTH, EXIT_OK, formatAge, iso, NOTE_CELL_WIDTH, printJson, printTable, type OpsIo } from './io.js';
 import { withTarget, type Target } from './target.js';
 
@@ -27,7 +37,11 @@ function originOf(run: Run): string {
 
 export function runRow(run: Run, now: number): (string | number | undefined)[] {
   const lease =
-    run.leaseUntil === undefined ? undefined : run.leaseUntil >= now ? `${formatAge(run.leaseUntil - now)} left` : `expired ${formatAge(now - run.leaseUntil)} ago`;
+    run.leaseUntil === undefined
+      ? undefined
+      : run.leaseUntil >= now
+        ? `${formatAge(run.leaseUntil - now)} left`
+        : `expired ${formatAge(now - run.leaseUntil)} ago`;
   return [
     run.runKey,
     run.status,
@@ -39,7 +53,9 @@ export function runRow(run: Run, now: number): (string | number | undefined)[] {
     iso(run.nextAttemptAt),
     iso(run.finishedAt),
     // A run that ended well carries no current error (an older item may still hold an attempt's).
-    run.lastError && run.status !== RunStatus.SUCCEEDED && run.status !== RunStatus.MANUAL ? cell(`${run.lastError.code}: ${run.lastError.message}`, ERROR_CELL_WIDTH) : undefined,
+    run.lastError && run.status !== RunStatus.SUCCEEDED && run.status !== RunStatus.MANUAL
+      ? cell(`${run.lastError.code}: ${run.lastError.message}`, ERROR_CELL_WIDTH)
+      : undefined,
   ];
 }
 
@@ -54,7 +70,11 @@ function newestFirst(a: Run, b: Run): number {
  * The newest `limit` runs of the jobs matching the query, and whether more exist: each job's
  * query reads every page it needs (a filter on status may leave a first page empty).
  */
-export async function runsOfJobs(target: Target, jobs: readonly string[], query: RunQuery & { readonly limit: number }): Promise<{ runs: Run[]; more: boolean }> {
+export async function runsOfJobs(
+  target: Target,
+  jobs: readonly string[],
+  query: RunQuery & { readonly limit: number },
+): Promise<{ runs: Run[]; more: boolean }> {
   const perJob = await mapBounded(jobs, JOBS_IN_FLIGHT, (job) => target.ops.queryRuns(job, { ...query, limit: query.limit + 1 }));
   const all = perJob.flat().sort(newestFirst);
   return { runs: all.slice(0, query.limit), more: all.length > query.limit };
@@ -84,10 +104,16 @@ export async function runsCommand(args: readonly string[], io: OpsIo): Promise<n
     return EXIT_OK;
   }
   if (runs.length === 0) {
-    io.stdout(`no runs of ${only ?? `any of the ${jobs.length} configured job(s)`}${statuses ? ` in state ${statuses.join(',')}` : ''}${sinceSlot !== undefined ? ` since ${iso(sinceSlot)}` : ''}`);
+    io.stdout(
+      `no runs of ${only ?? `any of the ${jobs.length} configured job(s)`}${statuses ? ` in state ${statuses.join(',')}` : ''}${sinceSlot !== undefined ? ` since ${iso(sinceSlot)}` : ''}`,
+    );
     return EXIT_OK;
   }
-  printTable(io, RUN_HEADERS, runs.map((run) => runRow(run, now)));
+  printTable(
+    io,
+    RUN_HEADERS,
+    runs.map((run) => runRow(run, now)),
+  );
   if (more) io.stdout(`(the newest ${limit}; more exist: --limit N, or narrow with --since/--until)`);
   return EXIT_OK;
 }

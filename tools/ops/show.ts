@@ -17,11 +17,31 @@ import { withTarget } from './target.js';
 
 export const showUsage = 'show <job@slotISO[#shard]>';
 
-
 /** First the run's own fields in the design's order, then anything else alphabetically. */
 const ORDER = [
-  'runKey', 'job', 'slot', 'shard', 'shards', 'status', 'origin', 'owner', 'leaseUntil', 'fencingToken', 'attempt', 'nextAttemptAt',
-  'lastError', 'resultUnknown', 'createdAt', 'dispatchedAt', 'startedAt', 'finishedAt', 'checkpoint', 'evidence', 'resolution', 'note', 'expiresAt',
+  'runKey',
+  'job',
+  'slot',
+  'shard',
+  'shards',
+  'status',
+  'origin',
+  'owner',
+  'leaseUntil',
+  'fencingToken',
+  'attempt',
+  'nextAttemptAt',
+  'lastError',
+  'resultUnknown',
+  'createdAt',
+  'dispatchedAt',
+  'startedAt',
+  'finishedAt',
+  'checkpoint',
+  'evidence',
+  'resolution',
+  'note',
+  'expiresAt',
 ];
 
 /** Listed as the attempts table (and the `attempts` array of --json), not as a field. */
@@ -41,13 +61,19 @@ export function formatValue(key: string, value: unknown): string {
 /** The fields `show` prints, in order: no history map, and no stale lastError on a run that ended well. */
 export function orderedFields(item: Record<string, unknown>): string[] {
   const shown = (k: string) => k !== HISTORY_FIELD && !(k === 'lastError' && ENDED_WELL.includes(item.status));
-  const rest = Object.keys(item).filter((k) => !ORDER.includes(k) && shown(k)).sort();
+  const rest = Object.keys(item)
+    .filter((k) => !ORDER.includes(k) && shown(k))
+    .sort();
   return [...ORDER.filter((k) => k in item && shown(k)), ...rest];
 }
 
 export function historyOf(item: Record<string, unknown>): AttemptHistory {
   const run = runFromItem(item);
-  return attemptHistory({ ...run, resolution: item.resolution as HistorySource['resolution'], lastRevival: item.lastRevival as HistorySource['lastRevival'] });
+  return attemptHistory({
+    ...run,
+    resolution: item.resolution as HistorySource['resolution'],
+    lastRevival: item.lastRevival as HistorySource['lastRevival'],
+  });
 }
 
 function printHistory(io: OpsIo, history: AttemptHistory): void {
@@ -56,7 +82,9 @@ function printHistory(io: OpsIo, history: AttemptHistory): void {
     io.stdout('attempts: none (never claimed)');
     return;
   }
-  io.stdout(`attempts (the run keeps its last ${ATTEMPT_HISTORY_LIMIT})${history.earlier > 0 ? `: ${history.earlier} earlier claim(s) not kept` : ''}`);
+  io.stdout(
+    `attempts (the run keeps its last ${ATTEMPT_HISTORY_LIMIT})${history.earlier > 0 ? `: ${history.earlier} earlier claim(s) not kept` : ''}`,
+  );
   printTable(
     io,
     ['CLAIM', 'CLAIMED AT', 'OWNER', 'FENCE', 'FROM', 'ENDED', 'ERROR', 'DURATION'],
@@ -85,7 +113,11 @@ export async function showCommand(args: readonly string[], io: OpsIo): Promise<n
     printJson(io, { ...Object.fromEntries(orderedFields(item).map((k) => [k, item[k]])), attempts, earlierAttempts: history.earlier });
     return EXIT_OK;
   }
-  printTable(io, ['FIELD', 'VALUE'], orderedFields(item).map((key) => [key, formatValue(key, item[key])]));
+  printTable(
+    io,
+    ['FIELD', 'VALUE'],
+    orderedFields(item).map((key) => [key, formatValue(key, item[key])]),
+  );
   printHistory(io, history);
   return EXIT_OK;
 }

@@ -96,11 +96,19 @@ export async function dlqDepth(target: Target): Promise<{ visible: number; inFli
       AttributeNames: ['ApproximateNumberOfMessages', 'ApproximateNumberOfMessagesNotVisible'],
     }),
   );
-  return { visible: Number(Attributes.ApproximateNumberOfMessages ?? 0), inFlight: Number(Attributes.ApproximateNumberOfMessagesNotVisible ?? 0) };
+  return {
+    visible: Number(Attributes.ApproximateNumberOfMessages ?? 0),
+    inFlight: Number(Attributes.ApproximateNumberOfMessagesNotVisible ?? 0),
+  };
 }
 
 export async function collectStatus(target: Target, jobs: readonly Job[], now: number, since: number): Promise<StatusReport> {
-  const planning = await jobPlanning(target.ledger.planning, jobs.map((j) => j.name), partitionOf, now);
+  const planning = await jobPlanning(
+    target.ledger.planning,
+    jobs.map((j) => j.name),
+    partitionOf,
+    now,
+  );
   const open = await target.ledger.listOpenRuns(now, STATUS_OPEN_RUNS_LIMIT);
   const configured = new Set(jobs.map((j) => j.name));
   const orphans = open.filter((run) => !configured.has(run.job));
@@ -173,10 +181,21 @@ export function formatCounts(counts: Partial<Record<RunStatus, number>>): string
  * `no (catching up)`. The row says paused only while the pause is in force (its reader applied
  * core/pause.ts at the same now).
  */
-export function pauseCell(j: { readonly paused: boolean; readonly pausedBy?: string; readonly pausedAt?: string; readonly pauseNote?: string; readonly pausedUntil?: string; readonly behind: boolean }, now: number): string {
+export function pauseCell(
+  j: {
+    readonly paused: boolean;
+    readonly pausedBy?: string;
+    readonly pausedAt?: string;
+    readonly pauseNote?: string;
+    readonly pausedUntil?: string;
+    readonly behind: boolean;
+  },
+  now: number,
+): string {
   if (!j.paused) return j.behind ? 'no (catching up)' : 'no';
   const when = j.pausedAt === undefined ? '' : ` ${formatAge(now - Date.parse(j.pausedAt))} ago`;
-  const until = j.pausedUntil === undefined ? '' : ` until ${j.pausedUntil.replace(/\.000Z$/, 'Z')} (in ${formatAge(Date.parse(j.pausedUntil) - now)})`;
+  const until =
+    j.pausedUntil === undefined ? '' : ` until ${j.pausedUntil.replace(/\.000Z$/, 'Z')} (in ${formatAge(Date.parse(j.pausedUntil) - now)})`;
   // The note is cut to its cell (the whole note is in --json): the columns after it stay in place.
   return `PAUSED by ${cell(j.pausedBy ?? '?', NOTE_CELL_WIDTH)}${when}${until}${j.pauseNote ? `: ${cell(j.pauseNote, NOTE_CELL_WIDTH)}` : ''}`;
 }

@@ -107,7 +107,9 @@ async function expectAnswer(file: EndpointsFile, problem: string, hint: string):
   const results = await Promise.all(endpoints.map(async ([name, url]) => ({ name, url, ok: await answers(url) })));
   const silent = results.filter((r) => !r.ok);
   if (silent.length > 0) {
-    throw new OpsFailure(`${problem}: ${silent.map((r) => `${r.name} at ${r.url}`).join(' and ')} ${silent.length > 1 ? 'do' : 'does'} not answer${hint}`);
+    throw new OpsFailure(
+      `${problem}: ${silent.map((r) => `${r.name} at ${r.url}`).join(' and ')} ${silent.length > 1 ? 'do' : 'does'} not answer${hint}`,
+    );
   }
 }
 
@@ -118,12 +120,18 @@ export async function openTarget(values: CommonValues, io: OpsIo): Promise<Targe
     let path: string;
     if (values.local) {
       path = localEndpointsPath(io.cwd);
-      if (!existsSync(path)) throw new OpsFailure(`\`npm start\` is not running (${LOCAL_ENDPOINTS_FILE} is missing): start it in another terminal`);
+      if (!existsSync(path))
+        throw new OpsFailure(`\`npm start\` is not running (${LOCAL_ENDPOINTS_FILE} is missing): start it in another terminal`);
     } else {
       path = resolve(process.cwd(), values.endpoints!);
     }
     const file = readEndpointsFile(path, values.local ? 'local' : 'endpoints');
-    if (values.local) await expectAnswer(file, `\`npm start\` is not running (${LOCAL_ENDPOINTS_FILE} is left from an earlier run)`, '; start it with `npm start` in another terminal');
+    if (values.local)
+      await expectAnswer(
+        file,
+        `\`npm start\` is not running (${LOCAL_ENDPOINTS_FILE} is left from an earlier run)`,
+        '; start it with `npm start` in another terminal',
+      );
     else await expectAnswer(file, `the local stack of ${path} is not running`, '');
     const clients = createClients({ dynamo: localClientConfig(file.dynamoEndpoint), sqs: localClientConfig(file.sqsEndpoint) });
     io.instrument?.(clients);

@@ -15,7 +15,8 @@ import { configuredJob, noExtraPositionals, operatorOf, parseCommand, stringOpti
 import { clockOf, EXIT_OK, OpsFailure, printJson, printTable, UsageError, type OpsIo } from './io.js';
 import { withTarget } from './target.js';
 
-export const triggerUsage = 'trigger <job> [--shard N] [--note TEXT] [--overlap forbid-skip|forbid-queue|coalesce|replace|parallel] [--by NAME] [--idempotency-key K]';
+export const triggerUsage =
+  'trigger <job> [--shard N] [--note TEXT] [--overlap forbid-skip|forbid-queue|coalesce|replace|parallel] [--by NAME] [--idempotency-key K]';
 
 export async function triggerCommand(args: readonly string[], io: OpsIo): Promise<number> {
   const { values, positionals } = parseCommand(args, {
@@ -39,7 +40,10 @@ export async function triggerCommand(args: readonly string[], io: OpsIo): Promis
   let report: TriggerReport;
   try {
     report = await withTarget(values, io, (target) =>
-      trigger({ ledger: target.ledger, queue: target.queue, clock: clockOf(io) }, { job, shard, note, overlap: overlap as OverlapPolicy | undefined, by, idempotencyKey }),
+      trigger(
+        { ledger: target.ledger, queue: target.queue, clock: clockOf(io) },
+        { job, shard, note, overlap: overlap as OverlapPolicy | undefined, by, idempotencyKey },
+      ),
     );
   } catch (error) {
     if (error instanceof TriggerRequestError) throw new UsageError(error.field, error.message);
@@ -51,14 +55,39 @@ export async function triggerCommand(args: readonly string[], io: OpsIo): Promis
   }
   const { runs } = report;
   if (report.sendError !== undefined) {
-    io.stderr(`could not send the run message(s) (${report.sendError}): the run(s) are READY and watched, the sweeper dispatches them after its grace (2 min)`);
+    io.stderr(
+      `could not send the run message(s) (${report.sendError}): the run(s) are READY and watched, the sweeper dispatches them after its grace (2 min)`,
+    );
   }
   if (values.json) {
-    printJson(io, runs.map((r) => ({ runKey: r.runKey, slot: new Date(r.slot).toISOString(), shard: r.shard, origin: r.origin, note: r.note, triggeredBy: r.triggeredBy, overlap: r.overlap ?? job.overlap, status: r.status, idempotencyKey, repeated: report.repeated, dispatched: report.sendError === undefined ? 'now' : 'by the sweeper' })));
+    printJson(
+      io,
+      runs.map((r) => ({
+        runKey: r.runKey,
+        slot: new Date(r.slot).toISOString(),
+        shard: r.shard,
+        origin: r.origin,
+        note: r.note,
+        triggeredBy: r.triggeredBy,
+        overlap: r.overlap ?? job.overlap,
+        status: r.status,
+        idempotencyKey,
+        repeated: report.repeated,
+        dispatched: report.sendError === undefined ? 'now' : 'by the sweeper',
+      })),
+    );
     return EXIT_OK;
   }
-  printTable(io, ['RUN KEY', 'SHARD', 'OVERLAP', 'NOTE'], runs.map((r) => [r.runKey, r.shard, r.overlap ?? job.overlap, r.note]));
+  printTable(
+    io,
+    ['RUN KEY', 'SHARD', 'OVERLAP', 'NOTE'],
+    runs.map((r) => [r.runKey, r.shard, r.overlap ?? job.overlap, r.note]),
+  );
   const how = report.sendError === undefined ? 'dispatched now' : 'not sent: the sweeper dispatches them';
-  io.stdout(report.repeated ? `already triggered with idempotency key ${idempotencyKey}: ${runs.length} manual run(s) of ${job.name}, no new run created (${report.sent} waiting run(s) sent again)` : `triggered ${runs.length} manual run(s) of ${job.name}, ${how}`);
+  io.stdout(
+    report.repeated
+      ? `already triggered with idempotency key ${idempotencyKey}: ${runs.length} manual run(s) of ${job.name}, no new run created (${report.sent} waiting run(s) sent again)`
+      : `triggered ${runs.length} manual run(s) of ${job.name}, ${how}`,
+  );
   return EXIT_OK;
 }

@@ -33,7 +33,18 @@ export type { LivenessExpectations, QueuedMessage } from './liveness.js';
 import { Invariant } from './invariant-names.js';
 import type { BusinessEffect, CheckViolation, Expected, FinalState } from './check-types.js';
 export { Invariant };
-export type { BusinessEffect, BusinessState, CheckViolation, Expected, ExpectedSlot, FinalState, LaneMarker, ModelExpectations, PlannerState, UnexpectedRun } from './check-types.js';
+export type {
+  BusinessEffect,
+  BusinessState,
+  CheckViolation,
+  Expected,
+  ExpectedSlot,
+  FinalState,
+  LaneMarker,
+  ModelExpectations,
+  PlannerState,
+  UnexpectedRun,
+} from './check-types.js';
 
 export interface CheckStats {
   readonly events: number;
@@ -84,7 +95,10 @@ function ordered(history: readonly HistoryEvent[]): HistoryEvent[] {
       }
       for (const slots of positions.values()) {
         if (slots.length < 2) continue;
-        const events = slots.map((i) => out[i]!).map((e, order) => ({ e, order })).sort((a, b) => tokenOf(a.e) - tokenOf(b.e) || a.order - b.order);
+        const events = slots
+          .map((i) => out[i]!)
+          .map((e, order) => ({ e, order }))
+          .sort((a, b) => tokenOf(a.e) - tokenOf(b.e) || a.order - b.order);
         slots.forEach((position, k) => (out[position] = events[k]!.e));
       }
     }
@@ -107,13 +121,19 @@ export function checkHistory(history: readonly HistoryEvent[], final: FinalState
     const seen = created.get(id) ?? { runKey: e.runKey, count: 0 };
     seen.count++;
     created.set(id, seen);
-    if (seen.count === 2) flag(Invariant.ONE_RUN_PER_SLOT, e.runKey, `run item created more than once for ${e.job} slot ${iso(e.slot)} shard ${e.shard}`);
+    if (seen.count === 2)
+      flag(Invariant.ONE_RUN_PER_SLOT, e.runKey, `run item created more than once for ${e.job} slot ${iso(e.slot)} shard ${e.shard}`);
   }
   const finalBySlot = new Map<string, Run>();
   for (const run of final.runs) {
     const id = slotId(run.job, run.slot, run.shard);
     const other = finalBySlot.get(id);
-    if (other) flag(Invariant.ONE_RUN_PER_SLOT, run.runKey, `two run items for ${run.job} slot ${iso(run.slot)} shard ${run.shard} (${other.runKey}, ${run.runKey})`);
+    if (other)
+      flag(
+        Invariant.ONE_RUN_PER_SLOT,
+        run.runKey,
+        `two run items for ${run.job} slot ${iso(run.slot)} shard ${run.shard} (${other.runKey}, ${run.runKey})`,
+      );
     else finalBySlot.set(id, run);
   }
 
@@ -151,23 +171,37 @@ export function checkHistory(history: readonly HistoryEvent[], final: FinalState
         );
       }
       const done = terminal.get(e.runKey);
-      if (done && e.token > done.token) flag(Invariant.ONE_LIVE_LEASE, e.runKey, `claimed by ${e.owner} (token ${e.token}) after the run ended ${done.status}`);
+      if (done && e.token > done.token)
+        flag(Invariant.ONE_LIVE_LEASE, e.runKey, `claimed by ${e.owner} (token ${e.token}) after the run ended ${done.status}`);
       leases.set(e.runKey, { token: e.token, owner: e.owner, leaseUntil: e.leaseUntil, open: true });
     } else if (e.type === 'heartbeat' && e.ok) {
       const current = leases.get(e.runKey);
       if (!current) continue;
       if (current.token !== e.token) {
-        flag(Invariant.ONE_LIVE_LEASE, e.runKey, `heartbeat of ${e.owner} (token ${e.token}) accepted after token ${current.token} (${current.owner}) claimed the run`);
+        flag(
+          Invariant.ONE_LIVE_LEASE,
+          e.runKey,
+          `heartbeat of ${e.owner} (token ${e.token}) accepted after token ${current.token} (${current.owner}) claimed the run`,
+        );
       } else if (current.open) {
         current.leaseUntil = Math.max(current.leaseUntil, e.leaseUntil);
       }
     } else if (e.type === 'outcome' && e.accepted) {
       const current = leases.get(e.runKey);
       if (current && current.token !== e.token) {
-        flag(Invariant.ONE_LIVE_LEASE, e.runKey, `outcome ${e.status} of ${e.owner} (token ${e.token}) accepted after token ${current.token} (${current.owner}) claimed the run`);
+        flag(
+          Invariant.ONE_LIVE_LEASE,
+          e.runKey,
+          `outcome ${e.status} of ${e.owner} (token ${e.token}) accepted after token ${current.token} (${current.owner}) claimed the run`,
+        );
       }
       const done = terminal.get(e.runKey);
-      if (done) flag(Invariant.ONE_LIVE_LEASE, e.runKey, `outcome ${e.status} (token ${e.token}) accepted after the run had ended ${done.status} (token ${done.token})`);
+      if (done)
+        flag(
+          Invariant.ONE_LIVE_LEASE,
+          e.runKey,
+          `outcome ${e.status} (token ${e.token}) accepted after the run had ended ${done.status} (token ${done.token})`,
+        );
       if (current && current.token === e.token) current.open = false;
       // Only SUCCEEDED is final for good: ops may redrive a DEAD run back to READY.
       if (e.status === RunStatus.SUCCEEDED) terminal.set(e.runKey, { status: e.status, token: e.token });
@@ -190,7 +224,11 @@ export function checkHistory(history: readonly HistoryEvent[], final: FinalState
     let highest: Extract<HistoryEvent, { type: 'effect' }> | undefined;
     for (const write of writes) {
       if (highest && write.token < highest.token) {
-        flag(Invariant.FENCE_MONOTONIC, write.runKey, `write to ${resource} with token ${write.token} accepted after token ${highest.token} (${highest.runKey})`);
+        flag(
+          Invariant.FENCE_MONOTONIC,
+          write.runKey,
+          `write to ${resource} with token ${write.token} accepted after token ${highest.token} (${highest.runKey})`,
+        );
       }
       if (!highest || write.token > highest.token) highest = write;
     }
@@ -198,7 +236,8 @@ export function checkHistory(history: readonly HistoryEvent[], final: FinalState
   for (const state of final.business ?? []) {
     const writes = accepted.get(state.resource) ?? [];
     const maxAccepted = writes.reduce<number | undefined>((max, w) => (max === undefined || w.token > max ? w.token : max), undefined);
-    const runOf = (token: number | undefined) => writes.find((w) => w.token === token)?.runKey ?? state.effects?.find((w) => w.token === token)?.runKey ?? state.resource;
+    const runOf = (token: number | undefined) =>
+      writes.find((w) => w.token === token)?.runKey ?? state.effects?.find((w) => w.token === token)?.runKey ?? state.resource;
     if (state.effects) {
       let highest: BusinessEffect | undefined;
       for (const effect of state.effects) {
@@ -214,14 +253,26 @@ export function checkHistory(history: readonly HistoryEvent[], final: FinalState
       const logged = new Set(state.effects.map((w) => `${w.token}|${w.runKey ?? ''}`));
       for (const write of writes) {
         if (!logged.has(`${write.token}|${write.runKey}`) && !logged.has(`${write.token}|`)) {
-          flag(Invariant.FENCE_MONOTONIC, write.runKey, `write to ${state.resource} with token ${write.token} was reported accepted but the item never recorded it`);
+          flag(
+            Invariant.FENCE_MONOTONIC,
+            write.runKey,
+            `write to ${state.resource} with token ${write.token} was reported accepted but the item never recorded it`,
+          );
         }
       }
       if (state.lastFence !== undefined && highest && state.lastFence !== highest.token) {
-        flag(Invariant.FENCE_MONOTONIC, runOf(state.lastFence), `${state.resource} ends with lastFence ${state.lastFence}, but the highest token it applied is ${highest.token}`);
+        flag(
+          Invariant.FENCE_MONOTONIC,
+          runOf(state.lastFence),
+          `${state.resource} ends with lastFence ${state.lastFence}, but the highest token it applied is ${highest.token}`,
+        );
       }
       if (state.lastFence !== undefined && maxAccepted !== undefined && state.lastFence < maxAccepted) {
-        flag(Invariant.FENCE_MONOTONIC, runOf(maxAccepted), `${state.resource} ends with lastFence ${state.lastFence}, below the accepted token ${maxAccepted}`);
+        flag(
+          Invariant.FENCE_MONOTONIC,
+          runOf(maxAccepted),
+          `${state.resource} ends with lastFence ${state.lastFence}, below the accepted token ${maxAccepted}`,
+        );
       }
     } else if (state.lastFence !== maxAccepted) {
       flag(
@@ -303,7 +354,12 @@ export function checkHistory(history: readonly HistoryEvent[], final: FinalState
  * A model-based scenario's full check: the safety invariants (DESIGN §9 and the model's own, with
  * `expected.model`) over the history and final tables, then liveness at quiescence (§11).
  */
-export function checkScenario(history: readonly HistoryEvent[], final: FinalState, expected: Expected, liveness: LivenessExpectations): CheckResult {
+export function checkScenario(
+  history: readonly HistoryEvent[],
+  final: FinalState,
+  expected: Expected,
+  liveness: LivenessExpectations,
+): CheckResult {
   const safety = checkHistory(history, final, expected);
   const violations = [...safety.violations, ...checkLiveness(final, liveness)];
   return { ok: violations.length === 0, violations, stats: safety.stats };

@@ -81,7 +81,11 @@ export function checkLiveness(final: FinalState, expected: LivenessExpectations)
   for (const run of final.runs) {
     if (run.status === RunStatus.DEAD && !run.lastError) flag(I.NO_LOST_SLOT, run.runKey, 'ended DEAD without a reason (lastError)');
     if (run.status === RunStatus.RUNNING && configured.has(run.job) && (run.leaseUntil ?? 0) < now - clockToleranceMs) {
-      flag(I.NO_EXPIRED_RUNNING, run.runKey, `still RUNNING (owner ${run.owner ?? '?'}, token ${run.fencingToken}) with a lease that ended ${iso(run.leaseUntil)}, ${Math.round((now - (run.leaseUntil ?? 0)) / 1000)} s before quiescence ended`);
+      flag(
+        I.NO_EXPIRED_RUNNING,
+        run.runKey,
+        `still RUNNING (owner ${run.owner ?? '?'}, token ${run.fencingToken}) with a lease that ended ${iso(run.leaseUntil)}, ${Math.round((now - (run.leaseUntil ?? 0)) / 1000)} s before quiescence ended`,
+      );
     }
   }
 
@@ -102,7 +106,12 @@ export function checkLiveness(final: FinalState, expected: LivenessExpectations)
       // ended holder can take a freed lane again, and lose its release again).
       const endedAt = Math.max(holder?.finishedAt ?? Number.NEGATIVE_INFINITY, marker.since ?? Number.NEGATIVE_INFINITY) + clockToleranceMs;
       const metIt = lane.some(
-        (r) => r.slot > marker.holderSlot && ((r.startedAt ?? Number.NEGATIVE_INFINITY) > endedAt || (r.status === RunStatus.SKIPPED && r.lastError?.code === RunStatus.SKIPPED && (r.finishedAt ?? Number.NEGATIVE_INFINITY) > endedAt)),
+        (r) =>
+          r.slot > marker.holderSlot &&
+          ((r.startedAt ?? Number.NEGATIVE_INFINITY) > endedAt ||
+            (r.status === RunStatus.SKIPPED &&
+              r.lastError?.code === RunStatus.SKIPPED &&
+              (r.finishedAt ?? Number.NEGATIVE_INFINITY) > endedAt)),
       );
       if (holder && waiting === 0 && !metIt) continue;
       flag(
@@ -122,9 +131,17 @@ export function checkLiveness(final: FinalState, expected: LivenessExpectations)
       flag(I.WATERMARK_CAUGHT_UP, label, `never planned (jobs ${jobs.slice(0, 5).join(', ')}${jobs.length > 5 ? ', …' : ''})`);
       continue;
     }
-    if (state.plannedUntil < now) flag(I.WATERMARK_CAUGHT_UP, label, `planned only up to ${iso(state.plannedUntil)}, ${Math.round((now - state.plannedUntil) / 1000)} s behind the end of quiescence`);
-    const lagging = state.behind.filter((job) => configured.has(job) && !expected.paused.includes(job) && !(expected.progressing ?? []).includes(job));
-    if (lagging.length > 0) flag(I.WATERMARK_CAUGHT_UP, label, `${lagging.length} job(s) still behind the watermark: ${lagging.slice(0, 5).join(', ')}`);
+    if (state.plannedUntil < now)
+      flag(
+        I.WATERMARK_CAUGHT_UP,
+        label,
+        `planned only up to ${iso(state.plannedUntil)}, ${Math.round((now - state.plannedUntil) / 1000)} s behind the end of quiescence`,
+      );
+    const lagging = state.behind.filter(
+      (job) => configured.has(job) && !expected.paused.includes(job) && !(expected.progressing ?? []).includes(job),
+    );
+    if (lagging.length > 0)
+      flag(I.WATERMARK_CAUGHT_UP, label, `${lagging.length} job(s) still behind the watermark: ${lagging.slice(0, 5).join(', ')}`);
   }
 
   if (expected.pausedInLedger) {
@@ -132,7 +149,13 @@ export function checkLiveness(final: FinalState, expected: LivenessExpectations)
     for (const job of expected.jobs) {
       const want = expected.paused.includes(job);
       if (want !== inLedger.has(job)) {
-        flag(I.PAUSE_KEPT, job, want ? 'an operator paused the job and never resumed it, yet the planner does not list it as paused' : 'the planner lists the job as paused, yet it was never paused or was resumed');
+        flag(
+          I.PAUSE_KEPT,
+          job,
+          want
+            ? 'an operator paused the job and never resumed it, yet the planner does not list it as paused'
+            : 'the planner lists the job as paused, yet it was never paused or was resumed',
+        );
       }
     }
   }
@@ -153,11 +176,18 @@ export function checkLiveness(final: FinalState, expected: LivenessExpectations)
       const holder = heldBy.get(`${run.job}|${run.shard}`);
       const holderRun = holder === undefined ? undefined : runs.get(`${run.job}|${holder}|${run.shard}`);
       if (holderRun && holderRun.runKey !== run.runKey && !isTerminal(holderRun.status)) continue;
-      const ownDue = run.status === RunStatus.RUNNING ? (run.leaseUntil ?? 0) : Math.max(run.nextAttemptAt ?? run.slot, run.createdAt, run.dispatchedAt ?? 0);
+      const ownDue =
+        run.status === RunStatus.RUNNING
+          ? (run.leaseUntil ?? 0)
+          : Math.max(run.nextAttemptAt ?? run.slot, run.createdAt, run.dispatchedAt ?? 0);
       const laneFreedAt = exclusive.has(run.job) && run.status !== RunStatus.RUNNING ? (laneEnds.get(`${run.job}|${run.shard}`) ?? 0) : 0;
       const due = Math.max(ownDue, laneFreedAt);
       if (due < now - expected.sweepGraceMs) {
-        flag(I.OPEN_RUN_SWEPT, run.runKey, `${run.status} since ${iso(due)} with no message in the queue, and no sweep re-sent one (${Math.round((now - due) / 1000)} s)`);
+        flag(
+          I.OPEN_RUN_SWEPT,
+          run.runKey,
+          `${run.status} since ${iso(due)} with no message in the queue, and no sweep re-sent one (${Math.round((now - due) / 1000)} s)`,
+        );
       }
     }
   }
@@ -167,7 +197,11 @@ export function checkLiveness(final: FinalState, expected: LivenessExpectations)
   for (const message of expected.queue ?? []) {
     const run = message.runKey ? byKey.get(message.runKey) : undefined;
     if (message.visibleAt <= stale && run && configured.has(run.job)) {
-      flag(I.NO_LOOPING_MESSAGE, message.runKey ?? message.messageId, `message ${message.messageId} still due after ${message.receives} receive(s) (run ${run.status})`);
+      flag(
+        I.NO_LOOPING_MESSAGE,
+        message.runKey ?? message.messageId,
+        `message ${message.messageId} still due after ${message.receives} receive(s) (run ${run.status})`,
+      );
     }
   }
   return violations;

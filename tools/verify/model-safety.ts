@@ -110,23 +110,36 @@ export function checkModelSafety(events: readonly HistoryEvent[], final: FinalSt
       } else if (e.type === 'outcome') {
         if (e.accepted) acceptedTokens.add(e.token);
         else if (!refusedAt.has(e.token)) refusedAt.set(e.token, e.at);
-        if (e.accepted && e.status === RunStatus.SUCCEEDED && mayHaveHadEffect?.token === e.token) mayHaveHadEffect = { token: e.token, why: 'succeeded' };
-      }      else if (e.type === 'handler-finished') {
+        if (e.accepted && e.status === RunStatus.SUCCEEDED && mayHaveHadEffect?.token === e.token)
+          mayHaveHadEffect = { token: e.token, why: 'succeeded' };
+      } else if (e.type === 'handler-finished') {
         if (!finished.has(e.token)) finished.set(e.token, e);
         if (e.result === 'retryable' || e.result === 'permanent' || e.result === 'stopped') {
           if (mayHaveHadEffect?.token === e.token) mayHaveHadEffect = undefined;
         } else if (e.token >= settledBefore && (!mayHaveHadEffect || mayHaveHadEffect.token <= e.token)) {
           // (An attempt a later reconcile settled may report its end after it: a zombie handler.)
-          mayHaveHadEffect = { token: e.token, why: e.result === 'succeeded' ? 'succeeded without a recorded outcome' : `ended ${e.result}` };
+          mayHaveHadEffect = {
+            token: e.token,
+            why: e.result === 'succeeded' ? 'succeeded without a recorded outcome' : `ended ${e.result}`,
+          };
         }
       } else if (e.type === 'handler-started') {
         const earlier = startedTokens.filter((s) => s.token < e.token);
         if (reconciling.has(job) && !reconciledTokens.has(e.token)) {
           // An earlier attempt that started and never reported a known-not-done end may have had its effect.
           const unfinished = earlier.find((s) => !finished.has(s.token) && s.token >= settledBefore);
-          const why = mayHaveHadEffect && mayHaveHadEffect.token < e.token ? mayHaveHadEffect : unfinished ? { token: unfinished.token, why: 'never finished' } : undefined;
+          const why =
+            mayHaveHadEffect && mayHaveHadEffect.token < e.token
+              ? mayHaveHadEffect
+              : unfinished
+                ? { token: unfinished.token, why: 'never finished' }
+                : undefined;
           if (why) {
-            flag(I.RECONCILE_BEFORE_RERUN, runKey, `handler ran again under token ${e.token} (${e.owner}) without a reconcile, after attempt ${why.token} ${why.why}`);
+            flag(
+              I.RECONCILE_BEFORE_RERUN,
+              runKey,
+              `handler ran again under token ${e.token} (${e.owner}) without a reconcile, after attempt ${why.token} ${why.why}`,
+            );
           }
         }
         if (!reconciling.has(job) && !reconciledTokens.has(e.token)) {
@@ -209,7 +222,12 @@ export function checkModelSafety(events: readonly HistoryEvent[], final: FinalSt
       if (effect.writeId === undefined) continue;
       const count = (seen.get(effect.writeId) ?? 0) + 1;
       seen.set(effect.writeId, count);
-      if (count === 2) flag(I.NO_DOUBLE_APPLY, effect.runKey ?? state.resource, `${state.resource} applied write ${effect.writeId} twice (token ${effect.token})`);
+      if (count === 2)
+        flag(
+          I.NO_DOUBLE_APPLY,
+          effect.runKey ?? state.resource,
+          `${state.resource} applied write ${effect.writeId} twice (token ${effect.token})`,
+        );
     }
   }
 
@@ -222,16 +240,27 @@ export function checkModelSafety(events: readonly HistoryEvent[], final: FinalSt
   // unknown (its deadline or attempts spent before it could run the handler again), nobody left
   // could tell (the fence lives on the business item) and "result unknown" is the honest end.
   // An attempt that recorded anything after the fence, a retry above all, is still judged.
-  const endedUnrecorded = (runKey: string, token: number) => !events.some((o) => o.type === 'outcome' && o.runKey === runKey && o.token === token && o.accepted);
-  const takenOverUnknown = (run: Run, token: number) => run.resultUnknown === true && run.fencingToken > token && endedUnrecorded(run.runKey, token);
+  const endedUnrecorded = (runKey: string, token: number) =>
+    !events.some((o) => o.type === 'outcome' && o.runKey === runKey && o.token === token && o.accepted);
+  const takenOverUnknown = (run: Run, token: number) =>
+    run.resultUnknown === true && run.fencingToken > token && endedUnrecorded(run.runKey, token);
   for (const e of events) {
     if (e.type !== 'effect') continue;
     if (e.result === 'accepted') acceptedBy.set(e.resource, [...(acceptedBy.get(e.resource) ?? []), { token: e.token, runKey: e.runKey }]);
     if (e.result !== 'fenced-out') continue;
     const run = finalRuns.get(e.runKey);
-    if (!run || run.status === RunStatus.SUPERSEDED || run.status === RunStatus.SUCCEEDED || run.status === RunStatus.MANUAL || run.status === RunStatus.SKIPPED) continue;
+    if (
+      !run ||
+      run.status === RunStatus.SUPERSEDED ||
+      run.status === RunStatus.SUCCEEDED ||
+      run.status === RunStatus.MANUAL ||
+      run.status === RunStatus.SKIPPED
+    )
+      continue;
     if (repairedAfter(run.runKey, e.at) || takenOverUnknown(run, e.token)) continue;
-    const newer = (acceptedBy.get(e.resource) ?? []).find((w) => w.token > e.token && (finalRuns.get(w.runKey)?.slot ?? -Infinity) > run.slot);
+    const newer = (acceptedBy.get(e.resource) ?? []).find(
+      (w) => w.token > e.token && (finalRuns.get(w.runKey)?.slot ?? -Infinity) > run.slot,
+    );
     if (!newer) continue;
     flag(
       I.FENCED_OUT_SUPERSEDED,
@@ -252,8 +281,16 @@ export function checkModelSafety(events: readonly HistoryEvent[], final: FinalSt
     // writer may be any job of the item group.
     const inLane = run.lastError?.code === RunStatus.SUPERSEDED || run.lastError?.code === 'REPLACED';
     const couldSupersede = (other: (typeof all)[number]) =>
-      inLane ? other.job === run.job && other.shard === run.shard : (model.itemGroups[other.job] ?? other.job) === group && (other.job !== run.job || other.shard === run.shard);
-    const due = all.some((other) => couldSupersede(other) && other.runKey !== run.runKey && other.slot > run.slot && other.slot - (model.startLeadMs?.[other.job] ?? 0) <= at);
+      inLane
+        ? other.job === run.job && other.shard === run.shard
+        : (model.itemGroups[other.job] ?? other.job) === group && (other.job !== run.job || other.shard === run.shard);
+    const due = all.some(
+      (other) =>
+        couldSupersede(other) &&
+        other.runKey !== run.runKey &&
+        other.slot > run.slot &&
+        other.slot - (model.startLeadMs?.[other.job] ?? 0) <= at,
+    );
     if (!due) {
       const next = all.filter((o) => o.job === run.job && o.shard === run.shard && o.slot > run.slot).sort((a, b) => a.slot - b.slot)[0];
       flag(

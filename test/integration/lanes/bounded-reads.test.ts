@@ -24,7 +24,11 @@ function queryMeter(doc: Pick<DynamoDBDocumentClient, 'middlewareStack'>) {
         meter.queries++;
         meter.items += (result.output as { ScannedCount?: number }).ScannedCount ?? 0;
       }
-      if (context.commandName !== 'GetItemCommand' && JSON.stringify((args.input as { Key?: unknown }).Key ?? '').includes(LedgerKeys.activeSk(0))) meter.markerWrites++;
+      if (
+        context.commandName !== 'GetItemCommand' &&
+        JSON.stringify((args.input as { Key?: unknown }).Key ?? '').includes(LedgerKeys.activeSk(0))
+      )
+        meter.markerWrites++;
       return result;
     },
     { step: 'initialize', name: `query-meter-${Math.random()}` },
@@ -68,7 +72,11 @@ describe('lane reads do not grow with history', () => {
           const before = { ...meter };
           expect(await lab.deliver(name, slot)).toBe('ack');
           expect(await lab.status(name, slot)).toBe(RunStatus.SUCCEEDED);
-          perRun.push({ queries: meter.queries - before.queries, items: meter.items - before.items, markerWrites: meter.markerWrites - before.markerWrites });
+          perRun.push({
+            queries: meter.queries - before.queries,
+            items: meter.items - before.items,
+            markerWrites: meter.markerWrites - before.markerWrites,
+          });
         }
         expect(perRun.map((r) => r.queries)).toEqual(perRun.map(() => 2));
         // The lane's marker is written three times, taken, taken again under the claim and released

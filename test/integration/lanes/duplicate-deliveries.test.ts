@@ -97,20 +97,25 @@ describe('review: duplicate copies of one run', () => {
     const ran: number[] = [];
     const during: { run?: () => Promise<void> } = {};
     const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, lease: '30s', overlap: 'forbid-queue' }], ['h']);
-    const lab = new Lab(box, jobs, {
-      h: {
-        run: async (ctx) => {
-          active++;
-          maxActive = Math.max(maxActive, active);
-          ran.push(ctx.slot);
-          try {
-            if (ctx.slot === W) await during.run?.();
-          } finally {
-            active--;
-          }
+    const lab = new Lab(
+      box,
+      jobs,
+      {
+        h: {
+          run: async (ctx) => {
+            active++;
+            maxActive = Math.max(maxActive, active);
+            ran.push(ctx.slot);
+            try {
+              if (ctx.slot === W) await during.run?.();
+            } finally {
+              active--;
+            }
+          },
         },
       },
-    }, W + 10);
+      W + 10,
+    );
     await lab.create(name, W);
     let reachedClaim!: () => void;
     const atClaim = new Promise<void>((resolve) => (reachedClaim = resolve));

@@ -16,7 +16,9 @@ import { sandbox, type Sandbox } from '../../support/stack.js';
 const MIN = 60_000;
 /** The lane's release: the holder's conditional update that removes it from the marker. */
 const isRelease = (command: string, input: Record<string, unknown>) =>
-  command === 'UpdateItemCommand' && JSON.stringify(input.Key).includes(LedgerKeys.activeSk(0)) && String(input.UpdateExpression).includes('REMOVE holderSk');
+  command === 'UpdateItemCommand' &&
+  JSON.stringify(input.Key).includes(LedgerKeys.activeSk(0)) &&
+  String(input.UpdateExpression).includes('REMOVE holderSk');
 const HOUR = 60 * MIN;
 
 describe('lane hand-on under faults', () => {
@@ -26,7 +28,11 @@ describe('lane hand-on under faults', () => {
   });
   afterAll(() => box.destroy());
 
-  const throttled = () => Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), { name: 'ThrottlingException', $metadata: { httpStatusCode: 400 } });
+  const throttled = () =>
+    Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), {
+      name: 'ThrottlingException',
+      $metadata: { httpStatusCode: 400 },
+    });
 
   /** Five done hourly runs, two slots a day back backfilled (the later one delivered: it gives way to the earlier), the current slot created. */
   async function backfillWaiting(prefix: string) {
@@ -54,7 +60,7 @@ describe('lane hand-on under faults', () => {
     for (let i = 0; i < 10 && lab.queue.sent.length > 0; i++) await lab.deliverSent();
   }
 
-  it('forbid-queue: the release of a run that gives way loses its response (the SDK\'s retry is refused): it recognises its own release and looks, and the lane drains in slot order without the sweeper', async () => {
+  it("forbid-queue: the release of a run that gives way loses its response (the SDK's retry is refused): it recognises its own release and looks, and the lane drains in slot order without the sweeper", async () => {
     const { name, hour, earlier, waiter, lab, ran } = await backfillWaiting('q1');
     const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: isRelease, fault: 'lost-response' }]);
     try {
@@ -65,7 +71,11 @@ describe('lane hand-on under faults', () => {
     }
     await drain(lab);
     expect(ran).toEqual([earlier, waiter, hour]);
-    expect([await lab.status(name, earlier), await lab.status(name, waiter), await lab.status(name, hour)]).toEqual([RunStatus.SUCCEEDED, RunStatus.SUCCEEDED, RunStatus.SUCCEEDED]);
+    expect([await lab.status(name, earlier), await lab.status(name, waiter), await lab.status(name, hour)]).toEqual([
+      RunStatus.SUCCEEDED,
+      RunStatus.SUCCEEDED,
+      RunStatus.SUCCEEDED,
+    ]);
   });
 
   it("forbid-queue: the look after a committed claim is throttled past the SDK's retries: the claim is handed back, and the message's next delivery runs the run at once, not after the lease and a takeover", async () => {
@@ -82,7 +92,9 @@ describe('lane hand-on under faults', () => {
       return next();
     });
     try {
-      await expect(lab.deliver(name, hour, 'w1', { ledger: new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable }) })).rejects.toMatchObject({ name: 'ThrottlingException' });
+      await expect(
+        lab.deliver(name, hour, 'w1', { ledger: new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable }) }),
+      ).rejects.toMatchObject({ name: 'ThrottlingException' });
     } finally {
       faulty.destroy();
     }
@@ -94,7 +106,7 @@ describe('lane hand-on under faults', () => {
     expect(await lab.status(name, hour)).toBe(RunStatus.SUCCEEDED);
   });
 
-  it('forbid-queue: the look after a release is throttled past the SDK\'s retries: the waiting runs stay open above the floor, and the next run of the lane that ends finds them (no sweep)', async () => {
+  it("forbid-queue: the look after a release is throttled past the SDK's retries: the waiting runs stay open above the floor, and the next run of the lane that ends finds them (no sweep)", async () => {
     const { name, hour, earlier, waiter, lab, ran } = await backfillWaiting('q2');
     lab.queue.take();
     let released = false;
@@ -106,7 +118,9 @@ describe('lane hand-on under faults', () => {
     try {
       // The current slot gives way to the backfilled runs; its look fails (the record is reported
       // failed and comes back later; not here).
-      await expect(lab.deliver(name, hour, 'w', { ledger: new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable }) })).rejects.toMatchObject({ name: 'ThrottlingException' });
+      await expect(
+        lab.deliver(name, hour, 'w', { ledger: new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable }) }),
+      ).rejects.toMatchObject({ name: 'ThrottlingException' });
     } finally {
       faulty.destroy();
     }
@@ -118,24 +132,41 @@ describe('lane hand-on under faults', () => {
     expect(await lab.status(name, hour)).toBe(RunStatus.SUCCEEDED);
   });
 
-  it('forbid-queue: two slots opened behind a RETRY holder; the holder\'s next attempt gives way and its look is throttled: the earlier slot\'s own message starts the chain, and every run settles in slot order', async () => {
+  it("forbid-queue: two slots opened behind a RETRY holder; the holder's next attempt gives way and its look is throttled: the earlier slot's own message starts the chain, and every run settles in slot order", async () => {
     const name = `q3-${Math.random().toString(36).slice(2, 8)}`;
     const hour = Math.floor(Date.now() / HOUR) * HOUR;
     const [earlier, waiter, holder] = [hour - 3 * HOUR, hour - 2 * HOUR, hour];
     let failHolder = true;
     const ran: number[] = [];
-    const jobs = testJobs([{ name, schedule: '0 * * * *', handler: 'h', startLead: 0, overlap: 'forbid-queue', retry: { maxAttempts: 3, backoff: { base: '1s', max: '1s' } } }], ['h']);
-    const lab = new Lab(box, jobs, {
-      h: {
-        run: async (ctx) => {
-          ran.push(ctx.slot);
-          if (ctx.slot === holder && failHolder) {
-            failHolder = false;
-            throw new RetryableError('downstream busy', { code: 'BUSY' });
-          }
+    const jobs = testJobs(
+      [
+        {
+          name,
+          schedule: '0 * * * *',
+          handler: 'h',
+          startLead: 0,
+          overlap: 'forbid-queue',
+          retry: { maxAttempts: 3, backoff: { base: '1s', max: '1s' } },
+        },
+      ],
+      ['h'],
+    );
+    const lab = new Lab(
+      box,
+      jobs,
+      {
+        h: {
+          run: async (ctx) => {
+            ran.push(ctx.slot);
+            if (ctx.slot === holder && failHolder) {
+              failHolder = false;
+              throw new RetryableError('downstream busy', { code: 'BUSY' });
+            }
+          },
         },
       },
-    }, hour + 5 * MIN);
+      hour + 5 * MIN,
+    );
     await lab.create(name, holder);
     await lab.deliver(name, holder);
     expect(await lab.status(name, holder)).toBe(RunStatus.RETRY);
@@ -151,7 +182,9 @@ describe('lane hand-on under faults', () => {
       return next();
     });
     try {
-      await expect(lab.deliver(name, holder, 'w', { ledger: new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable }) })).rejects.toMatchObject({ name: 'ThrottlingException' });
+      await expect(
+        lab.deliver(name, holder, 'w', { ledger: new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable }) }),
+      ).rejects.toMatchObject({ name: 'ThrottlingException' });
     } finally {
       faulty.destroy();
     }
@@ -160,6 +193,10 @@ describe('lane hand-on under faults', () => {
     expect(await lab.deliver(name, earlier)).toBe('ack');
     await drain(lab);
     expect(ran).toEqual([holder, earlier, waiter, holder]);
-    expect([await lab.status(name, earlier), await lab.status(name, waiter), await lab.status(name, holder)]).toEqual([RunStatus.SUCCEEDED, RunStatus.SUCCEEDED, RunStatus.SUCCEEDED]);
+    expect([await lab.status(name, earlier), await lab.status(name, waiter), await lab.status(name, holder)]).toEqual([
+      RunStatus.SUCCEEDED,
+      RunStatus.SUCCEEDED,
+      RunStatus.SUCCEEDED,
+    ]);
   });
 });

@@ -22,7 +22,10 @@ describe('lane decisions at the fire time', () => {
     const name = uniqueName('fs-lead');
     const slot = Math.floor(Date.now() / MIN) * MIN + 5 * MIN;
     const ran: number[] = [];
-    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: '1500ms', overlap: 'forbid-skip', lease: '30s' }], ['h']);
+    const jobs = testJobs(
+      [{ name, schedule: '* * * * *', handler: 'h', startLead: '1500ms', overlap: 'forbid-skip', lease: '30s' }],
+      ['h'],
+    );
     const lab = new Lab(box, jobs, { h: { run: async (ctx) => void ran.push(ctx.slot) } }, slot - 1_200);
     await lab.create(name, slot - MIN);
     await lab.create(name, slot);

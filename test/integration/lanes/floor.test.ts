@@ -25,24 +25,30 @@ describe('review: a floor raised past an open run', () => {
   });
   afterAll(() => box.destroy());
 
-  it('forbid-queue: a run created 5 min back while the holder\'s look raises the floor (between its read and its advanceFloor) is still run before the next slot and handed the lane without the sweeper', async () => {
+  it("forbid-queue: a run created 5 min back while the holder's look raises the floor (between its read and its advanceFloor) is still run before the next slot and handed the lane without the sweeper", async () => {
     const name = uniqueName('review-floor');
     const ran: number[] = [];
     const during: { run?: () => Promise<void> } = {};
     const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, lease: '30s', overlap: 'forbid-queue' }], ['h']);
-    const lab = new Lab(box, jobs, {
-      h: {
-        run: async (ctx) => {
-          ran.push(ctx.slot);
-          if (ctx.slot === T0 + MIN) await during.run?.();
+    const lab = new Lab(
+      box,
+      jobs,
+      {
+        h: {
+          run: async (ctx) => {
+            ran.push(ctx.slot);
+            if (ctx.slot === T0 + MIN) await during.run?.();
+          },
         },
       },
-    }, T0 + 10);
+      T0 + 10,
+    );
     // History: nine ended runs (run elsewhere), then the holder H at T0.
     for (let k = 20; k >= 12; k--) {
       await lab.create(name, T0 - k * MIN);
       const claim = await box.ledger.claim(lab.id(name, T0 - k * MIN), 'elsewhere', lab.clock.now, 30_000, 2_000);
-      if (claim.kind !== 'claimed' || !(await box.ledger.complete(claim.run, { status: RunStatus.SUCCEEDED }, lab.clock.now)).ok) throw new Error('setup');
+      if (claim.kind !== 'claimed' || !(await box.ledger.complete(claim.run, { status: RunStatus.SUCCEEDED }, lab.clock.now)).ok)
+        throw new Error('setup');
     }
     await lab.create(name, T0);
     const S = T0 - 5 * MIN;
@@ -57,7 +63,9 @@ describe('review: a floor raised past an open run', () => {
       return next();
     });
     try {
-      expect(await lab.deliver(name, T0, 'holder', { ledger: new Ledger(racing.doc, { tableName: box.endpoints.ledgerTable }) })).toBe('ack');
+      expect(await lab.deliver(name, T0, 'holder', { ledger: new Ledger(racing.doc, { tableName: box.endpoints.ledgerTable }) })).toBe(
+        'ack',
+      );
     } finally {
       racing.destroy();
     }
@@ -73,18 +81,24 @@ describe('review: a floor raised past an open run', () => {
     const ran: number[] = [];
     const during: { run?: () => Promise<void> } = {};
     const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, lease: '30s', overlap: 'forbid-queue' }], ['h']);
-    const lab = new Lab(box, jobs, {
-      h: {
-        run: async (ctx) => {
-          ran.push(ctx.slot);
-          if (ctx.slot === T0 + MIN) await during.run?.();
+    const lab = new Lab(
+      box,
+      jobs,
+      {
+        h: {
+          run: async (ctx) => {
+            ran.push(ctx.slot);
+            if (ctx.slot === T0 + MIN) await during.run?.();
+          },
         },
       },
-    }, T0 + 10);
+      T0 + 10,
+    );
     for (let k = 20; k >= 12; k--) {
       await lab.create(name, T0 - k * MIN);
       const claim = await box.ledger.claim(lab.id(name, T0 - k * MIN), 'elsewhere', lab.clock.now, 30_000, 2_000);
-      if (claim.kind !== 'claimed' || !(await box.ledger.complete(claim.run, { status: RunStatus.SUCCEEDED }, lab.clock.now)).ok) throw new Error('setup');
+      if (claim.kind !== 'claimed' || !(await box.ledger.complete(claim.run, { status: RunStatus.SUCCEEDED }, lab.clock.now)).ok)
+        throw new Error('setup');
     }
     await lab.create(name, T0);
     await lab.create(name, T0 + MIN);
@@ -98,7 +112,9 @@ describe('review: a floor raised past an open run', () => {
       return next();
     });
     try {
-      expect(await lab.deliver(name, T0, 'holder', { ledger: new Ledger(racing.doc, { tableName: box.endpoints.ledgerTable }) })).toBe('ack');
+      expect(await lab.deliver(name, T0, 'holder', { ledger: new Ledger(racing.doc, { tableName: box.endpoints.ledgerTable }) })).toBe(
+        'ack',
+      );
     } finally {
       racing.destroy();
     }

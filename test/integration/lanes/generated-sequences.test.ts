@@ -38,12 +38,27 @@ type Step =
 
 const runIndex = fc.nat({ max: RUNS - 1 });
 const step: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 5, arbitrary: fc.record({ kind: fc.constant('deliver' as const), run: runIndex, behaviour: fc.constantFrom<Behaviour>('ok', 'ok', 'retryable', 'permanent', 'unknown') }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({
+      kind: fc.constant('deliver' as const),
+      run: runIndex,
+      behaviour: fc.constantFrom<Behaviour>('ok', 'ok', 'retryable', 'permanent', 'unknown'),
+    }),
+  },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('die' as const), run: runIndex }) },
   { weight: 3, arbitrary: fc.constantFrom(1_000, 40_000, 3 * MIN).map((ms) => ({ kind: 'advance' as const, ms })) },
   // SEQUENCE_NO_REVIVE=1 leaves out the operator revivals.
   { weight: process.env.SEQUENCE_NO_REVIVE ? 0 : 2, arbitrary: fc.record({ kind: fc.constant('retry' as const), run: runIndex }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('resolve' as const), run: runIndex, as: fc.constantFrom('succeeded' as const, 'dead' as const), force: fc.boolean() }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({
+      kind: fc.constant('resolve' as const),
+      run: runIndex,
+      as: fc.constantFrom('succeeded' as const, 'dead' as const),
+      force: fc.boolean(),
+    }),
+  },
   { weight: process.env.SEQUENCE_NO_REVIVE ? 0 : 1, arbitrary: fc.record({ kind: fc.constant('redrive' as const), run: runIndex }) },
   { weight: 2, arbitrary: fc.constant({ kind: 'tick' as const }) },
 );
@@ -83,7 +98,20 @@ describe('generated sequences on an exclusive lane', () => {
         };
         // A yearly schedule: the planner plans nothing here; it only sweeps (the runs are watched,
         // as catch-up, backfill and manual runs are).
-        const jobs = testJobs([{ name, schedule: '0 0 1 1 *', handler: 'h', startLead: 0, lease: '30s', overlap, retry: { maxAttempts: MAX_ATTEMPTS, backoff: { base: '1s', max: '2s' } } }], ['h']);
+        const jobs = testJobs(
+          [
+            {
+              name,
+              schedule: '0 0 1 1 *',
+              handler: 'h',
+              startLead: 0,
+              lease: '30s',
+              overlap,
+              retry: { maxAttempts: MAX_ATTEMPTS, backoff: { base: '1s', max: '2s' } },
+            },
+          ],
+          ['h'],
+        );
         const now = Math.floor(Date.now() / MIN) * MIN;
         const lab = new Lab(box, jobs, { h: handler }, now);
         const slots = Array.from({ length: RUNS }, (_, i) => now - (RUNS - i) * MIN);
@@ -99,7 +127,11 @@ describe('generated sequences on an exclusive lane', () => {
           if (outcome === 'retry') live.push(message);
         };
         const collectSent = () => live.push(...lab.queue.take().map((o) => o.message));
-        const tick = () => runPlannerTick({ ledger: box.ledger, queue: lab.queue, jobs, clock: lab.clock.read, logger: silentLogger(), metrics: lab.metrics }, { partition: 0, of: 1 });
+        const tick = () =>
+          runPlannerTick(
+            { ledger: box.ledger, queue: lab.queue, jobs, clock: lab.clock.read, logger: silentLogger(), metrics: lab.metrics },
+            { partition: 0, of: 1 },
+          );
         const trace: string[] = [`policy ${overlap}`];
 
         for (const [i, s] of steps.entries()) {
@@ -124,7 +156,11 @@ describe('generated sequences on an exclusive lane', () => {
               const started = new Promise<void>((resolve) => (next.started = resolve));
               next.behaviour = 'hang';
               const mid = `m${++seq}`;
-              const done = processRecord(lab.deps(`ghost${i}`, { timers: FROZEN_TIMERS }), { messageId: mid, receiptHandle: `r-${mid}`, body: JSON.stringify(message) });
+              const done = processRecord(lab.deps(`ghost${i}`, { timers: FROZEN_TIMERS }), {
+                messageId: mid,
+                receiptHandle: `r-${mid}`,
+                body: JSON.stringify(message),
+              });
               const first = await Promise.race([started.then(() => 'started' as const), done]);
               next.behaviour = 'ok';
               next.started = undefined;
@@ -136,7 +172,12 @@ describe('generated sequences on an exclusive lane', () => {
               lab.clock.advance(s.ms);
               break;
             case 'retry':
-              await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [(await lab.run(name, id!.slot))!], { states: RETRYABLE_STATES });
+              await retryRuns(
+                { ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read },
+                lab.job(name),
+                [(await lab.run(name, id!.slot))!],
+                { states: RETRYABLE_STATES },
+              );
               break;
             case 'resolve':
               try {
@@ -166,7 +207,9 @@ describe('generated sequences on an exclusive lane', () => {
         // From here on only SQS redelivery and the sweeper act.
         const open = async () => {
           const runs = await Promise.all(slots.map((slot) => lab.run(name, slot)));
-          return runs.filter((r) => r && !isTerminal(r.status)).map((r) => `${r!.runKey} ${r!.status} token ${r!.fencingToken} redispatches ${r!.redispatches ?? 0}`);
+          return runs
+            .filter((r) => r && !isTerminal(r.status))
+            .map((r) => `${r!.runKey} ${r!.status} token ${r!.fencingToken} redispatches ${r!.redispatches ?? 0}`);
         };
         for (let round = 0; round < 20 && (await open()).length > 0; round++) {
           lab.clock.advance(3 * MIN);
@@ -180,7 +223,9 @@ describe('generated sequences on an exclusive lane', () => {
         const stillOpen = await open();
         if (stillOpen.length > 0) {
           const marker = await box.ledger.lanes.read(name, 0);
-          problems.push(`never settled: ${stillOpen.join('; ')}; lane marker ${marker?.holderSlot !== undefined ? new Date(marker.holderSlot).toISOString() : 'free'}; stuck ${lab.metrics.get(MetricName.RunsStuck)}`);
+          problems.push(
+            `never settled: ${stillOpen.join('; ')}; lane marker ${marker?.holderSlot !== undefined ? new Date(marker.holderSlot).toISOString() : 'free'}; stuck ${lab.metrics.get(MetricName.RunsStuck)}`,
+          );
         }
         if (lab.metrics.get(MetricName.WorkerRecordErrors) > 0) problems.push('a record failed');
         const malformed = lab.logs.filter((l) => JSON.stringify(l).includes('malformed'));

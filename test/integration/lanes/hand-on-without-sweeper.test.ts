@@ -38,10 +38,17 @@ const plan: fc.Arbitrary<Plan> = fc
     overlap: fc.constantFrom('forbid-queue' as const, 'coalesce' as const),
     runs: fc.integer({ min: 2, max: MAX_RUNS }),
     handlers: fc.array(
-      fc.record({ ms: fc.constantFrom(0, 2, 10, 40), failsOnce: fc.integer({ min: 0, max: 3 }).map((n) => n === 0), long: fc.nat({ max: 3 }) }),
+      fc.record({
+        ms: fc.constantFrom(0, 2, 10, 40),
+        failsOnce: fc.integer({ min: 0, max: 3 }).map((n) => n === 0),
+        long: fc.nat({ max: 3 }),
+      }),
       { minLength: MAX_RUNS, maxLength: MAX_RUNS },
     ),
-    waves: fc.array(fc.array(fc.record({ run: fc.nat({ max: MAX_RUNS - 1 }), after: fc.constantFrom(0, 0, 5, 20) }), { minLength: 1, maxLength: 5 }), { minLength: 1, maxLength: 5 }),
+    waves: fc.array(
+      fc.array(fc.record({ run: fc.nat({ max: MAX_RUNS - 1 }), after: fc.constantFrom(0, 0, 5, 20) }), { minLength: 1, maxLength: 5 }),
+      { minLength: 1, maxLength: 5 },
+    ),
   })
   .map((p) => ({ ...p, waves: p.waves.map((w) => w.filter((d) => d.run < p.runs)).filter((w) => w.length > 0) }));
 
@@ -62,7 +69,20 @@ describe('lane hand-on without the sweeper', () => {
         const started: number[] = [];
         let active = 0;
         let overlapped = 0;
-        const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, lease: '10m', overlap, retry: { maxAttempts: 3, backoff: { base: '1s', max: '1s' } } }], ['h']);
+        const jobs = testJobs(
+          [
+            {
+              name,
+              schedule: '* * * * *',
+              handler: 'h',
+              startLead: 0,
+              lease: '10m',
+              overlap,
+              retry: { maxAttempts: 3, backoff: { base: '1s', max: '1s' } },
+            },
+          ],
+          ['h'],
+        );
         // Only the first slot is due at first. The lease outlasts every clock move a long handler makes
         // (a lease that ran out would rightly let a duplicate take the run over, beside its fenced holder).
         const lab = new Lab(box, jobs, {}, base + 10);
@@ -94,7 +114,11 @@ describe('lane hand-on without the sweeper', () => {
         const deliver = async (message: RunMessage): Promise<void> => {
           if (message.slot > lab.clock.now) return void pending.push(message);
           const id = `m${++seq}`;
-          if ((await processRecord(lab.deps(`w${seq}`), { messageId: id, receiptHandle: `r-${id}`, body: JSON.stringify(message) })) === 'retry') pending.push(message);
+          if (
+            (await processRecord(lab.deps(`w${seq}`), { messageId: id, receiptHandle: `r-${id}`, body: JSON.stringify(message) })) ===
+            'retry'
+          )
+            pending.push(message);
         };
         const trace: string[] = [`${overlap}, ${runs} runs, handlers ${JSON.stringify(handlers.slice(0, runs))}`];
         const firstSent = new Set<number>();
@@ -128,8 +152,10 @@ describe('lane hand-on without the sweeper', () => {
         if (open.length > 0) problems.push(`never settled without the sweeper: ${open.join('; ')} (no message of theirs left)`);
         if (overlapped > 0) problems.push(`${overlapped} handler(s) started while another of the lane ran`);
         if (overlap === 'forbid-queue') {
-          if (started.some((slot, k) => k > 0 && slot < started[k - 1]!)) problems.push(`out of slot order: ${started.map((s) => slots.indexOf(s)).join(',')}`);
-          if (final.some((r) => r?.status !== RunStatus.SUCCEEDED)) problems.push(`not all SUCCEEDED: ${final.map((r) => r?.status).join(',')}`);
+          if (started.some((slot, k) => k > 0 && slot < started[k - 1]!))
+            problems.push(`out of slot order: ${started.map((s) => slots.indexOf(s)).join(',')}`);
+          if (final.some((r) => r?.status !== RunStatus.SUCCEEDED))
+            problems.push(`not all SUCCEEDED: ${final.map((r) => r?.status).join(',')}`);
         } else if (final.at(-1)?.status !== RunStatus.SUCCEEDED) {
           problems.push(`the newest run did not run: ${final.at(-1)?.status}`);
         }

@@ -21,7 +21,9 @@ import { sandbox, uniqueName, type Sandbox } from '../../support/stack.js';
 const MIN = 60_000;
 
 const isRelease = (command: string, input: Record<string, unknown>) =>
-  command === 'UpdateItemCommand' && JSON.stringify(input.Key).includes(LedgerKeys.activeSk(0)) && String(input.UpdateExpression).includes('REMOVE holderSk');
+  command === 'UpdateItemCommand' &&
+  JSON.stringify(input.Key).includes(LedgerKeys.activeSk(0)) &&
+  String(input.UpdateExpression).includes('REMOVE holderSk');
 
 describe('lost responses on a lane', () => {
   let box: Sandbox;
@@ -30,7 +32,7 @@ describe('lost responses on a lane', () => {
   });
   afterAll(() => box.destroy());
 
-  it('a run revived 18 slots back waits behind the holder; the holder\'s release commits but its response is lost: the revived run is still handed the lane next, without the sweeper', async () => {
+  it("a run revived 18 slots back waits behind the holder; the holder's release commits but its response is lost: the revived run is still handed the lane next, without the sweeper", async () => {
     const name = uniqueName('far-back');
     const m0 = Math.floor(Date.now() / MIN) * MIN - 60 * MIN;
     const [revived, holder] = [m0, m0 + 18 * MIN];
@@ -38,15 +40,20 @@ describe('lost responses on a lane', () => {
     const during: { run?: () => Promise<void> } = {};
     const failOnce = new Set([revived]);
     const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, overlap: 'forbid-queue' }], ['h']);
-    const lab = new Lab(box, jobs, {
-      h: {
-        run: async (ctx) => {
-          ran.push(ctx.slot);
-          if (failOnce.delete(ctx.slot)) throw new PermanentError('bad input', { code: 'BAD' });
-          if (ctx.slot === holder) await during.run?.();
+    const lab = new Lab(
+      box,
+      jobs,
+      {
+        h: {
+          run: async (ctx) => {
+            ran.push(ctx.slot);
+            if (failOnce.delete(ctx.slot)) throw new PermanentError('bad input', { code: 'BAD' });
+            if (ctx.slot === holder) await during.run?.();
+          },
         },
       },
-    }, holder + 10);
+      holder + 10,
+    );
     for (let k = 0; k < 18; k++) {
       await lab.create(name, m0 + k * MIN);
       expect(await lab.deliver(name, m0 + k * MIN)).toBe('ack');
@@ -56,14 +63,18 @@ describe('lost responses on a lane', () => {
     // While the holder runs, the operator revives the oldest slot; its message finds the lane held.
     const ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
     during.run = async () => {
-      const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [(await lab.run(name, revived))!]);
+      const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [
+        (await lab.run(name, revived))!,
+      ]);
       expect(entry).toMatchObject({ action: 'revived' });
       expect(await lab.deliverSent()).toEqual([(await lab.run(name, revived))!.runKey]);
       expect(await lab.status(name, revived)).toBe(RunStatus.READY);
     };
     const faulty = faultyClient(box.endpoints.dynamoEndpoint, [{ when: isRelease, fault: 'lost-response' }]);
     try {
-      expect(await lab.deliver(name, holder, 'w', { ledger: new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable }) })).toBe('ack');
+      expect(await lab.deliver(name, holder, 'w', { ledger: new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable }) })).toBe(
+        'ack',
+      );
       expect(faulty.injected).toEqual(['UpdateItemCommand']);
     } finally {
       faulty.destroy();
@@ -84,17 +95,22 @@ describe('lost responses on a lane', () => {
     let olderRunning!: () => void;
     const olderStarted = new Promise<void>((resolve) => (olderRunning = resolve));
     const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, overlap: 'forbid-queue' }], ['h']);
-    const lab = new Lab(box, jobs, {
-      h: {
-        run: async (ctx) => {
-          ran.push(ctx.slot);
-          if (ctx.slot === older) {
-            olderRunning();
-            await olderHeld;
-          }
+    const lab = new Lab(
+      box,
+      jobs,
+      {
+        h: {
+          run: async (ctx) => {
+            ran.push(ctx.slot);
+            if (ctx.slot === older) {
+              olderRunning();
+              await olderHeld;
+            }
+          },
         },
       },
-    }, current + 10);
+      current + 10,
+    );
     await lab.create(name, older);
     await lab.create(name, current);
     // Worker B delivers the current run: it claims, finds the older run open and gives way.
@@ -124,7 +140,9 @@ describe('lost responses on a lane', () => {
       { step: 'deserialize', name: 'give-way-race' },
     );
     try {
-      const ledger = new Ledger(DynamoDBDocumentClient.from(dynamo, { marshallOptions: { removeUndefinedValues: true } }), { tableName: box.endpoints.ledgerTable });
+      const ledger = new Ledger(DynamoDBDocumentClient.from(dynamo, { marshallOptions: { removeUndefinedValues: true } }), {
+        tableName: box.endpoints.ledgerTable,
+      });
       expect(await lab.deliver(name, current, 'worker-b', { ledger })).toBe('ack');
     } finally {
       dynamo.destroy();

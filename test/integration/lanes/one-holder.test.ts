@@ -53,7 +53,12 @@ describe('worker lanes', () => {
   }
 
   /** Claims and completes a run directly in the ledger (as another worker did), without touching its lane. */
-  async function ended(lab: Lab, name: string, slot: number, status: typeof RunStatus.SUCCEEDED | typeof RunStatus.DEAD = RunStatus.SUCCEEDED): Promise<Run> {
+  async function ended(
+    lab: Lab,
+    name: string,
+    slot: number,
+    status: typeof RunStatus.SUCCEEDED | typeof RunStatus.DEAD = RunStatus.SUCCEEDED,
+  ): Promise<Run> {
     const claim = await lab.box.ledger.claim(lab.id(name, slot), 'elsewhere', lab.clock.now, 30_000, 2_000);
     if (claim.kind !== 'claimed') throw new Error(`setup: claim ${claim.kind}`);
     const transition = status === RunStatus.SUCCEEDED ? { status } : { status, lastError: { code: 'X', message: 'x' } };
@@ -65,17 +70,20 @@ describe('worker lanes', () => {
     // A message for a missing run comes back (the run may yet be created).
     ['already ended', true, 'ack'],
     ['never created', false, 'retry'],
-  ] as const)('a message for a run %s takes its free lane only for the instant of the claim: no marker is left behind, nothing runs, nothing is handed on', async (_what, exists, answer) => {
-    const { name, lab, ran } = setup('forbid-queue');
-    if (exists) {
-      await lab.create(name, T0);
-      await ended(lab, name, T0);
-    }
-    expect(await lab.deliver(name, T0)).toBe(answer);
-    expect((await box.ledger.lanes.read(name, 0))?.holderSlot).toBeUndefined();
-    expect(ran).toEqual([]);
-    expect(lab.queue.sent).toEqual([]);
-  });
+  ] as const)(
+    'a message for a run %s takes its free lane only for the instant of the claim: no marker is left behind, nothing runs, nothing is handed on',
+    async (_what, exists, answer) => {
+      const { name, lab, ran } = setup('forbid-queue');
+      if (exists) {
+        await lab.create(name, T0);
+        await ended(lab, name, T0);
+      }
+      expect(await lab.deliver(name, T0)).toBe(answer);
+      expect((await box.ledger.lanes.read(name, 0))?.holderSlot).toBeUndefined();
+      expect(ran).toEqual([]);
+      expect(lab.queue.sent).toEqual([]);
+    },
+  );
 
   it('a marker left by an ended holder, taken over for a run that turns out ended too, is given back (no marker left behind)', async () => {
     const { name, lab, ran } = setup('forbid-queue');
@@ -163,7 +171,7 @@ describe('worker lanes', () => {
     expect(lab.queue.sent.map((s) => ({ slot: s.message.slot, delaySeconds: s.delaySeconds }))).toEqual([{ slot: T0, delaySeconds: 0 }]);
   });
 
-  it('replace: a newer due run ends the lane\'s older RUNNING holder through the fence, takes the lane and runs', async () => {
+  it("replace: a newer due run ends the lane's older RUNNING holder through the fence, takes the lane and runs", async () => {
     const { name, lab, ran } = setup('replace');
     // The older run holds the lane and runs on another worker.
     await olderHolderRunning(lab, name);
@@ -184,7 +192,10 @@ describe('worker lanes', () => {
     lab.clock.now = T0 - MIN + 10;
     await lab.create(name, T0 - MIN);
     await lab.create(name, T0);
-    const [manual] = await triggerRun({ ledger: box.ledger, queue: lab.queue, clock: lab.clock.read }, { job: lab.job(name), overlap: 'parallel', by: 'op' });
+    const [manual] = await triggerRun(
+      { ledger: box.ledger, queue: lab.queue, clock: lab.clock.read },
+      { job: lab.job(name), overlap: 'parallel', by: 'op' },
+    );
     lab.queue.take();
     // While the lane's run runs, the next scheduled slot comes due; its message finds the lane held.
     during.run = async () => {
@@ -194,7 +205,10 @@ describe('worker lanes', () => {
     expect(await lab.deliver(name, T0 - MIN)).toBe('ack');
     expect(ran).toEqual([T0 - MIN]);
     expect(lab.queue.take().map((s) => s.message.slot)).toEqual([T0]);
-    expect({ scheduled: await lab.status(name, T0), manual: await lab.status(name, manual!.slot) }).toEqual({ scheduled: RunStatus.READY, manual: RunStatus.READY });
+    expect({ scheduled: await lab.status(name, T0), manual: await lab.status(name, manual!.slot) }).toEqual({
+      scheduled: RunStatus.READY,
+      manual: RunStatus.READY,
+    });
   });
 
   it('replace: a newer run whose replacement loses a race with the older holder (it ended between the read and the write) reads the lane again in the same delivery and runs, instead of giving way to it or waiting for its message to come back', async () => {
@@ -208,7 +222,8 @@ describe('worker lanes', () => {
       (next, context) => async (args) => {
         if (context.commandName === 'UpdateItemCommand' && JSON.stringify(args.input).includes('REPLACED')) {
           // The older holder finishes just before the newer run's replacement lands.
-          if (!(await box.ledger.complete(claim.run, { status: RunStatus.SUCCEEDED }, lab.clock.now)).ok) throw new Error('setup: complete refused');
+          if (!(await box.ledger.complete(claim.run, { status: RunStatus.SUCCEEDED }, lab.clock.now)).ok)
+            throw new Error('setup: complete refused');
         }
         return next(args);
       },
@@ -220,7 +235,10 @@ describe('worker lanes', () => {
     } finally {
       racing.destroy();
     }
-    expect({ older: await lab.status(name, T0 - MIN), newer: await lab.status(name, T0) }).toEqual({ older: RunStatus.SUCCEEDED, newer: RunStatus.SUCCEEDED });
+    expect({ older: await lab.status(name, T0 - MIN), newer: await lab.status(name, T0) }).toEqual({
+      older: RunStatus.SUCCEEDED,
+      newer: RunStatus.SUCCEEDED,
+    });
     expect(ran).toEqual([T0]);
   });
 
@@ -233,7 +251,11 @@ describe('worker lanes', () => {
       (next, context) => async (args) => {
         if (!raced && context.commandName === 'UpdateItemCommand' && JSON.stringify(args.input).includes('REPLACED')) {
           raced = true;
-          const retry = { status: RunStatus.RETRY, nextAttemptAt: lab.clock.now + 4 * MIN, lastError: { code: 'BUSY', message: 'downstream busy' } } as const;
+          const retry = {
+            status: RunStatus.RETRY,
+            nextAttemptAt: lab.clock.now + 4 * MIN,
+            lastError: { code: 'BUSY', message: 'downstream busy' },
+          } as const;
           if (!(await box.ledger.complete(claim.run, retry, lab.clock.now)).ok) throw new Error('setup: complete refused');
         }
         return next(args);
@@ -246,7 +268,10 @@ describe('worker lanes', () => {
       racing.destroy();
     }
     expect(raced).toBe(true);
-    expect({ older: await lab.status(name, T0 - MIN), newer: await lab.status(name, T0) }).toEqual({ older: RunStatus.SUPERSEDED, newer: RunStatus.SUCCEEDED });
+    expect({ older: await lab.status(name, T0 - MIN), newer: await lab.status(name, T0) }).toEqual({
+      older: RunStatus.SUPERSEDED,
+      newer: RunStatus.SUCCEEDED,
+    });
     expect(ran).toEqual([T0]);
   });
 

@@ -35,7 +35,12 @@ describe('operator revivals on exclusive lanes', () => {
       expect(await lab.deliver(name, m0)).toBe('ack');
       expect(await lab.status(name, m0)).toBe(RunStatus.SUPERSEDED);
       expect(await lab.deliver(name, m0 + MIN)).toBe('ack');
-      const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [(await lab.run(name, m0))!], { states: [RunStatus.SUPERSEDED] });
+      const [entry] = await retryRuns(
+        { ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read },
+        lab.job(name),
+        [(await lab.run(name, m0))!],
+        { states: [RunStatus.SUPERSEDED] },
+      );
       expect(entry).toMatchObject({ action: 'refused' });
       expect(entry!.detail).toContain(`${overlap}: a newer run`);
       expect(entry!.detail).toContain('ops trigger');
@@ -49,7 +54,10 @@ describe('operator revivals on exclusive lanes', () => {
       const now = Math.floor(Date.now() / MIN) * MIN;
       const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, overlap }], ['h']);
       const lab = new Lab(box, jobs, { h: { run: async () => undefined } }, now);
-      const attempt = backfill({ ledger: box.ledger, queue: lab.queue, clock: lab.clock.read, sleep: async () => undefined }, { job: lab.job(name), from: now - 10 * MIN, to: now - 5 * MIN });
+      const attempt = backfill(
+        { ledger: box.ledger, queue: lab.queue, clock: lab.clock.read, sleep: async () => undefined },
+        { job: lab.job(name), from: now - 10 * MIN, to: now - 5 * MIN },
+      );
       await expect(attempt).rejects.toBeInstanceOf(BackfillRequestError);
       await expect(attempt).rejects.toThrow(`"${name}" is ${overlap}: only a lane's newest due run executes`);
       expect(await box.ledger.listRuns(name)).toEqual([]);
@@ -66,12 +74,22 @@ describe('operator revivals on exclusive lanes', () => {
     expect(await box.ledger.lanes.acquire(name, { slot: m0 + MIN, shard: 0 }, lab.clock.now)).toEqual({ kind: 'acquired' });
     expect(await lab.deliver(name, m0)).toBe('ack');
     expect(await lab.status(name, m0)).toBe(RunStatus.SKIPPED);
-    const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [(await lab.run(name, m0))!], { states: [RunStatus.SKIPPED] });
+    const [entry] = await retryRuns(
+      { ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read },
+      lab.job(name),
+      [(await lab.run(name, m0))!],
+      { states: [RunStatus.SKIPPED] },
+    );
     expect(entry).toMatchObject({ action: 'refused' });
     expect(entry!.detail).toContain('forbid-skip: the run of');
     // Once the lane is free, the same command revives it and it runs.
     await box.ledger.lanes.release(name, { slot: m0 + MIN, shard: 0 });
-    const [again] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [(await lab.run(name, m0))!], { states: [RunStatus.SKIPPED] });
+    const [again] = await retryRuns(
+      { ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read },
+      lab.job(name),
+      [(await lab.run(name, m0))!],
+      { states: [RunStatus.SKIPPED] },
+    );
     expect(again).toMatchObject({ action: 'revived' });
     await lab.deliverSent();
     expect(await lab.status(name, m0)).toBe(RunStatus.SUCCEEDED);

@@ -40,7 +40,8 @@ function sqsModel(lab: Lab) {
       live.push(...lab.queue.take().map((o) => o.message));
       for (const message of live.splice(0)) {
         const id = `q${++seq}`;
-        if ((await processRecord(lab.deps(owner), { messageId: id, receiptHandle: `r-${id}`, body: JSON.stringify(message) })) === 'retry') live.push(message);
+        if ((await processRecord(lab.deps(owner), { messageId: id, receiptHandle: `r-${id}`, body: JSON.stringify(message) })) === 'retry')
+          live.push(message);
       }
       live.push(...lab.queue.take().map((o) => o.message));
     },
@@ -119,7 +120,14 @@ describe('forbid-queue liveness', () => {
     // would): read newest first, they fill more than one 1 MB page before shard 0's item.
     const pad = 'x'.repeat(100_000);
     for (let s = 1; s < shards; s++) {
-      await box.clients.doc.send(new UpdateCommand({ TableName: box.endpoints.ledgerTable, Key: box.ledger.runKeyOf({ job: name, slot: older, shard: s }), UpdateExpression: 'SET padding = :pad', ExpressionAttributeValues: { ':pad': pad } }));
+      await box.clients.doc.send(
+        new UpdateCommand({
+          TableName: box.endpoints.ledgerTable,
+          Key: box.ledger.runKeyOf({ job: name, slot: older, shard: s }),
+          UpdateExpression: 'SET padding = :pad',
+          ExpressionAttributeValues: { ':pad': pad },
+        }),
+      );
     }
     await lab.deliver(name, newer, 'worker', {}, 0);
     expect({ started, status: await lab.status(name, newer, 0) }).toEqual({ started: [], status: RunStatus.READY });
@@ -134,11 +142,18 @@ describe('forbid-queue liveness', () => {
       const jobs = testJobs([{ name, schedule: '0 0 1 1 *', handler: 'h', startLead: 0, overlap: 'forbid-queue', lease: '30s' }], ['h']);
       const t0 = Math.floor(Date.now() / MIN) * MIN;
       const lab = new Lab(box, jobs, { h: handler }, t0);
-      const tick = () => runPlannerTick({ ledger: box.ledger, queue: lab.queue, jobs, clock: lab.clock.read, logger: silentLogger(), metrics: lab.metrics }, { partition: 0, of: 1 });
+      const tick = () =>
+        runPlannerTick(
+          { ledger: box.ledger, queue: lab.queue, jobs, clock: lab.clock.read, logger: silentLogger(), metrics: lab.metrics },
+          { partition: 0, of: 1 },
+        );
       let holderSlot: number;
       if (holderKind === 'manual-parallel') {
         // An operator triggers a long manual run that may overlap the schedule.
-        const [manual] = await triggerRun({ ledger: box.ledger, queue: lab.queue, clock: lab.clock.read }, { job: lab.job(name), overlap: 'parallel', by: 'op' });
+        const [manual] = await triggerRun(
+          { ledger: box.ledger, queue: lab.queue, clock: lab.clock.read },
+          { job: lab.job(name), overlap: 'parallel', by: 'op' },
+        );
         lab.queue.take();
         holderSlot = manual!.slot;
       } else {
@@ -174,7 +189,11 @@ describe('forbid-queue liveness', () => {
         await lab.deliverSent();
       }
       const stuck = lab.metrics.get(MetricName.RunsStuck) ?? 0;
-      expect({ status: await lab.status(name, next), started: started.filter((k) => k.startsWith(`${name}@${new Date(next).toISOString()}`)).length, stuck }).toEqual({ status: RunStatus.SUCCEEDED, started: 1, stuck: 0 });
+      expect({
+        status: await lab.status(name, next),
+        started: started.filter((k) => k.startsWith(`${name}@${new Date(next).toISOString()}`)).length,
+        stuck,
+      }).toEqual({ status: RunStatus.SUCCEEDED, started: 1, stuck: 0 });
     });
   }
 
@@ -186,14 +205,33 @@ describe('forbid-queue liveness', () => {
       const handler: JobHandler = {
         async run(ctx) {
           started.push(ctx.runKey);
-          if (failures-- > 0) throw (opener === 'ops retry' && failures === 1 ? new PermanentError('bad input', { code: 'BAD' }) : new RetryableError('downstream busy', { code: 'BUSY' }));
+          if (failures-- > 0)
+            throw opener === 'ops retry' && failures === 1
+              ? new PermanentError('bad input', { code: 'BAD' })
+              : new RetryableError('downstream busy', { code: 'BUSY' });
         },
       };
-      const jobs = testJobs([{ name, schedule: '0 * * * *', handler: 'h', startLead: 0, overlap: 'forbid-queue', retry: { maxAttempts: 3, backoff: { base: '1s', max: '2s' } } }], ['h']);
+      const jobs = testJobs(
+        [
+          {
+            name,
+            schedule: '0 * * * *',
+            handler: 'h',
+            startLead: 0,
+            overlap: 'forbid-queue',
+            retry: { maxAttempts: 3, backoff: { base: '1s', max: '2s' } },
+          },
+        ],
+        ['h'],
+      );
       const hour = Math.floor(Date.now() / HOUR) * HOUR;
       const lab = new Lab(box, jobs, { h: handler }, hour + 5 * MIN);
       const queue = sqsModel(lab);
-      const tick = () => runPlannerTick({ ledger: box.ledger, queue: lab.queue, jobs, clock: lab.clock.read, logger: silentLogger(), metrics: lab.metrics }, { partition: 0, of: 1 });
+      const tick = () =>
+        runPlannerTick(
+          { ledger: box.ledger, queue: lab.queue, jobs, clock: lab.clock.read, logger: silentLogger(), metrics: lab.metrics },
+          { partition: 0, of: 1 },
+        );
       const [older, current] = [hour - HOUR, hour];
       if (opener === 'ops retry') {
         // The older slot failed for good earlier (its lane was released when it went DEAD).
@@ -208,10 +246,15 @@ describe('forbid-queue liveness', () => {
       expect(await lab.status(name, current)).toBe(RunStatus.RETRY);
       // The operator opens the older slot.
       if (opener === 'ops backfill') {
-        await backfill({ ledger: box.ledger, queue: lab.queue, clock: lab.clock.read, sleep: async () => undefined }, { job: lab.job(name), from: older, to: current });
+        await backfill(
+          { ledger: box.ledger, queue: lab.queue, clock: lab.clock.read, sleep: async () => undefined },
+          { job: lab.job(name), from: older, to: current },
+        );
       } else {
         const ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
-        await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [(await lab.run(name, older))!]);
+        await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [
+          (await lab.run(name, older))!,
+        ]);
       }
       // Half an hour of SQS redelivery, planner ticks and sweeps.
       for (let round = 0; round < 10; round++) {
@@ -219,7 +262,10 @@ describe('forbid-queue liveness', () => {
         await tick();
         await queue.deliverAll(`w-round${round}`);
       }
-      expect({ older: await lab.status(name, older), current: await lab.status(name, current) }).toEqual({ older: RunStatus.SUCCEEDED, current: RunStatus.SUCCEEDED });
+      expect({ older: await lab.status(name, older), current: await lab.status(name, current) }).toEqual({
+        older: RunStatus.SUCCEEDED,
+        current: RunStatus.SUCCEEDED,
+      });
     });
   }
 
@@ -237,7 +283,19 @@ describe('forbid-queue liveness', () => {
           }
         },
       };
-      const jobs = testJobs([{ name, schedule: '0 * * * *', handler: 'h', startLead: 0, overlap: 'forbid-queue', retry: { maxAttempts: 3, backoff: { base: '1s', max: '1s' } } }], ['h']);
+      const jobs = testJobs(
+        [
+          {
+            name,
+            schedule: '0 * * * *',
+            handler: 'h',
+            startLead: 0,
+            overlap: 'forbid-queue',
+            retry: { maxAttempts: 3, backoff: { base: '1s', max: '1s' } },
+          },
+        ],
+        ['h'],
+      );
       // Its own ledger and client: the query count is this job's alone.
       const own = await sandbox();
       try {
@@ -261,10 +319,15 @@ describe('forbid-queue liveness', () => {
         // The holder's next attempt takes its own lane again, finds the older run open and gives way to it.
         lab.clock.advance(2_000);
         lab.queue.take();
-        const isRelease = (command: string, input: Record<string, unknown>) => command === 'UpdateItemCommand' && JSON.stringify(input.Key).includes(LedgerKeys.activeSk(0)) && String(input.UpdateExpression).includes('REMOVE holderSk');
+        const isRelease = (command: string, input: Record<string, unknown>) =>
+          command === 'UpdateItemCommand' &&
+          JSON.stringify(input.Key).includes(LedgerKeys.activeSk(0)) &&
+          String(input.UpdateExpression).includes('REMOVE holderSk');
         const faulty = faultyClient(own.endpoints.dynamoEndpoint, releaseLost ? [{ when: isRelease, fault: 'lost-response' }] : []);
         try {
-          expect(await lab.deliver(name, current, 'w', { ledger: new Ledger(faulty.doc, { tableName: own.endpoints.ledgerTable }) })).toBe('ack');
+          expect(await lab.deliver(name, current, 'w', { ledger: new Ledger(faulty.doc, { tableName: own.endpoints.ledgerTable }) })).toBe(
+            'ack',
+          );
           expect(faulty.injected).toEqual(releaseLost ? ['UpdateItemCommand'] : []);
         } finally {
           faulty.destroy();
@@ -281,7 +344,7 @@ describe('forbid-queue liveness', () => {
     });
   }
 
-  it('forbid-queue: a run revived by ops retry further behind the lane\'s holder than any bounded look-back reads is handed the lane before the holder\'s next attempt and the run queued after the holder, however far back (no sweep needed: a busy lane never idles for one)', async () => {
+  it("forbid-queue: a run revived by ops retry further behind the lane's holder than any bounded look-back reads is handed the lane before the holder's next attempt and the run queued after the holder, however far back (no sweep needed: a busy lane never idles for one)", async () => {
     // Seed 20261204 of the model: the holder read only the 5 nearest slots before its own, so a
     // revived run 13 slots back waited while every hand-on went to the next run of the catch-up.
     await fc.assert(
@@ -289,7 +352,10 @@ describe('forbid-queue liveness', () => {
         const name = `rv-${Math.random().toString(36).slice(2, 8)}`;
         const m0 = Math.floor(Date.now() / MIN) * MIN - 60 * MIN;
         const [revived, holder, after] = [m0, m0 + gap * MIN, m0 + (gap + 1) * MIN];
-        const failures = new Map([[revived, new PermanentError('bad input', { code: 'BAD' })], [holder, new RetryableError('downstream busy', { code: 'BUSY' })]]);
+        const failures = new Map([
+          [revived, new PermanentError('bad input', { code: 'BAD' })],
+          [holder, new RetryableError('downstream busy', { code: 'BUSY' })],
+        ]);
         const handler: JobHandler = {
           async run(ctx) {
             const failure = failures.get(ctx.slot);
@@ -297,7 +363,19 @@ describe('forbid-queue liveness', () => {
             if (failure) throw failure;
           },
         };
-        const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, overlap: 'forbid-queue', retry: { maxAttempts: 3, backoff: { base: '1s', max: '1s' } } }], ['h']);
+        const jobs = testJobs(
+          [
+            {
+              name,
+              schedule: '* * * * *',
+              handler: 'h',
+              startLead: 0,
+              overlap: 'forbid-queue',
+              retry: { maxAttempts: 3, backoff: { base: '1s', max: '1s' } },
+            },
+          ],
+          ['h'],
+        );
         const lab = new Lab(box, jobs, { h: handler }, after + MIN);
         // The oldest slot failed for good; the ones after it succeeded, in order.
         for (let k = 0; k < gap; k++) {
@@ -310,10 +388,15 @@ describe('forbid-queue liveness', () => {
         await lab.deliver(name, holder);
         await lab.create(name, after);
         expect(await lab.deliver(name, after)).toBe('ack');
-        expect({ holder: await lab.status(name, holder), after: await lab.status(name, after) }).toEqual({ holder: RunStatus.RETRY, after: RunStatus.READY });
+        expect({ holder: await lab.status(name, holder), after: await lab.status(name, after) }).toEqual({
+          holder: RunStatus.RETRY,
+          after: RunStatus.READY,
+        });
         // The operator revives the oldest slot (the lane's floor goes below it): it finds the lane held and waits.
         const ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
-        await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [(await lab.run(name, revived))!]);
+        await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [
+          (await lab.run(name, revived))!,
+        ]);
         expect(await lab.deliverSent()).toEqual([(await lab.run(name, revived))!.runKey]);
         expect(await lab.status(name, revived)).toBe(RunStatus.READY);
         // The holder's next attempt finds the revived run older and gives way to it; then slot order.
@@ -324,14 +407,20 @@ describe('forbid-queue liveness', () => {
         expect(await lab.deliverSent()).toEqual([(await lab.run(name, holder))!.runKey]);
         expect(await lab.status(name, holder)).toBe(RunStatus.SUCCEEDED);
         expect(await lab.deliverSent()).toEqual([(await lab.run(name, after))!.runKey]);
-        expect({ revived: await lab.status(name, revived), after: await lab.status(name, after) }).toEqual({ revived: RunStatus.SUCCEEDED, after: RunStatus.SUCCEEDED });
+        expect({ revived: await lab.status(name, revived), after: await lab.status(name, after) }).toEqual({
+          revived: RunStatus.SUCCEEDED,
+          after: RunStatus.SUCCEEDED,
+        });
       }),
       { numRuns: 4, examples: [[13], [6]] },
     );
   });
 
   /** A ledger whose first call matching `when` first lets `race` run to its end: the race, made certain. */
-  function racingLedger(when: (command: string, input: Record<string, unknown>) => boolean, race: () => Promise<unknown>): { ledger: Ledger; destroy(): void } {
+  function racingLedger(
+    when: (command: string, input: Record<string, unknown>) => boolean,
+    race: () => Promise<unknown>,
+  ): { ledger: Ledger; destroy(): void } {
     const racing = faultyClient(box.endpoints.dynamoEndpoint, []);
     let raced = false;
     racing.dynamo.middlewareStack.add(
@@ -346,7 +435,8 @@ describe('forbid-queue liveness', () => {
     );
     return { ledger: new Ledger(racing.doc, { tableName: box.endpoints.ledgerTable }), destroy: () => racing.destroy() };
   }
-  const isWatch = (command: string, input: Record<string, unknown>) => command === 'UpdateItemCommand' && String(input.UpdateExpression).startsWith('SET openPk');
+  const isWatch = (command: string, input: Record<string, unknown>) =>
+    command === 'UpdateItemCommand' && String(input.UpdateExpression).startsWith('SET openPk');
 
   for (const overlap of ['forbid-queue', 'coalesce'] as const) {
     it(`${overlap}: a run that loses a lane race (the holder ends and hands on between the run's look at the lane and its wait) is handed on at once, in the same worker path, without waiting out its message's visibility timeout or the sweeper`, async () => {
@@ -390,7 +480,8 @@ describe('forbid-queue liveness', () => {
     await lab.create(name, current);
     // The current run claims, finds the earlier run open and gives way: as its claim is handed
     // back, the earlier run's own message arrives: it takes the freed lane, runs and ends.
-    const isGiveBack = (command: string, input: Record<string, unknown>) => command === 'UpdateItemCommand' && String(input.UpdateExpression).includes('attempt = attempt - :one');
+    const isGiveBack = (command: string, input: Record<string, unknown>) =>
+      command === 'UpdateItemCommand' && String(input.UpdateExpression).includes('attempt = attempt - :one');
     const racing = racingLedger(isGiveBack, () => lab.deliver(name, earlier, 'other'));
     try {
       expect(await lab.deliver(name, current, 'w', { ledger: racing.ledger })).toBe('ack');
@@ -418,14 +509,28 @@ describe('forbid-queue liveness', () => {
       },
     };
     const jobs = testJobs(
-      [{ name, schedule: '* * * * *', handler: 'h', startLead: 0, overlap: 'forbid-queue', misfire: { after: '1m', policy: 'all', maxPerTick: 1 }, retry: { maxAttempts: 3, backoff: { base: '3m', max: '3m' } } }],
+      [
+        {
+          name,
+          schedule: '* * * * *',
+          handler: 'h',
+          startLead: 0,
+          overlap: 'forbid-queue',
+          misfire: { after: '1m', policy: 'all', maxPerTick: 1 },
+          retry: { maxAttempts: 3, backoff: { base: '3m', max: '3m' } },
+        },
+      ],
       ['h'],
     );
     // Its own ledger: the planner's watermark of a shared one is wherever other tests' clocks left it.
     const own = await sandbox();
     const lab = new Lab(own, jobs, { h: handler }, m0 + 10_000);
     const queue = timedQueue(lab);
-    const tick = () => runPlannerTick({ ledger: own.ledger, queue: lab.queue, jobs, clock: lab.clock.read, logger: silentLogger(), metrics: lab.metrics }, { partition: 0, of: 1 });
+    const tick = () =>
+      runPlannerTick(
+        { ledger: own.ledger, queue: lab.queue, jobs, clock: lab.clock.read, logger: silentLogger(), metrics: lab.metrics },
+        { partition: 0, of: 1 },
+      );
     await tick();
     // The planner is down for five minutes; what it had queued runs.
     for (let t = 0; t < 31; t++) {

@@ -76,7 +76,9 @@ describe('Spin trails replayed', () => {
         const ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
         during.run = async () => {
           during.run = undefined;
-          const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [(await lab.run(name, r1))!]);
+          const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [
+            (await lab.run(name, r1))!,
+          ]);
           expect(entry).toMatchObject({ action: 'revived' });
           lab.queue.take();
           openGate();
@@ -141,7 +143,9 @@ describe('Spin trails replayed', () => {
         expect(await lab.status(name, r1)).toBe(RunStatus.DEAD);
         // The operator revives run 1 (the lane still names it: nothing refuses the revival).
         const ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
-        const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [(await lab.run(name, r1))!]);
+        const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: lab.queue, clock: lab.clock.read }, lab.job(name), [
+          (await lab.run(name, r1))!,
+        ]);
         expect(entry).toMatchObject({ action: 'revived' });
         lab.queue.take();
         // W2 takes the lane ('held': it names run 1), claims and runs run 1. Meanwhile W1's

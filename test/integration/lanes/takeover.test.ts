@@ -54,14 +54,33 @@ describe('exclusive lanes always move on', () => {
   });
   afterAll(() => box.destroy());
 
-  function lab(overlap: 'forbid-skip' | 'forbid-queue' | 'coalesce', script: Script, schedule = '* * * * *', extra: Record<string, unknown> = {}) {
+  function lab(
+    overlap: 'forbid-skip' | 'forbid-queue' | 'coalesce',
+    script: Script,
+    schedule = '* * * * *',
+    extra: Record<string, unknown> = {},
+  ) {
     const name = `${overlap}-${Math.random().toString(36).slice(2, 8)}`;
-    const jobs = testJobs([{ name, schedule, handler: 'h', overlap, startLead: 0, lease: '30s', retry: { maxAttempts: 3, backoff: { base: 0, max: 0 } }, ...extra }], ['h']);
+    const jobs = testJobs(
+      [
+        {
+          name,
+          schedule,
+          handler: 'h',
+          overlap,
+          startLead: 0,
+          lease: '30s',
+          retry: { maxAttempts: 3, backoff: { base: 0, max: 0 } },
+          ...extra,
+        },
+      ],
+      ['h'],
+    );
     return { name, lab: new Lab(box, jobs, { h: script.handler }, T0) };
   }
 
   describe('coalesce: only a due run can supersede another', () => {
-    it('a tick just before every minute leaves the next minute\'s run READY ahead of time: each minute still runs (none SUPERSEDED)', async () => {
+    it("a tick just before every minute leaves the next minute's run READY ahead of time: each minute still runs (none SUPERSEDED)", async () => {
       const script = new Script();
       const { name, lab: l } = lab('coalesce', script);
       for (let m = 0; m < 5; m++) {
@@ -116,9 +135,16 @@ describe('exclusive lanes always move on', () => {
         const own = await sandbox();
         const script = new Script();
         const name = `${overlap}-lost`;
-        const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', overlap, startLead: 0, lease: '30s', misfire: { after: '1h', policy: 'all' } }], ['h']);
+        const jobs = testJobs(
+          [{ name, schedule: '* * * * *', handler: 'h', overlap, startLead: 0, lease: '30s', misfire: { after: '1h', policy: 'all' } }],
+          ['h'],
+        );
         const l = new Lab(own, jobs, { h: script.handler }, T0);
-        const tick = () => runPlannerTick({ ledger: own.ledger, queue: l.queue, jobs, clock: l.clock.read, logger: silentLogger(), metrics: l.metrics }, { partition: 0, of: 1 });
+        const tick = () =>
+          runPlannerTick(
+            { ledger: own.ledger, queue: l.queue, jobs, clock: l.clock.read, logger: silentLogger(), metrics: l.metrics },
+            { partition: 0, of: 1 },
+          );
         // Two runs put before the planner's (it finds them and sends nothing: their messages are
         // lost); then the planner is down for ten minutes, so one sweep finds both lost at once.
         const lost = [T0 + MIN, T0 + 3 * MIN];
@@ -149,10 +175,28 @@ describe('exclusive lanes always move on', () => {
         try {
           const script = new Script();
           const name = `${overlap}-held`;
-          const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', overlap, startLead: 0, lease: '30s', misfire: { after: '1h', policy: 'all' }, retry: { maxAttempts: 3, backoff: { base: '1h', max: '1h' } } }], ['h']);
+          const jobs = testJobs(
+            [
+              {
+                name,
+                schedule: '* * * * *',
+                handler: 'h',
+                overlap,
+                startLead: 0,
+                lease: '30s',
+                misfire: { after: '1h', policy: 'all' },
+                retry: { maxAttempts: 3, backoff: { base: '1h', max: '1h' } },
+              },
+            ],
+            ['h'],
+          );
           const [lostSlot, holderSlot] = [T0 + MIN, T0 + 3 * MIN];
           const l = new Lab(own, jobs, { h: script.handler }, holderSlot + 10);
-          const tick = () => runPlannerTick({ ledger: own.ledger, queue: l.queue, jobs, clock: l.clock.read, logger: silentLogger(), metrics: l.metrics }, { partition: 0, of: 1 });
+          const tick = () =>
+            runPlannerTick(
+              { ledger: own.ledger, queue: l.queue, jobs, clock: l.clock.read, logger: silentLogger(), metrics: l.metrics },
+              { partition: 0, of: 1 },
+            );
           await tick();
           // The holder fails once and keeps the lane for its next attempt, an hour away.
           await l.create(name, holderSlot);
@@ -186,7 +230,10 @@ describe('exclusive lanes always move on', () => {
               }
               await l.deliverSent();
             }
-            expect({ lost: await l.status(name, lostSlot), holder: await l.status(name, holderSlot) }).toEqual({ lost: RunStatus.SUCCEEDED, holder: RunStatus.SUCCEEDED });
+            expect({ lost: await l.status(name, lostSlot), holder: await l.status(name, holderSlot) }).toEqual({
+              lost: RunStatus.SUCCEEDED,
+              holder: RunStatus.SUCCEEDED,
+            });
             const [lostRun, holderRun] = [await l.run(name, lostSlot), await l.run(name, holderSlot)];
             expect(lostRun!.finishedAt!).toBeLessThanOrEqual(holderRun!.finishedAt!);
           } else expect(lost?.status).toBe(overlap === 'forbid-skip' ? RunStatus.SKIPPED : RunStatus.SUPERSEDED);
@@ -309,7 +356,9 @@ describe('exclusive lanes always move on', () => {
       expect(await l.status(name, s1)).toBe(RunStatus.DEAD);
       script.behaviour.set(s1, 'ok');
       const ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
-      const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: l.queue, clock: l.clock.read }, l.job(name), [(await l.run(name, s1))!]);
+      const [entry] = await retryRuns({ ledger: box.ledger, ops, queue: l.queue, clock: l.clock.read }, l.job(name), [
+        (await l.run(name, s1))!,
+      ]);
       expect(entry).toMatchObject({ action: 'revived', to: RunStatus.READY });
       await l.deliverSent();
       expect(await l.status(name, s1)).toBe(RunStatus.SUCCEEDED);
@@ -360,35 +409,38 @@ describe('exclusive lanes always move on', () => {
   });
 
   describe('forbid-skip and coalesce run the next due slot once the holder finished', () => {
-    it.each(['forbid-skip', 'coalesce'] as const)('%s: a holder that SUCCEEDED frees its lane (no marker left), and a slot due after it runs', async (overlap) => {
-      const script = new Script();
-      const { name, lab: l } = lab(overlap, script);
-      const [s1, s2, s3] = [T0, T0 + MIN, T0 + 2 * MIN];
-      for (const s of [s1, s2, s3]) await l.create(name, s);
-      script.behaviour.set(s1, 'hold');
-      l.clock.now = s1 + 10;
-      const first = l.deliver(name, s1, 'a');
-      await script.waitHeld(s1);
-      // s2 arrives while s1 runs: skipped (forbid-skip) or waits (coalesce).
-      l.clock.now = s2 + 10;
-      await l.deliver(name, s2, 'b');
-      script.release(s1);
-      expect(await first).toBe('ack');
-      expect(await l.status(name, s1)).toBe(RunStatus.SUCCEEDED);
-      // Released, not left for the next claim to take over: a kept marker would make every next
-      // claim a takeover transaction and show a finished run as the lane's holder.
-      expect((await box.ledger.lanes.read(name, 0))?.holderSlot).toBeUndefined();
-      if (overlap === 'forbid-skip') expect(await l.status(name, s2)).toBe(RunStatus.SKIPPED);
-      else {
-        await l.deliverSent();
-        expect(await l.status(name, s2)).toBe(RunStatus.SUCCEEDED);
-      }
-      // s3 comes due after the holder finished: it runs.
-      l.clock.now = s3 + 10;
-      expect(await l.deliver(name, s3, 'c')).toBe('ack');
-      expect(await l.status(name, s3)).toBe(RunStatus.SUCCEEDED);
-      expect((await box.ledger.lanes.read(name, 0))?.holderSlot).toBeUndefined();
-      expect(l.logs.filter((line) => String(line.message).startsWith('took over the lane'))).toEqual([]);
-    });
+    it.each(['forbid-skip', 'coalesce'] as const)(
+      '%s: a holder that SUCCEEDED frees its lane (no marker left), and a slot due after it runs',
+      async (overlap) => {
+        const script = new Script();
+        const { name, lab: l } = lab(overlap, script);
+        const [s1, s2, s3] = [T0, T0 + MIN, T0 + 2 * MIN];
+        for (const s of [s1, s2, s3]) await l.create(name, s);
+        script.behaviour.set(s1, 'hold');
+        l.clock.now = s1 + 10;
+        const first = l.deliver(name, s1, 'a');
+        await script.waitHeld(s1);
+        // s2 arrives while s1 runs: skipped (forbid-skip) or waits (coalesce).
+        l.clock.now = s2 + 10;
+        await l.deliver(name, s2, 'b');
+        script.release(s1);
+        expect(await first).toBe('ack');
+        expect(await l.status(name, s1)).toBe(RunStatus.SUCCEEDED);
+        // Released, not left for the next claim to take over: a kept marker would make every next
+        // claim a takeover transaction and show a finished run as the lane's holder.
+        expect((await box.ledger.lanes.read(name, 0))?.holderSlot).toBeUndefined();
+        if (overlap === 'forbid-skip') expect(await l.status(name, s2)).toBe(RunStatus.SKIPPED);
+        else {
+          await l.deliverSent();
+          expect(await l.status(name, s2)).toBe(RunStatus.SUCCEEDED);
+        }
+        // s3 comes due after the holder finished: it runs.
+        l.clock.now = s3 + 10;
+        expect(await l.deliver(name, s3, 'c')).toBe('ack');
+        expect(await l.status(name, s3)).toBe(RunStatus.SUCCEEDED);
+        expect((await box.ledger.lanes.read(name, 0))?.holderSlot).toBeUndefined();
+        expect(l.logs.filter((line) => String(line.message).startsWith('took over the lane'))).toEqual([]);
+      },
+    );
   });
 });

@@ -46,22 +46,28 @@ describe('worker lane hand-on', () => {
   it.each([
     ['forbid-queue', T0 - 3 * MIN],
     ['coalesce', T0],
-  ] as const)('%s: a run older than the holder that opened behind its back (a backfill while it ran) gets the lane next under forbid-queue (slot order), never under coalesce (the newest due run goes)', async (overlap, next) => {
-    const { name, lab, during } = setup(overlap);
-    await lab.create(name, T0 - 2 * MIN);
-    await lab.create(name, T0 - MIN);
-    await lab.create(name, T0);
-    lab.clock.now = T0 - 2 * MIN + 10;
-    // While the holder runs: an older slot is backfilled (its message not yet delivered), and the
-    // newer slots fall due; the newest one's message arrives and waits.
-    during.run = async () => {
-      await box.ledger.createRun({ job: name, slot: T0 - 3 * MIN, shard: 0, shards: 1, status: RunStatus.READY, laneOverlap: overlap }, lab.clock.now);
-      lab.clock.now = T0 + 10;
-      expect(await lab.deliver(name, T0)).toBe('ack');
-    };
-    expect(await lab.deliver(name, T0 - 2 * MIN)).toBe('ack');
-    expect(lab.queue.sent.map((s) => s.message.slot)).toEqual([next]);
-  });
+  ] as const)(
+    '%s: a run older than the holder that opened behind its back (a backfill while it ran) gets the lane next under forbid-queue (slot order), never under coalesce (the newest due run goes)',
+    async (overlap, next) => {
+      const { name, lab, during } = setup(overlap);
+      await lab.create(name, T0 - 2 * MIN);
+      await lab.create(name, T0 - MIN);
+      await lab.create(name, T0);
+      lab.clock.now = T0 - 2 * MIN + 10;
+      // While the holder runs: an older slot is backfilled (its message not yet delivered), and the
+      // newer slots fall due; the newest one's message arrives and waits.
+      during.run = async () => {
+        await box.ledger.createRun(
+          { job: name, slot: T0 - 3 * MIN, shard: 0, shards: 1, status: RunStatus.READY, laneOverlap: overlap },
+          lab.clock.now,
+        );
+        lab.clock.now = T0 + 10;
+        expect(await lab.deliver(name, T0)).toBe('ack');
+      };
+      expect(await lab.deliver(name, T0 - 2 * MIN)).toBe('ack');
+      expect(lab.queue.sent.map((s) => s.message.slot)).toEqual([next]);
+    },
+  );
 
   it('coalesce: a run superseded in between is closed naming the run that superseded it', async () => {
     const { name, lab, during } = setup('coalesce');
@@ -75,7 +81,10 @@ describe('worker lane hand-on', () => {
       expect(await lab.deliver(name, T0)).toBe('ack');
     };
     expect(await lab.deliver(name, T0 - 2 * MIN)).toBe('ack');
-    expect(await lab.run(name, T0 - MIN)).toMatchObject({ status: RunStatus.SUPERSEDED, lastError: expect.objectContaining({ message: `superseded by ${runKeyOf(name, T0, 0, 1)} (coalesce)` }) });
+    expect(await lab.run(name, T0 - MIN)).toMatchObject({
+      status: RunStatus.SUPERSEDED,
+      lastError: expect.objectContaining({ message: `superseded by ${runKeyOf(name, T0, 0, 1)} (coalesce)` }),
+    });
   });
 
   it('replace: a run claimed before (between attempts) that finds a newer run holding the lane gives way and is acknowledged, with nothing due after it to hand on', async () => {
@@ -85,7 +94,11 @@ describe('worker lane hand-on', () => {
     // The older run ran once on another worker and waits for its retry.
     const first = await box.ledger.claim(lab.id(name, T0 - MIN), 'elsewhere', T0 - MIN + 10, 30_000, 2_000);
     if (first.kind !== 'claimed') throw new Error('setup');
-    await box.ledger.complete(first.run, { status: RunStatus.RETRY, nextAttemptAt: T0 - MIN + 10, lastError: { code: 'X', message: 'x' } }, T0 - MIN + 10);
+    await box.ledger.complete(
+      first.run,
+      { status: RunStatus.RETRY, nextAttemptAt: T0 - MIN + 10, lastError: { code: 'X', message: 'x' } },
+      T0 - MIN + 10,
+    );
     // The newer run holds the lane and runs.
     await box.ledger.lanes.acquire(name, { slot: T0, shard: 0 }, lab.clock.now);
     const holder = await box.ledger.claim(lab.id(name, T0), 'new-worker', lab.clock.now, 30_000, 2_000);

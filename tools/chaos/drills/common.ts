@@ -124,7 +124,12 @@ export async function startVictim(world: World, options: VictimOptions): Promise
   }
   const pollers: LocalPoller[] = [];
   for (let i = 0; i < options.pollers; i++) {
-    const { poller } = world.startPoller({ owner: options.owner, ...options.inProcess(), handlerConfig: options.handlerConfig, clockSkewMs: 200 });
+    const { poller } = world.startPoller({
+      owner: options.owner,
+      ...options.inProcess(),
+      handlerConfig: options.handlerConfig,
+      clockSkewMs: 200,
+    });
     pollers.push(poller);
   }
   return { child: undefined, pollers };
@@ -152,7 +157,9 @@ export function loadFacts(world: World, runs: readonly Run[]): Record<string, nu
     leaseLost: world.metrics.get('LeaseLost'),
     maxAttemptsOfARun: Math.max(0, ...runs.map((r) => r.attempt)),
   };
-  for (const run of runs) if (run.status === RunStatus.DEAD) facts[`dead_${run.lastError?.code ?? 'unknown'}`] = (facts[`dead_${run.lastError?.code ?? 'unknown'}`] ?? 0) + 1;
+  for (const run of runs)
+    if (run.status === RunStatus.DEAD)
+      facts[`dead_${run.lastError?.code ?? 'unknown'}`] = (facts[`dead_${run.lastError?.code ?? 'unknown'}`] ?? 0) + 1;
   return facts;
 }
 

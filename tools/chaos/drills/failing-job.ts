@@ -46,7 +46,10 @@ export const failingJobDrill: Drill = (options) =>
       const prefix = `f${index}-${rng.int(0, 46_655).toString(36)}`;
       const failMode = rng.pick(FAIL_MODES);
       const maxAttempts = rng.int(2, 4);
-      const healthy = Array.from({ length: budget >= 400 ? rng.int(8, 16) : rng.int(4, 8) }, (_, i) => ({ name: `${prefix}-ok${i}`, every: rng.pick([1_000, 2_000]) }));
+      const healthy = Array.from({ length: budget >= 400 ? rng.int(8, 16) : rng.int(4, 8) }, (_, i) => ({
+        name: `${prefix}-ok${i}`,
+        every: rng.pick([1_000, 2_000]),
+      }));
       const failingEvery = rng.pick([1_000, 2_000]);
       const failing = `${prefix}-bad`;
       const cron = (every: number) => (every === 1_000 ? '* * * * * *' : '*/2 * * * * *');
@@ -66,7 +69,8 @@ export const failingJobDrill: Drill = (options) =>
       // Like the event source mapping scaling out: a local poller handles ~3 runs/s (1 s long poll,
       // then its batch waits out startLead), so capacity follows the load instead of capping it.
       const workers = Math.max(rng.int(2, 4), Math.ceil(rate / 2.5));
-      for (let i = 0; i < workers; i++) world.startPoller({ owner: `${prefix}-w${i}`, handlerConfig: { seed, workMs: [0, 30], failMode }, clockSkewMs: 500 });
+      for (let i = 0; i < workers; i++)
+        world.startPoller({ owner: `${prefix}-w${i}`, handlerConfig: { seed, workMs: [0, 30], failMode }, clockSkewMs: 500 });
 
       const ticks: number[] = [];
       const started = Date.now();
@@ -86,7 +90,10 @@ export const failingJobDrill: Drill = (options) =>
 
       // Oracle: every slot of every job in (first tick, last tick + lookahead].
       const lastHorizon = Math.min(horizon, ticks[ticks.length - 1]! + LOOKAHEAD);
-      const slots = [...healthy.map((h) => ({ name: h.name, every: h.every, status: RunStatus.SUCCEEDED })), { name: failing, every: failingEvery, status: RunStatus.DEAD }].flatMap((job) => {
+      const slots = [
+        ...healthy.map((h) => ({ name: h.name, every: h.every, status: RunStatus.SUCCEEDED })),
+        { name: failing, every: failingEvery, status: RunStatus.DEAD },
+      ].flatMap((job) => {
         const out = [];
         for (let slot = Math.floor(first / job.every) * job.every + job.every; slot <= lastHorizon; slot += job.every) {
           if (slot > first) out.push({ job: job.name, slot, statuses: [job.status] });
@@ -95,13 +102,19 @@ export const failingJobDrill: Drill = (options) =>
       });
       const { result, runs } = await world.check({ slots });
       const violations: DrillViolation[] = invariantViolations(result);
-      if (!settled) violations.push({ invariant: 'no-lost-slot', runKey: prefix, detail: `runs still open ${SETTLE_MS / 1000} s after the planner stopped` });
+      if (!settled)
+        violations.push({
+          invariant: 'no-lost-slot',
+          runKey: prefix,
+          detail: `runs still open ${SETTLE_MS / 1000} s after the planner stopped`,
+        });
 
       const healthyRuns = runs.filter((r) => r.job !== failing);
       const failingRuns = runs.filter((r) => r.job === failing);
       // When each run could start: its slot, or its first planned send if the planner was late.
       const sentAt = new Map<string, number>();
-      for (const e of world.events) if (e.type === 'message-sent' && e.reason === 'planned' && !sentAt.has(e.runKey)) sentAt.set(e.runKey, e.at);
+      for (const e of world.events)
+        if (e.type === 'message-sent' && e.reason === 'planned' && !sentAt.has(e.runKey)) sentAt.set(e.runKey, e.at);
       const startable = new Map<string, number>();
       const plannerLate: number[] = [];
       for (const e of ids) {
@@ -133,22 +146,33 @@ export const failingJobDrill: Drill = (options) =>
                 : `healthy run started ${lag} ms after it could (its slot, or the planner's send; bound ${LAG_BOUND_MS} ms + ${stallMs} ms this process stalled + ${WORKER_PATH_CALLS} × ${slowestCallMs} ms the slowest DynamoDB or SQS call)`,
           });
         }
-        if (run.attempt !== 1) violations.push({ invariant: 'starvation', runKey: run.runKey, detail: `healthy run needed ${run.attempt} attempts` });
+        if (run.attempt !== 1)
+          violations.push({ invariant: 'starvation', runKey: run.runKey, detail: `healthy run needed ${run.attempt} attempts` });
       }
       for (const run of failingRuns) {
         const budgetLeft = failMode === 'permanent' ? 1 : maxAttempts;
         if (run.status === RunStatus.DEAD && run.attempt > budgetLeft) {
-          violations.push({ invariant: 'retry-budget', runKey: run.runKey, detail: `failing run (${failMode}) used ${run.attempt} attempts, budget ${budgetLeft}` });
+          violations.push({
+            invariant: 'retry-budget',
+            runKey: run.runKey,
+            detail: `failing run (${failMode}) used ${run.attempt} attempts, budget ${budgetLeft}`,
+          });
         }
       }
       const dead = world.metrics.get('RunsDead');
       const succeeded = world.metrics.get('RunsSucceeded');
       const deadRuns = failingRuns.filter((r) => r.status === RunStatus.DEAD).length;
-      if (dead !== deadRuns) violations.push({ invariant: 'metrics', runKey: failing, detail: `RunsDead metric ${dead}, DEAD runs ${deadRuns}` });
+      if (dead !== deadRuns)
+        violations.push({ invariant: 'metrics', runKey: failing, detail: `RunsDead metric ${dead}, DEAD runs ${deadRuns}` });
       if (succeeded !== healthyRuns.filter((r) => r.status === RunStatus.SUCCEEDED).length) {
-        violations.push({ invariant: 'metrics', runKey: prefix, detail: `RunsSucceeded metric ${succeeded}, SUCCEEDED runs ${healthyRuns.length}` });
+        violations.push({
+          invariant: 'metrics',
+          runKey: prefix,
+          detail: `RunsSucceeded metric ${succeeded}, SUCCEEDED runs ${healthyRuns.length}`,
+        });
       }
-      for (const error of world.errors.slice(0, 3)) violations.push({ invariant: 'drill-error', runKey: prefix, detail: `poller error: ${error}` });
+      for (const error of world.errors.slice(0, 3))
+        violations.push({ invariant: 'drill-error', runKey: prefix, detail: `poller error: ${error}` });
       return {
         runs: runs.length,
         faults: failingRuns.length,

@@ -31,7 +31,10 @@ export const ledgerUnreachableDrill: Drill = (options) =>
       const proxy = TcpProxy.forEndpoint(world.endpoints.dynamoEndpoint);
       await proxy.listen();
       let victimChild: ChildWorker | undefined;
-      const victimClients = createClients({ dynamo: localClientConfig(proxy.endpoint), sqs: localClientConfig(world.endpoints.sqsEndpoint) });
+      const victimClients = createClients({
+        dynamo: localClientConfig(proxy.endpoint),
+        sqs: localClientConfig(world.endpoints.sqsEndpoint),
+      });
       try {
         const { prefix, lease, heartbeatEvery, input, job } = victimJob(world, rng, `d${index}`, 'holder', 1_200, 2_500);
         const count = Math.max(3, Math.min(budget, child ? rng.int(4, 10) : rng.int(20, 40)));
@@ -71,7 +74,9 @@ export const ledgerUnreachableDrill: Drill = (options) =>
         // The victim's holders at the moment of the drop (once the ledger is back it is a healthy worker again).
         const held = () => {
           const tokens = new Set(claimsBy(world.events, victim).map((c) => `${c.runKey}|${c.token}`));
-          return world.notesOf('started').filter((n) => holders.includes(n.runKey) && tokens.has(`${n.runKey}|${n.token}`) && n.at < droppedAt);
+          return world
+            .notesOf('started')
+            .filter((n) => holders.includes(n.runKey) && tokens.has(`${n.runKey}|${n.token}`) && n.at < droppedAt);
         };
         const aborted = () => new Map(world.notesOf('aborted').map((n) => [`${n.runKey}|${n.token}`, n.at]));
         await until(() => held().every((n) => aborted().has(`${n.runKey}|${n.token}`)), lease + SETTLE_MS, 20);
@@ -93,7 +98,12 @@ export const ledgerUnreachableDrill: Drill = (options) =>
         await quiet(world, 300, 3_000); // let abandoned handlers finish (their writes are fenced)
         const { result, runs } = await world.check({ slots: allSucceeded(ids) });
         const violations: DrillViolation[] = invariantViolations(result);
-        if (!settled) violations.push({ invariant: 'no-lost-slot', runKey: prefix, detail: `runs still open ${SETTLE_MS / 1000} s after the successors started` });
+        if (!settled)
+          violations.push({
+            invariant: 'no-lost-slot',
+            runKey: prefix,
+            detail: `runs still open ${SETTLE_MS / 1000} s after the successors started`,
+          });
         const ends = leaseEnds(world.events);
         const stops = aborted();
         const holding = held();
@@ -104,7 +114,10 @@ export const ledgerUnreachableDrill: Drill = (options) =>
           const successor = world.events.find((e) => e.type === 'claimed' && e.runKey === note.runKey && e.token > note.token);
           if (stoppedAt === undefined) {
             // What the holder's heartbeats saw after the drop tells a stalled watchdog from a ledger that still answered.
-            const beats = world.events.filter((e): e is Extract<HistoryEvent, { type: 'heartbeat' }> => e.type === 'heartbeat' && e.runKey === note.runKey && e.token === note.token);
+            const beats = world.events.filter(
+              (e): e is Extract<HistoryEvent, { type: 'heartbeat' }> =>
+                e.type === 'heartbeat' && e.runKey === note.runKey && e.token === note.token,
+            );
             const after = beats.filter((b) => b.at >= droppedAt);
             const lastLease = Math.max(0, ...beats.filter((b) => b.ok).map((b) => b.leaseUntil));
             violations.push({
@@ -124,10 +137,16 @@ export const ledgerUnreachableDrill: Drill = (options) =>
           }
           if (stoppedAt !== undefined && stoppedAt > end) stoppedAfterLeaseEnd++;
           if (successor && successor.at <= end) {
-            violations.push({ invariant: 'one-live-lease', runKey: note.runKey, detail: `successor claimed at ${new Date(successor.at).toISOString()} before the holder's lease ended` });
+            violations.push({
+              invariant: 'one-live-lease',
+              runKey: note.runKey,
+              detail: `successor claimed at ${new Date(successor.at).toISOString()} before the holder's lease ended`,
+            });
           }
         }
-        const margins = holding.map((n) => (ends.get(`${n.runKey}|${n.token}`) ?? 0) - (stops.get(`${n.runKey}|${n.token}`) ?? Infinity)).filter(Number.isFinite);
+        const margins = holding
+          .map((n) => (ends.get(`${n.runKey}|${n.token}`) ?? 0) - (stops.get(`${n.runKey}|${n.token}`) ?? Infinity))
+          .filter(Number.isFinite);
         const observations: string[] = [];
         if (stoppedAfterLeaseEnd > 0) {
           observations.push(

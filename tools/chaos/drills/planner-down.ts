@@ -105,7 +105,9 @@ export async function plannerDownScenario(input: {
     );
     let now = Date.UTC(2032, 0, 1) + index * 86_400_000 + rng.int(0, 59_999);
     const clock = () => now;
-    const lanes = [0, 1, 2, 3, 4].map((i) => world.workerDeps({ owner: `${prefix}-w${i}`, clock, handlerConfig: { seed, workMs: [0, 0] } }));
+    const lanes = [0, 1, 2, 3, 4].map((i) =>
+      world.workerDeps({ owner: `${prefix}-w${i}`, clock, handlerConfig: { seed, workMs: [0, 0] } }),
+    );
     const plannerOptions = { lookaheadMs: LOOKAHEAD, sweepGraceMs: 120_000 };
     const ticks: number[] = [];
     const fates = new Map<string, SlotFate>();
@@ -118,7 +120,8 @@ export async function plannerDownScenario(input: {
       const from = watermark ?? now;
       for (const plan of plans) {
         const seen: number[] = [];
-        for (let slot = Math.floor(from / plan.every) * plan.every + plan.every; slot <= now + LOOKAHEAD; slot += plan.every) if (slot > from) seen.push(slot);
+        for (let slot = Math.floor(from / plan.every) * plan.every + plan.every; slot <= now + LOOKAHEAD; slot += plan.every)
+          if (slot > from) seen.push(slot);
         const misfires = seen.filter((s) => s < now - plan.after);
         const newest = misfires[misfires.length - 1];
         for (const slot of seen) {
@@ -136,9 +139,16 @@ export async function plannerDownScenario(input: {
       watermark = Math.max(watermark ?? -Infinity, now + LOOKAHEAD);
       ticks.push(now);
       await world.tick(clock, plannerOptions);
-      const planning = await jobPlanning(world.ledger.planning, plans.map((p) => p.name), partitionOf, now);
+      const planning = await jobPlanning(
+        world.ledger.planning,
+        plans.map((p) => p.name),
+        partitionOf,
+        now,
+      );
       if (process.env.CHAOS_DEBUG) {
-        input.log?.(`tick ${k} now=${new Date(now).toISOString()} behind=${JSON.stringify([...planning.values()].filter((p) => p.behind).map((p) => [p.job, p.plannedUntil && new Date(p.plannedUntil).toISOString()]))}`);
+        input.log?.(
+          `tick ${k} now=${new Date(now).toISOString()} behind=${JSON.stringify([...planning.values()].filter((p) => p.behind).map((p) => [p.job, p.plannedUntil && new Date(p.plannedUntil).toISOString()]))}`,
+        );
       }
       behindAt.push({ tick: k, behind: new Set(plans.filter((p) => planning.get(p.name)?.behind).map((p) => p.name)) });
       now += LOOKAHEAD + rng.int(-3_000, 3_000);
@@ -153,7 +163,8 @@ export async function plannerDownScenario(input: {
     const resumeTick = ticks.length;
     const missed = new Map(plans.map((p) => [p.name, 0]));
     await tick();
-    for (const fate of fates.values()) if (fate.tick === resumeTick && fate.misfire) missed.set(fate.job.name, missed.get(fate.job.name)! + 1);
+    for (const fate of fates.values())
+      if (fate.tick === resumeTick && fate.misfire) missed.set(fate.job.name, missed.get(fate.job.name)! + 1);
     // Ticks the catch-up needs (a full last page stays behind one more tick), plus one of slack.
     const needed = Math.max(
       1,
@@ -166,7 +177,8 @@ export async function plannerDownScenario(input: {
     const slots: ExpectedSlot[] = [];
     for (const fate of fates.values()) {
       if (!fate.statuses) continue;
-      for (let shard = 0; shard < fate.job.shards; shard++) slots.push({ job: fate.job.name, slot: fate.slot, shard, shards: fate.job.shards, statuses: fate.statuses });
+      for (let shard = 0; shard < fate.job.shards; shard++)
+        slots.push({ job: fate.job.name, slot: fate.slot, shard, shards: fate.job.shards, statuses: fate.statuses });
     }
     const { result, runs } = await world.check({ slots });
     violations.push(...invariantViolations(result));
@@ -175,12 +187,18 @@ export async function plannerDownScenario(input: {
       const fate = fates.get(`${run.job}|${run.slot}`);
       if (!fate) violations.push({ invariant: 'misfire-policy', runKey: run.runKey, detail: 'a run item for a slot no tick planned' });
       else if (!fate.statuses) {
-        violations.push({ invariant: 'misfire-policy', runKey: run.runKey, detail: `policy latest keeps only the newest missed slot, but this older one got a run (${run.status})` });
+        violations.push({
+          invariant: 'misfire-policy',
+          runKey: run.runKey,
+          detail: `policy latest keeps only the newest missed slot, but this older one got a run (${run.status})`,
+        });
       }
     }
 
     const created = world.events.filter((e): e is Extract<HistoryEvent, { type: 'run-created' }> => e.type === 'run-created');
-    const sent = world.events.filter((e): e is Extract<HistoryEvent, { type: 'message-sent' }> => e.type === 'message-sent' && e.reason === 'planned');
+    const sent = world.events.filter(
+      (e): e is Extract<HistoryEvent, { type: 'message-sent' }> => e.type === 'message-sent' && e.reason === 'planned',
+    );
     const createdAt = new Map(created.map((e) => [e.runKey, e]));
     const createdBySlot = new Map(created.map((e) => [`${e.job}|${e.slot}|${e.shard}`, e]));
     const byTick = <T extends { at: number }>(events: readonly T[]) => {
@@ -216,7 +234,9 @@ export async function plannerDownScenario(input: {
             violations.push({
               invariant: 'on-time',
               runKey: event?.runKey ?? `${fate.job.name}@${new Date(fate.slot).toISOString()}`,
-              detail: event ? `on-time slot first seen by tick ${k} was created later, at ${new Date(event.at).toISOString()}` : `on-time slot first seen by tick ${k} was never created`,
+              detail: event
+                ? `on-time slot first seen by tick ${k} was created later, at ${new Date(event.at).toISOString()}`
+                : `on-time slot first seen by tick ${k} was never created`,
             });
           }
         }
@@ -227,7 +247,11 @@ export async function plannerDownScenario(input: {
       const firstCatchUp = order.findIndex((e) => isCatchUp(e!));
       const lateOnTime = firstCatchUp < 0 ? -1 : order.slice(firstCatchUp).findIndex((e) => !isCatchUp(e!));
       if (lateOnTime >= 0) {
-        violations.push({ invariant: 'on-time', runKey: order[firstCatchUp + lateOnTime]!.runKey, detail: `tick ${k} sent this on-time run after a catch-up run` });
+        violations.push({
+          invariant: 'on-time',
+          runKey: order[firstCatchUp + lateOnTime]!.runKey,
+          detail: `tick ${k} sent this on-time run after a catch-up run`,
+        });
       }
     }
 
@@ -241,7 +265,7 @@ export async function plannerDownScenario(input: {
         detail:
           `${plan.name} (policy ${plan.policy}, every ${plan.every / 1000} s, misfire.after ${plan.after / 1000} s, maxPerTick ${plan.maxPerTick}) ` +
           `still "behind" ${ticks.length - resumeTick - 1} ticks after resume although its ${missed.get(plan.name)} missed slots needed ${Math.floor(missed.get(plan.name)! / plan.maxPerTick) + 1}: ` +
-          'the catch-up cursor re-walks slots already planned on time (planTick bounds catch-up by the current tick\'s misfire edge, not the one at resume)',
+          "the catch-up cursor re-walks slots already planned on time (planTick bounds catch-up by the current tick's misfire edge, not the one at resume)",
       });
     }
 
@@ -249,7 +273,9 @@ export async function plannerDownScenario(input: {
     const misfiredMetric = world.metrics.get('SlotsMisfired');
     const observations: string[] = [];
     if (misfiredMetric > misfiredOracle) {
-      observations.push('SlotsMisfired counts already-planned slots again on every tick a job stays "behind" (metric above the true number of misfired slots)');
+      observations.push(
+        'SlotsMisfired counts already-planned slots again on every tick a job stays "behind" (metric above the true number of misfired slots)',
+      );
     }
     return {
       runs: runs.length,

@@ -48,7 +48,11 @@ export function dropPutResponses(client: DynamoDBClient, table: string, shouldDr
       const input = args.input as { TableName?: string; ConditionExpression?: string; Item?: Record<string, { S?: string }> };
       const sk = input.Item?.sk?.S;
       const isRunPut =
-        context.commandName === 'PutItemCommand' && input.TableName === table && input.ConditionExpression === 'attribute_not_exists(pk)' && typeof sk === 'string' && sk.startsWith('RUN#');
+        context.commandName === 'PutItemCommand' &&
+        input.TableName === table &&
+        input.ConditionExpression === 'attribute_not_exists(pk)' &&
+        typeof sk === 'string' &&
+        sk.startsWith('RUN#');
       if (!isRunPut) return next(args);
       const key = `${input.Item?.pk?.S}|${sk}`;
       const first = !seen.has(key);
@@ -84,8 +88,14 @@ export const putDroppedDrill: Drill = (options) =>
     const world = await World.create(options.base, { visibilityTimeoutSeconds: 60 }, options.log);
     try {
       const prefix = `a${index}-${rng.int(0, 46_655).toString(36)}`;
-      const picked = Array.from({ length: rng.int(2, 5) }, (_, i) => ({ i, schedule: rng.pick(SCHEDULES), shards: rng.chance(0.3) ? rng.int(2, 3) : 1 }));
-      world.setJobs(picked.map((p) => ({ name: `${prefix}-${p.i}`, schedule: p.schedule.cron, handler: 'charge', shards: p.shards, startLead: '15m' })));
+      const picked = Array.from({ length: rng.int(2, 5) }, (_, i) => ({
+        i,
+        schedule: rng.pick(SCHEDULES),
+        shards: rng.chance(0.3) ? rng.int(2, 3) : 1,
+      }));
+      world.setJobs(
+        picked.map((p) => ({ name: `${prefix}-${p.i}`, schedule: p.schedule.cron, handler: 'charge', shards: p.shards, startLead: '15m' })),
+      );
       const perTick = picked.reduce((n, p) => n + (p.shards * LOOKAHEAD) / p.schedule.every, 0);
       const target = Math.max(20, Math.min(budget, rng.int(150, 400)));
       const regularTicks = Math.max(1, Math.min(10, Math.ceil(target / perTick) - 4));
@@ -93,7 +103,9 @@ export const putDroppedDrill: Drill = (options) =>
 
       let now = Date.UTC(2031, 0, 1) + index * 86_400_000 + rng.int(0, 59_999);
       const clock = () => now;
-      const lanes = [0, 1, 2, 3, 4].map((i) => world.workerDeps({ owner: `${prefix}-w${i}`, clock, handlerConfig: { seed, workMs: [0, 0] } }));
+      const lanes = [0, 1, 2, 3, 4].map((i) =>
+        world.workerDeps({ owner: `${prefix}-w${i}`, clock, handlerConfig: { seed, workMs: [0, 0] } }),
+      );
       const counters: DropCounters = { faults: 0, retriedPuts: 0, faulted: new Set(), retried: new Set() };
       const plannerOptions = { lookaheadMs: LOOKAHEAD, sweepGraceMs: SWEEP_GRACE };
       const tickTimes: number[] = [];
@@ -106,7 +118,10 @@ export const putDroppedDrill: Drill = (options) =>
           const faulty = faultyLedger(world, rng, probability, sdkRetries, counters);
           try {
             const concurrent = rng.chance(0.3);
-            await Promise.all([world.tick(clock, plannerOptions, faulty.ledger), concurrent ? world.tick(clock, plannerOptions) : undefined]);
+            await Promise.all([
+              world.tick(clock, plannerOptions, faulty.ledger),
+              concurrent ? world.tick(clock, plannerOptions) : undefined,
+            ]);
             tickTimes.push(now);
             trace(`tick ${k}`);
             break;
@@ -143,7 +158,8 @@ export const putDroppedDrill: Drill = (options) =>
         const out = [];
         for (let slot = Math.floor(first / every) * every + every; slot <= last; slot += every) {
           if (slot <= first) continue;
-          for (let shard = 0; shard < job.shards; shard++) out.push({ job: job.name, slot, shard, shards: job.shards, statuses: [RunStatus.SUCCEEDED] });
+          for (let shard = 0; shard < job.shards; shard++)
+            out.push({ job: job.name, slot, shard, shards: job.shards, statuses: [RunStatus.SUCCEEDED] });
         }
         return out;
       });
@@ -161,9 +177,15 @@ export const putDroppedDrill: Drill = (options) =>
       // Orphans whose own put was dropped and retried by the SDK within a tick that succeeded: the
       // case createRun can recognise (its creator nonce); the others come from ticks that failed.
       const planned = new Set(world.events.filter((e) => e.type === 'message-sent' && e.reason === 'planned').map((e) => e.runKey));
-      const sdkRetryOrphans = runs.filter((r) => !planned.has(r.runKey) && counters.retried!.has(`JOB#${r.job}|${LedgerKeys.runSk(r.slot, r.shard)}`)).length;
+      const sdkRetryOrphans = runs.filter(
+        (r) => !planned.has(r.runKey) && counters.retried!.has(`JOB#${r.job}|${LedgerKeys.runSk(r.slot, r.shard)}`),
+      ).length;
       if (counters.faults > 0 && counters.retriedPuts === 0 && tickFailures === 0) {
-        violations.push({ invariant: 'drill-setup', runKey: '-', detail: `faults were injected but no put was retried (the SDK retry did not happen)` });
+        violations.push({
+          invariant: 'drill-setup',
+          runKey: '-',
+          detail: `faults were injected but no put was retried (the SDK retry did not happen)`,
+        });
       }
       const observations: string[] = [];
       if (sdkRetryOrphans > 0) {
@@ -183,7 +205,13 @@ export const putDroppedDrill: Drill = (options) =>
         faults: counters.faults,
         check: result,
         violations,
-        facts: { ...facts, orphansAfterSdkRetry: sdkRetryOrphans, putsRetried: counters.retriedPuts, tickFailures, faultedPuts: counters.faults },
+        facts: {
+          ...facts,
+          orphansAfterSdkRetry: sdkRetryOrphans,
+          putsRetried: counters.retriedPuts,
+          tickFailures,
+          faultedPuts: counters.faults,
+        },
         observations,
       };
     } finally {

@@ -17,7 +17,18 @@ import type { DrillNote, HandlerConfig } from '../handlers.js';
 import { unit } from '../rng.js';
 import { KillSwitch } from '../switches.js';
 import { sleepMs, until, World, SETTLE_MS } from '../world.js';
-import { allSucceeded, claimsBy, leaseEnds, loadFacts, pastSlots, randomOwner, machineMeter, startSuccessors, startVictim, victimJob } from './common.js';
+import {
+  allSucceeded,
+  claimsBy,
+  leaseEnds,
+  loadFacts,
+  pastSlots,
+  randomOwner,
+  machineMeter,
+  startSuccessors,
+  startVictim,
+  victimJob,
+} from './common.js';
 
 /** The largest clock allowance a successor of this drill is given (startSuccessors' bound). */
 const SUCCESSOR_MAX_ALLOWANCE_MS = 500;
@@ -101,7 +112,11 @@ export const workerKilledDrill: Drill = (options) =>
         const count = Math.max(4, Math.min(budget, child ? rng.int(6, 10) : rng.int(25, 50)));
         const slots = pastSlots(count, rng);
         const keys = slots.map((slot) => `${job.name}@${new Date(slot).toISOString()}`);
-        const victimConfig: HandlerConfig = { seed, workMs: [0, 150], hangAfterCharge: atLeastOne(seed, keys, 'hang', rng.pick([0.3, 0.5, 0.8])) };
+        const victimConfig: HandlerConfig = {
+          seed,
+          workMs: [0, 150],
+          hangAfterCharge: atLeastOne(seed, keys, 'hang', rng.pick([0.3, 0.5, 0.8])),
+        };
         const victim = randomOwner(prefix, 'victim', rng);
         const kill = new KillSwitch();
         victimChild = (
@@ -142,10 +157,13 @@ export const workerKilledDrill: Drill = (options) =>
         await quiet(world, 300, 3_000); // let abandoned handlers finish (their writes are fenced)
         const { result, runs } = await world.check({ slots: allSucceeded(ids) });
         const violations: DrillViolation[] = invariantViolations(result);
-        if (!settled) violations.push({ invariant: 'no-lost-slot', runKey: prefix, detail: `runs still open ${SETTLE_MS / 1000} s after the kill` });
+        if (!settled)
+          violations.push({ invariant: 'no-lost-slot', runKey: prefix, detail: `runs still open ${SETTLE_MS / 1000} s after the kill` });
         const victimTokens = new Set(claimsBy(world.events, victim).map((c) => `${c.runKey}|${c.token}`));
         const hung = world.notesOf('hang').filter((n) => victimTokens.has(`${n.runKey}|${n.token}`));
-        const successorTokens = new Set(world.events.filter((e) => e.type === 'claimed' && e.owner !== victim).map((e) => `${e.runKey}|${'token' in e ? e.token : ''}`));
+        const successorTokens = new Set(
+          world.events.filter((e) => e.type === 'claimed' && e.owner !== victim).map((e) => `${e.runKey}|${'token' in e ? e.token : ''}`),
+        );
         const ends = leaseEnds(world.events);
         machine.stop();
         const stallMs = machine.stallMs();
@@ -153,9 +171,15 @@ export const workerKilledDrill: Drill = (options) =>
         const bound = takeoverBound(heartbeatEvery) + machine.slackMs(TAKEOVER_PATH_CALLS);
         let maxTakeoverLateMs = 0;
         for (const note of hung) {
-          const takeover = world.events.find((e) => e.type === 'claimed' && e.runKey === note.runKey && e.token > note.token && e.from === RunStatus.RUNNING);
+          const takeover = world.events.find(
+            (e) => e.type === 'claimed' && e.runKey === note.runKey && e.token > note.token && e.from === RunStatus.RUNNING,
+          );
           if (!takeover) {
-            violations.push({ invariant: 'takeover', runKey: note.runKey, detail: 'the victim died holding this run after its charge, but no successor took it over from RUNNING' });
+            violations.push({
+              invariant: 'takeover',
+              runKey: note.runKey,
+              detail: 'the victim died holding this run after its charge, but no successor took it over from RUNNING',
+            });
             continue;
           }
           const leaseEnd = ends.get(`${note.runKey}|${note.token}`);
@@ -170,13 +194,19 @@ export const workerKilledDrill: Drill = (options) =>
             });
           }
         }
-        const bySuccessor = (kind: 'charged' | 'reconcile') => world.notesOf(kind).filter((n) => successorTokens.has(`${n.runKey}|${n.token}`));
+        const bySuccessor = (kind: 'charged' | 'reconcile') =>
+          world.notesOf(kind).filter((n) => successorTokens.has(`${n.runKey}|${n.token}`));
         const prevented = bySuccessor('charged').filter((n) => n.note === 'charged' && n.result === 'condition-failed').length;
         const reconciled = bySuccessor('reconcile').length;
         // Every takeover from RUNNING asks the handler's reconcile() first; the charge condition
         // is the second line of defence (secondChargePrevented counts where it was needed).
         for (const runKey of unreconciledTakeovers(hung, world.events, world.notesOf('reconcile'), victim)) {
-          violations.push({ invariant: 'reconcile-on-takeover', runKey, detail: 'the victim died holding this run after its charge; a successor took it over, and no attempt after the victim\'s called reconcile()' });
+          violations.push({
+            invariant: 'reconcile-on-takeover',
+            runKey,
+            detail:
+              "the victim died holding this run after its charge; a successor took it over, and no attempt after the victim's called reconcile()",
+          });
         }
         return {
           runs: ids.length,

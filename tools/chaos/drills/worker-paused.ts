@@ -44,7 +44,12 @@ export const workerPausedDrill: Drill = (options) =>
             handlerConfig: victimConfig,
             child,
             pollers: 4,
-            inProcess: () => ({ doc: pause.wrap(world.box.clients.doc), sqs: pause.wrap(world.box.clients.sqs), clock: pause.clock, metrics: victimMetrics }),
+            inProcess: () => ({
+              doc: pause.wrap(world.box.clients.doc),
+              sqs: pause.wrap(world.box.clients.sqs),
+              clock: pause.clock,
+              metrics: victimMetrics,
+            }),
             trace,
           })
         ).child;
@@ -108,17 +113,33 @@ export const workerPausedDrill: Drill = (options) =>
         await quiet(world, 300, 3_000); // let abandoned handlers finish (their writes are fenced)
         const { result, runs } = await world.check({ slots: allSucceeded(ids) });
         const violations: DrillViolation[] = invariantViolations(result);
-        if (!takenOver || !settled) violations.push({ invariant: 'no-lost-slot', runKey: prefix, detail: `runs still open ${SETTLE_MS / 1000} s after the victim resumed` });
+        if (!takenOver || !settled)
+          violations.push({
+            invariant: 'no-lost-slot',
+            runKey: prefix,
+            detail: `runs still open ${SETTLE_MS / 1000} s after the victim resumed`,
+          });
         const signals = staleSignals();
         const stale = [...paused()];
         const pausedTokens = pausedRunTokens(world, victim, pausedAt);
         for (const runKey of stale) {
           if (!signals.has(runKey)) {
-            violations.push({ invariant: 'stale-writer', runKey, detail: 'the paused worker resumed, but none of its writes was fenced out and no completion of its was refused' });
+            violations.push({
+              invariant: 'stale-writer',
+              runKey,
+              detail: 'the paused worker resumed, but none of its writes was fenced out and no completion of its was refused',
+            });
           }
           // The token it held while paused must never complete the run (a fresh claim after resume may).
-          const late = world.events.find((e) => e.type === 'outcome' && e.runKey === runKey && e.accepted && e.token === pausedTokens.get(runKey) && e.at >= resumedAt);
-          if (late && late.type === 'outcome') violations.push({ invariant: 'stale-writer', runKey, detail: `the resumed worker's ${late.status} outcome with its paused token ${late.token} was accepted` });
+          const late = world.events.find(
+            (e) => e.type === 'outcome' && e.runKey === runKey && e.accepted && e.token === pausedTokens.get(runKey) && e.at >= resumedAt,
+          );
+          if (late && late.type === 'outcome')
+            violations.push({
+              invariant: 'stale-writer',
+              runKey,
+              detail: `the resumed worker's ${late.status} outcome with its paused token ${late.token} was accepted`,
+            });
         }
         const fencedOut = world.events.filter((e) => e.type === 'effect' && e.result === 'fenced-out').length; // all by the victim: successors write last
         const refused = world.events.filter((e) => e.type === 'outcome' && e.owner === victim && !e.accepted).length;

@@ -23,7 +23,7 @@ export function subjectLink(spec: ActionSpec, subject: string): Html {
 function fieldInput(field: ActionField, value: string, zone: string | undefined): Html {
   const label = field.localTime ? `${field.label}, in ${zone ?? 'UTC'}` : field.label;
   const control = field.choices
-    ? html`<select name="${field.name}" ${field.required ? html`required` : ''}>${field.choices.map((c) => html`<option value="${c}" ${c === value ? html`selected` : ''}>${c || 'the job\'s own'}</option>`)}</select>`
+    ? html`<select name="${field.name}" ${field.required ? html`required` : ''}>${field.choices.map((c) => html`<option value="${c}" ${c === value ? html`selected` : ''}>${c || "the job's own"}</option>`)}</select>`
     : field.localTime
       ? html`<input type="datetime-local" step="1" name="${field.name}" value="${value}" ${field.required ? html`required` : ''}>`
       : html`<input name="${field.name}" size="60" value="${value}" ${field.required ? html`required` : ''}>`;
@@ -37,7 +37,14 @@ function givenFields(spec: ActionSpec, query: URLSearchParams): Record<string, s
   return out;
 }
 
-export async function confirmPage(ctx: ConsoleContext, action: string, spec: ActionSpec, subject: string, csrf: string, query: URLSearchParams): Promise<{ title: string; main: Html }> {
+export async function confirmPage(
+  ctx: ConsoleContext,
+  action: string,
+  spec: ActionSpec,
+  subject: string,
+  csrf: string,
+  query: URLSearchParams,
+): Promise<{ title: string; main: Html }> {
   const zone = spec.subject === 'job' && spec.fields.some((f) => f.localTime) ? zoneOfJob(ctx, subject) : undefined;
   const given = givenFields(spec, query);
   const heading = html`<h1>${spec.title}: ${subjectLink(spec, subject)}</h1>
@@ -50,7 +57,10 @@ ${fields}
 <p>${button ? html`<button type="submit" id="confirm">Confirm: ${spec.title.toLowerCase()}</button> ` : ''}${cancel}</p>
 </form>`;
   if (!spec.preview) {
-    return { title: `${spec.title} ${subject}`, main: html`${heading}${confirmForm(html`${spec.fields.filter((f) => !f.hidden).map((f) => fieldInput(f, given[f.name] ?? '', zone))}`)}` };
+    return {
+      title: `${spec.title} ${subject}`,
+      main: html`${heading}${confirmForm(html`${spec.fields.filter((f) => !f.hidden).map((f) => fieldInput(f, given[f.name] ?? '', zone))}`)}`,
+    };
   }
   const missing = spec.fields.filter((f) => f.required && !f.hidden && given[f.name] === '');
   // The inputs of the dry run: a GET form, so nothing changes until the confirm button's POST.
@@ -59,7 +69,11 @@ ${fields}
 ${spec.fields.filter((f) => !f.hidden).map((f) => fieldInput(f, given[f.name] ?? '', zone))}
 <p><button type="submit" id="preview">${missing.length > 0 ? 'Dry run' : 'Dry run again'}</button></p></form>`
     : html``;
-  if (missing.length > 0) return { title: `${spec.title} ${subject}`, main: html`${heading}${inputs}<p class="note">The dry run comes first: nothing is created until you confirm what it shows.</p>` };
+  if (missing.length > 0)
+    return {
+      title: `${spec.title} ${subject}`,
+      main: html`${heading}${inputs}<p class="note">The dry run comes first: nothing is created until you confirm what it shows.</p>`,
+    };
   const dry = await runAction(ctx, spec.preview(subject, given, ctx.by, ctx), spec.summarize);
   const main = html`${heading}${inputs}
 <h2>Dry run</h2>
@@ -80,4 +94,3 @@ ${result.warnings.length > 0 ? html`<p class="note">${result.warnings.join(' ')}
 <p>Back to ${subjectLink(spec, subject)}.</p>`;
   return { title: `${spec.title} ${subject}`, main };
 }
-

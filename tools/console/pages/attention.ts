@@ -20,7 +20,9 @@ export const ATTENTION_PER_JOB = 20;
 export async function attentionPage(ctx: ConsoleContext): Promise<{ title: string; main: Html }> {
   const now = ctx.now();
   const [perJob, open, dlq] = await Promise.all([
-    mapBounded(ctx.jobs, 8, (job) => ctx.target.ops.queryRuns(job.name, { statuses: ATTENTION_STATES, sinceSlot: now - ATTENTION_WINDOW_MS, limit: ATTENTION_PER_JOB })),
+    mapBounded(ctx.jobs, 8, (job) =>
+      ctx.target.ops.queryRuns(job.name, { statuses: ATTENTION_STATES, sinceSlot: now - ATTENTION_WINDOW_MS, limit: ATTENTION_PER_JOB }),
+    ),
     ctx.target.ledger.listOpenRuns(now, STATUS_OPEN_RUNS_LIMIT),
     dlqDepth(ctx.target),
   ]);

@@ -36,10 +36,12 @@ export async function dlqPage(ctx: ConsoleContext): Promise<{ title: string; mai
   });
   const main = html`<h1>Dead-letter queue</h1>
 <p id="dlq-depth">${depth.visible} visible, ${depth.inFlight} in flight (peeked ${utc(ctx.now())}; reload to peek again).</p>
-${shown.length === 0
+${
+  shown.length === 0
     ? html`<p>No message to show.</p>`
     : html`<p>The first ${shown.length} message(s) received (a peek: each counts one more receive and is released at once; <code>fsched ops redrive --dry-run</code> lists them all).</p>
-<table class="dlq"><thead><tr><th scope="col">Message</th><th scope="col">Run</th><th scope="col">Receives</th><th scope="col">Body</th></tr></thead><tbody>${rows}</tbody></table>`}
+<table class="dlq"><thead><tr><th scope="col">Message</th><th scope="col">Run</th><th scope="col">Receives</th><th scope="col">Body</th></tr></thead><tbody>${rows}</tbody></table>`
+}
 ${ctx.readOnly ? '' : html`<p>${actionButton('redrive', { dlq: 'dlq' }, 'Redrive…')} (a dry run of every message comes first)</p>`}
 <p><a href="/attention">Back to Needs a person</a></p>`;
   return { title: 'Dead-letter queue', main };

@@ -32,7 +32,8 @@ export async function jobPage(ctx: ConsoleContext, name: string, before: string 
   const job = ctx.jobs.find((j) => j.name === name);
   if (!job) throw new HttpError(404, `no job "${name}" in ${ctx.jobSource}`);
   const untilSlot = before === undefined || before === '' ? undefined : Number(before);
-  if (untilSlot !== undefined && !Number.isSafeInteger(untilSlot)) throw new HttpError(400, `"before" must be a slot in epoch milliseconds, got "${before}"`);
+  if (untilSlot !== undefined && !Number.isSafeInteger(untilSlot))
+    throw new HttpError(400, `"before" must be a slot in epoch milliseconds, got "${before}"`);
   const now = ctx.now();
   const [plan, read, recent, lanes] = await Promise.all([
     jobPlanning(ctx.target.ledger.planning, [job.name], partitionOf, now).then((m) => m.get(job.name)!),
@@ -42,7 +43,14 @@ export async function jobPage(ctx: ConsoleContext, name: string, before: string 
   ]);
   const { runs, before: older } = pageOf(read, RUNS_PER_PAGE);
   const upcoming = nextFires({ spec: slotSpecOf(job), jitter: job }, now, UPCOMING);
-  const paused = { paused: plan.pause !== undefined, pausedBy: plan.pause?.by, pausedAt: iso(plan.pause?.at), pauseNote: plan.pause?.note, pausedUntil: iso(plan.pause?.until), timezone: job.timezone };
+  const paused = {
+    paused: plan.pause !== undefined,
+    pausedBy: plan.pause?.by,
+    pausedAt: iso(plan.pause?.at),
+    pauseNote: plan.pause?.note,
+    pausedUntil: iso(plan.pause?.until),
+    timezone: job.timezone,
+  };
   const truncatedFrom = recent.length >= HEATMAP_MAX_RUNS ? recent.at(-1)!.slot : undefined;
   const main = html`<h1>Job ${job.name} ${pauseBadge(paused)}</h1>
 <p>Schedule <code>${describeSchedule(job)}</code> in zone <strong>${job.timezone}</strong> · overlap ${job.overlap} · misfire ${job.misfire.policy}${job.enabled ? '' : ' · disabled'}${plan.plannedUntil !== undefined ? html` · planned until ${utc(plan.plannedUntil)}` : ''}</p>
@@ -88,7 +96,8 @@ function lanesText(job: Job, lanes: readonly LaneView[]): Html {
   return html`<ul id="lanes" aria-label="Lanes (${job.overlap}: one run at a time per shard)">${lanes.map((l) =>
     l.holder === undefined
       ? html`<li data-shard="${l.shard}">Lane of shard ${l.shard}: free.</li>`
-      : html`<li data-shard="${l.shard}" data-holder="${l.holder}">Lane of shard ${l.shard}: held by <a href="${runHref(l.holder)}">${l.holder}</a>${l.since !== undefined ? ` since ${utc(l.since)}` : ''}${l.token !== undefined ? ` (claim token ${l.token})` : ''}; marked “lane ◆” on the timeline when shown.</li>`)}</ul>`;
+      : html`<li data-shard="${l.shard}" data-holder="${l.holder}">Lane of shard ${l.shard}: held by <a href="${runHref(l.holder)}">${l.holder}</a>${l.since !== undefined ? ` since ${utc(l.since)}` : ''}${l.token !== undefined ? ` (claim token ${l.token})` : ''}; marked “lane ◆” on the timeline when shown.</li>`,
+  )}</ul>`;
 }
 
 /**
@@ -109,8 +118,10 @@ export function pageOf<R extends { readonly slot: number }>(read: readonly R[], 
 /** The same columns as `ops runs`, the run key linking to its page. */
 function runsTable(runs: Parameters<typeof runRow>[0][], now: number): Html {
   if (runs.length === 0) return html`<p>No runs.</p>`;
-  return html`<table class="runs"><thead><tr>${RUN_HEADERS.map((h) => html`<th scope="col">${h}</th>`)}</tr></thead><tbody>${runs.map((run) => {
-    const [key, status, ...rest] = runRow(run, now);
-    return html`<tr data-run="${run.runKey}"><td><a href="${runHref(run.runKey)}">${key}</a></td><td>${statusBadge(String(status))}</td>${rest.map((cell) => html`<td>${cell ?? ''}</td>`)}</tr>`;
-  })}</tbody></table>`;
+  return html`<table class="runs"><thead><tr>${RUN_HEADERS.map((h) => html`<th scope="col">${h}</th>`)}</tr></thead><tbody>${runs.map(
+    (run) => {
+      const [key, status, ...rest] = runRow(run, now);
+      return html`<tr data-run="${run.runKey}"><td><a href="${runHref(run.runKey)}">${key}</a></td><td>${statusBadge(String(status))}</td>${rest.map((cell) => html`<td>${cell ?? ''}</td>`)}</tr>`;
+    },
+  )}</tbody></table>`;
 }

@@ -38,9 +38,11 @@ export interface JobsFilter {
 /** The filter as the query string wrote it, checked: an unknown state or policy is refused naming it. */
 export function jobsQuery(filter: JobsFilter, policies: readonly string[]): JobsQuery {
   const state = filter.state || undefined;
-  if (state !== undefined && !(JOB_STATES as readonly string[]).includes(state)) throw new HttpError(400, `field "state": one of ${JOB_STATES.join(', ')}, got "${state}"`);
+  if (state !== undefined && !(JOB_STATES as readonly string[]).includes(state))
+    throw new HttpError(400, `field "state": one of ${JOB_STATES.join(', ')}, got "${state}"`);
   const policy = filter.policy || undefined;
-  if (policy !== undefined && !policies.includes(policy)) throw new HttpError(400, `field "policy": one of ${policies.join(', ')}, got "${policy}"`);
+  if (policy !== undefined && !policies.includes(policy))
+    throw new HttpError(400, `field "policy": one of ${policies.join(', ')}, got "${policy}"`);
   return { name: filter.name || undefined, state: state as JobState | undefined, policy, after: filter.after || undefined };
 }
 
@@ -49,7 +51,8 @@ export async function jobsPage(ctx: ConsoleContext, filter: JobsFilter): Promise
   const policies = [...new Set(ctx.jobs.map((j) => j.overlap))].sort();
   const query = jobsQuery(filter, policies);
   const page = await readJobsPage(ctx.target, ctx.jobs, query, now);
-  const option = (value: string, chosen: string | undefined) => html`<option value="${value}" ${value === chosen ? html`selected` : ''}>${value || 'any'}</option>`;
+  const option = (value: string, chosen: string | undefined) =>
+    html`<option value="${value}" ${value === chosen ? html`selected` : ''}>${value || 'any'}</option>`;
   const keep = { name: query.name, state: query.state, policy: query.policy };
   const main = html`<h1>Jobs</h1>
 <form method="get" action="/" class="filter"><label>Name contains <input name="name" value="${query.name ?? ''}"></label>
@@ -66,7 +69,14 @@ export async function jobsPage(ctx: ConsoleContext, filter: JobsFilter): Promise
 
 function jobRow(row: JobsRow): Html {
   const { job, plan } = row;
-  const pause: PauseView = { paused: plan.pause !== undefined, pausedBy: plan.pause?.by, pausedAt: utc(plan.pause?.at), pauseNote: plan.pause?.note, pausedUntil: plan.pause?.until === undefined ? undefined : new Date(plan.pause.until).toISOString(), timezone: job.timezone };
+  const pause: PauseView = {
+    paused: plan.pause !== undefined,
+    pausedBy: plan.pause?.by,
+    pausedAt: utc(plan.pause?.at),
+    pauseNote: plan.pause?.note,
+    pausedUntil: plan.pause?.until === undefined ? undefined : new Date(plan.pause.until).toISOString(),
+    timezone: job.timezone,
+  };
   const partial = row.countsPartial ? '≥ ' : '';
   const streak = row.streak.count === 0 ? '0' : `${row.streak.atLeast ? '≥ ' : ''}${row.streak.count}`;
   return html`<tr data-job="${job.name}"><th scope="row"><a href="${jobHref(job.name)}">${job.name}</a></th>

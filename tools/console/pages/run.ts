@@ -46,7 +46,8 @@ export function reconcileText(row: AttemptRow, handlerReconciles: boolean | unde
 function outboxSection(rows: readonly OutboxRow[]): Html {
   const shown = rows.slice(0, OUTBOX_SHOWN);
   const note = html`<p class="note">The relay publishes each row to EventBridge once per stream record, under its event key; a retry of this run writes the same keys again, so consumers see one event per key (they dedupe on it). Nothing here is for an operator to send: to have them written again, retry the run.</p>`;
-  if (shown.length === 0) return html`<p id="outbox">None in the ledger (the run wrote none, or they expired after the outbox retention).</p>${note}`;
+  if (shown.length === 0)
+    return html`<p id="outbox">None in the ledger (the run wrote none, or they expired after the outbox retention).</p>${note}`;
   return html`<table class="outbox" id="outbox"><thead><tr><th scope="col">Event key</th><th scope="col">Detail type</th><th scope="col">Detail</th><th scope="col">Row expires</th></tr></thead><tbody>
 ${shown.map((e) => html`<tr data-event="${e.eventKey}"><td><code>${e.eventKey}</code></td><td>${e.detailType}</td><td><code>${json(e.detail)}</code></td><td>${e.expiresAt === undefined ? '-' : utc(e.expiresAt * 1000)}</td></tr>`)}</tbody></table>
 ${rows.length > OUTBOX_SHOWN ? html`<p class="note">Only the first ${OUTBOX_SHOWN} are listed.</p>` : ''}${note}`;
@@ -74,12 +75,26 @@ export async function runPage(ctx: ConsoleContext, runKey: string): Promise<{ ti
   const now = ctx.now();
   const configured = ctx.jobs.some((j) => j.name === run.job);
   const resolution = item.resolution as { as?: string; reason?: string; by?: string; at?: number } | undefined;
-  const reason = resolution ? `resolved as ${resolution.as} by ${resolution.by}: ${resolution.reason}` : run.lastError ? `${run.lastError.code}: ${run.lastError.message}` : undefined;
-  const retryNo = !RETRYABLE_STATES.includes(run.status) ? `it is ${run.status}: only ${RETRYABLE_STATES.join(', ')} runs are retried` : revivalRefusal(run);
+  const reason = resolution
+    ? `resolved as ${resolution.as} by ${resolution.by}: ${resolution.reason}`
+    : run.lastError
+      ? `${run.lastError.code}: ${run.lastError.message}`
+      : undefined;
+  const retryNo = !RETRYABLE_STATES.includes(run.status)
+    ? `it is ${run.status}: only ${RETRYABLE_STATES.join(', ')} runs are retried`
+    : revivalRefusal(run);
   const resolveNo = resolveRefusal(run, now, ctx.target.ops.takeoverMarginMs);
   const may = [
-    retryNo === undefined ? (ctx.readOnly ? html`<li>retry it (not from this read-only console)</li>` : html`<li>${actionButton('retry', { run: run.runKey }, 'Retry…')}</li>`) : html`<li>retry: no, ${retryNo}</li>`,
-    resolveNo === undefined ? (ctx.readOnly ? html`<li>resolve it (not from this read-only console)</li>` : html`<li>${actionButton('resolve', { run: run.runKey }, 'Resolve…')}</li>`) : html`<li>resolve: no, ${resolveNo}</li>`,
+    retryNo === undefined
+      ? ctx.readOnly
+        ? html`<li>retry it (not from this read-only console)</li>`
+        : html`<li>${actionButton('retry', { run: run.runKey }, 'Retry…')}</li>`
+      : html`<li>retry: no, ${retryNo}</li>`,
+    resolveNo === undefined
+      ? ctx.readOnly
+        ? html`<li>resolve it (not from this read-only console)</li>`
+        : html`<li>${actionButton('resolve', { run: run.runKey }, 'Resolve…')}</li>`
+      : html`<li>resolve: no, ${resolveNo}</li>`,
   ];
   const main = html`<h1>Run ${run.runKey}</h1>
 <dl class="fields">
@@ -98,8 +113,12 @@ export async function runPage(ctx: ConsoleContext, runKey: string): Promise<{ ti
 <h2>What you may do now</h2><ul class="may">${may}</ul>
 <h2>Attempts</h2>
 ${history.earlier > 0 ? html`<p>${history.earlier} earlier claim(s) not kept.</p>` : ''}
-${history.rows.length === 0 ? html`<p>None (never claimed).</p>` : html`<table class="attempts"><thead><tr><th scope="col">Claim</th><th scope="col">Owner</th><th scope="col">Fencing token</th><th scope="col">From</th><th scope="col">Claimed (start)</th><th scope="col">Ended</th><th scope="col">How</th><th scope="col">Error</th><th scope="col">Duration</th><th scope="col">Reconcile</th></tr></thead><tbody>
-${history.rows.map((row) => html`<tr class="${attemptClass(row)}" data-claim="${row.claim}"><td>${row.claim}</td><td>${row.owner ?? '-'}</td><td>${row.token ?? '-'}</td><td>${row.from === 'RUNNING' ? 'RUNNING (takeover)' : (row.from ?? '-')}</td><td>${utc(row.claimedAt) || '-'}</td><td>${utc(row.endedAt) || '-'}</td><td>${endText(row)}</td><td>${row.code ? `${row.code}: ${row.message ?? ''}` : '-'}</td><td>${formatElapsed(row.durationMs) ?? '-'}</td><td class="reconcile">${reconcileText(row, reconciles)}</td></tr>`)}</tbody></table>`}
+${
+  history.rows.length === 0
+    ? html`<p>None (never claimed).</p>`
+    : html`<table class="attempts"><thead><tr><th scope="col">Claim</th><th scope="col">Owner</th><th scope="col">Fencing token</th><th scope="col">From</th><th scope="col">Claimed (start)</th><th scope="col">Ended</th><th scope="col">How</th><th scope="col">Error</th><th scope="col">Duration</th><th scope="col">Reconcile</th></tr></thead><tbody>
+${history.rows.map((row) => html`<tr class="${attemptClass(row)}" data-claim="${row.claim}"><td>${row.claim}</td><td>${row.owner ?? '-'}</td><td>${row.token ?? '-'}</td><td>${row.from === 'RUNNING' ? 'RUNNING (takeover)' : (row.from ?? '-')}</td><td>${utc(row.claimedAt) || '-'}</td><td>${utc(row.endedAt) || '-'}</td><td>${endText(row)}</td><td>${row.code ? `${row.code}: ${row.message ?? ''}` : '-'}</td><td>${formatElapsed(row.durationMs) ?? '-'}</td><td class="reconcile">${reconcileText(row, reconciles)}</td></tr>`)}</tbody></table>`
+}
 <h2>Outbox events it wrote</h2>
 ${outboxSection(outbox)}`;
   return { title: `Run ${run.runKey}`, main };

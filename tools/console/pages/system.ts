@@ -19,19 +19,24 @@ function sweepCursor(raw: string | undefined): Html {
 }
 
 export async function systemPage(ctx: ConsoleContext): Promise<{ title: string; main: Html }> {
-  const [layout, recorded] = await Promise.all([ctx.target.ledger.planning.readLayout(), DeployedConfigStore.of(ctx.target.ledger).readRecorded()]);
+  const [layout, recorded] = await Promise.all([
+    ctx.target.ledger.planning.readLayout(),
+    DeployedConfigStore.of(ctx.target.ledger).readRecorded(),
+  ]);
   const checkout = ctx.checkoutJobs === undefined ? undefined : configHash(ctx.checkoutJobs);
   const partitions = layout === undefined ? [] : [...layout.partitions.entries()].sort(([a], [b]) => a - b);
   const same = recorded !== undefined && checkout === recorded.hash;
   const main = html`<h1>System</h1>
 <p>Target: ${ctx.target.description}</p>
 <h2>Planner partitions</h2>
-${layout === undefined
+${
+  layout === undefined
     ? html`<p id="planner">The planner has never run against this ledger.</p>`
     : html`<p id="planner">${layout.of} partition(s), layout generation ${layout.gen}.</p>
 <table class="partitions"><thead><tr><th scope="col">Partition</th><th scope="col">Planned until (watermark)</th><th scope="col">Swept until</th><th scope="col">Watch sweep resumes (the sweeper's cursor)</th></tr></thead><tbody>
 ${partitions.map(([p, c]) => html`<tr data-partition="${p}"><td>${p}</td><td>${utc(c.plannedUntil) || '-'}</td><td>${utc(c.sweptUntil) || '-'}</td><td>${sweepCursor(c.watchAfter)}</td></tr>`)}</tbody></table>
-<p class="note">The sweeper's cursor is on each partition: it re-dispatches open runs whose slot is past up to “swept until”, and pages through the watch index (open runs older than that window) bucket by bucket, resuming each bucket after the run named; a bucket read to its end starts over.</p>`}
+<p class="note">The sweeper's cursor is on each partition: it re-dispatches open runs whose slot is past up to “swept until”, and pages through the watch index (open runs older than that window) bucket by bucket, resuming each bucket after the run named; a bucket read to its end starts over.</p>`
+}
 <h2>Job config</h2>
 <dl class="fields" id="config">
 <dt>Deployed (recorded by the planner)</dt><dd>${recorded ? html`<code>${recorded.hash.slice(0, 12)}</code>, recorded ${utc(recorded.recordedAt)}, ${recorded.jobs.length} job(s)` : 'none recorded yet'}</dd>
