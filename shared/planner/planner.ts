@@ -14,20 +14,19 @@ import { randomUUID } from 'node:crypto';
 import type { Ledger } from '../store/ledger.js';
 import { SEND_BATCH_SIZE, type OutgoingRun, type RunQueue } from '../messaging/run-queue.js';
 import { OrderedDispatch, slotTasks } from './dispatch.js';
-import type { JobPlan } from '../store/planner-state.js';
+import { readJobStates } from './job-states.js';
 import type { CountedCreateResult, NewRun } from '../store/ledger.js';
 import type { HistorySink } from '../core/history.js';
 import { NO_HISTORY } from '../core/history.js';
 import type { Job } from '../schedule/job-schema.js';
 import type { PartitionRef } from '../core/partition.js';
-import { legacyRunCount, planTick, shardsOfSlot, slotSpecOf, type PlannedRun } from '../core/plan.js';
+import { planTick, shardsOfSlot, type PlannedRun } from '../core/plan.js';
 import { configFingerprint, jobsOfPartition, relayout, replanFromOf, type PlannerLayout } from '../core/planner-state.js';
 import { RunOrigin, RunStatus } from '../core/vocabulary.js';
 import { messageFor } from '../core/run-message.js';
 import { MetricName, type MetricsSink, type RunLogger } from '../runtime/observability.js';
 import { limiter, mapBounded } from '../core/concurrency.js';
 import { PLANNER_SCHEDULE } from '../core/resources.js';
-import { pauseInForce } from '../core/pause.js';
 import { sweep, type SweepOptions } from './sweeper.js';
 import { publishOperatorGauges } from './operator-gauges.js';
 
@@ -163,41 +162,13 @@ export async function runPlannerTick(deps: PlannerDeps, ref: PartitionRef): Prom
     return idle;
   }
   const cursor = layout.partitions.get(ref.partition) ?? {};
-  const mine = new Set(jobs.map((j) => j.name));
-  // The listed pauses' records say when each ends: read them (few jobs are paused).
-  const listedPaused = [...state.paused].filter((name) => mine.has(name));
-  const listedBehind = [...state.behind].filter((name) => mine.has(name) && !state.paused.has(name));
-  // maxRuns jobs carry their bound on their plan item: read those too (few jobs set it).
-  const bounded = jobs.filter((job) => job.maxRuns !== undefined).map((job) => job.name);
-  const toRead = [...new Set([...listedPaused, ...listedBehind, ...bounded])];
-  const plans = toRead.length > 0 ? await deps.ledger.planning.readJobPlans(toRead) : new Map<string, JobPlan>();
-  // A listed job without a record stays paused (its pause's details are lost, not its pause).
-  const paused = new Set(listedPaused.filter((name) => pauseInForce(plans.get(name)?.pause ?? { at: 0, by: '?' }, now)));
-  // A job whose pause expired is planned as one resumed: from its cursor, under its misfire policy.
-  const listed = new Set([...listedBehind, ...listedPaused.filter((name) => !paused.has(name))]);
-  const behind = new Map<string, number>();
-  const edges = new Map<string, number>();
-  for (const plan of plans.values()) {
-    // Only a listed job is behind: a job read for its maxRuns count alone is not.
-    if (plan.cursor === undefined || !listed.has(plan.job)) continue;
-    behind.set(plan.job, plan.cursor);
-    if (plan.edge !== undefined) edges.set(plan.job, plan.edge);
-  }
-  // maxRuns: each job's count of scheduled slots, or the one implied by a bound earlier code recorded.
-  const runCounts = new Map<string, number>();
-  for (const job of jobs) {
-    if (job.maxRuns === undefined) continue;
-    const plan = plans.get(job.name);
-    const plannedUntil = behind.get(job.name) ?? cursor.plannedUntil ?? now;
-    const legacy =
-      plan?.firstSlot !== undefined && plan.lastSlot !== undefined
-        ? legacyRunCount(slotSpecOf(job), { firstSlot: plan.firstSlot, lastSlot: plan.lastSlot }, plannedUntil, job.maxRuns)
-        : 0;
-    runCounts.set(job.name, plan?.planned ?? legacy);
-  }
-  // A job listed as behind whose plan has no cursor was interrupted between the two writes, or
-  // caught up: drop it from the list.
-  const staleListings = listedBehind.filter((name) => !behind.has(name));
+  const { paused, behind, edges, runCounts, staleListings } = await readJobStates(
+    deps.ledger.planning,
+    jobs,
+    state,
+    cursor.plannedUntil,
+    now,
+  );
 
   const lookaheadMs = options.lookaheadMs ?? defaultLookaheadMs(jobs);
   const fingerprint = partitionFingerprint(deps.jobs, ref.partition, ref.of);

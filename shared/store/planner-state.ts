@@ -1,18 +1,3 @@
-/**
- * The planner's own items in the ledger (DESIGN §7, §11; layout rules in core/planner-state.ts):
- *
- *   PLANNER / #STATE            the layout: partition count, generation, and per partition how far
- *                               it planned and swept (one small item, a few writes per tick)
- *   PLANNER / #EXCEPTIONS#nn    names of paused and catching-up jobs, bucketed by job name
- *   JOB#<name> / #PLAN          one job's planning state: its pause (who, why, when), catch-up
- *                               cursor and edge, and a `maxRuns` job's count of scheduled slots
- *                               (`planned`, advanced by Ledger.createCountedRun with each slot's put)
- *
- * Every expression has a fixed size whatever the number of jobs (names travel as values, never as
- * expression text), and every item is bounded: the exception buckets hold names only, spread over
- * KEY_SPREAD.exceptionBuckets items. Jobs' state follows the job, not the partition count.
- */
-import { TransactionCanceledException } from '@aws-sdk/client-dynamodb';
 import { BatchGetCommand, GetCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { mapBounded } from '../core/concurrency.js';
 import { exceptionBucketOf, type PartitionCursor, type PlannerLayout } from '../core/planner-state.js';
@@ -20,45 +5,10 @@ import { KEY_SPREAD, LedgerKeys } from '../core/resources.js';
 import type { PauseRecord } from '../core/pause.js';
 import { isConditionalCheckFailure } from './failure-item.js';
 import type { LedgerObserver } from './observer.js';
+import { isCancellation } from './conditional.js';
+import { layoutFromItem, notPausedAt, planFromItem, stripUndefined, type Item, type JobPlan, type TickState } from './plan-items.js';
 
-type Item = Record<string, unknown>;
-
-/** A job's own planning state. */
-export interface JobPlan {
-  readonly job: string;
-  /** Recorded until `ops resume` or the next pause, even past its `until` (core/pause.ts says whether it is in force). */
-  readonly pause?: PauseRecord;
-  /** Catch-up cursor: the last slot planned for the job while it is behind. */
-  readonly cursor?: number;
-  /** Where its catch-up ends. */
-  readonly edge?: number;
-  /** `maxRuns` jobs: how many scheduled slots the planner created (each counted with its put). */
-  readonly planned?: number;
-  /**
-   * Written by earlier code instead of a count: the first slot it planned and the last slot the
-   * job could have (+∞: none). The planner derives the count from them once (legacyRunCount).
-   */
-  readonly firstSlot?: number;
-  readonly lastSlot?: number;
-}
-
-/** What a tick reads first: the layout and the exception lists, in one request. */
-export interface TickState {
-  readonly layout: PlannerLayout | undefined;
-  readonly paused: ReadonlySet<string>;
-  /** Jobs listed as catching up (their cursors are on their plan items). */
-  readonly behind: ReadonlySet<string>;
-}
-
-function layoutFromItem(item: Item | undefined): PlannerLayout | undefined {
-  if (!item || typeof item.of !== 'number') return undefined;
-  const raw = (item.partitions as Record<string, PartitionCursor> | undefined) ?? {};
-  return { of: item.of, gen: item.gen as number, partitions: new Map(Object.entries(raw).map(([p, c]) => [Number(p), c])) };
-}
-
-function isCancellation(error: unknown): error is TransactionCanceledException {
-  return error instanceof TransactionCanceledException || (error as { name?: string })?.name === 'TransactionCanceledException';
-}
+export type { JobPlan, TickState } from './plan-items.js';
 
 export class PlannerStore {
   constructor(
@@ -396,29 +346,4 @@ export class PlannerStore {
       throw error;
     }
   }
-}
-
-function planFromItem(item: Item): JobPlan {
-  return {
-    job: LedgerKeys.jobOfPk(item.pk as string),
-    pause: item.pause as JobPlan['pause'],
-    cursor: item.cursor as number | undefined,
-    edge: item.edge as number | undefined,
-    planned: item.planned as number | undefined,
-    firstSlot: item.firstSlot as number | undefined,
-    // +∞ (fewer scheduled slots than maxRuns) is stored as its absence of a bound: -1.
-    lastSlot: typeof item.lastSlot === 'number' ? (item.lastSlot < 0 ? Number.POSITIVE_INFINITY : item.lastSlot) : undefined,
-  };
-}
-
-/**
- * The condition clause "no pause holds the job at `now`": none recorded, or its `until` has come
- * (`now` undefined: none recorded). Uses `#until` and `:now`.
- */
-function notPausedAt(now: number | undefined): string {
-  return now === undefined ? 'attribute_not_exists(pause)' : '(attribute_not_exists(pause) OR pause.#until <= :now)';
-}
-
-function stripUndefined<T extends object>(value: T): T {
-  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
 }

@@ -44,19 +44,17 @@ describe('SchedulerStack (bundled synth)', () => {
   });
 
   it('acknowledges only the listed findings, each with a one-line reason on the resource it concerns', () => {
-    const acknowledged = stack.node
-      .findAll()
-      .flatMap((c) =>
-        c.node.metadata
-          .filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
-          .flatMap((m) =>
-            Object.entries(m.data as Record<string, string>).map(([id, reason]) => ({
-              path: c.node.path,
-              id: id.replace(/^annotation::/i, ''),
-              reason,
-            })),
-          ),
-      );
+    const acknowledged = stack.node.findAll().flatMap((c) =>
+      c.node.metadata
+        .filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
+        .flatMap((m) =>
+          Object.entries(m.data as Record<string, string>).map(([id, reason]) => ({
+            path: c.node.path,
+            id: id.replace(/^annotation::/i, ''),
+            reason,
+          })),
+        ),
+    );
     expect(acknowledged.length).toBeGreaterThan(0);
     for (const { reason } of acknowledged) {
       expect(reason.length).toBeGreaterThan(20);

@@ -164,19 +164,17 @@ describe('Ledger (DynamoDB document client mocked)', () => {
     });
 
     it('ConditionalCheckFailed with a SUCCEEDED item → terminal (duplicate delivery is acked, not re-run)', async () => {
-      ddb
-        .on(UpdateCommand)
-        .rejects(
-          conditionFailed(
-            runItem({
-              status: RunStatus.SUCCEEDED,
-              fencingToken: initialFence(SLOT) + 1,
-              attempt: 1,
-              evidence: { settled: ['p1'] },
-              finishedAt: NOW - 10,
-            }),
-          ),
-        );
+      ddb.on(UpdateCommand).rejects(
+        conditionFailed(
+          runItem({
+            status: RunStatus.SUCCEEDED,
+            fencingToken: initialFence(SLOT) + 1,
+            attempt: 1,
+            evidence: { settled: ['p1'] },
+            finishedAt: NOW - 10,
+          }),
+        ),
+      );
       const result = await ledger.claim(ID, 'w2', NOW, LEASE, SKEW);
       expect(result.kind).toBe('terminal');
       // The marshalled item is decoded: numbers are numbers, nested maps/lists are plain values.
@@ -567,17 +565,15 @@ describe('DynamoFencedStore: stale fences are rejected and told apart from busin
     });
 
     it('only the business condition failed → ConditionFailedError naming the payment', async () => {
-      ddb
-        .on(TransactWriteCommand)
-        .rejects(
-          canceled([
-            {
-              Code: 'ConditionalCheckFailed',
-              Item: marshal({ pk: 'PAYMENTS', sk: 'p7', status: 'SETTLED', lastFence: FENCE - 5 }) as never,
-            },
-            { Code: 'None' },
-          ]),
-        );
+      ddb.on(TransactWriteCommand).rejects(
+        canceled([
+          {
+            Code: 'ConditionalCheckFailed',
+            Item: marshal({ pk: 'PAYMENTS', sk: 'p7', status: 'SETTLED', lastFence: FENCE - 5 }) as never,
+          },
+          { Code: 'None' },
+        ]),
+      );
       const error = await store.transact(writes).catch((e: unknown) => e);
       expect(error).toBeInstanceOf(ConditionFailedError);
       expect(error).toMatchObject({ key: { pk: 'PAYMENTS', sk: 'p7' } });
