@@ -91,6 +91,13 @@ export type SchedulerFunction = keyof typeof FUNCTION_ACCESS;
  */
 export const SDK_CALLERS: Readonly<Record<string, 'ledger' | Exclude<CodeResource, 'ledgerTable' | 'openRunsIndex'>>> = {
   Ledger: 'ledger',
+  RunCreation: 'ledger',
+  RunHolds: 'ledger',
+  RunEndings: 'ledger',
+  RunQueries: 'ledger',
+  WatchIndex: 'ledger',
+  // The batch read the ledger's stores share (the envelope sends commands built by its callers).
+  'shared/store/conditional.ts': 'ledger',
   LedgerOps: 'ledger',
   LaneStore: 'ledger',
   PlannerStore: 'ledger',

@@ -66,6 +66,11 @@ export const FLAG_HELP: Readonly<Record<string, Readonly<Record<string, FlagHelp
   show: {},
   pause: {
     note: { value: 'TEXT', text: 'why: shown by `status` and `jobs` until the job is resumed', default: 'none' },
+    until: {
+      value: 'TIME|DURATION',
+      text: "when the pause ends by itself: an instant (read in the job's zone without Z or an offset) or a duration from now (2h)",
+      default: 'until resumed',
+    },
     by: BY,
   },
   resume: {},
