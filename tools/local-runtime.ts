@@ -36,7 +36,7 @@ import type {
   TakeoverLine,
 } from './local-reports.js';
 import type { OutboxEvent } from '../shared/core/outbox.js';
-import { PAUSED_BY_FAILURE } from '../shared/worker/pause.js';
+import { PAUSED_BY_FAILURE } from '../shared/core/pause.js';
 
 export type {
   DeadLetterLine,

@@ -5,6 +5,10 @@
  * one rule to the record it read, so the planner, the worker's pauseOnFailure, `ops jobs` and the
  * console agree on whether the job is paused at a given now.
  */
+
+/** The `by` of a pause that pauseOnFailure made (the gauge of jobs paused by failure counts these). */
+export const PAUSED_BY_FAILURE = 'pauseOnFailure';
+
 export interface PauseRecord {
   /** When it was paused (UTC ms). */
   readonly at: number;

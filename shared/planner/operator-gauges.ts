@@ -7,7 +7,7 @@ import type { Ledger } from '../store/ledger.js';
 import { mapBounded } from '../core/concurrency.js';
 import { ownedOpenBuckets } from '../core/planner-state.js';
 import { MetricName, type MetricsSink, type RunLogger } from '../runtime/observability.js';
-import { PAUSED_BY_FAILURE } from '../worker/pause.js';
+import { PAUSED_BY_FAILURE } from '../core/pause.js';
 
 /** Most DEAD entries counted per bucket and tick: the alarm only needs "more than 0". */
 export const OPEN_DEAD_COUNT_CAP = 1_000;

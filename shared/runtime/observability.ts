@@ -7,6 +7,11 @@ import type { RunLogger } from '../handler-api.js';
 
 export type { RunLogger };
 
+/** A logger that stamps keys on every line of a scope (a run, a record). */
+export interface ChildLogger extends RunLogger {
+  child(keys: Record<string, unknown>): ChildLogger;
+}
+
 export type MetricUnit = 'Count' | 'Milliseconds' | 'Seconds';
 
 /** Metric names of DESIGN §10, in one place so dashboards and code agree. */

@@ -2,7 +2,7 @@
 import { Logger } from '@aws-lambda-powertools/logger';
 import type { LogAttributes } from '@aws-lambda-powertools/logger/types';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
-import type { ChildLogger } from '../worker/batch.js';
+import type { ChildLogger } from './observability.js';
 import { MetricName, type MetricsSink, type MetricUnit as Unit } from './observability.js';
 import { ENV } from '../core/resources.js';
 

@@ -12,6 +12,7 @@ import type { Job } from '../schedule/job-schema-core.js';
 import type { RunMessage } from '../core/vocabulary.js';
 import type { JobHandler, RunContext, RunLogger } from '../handler-api.js';
 import type { MetricsSink } from '../runtime/observability.js';
+import type { ChildLogger } from '../runtime/observability.js';
 
 export interface QueueRecord {
   readonly messageId: string;
@@ -24,9 +25,7 @@ export interface BatchResult {
   readonly batchItemFailures: { readonly itemIdentifier: string }[];
 }
 
-export interface ChildLogger extends RunLogger {
-  child(keys: Record<string, unknown>): ChildLogger;
-}
+export type { ChildLogger } from '../runtime/observability.js';
 
 export interface WorkerOptions {
   /** Clock allowance before a lease counts as expired. @default min(2 s, heartbeatEvery / 2) of the run's job */

@@ -16,11 +16,9 @@ import { partitionOf } from '../core/partition.js';
 import type { Job } from '../schedule/job-schema-core.js';
 import { DEADLINE_BEFORE_START } from '../core/outcome.js';
 import { RunStatus, type Run } from '../core/vocabulary.js';
+import { PAUSED_BY_FAILURE } from '../core/pause.js';
 import type { RunLogger } from '../handler-api.js';
 import { MetricName, type MetricsSink } from '../runtime/observability.js';
-
-/** The `by` of a pause that pauseOnFailure made (the gauge of jobs paused by failure counts these). */
-export const PAUSED_BY_FAILURE = 'pauseOnFailure';
 
 /** What an ended run says about a failure streak. */
 export function streakRole(run: Pick<Run, 'status' | 'lastError'>): 'failure' | 'success' | 'ignored' {

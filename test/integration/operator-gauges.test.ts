@@ -11,7 +11,7 @@ import { PermanentError, type JobHandler } from '../../shared/handler-api.js';
 import { resolveRun } from '../../tools/ops/resolve.js';
 import { InMemoryMetrics, MetricName } from '../../shared/runtime/observability.js';
 import { runPlannerTick } from '../../shared/planner/planner.js';
-import { PAUSED_BY_FAILURE } from '../../shared/worker/pause.js';
+import { PAUSED_BY_FAILURE } from '../../shared/core/pause.js';
 import { silentLogger, testJobs } from '../support/helpers.js';
 import { Lab, RecordingQueue } from '../support/lab.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
