@@ -240,7 +240,11 @@ export function planTick(input: PlanInput): TickPlan {
       onTime.push(...candidate.onTime);
       continue;
     }
-    const limit = Math.min(job.misfire.maxPerTick, room);
+    // A job whose slots go in order plans, besides its misfires, as many slots as its on-time ones
+    // it defers: they are no misfires, and counted against maxPerTick a job with as many slots a
+    // tick as its maxPerTick would never catch up (its backlog would only move, never shrink).
+    const deferredSlots = deferOnTime ? candidate.onTime.length / job.shards : 0;
+    const limit = Math.min(job.misfire.maxPerTick + deferredSlots, room);
     // One slot past the page tells whether more remain, so a job whose backlog fits the page is
     // caught up now rather than one tick (and one state write) later.
     const page = slotsBetween(spec, from, candidate.edge, limit + 1);

@@ -347,6 +347,16 @@ describe('forbid-queue catch-up is created in slot order', () => {
     expect([...slots].sort((a, b) => a - b)).toEqual(owed(config[0]!, T0, state.plannedUntil!));
   });
 
+  it('a forbid-queue job with as many slots a tick as its maxPerTick (every 20 s, 3) catches up after an outage: the on-time slots it defers do not use its misfire budget', () => {
+    const config = jobs({ schedule: '*/20 * * * * *', overlap: 'forbid-queue', misfire: { after: '1m', policy: 'all', maxPerTick: 3 } });
+    const state = new PlannerState(config);
+    state.tick(T0);
+    const now = state.settle(T0 + 4 * MIN);
+    expect(now - (T0 + 4 * MIN)).toBeLessThanOrEqual(10 * MIN);
+    state.plans.forEach((_, i) => checkTick(state, i));
+    expect([...state.slotsOf('j0')].sort((a, b) => a - b)).toEqual(owed(config[0]!, T0, state.plannedUntil!));
+  });
+
   it('a parallel job under the same outage still gets its on-time slots at once', () => {
     const config = jobs({ misfire: { after: '1m', policy: 'all', maxPerTick: 3 } });
     const state = new PlannerState(config);
