@@ -222,7 +222,8 @@ describe('owed slots: a backfill racing a schedule change', () => {
       behindCursors: new Map(),
     });
     expect(owed.slots).toHaveLength(2);
-    expect(owed.plannedPerJob.get('j') ?? 0).toBe(0);
+    expect(owed.planned.get('j')?.size ?? 0).toBe(0);
+    expect([...owed.backfilled].sort()).toEqual([`j|${T0}`, `j|${T0 + 30_000}`]);
   });
 });
 

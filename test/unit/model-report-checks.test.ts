@@ -16,6 +16,7 @@ import {
   checkOnlyPoisonDeadLettered,
   checkReportsKept,
   checkYieldsNeverDeadLettered,
+  owedScheduledCounts,
   withoutSpentMaxRuns,
   withSlotShards,
 } from '../../tools/model/report-checks.js';
@@ -42,6 +43,9 @@ function run(slot: number, over: Partial<Run> = {}): Run {
     ...over,
   };
 }
+/** The planner's owed slots of `slots`, each under the bound `boundOf` gives it. */
+const plannedUnder = (slots: readonly ExpectedSlot[], boundOf: (slot: number) => number | undefined) =>
+  new Map([['j', new Map(slots.map((s) => [s.slot, boundOf(s.slot)]))]]);
 const minutes = (n: number, over: Partial<Run> = {}) => Array.from({ length: n }, (_, i) => run(T + i * MIN, over));
 const outcome = (runKey: string, at: number, status: RunStatus, code?: string): HistoryEvent => ({
   type: 'outcome',
@@ -84,9 +88,46 @@ describe('max-runs-exact: a job with maxRuns N has exactly N scheduled runs', ()
 
   it('the slots past a spent count are not owed (the planner rightly plans no more); while the count is not spent they are', () => {
     const owed: ExpectedSlot[] = [0, 1, 2, 3].map((i) => ({ job: 'j', slot: T + i * MIN }));
-    expect(withoutSpentMaxRuns(owed, new Map([['j', 2]]), minutes(2)).map((s) => s.slot)).toEqual([T, T + MIN]);
-    expect(withoutSpentMaxRuns(owed, new Map([['j', 3]]), minutes(2)).map((s) => s.slot)).toEqual(owed.map((s) => s.slot));
-    expect(withoutSpentMaxRuns(owed, new Map(), [])).toEqual(owed);
+    const under = (bound: number | undefined) => ({ planned: plannedUnder(owed, () => bound), backfilled: new Set<string>() });
+    expect(withoutSpentMaxRuns(owed, under(2), minutes(2)).map((s) => s.slot)).toEqual([T, T + MIN]);
+    expect(withoutSpentMaxRuns(owed, under(3), minutes(2)).map((s) => s.slot)).toEqual(owed.map((s) => s.slot));
+    expect(withoutSpentMaxRuns(owed, under(undefined), [])).toEqual(owed);
+    // A backfilled slot is owed as a run whatever the count.
+    expect(withoutSpentMaxRuns(owed, { ...under(2), backfilled: new Set([`j|${T + 3 * MIN}`]) }, minutes(2)).map((s) => s.slot)).toEqual([
+      T,
+      T + MIN,
+      T + 3 * MIN,
+    ]);
+  });
+
+  it('max-runs-exact false alarm (model seed 1063185818, path 13:0:0:0:0:0): the slots that passed while maxRuns 1 was spent are not owed once maxRuns is raised to 6', () => {
+    // maxRuns 1: slot 0 ran, slots 1-4 passed while the job had ended; raised to 6 at slot 5, the
+    // one slot the planner passed before the scenario ended. Judged by the final bound (6, of which
+    // 2 are spent), slots 1-4 were owed: 4 lost slots and "2 scheduled slots, though 5 were owed".
+    const owed: ExpectedSlot[] = Array.from({ length: 6 }, (_, i) => ({ job: 'j', slot: T + i * MIN }));
+    const planned = plannedUnder(owed, (slot) => (slot < T + 5 * MIN ? 1 : 6));
+    const runs = [run(T), run(T + 5 * MIN)];
+    const kept = withoutSpentMaxRuns(owed, { planned, backfilled: new Set() }, runs);
+    expect(kept.map((s) => (s.slot - T) / MIN)).toEqual([0, 5]);
+    expect(checkMaxRuns(new Map([['j', 6]]), owedScheduledCounts(kept, planned), runs)).toEqual([]);
+  });
+
+  it('a raised bound that plans nothing more (maxRuns frozen at the first planning) is still flagged: its slots stay owed', () => {
+    const owed: ExpectedSlot[] = Array.from({ length: 10 }, (_, i) => ({ job: 'j', slot: T + i * MIN }));
+    const planned = plannedUnder(owed, (slot) => (slot < T + 5 * MIN ? 1 : 6));
+    const runs = [run(T)];
+    const kept = withoutSpentMaxRuns(owed, { planned, backfilled: new Set() }, runs);
+    expect(kept.map((s) => (s.slot - T) / MIN)).toEqual([0, 5, 6, 7, 8, 9]);
+    expect(checkMaxRuns(new Map([['j', 6]]), owedScheduledCounts(kept, planned), runs).map((v) => v.detail)).toEqual([
+      '1 scheduled slots for maxRuns 6, though 6 were owed',
+    ]);
+  });
+
+  it('a bound spent by a newer on-time slot before an older misfire was paged excuses that misfire (the count, not the order, is the rule)', () => {
+    const owed: ExpectedSlot[] = Array.from({ length: 4 }, (_, i) => ({ job: 'j', slot: T + i * MIN }));
+    const planned = plannedUnder(owed, () => 2);
+    const runs = [run(T), run(T + 3 * MIN)];
+    expect(withoutSpentMaxRuns(owed, { planned, backfilled: new Set() }, runs).map((s) => (s.slot - T) / MIN)).toEqual([0, 3]);
   });
 });
 

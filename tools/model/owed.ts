@@ -107,8 +107,14 @@ export interface OwedInput {
 
 export interface Owed {
   readonly slots: ExpectedSlot[];
-  /** Distinct slots per job the planner owes (a backfill's are not: `maxRuns` does not count them). */
-  readonly plannedPerJob: ReadonlyMap<string, number>;
+  /**
+   * The slots per job the planner owes (a backfill's are not: `maxRuns` does not count them), each
+   * with the `maxRuns` of the definition it was owed under (undefined: unbounded). A raised bound
+   * owes slots from its raise on, so a slot is judged by the bound in force when the planner passed it.
+   */
+  readonly planned: ReadonlyMap<string, ReadonlyMap<number, number | undefined>>;
+  /** `job|slot` of every slot a backfill owes (a run whatever the job's `maxRuns`). */
+  readonly backfilled: ReadonlySet<string>;
 }
 
 type PauseView = 'unpaused' | 'paused' | 'ambiguous';
@@ -136,10 +142,16 @@ export function computeOwed(input: OwedInput): Owed {
   const plannedAs = new Map<string, Job>();
   const owe = (job: Job, after: number, upTo: number, limitTo?: number, keep: (slot: number) => boolean = () => true) => {
     const to = Math.min(upTo, until, limitTo ?? Number.POSITIVE_INFINITY);
-    if (to <= after) return;
+    if (to <= after) return [];
     const slots = owed.get(job.name) ?? new Map<number, Job>();
     owed.set(job.name, slots);
-    for (const slot of slotsBetween(slotSpecOf(job), after, to, cap)) if (slots.size < cap && keep(slot)) slots.set(slot, job);
+    const added: number[] = [];
+    for (const slot of slotsBetween(slotSpecOf(job), after, to, cap)) {
+      if (slots.size >= cap || !keep(slot)) continue;
+      slots.set(slot, job);
+      added.push(slot);
+    }
+    return added;
   };
   // Every tick that had each job in its partition, failed ones too (a tick can page a catch-up and
   // record its cursor before it fails).
@@ -186,11 +198,12 @@ export function computeOwed(input: OwedInput): Owed {
     }
   }
   // What the planner owes, before the backfills add theirs: `maxRuns` counts scheduled slots only.
-  const plannedPerJob = new Map([...owed].map(([name, bySlot]) => [name, bySlot.size]));
+  const planned = new Map([...owed].map(([name, bySlot]) => [name, new Map([...bySlot].map(([slot, job]) => [slot, job.maxRuns]))]));
   // Backfilled ranges: every slot in them has a run once the backfill returned.
+  const backfilled = new Set<string>();
   for (const e of input.timeline) {
     if (e.kind !== 'backfill' || !input.configured.has(e.job)) continue;
-    owe(e.definition, e.slotFrom - 1, e.slotTo - 1);
+    for (const slot of owe(e.definition, e.slotFrom - 1, e.slotTo - 1)) backfilled.add(`${e.job}|${slot}`);
   }
 
   const slots: ExpectedSlot[] = [];
@@ -199,7 +212,7 @@ export function computeOwed(input: OwedInput): Owed {
       for (let shard = 0; shard < job.shards; shard++) slots.push({ job: name, slot, shard, shards: job.shards });
     }
   }
-  return { slots, plannedPerJob };
+  return { slots, planned, backfilled };
 }
 
 /**

@@ -17,6 +17,7 @@ import {
   checkReportsKept,
   checkYieldsNeverDeadLettered,
   withoutSpentMaxRuns,
+  owedScheduledCounts,
   withSlotShards,
 } from './report-checks.js';
 import { CATCH_UP_STREAK, iso, QUIESCENCE_MAX_MS, SWEEP_GRACE_MS } from './world-setup.js';
@@ -174,7 +175,7 @@ export class Quiescence {
     // under forbid-queue, the runs queued behind them in slot order), may stay open.
     const slotOrdered = new Set([...this.stage.specs.values()].filter((s) => s.overlap === 'forbid-queue').map((s) => s.name));
     const bounded = new Map(this.stage.jobs.filter((j) => j.maxRuns !== undefined).map((j) => [j.name, j.maxRuns!]));
-    const owedSlots = withoutSpentMaxRuns(withSlotShards(owed.slots, final.runs), bounded, final.runs);
+    const owedSlots = withoutSpentMaxRuns(withSlotShards(owed.slots, final.runs), owed, final.runs);
     const slots = owedStatuses(owedSlots, runsByKey, stuckKeys, new Set(this.progressing), slotOrdered);
     const skews = [...this.stage.setup.containers.map((l) => l.skewMs), this.stage.setup.opsSkewMs];
     const pairwise = Math.max(...skews) - Math.min(...skews);
@@ -215,7 +216,7 @@ export class Quiescence {
       },
     );
     const reported = [
-      ...checkMaxRuns(bounded, owed.plannedPerJob, final.runs),
+      ...checkMaxRuns(bounded, owedScheduledCounts(owedSlots, owed.planned), final.runs),
       ...checkYieldsNeverDeadLettered(this.stage.events, this.stage.queue.deadLettered),
       ...checkCreatedRunsRun(this.stage.events, final.runs, this.shortestDeadlines(), tolerance),
       ...checkOneShardCountPerSlot(final.runs),

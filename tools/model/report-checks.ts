@@ -82,19 +82,55 @@ export function checkMaxRuns(
   return out;
 }
 
-/** Owed slots of a `maxRuns` job whose count is spent are not owed (the planner rightly plans no more). */
+/**
+ * Owed slots of a `maxRuns` job passed while its count was spent are not owed: the planner rightly
+ * planned none, and a raised bound plans from its raise on. Each slot is judged by the bound in
+ * force when the planner passed it (`planned`, from the definition the slot was owed under): the
+ * bound was spent when the job's scheduled slots up to the last slot owed under that bound number
+ * it. A slot a backfill owes is owed whatever the count.
+ */
 export function withoutSpentMaxRuns(
   slots: readonly ExpectedSlot[],
-  bounded: ReadonlyMap<string, number>,
+  owed: { readonly planned: ReadonlyMap<string, ReadonlyMap<number, number | undefined>>; readonly backfilled: ReadonlySet<string> },
   runs: readonly Run[],
 ): ExpectedSlot[] {
   const scheduled = scheduledSlots(runs);
+  const spent = spentBounds(owed.planned, scheduled);
   return slots.filter((slot) => {
-    const maxRuns = bounded.get(slot.job);
-    if (maxRuns === undefined) return true;
-    const mine = scheduled.get(slot.job);
-    return mine?.has(slot.slot) === true || (mine?.size ?? 0) < maxRuns;
+    const bound = owed.planned.get(slot.job)?.get(slot.slot);
+    if (bound === undefined || owed.backfilled.has(slotOf(slot.job, slot.slot))) return true;
+    return scheduled.get(slot.job)?.has(slot.slot) === true || !spent.has(`${slot.job}|${bound}`);
   });
+}
+
+/** `job|bound` of every bound whose count was spent by the slots owed under it (see withoutSpentMaxRuns). */
+function spentBounds(
+  planned: ReadonlyMap<string, ReadonlyMap<number, number | undefined>>,
+  scheduled: ReadonlyMap<string, ReadonlySet<number>>,
+): Set<string> {
+  const out = new Set<string>();
+  for (const [job, bySlot] of planned) {
+    const lastUnder = new Map<number, number>();
+    for (const [slot, bound] of bySlot) if (bound !== undefined) lastUnder.set(bound, Math.max(lastUnder.get(bound) ?? slot, slot));
+    const mine = [...(scheduled.get(job) ?? [])];
+    for (const [bound, last] of lastUnder) if (mine.filter((slot) => slot <= last).length >= bound) out.add(`${job}|${bound}`);
+  }
+  return out;
+}
+
+/** How many scheduled slots of each job are still owed once the spent ones are left out (checkMaxRuns' `owedSlots`). */
+export function owedScheduledCounts(
+  kept: readonly ExpectedSlot[],
+  planned: ReadonlyMap<string, ReadonlyMap<number, number | undefined>>,
+): Map<string, number> {
+  const distinct = new Map<string, Set<number>>();
+  for (const slot of kept) {
+    if (!planned.get(slot.job)?.has(slot.slot)) continue;
+    const slots = distinct.get(slot.job) ?? new Set<number>();
+    distinct.set(slot.job, slots);
+    slots.add(slot.slot);
+  }
+  return new Map([...distinct].map(([job, slots]) => [job, slots.size]));
 }
 
 /**
