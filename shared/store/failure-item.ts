@@ -43,8 +43,3 @@ export function isConditionalCheckFailure(error: unknown): error is ConditionalC
 export function isMalformedRequest(error: unknown): boolean {
   return (error as { name?: string })?.name === 'ValidationException';
 }
-
-/** The item as it was when the condition failed (needs ReturnValuesOnConditionCheckFailure: ALL_OLD). */
-export function failedItem(error: ConditionalCheckFailedException): Item | undefined {
-  return error.Item ? unmarshallFailureItem(error.Item) : undefined;
-}

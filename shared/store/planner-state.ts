@@ -1,11 +1,9 @@
-import { BatchGetCommand, GetCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
-import { mapBounded } from '../core/concurrency.js';
+import { GetCommand, TransactWriteCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { exceptionBucketOf, type PartitionCursor, type PlannerLayout } from '../core/planner-state.js';
 import { KEY_SPREAD, LedgerKeys } from '../core/resources.js';
 import type { PauseRecord } from '../core/pause.js';
-import { isConditionalCheckFailure } from './failure-item.js';
 import type { LedgerObserver } from './observer.js';
-import { isCancellation } from './conditional.js';
+import { batchGetAll, conditionalWrite, transactWrite } from './conditional.js';
 import { layoutFromItem, notPausedAt, planFromItem, stripUndefined, type Item, type JobPlan, type TickState } from './plan-items.js';
 
 export type { JobPlan, TickState } from './plan-items.js';
@@ -27,31 +25,9 @@ export class PlannerStore {
     return { pk: LedgerKeys.jobPk(job), sk: LedgerKeys.jobPlanSk };
   }
 
-  /** Consistent BatchGet of any keys (100 per call, 8 calls at once, unprocessed keys retried with backoff). */
-  private async batchGet(keys: readonly Item[]): Promise<Item[]> {
-    const chunks = Array.from({ length: Math.ceil(keys.length / 100) }, (_, i) => keys.slice(i * 100, i * 100 + 100));
-    return (await mapBounded(chunks, 8, (chunk) => this.batchGetChunk(chunk))).flat();
-  }
-
-  private async batchGetChunk(keys: readonly Item[]): Promise<Item[]> {
-    const out: Item[] = [];
-    {
-      let pending: Item[] = [...keys];
-      for (let round = 0; pending.length > 0; round++) {
-        const { Responses = {}, UnprocessedKeys = {} } = await this.doc.send(
-          new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: true } } }),
-        );
-        out.push(...(Responses[this.tableName] ?? []));
-        pending = (UnprocessedKeys[this.tableName]?.Keys as Item[] | undefined) ?? [];
-        if (pending.length > 0) await new Promise((r) => setTimeout(r, Math.min(1_000, 25 * 2 ** round)));
-      }
-    }
-    return out;
-  }
-
   async readTickState(): Promise<TickState> {
     const buckets = Array.from({ length: KEY_SPREAD.exceptionBuckets }, (_, b) => this.bucketKey(b));
-    const items = await this.batchGet([this.stateKey, ...buckets]);
+    const items = await batchGetAll(this.doc, this.tableName, [this.stateKey, ...buckets]);
     const paused = new Set<string>();
     const behind = new Set<string>();
     let layout: PlannerLayout | undefined;
@@ -76,28 +52,24 @@ export class PlannerStore {
    */
   async writeLayout(previous: PlannerLayout | undefined, next: PlannerLayout, now: number): Promise<boolean> {
     const partitions = Object.fromEntries([...next.partitions].map(([p, c]) => [String(p), stripUndefined(c)]));
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: this.stateKey,
-          UpdateExpression: 'SET #of = :of, gen = :gen, since = :now, #partitions = :partitions',
-          ConditionExpression: previous ? 'gen = :previousGen' : 'attribute_not_exists(gen)',
-          ExpressionAttributeNames: { '#of': 'of', '#partitions': 'partitions' },
-          ExpressionAttributeValues: {
-            ':of': next.of,
-            ':gen': next.gen,
-            ':now': now,
-            ':partitions': partitions,
-            ...(previous ? { ':previousGen': previous.gen } : {}),
-          },
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionalCheckFailure(error)) return false;
-      throw error;
-    }
+    const result = await conditionalWrite(
+      this.doc,
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: this.stateKey,
+        UpdateExpression: 'SET #of = :of, gen = :gen, since = :now, #partitions = :partitions',
+        ConditionExpression: previous ? 'gen = :previousGen' : 'attribute_not_exists(gen)',
+        ExpressionAttributeNames: { '#of': 'of', '#partitions': 'partitions' },
+        ExpressionAttributeValues: {
+          ':of': next.of,
+          ':gen': next.gen,
+          ':now': now,
+          ':partitions': partitions,
+          ...(previous ? { ':previousGen': previous.gen } : {}),
+        },
+      }),
+    );
+    return result.kind === 'ok';
   }
 
   /**
@@ -113,29 +85,25 @@ export class PlannerStore {
   ): Promise<boolean> {
     const sameLayout = 'gen = :gen';
     const onlyForward = '(attribute_not_exists(#partitions.#p.plannedUntil) OR #partitions.#p.plannedUntil <= :until)';
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: this.stateKey,
-          // With the watermark, the config it was planned under and the tick's now (replanFromOf).
-          UpdateExpression: planned
-            ? 'SET #partitions.#p.plannedUntil = :until, #partitions.#p.configHash = :hash, #partitions.#p.plannedAt = :at'
-            : 'SET #partitions.#p.plannedUntil = :until',
-          ConditionExpression: `${sameLayout} AND ${onlyForward}`,
-          ExpressionAttributeNames: { '#partitions': 'partitions', '#p': String(partition) },
-          ExpressionAttributeValues: {
-            ':gen': gen,
-            ':until': plannedUntil,
-            ...(planned ? { ':hash': planned.configHash, ':at': planned.at } : {}),
-          },
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionalCheckFailure(error)) return false;
-      throw error;
-    }
+    const result = await conditionalWrite(
+      this.doc,
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: this.stateKey,
+        // With the watermark, the config it was planned under and the tick's now (replanFromOf).
+        UpdateExpression: planned
+          ? 'SET #partitions.#p.plannedUntil = :until, #partitions.#p.configHash = :hash, #partitions.#p.plannedAt = :at'
+          : 'SET #partitions.#p.plannedUntil = :until',
+        ConditionExpression: `${sameLayout} AND ${onlyForward}`,
+        ExpressionAttributeNames: { '#partitions': 'partitions', '#p': String(partition) },
+        ExpressionAttributeValues: {
+          ':gen': gen,
+          ':until': plannedUntil,
+          ...(planned ? { ':hash': planned.configHash, ':at': planned.at } : {}),
+        },
+      }),
+    );
+    return result.kind === 'ok';
   }
 
   /** Records how far partition `partition` has swept (forward only, within generation `gen`). */
@@ -146,33 +114,33 @@ export class PlannerStore {
   ): Promise<boolean> {
     const sameLayout = 'gen = :gen';
     const onlyForward = '(attribute_not_exists(#partitions.#p.sweptUntil) OR #partitions.#p.sweptUntil <= :swept)';
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: this.stateKey,
-          UpdateExpression:
-            cursor.watchAfter === undefined
-              ? 'SET #partitions.#p.sweptUntil = :swept REMOVE #partitions.#p.watchAfter'
-              : 'SET #partitions.#p.sweptUntil = :swept, #partitions.#p.watchAfter = :after',
-          ConditionExpression: `${sameLayout} AND ${onlyForward}`,
-          ExpressionAttributeNames: { '#partitions': 'partitions', '#p': String(partition) },
-          ExpressionAttributeValues: {
-            ':gen': gen,
-            ':swept': cursor.sweptUntil,
-            ...(cursor.watchAfter === undefined ? {} : { ':after': cursor.watchAfter }),
-          },
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionalCheckFailure(error)) return false;
-      throw error;
-    }
+    const result = await conditionalWrite(
+      this.doc,
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: this.stateKey,
+        UpdateExpression:
+          cursor.watchAfter === undefined
+            ? 'SET #partitions.#p.sweptUntil = :swept REMOVE #partitions.#p.watchAfter'
+            : 'SET #partitions.#p.sweptUntil = :swept, #partitions.#p.watchAfter = :after',
+        ConditionExpression: `${sameLayout} AND ${onlyForward}`,
+        ExpressionAttributeNames: { '#partitions': 'partitions', '#p': String(partition) },
+        ExpressionAttributeValues: {
+          ':gen': gen,
+          ':swept': cursor.sweptUntil,
+          ...(cursor.watchAfter === undefined ? {} : { ':after': cursor.watchAfter }),
+        },
+      }),
+    );
+    return result.kind === 'ok';
   }
 
   async readJobPlans(jobs: readonly string[]): Promise<Map<string, JobPlan>> {
-    const items = await this.batchGet(jobs.map((job) => this.planKey(job)));
+    const items = await batchGetAll(
+      this.doc,
+      this.tableName,
+      jobs.map((job) => this.planKey(job)),
+    );
     return new Map(items.map((item) => [LedgerKeys.jobOfPk(item.pk as string), planFromItem(item)]));
   }
 
@@ -187,55 +155,43 @@ export class PlannerStore {
    * `now` is the tick's: a pause whose `until` has come by then does not hold the job (absent: any
    * recorded pause does).
    */
-  async setCatchUp(job: string, cursor: number, edge: number, expected: number | undefined, now?: number): Promise<boolean> {
-    const notPaused = notPausedAt(now);
-    const cursorAsRead = expected === undefined ? 'attribute_not_exists(#cursor)' : '#cursor = :expected';
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: this.planKey(job),
-          UpdateExpression: 'SET #cursor = :cursor, edge = :edge',
-          ConditionExpression: `${notPaused} AND ${cursorAsRead}`,
-          ExpressionAttributeNames: { '#cursor': 'cursor', ...(now === undefined ? {} : { '#until': 'until' }) },
-          ExpressionAttributeValues: {
-            ':cursor': cursor,
-            ':edge': edge,
-            ...(expected === undefined ? {} : { ':expected': expected }),
-            ...(now === undefined ? {} : { ':now': now }),
-          },
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionalCheckFailure(error)) return false;
-      throw error;
-    }
+  setCatchUp(job: string, cursor: number, edge: number, expected: number | undefined, now?: number): Promise<boolean> {
+    return this.moveCatchUp(job, 'SET #cursor = :cursor, edge = :edge', { ':cursor': cursor, ':edge': edge }, expected, now);
   }
 
   /** Clears a caught-up job's cursor if it is still `expected` and the job is not paused at `now` (as setCatchUp). */
-  async clearCatchUp(job: string, expected: number | undefined, now?: number): Promise<boolean> {
+  clearCatchUp(job: string, expected: number | undefined, now?: number): Promise<boolean> {
+    return this.moveCatchUp(job, 'REMOVE #cursor, edge', {}, expected, now);
+  }
+
+  /** A change of a job's catch-up cursor, under the condition both share: not paused, cursor as read. */
+  private async moveCatchUp(
+    job: string,
+    update: string,
+    values: Item,
+    expected: number | undefined,
+    now: number | undefined,
+  ): Promise<boolean> {
     const notPaused = notPausedAt(now);
     const cursorAsRead = expected === undefined ? 'attribute_not_exists(#cursor)' : '#cursor = :expected';
-    try {
-      await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: this.planKey(job),
-          UpdateExpression: 'REMOVE #cursor, edge',
-          ConditionExpression: `${notPaused} AND ${cursorAsRead}`,
-          ExpressionAttributeNames: { '#cursor': 'cursor', ...(now === undefined ? {} : { '#until': 'until' }) },
-          ExpressionAttributeValues:
-            expected === undefined && now === undefined
-              ? undefined
-              : { ...(expected === undefined ? {} : { ':expected': expected }), ...(now === undefined ? {} : { ':now': now }) },
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (isConditionalCheckFailure(error)) return false;
-      throw error;
-    }
+    const allValues = {
+      ...values,
+      ...(expected === undefined ? {} : { ':expected': expected }),
+      ...(now === undefined ? {} : { ':now': now }),
+    };
+    const result = await conditionalWrite(
+      this.doc,
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: this.planKey(job),
+        UpdateExpression: update,
+        ConditionExpression: `${notPaused} AND ${cursorAsRead}`,
+        ExpressionAttributeNames: { '#cursor': 'cursor', ...(now === undefined ? {} : { '#until': 'until' }) },
+        // DynamoDB refuses an empty map of values: a clear with neither bound sends none.
+        ExpressionAttributeValues: Object.keys(allValues).length > 0 ? allValues : undefined,
+      }),
+    );
+    return result.kind === 'ok';
   }
 
   /**
@@ -278,72 +234,63 @@ export class PlannerStore {
    * until stay); one whose `until` has come is replaced.
    */
   async pause(job: string, plannedUntil: number, by: PauseRecord): Promise<boolean> {
-    const notPausedNow = notPausedAt(by.at);
-    try {
-      await this.doc.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              Update: {
-                TableName: this.tableName,
-                Key: this.planKey(job),
-                UpdateExpression: 'SET pause = :pause, #cursor = if_not_exists(#cursor, :plannedUntil) REMOVE edge',
-                ConditionExpression: notPausedNow,
-                ExpressionAttributeNames: { '#cursor': 'cursor', '#until': 'until' },
-                ExpressionAttributeValues: { ':pause': stripUndefined(by), ':plannedUntil': plannedUntil, ':now': by.at },
-              },
-            },
-            {
-              Update: {
-                TableName: this.tableName,
-                Key: this.bucketKey(exceptionBucketOf(job)),
-                UpdateExpression: 'ADD paused :job',
-                ExpressionAttributeValues: { ':job': new Set([job]) },
-              },
-            },
-          ],
-        }),
-      );
-      this.observer?.paused?.(job, by);
-      return true;
-    } catch (error) {
-      if (isCancellation(error) && error.CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed') return false;
-      throw error;
-    }
+    const switched = await this.switchPause(job, {
+      plan: {
+        UpdateExpression: 'SET pause = :pause, #cursor = if_not_exists(#cursor, :plannedUntil) REMOVE edge',
+        ConditionExpression: notPausedAt(by.at),
+        ExpressionAttributeNames: { '#cursor': 'cursor', '#until': 'until' },
+        ExpressionAttributeValues: { ':pause': stripUndefined(by), ':plannedUntil': plannedUntil, ':now': by.at },
+      },
+      exceptions: 'ADD paused :job',
+    });
+    if (switched) this.observer?.paused?.(job, by);
+    return switched;
   }
 
   /**
    * Resumes a paused job: it catches up from its cursor under its misfire policy. Clears a pause
    * whose `until` has come too (the job was planned already). False when no pause was recorded.
    */
-  async resume(job: string): Promise<boolean> {
-    try {
-      await this.doc.send(
-        new TransactWriteCommand({
-          TransactItems: [
-            {
-              Update: {
-                TableName: this.tableName,
-                Key: this.planKey(job),
-                UpdateExpression: 'REMOVE pause',
-                ConditionExpression: 'attribute_exists(pause)',
-              },
-            },
-            {
-              Update: {
-                TableName: this.tableName,
-                Key: this.bucketKey(exceptionBucketOf(job)),
-                UpdateExpression: 'DELETE paused :job ADD behind :job',
-                ExpressionAttributeValues: { ':job': new Set([job]) },
-              },
-            },
-          ],
-        }),
-      );
-      return true;
-    } catch (error) {
-      if (isCancellation(error) && error.CancellationReasons?.[0]?.Code === 'ConditionalCheckFailed') return false;
-      throw error;
-    }
+  resume(job: string): Promise<boolean> {
+    return this.switchPause(job, {
+      plan: { UpdateExpression: 'REMOVE pause', ConditionExpression: 'attribute_exists(pause)' },
+      exceptions: 'DELETE paused :job ADD behind :job',
+    });
   }
+
+  /**
+   * Pause and resume are one transaction: the plan item's conditional change and the job's entry
+   * in its exception bucket move together, so a tick never sees one without the other. False
+   * when the plan item's condition refused the change.
+   */
+  private async switchPause(job: string, change: PauseSwitch): Promise<boolean> {
+    const result = await transactWrite(
+      this.doc,
+      new TransactWriteCommand({
+        TransactItems: [
+          { Update: { TableName: this.tableName, Key: this.planKey(job), ...change.plan } },
+          {
+            Update: {
+              TableName: this.tableName,
+              Key: this.bucketKey(exceptionBucketOf(job)),
+              UpdateExpression: change.exceptions,
+              ExpressionAttributeValues: { ':job': new Set([job]) },
+            },
+          },
+        ],
+      }),
+    );
+    return result.kind === 'ok';
+  }
+}
+
+/** What a pause or a resume changes: the plan item (under its condition) and the exception bucket's sets. */
+interface PauseSwitch {
+  readonly plan: {
+    readonly UpdateExpression: string;
+    readonly ConditionExpression: string;
+    readonly ExpressionAttributeNames?: Record<string, string>;
+    readonly ExpressionAttributeValues?: Record<string, unknown>;
+  };
+  readonly exceptions: string;
 }

@@ -7,13 +7,12 @@
  * Both repairs are conditional on the status AND the fencing token the operator saw: a worker that
  * claimed the run in between (token + 1) always wins over the operator.
  */
-import type { ConditionalCheckFailedException } from '@aws-sdk/client-dynamodb';
 import { GetCommand, QueryCommand, UpdateCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { claimsOf, MAX_CLAIMS_PER_SLOT } from '../core/fence.js';
 import { isTerminal, RunStatus, type Run, type RunId } from '../core/vocabulary.js';
 import { LedgerKeys } from '../core/resources.js';
 import { idOfKey, runFromItem, watchKeys } from './ledger.js';
-import { failedItem, isConditionalCheckFailure } from './failure-item.js';
+import { conditionalWrite, wroteBy } from './conditional.js';
 import { newWriteId } from './write-id.js';
 
 type Item = Record<string, unknown>;
@@ -114,11 +113,6 @@ export function revivalRefusal(run: Pick<Run, 'job' | 'slot' | 'fencingToken'>):
 
 function iso(ms: number | undefined): string {
   return ms === undefined ? '?' : new Date(ms).toISOString();
-}
-
-function failureRun(error: ConditionalCheckFailedException): Run | undefined {
-  const item = failedItem(error);
-  return item ? runFromItem(item) : undefined;
 }
 
 export class LedgerOps {
@@ -334,25 +328,22 @@ export class LedgerOps {
     const names: Record<string, string> = { '#status': 'status' };
     if (update.includes('#owner')) names['#owner'] = 'owner';
     const writeId = newWriteId();
-    try {
-      const { Attributes } = await this.doc.send(
-        new UpdateCommand({
-          TableName: this.tableName,
-          Key: this.key(run),
-          UpdateExpression: update.replace(/^SET /, 'SET lastWrite = :write, '),
-          ConditionExpression: `attribute_exists(pk) AND ${condition}`,
-          ExpressionAttributeNames: names,
-          ExpressionAttributeValues: { ...values, ':write': writeId },
-          ReturnValues: 'ALL_NEW',
-          ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-        }),
-      );
-      return { ok: true, run: runFromItem(Attributes ?? {}) };
-    } catch (error) {
-      if (!isConditionalCheckFailure(error)) throw error;
-      const current = failedItem(error);
-      if (current?.lastWrite === writeId) return { ok: true, run: runFromItem(current) };
-      return { ok: false, current: failureRun(error) };
-    }
+    const result = await conditionalWrite(
+      this.doc,
+      new UpdateCommand({
+        TableName: this.tableName,
+        Key: this.key(run),
+        UpdateExpression: update.replace(/^SET /, 'SET lastWrite = :write, '),
+        ConditionExpression: `attribute_exists(pk) AND ${condition}`,
+        ExpressionAttributeNames: names,
+        ExpressionAttributeValues: { ...values, ':write': writeId },
+        ReturnValues: 'ALL_NEW',
+        ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
+      }),
+      { ownCommit: wroteBy(writeId) },
+    );
+    if (result.kind === 'ok') return { ok: true, run: runFromItem(result.attributes ?? {}) };
+    if (result.kind === 'ownCommit') return { ok: true, run: runFromItem(result.current) };
+    return { ok: false, current: result.current ? runFromItem(result.current) : undefined };
   }
 }

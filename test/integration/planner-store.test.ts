@@ -44,7 +44,8 @@ function storePauses(): { pauses: number[]; restore(): void } {
         .split('\n')
         .slice(1)
         .find((frame) => !/planner-store\.test\.ts|tinyspy|@vitest|vitest\/dist/.test(frame)) ?? '';
-    if (/store\/planner-state\.ts/.test(caller)) pauses.push(ms ?? 0);
+    // The store's batch read lives in the shared envelope (shared/store/conditional.ts).
+    if (/shared\/store\/conditional\.ts/.test(caller)) pauses.push(ms ?? 0);
     return original(callback, ms);
   }) as typeof setTimeout);
   return { pauses, restore: () => spy.mockRestore() };
