@@ -1,7 +1,7 @@
 /**
  * The exclusive lanes' decisions (DESIGN §8 "Lanes"), pure: which run supersedes which, what a
  * holder that ended hands the lane to, and how far its floor may rise. The worker
- * (worker-lanes.ts), the operator commands and the sweeper ask these, so one rule has one home.
+ * (worker/lanes.ts), the operator commands and the sweeper ask these, so one rule has one home.
  */
 import { OverlapPolicy, type Job } from '../schedule/job-schema-core.js';
 import { isTerminal, RunStatus, WAITING_STATUSES, type Run } from './vocabulary.js';
@@ -50,6 +50,9 @@ const fireTime = (run: Pick<Run, 'slot' | 'fireAt'>) => run.fireAt ?? run.slot;
 export function isDue(run: Pick<Run, 'slot' | 'fireAt'>, now: number): boolean {
   return fireTime(run) <= now + LANE_CLOCK_ALLOWANCE_MS;
 }
+
+/** Runs whose existence makes an older coalesce run superfluous: all but those a policy skipped (the lane read asks for these). */
+export const SUPERSEDING: readonly RunStatus[] = Object.values(RunStatus).filter((s) => s !== RunStatus.SKIPPED);
 
 /**
  * coalesce and replace: the newer run of the lane that makes `run` superfluous, if any: the newest

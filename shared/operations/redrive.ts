@@ -27,7 +27,7 @@ import { jobsByName } from '../config.js';
 import type { Job } from '../schedule/job-schema-core.js';
 import { parseRunMessage } from '../core/run-message.js';
 import { isTerminal, RunStatus } from '../core/vocabulary.js';
-import { revivalRefusalInLane, revivedInLane } from '../worker/lanes.js';
+import { revivalRefusalInLane, revivedInLane } from './revival-lanes.js';
 
 export type RedriveAction = 'revived' | 'open' | 'skipped-succeeded' | 'skipped-terminal' | 'changed' | 'unknown';
 

@@ -17,7 +17,7 @@ import type { RunQueue } from '../messaging/run-queue.js';
 import type { Job } from '../schedule/job-schema-core.js';
 import { messageFor } from '../core/run-message.js';
 import { delaySecondsFor } from '../planner/planner.js';
-import { revivalRefusalInLane, revivedInLane } from '../worker/lanes.js';
+import { revivalRefusalInLane, revivedInLane } from './revival-lanes.js';
 import { RunStatus, type Run, type RunId } from '../core/vocabulary.js';
 
 /** The ended states a retry may revive. */
@@ -39,6 +39,22 @@ export interface RetryDeps {
   readonly clock: () => number;
 }
 
+/**
+ * Why a retry would not revive the run, or undefined: its state is not one retried (`states`),
+ * its fencing range is spent, or its lane would refuse it on arrival. The console's run page asks
+ * the same rule before it offers Retry.
+ */
+export async function retryRefusal(
+  deps: Pick<RetryDeps, 'ledger' | 'clock'>,
+  job: Job,
+  run: Run,
+  states: readonly RunStatus[] = RETRYABLE_STATES,
+): Promise<string | undefined> {
+  if (!states.includes(run.status))
+    return `${run.status}: only ${states.join(', ')} runs are retried here${run.status === RunStatus.SUCCEEDED ? ' (it succeeded)' : ''}`;
+  return revivalRefusal(run) ?? (await revivalRefusalInLane(deps.ledger, job, run, deps.clock()));
+}
+
 export async function retryRuns(
   deps: RetryDeps,
   job: Job,
@@ -48,16 +64,7 @@ export async function retryRuns(
   const states = options.states ?? [RunStatus.DEAD];
   const entries: RetryEntry[] = [];
   for (const run of runs) {
-    if (!states.includes(run.status)) {
-      entries.push({
-        runKey: run.runKey,
-        from: run.status,
-        action: 'refused',
-        detail: `${run.status}: only ${states.join(', ')} runs are retried here${run.status === RunStatus.SUCCEEDED ? ' (it succeeded)' : ''}`,
-      });
-      continue;
-    }
-    const refusal = revivalRefusal(run) ?? (await revivalRefusalInLane(deps.ledger, job, run, deps.clock()));
+    const refusal = await retryRefusal(deps, job, run, states);
     if (refusal) {
       entries.push({ runKey: run.runKey, from: run.status, action: 'refused', detail: refusal });
       continue;

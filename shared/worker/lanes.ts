@@ -1,6 +1,6 @@
 /**
  * Overlap policies (DESIGN §8 "Lanes", §11), enforced when a run's message is handled, at the
- * run's fire time, for the exclusive policies. The lane's marker (adapters/lane-store.ts) holds
+ * run's fire time, for the exclusive policies. The lane's marker (store/lanes.ts) holds
  * one run at a time; the decisions are pure (core/lanes.ts); this file does their I/O:
  * - forbid-skip: a run finding the lane held is SKIPPED;
  * - forbid-queue: runs start in slot order: a run finding the lane held, or an older open run of
@@ -13,11 +13,10 @@
  * for the next run (one ordered query). Every way a run ends goes through `runEnded`, and every
  * release of the lane through run-ended.ts.
  */
-import type { Ledger } from '../store/ledger.js';
 import { newWriteId } from '../store/write-id.js';
 import { initialFence } from '../core/fence.js';
 import { OverlapPolicy, type Job } from '../schedule/job-schema-core.js';
-import { inLane, isExclusive, lowersFloor, supersedingRun } from '../core/lanes.js';
+import { inLane, SUPERSEDING, supersedingRun } from '../core/lanes.js';
 import type { ClaimResult } from '../core/lease.js';
 import { isTerminal, OPEN_STATUSES, RunStatus, WAITING_STATUSES, type Run, type RunId, type RunMessage } from '../core/vocabulary.js';
 import type { RunLogger } from '../handler-api.js';
@@ -34,9 +33,6 @@ const LANE_ROUNDS = 3;
 
 /** How long a run that lost every round hides its message (never the queue's visibility timeout). */
 export const CONTENDED_RETRY_MS = 2_000;
-
-/** Runs whose existence makes an older coalesce run superfluous: all but those a policy skipped. */
-const SUPERSEDING = Object.values(RunStatus).filter((s) => s !== RunStatus.SKIPPED);
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -218,39 +214,4 @@ async function settle(
   deps.metrics.count(status === RunStatus.SUPERSEDED ? MetricName.RunsSuperseded : MetricName.RunsSkippedByOverlap);
   if (run.fencingToken > initialFence(run.slot)) await runEnded(deps, job, run);
   return true;
-}
-
-/**
- * Why a revived run would not run, said before reviving it (`ops retry`, `ops redrive`), or
- * undefined: under coalesce and replace a newer due run supersedes it on arrival; under
- * forbid-skip a lane held by another run skips it.
- */
-export async function revivalRefusalInLane(
-  ledger: Pick<Ledger, 'laneRunsAfter' | 'lanes'>,
-  job: Job,
-  run: Run,
-  now: number,
-): Promise<string | undefined> {
-  if (!isExclusive(job) || !inLane(run)) return undefined;
-  if (job.overlap === OverlapPolicy.COALESCE || job.overlap === OverlapPolicy.REPLACE) {
-    const newer = supersedingRun(run, await ledger.laneRunsAfter(job.name, run.shard, run.slot, now, SUPERSEDING), now);
-    if (newer)
-      return `${job.overlap}: a newer run ${newer.runKey} (${newer.status}) exists, so the revived run would be superseded on arrival without running; to run the job now use \`ops trigger ${job.name}\``;
-  }
-  if (job.overlap === OverlapPolicy.FORBID_SKIP) {
-    const holderSlot = (await ledger.lanes.read(job.name, run.shard))?.holderSlot;
-    if (holderSlot !== undefined && holderSlot !== run.slot)
-      return `forbid-skip: the run of ${iso(holderSlot)} holds the lane, so the revived run would be skipped on arrival; retry it once that run has ended`;
-  }
-  return undefined;
-}
-
-/** After a run was revived, before its message is sent: a forbid-queue lane's floor goes below it. */
-export async function revivedInLane(
-  ledger: Pick<Ledger, 'lanes'>,
-  job: Job,
-  run: Pick<Run, 'job' | 'slot' | 'shard' | 'overlap'>,
-  now: number,
-): Promise<void> {
-  if (lowersFloor(run.overlap ?? job.overlap, run.slot, now)) await ledger.lanes.lowerFloor(job.name, run.shard, run.slot);
 }

@@ -2,9 +2,9 @@
  * `/runs/<runKey>`: the run as `ops show` reads it (consistent), its attempts from the same
  * history derivation with what each asked the handler's reconcile, the outbox events it wrote,
  * and what an operator may do now, decided by the rules the commands apply
- * (resolveRefusal, revivalRefusal, RETRYABLE_STATES).
+ * (resolveRefusal, retryRefusal).
  */
-import { resolveRefusal, revivalRefusal } from '../../../shared/store/repairs.js';
+import { resolveRefusal } from '../../../shared/store/repairs.js';
 import { runFromItem } from '../../../shared/store/ledger.js';
 import { parseRunKey } from '../../ops/args.js';
 import { AttemptEnd, endText, type AttemptRow } from '../../ops/attempts.js';
@@ -13,7 +13,7 @@ import { RunStatus } from '../../../shared/core/vocabulary.js';
 import { handlers } from '../../../shared/handlers/index.js';
 import { outboxRowsOfRun, type OutboxRow } from '../../../shared/store/outbox-reads.js';
 import { formatElapsed } from '../../ops/io.js';
-import { RETRYABLE_STATES } from '../../../shared/operations/retry.js';
+import { retryRefusal } from '../../../shared/operations/retry.js';
 import { historyOf } from '../../ops/show.js';
 import { HttpError, type ConsoleContext } from '../context.js';
 import { html, jobHref, statusBadge, utc, type Html } from '../html.js';
@@ -80,9 +80,10 @@ export async function runPage(ctx: ConsoleContext, runKey: string): Promise<{ ti
     : run.lastError
       ? `${run.lastError.code}: ${run.lastError.message}`
       : undefined;
-  const retryNo = !RETRYABLE_STATES.includes(run.status)
-    ? `it is ${run.status}: only ${RETRYABLE_STATES.join(', ')} runs are retried`
-    : revivalRefusal(run);
+  // The rule `ops retry` applies; a run whose job this checkout does not configure cannot be retried by it.
+  const retryNo = job
+    ? await retryRefusal({ ledger: ctx.target.ledger, clock: ctx.now }, job, run)
+    : `its job ${run.job} is not in ${ctx.jobSource}`;
   const resolveNo = resolveRefusal(run, now, ctx.target.ops.takeoverMarginMs);
   const may = [
     retryNo === undefined
