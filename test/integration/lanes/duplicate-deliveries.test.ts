@@ -7,12 +7,8 @@
  * lane is then free under a live holder: the next run takes it and runs alongside.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Ledger } from '../../../shared/store/ledger.js';
 import { RunStatus } from '../../../shared/core/vocabulary.js';
-import type { JobHandler } from '../../../shared/handler-api.js';
-import { clientWith } from '../../support/faults.js';
-import { testJobs } from '../../support/helpers.js';
-import { Lab } from '../../support/lab.js';
+import { gatedLedger, isClaim, laneLab, OverlapWatch } from '../../support/lanes.js';
 import { sandbox, uniqueName, type Sandbox } from '../../support/stack.js';
 
 const MIN = 60_000;
@@ -31,46 +27,29 @@ describe('review: duplicate copies of one run', () => {
       const name = uniqueName(`review-dup-${overlap}`);
       const W = T0 - MIN;
       const X = T0;
-      let active = 0;
-      let maxActive = 0;
-      const ran: number[] = [];
-      const during: { run?: () => Promise<void> } = {};
-      const handler: JobHandler = {
-        run: async (ctx) => {
-          active++;
-          maxActive = Math.max(maxActive, active);
-          ran.push(ctx.slot);
-          try {
-            if (ctx.slot === W) await during.run?.();
-          } finally {
-            active--;
-          }
-        },
-      };
-      const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, lease: '30s', overlap }], ['h']);
-      const lab = new Lab(box, jobs, { h: handler }, W + 10);
+      const watch = new OverlapWatch();
+      const { ran, during } = watch;
+      const lab = laneLab(
+        box,
+        name,
+        overlap,
+        watch.handler(async (ctx) => {
+          if (ctx.slot === W) await during.run?.();
+        }),
+        W + 10,
+      );
       await lab.create(name, W);
       await lab.create(name, X);
 
       // Copy A: its claim of W waits until copy B has claimed W and its handler is running.
-      let reachedClaim!: () => void;
-      const atClaim = new Promise<void>((resolve) => (reachedClaim = resolve));
-      let openGate!: () => void;
-      const gate = new Promise<void>((resolve) => (openGate = resolve));
-      const paused = clientWith(box.endpoints.dynamoEndpoint, async (command, input, next) => {
-        if (command === 'UpdateItemCommand' && String(input.UpdateExpression).includes('claimedFrom')) {
-          reachedClaim();
-          await gate;
-        }
-        return next();
-      });
+      const paused = gatedLedger(box, isClaim);
       try {
-        const copyA = lab.deliver(name, W, 'copy-a', { ledger: new Ledger(paused.doc, { tableName: box.endpoints.ledgerTable }) });
-        await atClaim; // copy A has taken the free lane ('acquired') and is about to claim
+        const copyA = lab.deliver(name, W, 'copy-a', { ledger: paused.ledger });
+        await paused.reached; // copy A has taken the free lane ('acquired') and is about to claim
         during.run = async () => {
           during.run = undefined;
           // Copy B runs W's handler. Copy A now claims: refused (leased by copy B).
-          openGate();
+          paused.open();
           expect(await copyA).toBe('retry');
           // W is still running (copy B). The next run's message arrives at its fire time.
           lab.clock.now = X + 10;
@@ -81,6 +60,7 @@ describe('review: duplicate copies of one run', () => {
       } finally {
         paused.destroy();
       }
+      const { maxActive } = watch;
       expect(ran[0]).toBe(W);
       // One live holder per lane: X must not have run while W's handler was running.
       expect({ maxActive, ran }).toEqual({ maxActive: 1, ran: [W] });
@@ -92,48 +72,25 @@ describe('review: duplicate copies of one run', () => {
     const name = uniqueName('review-dup-fq');
     const W = T0 - MIN;
     const O = T0 - 10 * MIN;
-    let active = 0;
-    let maxActive = 0;
-    const ran: number[] = [];
-    const during: { run?: () => Promise<void> } = {};
-    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, lease: '30s', overlap: 'forbid-queue' }], ['h']);
-    const lab = new Lab(
+    const watch = new OverlapWatch();
+    const { ran, during } = watch;
+    const lab = laneLab(
       box,
-      jobs,
-      {
-        h: {
-          run: async (ctx) => {
-            active++;
-            maxActive = Math.max(maxActive, active);
-            ran.push(ctx.slot);
-            try {
-              if (ctx.slot === W) await during.run?.();
-            } finally {
-              active--;
-            }
-          },
-        },
-      },
+      name,
+      'forbid-queue',
+      watch.handler(async (ctx) => {
+        if (ctx.slot === W) await during.run?.();
+      }),
       W + 10,
     );
     await lab.create(name, W);
-    let reachedClaim!: () => void;
-    const atClaim = new Promise<void>((resolve) => (reachedClaim = resolve));
-    let openGate!: () => void;
-    const gate = new Promise<void>((resolve) => (openGate = resolve));
-    const paused = clientWith(box.endpoints.dynamoEndpoint, async (command, input, next) => {
-      if (command === 'UpdateItemCommand' && String(input.UpdateExpression).includes('claimedFrom')) {
-        reachedClaim();
-        await gate;
-      }
-      return next();
-    });
+    const paused = gatedLedger(box, isClaim);
     try {
-      const copyA = lab.deliver(name, W, 'copy-a', { ledger: new Ledger(paused.doc, { tableName: box.endpoints.ledgerTable }) });
-      await atClaim;
+      const copyA = lab.deliver(name, W, 'copy-a', { ledger: paused.ledger });
+      await paused.reached;
       during.run = async () => {
         during.run = undefined;
-        openGate();
+        paused.open();
         expect(await copyA).toBe('retry');
         // While W runs (copy B), an older slot is created (backfill; ops retry revives likewise)
         // and its message arrives.
@@ -144,6 +101,7 @@ describe('review: duplicate copies of one run', () => {
     } finally {
       paused.destroy();
     }
+    const { maxActive } = watch;
     expect({ maxActive, first: ran[0] }).toEqual({ maxActive: 1, first: W });
   });
 });

@@ -21,18 +21,18 @@ const isRelease = (command: string, input: Record<string, unknown>) =>
   String(input.UpdateExpression).includes('REMOVE holderSk');
 const HOUR = 60 * MIN;
 
+const throttled = () =>
+  Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), {
+    name: 'ThrottlingException',
+    $metadata: { httpStatusCode: 400 },
+  });
+
 describe('lane hand-on under faults', () => {
   let box: Sandbox;
   beforeAll(async () => {
     box = await sandbox();
   });
   afterAll(() => box.destroy());
-
-  const throttled = () =>
-    Object.assign(new Error('Rate of requests exceeds the allowed throughput.'), {
-      name: 'ThrottlingException',
-      $metadata: { httpStatusCode: 400 },
-    });
 
   /** Five done hourly runs, two slots a day back backfilled (the later one delivered: it gives way to the earlier), the current slot created. */
   async function backfillWaiting(prefix: string) {
@@ -109,12 +109,8 @@ describe('lane hand-on under faults', () => {
   it("forbid-queue: the look after a release is throttled past the SDK's retries: the waiting runs stay open above the floor, and the next run of the lane that ends finds them (no sweep)", async () => {
     const { name, hour, earlier, waiter, lab, ran } = await backfillWaiting('q2');
     lab.queue.take();
-    let released = false;
-    const faulty = clientWith(box.endpoints.dynamoEndpoint, async (command, input, next) => {
-      if (isRelease(command, input)) released = true;
-      else if (released && command === 'QueryCommand') throw throttled();
-      return next();
-    });
+    const look = throttledLookAfterRelease(box);
+    const { faulty } = look;
     try {
       // The current slot gives way to the backfilled runs; its look fails (the record is reported
       // failed and comes back later; not here).
@@ -124,6 +120,7 @@ describe('lane hand-on under faults', () => {
     } finally {
       faulty.destroy();
     }
+    const released = look.released();
     expect(released).toBe(true);
     // The earlier slot's own message arrives: it runs, and its look hands the lane on from there.
     expect(await lab.deliver(name, earlier)).toBe('ack');
@@ -175,12 +172,8 @@ describe('lane hand-on under faults', () => {
     expect(await lab.deliver(name, waiter)).toBe('ack');
     expect(await lab.status(name, waiter)).toBe(RunStatus.READY);
     lab.clock.advance(2_000);
-    let released = false;
-    const faulty = clientWith(box.endpoints.dynamoEndpoint, async (command, input, next) => {
-      if (isRelease(command, input)) released = true;
-      else if (released && command === 'QueryCommand') throw throttled();
-      return next();
-    });
+    const look = throttledLookAfterRelease(box);
+    const { faulty } = look;
     try {
       await expect(
         lab.deliver(name, holder, 'w', { ledger: new Ledger(faulty.doc, { tableName: box.endpoints.ledgerTable }) }),
@@ -188,6 +181,7 @@ describe('lane hand-on under faults', () => {
     } finally {
       faulty.destroy();
     }
+    const released = look.released();
     expect(released).toBe(true);
     expect(await lab.status(name, holder)).toBe(RunStatus.RETRY);
     expect(await lab.deliver(name, earlier)).toBe('ack');
@@ -200,3 +194,14 @@ describe('lane hand-on under faults', () => {
     ]);
   });
 });
+
+/** A client whose queries after the lane's release are throttled past the SDK's retries (the release's look fails). */
+function throttledLookAfterRelease(box: Sandbox) {
+  let released = false;
+  const faulty = clientWith(box.endpoints.dynamoEndpoint, async (command, input, next) => {
+    if (isRelease(command, input)) released = true;
+    else if (released && command === 'QueryCommand') throw throttled();
+    return next();
+  });
+  return { faulty, released: () => released };
+}

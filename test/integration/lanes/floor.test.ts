@@ -11,8 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Ledger } from '../../../shared/store/ledger.js';
 import { RunStatus } from '../../../shared/core/vocabulary.js';
 import { clientWith } from '../../support/faults.js';
-import { testJobs } from '../../support/helpers.js';
-import { Lab } from '../../support/lab.js';
+import { laneLab, OverlapWatch } from '../../support/lanes.js';
 import { sandbox, uniqueName, type Sandbox } from '../../support/stack.js';
 
 const MIN = 60_000;
@@ -27,41 +26,14 @@ describe('review: a floor raised past an open run', () => {
 
   it("forbid-queue: a run created 5 min back while the holder's look raises the floor (between its read and its advanceFloor) is still run before the next slot and handed the lane without the sweeper", async () => {
     const name = uniqueName('review-floor');
-    const ran: number[] = [];
-    const during: { run?: () => Promise<void> } = {};
-    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, lease: '30s', overlap: 'forbid-queue' }], ['h']);
-    const lab = new Lab(
-      box,
-      jobs,
-      {
-        h: {
-          run: async (ctx) => {
-            ran.push(ctx.slot);
-            if (ctx.slot === T0 + MIN) await during.run?.();
-          },
-        },
-      },
-      T0 + 10,
-    );
     // History: nine ended runs (run elsewhere), then the holder H at T0.
-    for (let k = 20; k >= 12; k--) {
-      await lab.create(name, T0 - k * MIN);
-      const claim = await box.ledger.claim(lab.id(name, T0 - k * MIN), 'elsewhere', lab.clock.now, 30_000, 2_000);
-      if (claim.kind !== 'claimed' || !(await box.ledger.complete(claim.run, { status: RunStatus.SUCCEEDED }, lab.clock.now)).ok)
-        throw new Error('setup');
-    }
+    const { lab, ran } = await floorLab(box, name);
     await lab.create(name, T0);
     const S = T0 - 5 * MIN;
     // H's worker: its look passed the ended runs; just before its advanceFloor lands, a backfill
     // (or ops retry) creates S and lowers the floor to it, after its put, as designed.
-    let createdS = false;
-    const racing = clientWith(box.endpoints.dynamoEndpoint, async (command, input, next) => {
-      if (!createdS && command === 'UpdateItemCommand' && String(input.UpdateExpression).startsWith('SET floor = :floor')) {
-        createdS = true;
-        await lab.create(name, S);
-      }
-      return next();
-    });
+    const race = createOnFloorWrite(box, () => lab.create(name, S));
+    const { racing } = race;
     try {
       expect(await lab.deliver(name, T0, 'holder', { ledger: new Ledger(racing.doc, { tableName: box.endpoints.ledgerTable }) })).toBe(
         'ack',
@@ -69,6 +41,7 @@ describe('review: a floor raised past an open run', () => {
     } finally {
       racing.destroy();
     }
+    const createdS = race.created();
     expect(createdS).toBe(true);
     expect(ran).toEqual([T0]);
     // The floor must not lie above an open run.
@@ -78,39 +51,12 @@ describe('review: a floor raised past an open run', () => {
 
   it('forbid-queue: consequence: the next slot runs before the older open run S, and S, whose message came while the lane was held, is left READY with no message while the lane is idle', async () => {
     const name = uniqueName('review-floor-strand');
-    const ran: number[] = [];
-    const during: { run?: () => Promise<void> } = {};
-    const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, lease: '30s', overlap: 'forbid-queue' }], ['h']);
-    const lab = new Lab(
-      box,
-      jobs,
-      {
-        h: {
-          run: async (ctx) => {
-            ran.push(ctx.slot);
-            if (ctx.slot === T0 + MIN) await during.run?.();
-          },
-        },
-      },
-      T0 + 10,
-    );
-    for (let k = 20; k >= 12; k--) {
-      await lab.create(name, T0 - k * MIN);
-      const claim = await box.ledger.claim(lab.id(name, T0 - k * MIN), 'elsewhere', lab.clock.now, 30_000, 2_000);
-      if (claim.kind !== 'claimed' || !(await box.ledger.complete(claim.run, { status: RunStatus.SUCCEEDED }, lab.clock.now)).ok)
-        throw new Error('setup');
-    }
+    const { lab, ran, during } = await floorLab(box, name);
     await lab.create(name, T0);
     await lab.create(name, T0 + MIN);
     const S = T0 - 5 * MIN;
-    let createdS = false;
-    const racing = clientWith(box.endpoints.dynamoEndpoint, async (command, input, next) => {
-      if (!createdS && command === 'UpdateItemCommand' && String(input.UpdateExpression).startsWith('SET floor = :floor')) {
-        createdS = true;
-        await lab.create(name, S);
-      }
-      return next();
-    });
+    const race = createOnFloorWrite(box, () => lab.create(name, S));
+    const { racing } = race;
     try {
       expect(await lab.deliver(name, T0, 'holder', { ledger: new Ledger(racing.doc, { tableName: box.endpoints.ledgerTable }) })).toBe(
         'ack',
@@ -118,6 +64,7 @@ describe('review: a floor raised past an open run', () => {
     } finally {
       racing.destroy();
     }
+    const createdS = race.created();
     expect(createdS).toBe(true);
     // The next slot's own message arrives at its fire time; S's message (sent by its creator
     // after the floor write) arrives while that run holds the lane.
@@ -132,3 +79,41 @@ describe('review: a floor raised past an open run', () => {
     expect({ ran, s: await lab.status(name, S) }).toEqual({ ran: [T0, S, T0 + MIN], s: RunStatus.SUCCEEDED });
   });
 });
+
+/**
+ * A forbid-queue lane whose handler records the slots it ran and runs `during.run` inside
+ * T0 + 1 min, with nine ended runs (20 to 12 min back, run elsewhere) below its floor's reach.
+ */
+async function floorLab(box: Sandbox, name: string) {
+  const watch = new OverlapWatch();
+  const { ran, during } = watch;
+  const lab = laneLab(
+    box,
+    name,
+    'forbid-queue',
+    watch.handler(async (ctx) => {
+      if (ctx.slot === T0 + MIN) await during.run?.();
+    }),
+    T0 + 10,
+  );
+  for (let k = 20; k >= 12; k--) {
+    await lab.create(name, T0 - k * MIN);
+    const claim = await box.ledger.claim(lab.id(name, T0 - k * MIN), 'elsewhere', lab.clock.now, 30_000, 2_000);
+    if (claim.kind !== 'claimed' || !(await box.ledger.complete(claim.run, { status: RunStatus.SUCCEEDED }, lab.clock.now)).ok)
+      throw new Error('setup');
+  }
+  return { lab, ran, during };
+}
+
+/** A client on which, just before the first floor write lands, `create` runs (a backfill or ops retry racing the look). */
+function createOnFloorWrite(box: Sandbox, create: () => Promise<unknown>) {
+  let created = false;
+  const racing = clientWith(box.endpoints.dynamoEndpoint, async (command, input, next) => {
+    if (!created && command === 'UpdateItemCommand' && String(input.UpdateExpression).startsWith('SET floor = :floor')) {
+      created = true;
+      await create();
+    }
+    return next();
+  });
+  return { racing, created: () => created };
+}

@@ -4,14 +4,11 @@
  * before the one in the code; each must hold one holder now.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Ledger } from '../../../shared/store/ledger.js';
 import { LedgerOps } from '../../../shared/store/repairs.js';
 import { RunStatus } from '../../../shared/core/vocabulary.js';
-import { PermanentError, type JobHandler } from '../../../shared/handler-api.js';
+import { PermanentError } from '../../../shared/handler-api.js';
 import { retryRuns } from '../../../shared/operations/retry.js';
-import { clientWith } from '../../support/faults.js';
-import { testJobs } from '../../support/helpers.js';
-import { Lab } from '../../support/lab.js';
+import { gatedLedger, isClaim, laneLab, OverlapWatch } from '../../support/lanes.js';
 import { sandbox, uniqueName, type Sandbox } from '../../support/stack.js';
 
 const MIN = 60_000;
@@ -29,43 +26,24 @@ describe('Spin trails replayed', () => {
     it(`${overlap}: a delivery paused between its take of the lane and its claim, while its run ran elsewhere, was revived by ops retry and the lane moved on to the next run, does not run it beside the lane's holder (model trail ASWRITTEN_CLAIM)`, async () => {
       const name = uniqueName(`trail-claim-${overlap}`);
       const [r1, r2] = [T0 - MIN, T0];
-      let active = 0;
-      let maxActive = 0;
-      const ran: number[] = [];
-      const during: { run?: () => Promise<void> } = {};
-      const handler: JobHandler = {
-        run: async (ctx) => {
-          active++;
-          maxActive = Math.max(maxActive, active);
-          ran.push(ctx.slot);
-          try {
-            if (ctx.slot === r2) await during.run?.();
-            if (ctx.slot === r1 && ran.filter((slot) => slot === r1).length === 1) throw new PermanentError('bad input', { code: 'BAD' });
-          } finally {
-            active--;
-          }
-        },
-      };
-      const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, lease: '30s', overlap }], ['h']);
-      const lab = new Lab(box, jobs, { h: handler }, r1 + 10);
+      const watch = new OverlapWatch();
+      const { ran, during } = watch;
+      const lab = laneLab(
+        box,
+        name,
+        overlap,
+        watch.handler(async (ctx) => {
+          if (ctx.slot === r2) await during.run?.();
+          if (ctx.slot === r1 && ran.filter((slot) => slot === r1).length === 1) throw new PermanentError('bad input', { code: 'BAD' });
+        }),
+        r1 + 10,
+      );
       await lab.create(name, r1);
       // W1 takes the free lane for run 1, then stops before its claim.
-      let reachedClaim!: () => void;
-      const atClaim = new Promise<void>((resolve) => (reachedClaim = resolve));
-      let openGate!: () => void;
-      const gate = new Promise<void>((resolve) => (openGate = resolve));
-      let paused = true;
-      const w1Client = clientWith(box.endpoints.dynamoEndpoint, async (command, input, next) => {
-        if (paused && command === 'UpdateItemCommand' && String(input.UpdateExpression).includes('claimedFrom')) {
-          paused = false;
-          reachedClaim();
-          await gate;
-        }
-        return next();
-      });
+      const w1Client = gatedLedger(box, isClaim);
       try {
-        const w1 = lab.deliver(name, r1, 'w1', { ledger: new Ledger(w1Client.doc, { tableName: box.endpoints.ledgerTable }) });
-        await atClaim;
+        const w1 = lab.deliver(name, r1, 'w1', { ledger: w1Client.ledger });
+        await w1Client.reached;
         // Meanwhile W2 runs run 1 to its end, DEAD (the lane held by run 1 is W2's too: 'held').
         expect(await lab.deliver(name, r1, 'w2')).toBe('ack');
         expect(await lab.status(name, r1)).toBe(RunStatus.DEAD);
@@ -81,13 +59,14 @@ describe('Spin trails replayed', () => {
           ]);
           expect(entry).toMatchObject({ action: 'revived' });
           lab.queue.take();
-          openGate();
+          w1Client.open();
           await w1;
         };
         expect(await lab.deliver(name, r2, 'w3')).toBe('ack');
       } finally {
         w1Client.destroy();
       }
+      const { maxActive } = watch;
       expect(maxActive).toBe(1);
       // Run 1 runs again after run 2, on its own message: once.
       expect(ran).toEqual([r1, r2]);
@@ -103,43 +82,27 @@ describe('Spin trails replayed', () => {
     it(`${overlap}: the release of a run that ended, landing after ops retry revived it and a new claim holds the lane, does not free the lane under that claim (model trail HAZARD_UNTOKENED_RELEASE)`, async () => {
       const name = uniqueName(`trail-incarnation-${overlap}`);
       const [r1, r2] = [T0 - MIN, T0];
-      let active = 0;
-      let maxActive = 0;
-      const ran: number[] = [];
-      const during: { run?: () => Promise<void> } = {};
-      const handler: JobHandler = {
-        run: async (ctx) => {
-          active++;
-          maxActive = Math.max(maxActive, active);
-          ran.push(ctx.slot);
-          try {
-            if (ctx.slot === r1 && ran.filter((slot) => slot === r1).length === 1) throw new PermanentError('bad input', { code: 'BAD' });
-            if (ctx.slot === r1) await during.run?.();
-          } finally {
-            active--;
-          }
-        },
-      };
-      const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'h', startLead: 0, lease: '30s', overlap }], ['h']);
-      const lab = new Lab(box, jobs, { h: handler }, r1 + 10);
+      const watch = new OverlapWatch();
+      const { ran, during } = watch;
+      const lab = laneLab(
+        box,
+        name,
+        overlap,
+        watch.handler(async (ctx) => {
+          if (ctx.slot === r1 && ran.filter((slot) => slot === r1).length === 1) throw new PermanentError('bad input', { code: 'BAD' });
+          if (ctx.slot === r1) await during.run?.();
+        }),
+        r1 + 10,
+      );
       await lab.create(name, r1);
       // W1 runs run 1 to DEAD, then stops before its release of the lane lands.
-      let reachedRelease!: () => void;
-      const atRelease = new Promise<void>((resolve) => (reachedRelease = resolve));
-      let openGate!: () => void;
-      const gate = new Promise<void>((resolve) => (openGate = resolve));
-      let paused = true;
-      const w1Client = clientWith(box.endpoints.dynamoEndpoint, async (command, input, next) => {
-        if (paused && command === 'UpdateItemCommand' && String(input.UpdateExpression).includes('REMOVE holderSk')) {
-          paused = false;
-          reachedRelease();
-          await gate;
-        }
-        return next();
-      });
+      const w1Client = gatedLedger(
+        box,
+        (command, input) => command === 'UpdateItemCommand' && String(input.UpdateExpression).includes('REMOVE holderSk'),
+      );
       try {
-        const w1 = lab.deliver(name, r1, 'w1', { ledger: new Ledger(w1Client.doc, { tableName: box.endpoints.ledgerTable }) });
-        await atRelease;
+        const w1 = lab.deliver(name, r1, 'w1', { ledger: w1Client.ledger });
+        await w1Client.reached;
         expect(await lab.status(name, r1)).toBe(RunStatus.DEAD);
         // The operator revives run 1 (the lane still names it: nothing refuses the revival).
         const ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
@@ -153,7 +116,7 @@ describe('Spin trails replayed', () => {
         let r2Outcome: string | undefined;
         during.run = async () => {
           during.run = undefined;
-          openGate();
+          w1Client.open();
           await w1;
           lab.clock.now = r2 + 10;
           await lab.create(name, r2);
@@ -164,6 +127,7 @@ describe('Spin trails replayed', () => {
       } finally {
         w1Client.destroy();
       }
+      const { maxActive } = watch;
       expect(maxActive).toBe(1);
       expect(await lab.status(name, r1)).toBe(RunStatus.SUCCEEDED);
       if (overlap === 'forbid-skip') {
