@@ -103,19 +103,34 @@ export function nextFires(target: PreviewTarget, now: number, count: number): Pr
     .slice(0, count);
 }
 
+/**
+ * One formatter per zone, kept: building an Intl.DateTimeFormat costs far more than formatting
+ * with one, and a page formats hundreds of times in a few zones.
+ */
+const formatters = new Map<string, Intl.DateTimeFormat>();
+
+function formatterOf(timezone: string): Intl.DateTimeFormat {
+  let formatter = formatters.get(timezone);
+  if (formatter === undefined) {
+    formatter = new Intl.DateTimeFormat('en-US', {
+      timeZone: timezone,
+      hourCycle: 'h23',
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+      timeZoneName: 'longOffset',
+    });
+    formatters.set(timezone, formatter);
+  }
+  return formatter;
+}
+
 /** `2026-03-08 03:30:00 -04:00` in the given zone. */
 export function localTime(slot: number, timezone: string): string {
-  const parts = new Intl.DateTimeFormat('en-US', {
-    timeZone: timezone,
-    hourCycle: 'h23',
-    year: 'numeric',
-    month: '2-digit',
-    day: '2-digit',
-    hour: '2-digit',
-    minute: '2-digit',
-    second: '2-digit',
-    timeZoneName: 'longOffset',
-  }).formatToParts(new Date(slot));
+  const parts = formatterOf(timezone).formatToParts(new Date(slot));
   const part = (type: Intl.DateTimeFormatPartTypes) => parts.find((p) => p.type === type)?.value ?? '';
   const zone = part('timeZoneName').replace(/^GMT/, '');
   const offset = zone === '' ? '+00:00' : zone;
