@@ -44,6 +44,9 @@ export interface RunQuery {
   readonly ascending?: boolean;
 }
 
+/** A run as a list row shows it (LedgerOps.runSummaries). */
+export type RunSummary = Pick<Run, 'slot' | 'shard' | 'runKey' | 'status' | 'lastError'>;
+
 /** The answer to a conditional repair: done, or refused with the item as it was at the check. */
 export type RepairResult = { readonly ok: true; readonly run: Run } | { readonly ok: false; readonly current: Run | undefined };
 
@@ -160,6 +163,27 @@ export class LedgerOps {
     const out: { slot: number; status: RunStatus }[] = [];
     for await (const item of this.pages(job, query, ['#status', 'sk'])) {
       out.push({ slot: idOfKey({ pk: LedgerKeys.jobPk(job), sk: item.sk as string }).slot, status: item.status as RunStatus });
+      if (out.length >= query.limit) break;
+    }
+    return out;
+  }
+
+  /**
+   * A job's runs in a slot range as a list row shows them, newest first, at most `limit`: the
+   * key, run key, status and last error only (no attempts, checkpoint or evidence), so a page of
+   * rows receives and decodes a few bytes a run instead of whole items.
+   */
+  async runSummaries(job: string, query: Pick<RunQuery, 'sinceSlot' | 'untilSlot'> & { readonly limit: number }): Promise<RunSummary[]> {
+    const out: RunSummary[] = [];
+    for await (const item of this.pages(job, query, ['sk', 'runKey', '#status', 'lastError'])) {
+      const { slot, shard } = idOfKey({ pk: LedgerKeys.jobPk(job), sk: item.sk as string });
+      out.push({
+        slot,
+        shard,
+        runKey: item.runKey as string,
+        status: item.status as RunStatus,
+        lastError: item.lastError as Run['lastError'],
+      });
       if (out.length >= query.limit) break;
     }
     return out;

@@ -3,15 +3,17 @@
  * order, filtered by name and overlap policy without a read; the state filter reads only what
  * decides a job's state (the planner's paused list and the paused jobs' records, and for a bounded
  * job its last slot's runs); and each shown row reads at most ROW_RUNS_READ of its newest due runs
- * (one query: last run, failure streak, open runs and DEAD runs among them) besides the planner's
- * state of the page's jobs. Nothing is read for a job the page does not show, but the few a state
- * filter passes over on the way.
+ * (one query of their summaries, LedgerOps.runSummaries: last run, failure streak, open runs and
+ * DEAD runs among them) besides the planner's state of the page's jobs. Nothing is read for a job
+ * the page does not show, but the few a state filter passes over on the way. A page's reads go out
+ * at once (two BatchGetItem and one query per shown job): its time is about one round trip and the
+ * ledger's work on 50 small queries, not 50 round trips in turn.
  */
 import { jobPlanning, type JobPlanning } from '../../shared/store/job-planning.js';
 import { partitionOf } from '../../shared/core/partition.js';
 import { pauseInForce } from '../../shared/core/pause.js';
-import { mapBounded } from '../../shared/core/concurrency.js';
 import { isTerminal, RunStatus, type Run } from '../../shared/core/vocabulary.js';
+import type { RunSummary } from '../../shared/store/repairs.js';
 import type { Job } from '../../shared/schedule/job-schema.js';
 import { lastSlotOf, slotSpecOf } from '../../shared/schedule/slots.js';
 import { streakRole } from '../../shared/worker/pause.js';
@@ -26,8 +28,6 @@ export type JobState = (typeof JOB_STATES)[number];
 export const JOBS_PER_PAGE = 50;
 /** A row's newest due runs read at most: its streak, open and DEAD counts are of these. */
 export const ROW_RUNS_READ = 25;
-/** Jobs read at once. */
-const ROWS_IN_FLIGHT = 10;
 const DAY_MS = 86_400_000;
 
 export interface JobsQuery {
@@ -67,7 +67,7 @@ export interface JobsRow {
   readonly plan: JobPlanning;
   readonly behind: boolean;
   readonly nextFires: readonly { readonly slot: number; readonly fireAt: number }[];
-  readonly lastRun?: Run;
+  readonly lastRun?: RunSummary;
   readonly streak: FailureStreak;
   /** Open runs among the runs read, and DEAD runs of the last 24 h among them. */
   readonly open: number;
@@ -86,7 +86,11 @@ export interface JobsPage {
 
 const bounded = (job: Job) => job.maxRuns !== undefined || lastSlotOf(slotSpecOf(job)) !== undefined;
 
-/** One page of the Jobs page's rows. */
+/**
+ * One page of the Jobs page's rows. The page's reads go out together: the planner's state of its
+ * jobs (two BatchGetItem) beside one summary query per shown job (all at once, not in turns), so
+ * the page waits for about one round trip, not one per job.
+ */
 export async function readJobsPage(target: Target, jobs: readonly Job[], query: JobsQuery, now: number): Promise<JobsPage> {
   const candidates = jobs
     .filter((j) => (query.name ? j.name.includes(query.name) : true) && (query.policy ? j.overlap === query.policy : true))
@@ -95,26 +99,37 @@ export async function readJobsPage(target: Target, jobs: readonly Job[], query: 
   const rest = after === undefined ? candidates : candidates.filter((j) => j.name > after);
   const page: Job[] = [];
   let next: string | undefined;
+  /** Whether a bounded job is finished, as the state filter found it (not read again for its row). */
+  const finished = new Map<string, boolean>();
   if (query.state === undefined) {
     page.push(...rest.slice(0, JOBS_PER_PAGE));
     if (rest.length > JOBS_PER_PAGE) next = page.at(-1)!.name;
   } else {
     const paused = await pausedNow(target, rest, now);
-    for (const job of rest) {
-      if (page.length === JOBS_PER_PAGE) {
-        next = page.at(-1)!.name;
-        break;
-      }
-      if ((await cheapState(target, job, paused, now)) === query.state) page.push(job);
+    let read = 0;
+    // As many jobs at a time as the page has room for: each could be shown, so none is read in vain.
+    while (read < rest.length && page.length < JOBS_PER_PAGE) {
+      const chunk = rest.slice(read, read + JOBS_PER_PAGE - page.length);
+      read += chunk.length;
+      const states = await cheapStates(target, chunk, paused, now, finished);
+      chunk.forEach((job, i) => {
+        if (states[i] === query.state) page.push(job);
+      });
     }
+    if (page.length === JOBS_PER_PAGE && read < rest.length) next = page.at(-1)!.name;
   }
-  const planning = await jobPlanning(
-    target.ledger.planning,
-    page.map((j) => j.name),
-    partitionOf,
-    now,
+  const [planning, recents] = await Promise.all([
+    jobPlanning(
+      target.ledger.planning,
+      page.map((j) => j.name),
+      partitionOf,
+      now,
+    ),
+    Promise.all(page.map((job) => target.ops.runSummaries(job.name, { untilSlot: now + 1, limit: ROW_RUNS_READ }))),
+  ]);
+  const rows = await Promise.all(
+    page.map((job, i) => rowOf(target, job, planning.get(job.name)!, recents[i]!, finished.get(job.name), now)),
   );
-  const rows = await mapBounded(page, ROWS_IN_FLIGHT, (job) => readRow(target, job, planning.get(job.name)!, now));
   return { rows, matching: candidates.length, next };
 }
 
@@ -126,14 +141,32 @@ async function pausedNow(target: Target, jobs: readonly Job[], now: number): Pro
   return new Set(listed.filter((name) => pauseInForce(plans.get(name)?.pause ?? { at: 0, by: '?' }, now)));
 }
 
-/** A job's state for the filter; reads only for a bounded job that is not paused (is it finished?). */
-async function cheapState(target: Target, job: Job, paused: ReadonlySet<string>, now: number): Promise<JobState> {
-  if (paused.has(job.name)) return 'paused';
-  if (bounded(job)) {
-    const plan = (await jobPlanning(target.ledger.planning, [job.name], partitionOf, now)).get(job.name)!;
-    if (await finishedOf(target, job, plan, now)) return 'finished';
+/**
+ * The states of `jobs` for the filter. Reads only for the bounded jobs that are not paused (are
+ * they finished?): their planning in one batch, then their last slots' runs at once; each answer
+ * is noted in `finished`.
+ */
+async function cheapStates(
+  target: Target,
+  jobs: readonly Job[],
+  paused: ReadonlySet<string>,
+  now: number,
+  finished: Map<string, boolean>,
+): Promise<JobState[]> {
+  const open = jobs.filter((job) => !paused.has(job.name) && bounded(job));
+  if (open.length > 0) {
+    const planning = await jobPlanning(
+      target.ledger.planning,
+      open.map((j) => j.name),
+      partitionOf,
+      now,
+    );
+    const done = await Promise.all(open.map((job) => finishedOf(target, job, planning.get(job.name)!, now)));
+    open.forEach((job, i) => finished.set(job.name, done[i]!));
   }
-  return job.enabled ? 'active' : 'disabled';
+  return jobs.map((job) =>
+    paused.has(job.name) ? 'paused' : finished.get(job.name) === true ? 'finished' : job.enabled ? 'active' : 'disabled',
+  );
 }
 
 async function finishedOf(target: Target, job: Job, plan: JobPlanning, now: number): Promise<boolean> {
@@ -142,11 +175,16 @@ async function finishedOf(target: Target, job: Job, plan: JobPlanning, now: numb
   return isFinished(target, job, now, job.maxRuns !== undefined && count !== undefined && count >= job.maxRuns);
 }
 
-async function readRow(target: Target, job: Job, plan: JobPlanning, now: number): Promise<JobsRow> {
-  const [recent, finished] = await Promise.all([
-    target.ops.queryRuns(job.name, { untilSlot: now + 1, limit: ROW_RUNS_READ }),
-    finishedOf(target, job, plan, now),
-  ]);
+/** A row from the job's planning and its newest due runs; a bounded job reads whether it is finished (unless known). */
+async function rowOf(
+  target: Target,
+  job: Job,
+  plan: JobPlanning,
+  recent: readonly RunSummary[],
+  known: boolean | undefined,
+  now: number,
+): Promise<JobsRow> {
+  const finished = known ?? (await finishedOf(target, job, plan, now));
   const complete = recent.length < ROW_RUNS_READ;
   const count = runCountOf(job, plan);
   // A maxRuns job whose count is reached fires only the runs it has, up to its newest (maybe ahead of now).
