@@ -4,7 +4,9 @@
  * a minute back from now, so its 90-day heatmap window is full). The runs are seeded with
  * BatchWriteItem into a fresh table (25 items a request), then the console is started on it as
  * `fsched console` starts (startConsole) and each page is fetched over HTTP from this process:
- * one warm-up fetch, then `samples` timed ones; the figure is their median (and the slowest).
+ * one warm-up fetch, then `samples` timed ones; the figure is their median (with the 95th
+ * percentile and the slowest). The console's DynamoDB client is metered (SDK middleware, as the
+ * other phases count): the calls a page makes, by command, are reported beside its time.
  */
 import { writeFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -17,7 +19,7 @@ import { RunStatus, runKeyOf } from '../../shared/core/vocabulary.js';
 import { parseJobs, type Job } from '../../shared/schedule/job-schema.js';
 import { startConsole } from '../console/server.js';
 import { openTarget } from '../ops/target.js';
-import { benchClients, freshResources, round, type StackBase } from './measure.js';
+import { benchClients, DynamoMeter, freshResources, round, type StackBase } from './measure.js';
 
 export interface ConsolePagesOptions {
   readonly base: StackBase;
@@ -30,8 +32,14 @@ export interface ConsolePagesOptions {
 
 export interface PageTiming {
   readonly p50Ms: number;
+  /** The 95th percentile (nearest rank) of the timed fetches. */
+  readonly p95Ms: number;
   readonly maxMs: number;
   readonly samples: number;
+  /** DynamoDB requests one page makes (the timed fetches' total ÷ samples). */
+  readonly dynamoCalls: number;
+  /** The same, by command (`QueryCommand: 50`). */
+  readonly dynamoCallsByCommand: Record<string, number>;
 }
 
 export interface ConsolePagesResult {
@@ -86,7 +94,7 @@ async function seed(base: StackBase, table: string, items: readonly Record<strin
   }
 }
 
-async function time(url: string, samples: number): Promise<PageTiming> {
+async function time(url: string, samples: number, meter: DynamoMeter): Promise<PageTiming> {
   const fetchOnce = async () => {
     const started = performance.now();
     const response = await fetch(url, { headers: { Host: new URL(url).host } });
@@ -95,10 +103,21 @@ async function time(url: string, samples: number): Promise<PageTiming> {
     return performance.now() - started;
   };
   await fetchOnce();
+  meter.reset();
   const ms: number[] = [];
   for (let i = 0; i < samples; i++) ms.push(await fetchOnce());
   ms.sort((a, b) => a - b);
-  return { p50Ms: round(ms[Math.floor(ms.length / 2)]!, 1), maxMs: round(ms.at(-1)!, 1), samples };
+  const perPage = (n: number) => round(n / samples, 2);
+  return {
+    p50Ms: round(ms[Math.floor(ms.length / 2)]!, 1),
+    p95Ms: round(ms[Math.max(0, Math.ceil(ms.length * 0.95) - 1)]!, 1),
+    maxMs: round(ms.at(-1)!, 1),
+    samples,
+    dynamoCalls: perPage(meter.requests),
+    dynamoCallsByCommand: Object.fromEntries(
+      Object.entries(meter.byCommand()).map(([name, n]) => [name.replace(/Command$/, ''), perPage(n)]),
+    ),
+  };
 }
 
 export async function measureConsolePages(options: ConsolePagesOptions): Promise<ConsolePagesResult> {
@@ -134,6 +153,7 @@ export async function measureConsolePages(options: ConsolePagesOptions): Promise
     { endpoints: file, json: false, local: false, help: false },
     { stdout: () => undefined, stderr: () => undefined },
   );
+  const meter = new DynamoMeter().attach(target.clients.doc);
   const running = await startConsole({
     target,
     jobs,
@@ -144,8 +164,8 @@ export async function measureConsolePages(options: ConsolePagesOptions): Promise
     now: Date.now,
   });
   try {
-    const jobsPage = await time(running.url, options.samples);
-    const jobPage = await time(`${running.url}jobs/${BIG_JOB}`, options.samples);
+    const jobsPage = await time(running.url, options.samples, meter);
+    const jobPage = await time(`${running.url}jobs/${BIG_JOB}`, options.samples, meter);
     return { jobs: options.jobs, runsSeeded: items.length, seedItemsPerSec, jobsPage, jobPage };
   } finally {
     await running.close();

@@ -13,7 +13,7 @@ import { fileURLToPath } from 'node:url';
 import { OverlapPolicy } from '../../shared/schedule/job-schema.js';
 import type { LocalEndpoints, LocalStack } from '../local-stack.js';
 import { bundleSize } from './bundle.js';
-import { measureConsolePages } from './console-pages.js';
+import { measureConsolePages, type ConsolePagesResult } from './console-pages.js';
 import { measureEndToEnd } from './end-to-end.js';
 import { checkTargets, collectFigures } from './figures.js';
 import { freshResources, onFreshStack, round, startTrackedStack, stopTrackedStack, type StackBase } from './measure.js';
@@ -235,9 +235,13 @@ export async function runBench(options: BenchOptions = {}): Promise<BenchResult>
             log,
           }),
       );
-      log(
-        `  Jobs page p50 ${details.consolePages.jobsPage.p50Ms} ms (max ${details.consolePages.jobsPage.maxMs}); Job page p50 ${details.consolePages.jobPage.p50Ms} ms (max ${details.consolePages.jobPage.maxMs})`,
-      );
+      const page = (name: string, t: ConsolePagesResult['jobsPage']) =>
+        `${name} page p50 ${t.p50Ms} ms, p95 ${t.p95Ms} (max ${t.maxMs}), ${t.dynamoCalls} DynamoDB calls (${Object.entries(
+          t.dynamoCallsByCommand,
+        )
+          .map(([c, n]) => `${c} ${n}`)
+          .join(', ')})`;
+      log(`  ${page('Jobs', details.consolePages.jobsPage)}; ${page('Job', details.consolePages.jobPage)}`);
     }
   } finally {
     if (ownStack) await stopTrackedStack(ownStack);

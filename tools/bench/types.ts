@@ -88,7 +88,7 @@ export const SIZES: Readonly<Record<BenchMode, BenchSizes>> = {
     consoleJobs: 1_000,
     consoleRunsPerJob: 25,
     consoleBigJobRuns: 100_000,
-    consoleSamples: 10,
+    consoleSamples: 20,
   },
   smoke: {
     warmupItems: 50,
