@@ -6,8 +6,9 @@
  *
  * A pause may end by itself: with `until`, the planner plans the job again from that instant, as
  * after `ops resume` (core/pause.ts), and nothing is written then. `parsePauseUntil` reads the
- * operator's `until`: a duration from now (`2h`, `90m`, `1d`), or a date-time, read in the job's
- * own zone unless it carries `Z` or an offset.
+ * operator's `until`: a duration from now (`2h`, `90m`, `1d`), a date-time, read in the job's
+ * own zone unless it carries `Z` or an offset, or a time of day (`14:00`), its next occurrence on
+ * the job's clock.
  */
 import type { PlannerStore } from '../store/planner-state.js';
 import { jobPlanning } from '../store/job-planning.js';
@@ -16,7 +17,7 @@ import { pauseInForce, type PauseRecord } from '../core/pause.js';
 import type { Job } from '../schedule/job-schema.js';
 import { durationMs } from '../schedule/duration.js';
 import { parseDateTime } from '../schedule/local-time.js';
-import { firstInstantAtWall, zoneOf } from '../schedule/zone.js';
+import { firstInstantAtWall, localDateOf, resolveWall, zoneOf, type Zone } from '../schedule/zone.js';
 
 /** The request cannot be carried out as asked; `field` names the input at fault. */
 export class PauseRequestError extends Error {
@@ -31,11 +32,41 @@ export class PauseRequestError extends Error {
 
 const ISO = (ms: number) => new Date(ms).toISOString();
 
+const DAY = 86_400_000;
+/** A time of day without a date: `14:00`, `9:30`, `14:00:30`. */
+const CLOCK_TIME = /^(\d{1,2}):(\d{2})(?::(\d{2}))?$/;
+
+/** Milliseconds past local midnight a time of day names, or undefined when it is not one. */
+function clockTimeOf(text: string): number | undefined {
+  const m = CLOCK_TIME.exec(text);
+  if (!m) return undefined;
+  const [h, mi, s] = [Number(m[1]), Number(m[2]), Number(m[3] ?? 0)];
+  if (h > 23 || mi > 59 || s > 59) return undefined;
+  return ((h * 60 + mi) * 60 + s) * 1_000;
+}
+
 /**
- * When a pause asked to end at `raw` ends (UTC ms): `now` plus a duration (`2h`), or a date-time
+ * The first instant after `now` at which the zone's clock shows the time of day `clock`: on the
+ * zone's date of `now` if that reading is still ahead, else on the next date (the day after, should
+ * the clocks skip a whole date). A reading the clocks skip that day ends at the transition that
+ * skips it; one they show twice counts at each showing, so between the two it is the second.
+ */
+function nextClockTime(zone: Zone, clock: number, now: number): number | undefined {
+  const today = localDateOf(zone, now);
+  for (let day = 0; day < 3; day++) {
+    const reading = resolveWall(zone, today + day * DAY + clock);
+    const at = reading.instants.find((t) => t > now) ?? (reading.gap !== undefined && reading.gap.at > now ? reading.gap.at : undefined);
+    if (at !== undefined) return at;
+  }
+  return undefined;
+}
+
+/**
+ * When a pause asked to end at `raw` ends (UTC ms): `now` plus a duration (`2h`), a date-time
  * (`2026-12-24T18:00`, `2026-12-24`) read in `timezone` when it has no offset (a reading the
- * clocks skip ends at the transition; one they show twice, at its first occurrence). Refuses an
- * empty, unreadable, zero or past value, naming it as written.
+ * clocks skip ends at the transition; one they show twice, at its first occurrence), or a time of
+ * day (`14:00`): its next occurrence in `timezone`, today if still ahead, else tomorrow
+ * (nextClockTime). Refuses an empty, unreadable, zero or past value, naming it as written.
  */
 export function parsePauseUntil(raw: string, now: number, timezone: string): number {
   const text = raw.trim();
@@ -44,11 +75,17 @@ export function parsePauseUntil(raw: string, now: number, timezone: string): num
     if (duration <= 0) throw new PauseRequestError('until', `must be in the future: "${raw}" is no time from now`);
     return now + duration;
   }
+  const clock = clockTimeOf(text);
+  if (clock !== undefined) {
+    const at = nextClockTime(zoneOf(timezone), clock, now);
+    if (at === undefined) throw new PauseRequestError('until', `"${raw}" does not come on the clocks of ${timezone} in the next days`);
+    return at;
+  }
   const value = parseDateTime(text.replace(' ', 'T'));
   if (value === undefined) {
     throw new PauseRequestError(
       'until',
-      `must be a duration from now such as 2h, 90m, 1d, or a date-time such as 2026-12-24T18:00 (read in the job's zone, ${timezone}) or 2026-12-24T18:00Z; got "${raw}"`,
+      `must be a duration from now such as 2h, 90m, 1d, a date-time such as 2026-12-24T18:00 (read in the job's zone, ${timezone}) or 2026-12-24T18:00Z, or a time of day such as 14:00 (its next occurrence in ${timezone}); got "${raw}"`,
     );
   }
   const at = value.kind === 'instant' ? value.ms : firstInstantAtWall(zoneOf(timezone), value.wall);

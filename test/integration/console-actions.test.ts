@@ -2,7 +2,8 @@
  * The console's bulk actions and the detail the pages add, in Chromium against the shared local
  * stack: the backfill dialog (range in the job's zone, the dry run's count and warnings before
  * confirming, the runs created), the dead-letter queue's messages and redrive, retry all DEAD
- * runs (per run what happened), each refused without the CSRF token and in read-only mode; the
+ * runs (per run what happened), each refused without the CSRF token and in read-only mode; a
+ * pause until a time of day (its next occurrence on the job's clock); the
  * Run page's reconcile column and outbox events, the Job page's lane holder, the System page's
  * sweeper cursor.
  */
@@ -153,6 +154,30 @@ describe("the console's bulk actions and run detail in Chromium", () => {
       'Created 3 run(s) of report in [2026-11-30T12:00:00.000Z, 2026-11-30T15:00:00.000Z); 0 already existed; 3 dispatched.',
     );
     expect((await backfilled()).map((r) => r.slot).sort()).toEqual([12, 13, 14].map((h) => Date.UTC(2026, 10, 30, h)));
+  });
+
+  it("pause until a time of day: the dialog offers it, and 06:00, already past on the job's clock, is tomorrow's 06:00 in its zone", async () => {
+    await c.open('/jobs/report');
+    await c.page.click('a[data-action="pause"]');
+    expect(await text('main')).toContain('a time of day such as 14:00');
+    await c.page.fill('input[name=note]', 'nightly vendor window');
+    // Now is 07:00:30 in New York: its 06:00 has passed today.
+    await c.page.fill('input[name=until]', '06:00');
+    await c.page.click('#confirm');
+    const until = Date.UTC(2026, 11, 2, 11, 0);
+    expect(await text('#result')).toContain(
+      'Paused report (note: nightly vendor window), by alice at 2026-12-01T12:00:30.000Z, until 2026-12-02T11:00:00.000Z, when it resumes by itself',
+    );
+    expect((await c.box.ledger.planning.readJobPlan('report'))?.pause).toMatchObject({ by: 'alice', until });
+    await c.open('/');
+    expect(await text('tr[data-job="report"] .badge.paused')).toContain(
+      'until 2026-12-02T11:00:00Z (2026-12-02 06:00:00 -05:00 America/New_York)',
+    );
+    // The other tests act on report unpaused.
+    await c.open('/jobs/report');
+    await c.page.click('a[data-action="resume"]');
+    await c.page.click('#confirm');
+    expect((await c.box.ledger.planning.readJobPlan('report'))?.pause).toBeUndefined();
   });
 
   it('backfill: the dry run shows the latest-wins warning, and a range in the future is refused before anything is offered', async () => {

@@ -1,8 +1,12 @@
 /**
  * `pause --until`: a job paused until T is not planned before T, and from T on the planner plans it
  * as one resumed (its missed slots by its misfire policy, the next ones on time) and its runs run,
- * with no resume and nothing written at T; a new pause then replaces the ended one.
+ * with no resume and nothing written at T; a new pause then replaces the ended one. And the CLI's
+ * `--until 14:00`: the next 14:00 on the job's clock.
  */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partitionOf } from '../../shared/core/partition.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
@@ -10,6 +14,8 @@ import { pauseJob, resumeJob } from '../../shared/operations/pause.js';
 import { runPlannerTick } from '../../shared/planner/planner.js';
 import { InMemoryMetrics } from '../../shared/runtime/observability.js';
 import { jobPlanning } from '../../shared/store/job-planning.js';
+import { runOps } from '../../tools/ops/cli.js';
+import type { OpsIo } from '../../tools/ops/io.js';
 import { silentLogger, testJobs } from '../support/helpers.js';
 import { Lab, RecordingQueue } from '../support/lab.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
@@ -101,5 +107,37 @@ describe('a pause with an until', () => {
   it('refuses an until that is not after now', async () => {
     const job = testJobs([{ name: 'never', schedule: '* * * * *', handler: 'noop' }])[0]!;
     await expect(pauseJob(box.ledger.planning, { job, by: 'ops', until: T0, now: T0 })).rejects.toThrow(/until|future/);
+  });
+
+  it("`ops pause --until 14:00` ends the pause at the next 14:00 on the job's clock: tomorrow's once today's has passed; an unreadable time is exit 2 naming it", async () => {
+    const endpoints = join(mkdtempSync(join(tmpdir(), 'pause-until-')), 'endpoints.json');
+    writeFileSync(endpoints, JSON.stringify({ ...box.endpoints, partitions: 1 }));
+    const jobs = testJobs([{ name: 'paris-report', schedule: '0 * * * *', handler: 'noop', timezone: 'Europe/Paris' }]);
+    // 14:30 UTC is 15:30 in Paris: its 14:00 (13:00 UTC) has passed today, its 16:00 (15:00 UTC) has not.
+    const now = Date.UTC(2026, 11, 1, 14, 30);
+    let out: string[] = [];
+    let err: string[] = [];
+    const io: OpsIo = { stdout: (l) => out.push(l), stderr: (l) => err.push(l), now: () => now, jobs, env: { USER: 'alice' } };
+    const ops = async (...args: string[]) => {
+      out = [];
+      err = [];
+      return runOps([...args, '--endpoints', endpoints], io);
+    };
+
+    expect(await ops('pause', 'paris-report', '--note', 'vendor window', '--until', '14:00', '--json')).toBe(0);
+    expect(JSON.parse(out.join('\n'))).toMatchObject({ changed: true, paused: true, pausedUntil: '2026-12-02T13:00:00.000Z' });
+    expect((await box.ledger.planning.readJobPlan('paris-report'))?.pause).toMatchObject({
+      by: 'alice',
+      until: Date.UTC(2026, 11, 2, 13, 0),
+    });
+
+    expect(await ops('resume', 'paris-report')).toBe(0);
+    expect(await ops('pause', 'paris-report', '--note', 'deploy', '--until', '16:00')).toBe(0);
+    expect(out.join('\n')).toContain('until 2026-12-01T15:00:00.000Z (2026-12-01 16:00:00 +01:00 Europe/Paris), when it resumes by itself');
+
+    expect(await ops('resume', 'paris-report')).toBe(0);
+    expect(await ops('pause', 'paris-report', '--note', 'typo', '--until', '25:00')).toBe(2);
+    expect(err.join('\n')).toMatch(/field "until": .*a time of day such as 14:00.*got "25:00"/);
+    expect((await box.ledger.planning.readJobPlan('paris-report'))?.pause).toBeUndefined();
   });
 });

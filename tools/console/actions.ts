@@ -72,7 +72,7 @@ export const ACTIONS: Readonly<Record<string, ActionSpec>> = {
       {
         name: 'until',
         label:
-          "Until (optional): a duration such as 2h, or a date-time such as 2026-12-24T18:00, read in the job's zone unless it has Z or an offset",
+          "Until (optional): a duration such as 2h, a date-time such as 2026-12-24T18:00 (read in the job's zone unless it has Z or an offset), or a time of day such as 14:00 (its next occurrence in the job's zone)",
         required: false,
       },
     ],
@@ -80,7 +80,7 @@ export const ACTIONS: Readonly<Record<string, ActionSpec>> = {
       const zone = ctx.jobs.find((j) => j.name === job)?.timezone ?? 'UTC';
       return (
         `Stop planning ${job}: nothing new is materialized until it is resumed, or until the time you give (runs already materialized still execute). ` +
-        `An until without an offset is read in the job's zone, ${zone} (now ${localTime(ctx.now(), zone)} there); at that time the job resumes by itself, and slots it missed follow its misfire policy.`
+        `An until without an offset is read in the job's zone, ${zone} (now ${localTime(ctx.now(), zone)} there), a time of day alone as its next occurrence there (today if still ahead, else tomorrow); at that time the job resumes by itself, and slots it missed follow its misfire policy.`
       );
     },
     commands: (job, f, by) => [

@@ -68,7 +68,7 @@ export const FLAG_HELP: Readonly<Record<string, Readonly<Record<string, FlagHelp
     note: { value: 'TEXT', text: 'why: shown by `status` and `jobs` until the job is resumed', default: 'none' },
     until: {
       value: 'TIME|DURATION',
-      text: "when the pause ends by itself: an instant (read in the job's zone without Z or an offset) or a duration from now (2h)",
+      text: "when the pause ends by itself: an instant (read in the job's zone without Z or an offset), a duration from now (2h), or a time of day (14:00: its next occurrence in the job's zone, today if still ahead, else tomorrow)",
       default: 'until resumed',
     },
     by: BY,

@@ -1,6 +1,7 @@
 /**
  * `ops pause <job> [--note TEXT] [--until TIME|DURATION] [--by NAME]` / `ops resume <job>`: the
- * pause use case of shared/operations/pause.ts, printed.
+ * pause use case of shared/operations/pause.ts, printed. `--until` reads as parsePauseUntil does:
+ * a duration, a date-time, or a time of day (`14:00`, its next occurrence on the job's clock).
  *
  * While paused the planner materializes nothing for the job, and the job's plan item remembers
  * where it stopped and who paused it, why, and until when (shown by `status` and `jobs`). On
