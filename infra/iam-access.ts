@@ -94,6 +94,7 @@ export const SDK_CALLERS: Readonly<Record<string, 'ledger' | Exclude<CodeResourc
   RunCreation: 'ledger',
   RunHolds: 'ledger',
   RunEndings: 'ledger',
+  FencedOutNotes: 'ledger',
   RunQueries: 'ledger',
   WatchIndex: 'ledger',
   // The batch read the ledger's stores share (the envelope sends commands built by its callers).

@@ -1,6 +1,7 @@
 /**
  * The design's vocabulary (DESIGN §3, §5) as values and types. Pure: no I/O, no clock.
  */
+import type { FencedOutRecord, ReconcileRecord } from './attempt-notes.js';
 
 export const RunStatus = {
   READY: 'READY',
@@ -60,7 +61,11 @@ export const RunOrigin = {
 } as const;
 export type RunOrigin = (typeof RunOrigin)[keyof typeof RunOrigin];
 
-/** One attempt as the run item remembers it (the last few are kept; see ATTEMPT_HISTORY_LIMIT). */
+/**
+ * One attempt as the run item remembers it (the last few are kept; see ATTEMPT_HISTORY_LIMIT).
+ * The entry of an attempt that recorded no outcome, because a newer token held the run by then,
+ * is its fenced-out note alone: no `endedAt` nor `outcome`, its `fencedOut` says what was refused.
+ */
 export interface AttemptRecord {
   /** Claim number within the run (1, 2, …): the fencing token's low digits. */
   readonly claim: number;
@@ -69,11 +74,16 @@ export interface AttemptRecord {
   /** The status the claim took the run from (RUNNING: a takeover; UNKNOWN: reconciled first). */
   readonly from?: RunStatus;
   readonly claimedAt: number;
-  readonly endedAt: number;
-  /** The status the attempt recorded. */
-  readonly outcome: RunStatus;
+  /** When the attempt recorded its outcome (absent: it recorded none, see `fencedOut`). */
+  readonly endedAt?: number;
+  /** The status the attempt recorded (absent: it recorded none). */
+  readonly outcome?: RunStatus;
   readonly code?: string;
   readonly message?: string;
+  /** What the handler's reconcile answered, when the attempt asked it (the previous result was unknown). */
+  readonly reconcile?: ReconcileRecord;
+  /** The attempt's writes refused because a newer token held the run or the item. */
+  readonly fencedOut?: FencedOutRecord;
 }
 
 /** One run of a job: the ledger item for (job, slot, shard). */

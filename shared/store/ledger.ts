@@ -5,6 +5,7 @@
  *   runs.ts          creating runs (the conditional put, the counted put, trigger keys)
  *   run-holds.ts     the lease holder's writes (claim, heartbeat, checkpoint, outcome, give back)
  *   run-endings.ts   ending a run other than by its outcome (settle, replace, spent fence range)
+ *   fenced-out-notes.ts  a former holder's note of its fenced-out writes on its own claim's entry
  *   watch-index.ts   the sweeper's watch index
  *   run-queries.ts   reads of runs
  *
@@ -16,6 +17,7 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { ClaimResult } from '../core/lease.js';
 import type { Run, RunId, RunStatus } from '../core/vocabulary.js';
+import { FencedOutNotes, type FencedOutAttempt, type FencedOutNote, type NoteResult } from './fenced-out-notes.js';
 import { LaneStore } from './lanes.js';
 import type { SettledStatus } from './observer.js';
 import { PlannerStore } from './planner-state.js';
@@ -61,6 +63,7 @@ export class Ledger extends RunTable {
   readonly creation: RunCreation;
   readonly holds: RunHolds;
   readonly endings: RunEndings;
+  readonly notes: FencedOutNotes;
   readonly watching: WatchIndex;
   readonly queries: RunQueries;
 
@@ -71,6 +74,7 @@ export class Ledger extends RunTable {
     this.creation = new RunCreation(doc, options, this.lanes);
     this.holds = new RunHolds(doc, options);
     this.endings = new RunEndings(doc, options);
+    this.notes = new FencedOutNotes(doc, options);
     this.watching = new WatchIndex(doc, options);
     this.queries = new RunQueries(doc, options, this.watching);
   }
@@ -113,6 +117,11 @@ export class Ledger extends RunTable {
 
   giveBack(run: Run): Promise<boolean> {
     return this.holds.giveBack(run);
+  }
+
+  /** A former holder's note of its attempt's fenced-out writes, once a newer token holds the run (fenced-out-notes.ts). */
+  noteFencedOut(attempt: FencedOutAttempt, note: FencedOutNote, now: number, writeId?: string): Promise<NoteResult> {
+    return this.notes.note(attempt, note, now, writeId);
   }
 
   // ---------------------------------------------------------------- other endings (run-endings.ts)

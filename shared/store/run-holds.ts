@@ -195,6 +195,9 @@ export class RunHolds extends RunTable {
       endedAt: now,
       outcome: outcome.status,
       ...(lastError ? { code: lastError.code, message: boundMessage(lastError.message, MAX_HISTORY_MESSAGE_CHARS) } : {}),
+      // Notes of the attempt ride on this same write: recording them costs no request of its own.
+      ...(facts.reconcile ? { reconcile: facts.reconcile } : {}),
+      ...(facts.fencedOut ? { fencedOut: facts.fencedOut } : {}),
     };
     names['#entry'] = `c${claim}`;
     values[':entry'] = entry;

@@ -4,6 +4,7 @@
  * writes (runs.ts, run-holds.ts, run-endings.ts, watch-index.ts, run-queries.ts).
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import type { FencedOutRecord, ReconcileRecord } from '../core/attempt-notes.js';
 import type { Transition } from '../core/outcome.js';
 import { openBucketOf } from '../core/planner-state.js';
 import { LedgerKeys } from '../core/resources.js';
@@ -82,6 +83,10 @@ export interface AttemptFacts {
   readonly from?: RunStatus;
   /** Handler time this invocation spent on the attempt (kept across a refunded yield). */
   readonly elapsedMs?: number;
+  /** What the handler's reconcile answered, when the attempt asked it. */
+  readonly reconcile?: ReconcileRecord;
+  /** The attempt's writes fenced out by a newer token (a newer slot's run, on a business item). */
+  readonly fencedOut?: FencedOutRecord;
 }
 
 /** The statuses of a run that waits for a claim. */

@@ -7,6 +7,7 @@ import { DynamoFencedStore } from '../store/fenced-store.js';
 import { DynamoItemReader } from '../store/item-reader.js';
 import { AttemptScope } from './attempt-scope.js';
 import { REAL_TIMERS, sleep } from '../core/concurrency.js';
+import { FencedWrite } from '../core/attempt-notes.js';
 import { claimsOf, fenceRefusal, slotOfFence } from '../core/fence.js';
 import { NO_HISTORY } from '../core/history.js';
 import type { Job } from '../schedule/job-schema-core.js';
@@ -29,6 +30,7 @@ import {
 } from '../handler-api.js';
 import { MetricName } from '../runtime/observability.js';
 import type { ChildLogger, QueueRecord, RecordOutcome, WorkerDeps } from './deps.js';
+import { AttemptNotes } from './attempt-notes.js';
 import { startHeartbeat, type Heartbeat } from './heartbeat.js';
 import { recordOutcome } from './outcome.js';
 
@@ -105,6 +107,7 @@ export async function execute(
   }
 
   const scope = new AttemptScope(run.runKey, run.fencingToken);
+  const notes = new AttemptNotes(deps, run.fencingToken);
   /** The newest slot whose run's write fenced out a write of this attempt, if any. */
   const supersededBy: { slot?: number } = {};
   const controller = new AbortController();
@@ -120,11 +123,12 @@ export async function execute(
     () => run,
     (next) => (run = next),
     end,
+    notes,
     logger,
   );
   try {
     const refusal = refuseToStart(job, run, now, claimedFrom);
-    if (refusal) return await recordOutcome(deps, record, job, run, claimedFrom, refusal, heartbeat, logger, 0);
+    if (refusal) return await recordOutcome(deps, record, job, run, claimedFrom, refusal, heartbeat, notes, logger, 0);
 
     let outcome: AttemptEnd | 'lease-lost';
     let checkpointed = false;
@@ -145,6 +149,7 @@ export async function execute(
         heartbeat,
         () => (checkpointed = true),
         onFencedOut,
+        notes,
         logger,
       );
     } catch (error) {
@@ -182,10 +187,12 @@ export async function execute(
         status: RunStatus.RUNNING,
         accepted: false,
       });
+      // A newer token holds the run: what of this attempt it fenced out goes on the attempt's own entry.
+      await notes.leave(deps, run, claimedFrom, logger);
       return 'retry';
     }
     const transition = transitionFor(job, run, outcome, deps.clock(), deps.random ?? Math.random);
-    return await recordOutcome(deps, record, job, run, claimedFrom, transition, heartbeat, logger, elapsed);
+    return await recordOutcome(deps, record, job, run, claimedFrom, transition, heartbeat, notes, logger, elapsed);
   } finally {
     heartbeat.stop();
   }
@@ -203,6 +210,7 @@ async function attempt(
   onCheckpoint: () => void,
   /** A write came back fenced out by a newer slot's run (`seenSlot`), even after the attempt ended. */
   onFencedOut: (seenSlot: number) => void,
+  notes: AttemptNotes,
   logger: ChildLogger,
 ): Promise<AttemptEnd> {
   const history = deps.history ?? NO_HISTORY;
@@ -213,10 +221,12 @@ async function attempt(
   const fenced = new DynamoFencedStore(deps.doc, run.fencingToken, {
     guard,
     onResult: (write, result, detail) => {
-      if (result === 'fenced-out') deps.metrics.count(MetricName.FencingRejections);
-      if (result === 'fenced-out' && detail.seenFence !== undefined && fenceRefusal(run.fencingToken, detail.seenFence) === 'newer-slot')
-        onFencedOut(slotOfFence(detail.seenFence));
       const key = write.kind === 'put' ? write.item : write.key;
+      if (result === 'fenced-out') deps.metrics.count(MetricName.FencingRejections);
+      if (result === 'fenced-out' && detail.seenFence !== undefined) {
+        notes.fencedOut(FencedWrite.EFFECT, detail.seenFence, `${write.table}/${key.pk}/${key.sk}`);
+        if (fenceRefusal(run.fencingToken, detail.seenFence) === 'newer-slot') onFencedOut(slotOfFence(detail.seenFence));
+      }
       history.record({
         type: 'effect',
         at: deps.clock(),
@@ -253,6 +263,7 @@ async function attempt(
         if (problem) throw new CheckpointTooLargeError(run.runKey, problem);
         const check = await deps.ledger.checkpoint(run, cursor);
         if (!check.ok) {
+          notes.runWriteRefused(FencedWrite.CHECKPOINT, check.current);
           end(
             AttemptAbort.LEASE_LOST,
             `checkpoint refused: ${run.runKey} is now held by ${check.current?.owner ?? 'nobody'} (token ${check.current?.fencingToken ?? '?'})`,
@@ -280,8 +291,19 @@ async function attempt(
     // (the holder died, froze or lost the ledger mid-attempt), may already have had its effect: in
     // both cases the previous attempt's result is unknown, so ask before doing it again.
     if (previousResultUnknown(claimedFrom) && handler.reconcile) {
-      const reconciled = await reconcileOrUnknown(handler.reconcile(ctx), aborted, signal);
-      if ('kind' in reconciled) return reconciled;
+      let reconciled: Awaited<ReturnType<typeof reconcileOrUnknown>>;
+      try {
+        reconciled = await reconcileOrUnknown(handler.reconcile(ctx), aborted, signal);
+      } catch (error) {
+        // Ended before it answered (timeout, yield, lost lease, a fence): the entry says so.
+        notes.reconciled({ failed: error instanceof Error ? error.message : String(error) });
+        throw error;
+      }
+      if ('kind' in reconciled) {
+        notes.reconciled({ failed: reconciled.message });
+        return reconciled;
+      }
+      notes.reconciled(reconciled);
       logger.info('reconciled a run whose result was unknown', { outcome: reconciled.outcome, claimedFrom });
       if (reconciled.outcome === ReconcileOutcome.ALREADY_DONE) return { kind: 'succeeded', evidence: reconciled.evidence };
       if (reconciled.outcome === ReconcileOutcome.STILL_UNKNOWN) {
@@ -322,7 +344,7 @@ async function reconcileOrUnknown(
   reconciling: Promise<ReconcileResult>,
   aborted: Promise<never>,
   signal: AbortSignal,
-): Promise<ReconcileResult | AttemptEnd> {
+): Promise<ReconcileResult | Extract<AttemptEnd, { kind: 'unknown' }>> {
   try {
     return await Promise.race([reconciling, aborted]);
   } catch (error) {

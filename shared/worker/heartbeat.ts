@@ -3,6 +3,7 @@
  * while the handler runs, and ends the attempt through its signal when the lease is lost or about
  * to run out, or when the invocation is about to time out.
  */
+import { FencedWrite } from '../core/attempt-notes.js';
 import { REAL_TIMERS } from '../core/concurrency.js';
 import { NO_HISTORY } from '../core/history.js';
 import type { Job } from '../schedule/job-schema-core.js';
@@ -10,6 +11,7 @@ import { takeoverVisibilitySeconds } from '../core/lease.js';
 import type { Run } from '../core/vocabulary.js';
 import { AttemptAbort, type RunLogger } from '../handler-api.js';
 import { MetricName } from '../runtime/observability.js';
+import type { AttemptNotes } from './attempt-notes.js';
 import { clockSkewFor, type QueueRecord, type WorkerDeps } from './deps.js';
 
 /** The lease as the heartbeat keeps it. */
@@ -36,6 +38,7 @@ export function startHeartbeat(
   current: () => Run,
   update: (run: Run) => void,
   end: (why: AttemptAbort, message: string) => void,
+  notes: AttemptNotes,
   logger: RunLogger,
 ): Heartbeat {
   const history = deps.history ?? NO_HISTORY;
@@ -103,6 +106,7 @@ export function startHeartbeat(
       });
       if (!check.ok) {
         lost = true;
+        notes.runWriteRefused(FencedWrite.HEARTBEAT, check.current);
         logger.warn('heartbeat refused: lease lost', { currentOwner: check.current?.owner, currentToken: check.current?.fencingToken });
         end(
           AttemptAbort.LEASE_LOST,

@@ -10,12 +10,14 @@ import { REAL_TIMERS, sleep } from '../core/concurrency.js';
 import { NO_HISTORY } from '../core/history.js';
 import type { Job } from '../schedule/job-schema-core.js';
 import { jsonChars } from '../core/limits.js';
+import { FencedWrite } from '../core/attempt-notes.js';
 import { endsRun, type Transition } from '../core/outcome.js';
 import { messageFor } from '../core/run-message.js';
 import { RunStatus, type Run } from '../core/vocabulary.js';
 import type { RunLogger } from '../handler-api.js';
 import { MetricName } from '../runtime/observability.js';
 import { clockSkewFor, continueInFreshMessage, hide, type QueueRecord, type RecordOutcome, type WorkerDeps } from './deps.js';
+import type { AttemptNotes } from './attempt-notes.js';
 import type { Heartbeat } from './heartbeat.js';
 import { pauseOnRepeatedFailure } from './pause.js';
 import { runEnded } from './run-ended.js';
@@ -38,6 +40,7 @@ export async function recordOutcome(
   claimedFrom: RunStatus,
   transition: Transition,
   heartbeat: Heartbeat,
+  notes: AttemptNotes,
   logger: RunLogger,
   elapsedMs: number,
 ): Promise<RecordOutcome> {
@@ -48,7 +51,7 @@ export async function recordOutcome(
   let check;
   for (let attemptNo = 1; ; attemptNo++) {
     try {
-      check = await deps.ledger.complete(run, transition, deps.clock(), { from: claimedFrom, elapsedMs }, writeId);
+      check = await deps.ledger.complete(run, transition, deps.clock(), { from: claimedFrom, elapsedMs, ...notes.facts() }, writeId);
       break;
     } catch (error) {
       const leaseLeft = heartbeat.leaseUntil() - deps.clock();
@@ -105,6 +108,8 @@ export async function recordOutcome(
       currentOwner: check.current?.owner,
       currentToken: check.current?.fencingToken,
     });
+    notes.runWriteRefused(FencedWrite.OUTCOME, check.current);
+    await notes.leave(deps, run, claimedFrom, logger);
     return 'retry';
   }
   const lastError = 'lastError' in transition ? transition.lastError : undefined;

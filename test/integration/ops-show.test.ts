@@ -126,10 +126,12 @@ describe('ops show: the run history', () => {
     // The table: the run's fields (no lastError), then the attempts.
     expect(text).toMatch(/status\s+SUCCEEDED/);
     expect(text).not.toMatch(/^lastError/m);
-    expect(text).toMatch(/^CLAIM\s+CLAIMED AT\s+OWNER\s+FENCE\s+FROM\s+ENDED\s+ERROR\s+DURATION$/m);
-    expect(text).toMatch(/^1\s+2026-04-02T09:00:00\.100Z\s+worker-a\s+\d+001\s+READY\s+RETRY\s+UPSTREAM_503: bank API unavailable\s+1s$/m);
-    expect(text).toMatch(/^2\s+-\s+-\s+\d+002\s+-\s+no outcome recorded \(taken over\)\s+-\s+-$/m);
-    expect(text).toMatch(/^3\s+\S+\s+worker-c\s+\d+003\s+RUNNING \(takeover\)\s+SUCCEEDED\s+-\s+420ms$/m);
+    expect(text).toMatch(/^CLAIM\s+CLAIMED AT\s+OWNER\s+FENCE\s+FROM\s+ENDED\s+ERROR\s+DURATION\s+RECONCILE\s+FENCED OUT$/m);
+    expect(text).toMatch(
+      /^1\s+2026-04-02T09:00:00\.100Z\s+worker-a\s+\d+001\s+READY\s+RETRY\s+UPSTREAM_503: bank API unavailable\s+1s\s+-\s+-$/m,
+    );
+    expect(text).toMatch(/^2\s+-\s+-\s+\d+002\s+-\s+no outcome recorded \(taken over\)\s+-\s+-\s+-\s+-$/m);
+    expect(text).toMatch(/^3\s+\S+\s+worker-c\s+\d+003\s+RUNNING \(takeover\)\s+SUCCEEDED\s+-\s+420ms\s+-\s+-$/m);
   });
 
   it("an item that succeeded while it still carried an earlier attempt's lastError (written before the ledger cleared it) shows none", async () => {

@@ -1,10 +1,10 @@
 /**
  * Charts as inline SVG built from numbers and escaped text: the timeline of recent runs' attempts
- * (one bar per claim, coloured by how it ended, takeovers marked) and the calendar heatmap of
- * outcomes per UTC day.
+ * (one bar per claim, coloured by how it ended, takeovers and fenced-out writes marked) and the
+ * calendar heatmap of outcomes per UTC day.
  */
 import { RunStatus, type Run } from '../../shared/core/vocabulary.js';
-import { AttemptEnd, attemptHistory, type AttemptRow } from '../ops/attempts.js';
+import { AttemptEnd, attemptHistory, fencedOutText, type AttemptRow } from '../ops/attempts.js';
 import { escape, html, raw, type Html } from './html.js';
 
 const DAY_MS = 86_400_000;
@@ -47,19 +47,25 @@ export function timeline(runs: readonly TimelineRun[], now: number, laneHolders:
   });
   for (const { r, a, index, start, end } of bars) {
     const takeover = a.from === RunStatus.RUNNING;
+    const fenced = a.fencedOut !== undefined;
     const w = Math.max(3, x(end) - x(start));
-    const title = `${r.run.runKey} claim ${a.claim} by ${a.owner ?? '?'} token ${a.token ?? '?'}${takeover ? ' (took over a RUNNING run)' : ''}: ${a.outcome ?? a.end}${a.code ? ` ${a.code}` : ''}`;
+    const refused = fenced ? `; ${a.fencedOut!.count} write(s) fenced out: ${fencedOutText(a.fencedOut)}` : '';
+    const title = `${r.run.runKey} claim ${a.claim} by ${a.owner ?? '?'} token ${a.token ?? '?'}${takeover ? ' (took over a RUNNING run)' : ''}: ${a.outcome ?? a.end}${a.code ? ` ${a.code}` : ''}${refused}`;
     parts.push(
-      `<rect x="${x(start).toFixed(1)}" y="${index * rowH + 3}" width="${w.toFixed(1)}" height="${rowH - 6}" class="bar ${attemptClass(a)}${takeover ? ' takeover' : ''}" data-run="${escape(r.run.runKey)}" data-claim="${a.claim}" data-takeover="${takeover}"><title>${escape(title)}</title></rect>`,
+      `<rect x="${x(start).toFixed(1)}" y="${index * rowH + 3}" width="${w.toFixed(1)}" height="${rowH - 6}" class="bar ${attemptClass(a)}${takeover ? ' takeover' : ''}${fenced ? ' fenced' : ''}" data-run="${escape(r.run.runKey)}" data-claim="${a.claim}" data-takeover="${takeover}" data-fenced="${fenced}"><title>${escape(title)}</title></rect>`,
     );
     if (takeover)
       parts.push(`<text x="${(x(start) - 2).toFixed(1)}" y="${index * rowH + 14}" class="mark" text-anchor="end">takeover ▶</text>`);
+    if (fenced)
+      parts.push(
+        `<text x="${(x(start) + w + 2).toFixed(1)}" y="${index * rowH + 14}" class="mark fenced" data-run="${escape(r.run.runKey)}" data-claim="${a.claim}">fenced ✕</text>`,
+      );
   }
   const height = runs.length * rowH + 20;
   parts.push(`<text x="${left}" y="${height - 4}" class="axis">${new Date(t0).toISOString()}</text>`);
   parts.push(`<text x="${width - 10}" y="${height - 4}" class="axis" text-anchor="end">${new Date(t1).toISOString()}</text>`);
   return html`<svg class="timeline" role="img" aria-label="Timeline of the recent runs' attempts" viewBox="0 0 ${width} ${height}" width="100%">${raw(parts.join(''))}</svg>
-<p class="legend"><span class="key o-succeeded"></span>succeeded <span class="key o-retry"></span>retry <span class="key o-dead"></span>dead <span class="key o-unknown"></span>unknown <span class="key o-taken-over"></span>taken over (worker died or lost its lease) <span class="key o-running"></span>running · “takeover ▶” marks a claim of a RUNNING run · “lane ◆” marks the run holding its exclusive lane</p>`;
+<p class="legend"><span class="key o-succeeded"></span>succeeded <span class="key o-retry"></span>retry <span class="key o-dead"></span>dead <span class="key o-unknown"></span>unknown <span class="key o-taken-over"></span>taken over (worker died or lost its lease) <span class="key o-running"></span>running · “takeover ▶” marks a claim of a RUNNING run · “fenced ✕” marks an attempt whose writes a newer token refused (the bar ends at the first) · “lane ◆” marks the run holding its exclusive lane</p>`;
 }
 
 export interface DayCounts {

@@ -8,10 +8,13 @@
  * The exceptions are the fence advances of the ops commands that take a RUNNING run over
  * (`resolve`, and `retry`/`redrive` reviving it), which are not claims: the run's `resolution`
  * and `lastRevival` say which number they used, and the current claim of a RUNNING run, which has
- * not ended yet.
+ * not ended yet. A claim taken over whose worker came back and found its writes fenced out has
+ * an entry of its own nonetheless: the note it left (no outcome), which gives the row its owner,
+ * token, claim time and the time its first write was refused.
  */
 import { claimsOf } from '../../shared/core/fence.js';
 import { ATTEMPT_HISTORY_LIMIT } from '../../shared/core/limits.js';
+import type { FencedOutRecord, ReconcileRecord } from '../../shared/core/attempt-notes.js';
 import { RunStatus, type AttemptRecord, type Run } from '../../shared/core/vocabulary.js';
 
 export const AttemptEnd = {
@@ -42,6 +45,10 @@ export interface AttemptRow {
   readonly code?: string;
   readonly message?: string;
   readonly durationMs?: number;
+  /** What the handler's reconcile answered (recorded since answers were kept). */
+  readonly reconcile?: ReconcileRecord;
+  /** The attempt's writes fenced out by a newer token. */
+  readonly fencedOut?: FencedOutRecord;
 }
 
 export interface AttemptHistory {
@@ -75,7 +82,9 @@ export function endText(row: AttemptRow): string {
 export function attemptHistory(run: HistorySource): AttemptHistory {
   const claims = claimsOf(run.fencingToken, run.slot);
   if (claims <= 0) return { rows: [], earlier: 0 };
-  const records = new Map((run.attempts ?? []).map((a) => [a.claim, a]));
+  const all = new Map((run.attempts ?? []).map((a) => [a.claim, a]));
+  // Entries with an outcome; a fenced-out note alone is no recorded end.
+  const records = new Map([...all].filter(([, a]) => a.outcome !== undefined && a.endedAt !== undefined));
   const newestRecorded = Math.max(0, ...records.keys());
   // Each recorded claim drops the one ATTEMPT_HISTORY_LIMIT before it, so below this nothing is known.
   const first = Math.max(1, (newestRecorded || claims) - ATTEMPT_HISTORY_LIMIT + 1);
@@ -88,10 +97,12 @@ export function attemptHistory(run: HistorySource): AttemptHistory {
       continue;
     }
     const token = run.fencingToken - (claims - claim);
+    const note = all.get(claim);
     if (opsTakeovers.has(claim)) rows.push({ claim, token, end: AttemptEnd.OPS_TAKEOVER, claimedAt: opsTakeovers.get(claim) });
     else if (claim === claims && run.status === RunStatus.RUNNING) {
       rows.push({ claim, token, end: AttemptEnd.RUNNING, owner: run.owner, claimedAt: run.startedAt });
-    } else rows.push({ claim, token, end: claim < claims ? AttemptEnd.TAKEN_OVER : AttemptEnd.NO_OUTCOME });
+    } else if (note) rows.push(notedRow(note, claim < claims ? AttemptEnd.TAKEN_OVER : AttemptEnd.NO_OUTCOME));
+    else rows.push({ claim, token, end: claim < claims ? AttemptEnd.TAKEN_OVER : AttemptEnd.NO_OUTCOME });
   }
   return { rows, earlier: first - 1 };
 }
@@ -108,8 +119,56 @@ function recordedRow(a: AttemptRecord): AttemptRow {
     outcome: a.outcome,
     code: a.code,
     message: a.message,
-    durationMs: a.endedAt - a.claimedAt,
+    durationMs: a.endedAt === undefined ? undefined : a.endedAt - a.claimedAt,
+    ...notesOf(a),
   };
+}
+
+/**
+ * The row of a claim that recorded no outcome but left a fenced-out note: it ended, as far as the
+ * ledger can tell, when its first write was refused.
+ */
+function notedRow(a: AttemptRecord, end: AttemptEnd): AttemptRow {
+  const refusedAt = a.fencedOut?.writes[0]?.at;
+  return {
+    claim: a.claim,
+    end,
+    token: a.token,
+    owner: a.owner,
+    from: a.from,
+    claimedAt: a.claimedAt,
+    endedAt: refusedAt,
+    durationMs: refusedAt === undefined ? undefined : refusedAt - a.claimedAt,
+    ...notesOf(a),
+  };
+}
+
+function notesOf(a: AttemptRecord): Pick<AttemptRow, 'reconcile' | 'fencedOut'> {
+  // The note's write id is the store's own (its retry's recognition), not history.
+  const fencedOut = a.fencedOut ? { writes: a.fencedOut.writes, count: a.fencedOut.count } : undefined;
+  return { ...(a.reconcile ? { reconcile: a.reconcile } : {}), ...(fencedOut ? { fencedOut } : {}) };
+}
+
+/** The words for what the attempt's reconcile answered, if it was recorded. */
+export function reconcileAnswerText(reconcile: ReconcileRecord | undefined): string | undefined {
+  if (reconcile === undefined) return undefined;
+  const detail =
+    reconcile.evidence !== undefined
+      ? ` (evidence ${JSON.stringify(reconcile.evidence)})`
+      : reconcile.evidenceChars !== undefined
+        ? ` (evidence of ${reconcile.evidenceChars} characters, on the run)`
+        : reconcile.reason !== undefined
+          ? `: ${reconcile.reason}`
+          : '';
+  return `${reconcile.answer}${detail}`;
+}
+
+/** The words for an attempt's fenced-out writes: which, refused by which token, and how many. */
+export function fencedOutText(fencedOut: FencedOutRecord | undefined): string | undefined {
+  if (fencedOut === undefined) return undefined;
+  const listed = fencedOut.writes.map((w) => `${w.write}${w.resource ? ` ${w.resource}` : ''} by token ${w.by}`);
+  const more = fencedOut.count - fencedOut.writes.length;
+  return `${listed.join('; ')}${more > 0 ? ` (and ${more} more)` : ''}`;
 }
 
 /**

@@ -1,8 +1,9 @@
 /**
  * `ops show <runKey>`: every attribute of one run item as stored (consistent read), with epoch
  * times also shown as ISO-8601, then its attempt history: one row per claim (claim time, owner,
- * fence, how it ended, error code and message, duration), the claims that recorded nothing shown
- * from the gaps in the claim numbers (tools/ops/attempts.ts).
+ * fence, how it ended, error code and message, duration, what its reconcile answered, its writes
+ * fenced out by a newer token), the claims that recorded nothing shown from the gaps in the claim
+ * numbers or from the fenced-out note they left (tools/ops/attempts.ts).
  *
  * A run that ended well (SUCCEEDED, MANUAL) shows no `lastError`: an earlier attempt's error is
  * history, in the attempts, not the run's state (older items may still carry one).
@@ -11,8 +12,20 @@ import { runFromItem } from '../../shared/store/ledger.js';
 import { ATTEMPT_HISTORY_LIMIT } from '../../shared/core/limits.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
 import { noExtraPositionals, parseCommand, parseRunKey } from './args.js';
-import { attemptHistory, endText, type AttemptHistory, type HistorySource } from './attempts.js';
-import { cell, ERROR_CELL_WIDTH, EXIT_OK, formatElapsed, iso, jsonValue, OpsFailure, printJson, printTable, type OpsIo } from './io.js';
+import { attemptHistory, endText, fencedOutText, reconcileAnswerText, type AttemptHistory, type HistorySource } from './attempts.js';
+import {
+  cell,
+  ERROR_CELL_WIDTH,
+  EXIT_OK,
+  NOTE_CELL_WIDTH,
+  formatElapsed,
+  iso,
+  jsonValue,
+  OpsFailure,
+  printJson,
+  printTable,
+  type OpsIo,
+} from './io.js';
 import { withTarget } from './target.js';
 
 export const showUsage = 'show <job@slotISO[#shard]>';
@@ -87,7 +100,7 @@ function printHistory(io: OpsIo, history: AttemptHistory): void {
   );
   printTable(
     io,
-    ['CLAIM', 'CLAIMED AT', 'OWNER', 'FENCE', 'FROM', 'ENDED', 'ERROR', 'DURATION'],
+    ['CLAIM', 'CLAIMED AT', 'OWNER', 'FENCE', 'FROM', 'ENDED', 'ERROR', 'DURATION', 'RECONCILE', 'FENCED OUT'],
     history.rows.map((row) => [
       row.claim,
       iso(row.claimedAt),
@@ -97,6 +110,8 @@ function printHistory(io: OpsIo, history: AttemptHistory): void {
       endText(row),
       row.code === undefined ? undefined : cell(`${row.code}: ${row.message ?? ''}`, ERROR_CELL_WIDTH),
       formatElapsed(row.durationMs),
+      cell(reconcileAnswerText(row.reconcile), NOTE_CELL_WIDTH),
+      cell(fencedOutText(row.fencedOut), NOTE_CELL_WIDTH),
     ]),
   );
 }

@@ -1,15 +1,15 @@
 /**
  * `/runs/<runKey>`: the run as `ops show` reads it (consistent), its attempts from the same
- * history derivation with what each asked the handler's reconcile, the outbox events it wrote,
+ * history derivation with what each one's reconcile answered and which of its writes were fenced
+ * out by a newer token, the outbox events it wrote,
  * and what an operator may do now, decided by the rules the commands apply
  * (resolveRefusal, retryRefusal).
  */
 import { resolveRefusal } from '../../../shared/store/repairs.js';
 import { runFromItem } from '../../../shared/store/ledger.js';
 import { parseRunKey } from '../../ops/args.js';
-import { AttemptEnd, endText, type AttemptRow } from '../../ops/attempts.js';
+import { AttemptEnd, endText, fencedOutText, reconcileAnswerText, type AttemptRow } from '../../ops/attempts.js';
 import { previousResultUnknown } from '../../../shared/core/outcome.js';
-import { RunStatus } from '../../../shared/core/vocabulary.js';
 import { handlers } from '../../../shared/handlers/index.js';
 import { outboxRowsOfRun, type OutboxRow } from '../../../shared/store/outbox-reads.js';
 import { formatElapsed } from '../../ops/io.js';
@@ -29,18 +29,26 @@ function json(value: unknown): string {
 export const OUTBOX_SHOWN = 20;
 
 /**
- * Whether the attempt asked the handler's reconcile first, and what it can be told from the
- * record: a claim out of UNKNOWN or of a RUNNING run (a takeover) finds the previous result
- * unknown and asks; the answer itself is not recorded, only how the attempt ended after it
- * (STILL_UNKNOWN is reconcile's own answer).
+ * What the attempt's reconcile answered, as its entry records it (the answer, when, ALREADY_DONE's
+ * evidence, STILL_UNKNOWN's reason or why there was none). Without a recorded answer: whether it
+ * was asked at all (a claim out of UNKNOWN or of a RUNNING run, a takeover, finds the previous
+ * result unknown and asks; one refused before it ran, or recorded before answers were kept, has none).
  */
 export function reconcileText(row: AttemptRow, handlerReconciles: boolean | undefined): string {
+  const answer = reconcileAnswerText(row.reconcile);
+  if (answer !== undefined && row.reconcile !== undefined) return `${answer} · ${utc(row.reconcile.at)}`;
   if (row.end !== AttemptEnd.RECORDED) return '-';
   if (!previousResultUnknown(row.from)) return 'not asked: the previous result was known';
   if (handlerReconciles === false) return 'none: the handler has no reconcile, so it ran again';
-  if (row.code === 'STILL_UNKNOWN') return `asked first: still unknown (${row.message ?? 'it could not tell'})`;
-  if (row.outcome === RunStatus.UNKNOWN) return 'asked first: no answer (it failed or timed out)';
-  return `asked first (the previous result was unknown); then ended ${row.outcome ?? '?'}`;
+  if (row.code === 'STILL_UNKNOWN') return `still unknown (${row.message ?? 'it could not tell'})`;
+  return `no answer recorded (the attempt was refused before it ran, or recorded before answers were kept); it ended ${row.outcome ?? '?'}`;
+}
+
+/** The attempt's writes refused by a newer token, with when the first was. */
+export function fencedText(row: AttemptRow): string {
+  const text = fencedOutText(row.fencedOut);
+  const first = row.fencedOut?.writes[0];
+  return text === undefined || first === undefined ? '-' : `✕ ${text} · first at ${utc(first.at)}`;
 }
 
 function outboxSection(rows: readonly OutboxRow[]): Html {
@@ -117,8 +125,8 @@ ${history.earlier > 0 ? html`<p>${history.earlier} earlier claim(s) not kept.</p
 ${
   history.rows.length === 0
     ? html`<p>None (never claimed).</p>`
-    : html`<table class="attempts"><thead><tr><th scope="col">Claim</th><th scope="col">Owner</th><th scope="col">Fencing token</th><th scope="col">From</th><th scope="col">Claimed (start)</th><th scope="col">Ended</th><th scope="col">How</th><th scope="col">Error</th><th scope="col">Duration</th><th scope="col">Reconcile</th></tr></thead><tbody>
-${history.rows.map((row) => html`<tr class="${attemptClass(row)}" data-claim="${row.claim}"><td>${row.claim}</td><td>${row.owner ?? '-'}</td><td>${row.token ?? '-'}</td><td>${row.from === 'RUNNING' ? 'RUNNING (takeover)' : (row.from ?? '-')}</td><td>${utc(row.claimedAt) || '-'}</td><td>${utc(row.endedAt) || '-'}</td><td>${endText(row)}</td><td>${row.code ? `${row.code}: ${row.message ?? ''}` : '-'}</td><td>${formatElapsed(row.durationMs) ?? '-'}</td><td class="reconcile">${reconcileText(row, reconciles)}</td></tr>`)}</tbody></table>`
+    : html`<table class="attempts"><thead><tr><th scope="col">Claim</th><th scope="col">Owner</th><th scope="col">Fencing token</th><th scope="col">From</th><th scope="col">Claimed (start)</th><th scope="col">Ended</th><th scope="col">How</th><th scope="col">Error</th><th scope="col">Duration</th><th scope="col">Reconcile answer</th><th scope="col">Fenced out</th></tr></thead><tbody>
+${history.rows.map((row) => html`<tr class="${attemptClass(row)}" data-claim="${row.claim}"><td>${row.claim}</td><td>${row.owner ?? '-'}</td><td>${row.token ?? '-'}</td><td>${row.from === 'RUNNING' ? 'RUNNING (takeover)' : (row.from ?? '-')}</td><td>${utc(row.claimedAt) || '-'}</td><td>${utc(row.endedAt) || '-'}</td><td>${endText(row)}</td><td>${row.code ? `${row.code}: ${row.message ?? ''}` : '-'}</td><td>${formatElapsed(row.durationMs) ?? '-'}</td><td class="reconcile">${reconcileText(row, reconciles)}</td><td class="fenced">${fencedText(row)}</td></tr>`)}</tbody></table>`
 }
 <h2>Outbox events it wrote</h2>
 ${outboxSection(outbox)}`;
