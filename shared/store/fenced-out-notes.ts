@@ -90,7 +90,7 @@ export class FencedOutNotes extends RunTable {
     const second = await this.update(
       attempt,
       `SET attempts.#entry.fencedOut = :fenced${reconcile}`,
-      `${newerHolds} AND attribute_exists(attempts.#entry) AND attribute_not_exists(attempts.#entry.fencedOut)`,
+      `${newerHolds} AND ${stillKept} AND attribute_exists(attempts.#entry) AND attribute_not_exists(attempts.#entry.fencedOut)`,
       { ...values, ':fenced': fencedOut, ...(reconcile ? { ':reconcile': note.reconcile } : {}) },
       ours,
     );
