@@ -20,7 +20,7 @@ import { MAX_HISTORY_MESSAGE_CHARS } from '../../shared/core/limits.js';
 import { ReconcileOutcome } from '../../shared/handler-api.js';
 import { RunStatus, type Run } from '../../shared/core/vocabulary.js';
 import { timeline, timelineRuns } from '../../tools/console/charts.js';
-import { fencedText, reconcileText } from '../../tools/console/pages/run.js';
+import { fencedItems, fencedText, reconcileText } from '../../tools/console/pages/run.js';
 import { AttemptEnd, attemptHistory, fencedOutText, reconcileAnswerText } from '../../tools/ops/attempts.js';
 
 const AT = Date.UTC(2026, 5, 1, 12, 0, 5);
@@ -129,6 +129,7 @@ describe('how the history and the console show them', () => {
     expect(reconcileAnswerText(rows[1]!.reconcile)).toBe('already-done (evidence {"payment":"p-1"})');
     expect(fencedText(rows[0]!)).toBe(`✕ heartbeat by token ${MINE + 1} · first at 2026-06-01T12:00:40Z`);
     expect(fencedText(rows[1]!)).toBe('-');
+    expect(fencedItems(rows[0]!)).toBe(`heartbeat by token ${MINE + 1}`);
   });
 
   it('the timeline draws the fenced-out claim as a bar from its claim to its first refused write, marked "fenced ✕", and the takeover after it', () => {

@@ -55,7 +55,7 @@ td.num { text-align: right; } td.alert { color: #b91c1c; font-weight: bold; }
 #result.ok { border-left: 5px solid #15803d; padding-left: 1em; } #result.refused { border-left: 5px solid #b91c1c; padding-left: 1em; }
 .note, .live { color: #4b5563; font-size: 90%; }
 svg text { font: 10px system-ui, sans-serif; fill: #111; } svg .mark { fill: #b91c1c; font-weight: bold; }
-rect.takeover { stroke: #b91c1c; stroke-width: 2; } rect.fenced { stroke: #111; stroke-width: 2; stroke-dasharray: 3 2; }
+rect.takeover { stroke: #b91c1c; stroke-width: 2; } rect.fenced { stroke: #111; stroke-width: 2; stroke-dasharray: 3 2; } table.attempts td.fenced, table.attempts td.reconcile { max-width: 16em; overflow-wrap: anywhere; }
 .o-succeeded, .d-ok { fill: #16a34a; background: #16a34a; } .o-retry { fill: #f59e0b; background: #f59e0b; } .o-dead, .d-dead { fill: #b91c1c; background: #b91c1c; }
 .o-unknown, .d-unknown { fill: #7c3aed; background: #7c3aed; } .o-taken-over, .o-no-outcome, .o-ops-takeover { fill: #6b7280; background: #6b7280; } .o-running { fill: #2563eb; background: #2563eb; }
 .d-mixed { fill: #facc15; background: #facc15; } .d-none { fill: #e5e7eb; background: #e5e7eb; }

@@ -44,11 +44,18 @@ export function reconcileText(row: AttemptRow, handlerReconciles: boolean | unde
   return `no answer recorded (the attempt was refused before it ran, or recorded before answers were kept); it ended ${row.outcome ?? '?'}`;
 }
 
-/** The attempt's writes refused by a newer token, with when the first was. */
+/** The attempt's writes refused by a newer token, with when the first was (each item refused: `fencedItems`). */
 export function fencedText(row: AttemptRow): string {
-  const text = fencedOutText(row.fencedOut);
-  const first = row.fencedOut?.writes[0];
-  return text === undefined || first === undefined ? '-' : `✕ ${text} · first at ${utc(first.at)}`;
+  const fenced = row.fencedOut;
+  const first = fenced?.writes[0];
+  if (fenced === undefined || first === undefined) return '-';
+  const more = fenced.count - fenced.writes.length;
+  return `✕ ${fenced.writes.map((w) => `${w.write} by token ${w.by}`).join('; ')}${more > 0 ? ` (and ${more} more)` : ''} · first at ${utc(first.at)}`;
+}
+
+/** Every refused write in full, items included (the cell's title). */
+export function fencedItems(row: AttemptRow): string {
+  return fencedOutText(row.fencedOut) ?? '';
 }
 
 function outboxSection(rows: readonly OutboxRow[]): Html {
@@ -126,7 +133,7 @@ ${
   history.rows.length === 0
     ? html`<p>None (never claimed).</p>`
     : html`<table class="attempts"><thead><tr><th scope="col">Claim</th><th scope="col">Owner</th><th scope="col">Fencing token</th><th scope="col">From</th><th scope="col">Claimed (start)</th><th scope="col">Ended</th><th scope="col">How</th><th scope="col">Error</th><th scope="col">Duration</th><th scope="col">Reconcile answer</th><th scope="col">Fenced out</th></tr></thead><tbody>
-${history.rows.map((row) => html`<tr class="${attemptClass(row)}" data-claim="${row.claim}"><td>${row.claim}</td><td>${row.owner ?? '-'}</td><td>${row.token ?? '-'}</td><td>${row.from === 'RUNNING' ? 'RUNNING (takeover)' : (row.from ?? '-')}</td><td>${utc(row.claimedAt) || '-'}</td><td>${utc(row.endedAt) || '-'}</td><td>${endText(row)}</td><td>${row.code ? `${row.code}: ${row.message ?? ''}` : '-'}</td><td>${formatElapsed(row.durationMs) ?? '-'}</td><td class="reconcile">${reconcileText(row, reconciles)}</td><td class="fenced">${fencedText(row)}</td></tr>`)}</tbody></table>`
+${history.rows.map((row) => html`<tr class="${attemptClass(row)}" data-claim="${row.claim}"><td>${row.claim}</td><td>${row.owner ?? '-'}</td><td>${row.token ?? '-'}</td><td>${row.from === 'RUNNING' ? 'RUNNING (takeover)' : (row.from ?? '-')}</td><td>${utc(row.claimedAt) || '-'}</td><td>${utc(row.endedAt) || '-'}</td><td>${endText(row)}</td><td>${row.code ? `${row.code}: ${row.message ?? ''}` : '-'}</td><td>${formatElapsed(row.durationMs) ?? '-'}</td><td class="reconcile">${reconcileText(row, reconciles)}</td><td class="fenced" title="${fencedItems(row)}">${fencedText(row)}</td></tr>`)}</tbody></table>`
 }
 <h2>Outbox events it wrote</h2>
 ${outboxSection(outbox)}`;
