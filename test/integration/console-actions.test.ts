@@ -10,6 +10,7 @@
 import { PutCommand } from '@aws-sdk/lib-dynamodb';
 import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ReconcileAnswer } from '../../shared/core/attempt-notes.js';
 import { messageFor } from '../../shared/core/run-message.js';
 import { RunOrigin, RunStatus, runKeyOf, type Run, type RunId } from '../../shared/core/vocabulary.js';
 import type { Sandbox } from '../support/stack.js';
@@ -65,8 +66,10 @@ async function seed(box: Sandbox): Promise<void> {
     { from: RunStatus.READY },
   );
   const second = await claim(box, 'report', S_RECONCILED, 'worker-b', S_RECONCILED + 3 * SEC);
+  // What its reconcile answered, as the worker records it with the outcome.
   await box.ledger.complete(second, { status: RunStatus.SUCCEEDED, evidence: { settled: 2 } }, S_RECONCILED + 4 * SEC, {
     from: RunStatus.UNKNOWN,
+    reconcile: { answer: ReconcileAnswer.NOT_DONE, at: S_RECONCILED + 3 * SEC + 200 },
   });
   await box.clients.doc.send(
     new PutCommand({
@@ -221,10 +224,10 @@ describe("the console's bulk actions and run detail in Chromium", () => {
     expect((await c.box.ledger.getRun(id('sync', S_SYNC_DEAD)))!.status).toBe(RunStatus.READY);
   });
 
-  it('Run: each attempt says whether it asked reconcile, and the outbox events the run wrote are listed', async () => {
+  it('Run: each attempt says whether it asked reconcile and what it answered, and the outbox events the run wrote are listed', async () => {
     await c.open(`/runs/${encodeURIComponent(key(S_RECONCILED))}`);
     expect(await text('tr[data-claim="1"] td.reconcile')).toBe('not asked: the previous result was known');
-    expect(await text('tr[data-claim="2"] td.reconcile')).toBe('asked first (the previous result was unknown); then ended SUCCEEDED');
+    expect(await text('tr[data-claim="2"] td.reconcile')).toBe(`not-done · ${new Date(S_RECONCILED + 3 * SEC + 200).toISOString()}`);
     const event = c.page.locator(`#outbox tr[data-event="${key(S_RECONCILED)}#settled"]`);
     expect(await event.innerText()).toContain('PaymentSettled');
     expect(await event.innerText()).toContain('{"paymentId":"pay-7"}');

@@ -130,6 +130,11 @@ describe('how the history and the console show them', () => {
     expect(fencedText(rows[0]!)).toBe(`✕ heartbeat by token ${MINE + 1} · first at 2026-06-01T12:00:40Z`);
     expect(fencedText(rows[1]!)).toBe('-');
     expect(fencedItems(rows[0]!)).toBe(`heartbeat by token ${MINE + 1}`);
+    // An entry from before answers were recorded says it has none, never a guess from the outcome.
+    const { reconcile: _answer, ...older } = rows[1]!;
+    expect(reconcileText(older, true)).toBe(
+      'no answer recorded (the attempt was refused before it ran, or recorded before answers were kept); it ended SUCCEEDED',
+    );
   });
 
   it('the timeline draws the fenced-out claim as a bar from its claim to its first refused write, marked "fenced ✕", and the takeover after it', () => {
