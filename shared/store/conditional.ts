@@ -15,9 +15,11 @@ import { TransactionCanceledException, type CancellationReason } from '@aws-sdk/
 import {
   BatchGetCommand,
   PutCommand,
+  QueryCommand,
   UpdateCommand,
   type DeleteCommand,
   type DynamoDBDocumentClient,
+  type QueryCommandInput,
   type TransactWriteCommand,
 } from '@aws-sdk/lib-dynamodb';
 import { mapBounded } from '../core/concurrency.js';
@@ -160,4 +162,23 @@ async function batchGetChunk(doc: DynamoDBDocumentClient, tableName: string, key
     if (pending.length > 0) await new Promise((r) => setTimeout(r, Math.min(1_000, 25 * 2 ** round)));
   }
   return out;
+}
+
+/**
+ * The pages of one Query of a table (not an index), in order. A page is sent only when the loop
+ * over them asks for the next one: a reader that has what it needs leaves its `for await` loop
+ * and no further request goes out. `pageLimit`, when given, is asked before each page is sent
+ * (a reader that wants N items asks for the ones still missing).
+ */
+export async function* queryPages(
+  doc: DynamoDBDocumentClient,
+  query: Omit<QueryCommandInput, 'IndexName' | 'Limit' | 'ExclusiveStartKey'>,
+  pageLimit?: () => number | undefined,
+): AsyncGenerator<Item[]> {
+  let startKey: Item | undefined;
+  do {
+    const page = await doc.send(new QueryCommand({ ...query, Limit: pageLimit?.(), ExclusiveStartKey: startKey }));
+    yield page.Items ?? [];
+    startKey = page.LastEvaluatedKey;
+  } while (startKey);
 }

@@ -2,10 +2,10 @@
  * Reads of run items (DESIGN §5, §8): one run, many runs, and the range queries the overlap
  * policies, the window sweep, the watch sweep and ops need. Reads are consistent unless said.
  */
-import { GetCommand, QueryCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { GetCommand, type DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import { KEY_SPREAD, LedgerKeys } from '../core/resources.js';
 import { OPEN_STATUSES, RunStatus, type Run, type RunId } from '../core/vocabulary.js';
-import { batchGetAll } from './conditional.js';
+import { batchGetAll, queryPages, type Item } from './conditional.js';
 import { idOfKey, openStatusValues, RunTable, runFromItem, WAITING, type LedgerOptions } from './run-items.js';
 import type { WatchCursor, WatchIndex } from './watch-index.js';
 
@@ -53,30 +53,29 @@ export class RunQueries extends RunTable {
     const shard = lane?.shard;
     const mine = LedgerKeys.runSk(slot, 0);
     const want = limit * Math.max(1, lane?.shards ?? 1);
-    const items: Record<string, unknown>[] = [];
-    let startKey: Record<string, unknown> | undefined;
+    const items: Item[] = [];
+    const pages = queryPages(
+      this.doc,
+      {
+        TableName: this.tableName,
+        KeyConditionExpression: before ? 'pk = :pk AND sk BETWEEN :low AND :mine' : 'pk = :pk AND sk > :mine',
+        ExpressionAttributeValues: {
+          ':pk': LedgerKeys.jobPk(job),
+          // After: past every shard of our slot; before: below shard 000 of our slot.
+          ':mine': before ? mine : LedgerKeys.runSkAfterSlot(slot),
+          ...(before ? { ':low': LedgerKeys.runSkPrefix } : {}),
+        },
+        ScanIndexForward: !before,
+        ConsistentRead: true,
+      },
+      () => want - items.length,
+    );
     // Paged: a page stops at 1 MB, and a job's items (attempt history, evidence, checkpoints) can
     // be large enough that one page holds fewer than `want` of them.
-    do {
-      const page = await this.doc.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: before ? 'pk = :pk AND sk BETWEEN :low AND :mine' : 'pk = :pk AND sk > :mine',
-          ExpressionAttributeValues: {
-            ':pk': LedgerKeys.jobPk(job),
-            // After: past every shard of our slot; before: below shard 000 of our slot.
-            ':mine': before ? mine : LedgerKeys.runSkAfterSlot(slot),
-            ...(before ? { ':low': LedgerKeys.runSkPrefix } : {}),
-          },
-          ScanIndexForward: !before,
-          Limit: want - items.length,
-          ConsistentRead: true,
-          ExclusiveStartKey: startKey,
-        }),
-      );
-      items.push(...(page.Items ?? []));
-      startKey = page.LastEvaluatedKey;
-    } while (startKey && items.length < want);
+    for await (const page of pages) {
+      items.push(...page);
+      if (items.length >= want) break;
+    }
     return items
       .filter(
         (item) =>
@@ -102,29 +101,25 @@ export class RunQueries extends RunTable {
     const out: Run[] = [];
     if (until <= after) return out;
     const statusValues = Object.fromEntries(statuses.map((status, i) => [`:s${i}`, status]));
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.doc.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: 'pk = :pk AND sk BETWEEN :low AND :high',
-          FilterExpression: `#status IN (${Object.keys(statusValues).join(', ')}) AND #shard = :shard`,
-          ExpressionAttributeNames: { '#status': 'status', '#shard': 'shard' },
-          ExpressionAttributeValues: {
-            ':pk': LedgerKeys.jobPk(job),
-            // Past every shard of `after`'s slot, up to every shard of `until`'s.
-            ':low': LedgerKeys.runSkAfterSlot(after),
-            ':high': LedgerKeys.runSkAfterSlot(until),
-            ':shard': shard,
-            ...statusValues,
-          },
-          ConsistentRead: true,
-          ExclusiveStartKey: startKey,
-        }),
-      );
-      for (const item of page.Items ?? []) out.push(runFromItem(item));
-      startKey = page.LastEvaluatedKey;
-    } while (startKey && !(options.firstPageWithAny && out.length > 0));
+    const pages = queryPages(this.doc, {
+      TableName: this.tableName,
+      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :low AND :high',
+      FilterExpression: `#status IN (${Object.keys(statusValues).join(', ')}) AND #shard = :shard`,
+      ExpressionAttributeNames: { '#status': 'status', '#shard': 'shard' },
+      ExpressionAttributeValues: {
+        ':pk': LedgerKeys.jobPk(job),
+        // Past every shard of `after`'s slot, up to every shard of `until`'s.
+        ':low': LedgerKeys.runSkAfterSlot(after),
+        ':high': LedgerKeys.runSkAfterSlot(until),
+        ':shard': shard,
+        ...statusValues,
+      },
+      ConsistentRead: true,
+    });
+    for await (const page of pages) {
+      for (const item of page) out.push(runFromItem(item));
+      if (options.firstPageWithAny && out.length > 0) break;
+    }
     return out;
   }
 
@@ -143,83 +138,73 @@ export class RunQueries extends RunTable {
   ): Promise<{ first?: Run; passed: number; lastSlot?: number }> {
     let passed = 0;
     let lastSlot: number | undefined;
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.doc.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: 'pk = :pk AND sk BETWEEN :low AND :high',
-          ExpressionAttributeValues: {
-            ':pk': LedgerKeys.jobPk(job),
-            ':low': from !== undefined ? LedgerKeys.runSk(from, 0) : LedgerKeys.runSkPrefix,
-            ':high': LedgerKeys.runSkEnd,
-          },
-          ConsistentRead: true,
-          Limit: 16,
-          ExclusiveStartKey: startKey,
-        }),
-      );
-      for (const item of page.Items ?? []) {
+    const pages = queryPages(
+      this.doc,
+      {
+        TableName: this.tableName,
+        KeyConditionExpression: 'pk = :pk AND sk BETWEEN :low AND :high',
+        ExpressionAttributeValues: {
+          ':pk': LedgerKeys.jobPk(job),
+          ':low': from !== undefined ? LedgerKeys.runSk(from, 0) : LedgerKeys.runSkPrefix,
+          ':high': LedgerKeys.runSkEnd,
+        },
+        ConsistentRead: true,
+      },
+      () => 16,
+    );
+    for await (const page of pages) {
+      for (const item of page) {
         const run = runFromItem(item);
         lastSlot = run.slot;
         if (run.shard === shard && isOpenInLane(run)) return { first: run, passed, lastSlot };
         passed++;
       }
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
+    }
     return { passed, ...(lastSlot !== undefined ? { lastSlot } : {}) };
   }
 
   /** Open runs of one job with slot in (after, until], every page (the window sweep). */
   async openRunsInWindow(job: string, after: number, until: number): Promise<Run[]> {
     const out: Run[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.doc.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: 'pk = :pk AND sk BETWEEN :low AND :high',
-          FilterExpression: '#status IN (:ready, :retry, :unknown, :running)',
-          ExpressionAttributeNames: { '#status': 'status' },
-          ExpressionAttributeValues: {
-            ':pk': LedgerKeys.jobPk(job),
-            ':low': LedgerKeys.runSk(after + 1, 0),
-            ':high': LedgerKeys.runSkAfterSlot(until),
-            ...openStatusValues(),
-          },
-          ConsistentRead: true,
-          ExclusiveStartKey: startKey,
-        }),
-      );
-      for (const item of page.Items ?? []) out.push(runFromItem(item));
-      startKey = page.LastEvaluatedKey;
-    } while (startKey);
+    const pages = queryPages(this.doc, {
+      TableName: this.tableName,
+      KeyConditionExpression: 'pk = :pk AND sk BETWEEN :low AND :high',
+      FilterExpression: '#status IN (:ready, :retry, :unknown, :running)',
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: {
+        ':pk': LedgerKeys.jobPk(job),
+        ':low': LedgerKeys.runSk(after + 1, 0),
+        ':high': LedgerKeys.runSkAfterSlot(until),
+        ...openStatusValues(),
+      },
+      ConsistentRead: true,
+    });
+    for await (const page of pages) for (const item of page) out.push(runFromItem(item));
     return out;
   }
 
   /** Runs of one job, newest first unless `ascending`. */
   async listRuns(job: string, options: { limit?: number; ascending?: boolean; sinceSlot?: number } = {}): Promise<Run[]> {
     const out: Run[] = [];
-    let startKey: Record<string, unknown> | undefined;
-    do {
-      const page = await this.doc.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: `pk = :pk AND sk BETWEEN :low AND :high`,
-          ExpressionAttributeValues: {
-            ':pk': LedgerKeys.jobPk(job),
-            ':low': options.sinceSlot !== undefined ? LedgerKeys.runSk(options.sinceSlot, 0) : LedgerKeys.runSkPrefix,
-            ':high': LedgerKeys.runSkEnd,
-          },
-          ScanIndexForward: options.ascending ?? false,
-          Limit: options.limit,
-          ConsistentRead: true,
-          ExclusiveStartKey: startKey,
-        }),
-      );
-      for (const item of page.Items ?? []) out.push(runFromItem(item));
-      startKey = options.limit !== undefined && out.length >= options.limit ? undefined : page.LastEvaluatedKey;
-    } while (startKey);
+    const pages = queryPages(
+      this.doc,
+      {
+        TableName: this.tableName,
+        KeyConditionExpression: `pk = :pk AND sk BETWEEN :low AND :high`,
+        ExpressionAttributeValues: {
+          ':pk': LedgerKeys.jobPk(job),
+          ':low': options.sinceSlot !== undefined ? LedgerKeys.runSk(options.sinceSlot, 0) : LedgerKeys.runSkPrefix,
+          ':high': LedgerKeys.runSkEnd,
+        },
+        ScanIndexForward: options.ascending ?? false,
+        ConsistentRead: true,
+      },
+      () => options.limit,
+    );
+    for await (const page of pages) {
+      for (const item of page) out.push(runFromItem(item));
+      if (options.limit !== undefined && out.length >= options.limit) break;
+    }
     return options.limit !== undefined ? out.slice(0, options.limit) : out;
   }
 
