@@ -15,21 +15,16 @@ export type HistoryEvent =
       readonly status: RunStatus;
     }
   | { readonly type: 'message-sent'; readonly at: number; readonly runKey: string; readonly reason: 'planned' | 'swept' }
-  // A planner tick put and sent every run it planned up to `plannedUntil` and now writes its
-  // partition's watermark there. The write may land although the call fails (its response lost on
-  // every attempt), so a harness takes this as how far the watermark may have moved.
+  // A planner tick's partition watermark, in two steps of one shape:
+  //   partition-planning  the tick put and sent every run it planned up to `plannedUntil` and now
+  //                       writes the watermark there. The write may land although the call fails
+  //                       (its response lost on every attempt), so a harness takes this as how far
+  //                       the watermark may have moved.
+  //   partition-planned   the watermark moved: every run it planned was put and sent. The tick may
+  //                       still fail after this (its sweep), so a harness cannot read it from the
+  //                       tick's report.
   | {
-      readonly type: 'partition-planning';
-      readonly at: number;
-      readonly runKey: '';
-      readonly partition: number;
-      readonly of: number;
-      readonly plannedUntil: number;
-    }
-  // A planner tick moved its partition's watermark: every run it planned was put and sent. The
-  // tick may still fail after this (its sweep), so a harness cannot read it from the tick's report.
-  | {
-      readonly type: 'partition-planned';
+      readonly type: 'partition-planning' | 'partition-planned';
       readonly at: number;
       readonly runKey: '';
       readonly partition: number;
