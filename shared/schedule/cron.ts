@@ -301,22 +301,26 @@ export function nextWall(p: CronPlan, w: number, maxW: number): number {
   let dow = dt.getUTCDay();
   const maxY = new Date(maxW).getUTCFullYear();
   let dim = daysIn(y, mo);
+  /** Jumps to the first day of the next month; false once that is past maxW's year. */
+  const toNextMonth = (): boolean => {
+    dow = (dow + (dim - d + 1)) % 7;
+    mo++;
+    if (mo > 12) {
+      mo = 1;
+      y++;
+      if (y > maxY) return false;
+    }
+    dim = daysIn(y, mo);
+    d = 1;
+    h = 0;
+    mi = 0;
+    s = 0;
+    return true;
+  };
 
   for (;;) {
     if (p.months[mo] !== 1) {
-      // Jump to the first day of the next month.
-      dow = (dow + (dim - d + 1)) % 7;
-      mo++;
-      if (mo > 12) {
-        mo = 1;
-        y++;
-        if (y > maxY) return -1;
-      }
-      dim = daysIn(y, mo);
-      d = 1;
-      h = 0;
-      mi = 0;
-      s = 0;
+      if (!toNextMonth()) return -1;
       continue;
     }
     let nextDay = !dayMatches(p, d, dow, dim);
@@ -359,22 +363,16 @@ export function nextWall(p: CronPlan, w: number, maxW: number): number {
         }
       }
     }
-    // nextDay
+    // nextDay: the month's last day goes on to the next month's first.
+    if (d >= dim) {
+      if (!toNextMonth()) return -1;
+      continue;
+    }
     d++;
     dow = (dow + 1) % 7;
     h = 0;
     mi = 0;
     s = 0;
-    if (d > dim) {
-      d = 1;
-      mo++;
-      if (mo > 12) {
-        mo = 1;
-        y++;
-        if (y > maxY) return -1;
-      }
-      dim = daysIn(y, mo);
-    }
   }
 }
 
