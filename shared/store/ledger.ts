@@ -16,7 +16,7 @@
  */
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { ClaimResult } from '../core/lease.js';
-import type { Run, RunId, RunStatus } from '../core/vocabulary.js';
+import type { Run, RunId } from '../core/vocabulary.js';
 import { FencedOutNotes, type FencedOutAttempt, type FencedOutNote, type NoteResult } from './fenced-out-notes.js';
 import { LaneStore } from './lanes.js';
 import type { SettledStatus } from './observer.js';
@@ -175,34 +175,18 @@ export class Ledger extends RunTable {
     return this.queries.getRuns(ids);
   }
 
-  nearestRuns(
-    job: string,
-    slot: number,
-    side: 'before' | 'after',
-    limit: number,
-    lane?: { readonly shard: number; readonly shards: number },
-  ): Promise<Run[]> {
-    return this.queries.nearestRuns(job, slot, side, limit, lane);
+  // The reads with long parameter lists take them as run-queries.ts declares them, not a copy.
+
+  nearestRuns(...args: Parameters<RunQueries['nearestRuns']>): ReturnType<RunQueries['nearestRuns']> {
+    return this.queries.nearestRuns(...args);
   }
 
-  laneRunsAfter(
-    job: string,
-    shard: number,
-    after: number,
-    until: number,
-    statuses?: readonly RunStatus[],
-    options?: { readonly firstPageWithAny?: boolean },
-  ): Promise<Run[]> {
-    return this.queries.laneRunsAfter(job, shard, after, until, statuses, options);
+  laneRunsAfter(...args: Parameters<RunQueries['laneRunsAfter']>): ReturnType<RunQueries['laneRunsAfter']> {
+    return this.queries.laneRunsAfter(...args);
   }
 
-  laneFromFloor(
-    job: string,
-    shard: number,
-    from: number | undefined,
-    isOpenInLane: (run: Run) => boolean,
-  ): Promise<{ first?: Run; passed: number; lastSlot?: number }> {
-    return this.queries.laneFromFloor(job, shard, from, isOpenInLane);
+  laneFromFloor(...args: Parameters<RunQueries['laneFromFloor']>): ReturnType<RunQueries['laneFromFloor']> {
+    return this.queries.laneFromFloor(...args);
   }
 
   openRunsInWindow(job: string, after: number, until: number): Promise<Run[]> {
