@@ -91,6 +91,8 @@ export type SchedulerFunction = keyof typeof FUNCTION_ACCESS;
  */
 export const SDK_CALLERS: Readonly<Record<string, 'ledger' | Exclude<CodeResource, 'ledgerTable' | 'openRunsIndex'>>> = {
   Ledger: 'ledger',
+  // The run adapters' conditional updates of a run item (RunTable.updateRun, run-items.ts).
+  RunTable: 'ledger',
   RunCreation: 'ledger',
   RunHolds: 'ledger',
   RunEndings: 'ledger',

@@ -4,11 +4,9 @@
  * fence. Each is one conditional update stamped with a write id, so a retry after a lost response
  * recognises its own commit.
  */
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { claimsOf } from '../core/fence.js';
 import { boundMessage, MAX_HISTORY_MESSAGE_CHARS } from '../core/limits.js';
 import { RunStatus, type AttemptRecord, type Run } from '../core/vocabulary.js';
-import { conditionalWrite, wroteBy } from './conditional.js';
 import type { SettledStatus } from './observer.js';
 import { deadKeys, RunTable } from './run-items.js';
 import { newWriteId } from './write-id.js';
@@ -141,18 +139,16 @@ export class RunEndings extends RunTable {
   ): Promise<boolean> {
     const writeId = newWriteId();
     const { set, remove, condition, names = {}, values } = end;
-    const result = await conditionalWrite(
-      this.doc,
-      new UpdateCommand({
-        TableName: this.tableName,
-        Key: this.runKeyOf(run),
+    const result = await this.updateRun(
+      run,
+      {
         UpdateExpression: `SET lastWrite = :write, ${set} REMOVE ${remove}`,
         ConditionExpression: condition,
         ExpressionAttributeNames: { '#status': 'status', ...names },
         ExpressionAttributeValues: { ...values, ':write': writeId },
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-      }),
-      { ownCommit: wroteBy(writeId) },
+      },
+      writeId,
     );
     return result.kind !== 'conditionFailed';
   }

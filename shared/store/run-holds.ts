@@ -4,12 +4,10 @@
  * claim back. Each is conditional on the lease (owner, token, RUNNING) and stamped with a write
  * id where a retry after a lost response must recognise its own commit (DESIGN §12).
  */
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { claimsOf, initialFence, MAX_CLAIMS_PER_SLOT } from '../core/fence.js';
 import { explainClaimRefusal, type ClaimResult } from '../core/lease.js';
 import { ATTEMPT_HISTORY_LIMIT, boundMessage, MAX_HISTORY_MESSAGE_CHARS } from '../core/limits.js';
 import { isWaiting, RunStatus, type AttemptRecord, type Run, type RunId } from '../core/vocabulary.js';
-import { conditionalWrite, wroteBy } from './conditional.js';
 import { deadKeys, RunTable, runFromItem, watchKeys, type AttemptFacts, type LeaseCheck, type Outcome } from './run-items.js';
 import { newWriteId } from './write-id.js';
 
@@ -30,11 +28,9 @@ export class RunHolds extends RunTable {
     const backoffElapsed = '(attribute_not_exists(nextAttemptAt) OR nextAttemptAt <= :now)';
     const leaseExpired = '(#status = :running AND leaseUntil < :expiredBefore)';
     const fenceRangeLeft = 'fencingToken < :maxToken';
-    const result = await conditionalWrite(
-      this.doc,
-      new UpdateCommand({
-        TableName: this.tableName,
-        Key: this.runKeyOf(id),
+    const result = await this.updateRun(
+      id,
+      {
         // Operands read the item as it was before this update, so claimedFrom records the
         // status the claim started from (RUNNING means takeover, UNKNOWN means reconcile first).
         UpdateExpression:
@@ -58,8 +54,8 @@ export class RunHolds extends RunTable {
         },
         ReturnValues: 'ALL_NEW',
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-      }),
-      { ownCommit: wroteBy(writeId) },
+      },
+      writeId,
     );
     if (result.kind === 'conditionFailed')
       return explainClaimRefusal(result.current ? runFromItem(result.current) : undefined, now, skewMs);
@@ -84,11 +80,9 @@ export class RunHolds extends RunTable {
     const sameToken = 'fencingToken = :token';
     const stillRunning = '#status = :running';
     const allSets = writeId ? ['lastWrite = :write', ...sets] : sets;
-    const result = await conditionalWrite(
-      this.doc,
-      new UpdateCommand({
-        TableName: this.tableName,
-        Key: this.runKeyOf(run),
+    const result = await this.updateRun(
+      run,
+      {
         UpdateExpression: `SET ${allSets.join(', ')}${removes.length > 0 ? ` REMOVE ${removes.join(', ')}` : ''}`,
         ConditionExpression: `${sameOwner} AND ${sameToken} AND ${stillRunning}`,
         ExpressionAttributeNames: { '#owner': 'owner', '#status': 'status', ...names },
@@ -100,9 +94,9 @@ export class RunHolds extends RunTable {
           ...values,
         },
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-      }),
+      },
       // Our own write, committed before its response was lost and retried by the SDK.
-      { ownCommit: writeId !== undefined ? wroteBy(writeId) : undefined },
+      writeId,
     );
     if (result.kind !== 'conditionFailed') return { ok: true };
     return { ok: false, current: result.current ? runFromItem(result.current) : undefined };
@@ -222,11 +216,9 @@ export class RunHolds extends RunTable {
     const ourClaim = '#status = :running AND #owner = :owner AND fencingToken = :token';
     const back = run.claimedFrom !== undefined && isWaiting(run.claimedFrom) ? run.claimedFrom : RunStatus.UNKNOWN;
     const keys = watchKeys(run);
-    const result = await conditionalWrite(
-      this.doc,
-      new UpdateCommand({
-        TableName: this.tableName,
-        Key: this.runKeyOf(run),
+    const result = await this.updateRun(
+      run,
+      {
         UpdateExpression:
           'SET #status = :back, attempt = attempt - :one, lastWrite = :write, openPk = :openPk, openSk = :openSk REMOVE #owner, leaseUntil',
         ConditionExpression: ourClaim,
@@ -242,8 +234,8 @@ export class RunHolds extends RunTable {
           ':openSk': keys.openSk,
         },
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-      }),
-      { ownCommit: wroteBy(writeId) },
+      },
+      writeId,
     );
     return result.kind !== 'conditionFailed';
   }

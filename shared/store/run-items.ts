@@ -3,11 +3,12 @@
  * sits under (its own, its watch-index entry, its DEAD entry), and the table every run adapter
  * writes (runs.ts, run-holds.ts, run-endings.ts, watch-index.ts, run-queries.ts).
  */
-import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
+import { UpdateCommand, type DynamoDBDocumentClient, type UpdateCommandInput } from '@aws-sdk/lib-dynamodb';
 import type { FencedOutRecord, ReconcileRecord } from '../core/attempt-notes.js';
 import type { Transition } from '../core/outcome.js';
 import { openBucketOf } from '../core/planner-state.js';
 import { LedgerKeys } from '../core/resources.js';
+import { conditionalWrite, wroteBy, type WriteResult } from './conditional.js';
 import type { LedgerObserver } from './observer.js';
 import { RunStatus, type AttemptRecord, type RunOrigin, type Run, type RunId } from '../core/vocabulary.js';
 
@@ -164,7 +165,21 @@ export class RunTable {
   protected expiresAt(now: number): number {
     return Math.floor(now / 1000) + this.retentionSeconds;
   }
+
+  /**
+   * One conditional UpdateItem of a run's item, through the envelope (conditional.ts). With
+   * `writeId` (the write sets it as lastWrite), a retry after a lost response recognises its own
+   * commit: the run adapters' writes differ only in their expressions and values.
+   */
+  protected updateRun(id: RunId, update: RunUpdate, writeId?: string): Promise<WriteResult> {
+    return conditionalWrite(this.doc, new UpdateCommand({ TableName: this.tableName, Key: this.runKeyOf(id), ...update }), {
+      ownCommit: writeId !== undefined ? wroteBy(writeId) : undefined,
+    });
+  }
 }
+
+/** What an update of a run item says beyond the table and the key. */
+export type RunUpdate = Omit<UpdateCommandInput, 'TableName' | 'Key'>;
 
 /** The values of `#status IN (:ready, :retry, :unknown, :running)`. */
 export function openStatusValues(): Record<string, string> {

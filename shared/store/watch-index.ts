@@ -4,10 +4,9 @@
  * under DEAD#bb. Putting a run in, re-dispatching it at most once per grace period, taking an
  * ended one out, and the index's pages and counts.
  */
-import { QueryCommand, UpdateCommand } from '@aws-sdk/lib-dynamodb';
+import { QueryCommand } from '@aws-sdk/lib-dynamodb';
 import { LEDGER_TABLE, LedgerKeys } from '../core/resources.js';
 import { TERMINAL_STATUSES, type Run, type RunId } from '../core/vocabulary.js';
-import { conditionalWrite, wroteBy } from './conditional.js';
 import { openStatusValues, RunTable, watchKeys } from './run-items.js';
 import { newWriteId } from './write-id.js';
 
@@ -24,17 +23,12 @@ export class WatchIndex extends RunTable {
     const keys = watchKeys(id);
     const stillOpen = '#status IN (:ready, :retry, :unknown, :running)';
     const notWatched = 'attribute_not_exists(openPk)';
-    const result = await conditionalWrite(
-      this.doc,
-      new UpdateCommand({
-        TableName: this.tableName,
-        Key: this.runKeyOf(id),
-        UpdateExpression: 'SET openPk = :openPk, openSk = :openSk',
-        ConditionExpression: `attribute_exists(pk) AND ${stillOpen} AND ${notWatched}`,
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: { ':openPk': keys.openPk, ':openSk': keys.openSk, ...openStatusValues() },
-      }),
-    );
+    const result = await this.updateRun(id, {
+      UpdateExpression: 'SET openPk = :openPk, openSk = :openSk',
+      ConditionExpression: `attribute_exists(pk) AND ${stillOpen} AND ${notWatched}`,
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: { ':openPk': keys.openPk, ':openSk': keys.openSk, ...openStatusValues() },
+    });
     return result.kind === 'ok';
   }
 
@@ -52,11 +46,9 @@ export class WatchIndex extends RunTable {
     const sameToken = 'fencingToken = :token';
     const notRecentlyDispatched = '(attribute_not_exists(dispatchedAt) OR dispatchedAt < :recent)';
     const budgetLeft = '(attribute_not_exists(redispatches) OR redispatches < :max)';
-    const result = await conditionalWrite(
-      this.doc,
-      new UpdateCommand({
-        TableName: this.tableName,
-        Key: this.runKeyOf(run),
+    const result = await this.updateRun(
+      run,
+      {
         UpdateExpression:
           'SET dispatchedAt = :now, redispatches = if_not_exists(redispatches, :zero) + :one, openPk = :openPk, openSk = :openSk, lastWrite = :write',
         ConditionExpression: `${sameStatus} AND ${sameToken} AND ${notRecentlyDispatched} AND ${budgetLeft}`,
@@ -74,8 +66,8 @@ export class WatchIndex extends RunTable {
           ':write': writeId,
         },
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-      }),
-      { ownCommit: wroteBy(writeId) },
+      },
+      writeId,
     );
     if (result.kind !== 'conditionFailed') return 'marked';
     const current = result.current;
@@ -89,21 +81,16 @@ export class WatchIndex extends RunTable {
     const watchEntry = 'begins_with(openPk, :watchPrefix)';
     const ended = `#status IN (${TERMINAL_STATUSES.map((_, i) => `:t${i}`).join(', ')})`;
     // Refused: the run is not watched, or not ended; either way there is nothing to take out.
-    await conditionalWrite(
-      this.doc,
-      new UpdateCommand({
-        TableName: this.tableName,
-        Key: this.runKeyOf(id),
-        UpdateExpression: 'REMOVE openPk, openSk',
-        // Only a watch entry: a stale one read from the index must not take a DEAD run's DEAD key.
-        ConditionExpression: `${watchEntry} AND ${ended}`,
-        ExpressionAttributeNames: { '#status': 'status' },
-        ExpressionAttributeValues: {
-          ':watchPrefix': LedgerKeys.openPkPrefix,
-          ...Object.fromEntries(TERMINAL_STATUSES.map((s, i) => [`:t${i}`, s])),
-        },
-      }),
-    );
+    await this.updateRun(id, {
+      UpdateExpression: 'REMOVE openPk, openSk',
+      // Only a watch entry: a stale one read from the index must not take a DEAD run's DEAD key.
+      ConditionExpression: `${watchEntry} AND ${ended}`,
+      ExpressionAttributeNames: { '#status': 'status' },
+      ExpressionAttributeValues: {
+        ':watchPrefix': LedgerKeys.openPkPrefix,
+        ...Object.fromEntries(TERMINAL_STATUSES.map((s, i) => [`:t${i}`, s])),
+      },
+    });
   }
 
   /** One page of watch-index entries of a bucket with slot ≤ `slotUpTo`, after `after` (an index sort key). */
