@@ -10,6 +10,7 @@
  */
 import './quiet-sdk.js';
 import { runFsched } from './fsched-cli.js';
+import { runAsProcess } from './ops/io.js';
 
 // A reader that closes the pipe early (`| head`) ends the output, not with a stack trace.
 process.stdout.on('error', (error: NodeJS.ErrnoException) => {
@@ -17,15 +18,4 @@ process.stdout.on('error', (error: NodeJS.ErrnoException) => {
   throw error;
 });
 
-runFsched(process.argv.slice(2), {
-  stdout: (line) => process.stdout.write(`${line}\n`),
-  stderr: (line) => process.stderr.write(`${line}\n`),
-}).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    process.stderr.write(`fsched: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}\n`);
-    process.exitCode = 1;
-  },
-);
+runAsProcess('fsched', runFsched);

@@ -6,16 +6,6 @@
  */
 import './quiet-sdk.js';
 import { runOps } from './ops/cli.js';
+import { runAsProcess } from './ops/io.js';
 
-runOps(process.argv.slice(2), {
-  stdout: (line) => process.stdout.write(`${line}\n`),
-  stderr: (line) => process.stderr.write(`${line}\n`),
-}).then(
-  (code) => {
-    process.exitCode = code;
-  },
-  (error: unknown) => {
-    process.stderr.write(`ops: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}\n`);
-    process.exitCode = 1;
-  },
-);
+runAsProcess('ops', runOps);

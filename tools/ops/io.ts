@@ -165,3 +165,23 @@ export function formatElapsed(ms: number | undefined): string | undefined {
   if (ms === undefined || !Number.isFinite(ms)) return undefined;
   return Math.abs(ms) < 1000 ? `${Math.round(ms)}ms` : formatAge(ms);
 }
+
+/**
+ * A command line's process entry (tools/fsched.ts, tools/ops.ts): runs `main` with this process's
+ * arguments and output, its answer the exit code; an error thrown is one line on stderr, named
+ * by `name`, and exit code 1.
+ */
+export function runAsProcess(name: string, main: (argv: readonly string[], io: OpsIo) => Promise<number>): void {
+  main(process.argv.slice(2), {
+    stdout: (line) => process.stdout.write(`${line}\n`),
+    stderr: (line) => process.stderr.write(`${line}\n`),
+  }).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (error: unknown) => {
+      process.stderr.write(`${name}: ${error instanceof Error ? error.message.split('\n')[0] : String(error)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}
