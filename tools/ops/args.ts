@@ -24,6 +24,15 @@ export const COMMON_OPTIONS = {
   help: { type: 'boolean', short: 'h', default: false },
 } as const satisfies Options;
 
+/** The run filter `runs` and `retry` read alike: --job, --state, --since, --until, --limit. */
+export const RUN_FILTER_OPTIONS = {
+  job: { type: 'string' },
+  state: { type: 'string' },
+  since: { type: 'string' },
+  until: { type: 'string' },
+  limit: { type: 'string' },
+} as const satisfies Options;
+
 export const COMMON_USAGE = '[--json] [--local | --endpoints FILE | --stack NAME [--region R]]';
 
 export interface CommonValues {

@@ -25,6 +25,7 @@ import {
   parseSince,
   parseStatuses,
   stringOption,
+  RUN_FILTER_OPTIONS,
 } from './args.js';
 import { clockOf, EXIT_FAILURE, EXIT_OK, OpsFailure, printJson, printTable, UsageError, type OpsIo } from './io.js';
 import { withTarget } from './target.js';
@@ -34,11 +35,7 @@ export const retryUsage =
 
 export async function retryCommand(args: readonly string[], io: OpsIo): Promise<number> {
   const { values, positionals } = parseCommand(args, {
-    job: { type: 'string' },
-    state: { type: 'string' },
-    since: { type: 'string' },
-    until: { type: 'string' },
-    limit: { type: 'string' },
+    ...RUN_FILTER_OPTIONS,
     'dry-run': { type: 'boolean', default: false },
     by: { type: 'string' },
   });

@@ -18,6 +18,7 @@ import {
   parseInstant,
   parseStatuses,
   stringOption,
+  RUN_FILTER_OPTIONS,
 } from './args.js';
 import { cell, clockOf, ERROR_CELL_WIDTH, EXIT_OK, formatAge, iso, NOTE_CELL_WIDTH, printJson, printTable, type OpsIo } from './io.js';
 import { withTarget, type Target } from './target.js';
@@ -81,13 +82,7 @@ export async function runsOfJobs(
 }
 
 export async function runsCommand(args: readonly string[], io: OpsIo): Promise<number> {
-  const { values, positionals } = parseCommand(args, {
-    job: { type: 'string' },
-    state: { type: 'string' },
-    since: { type: 'string' },
-    until: { type: 'string' },
-    limit: { type: 'string' },
-  });
+  const { values, positionals } = parseCommand(args, RUN_FILTER_OPTIONS);
   noExtraPositionals(positionals, 0);
   const only = stringOption(values, 'job');
   const jobs = only === undefined ? jobsOf(io).map((j) => j.name) : [configuredJob(io, only).name];
