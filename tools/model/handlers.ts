@@ -156,6 +156,9 @@ export function modelHandlers(world: HandlerWorld, owner: string, timers: Timers
     const slice = behaviour.workMs / (behaviour.writes + 1);
     let charged = false;
     const tried = { charge: false };
+    // Every end of the attempt, returned or thrown, is reported once, when it happens.
+    const finished = (result: HandlerResult) =>
+      world.history.record({ type: 'handler-finished', at: world.now(), runKey: ctx.runKey, owner, token: ctx.fencingToken, result });
     try {
       if (behaviour.kind === BehaviourKind.LONG) {
         const done = (typeof ctx.resumeFrom === 'number' ? ctx.resumeFrom : 0) + 1;
@@ -163,14 +166,7 @@ export function modelHandlers(world: HandlerWorld, owner: string, timers: Timers
         await ctx.checkpoint(done);
         if (done < behaviour.writes) await sleep(FOREVER, ctx.signal, timers);
         charged = (await charge(ctx, world, group, tried)) === 'charged';
-        world.history.record({
-          type: 'handler-finished',
-          at: world.now(),
-          runKey: ctx.runKey,
-          owner,
-          token: ctx.fencingToken,
-          result: 'succeeded',
-        });
+        finished('succeeded');
         return { evidence: { charged, invocations: done } };
       }
       for (let step = 0; step < behaviour.writes; step++) {
@@ -209,24 +205,10 @@ export function modelHandlers(world: HandlerWorld, owner: string, timers: Timers
           break;
       }
       charged = (await charge(ctx, world, group, tried)) === 'charged' || charged;
-      world.history.record({
-        type: 'handler-finished',
-        at: world.now(),
-        runKey: ctx.runKey,
-        owner,
-        token: ctx.fencingToken,
-        result: 'succeeded',
-      });
+      finished('succeeded');
       return { evidence: { charged } };
     } catch (error) {
-      world.history.record({
-        type: 'handler-finished',
-        at: world.now(),
-        runKey: ctx.runKey,
-        owner,
-        token: ctx.fencingToken,
-        result: resultOf(error, charged, tried.charge),
-      });
+      finished(resultOf(error, charged, tried.charge));
       throw error;
     }
   };
