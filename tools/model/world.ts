@@ -143,14 +143,9 @@ export class World extends Stage {
     return this.fleet.pause(index, ms);
   }
 
-  armFault(
-    containerOrActor: number | 'planner' | 'ops',
-    kind: CallInfo['kind'],
-    fault: FaultKind,
-    count: number,
-    latencyMs?: number,
-  ): void {
-    this.fleet.armFault(containerOrActor, kind, fault, count, latencyMs);
+  /** Arms a fault for a container or an actor, as the fleet takes it (Fleet.armFault). */
+  armFault(...args: Parameters<Fleet['armFault']>): void {
+    this.fleet.armFault(...args);
   }
 
   armContainerFault(index: number, kind: CallInfo['kind'], fault: FaultKind, count: number, latencyMs?: number): void {
