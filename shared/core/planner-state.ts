@@ -62,9 +62,16 @@ export function relayout(
   fingerprintOf?: (partition: number) => string,
 ): PlannerLayout {
   const cursors = previous ? [...previous.partitions.values()] : [];
+  // The slowest old partition's last `now` goes with its watermark: a new partition re-plans a job
+  // added meanwhile from there. Estimated from the watermark instead (minus a lookahead, which
+  // grows with the jobs' startLead), it reached back before that tick and gave a job added after
+  // it a slot from before it was added (model seed 668288444). Unknown when an old partition never
+  // recorded one.
+  const ats = cursors.map((c) => c.plannedAt);
   const start: PartitionCursor = {
     plannedUntil: earliest(cursors.map((c) => c.plannedUntil)) ?? now,
     sweptUntil: earliest(cursors.map((c) => c.sweptUntil)) ?? now,
+    ...(ats.length > 0 && ats.every((at) => at !== undefined) ? { plannedAt: Math.min(...ats) } : {}),
   };
   // A first layout owes nothing before `now`, so it records the jobs it starts with as planned: its
   // first tick must not re-plan the minute before. A later layout records none: its first ticks

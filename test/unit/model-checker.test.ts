@@ -337,6 +337,23 @@ describe('liveness invariants', () => {
     ).toEqual([]);
   });
 
+  it('lane-not-blocked false alarm (model seed 668288444, path 6:0:0:0:0): a coalesce job made parallel while a run held its lane, the run taken over and ended under parallel, its later runs never look at the lane', () => {
+    const planner = [{ partition: 0, of: 1, plannedUntil: T + 4_000_000, paused: [], behind: [] }];
+    const held = { job: 'pay', shard: 0, holderSlot: T };
+    const holder = run({ status: RunStatus.SUCCEEDED, startedAt: T + 500, finishedAt: T + 1_000 });
+    const later = run({
+      slot: T + 60_000,
+      runKey: runKeyOf('pay', T + 60_000, 0, 1),
+      status: RunStatus.SUCCEEDED,
+      startedAt: T + 60_000,
+      finishedAt: T + 61_000,
+    });
+    const state = { runs: [holder, later], markers: [held], planner };
+    expect(names(checkLiveness(state, { ...base, exclusive: [] }))).toEqual([]);
+    // Still exclusive, the later run met the ended holder's marker without taking it over.
+    expect(names(checkLiveness(state, { ...base, exclusive: ['pay'] }))).toEqual(['lane-not-blocked']);
+  });
+
   it('lane-not-blocked: a lane left held by its ended run (its release refused: the worker does not retry it) blocks nothing until a run waits behind it or meets it (model seed 20277044)', () => {
     const planner = [{ partition: 0, of: 1, plannedUntil: T + 4_000_000, paused: [], behind: [] }];
     const dead = run({ status: RunStatus.DEAD, finishedAt: T + 1_000, lastError: { code: 'DEADLINE_EXCEEDED', message: '' } });

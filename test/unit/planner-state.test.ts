@@ -197,7 +197,28 @@ describe('config changes: where a tick re-plans from', () => {
     const layout = relayout(undefined, 2, T, (p) => `fp-${p}`);
     expect(layout.partitions.get(1)).toEqual({ plannedUntil: T, sweptUntil: T, configHash: 'fp-1', plannedAt: T });
     expect(replanFromOf(layout.partitions.get(1)!, 'fp-1', L) ?? T).toBe(T);
-    // A relayout records none: its first ticks re-plan (creating only what a new job was owed).
-    expect(relayout(layout, 3, T + 60_000, (p) => `fp-${p}`).partitions.get(0)).toEqual({ plannedUntil: T, sweptUntil: T });
+    // A relayout records no jobs: its first ticks re-plan (creating only what a new job was owed),
+    // from the slowest old partition's last now.
+    expect(relayout(layout, 3, T + 60_000, (p) => `fp-${p}`).partitions.get(0)).toEqual({ plannedUntil: T, sweptUntil: T, plannedAt: T });
+  });
+
+  it("a job added while plannerPartitions changes gets no slot from before the previous tick's now, though its startLead lengthens the lookahead (model seed 668288444, path 6:0:0:0:0)", () => {
+    // Three partitions ticked at T with a lookahead of 63.5 s; then partitions 3 -> 1 and a job
+    // with a 5 s startLead are deployed, and the lookahead becomes 67 s.
+    const ticked: PartitionCursor = { plannedUntil: T + L, sweptUntil: T, plannedAt: T, configHash: 'fp-3' };
+    const previous: PlannerLayout = { of: 3, gen: 2, partitions: new Map([0, 1, 2].map((p) => [p, ticked])) };
+    const next = relayout(previous, 1, T + 22_000).partitions.get(0)!;
+    const longer = L + 3_500;
+    // Re-planned from the ticks' now T: a slot at T - 1 s passed before the job existed.
+    expect(replanFromOf(next, configFingerprint(ab), longer)).toBe(T);
+    // A slowest partition that last ticked a minute earlier sets the start.
+    const behind: PlannerLayout = {
+      ...previous,
+      partitions: new Map([...previous.partitions, [2, { ...ticked, plannedAt: T - 60_000, plannedUntil: T - 60_000 + L }]]),
+    };
+    expect(replanFromOf(relayout(behind, 1, T + 22_000).partitions.get(0)!, configFingerprint(ab), longer)).toBe(T - 60_000);
+    // An old partition that never recorded its now leaves the estimate (one lookahead back).
+    const legacy: PlannerLayout = { ...previous, partitions: new Map([...previous.partitions, [1, { plannedUntil: T + L }]]) };
+    expect(replanFromOf(relayout(legacy, 1, T + 22_000).partitions.get(0)!, configFingerprint(ab), L)).toBe(T);
   });
 });

@@ -89,8 +89,12 @@ export function checkLiveness(final: FinalState, expected: LivenessExpectations)
     }
   }
 
+  // A job made parallel never looks at its lane again: a marker its exclusive past left (a run
+  // claimed in the lane and taken over, or ended, after the change) blocks nothing, and should the
+  // job become exclusive again its next claimer takes the lane over from the ended holder.
+  const parallelNow = (job: string) => expected.exclusive !== undefined && !expected.exclusive.includes(job);
   for (const marker of final.markers ?? []) {
-    if (!configured.has(marker.job)) continue;
+    if (!configured.has(marker.job) || parallelNow(marker.job)) continue;
     const holder = runs.get(`${marker.job}|${marker.holderSlot}|${marker.shard}`);
     if (!holder || isTerminal(holder.status)) {
       const lane = final.runs.filter((r) => r.job === marker.job && r.shard === marker.shard && r.slot !== marker.holderSlot);
