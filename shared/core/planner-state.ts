@@ -63,10 +63,9 @@ export function relayout(
 ): PlannerLayout {
   const cursors = previous ? [...previous.partitions.values()] : [];
   // The slowest old partition's last `now` goes with its watermark: a new partition re-plans a job
-  // added meanwhile from there. Estimated from the watermark instead (minus a lookahead, which
-  // grows with the jobs' startLead), it reached back before that tick and gave a job added after
-  // it a slot from before it was added (model seed 668288444). Unknown when an old partition never
-  // recorded one.
+  // added meanwhile from there. An estimate from the watermark (minus a lookahead, which grows
+  // with the jobs' startLead) would reach back before that tick and give a job added after it a
+  // slot from before it existed. Unknown when an old partition never recorded one.
   const ats = cursors.map((c) => c.plannedAt);
   const start: PartitionCursor = {
     plannedUntil: earliest(cursors.map((c) => c.plannedUntil)) ?? now,
