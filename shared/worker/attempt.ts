@@ -6,10 +6,9 @@
 import { DynamoFencedStore } from '../store/fenced-store.js';
 import { DynamoItemReader } from '../store/item-reader.js';
 import { AttemptScope } from './attempt-scope.js';
-import { REAL_TIMERS, sleep } from '../core/concurrency.js';
+import { sleep } from '../core/concurrency.js';
 import { FencedWrite } from '../core/attempt-notes.js';
 import { claimsOf, fenceRefusal, slotOfFence } from '../core/fence.js';
-import { NO_HISTORY } from '../core/history.js';
 import type { Job } from '../schedule/job-schema-core.js';
 import { checkpointProblem } from '../core/limits.js';
 import { OUTBOX_DEFAULT_RETENTION_DAYS } from '../core/outbox.js';
@@ -29,10 +28,10 @@ import {
   type RunContext,
 } from '../handler-api.js';
 import { MetricName } from '../runtime/observability.js';
-import type { ChildLogger, QueueRecord, RecordOutcome, WorkerDeps } from './deps.js';
+import { type ChildLogger, type QueueRecord, type RecordOutcome, sinksOf, type WorkerDeps } from './deps.js';
 import { AttemptNotes } from './attempt-notes.js';
 import { startHeartbeat, type Heartbeat } from './heartbeat.js';
-import { recordOutcome } from './outcome.js';
+import { recordOutcome, recordUnwrittenOutcome } from './outcome.js';
 
 function classify(error: unknown): AttemptEnd {
   const message = error instanceof Error ? error.message : String(error);
@@ -86,8 +85,7 @@ export async function execute(
   claimedFrom: RunStatus,
   baseLogger: ChildLogger,
 ): Promise<RecordOutcome> {
-  const history = deps.history ?? NO_HISTORY;
-  const timers = deps.timers ?? REAL_TIMERS;
+  const { history, timers } = sinksOf(deps);
   let run = claimed;
   const logger = baseLogger.child({ fencingToken: run.fencingToken, attempt: run.attempt });
   const now = deps.clock();
@@ -178,15 +176,7 @@ export async function execute(
       logger.warn('stopped: this worker no longer holds the run', {
         reason: controller.signal.reason instanceof Error ? controller.signal.reason.message : undefined,
       });
-      history.record({
-        type: 'outcome',
-        at: deps.clock(),
-        runKey: run.runKey,
-        owner: deps.owner,
-        token: run.fencingToken,
-        status: RunStatus.RUNNING,
-        accepted: false,
-      });
+      recordUnwrittenOutcome(deps, run, RunStatus.RUNNING);
       // A newer token holds the run: what of this attempt it fenced out goes on the attempt's own entry.
       await notes.leave(deps, run, claimedFrom, logger);
       return 'retry';
@@ -213,8 +203,7 @@ async function attempt(
   notes: AttemptNotes,
   logger: ChildLogger,
 ): Promise<AttemptEnd> {
-  const history = deps.history ?? NO_HISTORY;
-  const timers = deps.timers ?? REAL_TIMERS;
+  const { history, timers } = sinksOf(deps);
   const handler = deps.handlers[job.handler];
   if (!handler) throw new PermanentError(`handler "${job.handler}" is not registered`, { code: 'UNKNOWN_HANDLER' });
   const guard = <T>(call: (signal?: AbortSignal) => Promise<T>) => scope.guard(call);

@@ -6,8 +6,8 @@
 import type { DynamoDBDocumentClient } from '@aws-sdk/lib-dynamodb';
 import type { Ledger } from '../store/ledger.js';
 import type { RunQueue } from '../messaging/run-queue.js';
-import type { Timers } from '../core/concurrency.js';
-import type { HistorySink } from '../core/history.js';
+import { REAL_TIMERS, type Timers } from '../core/concurrency.js';
+import { type HistorySink, NO_HISTORY } from '../core/history.js';
 import type { Job } from '../schedule/job-schema-core.js';
 import type { RunMessage } from '../core/vocabulary.js';
 import type { JobHandler, RunContext, RunLogger } from '../handler-api.js';
@@ -58,6 +58,11 @@ export interface WorkerDeps {
 }
 
 export type RecordOutcome = 'ack' | 'retry';
+
+/** The history sink and timers a step records to and waits on: the deps' own (a test's), else the real ones. */
+export function sinksOf(deps: WorkerDeps): { readonly history: HistorySink; readonly timers: Timers } {
+  return { history: deps.history ?? NO_HISTORY, timers: deps.timers ?? REAL_TIMERS };
+}
 
 export function clockSkewFor(deps: WorkerDeps, job: Job): number {
   return deps.options?.clockSkewMs ?? Math.min(2_000, job.heartbeatEvery / 2);

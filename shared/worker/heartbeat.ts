@@ -4,15 +4,13 @@
  * to run out, or when the invocation is about to time out.
  */
 import { FencedWrite } from '../core/attempt-notes.js';
-import { REAL_TIMERS } from '../core/concurrency.js';
-import { NO_HISTORY } from '../core/history.js';
 import type { Job } from '../schedule/job-schema-core.js';
 import { takeoverVisibilitySeconds } from '../core/lease.js';
 import type { Run } from '../core/vocabulary.js';
 import { AttemptAbort, type RunLogger } from '../handler-api.js';
 import { MetricName } from '../runtime/observability.js';
 import type { AttemptNotes } from './attempt-notes.js';
-import { clockSkewFor, type QueueRecord, type WorkerDeps } from './deps.js';
+import { clockSkewFor, type QueueRecord, sinksOf, type WorkerDeps } from './deps.js';
 
 /** The lease as the heartbeat keeps it. */
 export interface Heartbeat {
@@ -41,8 +39,7 @@ export function startHeartbeat(
   notes: AttemptNotes,
   logger: RunLogger,
 ): Heartbeat {
-  const history = deps.history ?? NO_HISTORY;
-  const timers = deps.timers ?? REAL_TIMERS;
+  const { history, timers } = sinksOf(deps);
   const margin = deps.options?.yieldMarginMs ?? 10_000;
   let inFlight = false;
   let lost = false;

@@ -6,8 +6,7 @@
  */
 import { isMalformedRequest } from '../store/failure-item.js';
 import { newWriteId } from '../store/write-id.js';
-import { REAL_TIMERS, sleep } from '../core/concurrency.js';
-import { NO_HISTORY } from '../core/history.js';
+import { sleep } from '../core/concurrency.js';
 import type { Job } from '../schedule/job-schema-core.js';
 import { jsonChars } from '../core/limits.js';
 import { FencedWrite } from '../core/attempt-notes.js';
@@ -16,7 +15,7 @@ import { messageFor } from '../core/run-message.js';
 import { RunStatus, type Run } from '../core/vocabulary.js';
 import type { RunLogger } from '../handler-api.js';
 import { MetricName } from '../runtime/observability.js';
-import { clockSkewFor, continueInFreshMessage, hide, type QueueRecord, type RecordOutcome, type WorkerDeps } from './deps.js';
+import { clockSkewFor, continueInFreshMessage, hide, type QueueRecord, type RecordOutcome, sinksOf, type WorkerDeps } from './deps.js';
 import type { AttemptNotes } from './attempt-notes.js';
 import type { Heartbeat } from './heartbeat.js';
 import { pauseOnRepeatedFailure } from './pause.js';
@@ -24,6 +23,22 @@ import { runEnded } from './run-ended.js';
 
 /** Retries of a failed outcome write back off from this, doubling, up to a second. */
 const OUTCOME_RETRY_BASE_MS = 50;
+
+/**
+ * Tells the history that this attempt's outcome was not written: its lease is gone, or going, so
+ * the run stays as the ledger has it for whoever claims it next. `status` is the one it wanted.
+ */
+export function recordUnwrittenOutcome(deps: WorkerDeps, run: Run, status: RunStatus): void {
+  sinksOf(deps).history.record({
+    type: 'outcome',
+    at: deps.clock(),
+    runKey: run.runKey,
+    owner: deps.owner,
+    token: run.fencingToken,
+    status,
+    accepted: false,
+  });
+}
 
 /**
  * Records the attempt's outcome. A write that fails (throttling past the SDK's retries, a
@@ -44,8 +59,7 @@ export async function recordOutcome(
   logger: RunLogger,
   elapsedMs: number,
 ): Promise<RecordOutcome> {
-  const history = deps.history ?? NO_HISTORY;
-  const timers = deps.timers ?? REAL_TIMERS;
+  const { history, timers } = sinksOf(deps);
   const writeId = newWriteId();
   const now = deps.clock();
   let check;
@@ -68,15 +82,7 @@ export async function recordOutcome(
             error: error instanceof Error ? `${error.name}: ${error.message}` : String(error),
           },
         );
-        history.record({
-          type: 'outcome',
-          at: deps.clock(),
-          runKey: run.runKey,
-          owner: deps.owner,
-          token: run.fencingToken,
-          status: transition.status,
-          accepted: false,
-        });
+        recordUnwrittenOutcome(deps, run, transition.status);
         await hide(deps, record, logger, heartbeat.leaseUntil() + clockSkewFor(deps, job));
         return 'retry';
       }
