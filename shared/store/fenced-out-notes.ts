@@ -11,12 +11,11 @@
  * attempt's own holder can never be disturbed by it, nor a claim's entry other than its own.
  * Its write id, kept in the note, makes a retry after a lost response recognise its own commit.
  */
-import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import type { FencedOutRecord, ReconcileRecord } from '../core/attempt-notes.js';
 import { claimsOf } from '../core/fence.js';
 import { ATTEMPT_HISTORY_LIMIT } from '../core/limits.js';
 import type { AttemptRecord, Run, RunStatus } from '../core/vocabulary.js';
-import { conditionalWrite, type OwnCommitCheck } from './conditional.js';
+import type { OwnCommitCheck } from './conditional.js';
 import { RunTable, type Item } from './run-items.js';
 import { newWriteId } from './write-id.js';
 
@@ -101,18 +100,16 @@ export class FencedOutNotes extends RunTable {
   }
 
   private update(attempt: FencedOutAttempt, expression: string, condition: string, values: Item, ownCommit: OwnCommitCheck) {
-    return conditionalWrite(
-      this.doc,
-      new UpdateCommand({
-        TableName: this.tableName,
-        Key: this.runKeyOf(attempt),
+    return this.updateRun(
+      attempt,
+      {
         UpdateExpression: expression,
         ConditionExpression: condition,
         ExpressionAttributeNames: { '#entry': `c${claimsOf(attempt.fencingToken, attempt.slot)}` },
         ExpressionAttributeValues: values,
         ReturnValuesOnConditionCheckFailure: 'ALL_OLD',
-      }),
-      { ownCommit },
+      },
+      ownCommit,
     );
   }
 }

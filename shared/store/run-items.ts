@@ -8,7 +8,7 @@ import type { FencedOutRecord, ReconcileRecord } from '../core/attempt-notes.js'
 import type { Transition } from '../core/outcome.js';
 import { openBucketOf } from '../core/planner-state.js';
 import { LedgerKeys } from '../core/resources.js';
-import { conditionalWrite, wroteBy, type WriteResult } from './conditional.js';
+import { conditionalWrite, type OwnCommitCheck, wroteBy, type WriteResult } from './conditional.js';
 import type { LedgerObserver } from './observer.js';
 import { RunStatus, type AttemptRecord, type RunOrigin, type Run, type RunId } from '../core/vocabulary.js';
 
@@ -169,11 +169,12 @@ export class RunTable {
   /**
    * One conditional UpdateItem of a run's item, through the envelope (conditional.ts). With
    * `writeId` (the write sets it as lastWrite), a retry after a lost response recognises its own
-   * commit: the run adapters' writes differ only in their expressions and values.
+   * commit: the run adapters' writes differ only in their expressions and values. A write that
+   * leaves its id elsewhere than lastWrite (a fenced-out note) passes its own check instead.
    */
-  protected updateRun(id: RunId, update: RunUpdate, writeId?: string): Promise<WriteResult> {
+  protected updateRun(id: RunId, update: RunUpdate, writeId?: string | OwnCommitCheck): Promise<WriteResult> {
     return conditionalWrite(this.doc, new UpdateCommand({ TableName: this.tableName, Key: this.runKeyOf(id), ...update }), {
-      ownCommit: writeId !== undefined ? wroteBy(writeId) : undefined,
+      ownCommit: typeof writeId === 'string' ? wroteBy(writeId) : writeId,
     });
   }
 }
