@@ -9,7 +9,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { LedgerOps } from '../../shared/store/repairs.js';
+import type { LedgerOps } from '../../shared/store/repairs.js';
 import { messageFor } from '../../shared/core/run-message.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
 import { AttemptEndedError, ReconcileOutcome, ResultUnknownError, RetryableError, type JobHandler } from '../../shared/handler-api.js';
@@ -21,7 +21,7 @@ import { resolveRun } from '../../tools/ops/resolve.js';
 import { retryRuns } from '../../shared/operations/retry.js';
 import { testJobs, waitFor } from '../support/helpers.js';
 import { Lab } from '../support/lab.js';
-import { sandbox, type Sandbox } from '../support/stack.js';
+import { opsSandbox, type Sandbox } from '../support/stack.js';
 
 const MIN = 60_000;
 
@@ -29,8 +29,7 @@ describe('ops revival and takeover', () => {
   let box: Sandbox;
   let ops: LedgerOps;
   beforeAll(async () => {
-    box = await sandbox();
-    ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
+    ({ box, ops } = await opsSandbox());
   });
   afterAll(() => box.destroy());
 

@@ -3,7 +3,7 @@
  * operator paths (resolve, retry) and at the edge of a run's fencing range.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LedgerOps } from '../../shared/store/repairs.js';
+import type { LedgerOps } from '../../shared/store/repairs.js';
 import { UpdateCommand } from '@aws-sdk/lib-dynamodb';
 import { MAX_CLAIMS_PER_SLOT, claimsOf, initialFence } from '../../shared/core/fence.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
@@ -12,7 +12,7 @@ import { resolveRun } from '../../tools/ops/resolve.js';
 import { retryRuns } from '../../shared/operations/retry.js';
 import { testJobs } from '../support/helpers.js';
 import { Lab } from '../support/lab.js';
-import { sandbox, type Sandbox } from '../support/stack.js';
+import { opsSandbox, type Sandbox } from '../support/stack.js';
 
 const MIN = 60_000;
 const LEASE = 30_000;
@@ -21,8 +21,7 @@ describe('revival and fence-range edges', () => {
   let box: Sandbox;
   let ops: LedgerOps;
   beforeAll(async () => {
-    box = await sandbox();
-    ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
+    ({ box, ops } = await opsSandbox());
   });
   afterAll(() => box.destroy());
 

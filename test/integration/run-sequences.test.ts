@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { LedgerOps, needsRevival } from '../../shared/store/repairs.js';
+import { type LedgerOps, needsRevival } from '../../shared/store/repairs.js';
 import { isTerminal, RunStatus } from '../../shared/core/vocabulary.js';
 import { PermanentError, ReconcileOutcome, ResultUnknownError, RetryableError, type JobHandler } from '../../shared/handler-api.js';
 import { MetricName } from '../../shared/runtime/observability.js';
@@ -15,7 +15,7 @@ import { resolveRun } from '../../tools/ops/resolve.js';
 import { RETRYABLE_STATES, retryRuns } from '../../shared/operations/retry.js';
 import { testJobs } from '../support/helpers.js';
 import { Lab } from '../support/lab.js';
-import { sandbox, type Sandbox } from '../support/stack.js';
+import { opsSandbox, type Sandbox } from '../support/stack.js';
 
 const MIN = 60_000;
 const MAX_ATTEMPTS = 3;
@@ -54,8 +54,7 @@ describe('generated operator and worker sequences on one run', () => {
   let box: Sandbox;
   let ops: LedgerOps;
   beforeAll(async () => {
-    box = await sandbox();
-    ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
+    ({ box, ops } = await opsSandbox());
   });
   afterAll(() => box.destroy());
 

@@ -6,6 +6,7 @@
 import { inject } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import { Ledger } from '../../shared/store/ledger.js';
+import { LedgerOps } from '../../shared/store/repairs.js';
 import { RunQueue } from '../../shared/messaging/run-queue.js';
 import { createClients, type Clients } from '../../shared/runtime/clients.js';
 import { createQueues, createTables, localClientConfig, type LocalEndpoints } from '../../tools/local-stack.js';
@@ -50,4 +51,10 @@ export async function sandbox(options: { visibilityTimeoutSeconds?: number; maxR
       clients.sqs.destroy();
     },
   };
+}
+
+/** A sandbox and the operators' store on its ledger: what the files driving operator commands set up alike. */
+export async function opsSandbox(): Promise<{ readonly box: Sandbox; readonly ops: LedgerOps }> {
+  const box = await sandbox();
+  return { box, ops: new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable }) };
 }

@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { LedgerOps, needsRevival } from '../../../shared/store/repairs.js';
+import { type LedgerOps, needsRevival } from '../../../shared/store/repairs.js';
 import { messageFor } from '../../../shared/core/run-message.js';
 import { isTerminal, type RunMessage } from '../../../shared/core/vocabulary.js';
 import { PermanentError, ReconcileOutcome, ResultUnknownError, RetryableError, type JobHandler } from '../../../shared/handler-api.js';
@@ -20,7 +20,7 @@ import { resolveRun } from '../../../tools/ops/resolve.js';
 import { RETRYABLE_STATES, retryRuns } from '../../../shared/operations/retry.js';
 import { FROZEN_TIMERS, silentLogger, testJobs } from '../../support/helpers.js';
 import { Lab } from '../../support/lab.js';
-import { sandbox, type Sandbox } from '../../support/stack.js';
+import { opsSandbox, type Sandbox } from '../../support/stack.js';
 
 const MIN = 60_000;
 const MAX_ATTEMPTS = 2;
@@ -71,8 +71,7 @@ describe('generated sequences on an exclusive lane', () => {
   let box: Sandbox;
   let ops: LedgerOps;
   beforeAll(async () => {
-    box = await sandbox();
-    ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
+    ({ box, ops } = await opsSandbox());
   });
   afterAll(() => box.destroy());
 

@@ -3,13 +3,13 @@
  * them (DESIGN §8 "Lanes"): a revived run runs, or the command refuses it with the reason.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { LedgerOps } from '../../../shared/store/repairs.js';
+import type { LedgerOps } from '../../../shared/store/repairs.js';
 import { backfill, BackfillRequestError } from '../../../shared/operations/backfill.js';
 import { RunStatus } from '../../../shared/core/vocabulary.js';
 import { retryRuns } from '../../../shared/operations/retry.js';
 import { testJobs } from '../../support/helpers.js';
 import { Lab } from '../../support/lab.js';
-import { sandbox, uniqueName, type Sandbox } from '../../support/stack.js';
+import { opsSandbox, uniqueName, type Sandbox } from '../../support/stack.js';
 
 const MIN = 60_000;
 
@@ -17,8 +17,7 @@ describe('operator revivals on exclusive lanes', () => {
   let box: Sandbox;
   let ops: LedgerOps;
   beforeAll(async () => {
-    box = await sandbox();
-    ops = new LedgerOps(box.clients.doc, { tableName: box.endpoints.ledgerTable });
+    ({ box, ops } = await opsSandbox());
   });
   afterAll(() => box.destroy());
 
