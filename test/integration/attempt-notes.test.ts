@@ -17,17 +17,16 @@ import { FencedWrite, ReconcileAnswer } from '../../shared/core/attempt-notes.js
 import { initialFence } from '../../shared/core/fence.js';
 import { ATTEMPT_HISTORY_LIMIT } from '../../shared/core/limits.js';
 import { RunStatus, runKeyOf, type Run, type RunId } from '../../shared/core/vocabulary.js';
-import { jobsByName } from '../../shared/config.js';
 import { ReconcileOutcome, RetryableError, type JobHandler, type ReconcileResult, type RunContext } from '../../shared/handler-api.js';
 import { messageFor } from '../../shared/planner/planner.js';
-import { InMemoryMetrics } from '../../shared/runtime/observability.js';
 import { DynamoFencedStore } from '../../shared/store/fenced-store.js';
 import { Ledger } from '../../shared/store/ledger.js';
 import { processBatch, type WorkerDeps } from '../../shared/worker/batch.js';
 import { CountingMiddleware } from '../support/counting.js';
 import { faultyClient } from '../support/faults.js';
-import { silentLogger, testJobs, VirtualTime } from '../support/helpers.js';
+import { testJobs, VirtualTime } from '../support/helpers.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
+import { workerDeps } from '../support/worker-harness.js';
 
 const LEASE = 20_000;
 const HEARTBEAT = 300;
@@ -55,19 +54,7 @@ describe("an attempt's notes on its entry", () => {
     owner: string,
     extra: Partial<WorkerDeps> = {},
   ): WorkerDeps {
-    return {
-      ledger: box.ledger,
-      queue: box.queue,
-      doc: box.clients.doc,
-      jobs: jobsByName(jobs),
-      handlers,
-      tables: { ledger: box.endpoints.ledgerTable, payments: box.endpoints.paymentsTable },
-      owner,
-      clock: Date.now,
-      logger: silentLogger(),
-      metrics: new InMemoryMetrics(),
-      ...extra,
-    };
+    return workerDeps(box, jobs, handlers, owner, extra);
   }
 
   async function rawItem(id: RunId): Promise<Item | undefined> {

@@ -22,6 +22,7 @@ import { LocalPoller } from '../../tools/local-poller.js';
 import { Rng } from '../../tools/chaos/rng.js';
 import { silentLogger, testJobs, waitFor } from '../support/helpers.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
+import { workerDeps } from '../support/worker-harness.js';
 
 const JOBS = testJobs(
   [
@@ -171,18 +172,7 @@ describe('generated bad SQS messages through processBatch', () => {
       changeVisibility: async (_: string, seconds: number) => void hidden.push(seconds),
     } as unknown as RunQueue;
     const metrics = new InMemoryMetrics();
-    const deps = (owner: string): WorkerDeps => ({
-      ledger: box.ledger,
-      queue,
-      doc: box.clients.doc,
-      jobs: jobsByName(JOBS),
-      handlers: { count },
-      tables: { ledger: box.endpoints.ledgerTable, payments: box.endpoints.paymentsTable },
-      owner,
-      clock: () => T0 + 3_600_000,
-      logger: silentLogger(),
-      metrics,
-    });
+    const deps = (owner: string): WorkerDeps => workerDeps(box, JOBS, { count }, owner, { queue, clock: () => T0 + 3_600_000, metrics });
 
     const rng = new Rng(2026);
     type Tagged = QueueRecord & { readonly kind: 'bad' | 'healthy' };

@@ -18,7 +18,6 @@ import { DynamoFencedStore } from '../../shared/store/fenced-store.js';
 import { Ledger } from '../../shared/store/ledger.js';
 import { initialFence } from '../../shared/core/fence.js';
 import { takeoverVisibilitySeconds } from '../../shared/core/lease.js';
-import { jobsByName } from '../../shared/config.js';
 import type { HistorySink } from '../../shared/core/history.js';
 import { RunStatus, runKeyOf, type Run, type RunId } from '../../shared/core/vocabulary.js';
 import { AttemptAbort, AttemptAbortedError, type JobHandler, type RunContext } from '../../shared/handler-api.js';
@@ -28,8 +27,9 @@ import { messageFor } from '../../shared/planner/planner.js';
 import { processBatch, type WorkerDeps } from '../../shared/worker/batch.js';
 import { localClientConfig } from '../../tools/local-stack.js';
 import { LocalPoller } from '../../tools/local-poller.js';
-import { silentLogger, testJobs, VirtualTime, waitFor } from '../support/helpers.js';
+import { testJobs, VirtualTime, waitFor } from '../support/helpers.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
+import { workerDeps } from '../support/worker-harness.js';
 
 const LEASE = 20_000;
 const HEARTBEAT = 300;
@@ -41,18 +41,7 @@ function deps(
   owner: string,
   metrics = new InMemoryMetrics(),
 ): WorkerDeps {
-  return {
-    ledger: box.ledger,
-    queue: box.queue,
-    doc: box.clients.doc,
-    jobs: jobsByName(jobs),
-    handlers,
-    tables: { ledger: box.endpoints.ledgerTable, payments: box.endpoints.paymentsTable },
-    owner,
-    clock: Date.now,
-    logger: silentLogger(),
-    metrics,
-  };
+  return workerDeps(box, jobs, handlers, owner, { metrics });
 }
 
 const unique = (stem: string) => `${stem}-${Math.random().toString(36).slice(2, 8)}`;

@@ -10,18 +10,17 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { GetQueueAttributesCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { jobsByName } from '../../shared/config.js';
 import { RunStatus, runKeyOf, type Run, type RunId } from '../../shared/core/vocabulary.js';
 import type { JobHandler } from '../../shared/handler-api.js';
-import { InMemoryMetrics } from '../../shared/runtime/observability.js';
 import { messageFor } from '../../shared/planner/planner.js';
 import { processBatch } from '../../shared/worker/batch.js';
 import { runOps } from '../../tools/ops/cli.js';
 import type { OpsIo } from '../../tools/ops/io.js';
 import { OpsFailure } from '../../tools/ops/io.js';
 import { resolveRun } from '../../tools/ops/resolve.js';
-import { drain, silentLogger, testJobs, waitFor } from '../support/helpers.js';
+import { drain, testJobs, waitFor } from '../support/helpers.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
+import { workerDeps } from '../support/worker-harness.js';
 
 const MINUTE = 60_000;
 
@@ -169,18 +168,7 @@ describe('ops redrive', () => {
       },
     };
     const result = await processBatch(
-      {
-        ledger: box.ledger,
-        queue: box.queue,
-        doc: box.clients.doc,
-        jobs: jobsByName(JOBS),
-        handlers: { count },
-        tables: { ledger: box.endpoints.ledgerTable, payments: box.endpoints.paymentsTable },
-        owner: 'after-redrive',
-        clock: Date.now,
-        logger: silentLogger(),
-        metrics: new InMemoryMetrics(),
-      },
+      workerDeps(box, JOBS, { count }, 'after-redrive'),
       moved.map((m) => ({ messageId: m.MessageId!, receiptHandle: m.ReceiptHandle!, body: m.Body! })),
     );
     expect(executed.sort()).toEqual([key(slot.dead), key(slot.exhausted), key(slot.ready)].sort());

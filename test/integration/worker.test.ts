@@ -5,37 +5,15 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReceiveMessageCommand, SendMessageCommand } from '@aws-sdk/client-sqs';
-import { jobsByName } from '../../shared/config.js';
 import { RunStatus, runKeyOf } from '../../shared/core/vocabulary.js';
 import type { JobHandler } from '../../shared/handler-api.js';
-import { processBatch, type QueueRecord, type WorkerDeps } from '../../shared/worker/batch.js';
+import { processBatch, type QueueRecord } from '../../shared/worker/batch.js';
 import { messageFor } from '../../shared/planner/planner.js';
 import { InMemoryMetrics, JsonLineLogger } from '../../shared/runtime/observability.js';
-import { drain, silentLogger, testJobs, VirtualTime } from '../support/helpers.js';
+import { drain, testJobs, VirtualTime } from '../support/helpers.js';
 import { LocalPoller } from '../../tools/local-poller.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
-
-function workerDeps(
-  box: Sandbox,
-  jobs: ReturnType<typeof testJobs>,
-  handlers: Record<string, JobHandler>,
-  owner: string,
-  extra: Partial<WorkerDeps> = {},
-): WorkerDeps {
-  return {
-    ledger: box.ledger,
-    queue: box.queue,
-    doc: box.clients.doc,
-    jobs: jobsByName(jobs),
-    handlers,
-    tables: { ledger: box.endpoints.ledgerTable, payments: box.endpoints.paymentsTable },
-    owner,
-    clock: Date.now,
-    logger: silentLogger(),
-    metrics: new InMemoryMetrics(),
-    ...extra,
-  };
-}
+import { workerDeps } from '../support/worker-harness.js';
 
 async function enqueue(box: Sandbox, job: string, slot: number): Promise<void> {
   await box.clients.sqs.send(

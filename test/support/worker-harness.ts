@@ -12,7 +12,34 @@ import { InMemoryMetrics, JsonLineLogger } from '../../shared/runtime/observabil
 import { messageFor } from '../../shared/planner/planner.js';
 import { processBatch, type QueueRecord, type WorkerDeps } from '../../shared/worker/batch.js';
 import { LocalPoller } from '../../tools/local-poller.js';
+import { silentLogger } from './helpers.js';
 import type { Sandbox } from './stack.js';
+
+/**
+ * Worker deps on the sandbox's ledger, queue and tables, on the real clock with a silent logger and
+ * fresh metrics: what every test's worker shares, `extra` what the test changes.
+ */
+export function workerDeps(
+  box: Sandbox,
+  jobs: readonly Job[],
+  handlers: Record<string, JobHandler>,
+  owner: string,
+  extra: Partial<WorkerDeps> = {},
+): WorkerDeps {
+  return {
+    ledger: box.ledger,
+    queue: box.queue,
+    doc: box.clients.doc,
+    jobs: jobsByName(jobs),
+    handlers,
+    tables: { ledger: box.endpoints.ledgerTable, payments: box.endpoints.paymentsTable },
+    owner,
+    clock: Date.now,
+    logger: silentLogger(),
+    metrics: new InMemoryMetrics(),
+    ...extra,
+  };
+}
 
 export class WorkerHarness {
   readonly metrics = new InMemoryMetrics();
@@ -27,20 +54,12 @@ export class WorkerHarness {
   ) {}
 
   deps(owner: string, extra: Partial<WorkerDeps> = {}): WorkerDeps {
-    return {
-      ledger: this.box.ledger,
-      queue: this.box.queue,
-      doc: this.box.clients.doc,
-      jobs: jobsByName(this.jobs),
-      handlers: this.handlers,
-      tables: { ledger: this.box.endpoints.ledgerTable, payments: this.box.endpoints.paymentsTable },
-      owner,
-      clock: Date.now,
+    return workerDeps(this.box, this.jobs, this.handlers, owner, {
       logger: new JsonLineLogger((line) => this.logs.push(JSON.parse(line) as Record<string, unknown>), {}, 'debug'),
       metrics: this.metrics,
       history: teeHistory(this.monitor, { record: (event) => this.events.push(event) }),
       ...extra,
-    };
+    });
   }
 
   /** A record as SQS would deliver it for the run (job, slot, shard 0). */
