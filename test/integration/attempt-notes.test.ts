@@ -26,7 +26,7 @@ import { CountingMiddleware } from '../support/counting.js';
 import { faultyClient } from '../support/faults.js';
 import { testJobs, VirtualTime } from '../support/helpers.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
-import { workerDeps } from '../support/worker-harness.js';
+import { readyRun, workerDeps } from '../support/worker-harness.js';
 
 const LEASE = 20_000;
 const HEARTBEAT = 300;
@@ -64,25 +64,6 @@ describe("an attempt's notes on its entry", () => {
     return Item;
   }
 
-  /** A READY run of a fresh every-minute job on `handler`, a minute old, with its message and a virtual time. */
-  async function readyRun(stem: string, handler: string, job: Record<string, unknown> = {}) {
-    const name = unique(stem);
-    const jobs = testJobs(
-      [{ name, schedule: '* * * * *', handler, lease: LEASE, heartbeatEvery: HEARTBEAT, startLead: 0, timeout: '60s', ...job }],
-      [handler],
-    );
-    const time = new VirtualTime(Date.now());
-    const slot = Math.floor(time.now / 1000) * 1000 - 60_000;
-    const id = { job: name, slot, shard: 0 };
-    await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, time.now);
-    const record = {
-      messageId: `m-${name}`,
-      receiptHandle: `r-${name}`,
-      body: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })),
-    };
-    return { name, jobs, time, id, slot, record };
-  }
-
   /** A handler that holds its run until `release()` (or its signal aborts); `started` resolves with its ctx. */
   function heldHandler(effect?: (ctx: RunContext) => Promise<void>) {
     let running!: (ctx: RunContext) => void;
@@ -104,7 +85,7 @@ describe("an attempt's notes on its entry", () => {
 
   describe('fenced-out writes', () => {
     it("a holder whose heartbeat a successor's claim refused notes it on its own claim's entry, and leaves the successor's hold as it was: its heartbeat and outcome still land", async () => {
-      const { jobs, time, id, record } = await readyRun('hb-fenced', 'hold');
+      const { jobs, time, id, record } = await readyRun(box, 'hb-fenced', 'hold', { timeout: '60s' });
       const { handler, started } = heldHandler();
       const holder = processBatch({ ...deps(jobs, { hold: handler }, 'holder'), clock: time.read, timers: time.port }, [record]);
       const ctx = await started;
@@ -148,7 +129,7 @@ describe("an attempt's notes on its entry", () => {
     });
 
     it("overlap replace: the replaced holder's refused heartbeat joins the REPLACED entry of its claim, which keeps its outcome", async () => {
-      const { jobs, time, id, record } = await readyRun('replaced', 'hold');
+      const { jobs, time, id, record } = await readyRun(box, 'replaced', 'hold', { timeout: '60s' });
       const { handler, started } = heldHandler();
       const holder = processBatch({ ...deps(jobs, { hold: handler }, 'holder'), clock: time.read, timers: time.port }, [record]);
       await started;
@@ -164,7 +145,7 @@ describe("an attempt's notes on its entry", () => {
     });
 
     it("a holder whose outcome a successor's claim refused (no heartbeat between) notes the refused outcome, and the run stays the successor's", async () => {
-      const { jobs, time, id, record } = await readyRun('outcome-fenced', 'hold');
+      const { jobs, time, id, record } = await readyRun(box, 'outcome-fenced', 'hold', { timeout: '60s' });
       const { handler, started, release } = heldHandler();
       const holder = processBatch({ ...deps(jobs, { hold: handler }, 'holder'), clock: time.read, timers: time.port }, [record]);
       await started;
@@ -184,7 +165,7 @@ describe("an attempt's notes on its entry", () => {
 
     it("a holder whose ctx.fenced write the successor's had fenced out notes the effect and its item, and records nothing else", async () => {
       const item = { pk: `PAY#${unique('p')}`, sk: 'CURSOR' };
-      const { jobs, time, id, record } = await readyRun('effect-fenced', 'hold');
+      const { jobs, time, id, record } = await readyRun(box, 'effect-fenced', 'hold', { timeout: '60s' });
       const { handler, started, release } = heldHandler((ctx) =>
         ctx.fenced.put({ table: ctx.tables.payments, item: { ...item, cursor: 'old' } }),
       );

@@ -22,14 +22,13 @@ import type { HistorySink } from '../../shared/core/history.js';
 import { RunStatus, runKeyOf, type Run, type RunId } from '../../shared/core/vocabulary.js';
 import { AttemptAbort, AttemptAbortedError, type JobHandler, type RunContext } from '../../shared/handler-api.js';
 import { InMemoryMetrics } from '../../shared/runtime/observability.js';
-import type { JobInput } from '../../shared/schedule/job-schema.js';
 import { messageFor } from '../../shared/planner/planner.js';
 import { processBatch, type WorkerDeps } from '../../shared/worker/batch.js';
 import { localClientConfig } from '../../tools/local-stack.js';
 import { LocalPoller } from '../../tools/local-poller.js';
 import { testJobs, VirtualTime, waitFor } from '../support/helpers.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
-import { workerDeps } from '../support/worker-harness.js';
+import { readyRun, workerDeps } from '../support/worker-harness.js';
 
 const LEASE = 20_000;
 const HEARTBEAT = 300;
@@ -97,25 +96,6 @@ function waitingHandler(time: VirtualTime) {
     },
   };
   return { wait, started, abortedAt: () => abortedAt };
-}
-
-/** A READY run, a minute old, of a fresh every-minute job on `handler`, with its message and its own virtual time. */
-async function readyRun(box: Sandbox, stem: string, handler: string, job: Partial<JobInput> = {}) {
-  const name = unique(stem);
-  const jobs = testJobs(
-    [{ name, schedule: '* * * * *', handler, lease: LEASE, heartbeatEvery: HEARTBEAT, startLead: 0, ...job }],
-    [handler],
-  );
-  const time = new VirtualTime(Date.now());
-  const slot = Math.floor(time.now / 1000) * 1000 - 60_000;
-  const id = { job: name, slot, shard: 0 };
-  await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, time.now);
-  const record = {
-    messageId: `m-${name}`,
-    receiptHandle: `r-${name}`,
-    body: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })),
-  };
-  return { name, jobs, time, id, record };
 }
 
 /** `target` with some of its methods replaced, the others as they are. */

@@ -4,15 +4,15 @@
  */
 import { jobsByName } from '../../shared/config.js';
 import type { HistoryEvent } from '../../shared/core/history.js';
-import type { Job } from '../../shared/schedule/job-schema.js';
+import type { Job, JobInput } from '../../shared/schedule/job-schema.js';
 import { InvariantMonitor, teeHistory } from '../../tools/verify/invariants.js';
-import { runKeyOf } from '../../shared/core/vocabulary.js';
+import { RunStatus, runKeyOf } from '../../shared/core/vocabulary.js';
 import type { JobHandler } from '../../shared/handler-api.js';
 import { InMemoryMetrics, JsonLineLogger } from '../../shared/runtime/observability.js';
 import { messageFor } from '../../shared/planner/planner.js';
 import { processBatch, type QueueRecord, type WorkerDeps } from '../../shared/worker/batch.js';
 import { LocalPoller } from '../../tools/local-poller.js';
-import { silentLogger } from './helpers.js';
+import { silentLogger, testJobs, VirtualTime } from './helpers.js';
 import type { Sandbox } from './stack.js';
 
 /**
@@ -39,6 +39,25 @@ export function workerDeps(
     metrics: new InMemoryMetrics(),
     ...extra,
   };
+}
+
+/**
+ * A READY run, a minute old, of a fresh every-minute job on `handler` (a 20 s lease, a heartbeat
+ * every 300 ms, no start lead, `job` what the test changes), with its message and its own virtual time.
+ */
+export async function readyRun(box: Sandbox, stem: string, handler: string, job: Partial<JobInput> = {}) {
+  const name = `${stem}-${Math.random().toString(36).slice(2, 8)}`;
+  const jobs = testJobs([{ name, schedule: '* * * * *', handler, lease: 20_000, heartbeatEvery: 300, startLead: 0, ...job }], [handler]);
+  const time = new VirtualTime(Date.now());
+  const slot = Math.floor(time.now / 1000) * 1000 - 60_000;
+  const id = { job: name, slot, shard: 0 };
+  await box.ledger.createRun({ ...id, shards: 1, status: RunStatus.READY }, time.now);
+  const record = {
+    messageId: `m-${name}`,
+    receiptHandle: `r-${name}`,
+    body: JSON.stringify(messageFor({ ...id, runKey: runKeyOf(name, slot, 0, 1) })),
+  };
+  return { name, jobs, time, id, slot, record };
 }
 
 export class WorkerHarness {
