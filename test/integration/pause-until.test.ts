@@ -11,13 +11,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { partitionOf } from '../../shared/core/partition.js';
 import { RunStatus } from '../../shared/core/vocabulary.js';
 import { pauseJob, resumeJob } from '../../shared/operations/pause.js';
-import { runPlannerTick } from '../../shared/planner/planner.js';
-import { InMemoryMetrics } from '../../shared/runtime/observability.js';
 import { jobPlanning } from '../../shared/store/job-planning.js';
 import { runOps } from '../../tools/ops/cli.js';
 import type { OpsIo } from '../../tools/ops/io.js';
-import { silentLogger, testJobs } from '../support/helpers.js';
-import { Lab, RecordingQueue } from '../support/lab.js';
+import { testJobs } from '../support/helpers.js';
+import { Lab, plannerTick } from '../support/lab.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
 
 const SEC = 1_000;
@@ -35,19 +33,7 @@ describe('a pause with an until', () => {
     const name = 'paused-until';
     const jobs = testJobs([{ name, schedule: '* * * * *', handler: 'noop', startLead: 0, misfire: { policy: 'skip', after: '2m' } }]);
     const job = jobs[0]!;
-    const tick = (now: number) =>
-      runPlannerTick(
-        {
-          ledger: box.ledger,
-          queue: new RecordingQueue(),
-          jobs,
-          clock: () => now,
-          logger: silentLogger(),
-          metrics: new InMemoryMetrics(),
-          options: { lookaheadMs: 65 * SEC },
-        },
-        { partition: 0, of: 1 },
-      );
+    const tick = (now: number) => plannerTick(box, jobs, now);
     const slotsOf = async () => (await box.ledger.listRuns(name, { ascending: true })).map((r) => ({ slot: r.slot, status: r.status }));
 
     await tick(T0 + 5 * SEC);

@@ -22,14 +22,12 @@ import {
   type JobHandler,
   type RunContext,
 } from '../../shared/handler-api.js';
-import { InMemoryMetrics } from '../../shared/runtime/observability.js';
-import { runPlannerTick } from '../../shared/planner/planner.js';
 import { manualSlot, triggerRun } from '../../shared/operations/trigger.js';
 import { resolveRun } from '../../tools/ops/resolve.js';
 import { retryRuns } from '../../shared/operations/retry.js';
-import { silentLogger, testJobs, waitFor } from '../support/helpers.js';
+import { testJobs, waitFor } from '../support/helpers.js';
 import { faultyClient } from '../support/faults.js';
-import { Lab, RecordingQueue } from '../support/lab.js';
+import { Lab, plannerTick, RecordingQueue } from '../support/lab.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
 
 const SEC = 1_000;
@@ -45,19 +43,7 @@ describe('schedule features', () => {
   afterAll(() => box.destroy());
 
   // Each planner test has its own table: a partition's watermark would hide an earlier `now`.
-  const tick = (own: Sandbox, jobs: ReturnType<typeof testJobs>, now: number, queue = new RecordingQueue()) =>
-    runPlannerTick(
-      {
-        ledger: own.ledger,
-        queue,
-        jobs,
-        clock: () => now,
-        logger: silentLogger(),
-        metrics: new InMemoryMetrics(),
-        options: { lookaheadMs: 65 * SEC },
-      },
-      { partition: 0, of: 1 },
-    );
+  const tick = plannerTick;
 
   it('jitter: each run keeps its slot (and run key) and fires at its fixed offset; the message is delayed to the fire time', async () => {
     const name = unique('jit');

@@ -6,10 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RunOrigin } from '../../shared/core/vocabulary.js';
-import { InMemoryMetrics, MetricName } from '../../shared/runtime/observability.js';
-import { runPlannerTick } from '../../shared/planner/planner.js';
-import { silentLogger, testJobs } from '../support/helpers.js';
-import { Lab, RecordingQueue } from '../support/lab.js';
+import { MetricName } from '../../shared/runtime/observability.js';
+import { testJobs } from '../support/helpers.js';
+import { Lab, plannerTick } from '../support/lab.js';
 import { sandbox, type Sandbox } from '../support/stack.js';
 
 const SEC = 1_000;
@@ -26,19 +25,7 @@ describe('trigger lag after a pause', () => {
   it('a short pause does not inflate the on-time trigger lag: slots of the pause planned on resume (within misfire.after) count as late starts', async () => {
     const name = 'paused-a-minute';
     const jobs = testJobs([{ name, schedule: '*/10 * * * * *', handler: 'noop', startLead: 0 }]);
-    const tick = (now: number) =>
-      runPlannerTick(
-        {
-          ledger: box.ledger,
-          queue: new RecordingQueue(),
-          jobs,
-          clock: () => now,
-          logger: silentLogger(),
-          metrics: new InMemoryMetrics(),
-          options: { lookaheadMs: 65 * SEC },
-        },
-        { partition: 0, of: 1 },
-      );
+    const tick = (now: number) => plannerTick(box, jobs, now);
     const first = await tick(T0 + 5 * SEC);
     expect(await box.ledger.planning.pause(name, first.plannedUntil, { by: 'ops', note: 'a minute', at: T0 + 30 * SEC })).toBe(true);
     await tick(T0 + 65 * SEC);

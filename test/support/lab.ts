@@ -13,8 +13,28 @@ import { RunStatus, runKeyOf, type Run, type RunId } from '../../shared/core/voc
 import type { JobHandler } from '../../shared/handler-api.js';
 import { InMemoryMetrics, JsonLineLogger } from '../../shared/runtime/observability.js';
 import { processRecord, type QueueRecord, type WorkerDeps } from '../../shared/worker/batch.js';
-import { ManualClock } from './helpers.js';
+import { runPlannerTick } from '../../shared/planner/planner.js';
+import { ManualClock, silentLogger } from './helpers.js';
 import type { Sandbox } from './stack.js';
+
+/**
+ * One planner tick of partition 0 of 1 on `box`'s ledger at `now` (a 65 s lookahead, a silent
+ * logger, fresh metrics), its messages kept in `queue`.
+ */
+export function plannerTick(box: Pick<Sandbox, 'ledger'>, jobs: readonly Job[], now: number, queue: RunQueue = new RecordingQueue()) {
+  return runPlannerTick(
+    {
+      ledger: box.ledger,
+      queue,
+      jobs,
+      clock: () => now,
+      logger: silentLogger(),
+      metrics: new InMemoryMetrics(),
+      options: { lookaheadMs: 65_000 },
+    },
+    { partition: 0, of: 1 },
+  );
+}
 
 /** A RunQueue that keeps what it is asked to send or hide instead of calling SQS. */
 export class RecordingQueue extends RunQueue {
