@@ -18,7 +18,8 @@ import {
   type TakeoverLine,
 } from '../../tools/local-runtime.js';
 import { testJobs, waitFor } from '../support/helpers.js';
-import { sandbox, type Sandbox } from '../support/stack.js';
+import { startedRuntime } from '../support/local-runtime.js';
+import type { Sandbox } from '../support/stack.js';
 
 const SEC = 1_000;
 const MINUTE = 60_000;
@@ -79,9 +80,7 @@ describe('npm start: what the local runtime reports', () => {
     );
 
   beforeAll(async () => {
-    box = await sandbox();
-    runtime = new LocalRuntime({
-      endpoints: box.endpoints,
+    ({ box, runtime } = await startedRuntime({
       jobs: JOBS,
       handlers,
       workers: 2,
@@ -89,8 +88,7 @@ describe('npm start: what the local runtime reports', () => {
       onSettled: (s) => settled.push(s),
       onTakeover: (t) => takeovers.push(t),
       onFencedOut: (f) => fenced.push(f),
-    });
-    runtime.start();
+    }));
 
     // A failing run; a takeover of a run whose worker vanished; an on-time run; a backfilled one.
     await send(await create('fails', base));

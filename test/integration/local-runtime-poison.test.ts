@@ -11,7 +11,8 @@ import { RunStatus } from '../../shared/core/vocabulary.js';
 import { PermanentError, type JobHandler } from '../../shared/handler-api.js';
 import { LocalRuntime, type PausedLine, type PoisonLine } from '../../tools/local-runtime.js';
 import { testJobs, waitFor } from '../support/helpers.js';
-import { sandbox, type Sandbox } from '../support/stack.js';
+import { startedRuntime } from '../support/local-runtime.js';
+import type { Sandbox } from '../support/stack.js';
 
 const handlers: Record<string, JobHandler> = {
   boom: {
@@ -32,16 +33,13 @@ describe('npm start: poison messages and jobs paused by failure', () => {
   const paused: PausedLine[] = [];
 
   beforeAll(async () => {
-    box = await sandbox();
-    runtime = new LocalRuntime({
-      endpoints: box.endpoints,
+    ({ box, runtime } = await startedRuntime({
       jobs: JOBS,
       handlers,
       workers: 1,
       onPoison: (p) => poison.push(p),
       onPaused: (p) => paused.push(p),
-    });
-    runtime.start();
+    }));
   });
   afterAll(async () => {
     await runtime.stop();
