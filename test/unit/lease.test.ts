@@ -5,25 +5,15 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { DEFAULT_CLOCK_SKEW_MS, explainClaimRefusal, takeoverVisibilitySeconds, VISIBILITY_STEP_MS } from '../../shared/core/lease.js';
 import { CLAIMS_PER_SLOT, claimsOf, fenceRefusal, initialFence, MAX_CLAIMS_PER_SLOT, slotOfFence } from '../../shared/core/fence.js';
-import { RunStatus, TERMINAL_STATUSES, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
+import { RunStatus, TERMINAL_STATUSES, type Run } from '../../shared/core/vocabulary.js';
+import { runAt } from '../support/runs.js';
 
 const SLOT = Date.UTC(2024, 0, 15, 12, 0);
 const NOW = SLOT + 30_000;
 const SKEW = DEFAULT_CLOCK_SKEW_MS;
 
 function run(overrides: Partial<Run> = {}): Run {
-  return {
-    job: 'j',
-    slot: SLOT,
-    shard: 0,
-    shards: 1,
-    runKey: runKeyOf('j', SLOT, 0, 1),
-    status: RunStatus.READY,
-    fencingToken: initialFence(SLOT),
-    attempt: 0,
-    createdAt: SLOT - 60_000,
-    ...overrides,
-  };
+  return runAt(SLOT, overrides);
 }
 
 describe('explainClaimRefusal: why a conditional claim failed, from the item returned with the failure', () => {

@@ -24,6 +24,7 @@ import { ConditionFailedError, FencedOutError, type FencedWrite } from '../../sh
 import { initialFence, MAX_CLAIMS_PER_SLOT } from '../../shared/core/fence.js';
 import { LedgerKeys } from '../../shared/core/resources.js';
 import { RunOrigin, RunStatus, runKeyOf, type Run } from '../../shared/core/vocabulary.js';
+import { runAt } from '../support/runs.js';
 
 // ------------------------------------------------------------------------------------------------
 // Helpers
@@ -74,36 +75,18 @@ const ID = { job: 'j', slot: SLOT, shard: 0 };
 const KEY = { pk: LedgerKeys.jobPk('j'), sk: LedgerKeys.runSk(SLOT, 0) };
 
 function runItem(overrides: Record<string, unknown> = {}): Record<string, unknown> {
-  return {
-    ...KEY,
-    job: 'j',
-    slot: SLOT,
-    shard: 0,
-    shards: 1,
-    runKey: runKeyOf('j', SLOT, 0, 1),
-    status: RunStatus.READY,
-    fencingToken: initialFence(SLOT),
-    attempt: 0,
-    createdAt: SLOT - 60_000,
-    ...overrides,
-  };
+  return { ...KEY, ...runAt(SLOT), ...overrides };
 }
 
 function heldRun(overrides: Partial<Run> = {}): Run {
-  return {
-    job: 'j',
-    slot: SLOT,
-    shard: 0,
-    shards: 1,
-    runKey: runKeyOf('j', SLOT, 0, 1),
+  return runAt(SLOT, {
     status: RunStatus.RUNNING,
     owner: 'me',
     leaseUntil: NOW + LEASE,
     fencingToken: initialFence(SLOT) + 1,
     attempt: 1,
-    createdAt: SLOT - 60_000,
     ...overrides,
-  };
+  });
 }
 
 const newDoc = () =>
