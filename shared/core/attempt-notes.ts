@@ -4,7 +4,7 @@
  * of the attempt that were fenced out (refused because a newer token held the run or the item).
  * Both are bounded: the entry rides on the run item, whose every write costs a unit per KB.
  */
-import { boundMessage, jsonChars, MAX_HISTORY_MESSAGE_CHARS } from './limits.js';
+import { boundMessage, jsonChars, MAX_HISTORY_MESSAGE_CHARS, MAX_STORED_DEPTH, nestsDeeperThan } from './limits.js';
 
 /** What `reconcile` answered (the handler API's ReconcileOutcome), or that it gave no answer. */
 export const ReconcileAnswer = {
@@ -21,7 +21,7 @@ export interface ReconcileRecord {
   readonly answer: ReconcileAnswer;
   /** When it answered (or gave up), UTC ms. */
   readonly at: number;
-  /** ALREADY_DONE's evidence, when it fits MAX_NOTE_EVIDENCE_CHARS; else `evidenceChars` says how large it was. */
+  /** ALREADY_DONE's evidence, when it fits MAX_NOTE_EVIDENCE_CHARS and MAX_STORED_DEPTH; else `evidenceChars` says how large it was. */
   readonly evidence?: unknown;
   readonly evidenceChars?: number;
   /** STILL_UNKNOWN's reason, or why there was no answer. */
@@ -47,7 +47,7 @@ export function reconcileRecord(
   const reason = answer.reason === undefined ? {} : { reason: boundMessage(answer.reason, MAX_HISTORY_MESSAGE_CHARS) };
   if (known !== ReconcileAnswer.ALREADY_DONE || answer.evidence === undefined) return { answer: known, at, ...reason };
   const chars = jsonChars(answer.evidence);
-  return chars <= MAX_NOTE_EVIDENCE_CHARS
+  return chars <= MAX_NOTE_EVIDENCE_CHARS && !nestsDeeperThan(answer.evidence, MAX_STORED_DEPTH)
     ? { answer: known, at, evidence: answer.evidence }
     : { answer: known, at, evidenceChars: Number.isFinite(chars) ? chars : -1 };
 }

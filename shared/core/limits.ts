@@ -17,6 +17,13 @@ export const MAX_ERROR_MESSAGE_CHARS = 1_000;
 export const MAX_HISTORY_MESSAGE_CHARS = 240;
 /** Attempts the run item remembers. */
 export const ATTEMPT_HISTORY_LIMIT = 10;
+/**
+ * Deepest nesting of lists and maps a handler's value (evidence, checkpoint, reconcile evidence) is
+ * stored with as given. DynamoDB refuses a write whose item nests more than 32 levels, and the
+ * run's history keeps reconcile evidence three levels down: a deeper value would make the outcome
+ * write fail on every attempt after the work was done.
+ */
+export const MAX_STORED_DEPTH = 16;
 
 /** What is stored instead of evidence that was too large. */
 export interface TruncatedEvidence {
@@ -36,10 +43,19 @@ export function jsonChars(value: unknown): number {
   }
 }
 
+/** Whether `value` nests lists and maps more than `limit` levels (it looks no deeper than that). */
+export function nestsDeeperThan(value: unknown, limit: number): boolean {
+  if (value === null || typeof value !== 'object') return false;
+  if (limit <= 0) return true;
+  const children: readonly unknown[] = Array.isArray(value) ? value : Object.values(value);
+  return children.some((child) => nestsDeeperThan(child, limit - 1));
+}
+
+/** Evidence as stored: as given, or a marker with its first characters when too large or too deeply nested. */
 export function boundEvidence(evidence: unknown): unknown {
   if (evidence === undefined) return undefined;
   const chars = jsonChars(evidence);
-  if (chars <= MAX_EVIDENCE_CHARS) return evidence;
+  if (chars <= MAX_EVIDENCE_CHARS && !nestsDeeperThan(evidence, MAX_STORED_DEPTH)) return evidence;
   let head = '';
   try {
     head = (JSON.stringify(evidence) ?? '').slice(0, 512);
@@ -66,5 +82,7 @@ export function checkpointProblem(cursor: unknown): string | undefined {
   if (!Number.isFinite(chars)) return 'the checkpoint is not JSON-serializable';
   if (chars > MAX_CHECKPOINT_CHARS)
     return `the checkpoint is ${chars} JSON characters; at most ${MAX_CHECKPOINT_CHARS} are stored (keep a cursor, not the data)`;
+  if (nestsDeeperThan(cursor, MAX_STORED_DEPTH))
+    return `the checkpoint nests lists and objects more than ${MAX_STORED_DEPTH} levels deep; at most ${MAX_STORED_DEPTH} are stored (keep a flat cursor)`;
   return undefined;
 }

@@ -16,6 +16,7 @@ import { claimsOf } from '../core/fence.js';
 import { ATTEMPT_HISTORY_LIMIT } from '../core/limits.js';
 import type { AttemptRecord, Run, RunStatus } from '../core/vocabulary.js';
 import type { OwnCommitCheck } from './conditional.js';
+import { REPLACED_CODE } from './run-endings.js';
 import { RunTable, type Item } from './run-items.js';
 import { newWriteId } from './write-id.js';
 
@@ -33,15 +34,22 @@ export interface FencedOutNote {
 /**
  * noted: on the entry (by this write, or by its own earlier commit); still-held: no newer token
  * holds the run (nothing written); not-kept: the claim is older than the history the run keeps, or
- * the run has no history map or no item any more (nothing written).
+ * the run has no history map or no item any more (nothing written); recorded: the entry holds the
+ * attempt's own outcome, so the refusal the worker saw was its own commit, retried after a newer
+ * claim moved the run on (nothing written: the entry would say both "recorded" and "fenced out").
  */
-export type NoteResult = 'noted' | 'still-held' | 'not-kept';
+export type NoteResult = 'noted' | 'still-held' | 'not-kept' | 'recorded';
 
 function entryOf(item: Item | undefined, key: string): Item | undefined {
   const attempts = item?.attempts;
   if (typeof attempts !== 'object' || attempts === null) return undefined;
   const entry: unknown = (attempts as Item)[key];
   return typeof entry === 'object' && entry !== null ? (entry as Item) : undefined;
+}
+
+/** Whether an entry holds an outcome its attempt recorded itself (overlap `replace` writes one for it). */
+function ownOutcome(entry: Item | undefined): boolean {
+  return entry?.outcome !== undefined && entry.code !== REPLACED_CODE;
 }
 
 function noteIdOf(entry: Item | undefined): unknown {
@@ -83,18 +91,21 @@ export class FencedOutNotes extends RunTable {
     const existing = entryOf(current, key);
     if (existing === undefined) return 'not-kept';
     if (existing.fencedOut !== undefined) return 'noted';
+    if (ownOutcome(existing)) return 'recorded';
     // The entry is there already (overlap `replace` wrote it as it advanced the fence): the note
     // joins it, with the reconcile's answer unless the entry has one.
     const reconcile = note.reconcile && existing.reconcile === undefined ? ', attempts.#entry.reconcile = :reconcile' : '';
     const second = await this.update(
       attempt,
       `SET attempts.#entry.fencedOut = :fenced${reconcile}`,
-      `${newerHolds} AND ${stillKept} AND attribute_exists(attempts.#entry) AND attribute_not_exists(attempts.#entry.fencedOut)`,
-      { ...values, ':fenced': fencedOut, ...(reconcile ? { ':reconcile': note.reconcile } : {}) },
+      `${newerHolds} AND ${stillKept} AND attribute_exists(attempts.#entry) AND attribute_not_exists(attempts.#entry.fencedOut) AND (attribute_not_exists(attempts.#entry.outcome) OR attempts.#entry.code = :replaced)`,
+      { ...values, ':fenced': fencedOut, ':replaced': REPLACED_CODE, ...(reconcile ? { ':reconcile': note.reconcile } : {}) },
       ours,
     );
     if (second.kind !== 'conditionFailed') return 'noted';
-    if (entryOf(second.current, key)?.fencedOut !== undefined) return 'noted';
+    const after = entryOf(second.current, key);
+    if (after?.fencedOut !== undefined) return 'noted';
+    if (ownOutcome(after)) return 'recorded';
     const token = second.current?.fencingToken;
     return typeof token === 'number' && token > attempt.fencingToken ? 'not-kept' : 'still-held';
   }

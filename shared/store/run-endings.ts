@@ -9,6 +9,9 @@ import { boundMessage, MAX_HISTORY_MESSAGE_CHARS } from '../core/limits.js';
 import { RunStatus, type AttemptRecord, type Run } from '../core/vocabulary.js';
 import type { SettledStatus } from './observer.js';
 import { deadKeys, RunTable } from './run-items.js';
+
+/** The code of a run's entry and last error when overlap `replace` ended its attempt (not the attempt itself). */
+export const REPLACED_CODE = 'REPLACED';
 import { newWriteId } from './write-id.js';
 
 export class RunEndings extends RunTable {
@@ -98,7 +101,7 @@ export class RunEndings extends RunTable {
       claimedAt: run.startedAt ?? now,
       endedAt: now,
       outcome: RunStatus.SUPERSEDED,
-      code: 'REPLACED',
+      code: REPLACED_CODE,
       message: boundMessage(`replaced by ${by}`, MAX_HISTORY_MESSAGE_CHARS),
     };
     return this.endOnce(run, {
@@ -114,7 +117,7 @@ export class RunEndings extends RunTable {
         ':one': 1,
         ':now': now,
         ':expiresAt': this.expiresAt(now),
-        ':reason': { code: 'REPLACED', message: `replaced by ${by}` },
+        ':reason': { code: REPLACED_CODE, message: `replaced by ${by}` },
         ':entry': entry,
         ':true': true,
       },

@@ -226,6 +226,22 @@ describe("an attempt's notes on its entry", () => {
       expect(await rawItem(id)).toEqual(before);
     });
 
+    it('an attempt whose outcome committed (its response lost, the retry refused once a successor claimed) is not marked fenced out: the entry keeps its own outcome alone', async () => {
+      const t0 = Date.now();
+      const { id, run } = await claimed('own-outcome', 'w1', t0);
+      await box.ledger.complete(
+        run,
+        { status: RunStatus.RETRY, nextAttemptAt: t0, lastError: { code: 'FLAKY', message: 'try again' } },
+        t0 + 1_000,
+        { from: RunStatus.READY },
+      );
+      expect((await box.ledger.claim(id, 'w2', t0 + 2_000, LEASE, SKEW)).kind).toBe('claimed');
+      const before = await rawItem(id);
+      const refusedOutcome = { writes: [{ write: FencedWrite.OUTCOME, at: t0 + 2_500, by: run.fencingToken + 1 }], count: 1 };
+      expect(await box.ledger.noteFencedOut(run, { fencedOut: refusedOutcome }, t0 + 3_000)).toBe('recorded');
+      expect(await rawItem(id)).toEqual(before);
+    });
+
     it('a note whose response was lost is recognised as its own commit on the SDK retry; a second note of the same claim changes nothing', async () => {
       const { id, run } = await claimed('lost-note', 'holder', Date.now());
       await box.ledger.claim(id, 'successor', Date.now() + LEASE + SKEW + 1, LEASE, SKEW);
@@ -251,6 +267,9 @@ describe("an attempt's notes on its entry", () => {
   });
 
   describe('what reconcile answered', () => {
+    /** Evidence nesting 29 lists: 61 JSON characters, three levels below the entry it is noted on. */
+    const DEEP = Array.from({ length: 29 }).reduce<unknown>((inner) => [inner], 'x');
+
     /** An UNKNOWN run (its last attempt timed out mid-effect), due again now. */
     async function unknownRun(stem: string, handler: string) {
       const name = unique(stem);
@@ -304,6 +323,13 @@ describe("an attempt's notes on its entry", () => {
         },
         RunStatus.UNKNOWN,
         { answer: ReconcileAnswer.NO_ANSWER, reason: expect.stringContaining('bank API throttled') },
+        0,
+      ],
+      [
+        'already-done, with evidence nesting 29 levels (DynamoDB refuses an item nesting more than 32): the entry says its size',
+        async (): Promise<ReconcileResult> => ({ outcome: ReconcileOutcome.ALREADY_DONE, evidence: DEEP }),
+        RunStatus.SUCCEEDED,
+        { answer: ReconcileAnswer.ALREADY_DONE, evidenceChars: JSON.stringify(DEEP).length },
         0,
       ],
     ] as const)('%s: recorded on the attempt entry by the outcome write itself', async (_what, reconcile, status, answer, runs) => {

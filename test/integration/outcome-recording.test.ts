@@ -169,6 +169,16 @@ describe('outcome recording', () => {
     expect(JSON.stringify(stored).length).toBeLessThan(MAX_EVIDENCE_CHARS);
   });
 
+  it('evidence nesting 40 levels (DynamoDB refuses an item nesting more than 32) is stored as a marker with its text; the run still SUCCEEDS', async () => {
+    const deep = Array.from({ length: 40 }).reduce<unknown>((inner) => [inner], 'x');
+    const { name, lab } = setup({ run: async () => ({ evidence: deep }) });
+    await lab.create(name, T0);
+    expect(await lab.deliver(name, T0)).toBe('ack');
+    const run = (await lab.run(name, T0))!;
+    expect(run.status).toBe(RunStatus.SUCCEEDED);
+    expect(run.evidence).toEqual({ truncated: true, chars: JSON.stringify(deep).length, head: JSON.stringify(deep) });
+  });
+
   it('an error message too large is stored truncated; the retry budget is spent as usual', async () => {
     const { name, lab } = setup({
       run: async () => {
@@ -199,6 +209,25 @@ describe('outcome recording', () => {
     expect(await lab.deliver(name, T0)).toBe('ack');
     expect(refused).toBeInstanceOf(CheckpointTooLargeError);
     expect(await lab.run(name, T0)).toMatchObject({ status: RunStatus.SUCCEEDED, checkpoint: { at: 42 } });
+  });
+
+  it('a checkpoint nesting 40 levels is refused to the handler, which can react; a flat one is stored', async () => {
+    let refused: unknown;
+    const deep = Array.from({ length: 40 }).reduce<unknown>((inner) => [inner], 'x');
+    const { name, lab } = setup({
+      run: async (ctx) => {
+        try {
+          await ctx.checkpoint(deep);
+        } catch (error) {
+          refused = error;
+        }
+        await ctx.checkpoint({ at: 43 });
+      },
+    });
+    await lab.create(name, T0);
+    expect(await lab.deliver(name, T0)).toBe('ack');
+    expect(refused).toBeInstanceOf(CheckpointTooLargeError);
+    expect(await lab.run(name, T0)).toMatchObject({ status: RunStatus.SUCCEEDED, checkpoint: { at: 43 } });
   });
 
   it('the run keeps each attempt in its history, bounded, and a success clears the last error', async () => {

@@ -41,6 +41,13 @@ describe("the reconcile's answer", () => {
       at: AT,
       evidence: { payment: 'p-1' },
     });
+    // Evidence nesting deeper than the bound is kept on the run, not on the entry three levels down.
+    const deep = Array.from({ length: 29 }).reduce<unknown>((inner) => [inner], 'x');
+    expect(reconcileRecord({ outcome: ReconcileOutcome.ALREADY_DONE, evidence: deep }, AT)).toEqual({
+      answer: 'already-done',
+      at: AT,
+      evidenceChars: JSON.stringify(deep).length,
+    });
   });
 
   it('no answer (it threw, or the attempt ended first) and an answer the API does not know are both "no-answer", with why', () => {

@@ -15,6 +15,8 @@ import {
   MAX_CHECKPOINT_CHARS,
   MAX_ERROR_MESSAGE_CHARS,
   MAX_EVIDENCE_CHARS,
+  MAX_STORED_DEPTH,
+  nestsDeeperThan,
 } from '../../shared/core/limits.js';
 
 /** A JSON value whose text is exactly `chars` characters long (a string: two quotes around it). */
@@ -45,6 +47,31 @@ describe('boundEvidence', () => {
     const circular: Record<string, unknown> = {};
     circular.self = circular;
     expect(boundEvidence(circular)).toEqual({ truncated: true, chars: -1, head: '(not serializable)' });
+  });
+});
+
+/** A value nesting `levels` lists, e.g. 2: [['x']]. */
+const nested = (levels: number): unknown => Array.from({ length: levels }).reduce<unknown>((inner) => [inner], 'x');
+
+describe('nesting depth: DynamoDB refuses an item nesting more than 32 levels', () => {
+  it('nestsDeeperThan counts lists and objects, not scalars', () => {
+    expect(nestsDeeperThan('x', 0)).toBe(false);
+    expect(nestsDeeperThan([], 0)).toBe(true);
+    expect(nestsDeeperThan(nested(3), 3)).toBe(false);
+    expect(nestsDeeperThan(nested(4), 3)).toBe(true);
+    expect(nestsDeeperThan({ a: { b: [1] } }, 3)).toBe(false);
+    expect(nestsDeeperThan({ a: { b: [[1]] } }, 3)).toBe(true);
+  });
+
+  it('evidence nesting 29 levels (61 JSON characters) is stored as a marker with its text, so the outcome write cannot be refused for its depth', () => {
+    expect(boundEvidence(nested(MAX_STORED_DEPTH))).toEqual(nested(MAX_STORED_DEPTH));
+    const deep = nested(29);
+    expect(boundEvidence(deep)).toEqual({ truncated: true, chars: JSON.stringify(deep).length, head: JSON.stringify(deep) });
+  });
+
+  it('a checkpoint nesting more than the bound is refused to the handler, naming the bound', () => {
+    expect(checkpointProblem(nested(MAX_STORED_DEPTH))).toBeUndefined();
+    expect(checkpointProblem(nested(MAX_STORED_DEPTH + 1))).toMatch(/nests lists and objects more than 16 levels deep/);
   });
 });
 
