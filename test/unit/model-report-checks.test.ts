@@ -21,6 +21,7 @@ import {
   withSlotShards,
 } from '../../tools/model/report-checks.js';
 import { BehaviourKind } from '../../tools/model/handlers.js';
+import { ofTheFaultPhase } from '../../tools/model/quiescence.js';
 import type { JobSpec } from '../../tools/model/world.js';
 
 const MIN = 60_000;
@@ -362,5 +363,17 @@ describe('the generator: config changes of any job field, jobs due inside the lo
     expect(scheduleSoon(now, 2_400, 'daily')).toBe('2 1 12 * * *');
     // Never in the past: an offset before now moves a minute on.
     expect(scheduleSoon(now, -10_000, 'at')).toEqual({ at: new Date(T + 2 * MIN - 10_000).toISOString() });
+  });
+});
+
+describe('quiescence waits for the runs of the fault phase', () => {
+  const END = T;
+  it('report-kept false alarm (model seed 1982399355, path 4:20:…): a run ops trigger created at the fault phase end, its slot a millisecond past it, is waited for', () => {
+    expect(ofTheFaultPhase({ slot: END + 1, origin: RunOrigin.MANUAL }, END, 0)).toBe(true);
+    expect(ofTheFaultPhase({ slot: END - MIN, origin: RunOrigin.BACKFILL }, END, 0)).toBe(true);
+    // A planned slot after the fault phase is the quiet world's own work, not waited for.
+    expect(ofTheFaultPhase({ slot: END + MIN, origin: RunOrigin.PLANNED }, END, 0)).toBe(false);
+    expect(ofTheFaultPhase({ slot: END, origin: RunOrigin.PLANNED }, END, 0)).toBe(true);
+    expect(ofTheFaultPhase({ slot: END + 500, origin: RunOrigin.PLANNED }, END, 1_000)).toBe(true);
   });
 });

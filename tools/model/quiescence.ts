@@ -4,7 +4,7 @@
  */
 import { checkScenario, type CheckResult } from '../verify/checker.js';
 import { partitionOf } from '../../shared/core/partition.js';
-import { isTerminal, isWaiting, RunStatus, type Run } from '../../shared/core/vocabulary.js';
+import { isTerminal, isWaiting, RunOrigin, RunStatus, type Run } from '../../shared/core/vocabulary.js';
 import { SWEEP_DEFAULTS } from '../../shared/planner/sweeper.js';
 import { PLANNER_SCHEDULE } from '../../shared/core/resources.js';
 import type { FinalTables } from './ledger-view.js';
@@ -113,7 +113,7 @@ export class Quiescence {
         configured.has(r.job) &&
         !isTerminal(r.status) &&
         !stuck.has(r.runKey) &&
-        r.slot <= (this.stage.faultPhaseEnd ?? 0) + this.stage.setup.plannerSkewMs,
+        ofTheFaultPhase(r, this.stage.faultPhaseEnd ?? 0, this.stage.setup.plannerSkewMs),
     );
     const behind = [...final.cursors].filter(([job]) => configured.has(job) && !this.stage.pausedJobs.has(job));
     // A run claimed at the very end of the fault phase by a worker killed there (any slot, even one
@@ -236,4 +236,15 @@ export class Quiescence {
     }
     return out;
   }
+}
+
+/**
+ * Whether quiescence waits for an open run: one the planner put for a slot of the fault phase, or
+ * one an operator created then (`ops trigger`, `ops backfill`: only they act in the fault phase).
+ * A trigger's slot is its own clock's `now`, which a skewed ops clock (or the millisecond it
+ * adds) puts past the fault phase's end: judged by its slot alone, quiescence ended before the
+ * run had its turn, and report-kept blamed the trigger (model seed 1982399355).
+ */
+export function ofTheFaultPhase(run: Pick<Run, 'slot' | 'origin'>, faultPhaseEnd: number, plannerSkewMs: number): boolean {
+  return run.origin === RunOrigin.MANUAL || run.origin === RunOrigin.BACKFILL || run.slot <= faultPhaseEnd + plannerSkewMs;
 }
